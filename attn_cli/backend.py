@@ -1,0 +1,141 @@
+"""Array backends: numpy (the default, float64) and torch (imported only when asked for).
+
+A mechanism is written once against an array namespace ``xp``; a backend supplies that
+namespace, converts inputs to its dtype and device explicitly (never silently), converts
+results back to numpy for display, synchronises a GPU before a clock is read, and says how
+much memory is free so that a size that cannot fit is refused before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from attn_cli.errors import UserError
+
+T = TypeVar("T")
+
+BACKENDS = ("numpy", "torch")
+DEVICES = ("cpu", "cuda", "mps")
+NUMPY_DTYPES: dict[str, Any] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16")
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def namespace_of(*arrays: Any) -> Any:
+    """The array namespace of the arrays: numpy itself for numpy arrays.
+
+    numpy >= 2 implements the array API in its main namespace, so the numpy path needs no
+    wrapper (array_api_compat.numpy costs ~0.1 s of start-up). Other arrays (torch) go
+    through array_api_compat, imported here only when such an array exists.
+    """
+    if all(isinstance(array, np.ndarray | np.generic | float | int) for array in arrays):
+        return np
+    from array_api_compat import array_namespace
+
+    return array_namespace(*[a for a in arrays if not isinstance(a, float | int)])
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where and in what precision the math runs."""
+
+    name: str
+    device: str
+    dtype: str
+    xp: Any = field(repr=False)
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    def asarray(self, array: np.ndarray) -> Any:
+        """Convert a float64 numpy input to this backend's dtype and device (explicitly)."""
+        return np.asarray(array, dtype=NUMPY_DTYPES[self.dtype])
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def synchronize(self) -> None:
+        """Wait for queued device work (a no-op on the CPU)."""
+
+    def available_bytes(self) -> int | None:
+        return available_host_bytes()
+
+    def timed(self, compute: Callable[[], T]) -> tuple[T, float]:
+        """Run ``compute`` and return its result with its wall time in seconds."""
+        self.synchronize()
+        start = time.perf_counter()
+        result = compute()
+        self.synchronize()
+        return result, time.perf_counter() - start
+
+    def ensure_fits(self, needed_bytes: int, what: str, fix: str) -> None:
+        """Refuse, before allocating, a computation that cannot fit in memory."""
+        available = self.available_bytes()
+        if available is not None and needed_bytes > available:
+            raise UserError(
+                f"{what} needs about {format_bytes(needed_bytes)} but only "
+                f"{format_bytes(available)} is free on {self.device}; {fix}."
+            )
+
+
+def available_host_bytes() -> int | None:
+    """Free host memory (MemAvailable on Linux), or None when it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(count) < 1024 or unit == "TiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+def get_backend(name: str | None, device: str = "cpu", dtype: str | None = None) -> Backend:
+    """Validate a backend request; torch is imported only here, and only when named.
+
+    With no backend named, a GPU device implies torch and the CPU implies numpy.
+    """
+    if name is None:
+        name = "numpy" if device == "cpu" else "torch"
+    if name not in BACKENDS:
+        raise UserError(f"unknown backend {name!r}; choose numpy or torch.")
+    if device not in DEVICES:
+        raise UserError(f"unknown device {device!r}; choose cpu, cuda or mps.")
+    dtype = dtype or "float64"
+    if name == "numpy":
+        if device != "cpu":
+            raise UserError(
+                f"the numpy backend runs on the CPU only; add --backend torch for --device {device}."
+            )
+        if dtype not in NUMPY_DTYPES:
+            raise UserError(
+                f"numpy has no {dtype}; use float64, float32 or float16, or --backend torch."
+            )
+        return Backend("numpy", "cpu", dtype, np)
+    if dtype not in TORCH_DTYPES:
+        raise UserError(f"unknown dtype {dtype!r}; choose one of {', '.join(TORCH_DTYPES)}.")
+    try:
+        from attn_cli.torch_backend import make_torch_backend
+    except ImportError:
+        raise UserError(
+            "the torch backend needs PyTorch; install it with: pip install 'attn-cli[torch]'."
+        ) from None
+    return make_torch_backend(device, dtype)

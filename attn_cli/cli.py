@@ -1,0 +1,43 @@
+"""The attn command line: Typer parses and dispatches; lessons compute; renderers lay out."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from attn_cli import __version__
+from attn_cli.commands import scaled
+from attn_cli.commands.common import user_errors
+
+app = typer.Typer(
+    name="attn",
+    help="Worked examples of the attention mechanism: every intermediate matrix, computed.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"attn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Worked examples of the attention mechanism: every intermediate matrix, computed."""
+
+
+app.command("scaled")(user_errors(scaled.scaled))
+
+
+def main() -> None:
+    app(prog_name="attn")

@@ -1,0 +1,1 @@
+"""One module per command: Typer signatures that parse and dispatch, nothing more."""

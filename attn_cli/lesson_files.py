@@ -1,0 +1,214 @@
+"""Lesson files: a lesson's examples and step explanations, as TOML data.
+
+Schema (every field but ``lesson`` optional in a lecturer's own file)::
+
+    lesson = "scaled"                  # which computation: scaled, bahdanau, selfattn, ...
+    title = "Scaled dot-product attention"
+    intro = "One paragraph shown before the steps."
+    default_example = "two-tokens"
+
+    [steps.scores]                     # one table per step key
+    title = "Scores  S = Q Kᵀ"
+    explanation = "Text; {placeholders} are filled by the lesson (e.g. {dk})."
+    latex = "S = QK^\\top"
+
+    [[examples]]
+    name = "two-tokens"
+    description = "..."
+    source = "where it comes from (slide, page)"
+    options = { scale = true }         # lesson options
+    [examples.inputs]                  # numbers, lists, or strings in the matrix grammar
+    Q = [[1, 0], [0, 1]]
+    [examples.printed]                 # what the slide printed, as text (decimals matter)
+    weights = "0.33,0.67; 0.67,0.33"
+    [examples.labels]                  # optional names for rows (each lesson says which)
+    keys = ["the", "cat", "slept"]
+
+The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
+``attn_cli/lessons``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.matrices import parse_matrix
+
+
+@dataclass(frozen=True)
+class StepText:
+    title: str
+    explanation: str = ""
+    latex: str | None = None
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    description: str = ""
+    source: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    printed: dict[str, str] = field(default_factory=dict)
+    # Names for rows, e.g. {"keys": ["the", "cat", "slept"]}; each lesson says which it reads.
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LessonFile:
+    lesson: str
+    title: str
+    intro: str
+    steps: dict[str, StepText]
+    examples: tuple[Example, ...]
+    default_example: str | None
+    path: Path | None = None
+
+    def example(self, name: str | None) -> Example | None:
+        """The named example (or the default one); a UserError lists the names."""
+        name = name or self.default_example
+        if name is None:
+            return self.examples[0] if self.examples else None
+        for example in self.examples:
+            if example.name == name:
+                return example
+        names = ", ".join(example.name for example in self.examples) or "none"
+        raise UserError(f"no example {name!r} in lesson {self.lesson!r}; choose one of: {names}.")
+
+    def text(self, key: str) -> StepText:
+        return self.steps.get(key) or StepText(title=key)
+
+
+def bundled_lessons_dir() -> Path:
+    """``attn_cli/lessons`` in an installed wheel; the repository's ``lessons/`` in a checkout."""
+    package_dir = Path(__file__).resolve().parent
+    for candidate in (package_dir / "lessons", package_dir.parent / "lessons"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("the bundled lesson files are missing: reinstall attn-cli")
+
+
+def bundled_lesson_names() -> list[str]:
+    return sorted(path.stem for path in bundled_lessons_dir().glob("*.toml"))
+
+
+def load_bundled(lesson: str) -> LessonFile:
+    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml")
+
+
+def load_lesson_file(path: Path) -> LessonFile:
+    """Read and check a lesson file; every problem names the file, the field and the fix."""
+    where = str(path)
+    if not path.is_file():
+        raise UserError(f"lesson file {where!r} not found; check the path.")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise UserError(f"{where}: not valid TOML ({error}); fix the syntax there.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{where}: cannot read it ({error}).") from None
+    return parse_lesson_data(data, where, path)
+
+
+def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None) -> LessonFile:
+    lesson = data.get("lesson")
+    if not isinstance(lesson, str) or not lesson:
+        raise UserError(f'{where}: field "lesson" is missing; add e.g. lesson = "scaled".')
+    steps: dict[str, StepText] = {}
+    raw_steps = data.get("steps", {})
+    if not isinstance(raw_steps, dict):
+        raise UserError(f"{where}: [steps] must be a table of step keys; see docs/lesson-files.md.")
+    for key, text in raw_steps.items():
+        if not isinstance(text, dict) or not isinstance(text.get("title", key), str):
+            raise UserError(f'{where}: [steps.{key}] needs a text field "title".')
+        steps[key] = StepText(
+            title=text.get("title", key),
+            explanation=str(text.get("explanation", "")).strip(),
+            latex=text.get("latex"),
+        )
+    raw_examples = data.get("examples", [])
+    if not isinstance(raw_examples, list):
+        raise UserError(f"{where}: examples must be an array of tables, written [[examples]].")
+    examples = tuple(
+        _parse_example(raw, f"{where}: examples[{index}]") for index, raw in enumerate(raw_examples)
+    )
+    names = [example.name for example in examples]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise UserError(f"{where}: example names must be unique; {duplicates[0]!r} repeats.")
+    default = data.get("default_example")
+    if default is not None and default not in names:
+        raise UserError(f"{where}: default_example {default!r} is not one of the examples.")
+    return LessonFile(
+        lesson=lesson,
+        title=str(data.get("title", lesson)),
+        intro=str(data.get("intro", "")).strip(),
+        steps=steps,
+        examples=examples,
+        default_example=default,
+        path=path,
+    )
+
+
+def _parse_example(raw: Any, where: str) -> Example:
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} must be a table.")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise UserError(f'{where}: field "name" is missing; give the example a name.')
+    where = f"{where.rsplit(':', 1)[0]}: example {name!r}"
+    inputs = {
+        input_name: _input_array(value, f"{where}, input {input_name}")
+        for input_name, value in raw.get("inputs", {}).items()
+    }
+    printed = {}
+    for key, value in raw.get("printed", {}).items():
+        if not isinstance(value, str):
+            raise UserError(
+                f'{where}, printed.{key}: write printed values as text, e.g. "0.33,0.67", so the '
+                "decimals the slide shows are kept."
+            )
+        printed[key] = value
+    options = raw.get("options", {})
+    if not isinstance(options, dict):
+        raise UserError(f"{where}: options must be a table, e.g. options = {{ scale = false }}.")
+    raw_labels = raw.get("labels", {})
+    if not isinstance(raw_labels, dict) or not all(
+        isinstance(names, list) and all(isinstance(n, str) for n in names)
+        for names in raw_labels.values()
+    ):
+        raise UserError(f'{where}: labels must map a name to a list of strings, e.g. keys = ["a"].')
+    return Example(
+        name=name,
+        description=str(raw.get("description", "")).strip(),
+        source=str(raw.get("source", "")),
+        inputs=inputs,
+        options=dict(options),
+        printed=printed,
+        labels={key: tuple(names) for key, names in raw_labels.items()},
+    )
+
+
+def _input_array(value: Any, where: str) -> np.ndarray:
+    """A TOML input: a number, a list, a list of rows, or a string in the matrix grammar."""
+    if isinstance(value, str):
+        return parse_matrix(value, where)
+    if isinstance(value, bool):
+        raise UserError(f"{where}: expected numbers, got {value!r}.")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        raise UserError(
+            f"{where}: expected a number, a list of numbers or a list of equal-length rows."
+        ) from None
+    if array.size == 0:
+        raise UserError(f"{where} is empty; give at least one number.")
+    if not np.isfinite(array).all():
+        raise UserError(f"{where} has NaN or infinite entries; inputs must be finite numbers.")
+    return array

@@ -1,0 +1,186 @@
+"""The input grammar shared by every lesson: matrix and vector options, parsed to float64.
+
+A matrix option accepts
+  * text: rows separated by ``;`` (or new lines), entries by ``,`` or spaces: ``"1,0;0,1"``;
+  * JSON: ``"[[1,0],[0,1]]"``;
+  * ``@path`` to a ``.npy`` (read with ``allow_pickle=False``), ``.csv``, ``.txt`` or ``.json`` file.
+A vector option accepts the same, as long as it is one row or one column: ``"1,3"``.
+
+Every problem is a :class:`UserError` that names the option, the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from attn_cli.errors import UserError
+
+_ENTRY_SPLIT = re.compile(r"[,\s]+")
+_ROW_SPLIT = re.compile(r"[;\n]")
+_FILE_SUFFIXES = (".npy", ".csv", ".txt", ".json")
+
+
+def parse_matrix(text: str, name: str) -> np.ndarray:
+    """Parse a matrix option into a finite 2-D float64 array (a single row is 1 x d)."""
+    array = _parse_any(text, name)
+    if array.ndim == 1:
+        array = array[np.newaxis, :]
+    if array.ndim != 2:
+        raise UserError(f"{name} has {array.ndim} dimensions; give a matrix (rows of numbers).")
+    return _checked(array, name)
+
+
+def parse_vector(text: str, name: str) -> np.ndarray:
+    """Parse a vector option (one row or one column) into a finite 1-D float64 array."""
+    array = _parse_any(text, name)
+    if array.ndim == 2 and 1 in array.shape:
+        array = array.reshape(-1)
+    if array.ndim != 1:
+        raise UserError(
+            f'{name} has shape {_shape_text(array.shape)}; give a vector, one row such as "1,3".'
+        )
+    return _checked(array, name)
+
+
+def parse_int_list(text: str, name: str) -> list[int]:
+    """Parse ``"1,4,16"`` into integers (used for sizes and permutations)."""
+    parts = [part for part in _ENTRY_SPLIT.split(text.strip()) if part]
+    if not parts:
+        raise UserError(f'{name} is empty; give whole numbers separated by commas, e.g. "1,4,16".')
+    values = []
+    for part in parts:
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise UserError(
+                f'{name}: {part!r} is not a whole number; give whole numbers such as "1,4,16".'
+            ) from None
+    return values
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return " x ".join(str(size) for size in shape)
+
+
+def _parse_any(text: str, name: str) -> np.ndarray:
+    stripped = text.strip()
+    if not stripped:
+        raise UserError(f'{name} is empty; give at least one row, e.g. {name} "1,0;0,1".')
+    if stripped.startswith("@"):
+        return _read_file(Path(stripped[1:]), name)
+    if stripped.startswith("["):
+        return _from_json_text(stripped, name, where="")
+    return _from_rows_text(stripped, name, where="")
+
+
+def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
+    lines = [line.strip() for line in _ROW_SPLIT.split(text)]
+    rows_text = [line for line in lines if line]
+    if not rows_text:
+        raise UserError(f'{name}{where} is empty; give at least one row, e.g. "1,0;0,1".')
+    rows: list[list[float]] = []
+    for row_index, row_text in enumerate(rows_text, start=1):
+        entries = [entry for entry in _ENTRY_SPLIT.split(row_text) if entry]
+        row = []
+        for column_index, entry in enumerate(entries, start=1):
+            try:
+                row.append(float(entry))
+            except ValueError:
+                raise UserError(
+                    f"{name}{where}: {entry!r} (row {row_index}, entry {column_index}) is not a "
+                    'number; write rows like "1,0;0,1".'
+                ) from None
+        rows.append(row)
+    return _rectangular(rows, name, where)
+
+
+def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(
+            f"{name}{where} is not valid JSON ({error.msg} at character {error.pos + 1}); "
+            "write it like [[1,0],[0,1]]."
+        ) from None
+    if isinstance(data, list) and data and all(isinstance(row, list) for row in data):
+        return _rectangular(data, name, where)
+    if isinstance(data, list):
+        return _rectangular([data], name, where)[0] if data else _rectangular([], name, where)
+    raise UserError(f"{name}{where} must be a JSON list of rows, like [[1,0],[0,1]].")
+
+
+def _rectangular(rows: list, name: str, where: str) -> np.ndarray:
+    if not rows or all(len(row) == 0 for row in rows):
+        raise UserError(f'{name}{where} is empty; give at least one row, e.g. "1,0;0,1".')
+    width = len(rows[0])
+    for row_index, row in enumerate(rows, start=1):
+        if len(row) != width:
+            raise UserError(
+                f"{name}{where}: row {row_index} has {len(row)} entries but row 1 has {width}; "
+                "every row needs the same number of entries."
+            )
+        for column_index, entry in enumerate(row, start=1):
+            if isinstance(entry, bool) or not isinstance(entry, int | float):
+                raise UserError(
+                    f"{name}{where}: {entry!r} (row {row_index}, entry {column_index}) is not a "
+                    "number."
+                )
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _read_file(path: Path, name: str) -> np.ndarray:
+    where = f" (file {str(path)!r})"
+    suffix = path.suffix.lower()
+    if suffix not in _FILE_SUFFIXES:
+        raise UserError(f"{name}: cannot read {str(path)!r}; use a .npy, .csv, .txt or .json file.")
+    if not path.is_file():
+        raise UserError(f"{name}: file {str(path)!r} not found; check the path after '@'.")
+    try:
+        if suffix == ".npy":
+            return _read_npy(path, name, where)
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise UserError(f"{name}: cannot read {str(path)!r} ({error.strerror}).") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{name}: {str(path)!r} is not a UTF-8 text file.") from None
+    if suffix == ".json":
+        return _from_json_text(text, name, where)
+    return _from_rows_text(text, name, where)
+
+
+def _read_npy(path: Path, name: str, where: str) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except ValueError as error:
+        if "pickle" in str(error).lower():
+            raise UserError(
+                f"{name}{where} holds Python objects (a pickled array), which attn never loads; "
+                "save a numeric array with np.save."
+            ) from None
+        raise UserError(f"{name}{where} is not a valid .npy file ({error}).") from None
+    if not isinstance(array, np.ndarray):
+        raise UserError(f"{name}{where} is an .npz archive; save one array with np.save.")
+    if array.dtype.kind not in "iuf":
+        raise UserError(
+            f"{name}{where} holds {array.dtype} values; save a real numeric array (float or int)."
+        )
+    if array.size == 0:
+        raise UserError(f"{name}{where} is empty; save an array with at least one entry.")
+    return array.astype(np.float64)
+
+
+def _checked(array: np.ndarray, name: str) -> np.ndarray:
+    """Reject NaN and infinities, naming the first offending entry."""
+    finite = np.isfinite(array)
+    if not finite.all():
+        index = tuple(int(i) for i in np.argwhere(~finite)[0])
+        position = ", ".join(str(i + 1) for i in index)
+        bad = array[index]
+        raise UserError(
+            f"{name} has {bad} at position ({position}); inputs must be finite numbers."
+        )
+    return array

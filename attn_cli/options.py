@@ -1,0 +1,123 @@
+"""Options shared by the lesson commands, declared once as Annotated types for Typer."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attn_cli.render import Format
+
+INPUT_PANEL = "Inputs"
+SIZE_PANEL = "Random inputs of any size"
+OUTPUT_PANEL = "Output"
+BACKEND_PANEL = "Backend"
+
+
+class BackendName(StrEnum):
+    numpy = "numpy"
+    torch = "torch"
+
+
+class DeviceName(StrEnum):
+    cpu = "cpu"
+    cuda = "cuda"
+    mps = "mps"
+
+
+class DtypeName(StrEnum):
+    float64 = "float64"
+    float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
+def matrix_option(flag: str, help_text: str) -> object:
+    return typer.Option(flag, help=help_text, rich_help_panel=INPUT_PANEL, show_default=False)
+
+
+ExampleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--example",
+        "-e",
+        help="Lecture example to run (see --list-examples).",
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+    ),
+]
+ListExamplesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--list-examples", help="List this lesson's examples and exit.", rich_help_panel=INPUT_PANEL
+    ),
+]
+LessonFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--lesson",
+        help="A lesson file of your own (TOML; see docs/lesson-files.md).",
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+SeedOpt = Annotated[
+    int, typer.Option("--seed", help="Seed for random inputs.", rich_help_panel=SIZE_PANEL)
+]
+FormatOpt = Annotated[
+    Format, typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL)
+]
+PrecisionOpt = Annotated[
+    int,
+    typer.Option(
+        "--precision",
+        min=0,
+        max=15,
+        help="Decimals shown (rich, markdown, latex).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+FullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="JSON: write every entry, even of matrices over 10,000.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+TimeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--time",
+        help="Show each step's wall time (synchronised on a GPU).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+BackendOpt = Annotated[
+    BackendName | None,
+    typer.Option(
+        "--backend",
+        help="Array library [default: numpy; torch for a GPU device].",
+        rich_help_panel=BACKEND_PANEL,
+        show_default=False,
+    ),
+]
+DeviceOpt = Annotated[
+    DeviceName,
+    typer.Option(
+        "--device", help="Where to compute (torch only off the CPU).", rich_help_panel=BACKEND_PANEL
+    ),
+]
+DtypeOpt = Annotated[
+    DtypeName,
+    typer.Option(
+        "--dtype", help="Floating-point type of the computation.", rich_help_panel=BACKEND_PANEL
+    ),
+]
+
+
+def size_option(flag: str, help_text: str) -> object:
+    return typer.Option(flag, help=help_text, rich_help_panel=SIZE_PANEL, show_default=False, min=1)

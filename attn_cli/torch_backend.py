@@ -1,0 +1,65 @@
+"""The torch backend. The only module of the package that imports torch at module level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import array_api_compat.torch as torch_xp
+import numpy as np
+import torch
+
+from attn_cli.backend import Backend
+from attn_cli.errors import UserError
+
+TORCH_DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+def device_problem(device: str) -> str | None:
+    """Why ``device`` cannot be used here, or None when it can."""
+    if device == "cuda" and not torch.cuda.is_available():
+        return (
+            "CUDA is not available here (no NVIDIA GPU or a CPU-only torch build); use --device cpu"
+        )
+    if device == "mps" and not torch.backends.mps.is_available():
+        return "MPS is not available here (it needs Apple silicon and macOS); use --device cpu"
+    return None
+
+
+@dataclass(frozen=True)
+class TorchBackend(Backend):
+    def asarray(self, array: np.ndarray) -> Any:
+        return torch.as_tensor(array, dtype=TORCH_DTYPES[self.dtype], device=self.device)
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        if isinstance(array, torch.Tensor):
+            tensor = array.detach().cpu()
+            # numpy has no bfloat16: widen for display only (the JSON still says bfloat16).
+            if tensor.dtype == torch.bfloat16:
+                tensor = tensor.to(torch.float32)
+            return tensor.numpy()
+        return np.asarray(array)
+
+    def synchronize(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        elif self.device == "mps":
+            torch.mps.synchronize()
+
+    def available_bytes(self) -> int | None:
+        if self.device == "cuda":
+            free, _total = torch.cuda.mem_get_info()
+            return int(free)
+        return super().available_bytes()
+
+
+def make_torch_backend(device: str, dtype: str) -> TorchBackend:
+    problem = device_problem(device)
+    if problem:
+        raise UserError(f"--device {device}: {problem}.")
+    return TorchBackend("torch", device, dtype, torch_xp)

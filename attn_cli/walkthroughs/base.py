@@ -1,0 +1,189 @@
+"""What every lesson shares: the run request, the step recorder and the lesson registry.
+
+A lesson module (``attn_cli/walkthroughs/<name>.py``) defines
+
+* ``INPUTS``: the inputs it takes, in order (:class:`InputSpec`);
+* ``OPTIONS``: its options and their defaults (e.g. ``{"scale": True}``);
+* ``validate(inputs, options)``: raise :class:`UserError` for shapes that do not fit;
+* ``random_shapes(sizes)``: the shapes of random N(0, 1) inputs for ``--n`` and friends;
+* ``estimate_bytes(inputs, options, itemsize)``: the memory the walkthrough will hold;
+* ``build(run) -> Walkthrough``: compute every step.
+
+so that one generic path (CLI commands, ``attn check``, quizzes, lesson files of one's own)
+can run any lesson.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal
+
+import numpy as np
+
+from attn_cli.backend import Backend
+from attn_cli.errors import UserError
+from attn_cli.lesson_files import Example, LessonFile
+from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
+
+Array = Any
+
+# Lesson name -> module computing it. The CLI commands and the generic tools read this.
+LESSON_MODULES: dict[str, str] = {
+    "scaled": "attn_cli.walkthroughs.scaled",
+}
+
+
+def lesson_module(name: str) -> ModuleType:
+    if name not in LESSON_MODULES:
+        known = ", ".join(sorted(LESSON_MODULES))
+        raise UserError(f"unknown lesson {name!r}; choose one of: {known}.")
+    return importlib.import_module(LESSON_MODULES[name])
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str  # key in inputs and in lesson files, e.g. "Q"
+    option: str  # the CLI flag, e.g. "--q"
+    shape: Literal["matrix", "vector"]
+    description: str
+    required: bool = True  # an optional input has a default the lesson fills in
+
+
+@dataclass
+class LessonRun:
+    """Everything a lesson needs to compute its walkthrough."""
+
+    lesson: LessonFile
+    example: Example | None
+    inputs: dict[str, np.ndarray]  # float64, validated
+    options: dict[str, Any]
+    backend: Backend
+    time_steps: bool = False
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
+
+
+class StepRecorder:
+    """Computes steps in order, timing them with --time, and collects them as plain data."""
+
+    def __init__(self, run: LessonRun) -> None:
+        self.run = run
+        self.steps: list[Step] = []
+
+    def compute(
+        self,
+        key: str,
+        compute: Callable[[], Array],
+        *,
+        kind: Kind = "matrix",
+        context: dict[str, Any] | None = None,
+        row_labels: tuple[str, ...] | None = None,
+        col_labels: tuple[str, ...] | None = None,
+        parts: tuple[Part, ...] = (),
+        row_sums: bool = False,
+    ) -> Array:
+        """Compute a step's value on the backend, record it, and return the backend array."""
+        value, seconds = self.run.backend.timed(compute)
+        self.add(
+            key,
+            value,
+            kind=kind,
+            context=context,
+            row_labels=row_labels,
+            col_labels=col_labels,
+            parts=parts,
+            row_sums=row_sums,
+            seconds=seconds if self.run.time_steps else None,
+        )
+        return value
+
+    def add(
+        self,
+        key: str,
+        value: Any,
+        *,
+        kind: Kind = "matrix",
+        context: dict[str, Any] | None = None,
+        row_labels: tuple[str, ...] | None = None,
+        col_labels: tuple[str, ...] | None = None,
+        parts: tuple[Part, ...] = (),
+        row_sums: bool = False,
+        seconds: float | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        """Record a step whose value is already computed."""
+        text = self.run.lesson.text(key)
+        shown = self.to_numpy(value)
+        sums = None
+        if row_sums:
+            sums = np.sum(shown, axis=-1)
+        self.steps.append(
+            Step(
+                key=key,
+                title=fill(text.title, context),
+                explanation=fill(text.explanation, context),
+                value=shown,
+                kind=kind,
+                row_labels=row_labels,
+                col_labels=col_labels,
+                parts=tuple(Part(p.label, self.to_numpy(p.value), p.kind) for p in parts),
+                row_sums=sums,
+                seconds=seconds,
+                latex=text.latex,
+                notes=notes,
+            )
+        )
+
+    def to_numpy(self, value: Any) -> Any:
+        if isinstance(value, list | dict | str | float | int | np.ndarray):
+            return value
+        return self.run.backend.to_numpy(value)
+
+    def walkthrough(
+        self,
+        output: Any,
+        *,
+        inputs: tuple[InputValue, ...] | None = None,
+        notes: tuple[str, ...] = (),
+        meta: dict[str, Any] | None = None,
+    ) -> Walkthrough:
+        run = self.run
+        if inputs is None:
+            inputs = tuple(InputValue(name, value) for name, value in run.inputs.items())
+        return Walkthrough(
+            lesson=run.lesson.lesson,
+            title=run.lesson.title,
+            intro=run.lesson.intro,
+            example=run.example.name if run.example else None,
+            example_description=run.example.description if run.example else "",
+            backend=run.backend.name,
+            device=run.backend.device,
+            dtype=run.backend.dtype,
+            inputs=inputs,
+            steps=tuple(self.steps),
+            output=self.to_numpy(output),
+            notes=notes,
+            meta={"options": dict(run.options), **(meta or {})},
+        )
+
+
+def fill(template: str, context: dict[str, Any] | None) -> str:
+    """Fill ``{placeholders}`` of a lesson text; text without them is returned unchanged."""
+    if not context or "{" not in template:
+        return template
+    try:
+        return template.format(**context)
+    except (KeyError, IndexError, ValueError):
+        return template
+
+
+def labels(prefix: str, count: int) -> tuple[str, ...]:
+    """Row or column labels: q1, q2, ... (1-based, as on the slides)."""
+    return tuple(f"{prefix}{index}" for index in range(1, count + 1))
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return " × ".join(str(size) for size in shape)

@@ -1,0 +1,103 @@
+"""The scaled dot-product lesson: scores, scaled scores, softmax weights, output."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import attention as mech
+from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
+
+INPUTS = (
+    InputSpec("Q", "--q", "matrix", "queries"),
+    InputSpec("K", "--k", "matrix", "keys"),
+    InputSpec("V", "--v", "matrix", "values"),
+)
+OPTIONS: dict[str, Any] = {"scale": True}
+# Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights.
+_SCORE_MATRICES = 5
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    q, k, v = inputs["Q"], inputs["K"], inputs["V"]
+    if q.shape[1] != k.shape[1]:
+        raise UserError(
+            f"Q has {q.shape[1]} columns but K has {k.shape[1]}: Q and K must share d_k "
+            "(each score is a dot product of a query row with a key row)."
+        )
+    if k.shape[0] != v.shape[0]:
+        raise UserError(
+            f"K has {k.shape[0]} rows but V has {v.shape[0]}: K and V must have the same number "
+            "of rows n (one value per key)."
+        )
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Q (m × d_k), K (n × d_k), V (n × d_v); m defaults to n, d_k to 64, d_v to d_k."""
+    n = sizes.get("n") or sizes.get("m") or 8
+    m, d_k = sizes.get("m") or n, sizes.get("dk") or 64
+    d_v = sizes.get("dv") or d_k
+    return {"Q": (m, d_k), "K": (n, d_k), "V": (n, d_v)}
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    (m, _d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
+    return (_SCORE_MATRICES * m * n + 2 * m * d_v) * itemsize
+
+
+def build(run: LessonRun) -> Walkthrough:
+    backend = run.backend
+    q, k, v = (backend.asarray(run.inputs[name]) for name in ("Q", "K", "V"))
+    (m, d_k), n, d_v = q.shape, k.shape[0], v.shape[1]
+    use_scale = bool(run.options.get("scale", True))
+    queries = run.labels.get("queries") or labels("q", m)
+    keys = run.labels.get("keys") or labels("k", n)
+    context = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
+    record = StepRecorder(run)
+    grid = {"row_labels": queries, "col_labels": keys, "context": context}
+
+    scores = record.compute("scores", lambda: mech.scores(q, k), **grid)
+    logits = scores
+    if use_scale:
+        logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
+    softmax, seconds = backend.timed(lambda: mech.softmax_parts(logits))
+    record.add(
+        "weights",
+        softmax.weights,
+        kind="weights",
+        row_sums=True,
+        parts=(
+            Part("row max", softmax.row_max),
+            Part("shifted = scores − row max", softmax.shifted),
+            Part("exp(shifted)", softmax.exp),
+            Part("row sum of exp", softmax.row_sum),
+        ),
+        seconds=seconds if run.time_steps else None,
+        **grid,
+    )
+    output = record.compute(
+        "output",
+        lambda: mech.weighted_sum(softmax.weights, v),
+        row_labels=queries,
+        context=context,
+    )
+    notes = (
+        () if use_scale else ("Scores are not scaled here (the slide uses the plain dot product).",)
+    )
+    return record.walkthrough(output, notes=notes, inputs=_labelled_inputs(run, queries, keys))
+
+
+def _labelled_inputs(
+    run: LessonRun, queries: tuple[str, ...], keys: tuple[str, ...]
+) -> tuple[InputValue, ...]:
+    return (
+        InputValue("Q", run.inputs["Q"], row_labels=queries, description=INPUTS[0].description),
+        InputValue("K", run.inputs["K"], row_labels=keys, description=INPUTS[1].description),
+        InputValue("V", run.inputs["V"], row_labels=keys, description=INPUTS[2].description),
+    )

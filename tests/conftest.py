@@ -1,0 +1,61 @@
+"""Shared test helpers: drive the real Typer app, render rich output as plain text."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from attn_cli.cli import app
+
+
+@pytest.fixture
+def invoke():
+    """Run ``attn ARGS`` through the real app; returns the click Result."""
+    runner = CliRunner()
+
+    def run(*args: str, input: str | None = None):
+        return runner.invoke(app, list(args), input=input)
+
+    return run
+
+
+@pytest.fixture
+def invoke_json(invoke):
+    """Run a command with --format json, assert success, and return the parsed document."""
+
+    def run(*args: str) -> dict[str, Any]:
+        result = invoke(*args, "--format", "json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    return run
+
+
+def render_plain(renderable: Any, width: int = 80) -> str:
+    """A rich renderable as the plain text an 80-column terminal would show."""
+    console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def assert_user_error(result, *fragments: str) -> None:
+    """A user error: exit code 2, one line on stderr naming the problem, nothing on stdout."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert result.stdout == "", result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("attn: error: "), lines[0]
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture
+def torch():
+    """The torch module, or a clean skip when the optional backend is not installed."""
+    return pytest.importorskip("torch")

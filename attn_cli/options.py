@@ -121,3 +121,14 @@ DtypeOpt = Annotated[
 
 def size_option(flag: str, help_text: str) -> object:
     return typer.Option(flag, help=help_text, rich_help_panel=SIZE_PANEL, show_default=False, min=1)
+
+
+QuizOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiz",
+        help="Quiz mode: show the inputs and each step's title and shape, ask "
+        "for the values (an answer key after blanks when not at a terminal).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]

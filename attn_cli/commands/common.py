@@ -44,8 +44,9 @@ def run_lesson_command(
     precision: int,
     full: bool,
     list_examples: bool = False,
+    quiz: bool = False,
 ) -> None:
-    """List examples, or compute the walkthrough and render it in one piece."""
+    """List examples, quiz, or compute the walkthrough and render it in one piece."""
     console = stdout_console()
     if list_examples:
         from attn_cli.render.rich_render import examples_table
@@ -53,4 +54,6 @@ def run_lesson_command(
         console.print(examples_table(lesson_data(request)))
         return
     walkthrough = compute(request)
+    if quiz:
+        raise UserError("--quiz is not available yet.")  # issue 6 fills this in
     render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))

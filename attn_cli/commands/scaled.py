@@ -20,6 +20,7 @@ from attn_cli.options import (
     LessonFileOpt,
     ListExamplesOpt,
     PrecisionOpt,
+    QuizOpt,
     SeedOpt,
     TimeOpt,
     matrix_option,
@@ -57,6 +58,7 @@ def scaled(
     seed: SeedOpt = 0,
     example: ExampleOpt = None,
     list_examples: ListExamplesOpt = False,
+    quiz: QuizOpt = False,
     lesson: LessonFileOpt = None,
     fmt: FormatOpt = Format.rich,
     precision: PrecisionOpt = 4,
@@ -81,5 +83,5 @@ def scaled(
         time_steps=time,
     )
     run_lesson_command(
-        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples
+        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples, quiz=quiz
     )

@@ -153,6 +153,10 @@ def _read_file(path: Path, name: str) -> np.ndarray:
 
 
 def _read_npy(path: Path, name: str, where: str) -> np.ndarray:
+    with path.open("rb") as file:
+        magic = file.read(6)
+    if magic != b"\x93NUMPY":
+        raise UserError(f"{name}{where} is not a valid .npy file; write one with np.save.")
     try:
         array = np.load(path, allow_pickle=False)
     except ValueError as error:

@@ -34,6 +34,22 @@ class DtypeName(StrEnum):
     bfloat16 = "bfloat16"
 
 
+def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """TAB completion for --example: the names in the bundled lesson of this command."""
+    from attn_cli.errors import UserError
+    from attn_cli.lesson_files import load_bundled
+
+    try:
+        lesson = load_bundled(ctx.info_name or "")
+    except (OSError, UserError):  # no lesson file for this command: nothing to offer
+        return []
+    return [
+        (example.name, " ".join(example.description.split())[:60])
+        for example in lesson.examples
+        if example.name.startswith(incomplete)
+    ]
+
+
 def matrix_option(flag: str, help_text: str) -> object:
     return typer.Option(flag, help=help_text, rich_help_panel=INPUT_PANEL, show_default=False)
 
@@ -46,6 +62,7 @@ ExampleOpt = Annotated[
         help="Lecture example to run (see --list-examples).",
         rich_help_panel=INPUT_PANEL,
         show_default=False,
+        autocompletion=complete_example,
     ),
 ]
 ListExamplesOpt = Annotated[

@@ -37,10 +37,10 @@ def invoke_json(invoke):
 
 
 def render_plain(renderable: Any, width: int = 80) -> str:
-    """A rich renderable as the plain text an 80-column terminal would show."""
+    """A rich renderable as the plain text an 80-column terminal would show (lines rstripped)."""
     console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
     console.print(renderable)
-    return console.file.getvalue()
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())
 
 
 def assert_user_error(result, *fragments: str) -> None:

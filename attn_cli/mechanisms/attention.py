@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from attn_cli.backend import namespace_of
 
 Array = Any
@@ -44,10 +46,11 @@ def softmax_parts(s: Array) -> SoftmaxParts:
     """
     xp = namespace_of(s)
     row_max = xp.max(s, axis=-1, keepdims=True)  # (m, 1)
-    shifted = s - row_max  # (m, n), every entry <= 0
-    exp = xp.exp(shifted)  # (m, n), in (0, 1]
-    row_sum = xp.sum(exp, axis=-1, keepdims=True)  # (m, 1), >= 1
-    return SoftmaxParts(row_max, shifted, exp, row_sum, exp / row_sum)
+    with np.errstate(invalid="ignore"):  # -inf - -inf is the documented NaN row, not a warning
+        shifted = s - row_max  # (m, n), every entry <= 0
+        exp = xp.exp(shifted)  # (m, n), in (0, 1]
+        row_sum = xp.sum(exp, axis=-1, keepdims=True)  # (m, 1), >= 1
+        return SoftmaxParts(row_max, shifted, exp, row_sum, exp / row_sum)
 
 
 def softmax(s: Array) -> Array:

@@ -1,0 +1,330 @@
+"""attn scaled: lecture values, properties, PyTorch agreement, formats and sizes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attn_cli.backend import get_backend
+from attn_cli.mechanisms import attention as mech
+from tests.conftest import assert_user_error
+
+
+def reference(q, k, v, use_scale=True):
+    """Scaled dot-product attention written out longhand, one query at a time."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    rows = []
+    for query in q:
+        logits = np.array([sum(a * b for a, b in zip(query, key, strict=True)) for key in k])
+        if use_scale:
+            logits = logits / math.sqrt(q.shape[1])
+        exps = np.array([math.exp(x) for x in logits])
+        weights = exps / exps.sum()
+        rows.append((weights, weights @ v))
+    return np.array([w for w, _ in rows]), np.array([o for _, o in rows])
+
+
+def test_two_tokens_every_step(invoke_json):
+    doc = invoke_json("scaled")
+    assert doc["example"] == "two-tokens"
+    steps = {step["key"]: np.array(step["value"]) for step in doc["steps"]}
+    np.testing.assert_array_equal(steps["scores"], [[1, 2], [1, 0]])
+    np.testing.assert_allclose(
+        steps["scaled"], np.array([[1, 2], [1, 0]]) / math.sqrt(2), rtol=0, atol=1e-15
+    )
+    # Row 1: softmax(1/√2, 2/√2) = 1 / (1 + e^(1/√2 - 2/√2)) for the first entry.
+    first = 1 / (1 + math.exp(1 / math.sqrt(2)))
+    np.testing.assert_allclose(
+        steps["weights"], [[first, 1 - first], [1 - first, first]], atol=1e-15
+    )
+    v = np.array([[0.1, 0.2], [0.3, 0.4]])
+    np.testing.assert_allclose(steps["output"][0], first * v[0] + (1 - first) * v[1], atol=1e-15)
+    np.testing.assert_allclose(doc["output"], steps["output"], atol=0)
+
+
+def test_cat_slept_is_unscaled(invoke_json):
+    doc = invoke_json("scaled", "--example", "cat-slept")
+    keys = [step["key"] for step in doc["steps"]]
+    assert keys == ["scores", "weights", "output"]
+    scores = np.array([0.1, 0.9, 0.1 * 0.2 + 0.9 * 0.1])
+    weights = np.exp(scores) / np.exp(scores).sum()
+    states = np.array([[1, 0], [0, 1], [0.2, 0.1]])
+    np.testing.assert_allclose(doc["steps"][1]["value"], [weights], atol=1e-15)
+    np.testing.assert_allclose(doc["output"], [weights @ states], atol=1e-15)
+    assert doc["steps"][0]["col_labels"] == ["the", "cat", "slept"]
+
+
+def test_library_queries_are_independent(invoke_json):
+    doc = invoke_json("scaled", "--example", "library")
+    weights = np.array(doc["steps"][1]["value"])
+    e = math.e
+    np.testing.assert_allclose(weights[0], np.array([e, e, e**-2]) / (2 * e + e**-2), atol=1e-15)
+    np.testing.assert_allclose(
+        weights[1], np.array([e**-1, e**-1, e**2]) / (2 / e + e**2), atol=1e-15
+    )
+    # Each query alone gives the same row as in the stack.
+    for row, query in enumerate(["1,1", "-1,-1"]):
+        alone = invoke_json(
+            "scaled", "--q", query, "--k", "1,0;0.5,0.5;-1,-1", "--v", "10,0;0,10;5,5", "--no-scale"
+        )
+        np.testing.assert_array_equal(alone["output"][0], doc["output"][row])
+
+
+def test_user_matrices_cross_attention(invoke_json):
+    q = "1,0,2;0,1,-1"  # m = 2, d_k = 3
+    k = "1,1,0;2,0,1;0,0,1;1,-1,1"  # n = 4
+    v = "1;2;3;4"  # d_v = 1
+    doc = invoke_json("scaled", "--q", q, "--k", k, "--v", v)
+    weights, output = reference(
+        [[1, 0, 2], [0, 1, -1]], [[1, 1, 0], [2, 0, 1], [0, 0, 1], [1, -1, 1]], [[1], [2], [3], [4]]
+    )
+    assert doc["example"] is None
+    np.testing.assert_allclose(doc["steps"][2]["value"], weights, rtol=1e-13)
+    np.testing.assert_allclose(doc["output"], output, rtol=1e-13)
+    assert doc["steps"][0]["shape"] == [2, 4] and doc["steps"][3]["shape"] == [2, 1]
+
+
+finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def qkv(draw):
+    m, n, d_k, d_v = (draw(st.integers(1, 5)) for _ in range(4))
+    return (
+        draw(arrays(np.float64, (m, d_k), elements=finite)),
+        draw(arrays(np.float64, (n, d_k), elements=finite)),
+        draw(arrays(np.float64, (n, d_v), elements=finite)),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(qkv(), st.booleans())
+def test_properties(inputs, use_scale):
+    q, k, v = inputs
+    result = mech.attention(q, k, v, use_scale=use_scale)
+    # Rows of the weights are probability distributions.
+    assert (result.weights >= 0).all()
+    np.testing.assert_allclose(result.weights.sum(axis=1), 1, rtol=0, atol=1e-12)
+    # Output rows are convex combinations of value rows: inside the values' bounding box.
+    assert (result.output >= v.min(axis=0) - 1e-9).all()
+    assert (result.output <= v.max(axis=0) + 1e-9).all()
+    # Permuting keys and values together changes nothing.
+    order = np.random.default_rng(0).permutation(k.shape[0])
+    permuted = mech.attention(q, k[order], v[order], use_scale=use_scale)
+    np.testing.assert_allclose(permuted.output, result.output, rtol=1e-12, atol=1e-12)
+    _, expected = reference(q, k, v, use_scale)
+    np.testing.assert_allclose(result.output, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_softmax_is_stable_for_huge_scores():
+    weights = mech.softmax(np.array([[1000.0, 999.0, -1000.0]]))
+    np.testing.assert_allclose(weights, [[1 / (1 + math.exp(-1)), 1 / (1 + math.e), 0]], atol=1e-15)
+
+
+def test_masked_entries_are_exactly_zero_and_all_masked_rows_are_nan():
+    scores = np.array([[1.0, -np.inf], [-np.inf, -np.inf]])
+    weights = mech.softmax(scores)
+    assert weights[0, 1] == 0 and weights[0, 0] == 1
+    assert np.isnan(weights[1]).all()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize(("m", "n", "d_k", "d_v"), [(3, 5, 4, 2), (7, 2, 3, 6), (1, 9, 8, 8)])
+def test_agrees_with_pytorch_sdpa(torch, backend, m, n, d_k, d_v):
+    from torch.nn.functional import scaled_dot_product_attention
+
+    rng = np.random.default_rng(m * 100 + n)
+    q, k, v = (rng.standard_normal(shape) for shape in ((m, d_k), (n, d_k), (n, d_v)))
+    chosen = get_backend(backend)
+    result = mech.attention(*(chosen.asarray(a) for a in (q, k, v)))
+    expected = scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)))
+    np.testing.assert_allclose(chosen.to_numpy(result.output), expected.numpy(), rtol=0, atol=1e-10)
+    unscaled = mech.attention(*(chosen.asarray(a) for a in (q, k, v)), use_scale=False)
+    expected_unscaled = scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), scale=1.0
+    )
+    np.testing.assert_allclose(
+        chosen.to_numpy(unscaled.output), expected_unscaled.numpy(), rtol=0, atol=1e-10
+    )
+
+
+def test_torch_backend_cli_matches_numpy(torch, invoke_json):
+    numpy_doc = invoke_json(
+        "scaled", "--n", "6", "--m", "4", "--dk", "5", "--dv", "3", "--seed", "3"
+    )
+    torch_doc = invoke_json(
+        "scaled",
+        "--n",
+        "6",
+        "--m",
+        "4",
+        "--dk",
+        "5",
+        "--dv",
+        "3",
+        "--seed",
+        "3",
+        "--backend",
+        "torch",
+    )
+    assert torch_doc["backend"] == "torch" and torch_doc["dtype"] == "float64"
+    np.testing.assert_allclose(torch_doc["output"], numpy_doc["output"], rtol=0, atol=1e-12)
+    float32 = invoke_json("scaled", "--backend", "torch", "--dtype", "float32")
+    assert float32["dtype"] == "float32"
+
+
+def test_random_sizes_are_seeded_and_shaped(invoke_json):
+    doc = invoke_json("scaled", "--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "7")
+    rng = np.random.default_rng(7)
+    q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
+    np.testing.assert_array_equal(doc["inputs"]["Q"], q)
+    _, expected = reference(q, k, v)
+    np.testing.assert_allclose(doc["output"], expected, rtol=1e-12)
+    again = invoke_json("scaled", "--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "7")
+    assert again == doc
+
+
+def test_large_matrices_are_summarised_in_json_unless_full(invoke_json):
+    doc = invoke_json("scaled", "--n", "120", "--dk", "4")
+    scores = doc["steps"][0]["value"]
+    assert scores["shape"] == [120, 120]
+    assert set(scores["summary"]) >= {"min", "max", "mean", "std", "count"}
+    assert scores["summary"]["count"] == 14400
+    full = invoke_json("scaled", "--n", "120", "--dk", "4", "--full")
+    assert len(full["steps"][0]["value"]) == 120
+
+
+def test_large_matrices_show_a_corner_in_the_terminal(invoke):
+    result = invoke("scaled", "--n", "40", "--dk", "8")
+    assert result.exit_code == 0
+    assert "corner shown" in result.stdout and "shape 40 × 40" in result.stdout
+    assert "⋮" in result.stdout and "…" in result.stdout
+
+
+def test_time_reports_each_step(invoke_json):
+    doc = invoke_json("scaled", "--time")
+    assert all(step["seconds"] >= 0 for step in doc["steps"])
+    assert "seconds" not in invoke_json("scaled")["steps"][0]
+
+
+def test_a_size_that_cannot_fit_is_refused_with_the_estimate(invoke, monkeypatch):
+    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 1_000_000)
+    result = invoke("scaled", "--n", "1000", "--dk", "8")
+    assert_user_error(
+        result, "needs about", "MiB", "only 976.6 KiB is free", "choose smaller sizes"
+    )
+
+
+def test_estimate_scales_with_n_squared():
+    from attn_cli.walkthroughs import scaled
+
+    shapes = scaled.random_shapes({"n": 100_000, "dk": 64})
+    assert scaled.estimate_bytes(shapes, {}, 8) >= 5 * 100_000**2 * 8
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--backend", "numpy", "--device", "cuda"], "add --backend torch"),
+        (["--dtype", "bfloat16"], "numpy has no bfloat16"),
+        (["--example", "nope"], "no example 'nope'"),
+        (["--n", "4", "--q", "1,0"], "not both"),
+        (["--example", "library", "--q", "1", "--k", "1", "--v", "1"], "leave it out"),
+    ],
+)
+def test_request_errors(invoke, args, fragment):
+    assert_user_error(invoke("scaled", *args), fragment)
+
+
+def test_unavailable_device_is_a_user_error(torch, invoke):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert_user_error(invoke("scaled", "--device", "cuda"), "--device cuda: CUDA is not available")
+
+
+def test_missing_torch_is_a_user_error(invoke, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    monkeypatch.delitem(sys.modules, "attn_cli.torch_backend", raising=False)
+    assert_user_error(invoke("scaled", "--backend", "torch"), "pip install 'attn-cli[torch]'")
+
+
+def test_list_examples(invoke):
+    result = invoke("scaled", "--list-examples")
+    assert result.exit_code == 0
+    for name in ("two-tokens (default)", "cat-slept", "library"):
+        assert name in result.stdout
+
+
+def test_markdown_and_latex(invoke):
+    markdown = invoke("scaled", "--format", "markdown").stdout
+    assert "## Scaled dot-product attention — example `two-tokens`" in markdown
+    assert "| **q1** | 0.7071 | 1.4142 |" in markdown
+    assert "|---|---:|---:|" in markdown
+    latex = invoke("scaled", "--format", "latex", "--precision", "3").stdout
+    assert "\\[ S = QK^\\top = \\begin{bmatrix} 1 & 2 \\\\ 1 & 0 \\end{bmatrix} \\]" in latex
+    assert "0.707 & 1.414 \\\\ 0.707 & 0" in latex
+
+
+def test_json_is_one_document_with_the_contract_keys(invoke):
+    result = invoke("scaled", "--format", "json")
+    doc = json.loads(result.stdout)
+    assert list(doc)[:8] == [
+        "lesson",
+        "example",
+        "backend",
+        "device",
+        "dtype",
+        "inputs",
+        "steps",
+        "output",
+    ]
+    assert doc["inputs"] == {
+        "Q": [[1, 0], [0, 1]],
+        "K": [[1, 1], [2, 0]],
+        "V": [[0.1, 0.2], [0.3, 0.4]],
+    }
+    assert all({"key", "title", "value"} <= set(step) for step in doc["steps"])
+
+
+def test_version_and_module_entry_point(invoke):
+    import subprocess
+    import sys
+
+    from attn_cli import __version__
+
+    assert invoke("--version").stdout.strip() == f"attn {__version__}"
+    completed = subprocess.run(
+        [sys.executable, "-m", "attn_cli", "scaled", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(completed.stdout)["lesson"] == "scaled"
+
+
+def test_tab_completion_offers_the_example_names():
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "_ATTN_COMPLETE": "complete_zsh",
+        "_TYPER_COMPLETE_ARGS": "attn scaled --example c",
+    }
+    completed = subprocess.run(
+        [sys.executable, "-c", "from attn_cli.cli import main; main()"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert '"cat-slept"' in completed.stdout
+    assert "two-tokens" not in completed.stdout

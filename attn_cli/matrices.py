@@ -62,6 +62,16 @@ def parse_int_list(text: str, name: str) -> list[int]:
     return values
 
 
+def parse_names(text: str, name: str) -> tuple[str, ...]:
+    """Parse ``"the,cat,slept"`` into row names (commas separate; spaces around them go)."""
+    names = tuple(part.strip() for part in text.split(","))
+    if not any(names):
+        raise UserError(f'{name} is empty; give names separated by commas, e.g. "the,cat,slept".')
+    if not all(names):
+        raise UserError(f'{name} has an empty name; write names like "the,cat,slept".')
+    return names
+
+
 def _shape_text(shape: tuple[int, ...]) -> str:
     return " x ".join(str(size) for size in shape)
 

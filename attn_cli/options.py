@@ -149,3 +149,12 @@ QuizOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
+TokensOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tokens",
+        help='Names for the tokens (rows), e.g. "the,cat,slept".',
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+    ),
+]

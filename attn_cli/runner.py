@@ -56,13 +56,16 @@ def prepare(request: RunRequest) -> LessonRun:
     given_inputs = {name: text for name, text in request.inputs.items() if text is not None}
     example = None
     labels: dict[str, tuple[str, ...]] = {}
+    # Inputs a lesson lets the user give on top of an example (e.g. W_a for bahdanau --compare).
+    overrides = set(getattr(module, "EXAMPLE_OVERRIDES", ()))
+    on_example = bool(given_inputs) and set(given_inputs) <= overrides
     if given_sizes:
         if given_inputs:
             flags = ", ".join(_flag(module, name) for name in given_inputs)
             raise UserError(f"give either sizes for random inputs or {flags}, not both.")
         shapes = module.random_shapes(given_sizes)
         inputs = None
-    elif given_inputs:
+    elif given_inputs and not on_example:
         inputs = _parse_inputs(module, given_inputs)
         shapes = {name: array.shape for name, array in inputs.items()}
     else:
@@ -70,6 +73,7 @@ def prepare(request: RunRequest) -> LessonRun:
         if example is None:
             raise UserError(f"{lesson.path}: has no examples; add one, or give the inputs.")
         inputs = _example_inputs(module, example.inputs, lesson)
+        inputs.update(_parse_inputs(module, given_inputs, check_missing=False))
         shapes = {name: array.shape for name, array in inputs.items()}
         labels = dict(example.labels)
     if request.example is not None and example is None:
@@ -102,9 +106,11 @@ def _flag(module: Any, name: str) -> str:
     return next(spec.option for spec in module.INPUTS if spec.name == name)
 
 
-def _parse_inputs(module: Any, given: dict[str, str]) -> dict[str, np.ndarray]:
+def _parse_inputs(
+    module: Any, given: dict[str, str], check_missing: bool = True
+) -> dict[str, np.ndarray]:
     missing = [spec.option for spec in module.INPUTS if spec.name not in given and spec.required]
-    if missing:
+    if missing and check_missing:
         raise UserError(
             f"{', '.join(missing)} missing: give every input ({', '.join(s.option for s in module.INPUTS)})"
             " or none of them to run the lecture example."

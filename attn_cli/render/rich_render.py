@@ -108,8 +108,12 @@ def step_renderables(step: Step, number: int, options: RenderOptions) -> list[Re
 def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableType:
     value = np.asarray(part.value) if not isinstance(part.value, list | dict) else part.value
     columns = step.col_labels if np.shape(value)[-1:] == np.shape(step.value)[-1:] else None
-    if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[-1] == 1:
-        value = value[:, 0]  # a per-row quantity (row max, row sum): one column
+    # A per-row quantity (row max, row sum) shows as one column: (m, 1), or (1,) for a vector.
+    per_row = isinstance(value, np.ndarray) and (
+        (value.ndim == 2 and value.shape[-1] == 1)
+        or (value.ndim == 1 and value.size == 1 and np.ndim(step.value) == 1)
+    )
+    if per_row:
         return Group(
             Text(part.label, style="dim"),
             _matrix_table(value.reshape(-1, 1), options, step.row_labels, (part.label,)),

@@ -26,6 +26,7 @@ import numpy as np
 from attn_cli.backend import Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
+from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
 
 Array = Any
@@ -33,6 +34,7 @@ Array = Any
 # Lesson name -> module computing it. The CLI commands and the generic tools read this.
 LESSON_MODULES: dict[str, str] = {
     "scaled": "attn_cli.walkthroughs.scaled",
+    "bahdanau": "attn_cli.walkthroughs.bahdanau",
 }
 
 
@@ -137,6 +139,35 @@ class StepRecorder:
             )
         )
 
+    def softmax(
+        self,
+        key: str,
+        logits: Array,
+        *,
+        context: dict[str, Any] | None = None,
+        row_labels: tuple[str, ...] | None = None,
+        col_labels: tuple[str, ...] | None = None,
+    ) -> Array:
+        """Record a row-wise softmax as a weights step, with its stable-softmax intermediates."""
+        softmax, seconds = self.run.backend.timed(lambda: softmax_parts(logits))
+        self.add(
+            key,
+            softmax.weights,
+            kind="weights",
+            row_sums=True,
+            parts=(
+                Part("row max", softmax.row_max),
+                Part("shifted = scores − row max", softmax.shifted),
+                Part("exp(shifted)", softmax.exp),
+                Part("row sum of exp", softmax.row_sum),
+            ),
+            seconds=seconds if self.run.time_steps else None,
+            context=context,
+            row_labels=row_labels,
+            col_labels=col_labels,
+        )
+        return softmax.weights
+
     def to_numpy(self, value: Any) -> Any:
         if isinstance(value, list | dict | str | float | int | np.ndarray):
             return value
@@ -183,6 +214,20 @@ def fill(template: str, context: dict[str, Any] | None) -> str:
 def labels(prefix: str, count: int) -> tuple[str, ...]:
     """Row or column labels: q1, q2, ... (1-based, as on the slides)."""
     return tuple(f"{prefix}{index}" for index in range(1, count + 1))
+
+
+def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) -> tuple[str, ...]:
+    """The names given for ``count`` rows (``run.labels[key]``), else prefix1, prefix2, ..."""
+    names = run.labels.get(key)
+    if not names:
+        return labels(prefix, count)
+    if len(names) != count:
+        raise UserError(
+            f"{option} (or the example's labels.{key}) gives {len(names)} "
+            f"name{'s' * (len(names) != 1)} but there "
+            f"{'is 1 row' if count == 1 else f'are {count} rows'}; give one name per row."
+        )
+    return tuple(names)
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
-from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
 
 INPUTS = (
@@ -66,24 +66,10 @@ def build(run: LessonRun) -> Walkthrough:
     logits = scores
     if use_scale:
         logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
-    softmax, seconds = backend.timed(lambda: mech.softmax_parts(logits))
-    record.add(
-        "weights",
-        softmax.weights,
-        kind="weights",
-        row_sums=True,
-        parts=(
-            Part("row max", softmax.row_max),
-            Part("shifted = scores − row max", softmax.shifted),
-            Part("exp(shifted)", softmax.exp),
-            Part("row sum of exp", softmax.row_sum),
-        ),
-        seconds=seconds if run.time_steps else None,
-        **grid,
-    )
+    weights = record.softmax("weights", logits, **grid)
     output = record.compute(
         "output",
-        lambda: mech.weighted_sum(softmax.weights, v),
+        lambda: mech.weighted_sum(weights, v),
         row_labels=queries,
         context=context,
     )

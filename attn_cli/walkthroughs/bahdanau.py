@@ -1,0 +1,264 @@
+"""The Bahdanau lesson: additive attention for one decoder step, optionally beside Luong's."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import attention as attn
+from attn_cli.mechanisms import bahdanau as mech
+from attn_cli.model import InputValue, Walkthrough
+from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
+
+INPUTS = (
+    InputSpec("s_t", "--s", "vector", "decoder state"),
+    InputSpec("H", "--h", "matrix", "encoder states h_i (rows)"),
+    InputSpec("W1", "--w1", "matrix", "projects each h_i"),
+    InputSpec("W2", "--w2", "matrix", "projects s_t"),
+    InputSpec("v", "--v", "vector", "reads out the score"),
+    InputSpec("W_a", "--wa", "matrix", "Luong's general weight", required=False),
+)
+# --wa may be given on top of a lecture example (to try another W_a with --compare).
+EXAMPLE_OVERRIDES = ("W_a",)
+OPTIONS: dict[str, Any] = {"compare": False}
+# From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
+_SATURATION = 2.0
+_DECODER = ("s_t",)
+_CONTEXT = ("c_t",)
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    s, h, w1, w2, v = (inputs[name] for name in ("s_t", "H", "W1", "W2", "v"))
+    d_s, d_h = s.shape[0], h.shape[1]
+    if w1.shape[1] != d_h:
+        raise UserError(
+            f"--w1 has {w1.shape[1]} columns but each encoder state (row of --h) has {d_h} "
+            f"entries: W1 h_i needs W1 to have d_h = {d_h} columns."
+        )
+    if w2.shape[1] != d_s:
+        raise UserError(
+            f"--w2 has {w2.shape[1]} columns but --s has {d_s} entries: W2 s_t needs W2 to have "
+            f"d_s = {d_s} columns."
+        )
+    if w1.shape[0] != w2.shape[0]:
+        raise UserError(
+            f"--w1 has {w1.shape[0]} rows but --w2 has {w2.shape[0]}: W1 h_i and W2 s_t are "
+            "added, so both must have d_a rows (the attention width)."
+        )
+    d_a = w1.shape[0]
+    if v.shape[0] != d_a:
+        raise UserError(
+            f"--v has {v.shape[0]} entries but --w1 and --w2 have {d_a} rows: v must have "
+            f"d_a = {d_a} entries (the score is vᵀ tanh(W1 h_i + W2 s_t))."
+        )
+    if "W_a" in inputs and inputs["W_a"].shape != (d_s, d_h):
+        rows, cols = inputs["W_a"].shape
+        raise UserError(
+            f"--wa is {rows} × {cols} but the general score s_tᵀ W_a h_i needs W_a to be "
+            f"d_s × d_h = {d_s} × {d_h} (entries of --s × entries of a row of --h)."
+        )
+    if options.get("compare") and d_s != d_h:
+        raise UserError(
+            f"--compare: --s has {d_s} entries but each row of --h has {d_h}: Luong's dot score "
+            "s_t · h_i needs them to have the same width; leave out --compare."
+        )
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """n encoder states of width d (default 6 and 8), a decoder state of width d, d_a = d."""
+    n, d = sizes.get("n") or 6, sizes.get("d") or 8
+    d_a = sizes.get("da") or d
+    return {"s_t": (d,), "H": (n, d), "W1": (d_a, d), "W2": (d_a, d), "v": (d_a,)}
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    (n, d_h), d_a = shapes["H"], shapes["W1"][0]
+    # W1h, sum and tanh are n × d_a; scores, softmax parts and weights are a few n-vectors.
+    compare = 2 * (4 * n + d_h) if options.get("compare") else 0
+    return (3 * n * d_a + 6 * n + d_a + d_h + compare) * itemsize
+
+
+def build(run: LessonRun) -> Walkthrough:
+    backend = run.backend
+    s, h, w1, w2, v = (backend.asarray(run.inputs[name]) for name in ("s_t", "H", "W1", "W2", "v"))
+    n, d_h = h.shape
+    d_s, d_a = s.shape[0], w1.shape[0]
+    states = row_names(run, "states", n, "h", "--tokens")
+    context = {"n": n, "d_h": d_h, "d_s": d_s, "d_a": d_a}
+    record = StepRecorder(run)
+    by_state = {"row_labels": states, "context": context}
+    grid = {"row_labels": _DECODER, "col_labels": states, "context": context}
+
+    w1h = record.compute("W1h", lambda: mech.project_states(h, w1), **by_state)
+    w2s = record.compute(
+        "W2s", lambda: mech.project_decoder(s, w2), row_labels=_DECODER, context=context
+    )
+    summed = record.compute("sum", lambda: mech.combine(w1h, w2s), **by_state)
+    activated, seconds = backend.timed(lambda: mech.squash(summed))
+    record.add(
+        "tanh",
+        activated,
+        seconds=seconds if run.time_steps else None,
+        notes=_saturation_notes(record.to_numpy(summed)),
+        **by_state,
+    )
+    scores = record.compute("scores", lambda: mech.additive_scores(activated, v), **grid)
+    weights = record.softmax("weights", scores, **grid)
+    output = record.compute(
+        "context", lambda: attn.weighted_sum(weights, h), row_labels=_CONTEXT, context=context
+    )
+
+    notes: list[str] = []
+    if n == 1:
+        notes.append(
+            "With one encoder state the softmax has a single entry, so its weight is exactly 1 "
+            "and the context is h_1 itself; the lesson here is the score. Try --example "
+            "cat-slept for several states."
+        )
+    shown = [
+        InputValue(
+            "s_t", run.inputs["s_t"], row_labels=_DECODER, description=INPUTS[0].description
+        ),
+        InputValue("H", run.inputs["H"], row_labels=states, description=INPUTS[1].description),
+        *(
+            InputValue(spec.name, run.inputs[spec.name], description=spec.description)
+            for spec in INPUTS[2:5]
+        ),
+    ]
+    if run.options.get("compare"):
+        wa = run.inputs.get("W_a")
+        if wa is None:
+            wa = np.eye(d_s, d_h)
+            notes.append(
+                f"--wa not given: W_a is the {d_s} × {d_h} identity, so the general score equals "
+                "the dot score here; give --wa to see a learned bilinear score."
+            )
+        shown.append(InputValue("W_a", wa, description=INPUTS[5].description))
+        additive = _Scored("additive", scores, weights, output)
+        notes.extend(_compare(record, run, additive, s, h, backend.asarray(wa), states, context))
+    return record.walkthrough(output, inputs=tuple(shown), notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One score form's results, for the side-by-side tables."""
+
+    name: str
+    scores: Array  # (n,)
+    weights: Array  # (n,)
+    context: Array  # (d_h,)
+
+
+def _luong(
+    record: StepRecorder,
+    name: str,
+    score: Callable[[], Array],
+    h: Array,
+    states: tuple[str, ...],
+    context: dict[str, Any],
+) -> _Scored:
+    """Record one of Luong's score forms: scores, weights and context."""
+    grid = {"row_labels": _DECODER, "col_labels": states, "context": context}
+    scores = record.compute(f"{name}.scores", score, **grid)
+    weights = record.compute(
+        f"{name}.weights", lambda: attn.softmax(scores), kind="weights", row_sums=True, **grid
+    )
+    output = record.compute(
+        f"{name}.context",
+        lambda: attn.weighted_sum(weights, h),
+        row_labels=_CONTEXT,
+        context=context,
+    )
+    return _Scored(name, scores, weights, output)
+
+
+def _compare(
+    record: StepRecorder,
+    run: LessonRun,
+    additive: _Scored,
+    s: Array,
+    h: Array,
+    wa: Array,
+    states: tuple[str, ...],
+    context: dict[str, Any],
+) -> list[str]:
+    """Luong's dot and general scores for the same s_t and h_i, then the three side by side."""
+    forms = (
+        additive,
+        _luong(record, "dot", lambda: mech.dot_scores(s, h), h, states, context),
+        _luong(record, "general", lambda: mech.general_scores(s, h, wa), h, states, context),
+    )
+    values = {
+        form.name: [record.to_numpy(x) for x in (form.scores, form.weights, form.context)]
+        for form in forms
+    }
+    table = []
+    for i, state in enumerate(states):
+        row: dict[str, Any] = {"state": state}
+        for name, (scores, weights, _) in values.items():
+            row[f"{name} e"] = float(scores[i])
+            row[f"{name} α"] = float(weights[i])
+        table.append(row)
+    record.add("compare.table", table, kind="records", context=context)
+    record.add(
+        "compare.contexts",
+        np.stack([values[name][2] for name in values]),
+        row_labels=tuple(values),
+        context=context,
+    )
+    record.add("compare.cost", _costs(context), kind="records", context=context)
+    if len(states) == 1:
+        return []
+    favourites = {name: states[int(np.argmax(weights))] for name, (_, weights, _) in values.items()}
+    if len(set(favourites.values())) == 1:
+        return [f"All three scores give the most weight to {next(iter(favourites.values()))}."]
+    picks = ", ".join(f"{name} → {state}" for name, state in favourites.items())
+    return [f"The scores disagree on the most relevant state: {picks}."]
+
+
+def _costs(context: dict[str, Any]) -> list[dict[str, Any]]:
+    """Parameters and work of one decoder step for each score, at these sizes."""
+    n, d_h, d_s, d_a = (context[key] for key in ("n", "d_h", "d_s", "d_a"))
+    return [
+        {
+            "score": "additive",
+            "formula": "vᵀ tanh(W1 hᵢ + W2 sₜ)",
+            "parameters": d_a * (d_h + d_s + 1),
+            "multiply-adds": n * d_a * d_h + d_a * d_s + n * d_a,
+            "tanh": n * d_a,
+        },
+        {
+            "score": "dot",
+            "formula": "sₜ · hᵢ",
+            "parameters": 0,
+            "multiply-adds": n * d_h,
+            "tanh": 0,
+        },
+        {
+            "score": "general",
+            "formula": "sₜᵀ Wₐ hᵢ",
+            "parameters": d_s * d_h,
+            "multiply-adds": d_s * d_h + n * d_h,
+            "tanh": 0,
+        },
+    ]
+
+
+def _saturation_notes(summed: np.ndarray) -> tuple[str, ...]:
+    """Say how many entries of U sit where tanh is flat (little gradient passes there)."""
+    flat = int(np.sum(np.abs(summed) >= _SATURATION))
+    if not flat:
+        return ()
+    slope = 1 - math.tanh(_SATURATION) ** 2
+    return (
+        f"{flat} of {summed.size} entries have |U| ≥ {_SATURATION:g}, where tanh is within "
+        f"{1 - math.tanh(_SATURATION):.0%} of ±1 and its slope 1 − tanh² is below {slope:.3f}: "
+        "saturated, so training barely moves them.",
+    )

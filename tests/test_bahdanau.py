@@ -1,0 +1,339 @@
+"""attn bahdanau: lecture values, properties, agreement with PyTorch, errors and formats."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from attn_cli.lesson_files import load_bundled
+from tests.conftest import assert_user_error
+
+ADDITIVE_KEYS = ["W1h", "W2s", "sum", "tanh", "scores", "weights", "context"]
+COMPARE_KEYS = [
+    "dot.scores",
+    "dot.weights",
+    "dot.context",
+    "general.scores",
+    "general.weights",
+    "general.context",
+    "compare.table",
+    "compare.contexts",
+    "compare.cost",
+]
+W1 = [[0.1, 0.2], [0.3, 0.4]]
+W2 = [[0.5, 0.6], [0.7, 0.8]]
+V = [0.9, 0.1]
+
+
+def steps(doc: dict) -> dict:
+    return {step["key"]: step["value"] for step in doc["steps"]}
+
+
+def text(array: np.ndarray) -> str:
+    """An input option as JSON text: floats written with repr round-trip exactly."""
+    return json.dumps(np.asarray(array).tolist())
+
+
+def additive_by_hand(s: list[float], states: list[list[float]]) -> list[float]:
+    """e_i = v1 tanh(u1) + v2 tanh(u2), with u = W1 h_i + W2 s_t written out entry by entry."""
+    scores = []
+    for h1, h2 in states:
+        u1 = 0.1 * h1 + 0.2 * h2 + 0.5 * s[0] + 0.6 * s[1]
+        u2 = 0.3 * h1 + 0.4 * h2 + 0.7 * s[0] + 0.8 * s[1]
+        scores.append(0.9 * math.tanh(u1) + 0.1 * math.tanh(u2))
+    return scores
+
+
+def softmax_by_hand(scores: list[float]) -> list[float]:
+    exps = [math.exp(e) for e in scores]
+    return [x / sum(exps) for x in exps]
+
+
+# --- lecture examples --------------------------------------------------------------------
+
+
+def test_term_by_term_is_the_default_and_matches_a_hand_computation(invoke_json):
+    doc = invoke_json("bahdanau")
+    assert doc["example"] == "term-by-term"
+    assert [step["key"] for step in doc["steps"]] == ADDITIVE_KEYS
+    got = steps(doc)
+    # h = [2, 1], s = [1, 3]: W1 h = [0.1*2 + 0.2*1, 0.3*2 + 0.4*1], W2 s = [0.5 + 1.8, 0.7 + 2.4].
+    np.testing.assert_allclose(got["W1h"], [[0.4, 1.0]], atol=1e-15)
+    np.testing.assert_allclose(got["W2s"], [2.3, 3.1], atol=1e-15)
+    np.testing.assert_allclose(got["sum"], [[2.7, 4.1]], atol=1e-15)
+    np.testing.assert_allclose(got["tanh"], [[math.tanh(2.7), math.tanh(4.1)]], atol=1e-15)
+    score = 0.9 * math.tanh(2.7) + 0.1 * math.tanh(4.1)
+    assert got["scores"] == pytest.approx([score], abs=1e-15)
+    assert got["scores"] == pytest.approx(additive_by_hand([1, 3], [[2, 1]]), abs=1e-15)
+    assert got["weights"] == [1.0]  # one state: the softmax is exactly 1
+    assert got["context"] == [2.0, 1.0] == doc["output"]
+    assert any("weight is exactly 1" in note for note in doc["notes"])
+    # The slide rounds tanh U before the last product and prints 0.991: the exact score differs.
+    assert abs(score - 0.991) > 5e-4
+
+
+def test_cat_slept_compares_three_scores(invoke_json):
+    doc = invoke_json("bahdanau", "--example", "cat-slept")
+    assert [step["key"] for step in doc["steps"]] == ADDITIVE_KEYS + COMPARE_KEYS
+    got = steps(doc)
+    s, states = [0.1, 0.9], [[1, 0], [0, 1], [0.2, 0.1]]
+    additive = additive_by_hand(s, states)
+    assert got["scores"] == pytest.approx(additive, abs=1e-14)
+    weights = softmax_by_hand(additive)
+    assert got["weights"] == pytest.approx(weights, abs=1e-14)
+    context = [sum(w * h[j] for w, h in zip(weights, states, strict=True)) for j in range(2)]
+    assert got["context"] == pytest.approx(context, abs=1e-14)
+    # Luong dot: s . h_i = [0.1, 0.9, 0.1*0.2 + 0.9*0.1].
+    assert got["dot.scores"] == pytest.approx([0.1, 0.9, 0.11], abs=1e-15)
+    dot_weights = softmax_by_hand([0.1, 0.9, 0.11])
+    assert got["dot.weights"] == pytest.approx(dot_weights, abs=1e-14)
+    dot_context = [dot_weights[0] + 0.2 * dot_weights[2], dot_weights[1] + 0.1 * dot_weights[2]]
+    assert got["dot.context"] == pytest.approx(dot_context, abs=1e-14)
+    # General with W_a = [[0, 1], [1, 0]]: s^T W_a h = s1 h2 + s2 h1.
+    general = [s[0] * h[1] + s[1] * h[0] for h in states]
+    assert got["general.scores"] == pytest.approx(general, abs=1e-15)
+    assert got["general.weights"] == pytest.approx(softmax_by_hand(general), abs=1e-14)
+    table = got["compare.table"]
+    assert [row["state"] for row in table] == ["the", "cat", "slept"]
+    assert [row["dot e"] for row in table] == pytest.approx([0.1, 0.9, 0.11], abs=1e-15)
+    assert [row["additive α"] for row in table] == pytest.approx(weights, abs=1e-14)
+    np.testing.assert_allclose(
+        got["compare.contexts"], [context, dot_context, got["general.context"]], atol=1e-14
+    )
+    cost = {row["score"]: row for row in got["compare.cost"]}
+    # n = 3, d = 2, d_a = 2: additive 3*2*2 + 2*2 + 3*2 multiply-adds, 3*2 tanh.
+    assert cost["additive"]["multiply-adds"] == 22 and cost["additive"]["tanh"] == 6
+    assert cost["additive"]["parameters"] == 2 * (2 + 2 + 1)
+    assert cost["dot"]["multiply-adds"] == 6 and cost["dot"]["parameters"] == 0
+    assert cost["general"]["multiply-adds"] == 4 + 6 and cost["general"]["parameters"] == 4
+    assert doc["inputs"]["W_a"] == [[0.0, 1.0], [1.0, 0.0]]
+    assert any("additive → cat, dot → cat, general → the" in note for note in doc["notes"])
+    weights_step = next(step for step in doc["steps"] if step["key"] == "weights")
+    assert weights_step["col_labels"] == ["the", "cat", "slept"]
+
+
+def test_printed_values_are_recorded_as_text_for_existing_steps(invoke_json):
+    lesson = load_bundled("bahdanau")
+    assert {example.name for example in lesson.examples} == {"term-by-term", "cat-slept"}
+    for example in lesson.examples:
+        keys = {step["key"] for step in invoke_json("bahdanau", "-e", example.name)["steps"]}
+        for key, value in example.printed.items():
+            assert re.sub(r"\[.*\]$", "", key) in keys, key
+            assert isinstance(value, str)
+
+
+def test_compare_defaults_w_a_to_the_identity_and_says_so(invoke_json):
+    doc = invoke_json("bahdanau", "-e", "cat-slept")
+    assert "identity" not in " ".join(doc["notes"])
+    doc = invoke_json("bahdanau", "--compare")
+    got = steps(doc)
+    assert doc["inputs"]["W_a"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert got["general.scores"] == got["dot.scores"] == [2 * 1 + 1 * 3]
+    assert any("identity" in note for note in doc["notes"])
+
+
+def test_wa_on_top_of_an_example_turns_compare_on(invoke_json):
+    doc = invoke_json("bahdanau", "-e", "cat-slept", "--wa", "2,0;0,1")
+    assert doc["example"] == "cat-slept"
+    general = [2 * 0.1 * h[0] + 0.9 * h[1] for h in [[1, 0], [0, 1], [0.2, 0.1]]]
+    assert steps(doc)["general.scores"] == pytest.approx(general, abs=1e-15)
+    doc = invoke_json("bahdanau", "--wa", "1,0;0,1")
+    assert "general.scores" in steps(doc)
+    doc = invoke_json("bahdanau", "-e", "cat-slept", "--no-compare")
+    assert [step["key"] for step in doc["steps"]] == ADDITIVE_KEYS
+    assert "W_a" not in doc["inputs"]
+
+
+def test_user_inputs_with_tokens_and_unequal_widths(invoke_json):
+    # d_h = 3, d_s = 2, d_a = 1: additive attention needs no common width.
+    doc = invoke_json(
+        "bahdanau",
+        *("--s", "1,2", "--h", "1,0,0;0,1,0", "--w1", "1,1,1", "--w2", "0.5,0"),
+        *("--v", "2", "--tokens", "a, b"),
+    )
+    got = steps(doc)
+    assert got["scores"] == pytest.approx([2 * math.tanh(1.5), 2 * math.tanh(1.5)], abs=1e-15)
+    assert got["weights"] == [0.5, 0.5]
+    assert got["context"] == [0.5, 0.5, 0.0]
+    assert doc["steps"][0]["row_labels"] == ["a", "b"]
+
+
+# --- properties on random inputs ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_weights_are_a_distribution_and_context_a_convex_combination(invoke_json, seed):
+    doc = invoke_json("bahdanau", "--n", "7", "--d", "5", "--da", "3", "--seed", str(seed))
+    doc_compare = invoke_json(
+        "bahdanau", "--n", "7", "--d", "5", "--da", "3", "--seed", str(seed), "--compare"
+    )
+    assert doc_compare["inputs"]["H"] == doc["inputs"]["H"]  # same seed, same inputs
+    h = np.array(doc["inputs"]["H"])
+    assert h.shape == (7, 5) and np.array(doc["inputs"]["W1"]).shape == (3, 5)
+    got = steps(doc_compare)
+    for form in ("", "dot.", "general."):
+        weights = np.array(got[f"{form}weights"])
+        context = np.array(got[f"{form}context"])
+        assert weights.sum() == pytest.approx(1.0, abs=1e-14)
+        assert (weights >= 0).all() and (weights <= 1).all()
+        np.testing.assert_allclose(context, weights @ h, atol=1e-14)
+        assert (context >= h.min(axis=0) - 1e-14).all() and (context <= h.max(axis=0) + 1e-14).all()
+    tanh = np.array(got["tanh"])
+    assert (np.abs(tanh) < 1).all()
+
+
+# --- agreement with PyTorch ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize(("n", "d", "d_a"), [(5, 4, 3), (9, 6, 10)])
+def test_agrees_with_torch_nn_linear_and_sdpa(invoke_json, torch, backend, n, d, d_a):
+    rng = np.random.default_rng(n * 100 + d)
+    s, h = rng.standard_normal(d), rng.standard_normal((n, d))
+    w1, w2 = rng.standard_normal((d_a, d)) / 2, rng.standard_normal((d_a, d)) / 2
+    v, wa = rng.standard_normal(d_a), rng.standard_normal((d, d))
+    doc = invoke_json(
+        "bahdanau",
+        *("--s", text(s), "--h", text(h), "--w1", text(w1), "--w2", text(w2)),
+        *("--v", text(v), "--wa", text(wa), "--backend", backend),
+    )
+    assert doc["backend"] == backend and doc["dtype"] == "float64"
+    got = steps(doc)
+
+    f = torch.nn.functional
+    t = {name: torch.tensor(a, dtype=torch.float64) for name, a in dict(s=s, h=h, wa=wa).items()}
+    with torch.no_grad():
+        lin1 = torch.nn.Linear(d, d_a, bias=False, dtype=torch.float64)
+        lin2 = torch.nn.Linear(d, d_a, bias=False, dtype=torch.float64)
+        lin1.weight.copy_(torch.tensor(w1))  # Linear computes x W^T: row i is W1 h_i
+        lin2.weight.copy_(torch.tensor(w2))
+        u = lin1(t["h"]) + lin2(t["s"])
+        scores = torch.tanh(u) @ torch.tensor(v)
+        weights = torch.softmax(scores, dim=0)
+        expected = {
+            "W1h": lin1(t["h"]),
+            "W2s": lin2(t["s"]),
+            "sum": u,
+            "tanh": torch.tanh(u),
+            "scores": scores,
+            "weights": weights,
+            "context": weights @ t["h"],
+            "dot.scores": t["h"] @ t["s"],
+            "dot.weights": torch.softmax(t["h"] @ t["s"], dim=0),
+            "general.scores": t["s"] @ t["wa"] @ t["h"].T,
+        }
+        # Luong's dot attention is SDPA with one query and no scaling; general is SDPA with
+        # the query W_a^T s_t.
+        keys = t["h"][None]
+        expected["dot.context"] = f.scaled_dot_product_attention(
+            t["s"][None, None], keys, keys, scale=1.0
+        )[0, 0]
+        expected["general.context"] = f.scaled_dot_product_attention(
+            (t["wa"].T @ t["s"])[None, None], keys, keys, scale=1.0
+        )[0, 0]
+    for key, value in expected.items():
+        np.testing.assert_allclose(got[key], value.numpy(), rtol=0, atol=1e-10, err_msg=key)
+
+
+# --- user errors --------------------------------------------------------------------------
+
+GOOD = {"--s": "1,3", "--h": "2,1;0,1", "--w1": "0.1,0.2;0.3,0.4", "--w2": "0.5,0.6;0.7,0.8"}
+
+
+def args(**changes: str) -> list[str]:
+    options = {**GOOD, "--v": "0.9,0.1"}
+    options.update({f"--{key}": value for key, value in changes.items()})
+    return [item for pair in options.items() for item in pair]
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragments"),
+    [
+        ({"w1": "1,x;0,1"}, ["--w1", "'x'", "not a number"]),
+        ({"h": "1,2;3"}, ["--h", "row 2 has 1 entries"]),
+        ({"s": "1,nan"}, ["--s has nan", "finite"]),
+        ({"v": "1,inf"}, ["--v has inf"]),
+        ({"s": "1,2;3,4"}, ["--s has shape 2 x 2", "vector"]),
+        ({"w1": "1,2,3;4,5,6"}, ["--w1 has 3 columns", "d_h = 2"]),
+        ({"w2": "1,2,3;4,5,6"}, ["--w2 has 3 columns", "--s has 2 entries", "d_s = 2"]),
+        ({"w2": "1,2"}, ["--w1 has 2 rows but --w2 has 1", "d_a"]),
+        ({"v": "1,2,3"}, ["--v has 3 entries", "d_a = 2"]),
+        ({"wa": "1,2,3"}, ["--wa is 1 × 3", "d_s × d_h = 2 × 2"]),
+        ({"s": "1,2,3", "w2": "1,2,3;4,5,6", "wa": "1,0;0,1;0,0"}, ["--compare", "same width"]),
+        ({"tokens": "a,b,c"}, ["--tokens", "gives 3 names but there are 2 rows"]),
+        ({"tokens": " , "}, ["--tokens is empty"]),
+        ({"h": "@missing.csv"}, ["--h", "not found"]),
+    ],
+)
+def test_user_errors(invoke, changes, fragments):
+    assert_user_error(invoke("bahdanau", *args(**changes)), *fragments)
+
+
+def test_more_user_errors(invoke):
+    assert_user_error(invoke("bahdanau", "--s", "1,2", "--h", "1,2"), "--w1, --w2, --v missing")
+    assert_user_error(invoke("bahdanau", "--n", "3", "--s", "1,2"), "either sizes")
+    assert_user_error(invoke("bahdanau", "-e", "nope"), "term-by-term, cat-slept")
+    assert_user_error(invoke("bahdanau", "--n", "3", "--wa", "1"), "either sizes")
+    assert_user_error(invoke("bahdanau", "--wa", "1,0;0"), "--wa", "row 2")
+    assert_user_error(
+        invoke("bahdanau", "--s", "1,2,3", *args()[2:], "--compare"), "--w2 has 2 columns"
+    )
+
+
+# --- formats ------------------------------------------------------------------------------
+
+
+def test_rich_output_shows_every_step_with_labels(invoke):
+    result = invoke("bahdanau", "-e", "cat-slept")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for title in (
+        "Project the encoder states",
+        "Squash  tanh",
+        "Context  cₜ",
+        "Luong dot scores",
+        "Three scores side by side",
+        "What each score costs",
+    ):
+        assert title in out
+    assert "slept" in out and "0.3513" in out and "0.5254" in out
+    assert "Σ row" in out
+
+
+def test_rich_notes_on_the_single_state_example(invoke):
+    out = invoke("bahdanau").stdout
+    assert "example term-by-term" in out
+    assert "0.9919" in out  # the exact score, where the slide prints 0.991
+    assert "weight is" in out and "saturated" in out
+
+
+def test_markdown_and_latex(invoke):
+    markdown = invoke("bahdanau", "-e", "cat-slept", "--format", "markdown").stdout
+    assert markdown.startswith("## Bahdanau (additive) attention — example `cat-slept`")
+    assert "| **slept** |" in markdown and "| additive |" in markdown
+    latex = invoke("bahdanau", "--format", "latex", "--precision", "3").stdout
+    assert (
+        "e_i = v^\\top \\tanh(W_1 h_i + W_2 s_t) = \\begin{bmatrix} 0.992 \\end{bmatrix}" in latex
+    )
+    assert "W_{1} = \\begin{bmatrix}" in latex
+
+
+def test_list_examples_and_torch_float32(invoke, invoke_json, torch):
+    listing = invoke("bahdanau", "--list-examples").stdout
+    assert "term-by-term (default)" in listing and "cat-slept" in listing
+    doc = invoke_json("bahdanau", "-e", "cat-slept", "--backend", "torch", "--dtype", "float32")
+    assert doc["dtype"] == "float32"
+    np.testing.assert_allclose(
+        steps(doc)["weights"],
+        steps(invoke_json("bahdanau", "-e", "cat-slept"))["weights"],
+        atol=1e-6,
+    )
+
+
+def test_time_reports_each_step(invoke_json):
+    doc = invoke_json("bahdanau", "--n", "4", "--time")
+    assert all(step["seconds"] >= 0 for step in doc["steps"])

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli import __version__
-from attn_cli.commands import bahdanau, scaled
+from attn_cli.commands import bahdanau, scaled, selfattn
 from attn_cli.commands.common import user_errors
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ def root(
 
 app.command("scaled")(user_errors(scaled.scaled))
 app.command("bahdanau")(user_errors(bahdanau.bahdanau))
+app.command("selfattn")(user_errors(selfattn.selfattn))
 
 
 def main() -> None:

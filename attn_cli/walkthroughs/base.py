@@ -35,6 +35,7 @@ Array = Any
 LESSON_MODULES: dict[str, str] = {
     "scaled": "attn_cli.walkthroughs.scaled",
     "bahdanau": "attn_cli.walkthroughs.bahdanau",
+    "selfattn": "attn_cli.walkthroughs.selfattn",
 }
 
 

@@ -1,0 +1,238 @@
+"""The self-attention lesson: Q, K and V projected from one sequence, which attends to itself."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import selfattn as proj
+from attn_cli.model import InputValue, Walkthrough
+from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
+
+INPUTS = (
+    InputSpec("X", "--x", "matrix", "tokens as rows"),
+    InputSpec("W_Q", "--wq", "matrix", "query projection", required=False),
+    InputSpec("W_K", "--wk", "matrix", "key projection", required=False),
+    InputSpec("W_V", "--wv", "matrix", "value projection", required=False),
+)
+# Projections may be given on top of a lecture example's X (to try other weights on it).
+EXAMPLE_OVERRIDES = ("W_Q", "W_K", "W_V")
+OPTIONS: dict[str, Any] = {"scale": True, "permute": None}
+_WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
+# Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.
+_SCORE_MATRICES = 5
+# Machine epsilon of each dtype: a permuted output that differs by a few of these is rounding.
+_EPSILON = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def projection_weights(inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """W_Q, W_K, W_V as given, the d × d identity for each one not given (and their names)."""
+    d = inputs["X"].shape[1]
+    weights = {name: inputs[name] if name in inputs else np.eye(d) for name, _, _ in _WEIGHTS}
+    return weights, [name for name, _, _ in _WEIGHTS if name not in inputs]
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    n, d = inputs["X"].shape
+    for name, option, _ in _WEIGHTS:
+        if name in inputs and inputs[name].shape[0] != d:
+            raise UserError(
+                f"{option} has {inputs[name].shape[0]} rows but --x has {d} columns: X {name} "
+                f"needs {name} to have d = {d} rows (one per column of X)."
+            )
+    weights, defaulted = projection_weights(inputs)
+    d_q, d_k = weights["W_Q"].shape[1], weights["W_K"].shape[1]
+    if d_q != d_k:
+        hint = ""
+        for name, option, _ in _WEIGHTS[:2]:
+            if name in defaulted:
+                other = d_k if name == "W_Q" else d_q
+                hint = (
+                    f"; {option} was not given, so it is the {d} × {d} identity: give it as a "
+                    f"{d} × {other} matrix"
+                )
+        raise UserError(
+            f"W_Q has {d_q} columns but W_K has {d_k}: queries and keys must share d_k (each "
+            f"score is a dot product q_i · k_j){hint}."
+        )
+    check_permutation(options.get("permute"), n)
+
+
+def check_permutation(order: Any, n: int) -> None:
+    """A --permute value must list each position 0..n-1 exactly once."""
+    if order is None:
+        return
+    hint = f"e.g. {','.join(str(i) for i in reversed(range(n)))}" if n <= 10 else "e.g. 1,0,2,…"
+    if not isinstance(order, list | tuple) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in order
+    ):
+        raise UserError(f"--permute must be whole numbers separated by commas, {hint}.")
+    if len(order) != n:
+        raise UserError(
+            f"--permute has {len(order)} entries but there are {n} tokens: give each position "
+            f"0..{n - 1} once, {hint}."
+        )
+    for index in order:
+        if not 0 <= index < n:
+            raise UserError(
+                f"--permute: {index} is not a position of the {n} tokens; positions count from "
+                f"0 to {n - 1}, {hint}."
+            )
+    repeated = sorted({index for index in order if list(order).count(index) > 1})
+    if repeated:
+        raise UserError(
+            f"--permute repeats {repeated[0]}: give each position 0..{n - 1} exactly once, {hint}."
+        )
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """X (n × d), W_Q and W_K (d × d_k), W_V (d × d_v); n 8, d 16, d_k d, d_v d_k by default."""
+    n, d = sizes.get("n") or 8, sizes.get("d") or 16
+    d_k = sizes.get("dk") or d
+    d_v = sizes.get("dv") or d_k
+    return {"X": (n, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_v)}
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    n, d = shapes["X"]
+    d_k = shapes.get("W_Q", (d, d))[1]
+    d_v = shapes.get("W_V", (d, d))[1]
+    once = _SCORE_MATRICES * n * n + n * (2 * d_k + 2 * d_v)
+    return once * (2 if options.get("permute") is not None else 1) * itemsize
+
+
+def build(run: LessonRun) -> Walkthrough:
+    backend = run.backend
+    weights_given, defaulted = projection_weights(run.inputs)
+    n, d = run.inputs["X"].shape
+    x = backend.asarray(run.inputs["X"])
+    wq, wk, wv = (backend.asarray(weights_given[name]) for name, _, _ in _WEIGHTS)
+    d_k, d_v = wq.shape[1], wv.shape[1]
+    use_scale = bool(run.options.get("scale", True))
+    tokens = row_names(run, "tokens", n, "x", "--tokens")
+    context = {"n": n, "d": d, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
+    record = StepRecorder(run)
+    rows = {"row_labels": tokens, "context": context}
+    grid = {"row_labels": tokens, "col_labels": tokens, "context": context}
+
+    q = record.compute("Q", lambda: proj.project(x, wq), **rows)
+    k = record.compute("K", lambda: proj.project(x, wk), **rows)
+    v = record.compute("V", lambda: proj.project(x, wv), **rows)
+    scores = record.compute("scores", lambda: mech.scores(q, k), **grid)
+    logits = scores
+    if use_scale:
+        logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
+    weights = record.softmax("weights", logits, **grid)
+    output = record.compute("output", lambda: mech.weighted_sum(weights, v), **rows)
+
+    notes = _default_notes(defaulted, d)
+    if n == 1:
+        notes.append(
+            "One token: the softmax over its single score is exactly 1, so the output is its own "
+            "value row v; what this example shows is the three projections q, k and v of one x."
+        )
+    if not use_scale:
+        notes.append("Scores are not scaled here (--no-scale).")
+    notes.extend(_symmetry_notes(record, scores, weights, tokens))
+    order = run.options.get("permute")
+    if order is not None:
+        notes.extend(_permuted(record, run, list(order), tokens, output, (wq, wk, wv), context))
+    inputs = (
+        InputValue("X", run.inputs["X"], row_labels=tokens, description=INPUTS[0].description),
+        *(
+            InputValue(spec.name, weights_given[spec.name], description=spec.description)
+            for spec in INPUTS[1:]
+        ),
+    )
+    return record.walkthrough(output, inputs=inputs, notes=tuple(notes))
+
+
+def _default_notes(defaulted: list[str], d: int) -> list[str]:
+    if not defaulted:
+        return []
+    names = (
+        defaulted[-1] if len(defaulted) == 1 else f"{', '.join(defaulted[:-1])} and {defaulted[-1]}"
+    )
+    results = " = ".join(letter for name, _, letter in _WEIGHTS if name in defaulted)
+    verb = "was" if len(defaulted) == 1 else "were"
+    each = "it is" if len(defaulted) == 1 else "each is"
+    return [f"{names} {verb} not given: {each} the {d} × {d} identity, so {results} = X."]
+
+
+def _symmetry_notes(
+    record: StepRecorder, scores: Array, weights: Array, tokens: tuple[str, ...]
+) -> list[str]:
+    """With Q = K the scores are symmetric, but the weights are not: say so with numbers."""
+    s, a = record.to_numpy(scores), record.to_numpy(weights)
+    if len(tokens) < 2 or not np.array_equal(s, s.T):
+        return []
+    gap = np.abs(a - a.T)
+    i, j = (int(index) for index in np.unravel_index(np.argmax(gap), gap.shape))
+    if gap[i, j] == 0:
+        return ["The scores and the weights are both symmetric here."]
+    return [
+        f"The scores are symmetric (score[{tokens[i]}, {tokens[j]}] = score[{tokens[j]}, "
+        f"{tokens[i]}]), but the weights are not: weight[{tokens[i]}, {tokens[j]}] = "
+        f"{a[i, j]:.4f} while weight[{tokens[j]}, {tokens[i]}] = {a[j, i]:.4f}, because each "
+        "row is divided by its own sum of exps."
+    ]
+
+
+def _permuted(
+    record: StepRecorder,
+    run: LessonRun,
+    order: list[int],
+    tokens: tuple[str, ...],
+    output: Array,
+    weights: tuple[Array, Array, Array],
+    context: dict[str, Any],
+) -> list[str]:
+    """Run the same attention on the reordered tokens and measure against the reordered output."""
+    backend = run.backend
+    moved = tuple(tokens[i] for i in order)
+    shown = order if len(order) <= 12 else [*order[:8], "…"]
+    context = {**context, "order": ",".join(str(i) for i in shown)}
+    x_moved = run.inputs["X"][order]  # row p is the token that was at position order[p]
+    record.add("permuted.X", x_moved, row_labels=moved, context=context)
+    use_scale = bool(run.options.get("scale", True))
+    result, seconds = backend.timed(
+        lambda: proj.self_attention(backend.asarray(x_moved), *weights, use_scale=use_scale)
+    )
+    grid = {"row_labels": moved, "col_labels": moved, "context": context}
+    record.add("permuted.weights", result.attention.weights, kind="weights", row_sums=True, **grid)
+    record.add(
+        "permuted.output",
+        result.attention.output,
+        row_labels=moved,
+        context=context,
+        seconds=seconds if run.time_steps else None,
+    )
+    expected = record.to_numpy(output)[order]
+    difference = float(np.max(np.abs(record.to_numpy(result.attention.output) - expected)))
+    tolerance = 64 * _EPSILON[backend.dtype] * max(1.0, float(np.max(np.abs(expected))))
+    if difference == 0:
+        verdict = "Exactly 0: every output row is bit for bit the row its token had before."
+    elif difference <= tolerance:
+        verdict = (
+            f"{difference:.1e}, float rounding only: the softmax adds the same numbers in "
+            "another order."
+        )
+    else:
+        verdict = f"{difference:.3g}, more than rounding; this should not happen."
+    record.add("permuted.difference", difference, kind="scalar", context=context, notes=(verdict,))
+    sentence = ""
+    if len(tokens) <= 8:
+        sentence = (
+            f" ('{' '.join(moved)}' gives each token the output it had in '{' '.join(tokens)}')"
+        )
+    return [
+        f"Self-attention alone does not know word order: reordering the tokens as "
+        f"{context['order']} only reorders the output rows the same way{sentence}. Order has to "
+        "be written into X itself, which is what positional encoding does: see attn posenc."
+    ]

@@ -244,3 +244,10 @@ def test_lesson_commands_do_not_import_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("command", ["selfattn", "bahdanau"])
+def test_missing_gpu_is_a_user_error(invoke, torch, monkeypatch, command):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert_user_error(invoke(command, "--device", "cuda"), "--device cuda", "CUDA is not available")
+    assert_user_error(invoke(command, "--device", "cuda", "--backend", "numpy"), "CPU only")

@@ -21,7 +21,14 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib") if 
 
 @pytest.mark.parametrize(
     "args",
-    [["scaled"], ["scaled", "--format", "json"], ["scaled", "--n", "16"], ["--help"]],
+    [
+        ["scaled"],
+        ["scaled", "--format", "json"],
+        ["scaled", "--n", "16"],
+        ["--help"],
+        ["bahdanau", "--example", "cat-slept"],
+        ["selfattn", "--permute", "1,0,2", "--format", "json"],
+    ],
 )
 def test_lesson_commands_do_not_import_torch(args):
     completed = subprocess.run(

@@ -117,7 +117,7 @@ BackendOpt = Annotated[
     BackendName | None,
     typer.Option(
         "--backend",
-        help="Array library [default: numpy; torch for a GPU device].",
+        help="Array library (default: numpy; torch for a GPU device).",
         rich_help_panel=BACKEND_PANEL,
         show_default=False,
     ),

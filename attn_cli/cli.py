@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli import __version__
-from attn_cli.commands import scaled
+from attn_cli.commands import check, scaled
 from attn_cli.commands.common import user_errors
 
 app = typer.Typer(
@@ -37,6 +37,7 @@ def root(
 
 
 app.command("scaled")(user_errors(scaled.scaled))
+app.command("check")(user_errors(check.check))
 
 
 def main() -> None:

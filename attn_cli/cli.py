@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli import __version__
-from attn_cli.commands import check, scaled
+from attn_cli.commands import check, scaled, tour
 from attn_cli.commands.common import user_errors
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ def root(
 
 app.command("scaled")(user_errors(scaled.scaled))
 app.command("check")(user_errors(check.check))
+app.command("tour")(user_errors(tour.tour))
 
 
 def main() -> None:

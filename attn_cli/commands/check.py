@@ -37,8 +37,9 @@ def check(
 ) -> None:
     """Compute every example of a lesson file and report each printed value that is wrong.
 
-    A value printed with k decimals must lie within half a unit in its k-th decimal of the
-    exact value. Exit 0: every slide is right; 1: errata found; 2: the file is malformed.
+    A value printed with k decimals must be within half a unit of its k-th decimal.
+
+    Exit 0: every slide is right; 1: errata found; 2: the file is malformed.
     """
     from attn_cli.check import check_bundled, check_file
 

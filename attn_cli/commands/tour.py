@@ -14,7 +14,7 @@ def tour(
         str | None,
         typer.Option(
             "--only",
-            help="Comma-separated stops to run, e.g. scaled,causal [default: all, in order].",
+            help="Comma-separated stops to run, e.g. scaled,causal \\[default: all, in order].",
             show_default=False,
         ),
     ] = None,
@@ -22,7 +22,7 @@ def tour(
         bool | None,
         typer.Option(
             "--pause/--no-pause",
-            help="Wait for Enter between screens [default: when run at a terminal].",
+            help="Wait for Enter between screens \\[default: when run at a terminal].",
             show_default=False,
         ),
     ] = None,

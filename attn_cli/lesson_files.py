@@ -25,13 +25,15 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     keys = ["the", "cat", "slept"]
 
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
-``attn_cli/lessons``.
+``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
+out from the bundled file of its lesson (``runner.own_lesson_file``). The full description, with
+the rounding rule for printed values, is docs/lesson-files.md.
 """
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,8 @@ class LessonFile:
     examples: tuple[Example, ...]
     default_example: str | None
     path: Path | None = None
+    # The top-level fields the file itself gives (the rest are defaults).
+    fields: frozenset[str] = frozenset()
 
     def example(self, name: str | None) -> Example | None:
         """The named example (or the default one); a UserError lists the names."""
@@ -80,6 +84,18 @@ class LessonFile:
                 return example
         names = ", ".join(example.name for example in self.examples) or "none"
         raise UserError(f"no example {name!r} in lesson {self.lesson!r}; choose one of: {names}.")
+
+    def over(self, base: LessonFile) -> LessonFile:
+        """This file, with what it leaves out (title, intro, step texts, examples) from ``base``."""
+        own_examples = bool(self.examples)
+        return replace(
+            self,
+            title=self.title if "title" in self.fields else base.title,
+            intro=self.intro if "intro" in self.fields else base.intro,
+            steps={**base.steps, **self.steps},
+            examples=self.examples if own_examples else base.examples,
+            default_example=self.default_example if own_examples else base.default_example,
+        )
 
     def text(self, key: str) -> StepText:
         return self.steps.get(key) or StepText(title=key)
@@ -153,6 +169,7 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
         examples=examples,
         default_example=default,
         path=path,
+        fields=frozenset(data),
     )
 
 
@@ -163,8 +180,14 @@ def _parse_example(raw: Any, where: str) -> Example:
     if not isinstance(name, str) or not name:
         raise UserError(f'{where}: field "name" is missing; give the example a name.')
     where = f"{where.rsplit(':', 1)[0]}: example {name!r}"
+    for table in ("inputs", "printed"):
+        if not isinstance(raw.get(table, {}), dict):
+            raise UserError(
+                f"{where}: {table} must be a table: write [examples.{table}] with one "
+                "name = value per line."
+            )
     inputs = {
-        input_name: _input_array(value, f"{where}, input {input_name}")
+        input_name: _input_array(value, f"{where}, inputs.{input_name}")
         for input_name, value in raw.get("inputs", {}).items()
     }
     printed = {}

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from attn_cli import slides
 from attn_cli.backend import get_backend
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import LessonFile, load_bundled, load_lesson_file
+from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
 from attn_cli.matrices import parse_matrix, parse_vector
 from attn_cli.model import Walkthrough
-from attn_cli.walkthroughs.base import LessonRun, lesson_module
+from attn_cli.walkthroughs.base import LESSON_MODULES, InputSpec, LessonRun, lesson_module
 
 
 @dataclass
@@ -38,13 +39,69 @@ def lesson_data(request: RunRequest) -> LessonFile:
     """The bundled lesson file, or the user's own (which must be for this lesson)."""
     if request.lesson_file is None:
         return load_bundled(request.lesson)
-    lesson = load_lesson_file(request.lesson_file)
-    if lesson.lesson != request.lesson:
+    return own_lesson_file(request.lesson_file, request.lesson)
+
+
+def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
+    """A lecturer's lesson file, checked against its lesson and completed from the bundled one.
+
+    What the file leaves out (title, intro, step texts, even the examples) comes from the
+    bundled lesson; every input, option and step it names must exist in the lesson.
+    """
+    own = load_lesson_file(path)
+    if own.lesson not in LESSON_MODULES:
+        known = ", ".join(sorted(LESSON_MODULES))
         raise UserError(
-            f"{request.lesson_file}: it is a lesson for {lesson.lesson!r}; run it with "
-            f"'attn {lesson.lesson} --lesson {request.lesson_file}'."
+            f'{path}: lesson = "{own.lesson}" is not a lesson attn knows; set lesson to one of: '
+            f"{known}."
         )
-    return lesson
+    if lesson is not None and own.lesson != lesson:
+        raise UserError(
+            f"{path}: it is a lesson for {own.lesson!r}; run it with "
+            f"'attn {own.lesson} --lesson {path}' (or 'attn check {path}')."
+        )
+    module = lesson_module(own.lesson)
+    try:
+        bundled: LessonFile | None = load_bundled(own.lesson)
+    except UserError:
+        bundled = None
+    if bundled is not None and bundled.steps:
+        unknown = sorted(set(own.steps) - set(bundled.steps))
+        if unknown:
+            raise UserError(
+                f"{path}: [steps.{unknown[0]}]: lesson {own.lesson!r} has no step {unknown[0]!r}; "
+                f"its steps are: {', '.join(bundled.steps)}."
+            )
+    for example in own.examples:
+        _check_example_fields(module, example, f"{path}: example {example.name!r}")
+    return own.over(bundled) if bundled is not None else own
+
+
+def _check_example_fields(module: Any, example: Example, where: str) -> None:
+    """Every input and option an example names must be one the lesson takes."""
+    names = [spec.name for spec in module.INPUTS]
+    for name in example.inputs:
+        if name not in names:
+            raise UserError(
+                f"{where}, inputs.{name}: lesson {module.__name__.rsplit('.', 1)[-1]!r} takes no "
+                f"input {name!r}; its inputs are: {', '.join(names)}."
+            )
+    for spec in module.INPUTS:
+        if spec.required and spec.name not in example.inputs:
+            raise _missing_input(spec, where)
+    for name, value in example.options.items():
+        if name not in module.OPTIONS:
+            known = ", ".join(module.OPTIONS) or "none"
+            raise UserError(
+                f"{where}, options.{name}: this lesson has no option {name!r}; its options are: "
+                f"{known}."
+            )
+        default = module.OPTIONS[name]
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise UserError(
+                f"{where}, options.{name}: expected true or false, got {value!r}; e.g. "
+                f"options = {{ {name} = {str(default).lower()} }}."
+            )
 
 
 def prepare(request: RunRequest) -> LessonRun:
@@ -69,10 +126,15 @@ def prepare(request: RunRequest) -> LessonRun:
         inputs = _parse_inputs(module, given_inputs)
         shapes = {name: array.shape for name, array in inputs.items()}
     else:
-        example = lesson.example(request.example)
+        try:
+            example = lesson.example(request.example)
+        except UserError as error:
+            if request.lesson_file is None:
+                raise
+            raise UserError(f"{request.lesson_file}: {error}") from None
         if example is None:
             raise UserError(f"{lesson.path}: has no examples; add one, or give the inputs.")
-        inputs = _example_inputs(module, example.inputs, lesson)
+        inputs = _example_inputs(module, example, _where(lesson, example))
         inputs.update(_parse_inputs(module, given_inputs, check_missing=False))
         shapes = {name: array.shape for name, array in inputs.items()}
         labels = dict(example.labels)
@@ -83,7 +145,12 @@ def prepare(request: RunRequest) -> LessonRun:
         options.update(example.options)
     options.update({key: value for key, value in request.options.items() if value is not None})
     if inputs is not None:
-        module.validate(inputs, options)
+        try:
+            module.validate(inputs, options)
+        except UserError as error:
+            if example is None or given_inputs:  # the user's own inputs are at fault
+                raise
+            raise UserError(f"{_where(lesson, example)}, inputs: {error}") from None
     input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
     needed = input_bytes + module.estimate_bytes(shapes, options, backend.itemsize)
     backend.ensure_fits(needed, f"this {request.lesson} walkthrough", "choose smaller sizes")
@@ -98,8 +165,50 @@ def prepare(request: RunRequest) -> LessonRun:
 
 
 def compute(request: RunRequest) -> Walkthrough:
+    """Prepare and build the walkthrough; a lecture example also gets its slide's errata noted."""
     run = prepare(request)
-    return lesson_module(request.lesson).build(run)
+    return with_slide_notes(build(run), run, request)
+
+
+def build(run: LessonRun) -> Walkthrough:
+    return lesson_module(run.lesson.lesson).build(run)
+
+
+def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunRequest) -> Walkthrough:
+    """Note under each step where the example's slide prints a value that is not right.
+
+    Only for the example as the slide has it: options changed on the command line make the
+    slide's numbers a different computation. The exact values come from float64 on numpy.
+    """
+    example = run.example
+    if example is None or not example.printed:
+        return walkthrough
+    as_printed = {**lesson_module(request.lesson).OPTIONS, **example.options}
+    if any(v is not None and as_printed.get(k) != v for k, v in request.options.items()):
+        return walkthrough
+    reference = walkthrough
+    if (run.backend.name, run.backend.dtype) != ("numpy", "float64"):
+        reference = build(replace(run, backend=get_backend("numpy"), time_steps=False))
+    try:
+        comparison = slides.compare(reference, example.printed, _where(run.lesson, example))
+    except UserError:
+        if request.lesson_file is not None:
+            raise  # the lecturer's own file: say what to fix
+        # A bundled file's record is checked by `attn check --all` and the tests; a slip in
+        # it must not stop the lesson itself.
+        return walkthrough
+    return slides.with_notes(walkthrough, comparison.errata)
+
+
+def _missing_input(spec: InputSpec, where: str) -> UserError:
+    return UserError(
+        f"{where}: input {spec.name!r} ({spec.description}) is missing; add "
+        f"{spec.name} = {'[...]' if spec.shape == 'vector' else '[[...]]'} under [examples.inputs]."
+    )
+
+
+def _where(lesson: LessonFile, example: Example) -> str:
+    return f"{lesson.path or lesson.lesson}: example {example.name!r}"
 
 
 def _flag(module: Any, name: str) -> str:
@@ -123,28 +232,28 @@ def _parse_inputs(
     return parsed
 
 
-def _example_inputs(
-    module: Any, raw: dict[str, np.ndarray], lesson: LessonFile
-) -> dict[str, np.ndarray]:
+def _example_inputs(module: Any, example: Example, where: str) -> dict[str, np.ndarray]:
     """An example's inputs with each reshaped as its spec says (matrix 2-D, vector 1-D)."""
     inputs = {}
     for spec in module.INPUTS:
-        if spec.name not in raw:
+        if spec.name not in example.inputs:
             if spec.required:
-                raise UserError(
-                    f"{lesson.path}: an example lacks input {spec.name!r}; add it under "
-                    "[examples.inputs]."
-                )
+                raise _missing_input(spec, where)
             continue
-        array = np.asarray(raw[spec.name], dtype=np.float64)
+        array = np.asarray(example.inputs[spec.name], dtype=np.float64)
         if spec.shape == "vector":
             if array.ndim == 2 and 1 in array.shape:
                 array = array.reshape(-1)
             if array.ndim != 1:
-                raise UserError(f"{lesson.path}: input {spec.name} must be a vector (one row).")
+                raise UserError(
+                    f"{where}, inputs.{spec.name}: must be a vector, one row such as [1, 3]."
+                )
         else:
             array = np.atleast_2d(array)
             if array.ndim != 2:
-                raise UserError(f"{lesson.path}: input {spec.name} must be a matrix (rows).")
+                raise UserError(
+                    f"{where}, inputs.{spec.name}: must be a matrix, a list of rows such as "
+                    "[[1, 0], [0, 1]]."
+                )
         inputs[spec.name] = array
     return inputs

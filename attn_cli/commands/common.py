@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 import typer
@@ -47,13 +49,49 @@ def run_lesson_command(
     quiz: bool = False,
 ) -> None:
     """List examples, quiz, or compute the walkthrough and render it in one piece."""
+    handler = lesson_call_handler.get()
+    if handler is not None:
+        handler(LessonCall(request, fmt, precision, full, list_examples, quiz))
+        return
     console = stdout_console()
     if list_examples:
         from attn_cli.render.rich_render import examples_table
 
         console.print(examples_table(lesson_data(request)))
         return
+    if quiz and fmt is not Format.rich:
+        raise UserError(f"--quiz talks to the terminal; leave out --format {fmt.value}.")
     walkthrough = compute(request)
     if quiz:
-        raise UserError("--quiz is not available yet.")  # issue 6 fills this in
+        from attn_cli import terminal
+        from attn_cli.quiz import run_quiz
+
+        interactive = terminal.interactive()
+        run_quiz(
+            walkthrough,
+            console,
+            precision=precision,
+            interactive=interactive,
+            read_line=terminal.read_line,
+        )
+        return
     render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
+
+
+@dataclass(frozen=True)
+class LessonCall:
+    """A lesson command's parsed request and output options."""
+
+    request: RunRequest
+    fmt: Format
+    precision: int
+    full: bool
+    list_examples: bool
+    quiz: bool
+
+
+# When set, lesson commands hand their parsed call to this function instead of running it:
+# `attn tour` parses its entries with the real commands, then shows them a step at a time.
+lesson_call_handler: ContextVar[Callable[[LessonCall], None] | None] = ContextVar(
+    "lesson_call_handler", default=None
+)

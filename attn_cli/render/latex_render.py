@@ -35,6 +35,8 @@ def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
             continue
         left = step.latex or f"\\text{{{_escape(step.key)}}}"
         lines.append(f"\\[ {left} = {bmatrix(step.value, options)} \\]")
+        lines += [f"% Note: {note}" for note in step.notes]
+    lines += [f"% Note: {note}" for note in walkthrough.notes]
     return "\n".join(lines) + "\n"
 
 

@@ -35,19 +35,42 @@ def print_walkthrough(walkthrough: Walkthrough, console: Console, options: Rende
 
 
 def walkthrough_renderable(walkthrough: Walkthrough, options: RenderOptions) -> Group:
-    parts: list[RenderableType] = [_header(walkthrough)]
-    if walkthrough.inputs:
-        parts += [Text(""), Rule("Inputs", align="left", style="dim")]
-        parts.append(Columns([_input_block(item, options) for item in walkthrough.inputs]))
+    return Group(
+        *(part for section in walkthrough_sections(walkthrough, options) for part in section)
+    )
+
+
+def walkthrough_sections(
+    walkthrough: Walkthrough, options: RenderOptions
+) -> list[list[RenderableType]]:
+    """The walkthrough in screens: header and inputs, each step, then the notes (if any)."""
+    sections = [[header(walkthrough), *inputs_renderables(walkthrough, options)]]
     for number, step in enumerate(walkthrough.steps, start=1):
-        parts.extend(step_renderables(step, number, options))
+        sections.append(step_renderables(step, number, options))
     if walkthrough.notes:
-        parts += [Text(""), Rule("Notes", align="left", style="dim")]
-        parts.extend(Text(f"• {note}", style="yellow") for note in walkthrough.notes)
-    return Group(*parts)
+        sections.append(notes_renderables(walkthrough))
+    return sections
 
 
-def _header(walkthrough: Walkthrough) -> RenderableType:
+def inputs_renderables(walkthrough: Walkthrough, options: RenderOptions) -> list[RenderableType]:
+    if not walkthrough.inputs:
+        return []
+    return [
+        Text(""),
+        Rule("Inputs", align="left", style="dim"),
+        Columns([_input_block(item, options) for item in walkthrough.inputs]),
+    ]
+
+
+def notes_renderables(walkthrough: Walkthrough) -> list[RenderableType]:
+    return [
+        Text(""),
+        Rule("Notes", align="left", style="dim"),
+        *(Text(f"• {note}", style="yellow") for note in walkthrough.notes),
+    ]
+
+
+def header(walkthrough: Walkthrough) -> RenderableType:
     title = Text(walkthrough.title, style="bold")
     if walkthrough.example:
         title.append(f" · example {walkthrough.example}", style="bold cyan")
@@ -81,28 +104,40 @@ def _input_block(item: InputValue, options: RenderOptions) -> RenderableType:
 
 def step_renderables(step: Step, number: int, options: RenderOptions) -> list[RenderableType]:
     """A step: its rule with title and shape, explanation, intermediates, value and notes."""
+    out: list[RenderableType] = [Text(""), step_rule(step, number)]
+    if step.explanation:
+        out.append(Text(step.explanation))
+    if step.parts:
+        out.append(Columns([_part_block(part, step, options) for part in step.parts]))
+    out.append(step_value(step, options))
+    out.extend(step_notes(step))
+    return out
+
+
+def step_value(step: Step, options: RenderOptions) -> RenderableType:
+    """The step's value as a table (or heatmap, histogram, ...) with its labels and row sums."""
+    return value_renderable(
+        step.value,
+        step.kind,
+        options,
+        row_labels=step.row_labels,
+        col_labels=step.col_labels,
+        row_sums=step.row_sums,
+    )
+
+
+def step_notes(step: Step) -> list[RenderableType]:
+    return [Text(f"Note: {note}", style="yellow") for note in step.notes]
+
+
+def step_rule(step: Step, number: int) -> Rule:
+    """The step's heading: number, title, shape (and time with --time)."""
     heading = f"Step {number} · {step.title}"
     if step.kind not in ("records", "histogram", "text"):
         heading += f" · {shape_text(np.shape(step.value))}"
     if step.seconds is not None:
         heading += f" · {step.seconds * 1e3:.3f} ms"
-    out: list[RenderableType] = [Text(""), Rule(heading, align="left", style="cyan")]
-    if step.explanation:
-        out.append(Text(step.explanation))
-    if step.parts:
-        out.append(Columns([_part_block(part, step, options) for part in step.parts]))
-    out.append(
-        value_renderable(
-            step.value,
-            step.kind,
-            options,
-            row_labels=step.row_labels,
-            col_labels=step.col_labels,
-            row_sums=step.row_sums,
-        )
-    )
-    out.extend(Text(f"Note: {note}", style="yellow") for note in step.notes)
-    return out
+    return Rule(heading, align="left", style="cyan")
 
 
 def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableType:

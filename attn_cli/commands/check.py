@@ -1,0 +1,61 @@
+"""attn check: are a lesson file's printed slide values right, to the slide's own rounding?"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attn_cli.commands.common import stdout_console
+from attn_cli.errors import UserError
+
+ERRATA_EXIT = 1
+
+
+class CheckFormat(StrEnum):
+    rich = "rich"
+    json = "json"
+
+
+def check(
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Lesson files (TOML) to check; see docs/lesson-files.md.",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
+    all_bundled: Annotated[
+        bool, typer.Option("--all", help="Check the bundled lesson files.")
+    ] = False,
+    fmt: Annotated[
+        CheckFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = CheckFormat.rich,
+) -> None:
+    """Compute every example of a lesson file and report each printed value that is wrong.
+
+    A value printed with k decimals must be within half a unit of its k-th decimal.
+
+    Exit 0: every slide is right; 1: errata found; 2: the file is malformed.
+    """
+    from attn_cli.check import check_bundled, check_file
+
+    if all_bundled and files:
+        raise UserError("give lesson files or --all, not both.")
+    if not all_bundled and not files:
+        raise UserError("give a lesson file to check (attn check FILE.toml), or --all.")
+    results = check_bundled() if all_bundled else [check_file(path) for path in files or []]
+    console = stdout_console()
+    if fmt is CheckFormat.json:
+        from attn_cli.render.check_render import check_json
+
+        console.out(check_json(results), highlight=False)
+    else:
+        from attn_cli.render.check_render import check_renderable
+
+        console.print(check_renderable(results))
+    if any(result.errata for result in results):
+        raise typer.Exit(code=ERRATA_EXIT)

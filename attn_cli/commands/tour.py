@@ -1,0 +1,39 @@
+"""attn tour: the lecture's lessons in order, one screen at a time."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from attn_cli.commands.common import stdout_console
+
+
+def tour(
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="Comma-separated stops to run, e.g. scaled,causal \\[default: all, in order].",
+            show_default=False,
+        ),
+    ] = None,
+    pause: Annotated[
+        bool | None,
+        typer.Option(
+            "--pause/--no-pause",
+            help="Wait for Enter between screens \\[default: when run at a terminal].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """The lecture in order: retrieval view, Bahdanau, self-attention, causal mask, multi-head,
+    positional encoding, variance and a small bench, one screen at a time."""
+    from attn_cli import terminal
+    from attn_cli.tour import Pager, run_tour, select
+
+    stops = select(only)
+    console = stdout_console()
+    if pause is None:
+        pause = terminal.interactive()
+    run_tour(stops, console, Pager(console, pause, terminal.read_line))

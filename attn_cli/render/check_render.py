@@ -1,0 +1,145 @@
+"""How ``attn check`` reports: a table per lesson file, the errata, and a verdict; or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from attn_cli.check import FileCheck
+from attn_cli.render.json_render import plain
+from attn_cli.render.numbers import format_number
+from attn_cli.slides import cell_text
+
+
+def check_renderable(results: list[FileCheck]) -> RenderableType:
+    parts: list[RenderableType] = []
+    for result in results:
+        parts += [Text(f"{_shown(result.path)} · lesson {result.lesson}", style="bold")]
+        if result.skipped:
+            parts += [Padding(Text(f"skipped: {result.skipped}", style="dim"), (0, 0, 1, 2))]
+            continue
+        parts += [_examples_table(result)]
+        if result.errata:
+            parts += [_errata_table(result)]
+        parts += [Text("")]
+    parts.append(_verdict(results))
+    return Group(*parts)
+
+
+def _examples_table(result: FileCheck) -> RenderableType:
+    table = Table(box=box.ROUNDED, header_style="bold")
+    table.add_column("example", style="cyan", no_wrap=True)
+    table.add_column("printed", justify="right")
+    table.add_column("result")
+    for example in result.examples:
+        if not example.checked:
+            verdict = Text("no printed values (inputs checked)", style="dim")
+        elif example.errata:
+            count = len(example.errata)
+            verdict = Text(f"{count} {'erratum' if count == 1 else 'errata'}", style="bold red")
+        else:
+            verdict = Text("all within the slide's rounding", style="green")
+        table.add_row(example.name, str(example.checked), verdict)
+    if not result.examples:
+        table.add_row("—", "0", Text("no examples", style="dim"))
+    return Padding(table, (0, 0, 0, 2))
+
+
+def _errata_table(result: FileCheck) -> RenderableType:
+    table = Table(box=box.ROUNDED, header_style="bold", title="Errata", title_justify="left")
+    for name, justify in (
+        ("example", "left"),
+        ("step", "left"),
+        ("cell", "left"),
+        ("printed", "right"),
+        ("exact", "right"),
+        ("off by", "right"),
+        ("allowed", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for example in result.examples:
+        for erratum in example.errata:
+            table.add_row(
+                example.name,
+                erratum.step,
+                cell_text(erratum.cell) or "—",
+                erratum.printed,
+                erratum.exact_text(),
+                format_number(erratum.difference, 4, unicode=False),
+                f"±{erratum.tolerance:.{erratum.written.decimals + 1}f}",
+            )
+    return Padding(table, (0, 0, 0, 2))
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it lies under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _verdict(results: list[FileCheck]) -> RenderableType:
+    errata = sum(result.errata for result in results)
+    checked = sum(example.checked for result in results for example in result.examples)
+    if errata:
+        wrong = next(
+            (result, example) for result in results for example in result.examples if example.errata
+        )
+        own = "" if wrong[0].bundled else f" --lesson {_shown(wrong[0].path)}"
+        return Group(
+            Text(
+                f"{errata} of {checked} printed values differ from the exact value by more than "
+                "the slide's rounding.",
+                style="bold red",
+            ),
+            Text(
+                "Each is noted under its step when the example runs, e.g. "
+                f"attn {wrong[0].lesson}{own} --example {wrong[1].name}",
+                style="dim",
+            ),
+        )
+    return Text(
+        f"All {checked} printed values agree with the exact values to the slide's rounding.",
+        style="bold green",
+    )
+
+
+def check_json(results: list[FileCheck]) -> str:
+    errata = sum(result.errata for result in results)
+    document = {"ok": errata == 0, "errata": errata, "files": [_file(r) for r in results]}
+    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+
+
+def _file(result: FileCheck) -> dict[str, Any]:
+    item: dict[str, Any] = {"file": str(result.path), "lesson": result.lesson}
+    if result.skipped:
+        item["skipped"] = result.skipped
+    item["examples"] = [
+        {
+            "name": example.name,
+            "checked": example.checked,
+            "errata": [
+                {
+                    "key": erratum.key,
+                    "step": erratum.step,
+                    "cell": list(erratum.cell),
+                    "printed": erratum.printed,
+                    "exact": plain(erratum.exact),
+                    "difference": plain(erratum.difference),
+                    "tolerance": erratum.tolerance,
+                    "note": erratum.note(),
+                }
+                for erratum in example.errata
+            ],
+        }
+        for example in result.examples
+    ]
+    return item

@@ -1,0 +1,312 @@
+"""attn check and the slide comparison: the rounding rule, errata, notes in every lesson."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attn_cli import slides
+from attn_cli.check import check_bundled
+from attn_cli.errors import UserError
+from attn_cli.lesson_files import bundled_lesson_names, bundled_lessons_dir, load_bundled
+from attn_cli.model import Step, Walkthrough
+from attn_cli.render import RenderOptions
+from attn_cli.render.rich_render import walkthrough_renderable
+from attn_cli.rounding import parse_rounded
+from attn_cli.runner import RunRequest, compute
+from attn_cli.walkthroughs.base import LESSON_MODULES
+from tests.conftest import assert_user_error, render_plain
+
+DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _walkthrough(**values: np.ndarray) -> Walkthrough:
+    steps = tuple(Step(key, key, "", np.asarray(value)) for key, value in values.items())
+    return Walkthrough("t", "t", "", None, "numpy", "cpu", "float64", (), steps, steps[-1].value)
+
+
+# --- the rounding rule -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("printed", "exact", "right"),
+    [
+        ("0.24", 0.2449, True),
+        ("0.24", 0.245, True),  # exactly half-way: within half a unit
+        ("0.24", 0.235, True),
+        ("0.24", 0.2451, False),
+        ("0.24", 0.2349, False),
+        ("1", 1.49, True),
+        ("1", 0.5, True),
+        ("1", 1.51, False),
+        ("1.0", 1.04, True),
+        ("1.0", 1.06, False),
+        ("0", 0.4, True),
+        ("0", -0.4, True),
+        ("0", 0.6, False),
+        ("0.0", 0.06, False),
+        ("-0.5", -0.54, True),
+        ("-0.5", 0.5, False),  # the sign counts
+        ("−1.01", -1.0149, True),  # a typographic minus
+        ("4e-5", 4.4e-5, True),
+        ("4e-5", 4.6e-5, False),
+        ("0.000000", 4e-7, True),
+        ("0.000000", 6e-7, False),
+        ("5.00", 4.9951, True),
+        ("-inf", -np.inf, True),
+        ("0", -np.inf, False),
+    ],
+)
+def test_a_printed_value_is_right_within_half_a_unit_of_its_last_decimal(printed, exact, right):
+    assert parse_rounded(printed).matches(exact) is right
+    walkthrough = _walkthrough(value=np.array([[exact]]))
+    comparison = slides.compare(walkthrough, {"value": printed}, "test.toml")
+    assert comparison.checked == 1
+    assert (not comparison.errata) is right
+
+
+def test_errata_name_the_step_the_cell_printed_and_exact():
+    exact = np.array([[0.2, 0.3], [0.25, 0.75]])
+    walkthrough = _walkthrough(weights=exact)
+    comparison = slides.compare(
+        walkthrough, {"weights": "0.2, 0.4; 0.25, 0.69", "weights[2,2]": "0.75"}, "x.toml"
+    )
+    assert comparison.checked == 5
+    assert [(e.step, e.cell, e.printed) for e in comparison.errata] == [
+        ("weights", (1, 2), "0.4"),
+        ("weights", (2, 2), "0.69"),
+    ]
+    erratum = comparison.errata[0]
+    assert erratum.exact == 0.3
+    assert erratum.tolerance == pytest.approx(0.05)
+    assert erratum.note() == "The slide prints 0.4 for (1, 2); the exact value is 0.3000."
+
+
+def test_rows_cells_vectors_and_the_output_are_addressed_1_based():
+    walkthrough = _walkthrough(
+        scores=np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), vec=np.array([0.5, 0.25])
+    )
+    printed = {"scores[2]": "4, 5, 7", "scores[1,3]": "2", "vec": "0.5, 0.35", "output[2]": "0.31"}
+    # "output" names the walkthrough's output when no step has that key (here: vec).
+    errata = slides.compare(walkthrough, printed, "x.toml").errata
+    assert [(e.key, e.cell) for e in errata] == [
+        ("scores[2]", (2, 3)),
+        ("scores[1,3]", (1, 3)),
+        ("vec", (2,)),
+        ("output[2]", (2,)),
+    ]
+    assert errata[2].note() == "The slide prints 0.35 for entry 2; the exact value is 0.2500."
+
+
+def test_a_column_printed_as_a_row_is_the_same_vector():
+    walkthrough = _walkthrough(col=np.array([[1.0], [2.0]]))
+    assert slides.compare(walkthrough, {"col": "1, 2"}, "x.toml").checked == 2
+    assert slides.compare(walkthrough, {"col": "1; 2"}, "x.toml").checked == 2
+
+
+@pytest.mark.parametrize(
+    ("printed", "fragment"),
+    [
+        ({"weights": "0.1, 0.2, 0.3"}, "the slide value is 1 × 3 but the value it names is 2 × 2"),
+        ({"weights": "0.1, 0.2; 0.3"}, "row 2 has 1 entries but row 1 has 2"),
+        ({"weights[3]": "0.1, 0.2"}, "has 2 rows, so index 3 is out of range"),
+        ({"weights[1,2,3]": "1"}, "at most two"),
+        ({"weights[0]": "1"}, "1-based"),
+        ({"weights[a]": "1"}, "whole numbers"),
+        ({"scores": "1, 2; 3, 4"}, "no step 'scores'; use one of its step keys (weights)"),
+        ({"weights": "0.1, abc; 1, 2"}, "'abc' is not a number"),
+        ({"weights": " "}, "is empty"),
+    ],
+)
+def test_a_printed_value_that_cannot_be_compared_is_a_file_error(printed, fragment):
+    walkthrough = _walkthrough(weights=np.eye(2))
+    with pytest.raises(UserError) as error:
+        slides.compare(walkthrough, printed, "mine.toml: example 'e'")
+    message = str(error.value)
+    assert message.startswith("mine.toml: example 'e', printed.")
+    assert fragment in message
+
+
+# --- the bundled lessons -------------------------------------------------------------------
+
+
+def test_cat_slept_errata_are_the_ones_computed_independently():
+    """Which slide numbers are wrong, decided here with plain numpy and the rounding rule."""
+    q = np.array([[0.1, 0.9]])
+    states = np.array([[1.0, 0.0], [0.0, 1.0], [0.2, 0.1]])
+    weights = _softmax(q @ states.T)
+    context = weights @ states
+    example = load_bundled("scaled").example("cat-slept")
+    expected = set()
+    for key, exact in (("weights", weights), ("output", context)):
+        written = [float(x) for x in example.printed[key].split(",")]
+        decimals = [len(x.strip().split(".")[1]) for x in example.printed[key].split(",")]
+        for col, (value, k) in enumerate(zip(written, decimals, strict=True), start=1):
+            if abs(exact[0, col - 1] - value) > 0.5 * 10.0**-k + 1e-12:
+                expected.add((key, (1, col)))
+    assert expected  # the slide has errata
+    (scaled,) = [result for result in check_bundled() if result.lesson == "scaled"]
+    (cat,) = [e for e in scaled.examples if e.name == "cat-slept"]
+    assert {(e.step, e.cell) for e in cat.errata} == expected
+    assert all(not e.errata for e in scaled.examples if e.name != "cat-slept")
+
+
+@pytest.mark.parametrize("lesson", bundled_lesson_names())
+def test_every_bundled_lesson_passes_check_or_notes_its_errata(lesson):
+    if lesson not in LESSON_MODULES:
+        pytest.skip(f"lesson {lesson!r} is not registered in this build")
+    (result,) = [r for r in check_bundled() if r.lesson == lesson]
+    for example in result.examples:
+        walkthrough = compute(RunRequest(lesson=lesson, example=example.name))
+        noted = {note for step in walkthrough.steps for note in step.notes}
+        noted |= set(walkthrough.notes)
+        slide_notes = {note for note in noted if note.startswith("The slide prints")}
+        assert slide_notes == {erratum.note() for erratum in example.errata}, example.name
+        if example.errata:
+            rendered = render_plain(walkthrough_renderable(walkthrough, RenderOptions()), 200)
+            text = " ".join(rendered.split())
+            for erratum in example.errata:
+                assert erratum.note() in text
+
+
+def test_cat_slept_output_notes_the_slide_under_its_steps(invoke):
+    result = invoke("scaled", "--example", "cat-slept", "--format", "json")
+    steps = {step["key"]: step for step in json.loads(result.stdout)["steps"]}
+    weights = _softmax(np.array([[0.1, 0.9, 0.11]]))
+    expected = f"The slide prints 0.54 for (1, 2); the exact value is {weights[0, 1]:.4f}."
+    assert expected in steps["weights"]["notes"]
+    assert "notes" not in steps["scores"]
+    rich = " ".join(invoke("scaled", "--example", "cat-slept").stdout.split())
+    assert expected in rich
+
+
+def test_notes_use_exact_values_at_lower_precision_and_vanish_when_options_change(invoke):
+    doc = json.loads(
+        invoke("scaled", "-e", "cat-slept", "--dtype", "float32", "--format", "json").stdout
+    )
+    weights = _softmax(np.array([[0.1, 0.9, 0.11]]))
+    notes = {s["key"]: s.get("notes", []) for s in doc["steps"]}
+    assert f"the exact value is {weights[0, 2]:.4f}." in notes["weights"][1]
+    # With --scale the example is no longer the slide's computation: no slide notes.
+    doc = json.loads(invoke("scaled", "-e", "cat-slept", "--scale", "--format", "json").stdout)
+    assert all("notes" not in step for step in doc["steps"])
+
+
+# --- attn check ------------------------------------------------------------------------------
+
+
+def test_check_all_reports_the_bundled_errata_and_exits_1(invoke):
+    result = invoke("check", "--all")
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.stdout.split())
+    assert "cat-slept" in text and "0.54" in text and "(1, 2)" in text
+    assert "Each is noted under its step when the example runs, e.g. attn " in text
+    doc = json.loads(invoke("check", "--all", "--format", "json").stdout)
+    assert doc["ok"] is False
+    assert {f["lesson"] for f in doc["files"]} >= {"scaled"}
+    (scaled,) = [f for f in doc["files"] if f["lesson"] == "scaled"]
+    (cat,) = [e for e in scaled["examples"] if e["name"] == "cat-slept"]
+    first = cat["errata"][0]
+    assert set(first) >= {"step", "cell", "printed", "exact", "difference", "tolerance"}
+
+
+def test_check_on_a_correct_file_exits_0(invoke):
+    result = invoke("check", str(DOC_EXAMPLE))
+    assert result.exit_code == 0, result.output
+    assert "agree with the exact values" in result.stdout
+    doc = json.loads(invoke("check", str(DOC_EXAMPLE), "-f", "json").stdout)
+    assert doc == {
+        "ok": True,
+        "errata": 0,
+        "files": [
+            {
+                "file": str(DOC_EXAMPLE),
+                "lesson": "scaled",
+                "examples": [{"name": "four-dims", "checked": 12, "errata": []}],
+            }
+        ],
+    }
+
+
+def _with_printed(tmp_path: Path, **printed: str) -> Path:
+    """The documented example with some printed values replaced."""
+    text = DOC_EXAMPLE.read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    for key, value in printed.items():
+        old = data["examples"][0]["printed"][key]
+        text = text.replace(f'"{old}"', f'"{value}"', 1)
+    path = tmp_path / "slide.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_check_on_an_erroneous_file_reports_each_wrong_value_and_exits_1(invoke, tmp_path):
+    # Exact values, computed here: weights = softmax([2, 1, 0] / 2); output = weights V.
+    weights = _softmax(np.array([1.0, 0.5, 0.0]))
+    wrong_weight = f"{round(weights[2], 2) + 0.01:.2f}"  # off by more than half a unit
+    edge_weight = f"{weights[1]:.1f}"  # one decimal: checked to ±0.05 only
+    path = _with_printed(
+        tmp_path, weights=f"{weights[0]:.2f}, {edge_weight}, {wrong_weight}", scores="2, 1, 1"
+    )
+    result = invoke("check", str(path), "--format", "json")
+    assert result.exit_code == 1, result.output
+    (example,) = json.loads(result.stdout)["files"][0]["examples"]
+    found = {(e["step"], tuple(e["cell"]), e["printed"]) for e in example["errata"]}
+    assert found == {("weights", (1, 3), wrong_weight), ("scores", (1, 3), "1")}
+    (weight_erratum,) = [e for e in example["errata"] if e["step"] == "weights"]
+    assert weight_erratum["exact"] == pytest.approx(weights[2], abs=1e-15)
+    assert weight_erratum["tolerance"] == pytest.approx(0.005)
+    rich = invoke("check", str(path))
+    assert rich.exit_code == 1
+    text = " ".join(rich.stdout.split())
+    assert "2 of 12 printed values differ" in text
+    assert "--lesson" in text and "--example four-dims" in text
+
+
+def test_check_of_a_malformed_file_exits_2(invoke, tmp_path):
+    path = _with_printed(tmp_path, weights="0.5, 0.3")
+    assert_user_error(invoke("check", str(path)), str(path), "printed.weights", "1 × 2", "1 × 3")
+    assert_user_error(invoke("check"), "give a lesson file")
+    assert_user_error(invoke("check", str(DOC_EXAMPLE), "--all"), "not both")
+    assert_user_error(invoke("check", str(tmp_path / "none.toml")), "not found")
+
+
+def test_the_bundled_lesson_files_are_where_check_looks():
+    assert (bundled_lessons_dir() / "scaled.toml").is_file()
+    assert "scaled" in bundled_lesson_names()
+
+
+def test_a_slip_in_a_bundled_record_is_for_check_not_for_the_lesson(invoke, tmp_path, monkeypatch):
+    import attn_cli.lesson_files as lesson_files
+
+    text = (bundled_lessons_dir() / "scaled.toml").read_text(encoding="utf-8")
+    (tmp_path / "scaled.toml").write_text(
+        text.replace('weights = "0.33,0.67; 0.67,0.33"', 'weights = "0.33,0.67"'), encoding="utf-8"
+    )
+    monkeypatch.setattr(lesson_files, "bundled_lessons_dir", lambda: tmp_path)
+    assert invoke("scaled").exit_code == 0
+    assert_user_error(invoke("check", "--all"), "scaled.toml: example 'two-tokens'", "weights")
+
+
+@pytest.mark.parametrize("fmt", ["rich", "json", "markdown", "latex"])
+def test_slide_notes_appear_in_every_format(invoke, fmt):
+    result = invoke("scaled", "--example", "cat-slept", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert "The slide prints 0.54 for (1, 2)" in " ".join(result.stdout.split())
+
+
+def test_a_note_on_the_walkthrough_output_goes_with_the_walkthrough_notes():
+    base = _walkthrough(scores=np.array([[1.0, 3.0]]))  # its output is the scores
+    errata = slides.compare(base, {"output": "1, 2"}, "x.toml").errata
+    noted = slides.with_notes(base, errata)
+    assert noted.steps[0].notes == ()
+    assert noted.notes == ("Output: The slide prints 2 for (1, 2); the exact value is 3.",)

@@ -1,0 +1,146 @@
+"""--quiz: a handout with an answer key off a terminal; marked answers typed on stdin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attn_cli import terminal
+from attn_cli.quiz import mark, parse_answer
+from attn_cli.rounding import parse_rounded
+from tests.conftest import assert_user_error
+
+# The default example two-tokens, computed here: Q = I, K = [[1,1],[2,0]], V = [[.1,.2],[.3,.4]].
+Q = np.eye(2)
+K = np.array([[1.0, 1.0], [2.0, 0.0]])
+V = np.array([[0.1, 0.2], [0.3, 0.4]])
+SCORES = Q @ K.T
+SCALED = SCORES / np.sqrt(2)
+WEIGHTS = np.exp(SCALED) / np.exp(SCALED).sum(axis=1, keepdims=True)
+OUTPUT = WEIGHTS @ V
+STEPS = (SCORES, SCALED, WEIGHTS, OUTPUT)
+
+
+def rows_typed(matrix: np.ndarray, decimals: int) -> list[str]:
+    return [", ".join(f"{x:.{decimals}f}" for x in row) for row in matrix]
+
+
+@pytest.fixture
+def at_terminal(monkeypatch):
+    monkeypatch.setattr(terminal, "interactive", lambda: True)
+
+
+def test_without_a_terminal_it_prints_blanks_then_an_answer_key(invoke):
+    result = invoke("scaled", "--quiz")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    blanks, key = out.split("Answer key")
+    assert blanks.count("______") == sum(step.size for step in STEPS)
+    for title in ("Scores", "Scaled scores", "Weights", "Output"):
+        assert title in blanks and title in key
+    # The inputs are shown with the blanks; no computed value appears before the key.
+    assert "0.1000" in blanks
+    for value in (SCALED[0, 0], WEIGHTS[0, 0], OUTPUT[1, 1]):
+        assert f"{value:.4f}" not in blanks
+        assert f"{value:.4f}" in key
+    assert "Score:" not in out
+
+
+def test_the_answer_key_keeps_slide_notes_out_of_the_blanks(invoke):
+    out = invoke("scaled", "--quiz", "--example", "cat-slept").stdout
+    blanks, key = out.split("Answer key")
+    assert "The slide prints" not in blanks
+    assert "The slide prints 0.54 for (1, 2)" in key
+
+
+def test_right_answers_rounded_to_two_decimals_score_full_marks(invoke, at_terminal):
+    answers = [line for step in STEPS for line in rows_typed(step, 2)]
+    result = invoke("scaled", "--quiz", input="\n".join(answers) + "\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("✓ right") == 8
+    assert "Score: 8 of 8 rows right." in result.stdout
+    assert "______" not in result.stdout
+
+
+def test_wrong_skipped_and_malformed_answers(invoke, at_terminal):
+    lines = [
+        "1 2",  # scores row 1: right
+        "1 1",  # scores row 2: entry 2 wrong
+        "",  # scaled row 1: skipped
+        "abc",  # not a number: asked again
+        "0.5",  # too few numbers: asked again
+        rows_typed(SCALED, 4)[1],  # right
+        "q",  # stop
+    ]
+    result = invoke("scaled", "--quiz", input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.count("✓ right") == 2
+    assert "✗ not right: the exact row is 1, 0 (entry 2 is off)" in out
+    assert f"skipped: the exact row is {SCALED[0, 0]:.4f}, {SCALED[0, 1]:.4f}" in out
+    assert "'abc' is not a number" in out
+    assert "that is 1 number(s); this row has 2." in out
+    assert "Stopped" in out
+    # The steps not reached are shown with their values.
+    assert f"{OUTPUT[1, 1]:.4f}" in out
+    assert "Score: 2 of 4 rows right." in out
+
+
+def test_the_end_of_the_input_stops_the_quiz(invoke, at_terminal):
+    result = invoke("scaled", "--quiz", input="1, 2\n")
+    assert result.exit_code == 0, result.output
+    assert "Score: 1 of 1 rows right." in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("typed", "exact", "right"),
+    [
+        ("0.33", 1 / 3, True),
+        ("0.3", 1 / 3, True),  # one decimal typed: within 0.05
+        ("0.34", 1 / 3, False),
+        ("1", 2**-0.5, False),  # a whole number must be exact to the shown precision
+        ("1", 1.0, True),
+        ("0", 4e-5, True),  # within the displayed precision (4 decimals)
+        ("0.70710", 2**-0.5, True),  # more decimals than exact enough, but within 0.00005
+        ("0.7071", 2**-0.5, True),
+        ("0.7072", 2**-0.5, False),
+        ("-inf", -np.inf, True),
+        ("−∞", -np.inf, True),
+        ("0", -np.inf, False),
+    ],
+)
+def test_marking_tolerates_the_rounding_the_learner_shows(typed, exact, right):
+    number = parse_rounded(typed)
+    assert mark([number], np.array([exact]), precision=4).right is right
+
+
+def test_parse_answer():
+    assert [n.value for n in parse_answer("0.5, -1 2e-1", 3)] == [0.5, -1.0, 0.2]
+    assert parse_answer("1;2", 2)[1].value == 2.0
+    assert "not a number" in parse_answer("1, x", 2)
+    assert "this row has 3" in parse_answer("1, 2", 3)
+
+
+def test_quiz_is_for_the_terminal_and_small_steps(invoke):
+    assert_user_error(invoke("scaled", "--quiz", "--format", "json"), "--quiz", "--format json")
+    assert_user_error(invoke("scaled", "--quiz", "--n", "64"), "--quiz needs a step small enough")
+
+
+class _Stream:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    ("stdin", "stdout", "expected"), [(1, 1, True), (1, 0, False), (0, 1, False)]
+)
+def test_someone_is_there_only_when_stdin_and_stdout_are_terminals(
+    monkeypatch, stdin, stdout, expected
+):
+    """`attn scaled --quiz > handout.txt` at a terminal writes a handout, not hidden prompts."""
+    monkeypatch.setattr("sys.stdin", _Stream(bool(stdin)))
+    monkeypatch.setattr("sys.stdout", _Stream(bool(stdout)))
+    assert terminal.interactive() is expected

@@ -1,0 +1,130 @@
+"""attn tour: the lecture's order, straight through off a terminal, a screen at a time on one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attn_cli import terminal, tour
+from attn_cli.tour import PROMPT, TOUR, Stop, installed_commands
+from tests.conftest import assert_user_error
+
+DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"
+LECTURE_ORDER = [
+    "scaled",
+    "bahdanau",
+    "selfattn",
+    "causal",
+    "multihead",
+    "posenc",
+    "variance",
+    "bench",
+]
+
+
+def test_the_tour_follows_the_lecture_order():
+    assert [stop.name for stop in TOUR] == LECTURE_ORDER
+    assert TOUR[0].args == ("--example", "library")  # the retrieval view
+
+
+def test_every_installed_stop_parses_with_its_command():
+    """A stop's arguments must stay valid for its command (checked without running it)."""
+    import typer.main
+
+    from attn_cli.cli import app
+
+    group = typer.main.get_command(app)
+    installed = installed_commands()
+    assert "scaled" in installed
+    for stop in TOUR:
+        if stop.name in installed:
+            command = group.commands[stop.name]  # type: ignore[attr-defined]
+            command.make_context(stop.name, list(stop.args))
+
+
+def test_without_a_terminal_it_runs_straight_through(invoke):
+    # Every stop but the bench (timings are not for the test suite).
+    only = ",".join(name for name in LECTURE_ORDER if name != "bench")
+    result = invoke("tour", "--only", only)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert PROMPT not in out
+    assert "A tour of attention" in out
+    assert "Stop 1/7 · Attention as retrieval" in out
+    assert "$ attn scaled --example library" in out
+    assert "Step 3 · Output" in out
+    assert "End of the tour" in out
+    for name in LECTURE_ORDER[1:-1]:
+        if name not in installed_commands():
+            assert f"skipped {name}: not in this version of attn." in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_only_picks_stops_in_lecture_order(invoke):
+    result = invoke("tour", "--only", "causal,scaled", "--no-pause")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "The lecture in 2 stops" in out
+    assert out.index("scaled") < out.index("causal")
+    assert "Stop 2/2" in out
+
+
+def test_an_unknown_stop_is_a_user_error_listing_the_valid_ones(invoke):
+    assert_user_error(
+        invoke("tour", "--only", "scaled,flash"), "no tour stop 'flash'", ", ".join(LECTURE_ORDER)
+    )
+    assert_user_error(invoke("tour", "--only", ","), "--only names no stop")
+
+
+def test_at_a_terminal_it_waits_for_enter_between_screens(invoke, monkeypatch):
+    monkeypatch.setattr(terminal, "interactive", lambda: True)
+    result = invoke("tour", "--only", "scaled", input="\n" * 30)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    # Intro, header and inputs, 3 steps (one taller than a screen: two pages), notes, the end.
+    assert out.count(PROMPT) >= 6
+    assert out.index(PROMPT) < out.index("Stop 1/1")
+    assert "End of the tour" in out
+    assert "Step 3 · Output" in out.split(PROMPT)[-3] + out.split(PROMPT)[-2]
+
+
+def test_q_stops_the_tour_and_the_end_of_input_runs_on(invoke):
+    result = invoke("tour", "--only", "scaled", "--pause", input="\nq\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count(PROMPT) == 2
+    assert "Tour stopped." in result.stdout
+    assert "Step 3" not in result.stdout
+    result = invoke("tour", "--only", "scaled", "--pause", input="\n")
+    assert result.stdout.count(PROMPT) == 2  # then the input ends: straight through
+    assert "End of the tour" in result.stdout
+
+
+def test_stops_that_cannot_run_are_skipped_with_a_note(invoke, monkeypatch):
+    monkeypatch.setattr(
+        tour,
+        "TOUR",
+        (
+            Stop("scaled", "Needs torch here", needs_torch=True),
+            Stop("phantom", "Not installed"),
+            Stop("check", "A command with output of its own", (str(DOC_EXAMPLE),)),
+            Stop("scaled", "Retrieval", ("--example", "library")),
+        ),
+    )
+    monkeypatch.setattr(tour, "torch_available", lambda: False)
+    result = invoke("tour", "--only", "scaled,phantom,check")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Stop 1/4 · skipped scaled: needs PyTorch: pip install 'attn-cli[torch]'." in out
+    assert "Stop 2/4 · skipped phantom: not in this version of attn." in out
+    assert "$ attn check " in out and "agree with the exact values" in out
+    assert "Step 1 · Scores" in out
+
+
+@pytest.mark.parametrize("args", [("--example", "nope"), ("--bogus",)])
+def test_a_stop_that_fails_is_skipped_with_its_reason(invoke, monkeypatch, args):
+    monkeypatch.setattr(tour, "TOUR", (Stop("scaled", "Broken", args),))
+    result = invoke("tour")
+    assert result.exit_code == 0, result.output
+    assert "Skipped scaled:" in result.stdout
+    assert "End of the tour" in result.stdout

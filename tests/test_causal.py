@@ -315,7 +315,10 @@ SQUARE = "1,0;0,1"
         (("--k", SQUARE), ("--k needs --q",)),
         (("--q", SQUARE, "--k", "1,1"), ("Q has 2 rows but K has 1",)),
         (("--q", SQUARE, "--k", "1,1,1;2,2,2"), ("Q has 2 columns but K has 3", "d_k")),
-        (("--q", SQUARE, "--k", SQUARE, "--v", "1,2"), ("K has 2 rows but V has 1",)),
+        (
+            ("--q", SQUARE, "--k", SQUARE, "--v", "1,2"),
+            ("K has 2 rows but V has 1", "one value per key"),
+        ),
         (("--scores", SQUARE, "--v", "1,2"), ("the scores have 2 rows but V has 1",)),
         (("--scores", SQUARE, "--q", "1,1", "--k", "1,1"), ("give the scores one way",)),
         (("--x", SQUARE, "--scores", SQUARE), ("give the scores one way",)),
@@ -405,3 +408,16 @@ def test_no_scale_flag(invoke_json):
     doc = invoke_json("causal", "--q", "[[2,0],[0,2]]", "--k", "[[1,0],[0,1]]", "--no-scale")
     assert "scaled" not in steps_of(doc)
     assert as_array(steps_of(doc)["masked"]["value"])[1, 1] == 2.0
+
+
+def test_help_shows_the_defaults_in_brackets():
+    """Rich markup would swallow an unescaped "[default: ...]" in the help text."""
+    from typer.testing import CliRunner
+
+    from attn_cli.cli import app
+
+    wide = {"COLUMNS": "200", "TERMINAL_WIDTH": "200"}
+    causal = CliRunner().invoke(app, ["causal", "--help"], env=wide).stdout
+    assert "(with --x) [default: identity]" in causal
+    multihead = CliRunner().invoke(app, ["multihead", "--help"], env=wide).stdout
+    assert "[default: all four weights drawn from --seed]" in multihead

@@ -91,6 +91,7 @@ def test_split_parameter_count_and_notes(invoke_json):
     doc = invoke_json("multihead")
     split = steps_of(doc)["split"]
     assert [row["columns of W_Q, W_K, W_V"] for row in split["value"]] == ["1–2", "3–4"]
+    assert [row["concat columns = W_O rows"] for row in split["value"]] == ["1–2", "3–4"]
     assert split["notes"][0] == "d_k = d_v = d_model / h = 4 / 2 = 2."
     assert "4 · 4² = 64 without biases" in split["notes"][1]
     assert doc["parameters"] == 64

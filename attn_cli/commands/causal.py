@@ -52,19 +52,19 @@ def causal(
         str | None, matrix_option("--x", "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V.")
     ] = None,
     wq: Annotated[
-        str | None, matrix_option("--wq", "W_Q, d_model × d_k (with --x) [default: identity].")
+        str | None, matrix_option("--wq", "W_Q, d_model × d_k (with --x) \\[default: identity].")
     ] = None,
     wk: Annotated[
-        str | None, matrix_option("--wk", "W_K, d_model × d_k (with --x) [default: identity].")
+        str | None, matrix_option("--wk", "W_K, d_model × d_k (with --x) \\[default: identity].")
     ] = None,
     wv: Annotated[
-        str | None, matrix_option("--wv", "W_V, d_model × d_v (with --x) [default: identity].")
+        str | None, matrix_option("--wv", "W_V, d_model × d_v (with --x) \\[default: identity].")
     ] = None,
     scale: Annotated[
         bool | None,
         typer.Option(
             "--scale/--no-scale",
-            help="Divide Q Kᵀ by √d_k [default: on; given --scores are never scaled].",
+            help="Divide Q Kᵀ by √d_k \\[default: on; given --scores are never scaled].",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
@@ -87,7 +87,9 @@ def causal(
             rich_help_panel=INPUT_PANEL,
         ),
     ] = False,
-    n: Annotated[int | None, size_option("--n", "Random inputs: number of tokens n.")] = None,
+    n: Annotated[
+        int | None, size_option("--n", "Random inputs: number of tokens n \\[default: 5].")
+    ] = None,
     dk: Annotated[
         int | None,
         size_option("--dk", "Random inputs: draw Q, K, V of width d_k instead of scores."),

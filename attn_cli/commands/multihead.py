@@ -44,7 +44,7 @@ def multihead(
     wo: Annotated[
         str | None,
         matrix_option(
-            "--wo", "W_O, d_model × d_model [default: all four weights drawn from --seed]."
+            "--wo", "W_O, d_model × d_model \\[default: all four weights drawn from --seed]."
         ),
     ] = None,
     heads: Annotated[
@@ -52,14 +52,16 @@ def multihead(
         typer.Option(
             "--heads",
             min=1,
-            help="Number of heads h; must divide d_model [default: the example's, else 2].",
+            help="Number of heads h; must divide d_model \\[default: the example's, else 2].",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
     ] = None,
-    n: Annotated[int | None, size_option("--n", "Random inputs: number of tokens n.")] = None,
+    n: Annotated[
+        int | None, size_option("--n", "Random inputs: number of tokens n \\[default: 6].")
+    ] = None,
     d_model: Annotated[
-        int | None, size_option("--d-model", "Random inputs: token width d_model [default: 8].")
+        int | None, size_option("--d-model", "Random inputs: token width d_model \\[default: 8].")
     ] = None,
     seed: SeedOpt = 0,
     example: ExampleOpt = None,

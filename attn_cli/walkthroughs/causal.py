@@ -20,6 +20,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.multihead import project
 from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.walkthroughs import scaled
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
 
 INPUTS = (
@@ -72,12 +73,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
                 f"Q has {q.shape[0]} rows but K has {k.shape[0]}: causal attention is over one "
                 "sequence, so Q and K need one row per token (the same n)."
             )
-        if q.shape[1] != k.shape[1]:
-            raise UserError(
-                f"Q has {q.shape[1]} columns but K has {k.shape[1]}: Q and K must share d_k "
-                "(each score is a dot product of a query row with a key row)."
-            )
-        _check_values(inputs, k.shape[0], "K has")
+        # The rest is what scaled dot-product attention requires (shared d_k, a value per key).
+        scaled.validate({"Q": q, "K": k, "V": inputs.get("V", k)}, options)
     else:
         _check_weights(inputs)
 

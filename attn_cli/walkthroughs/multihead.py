@@ -139,7 +139,7 @@ def build(run: LessonRun) -> Walkthrough:
         "output", lambda: mh.project(joined, wo), row_labels=tokens, context=base
     )
     inputs = _labelled_inputs(run, weights_in, tokens, drawn)
-    notes = (*_difference_notes(record.to_numpy(differences)),)
+    notes = _difference_notes(record.to_numpy(differences))
     if drawn:
         notes += (
             f"The weights were drawn from seed {run.seed} (N(0, 1/d_model) entries); they are "
@@ -156,8 +156,7 @@ def _split_records(heads: int, d_k: int) -> list[dict[str, Any]]:
             "head": index + 1,
             "columns of W_Q, W_K, W_V": _span(index, d_k),
             "d_k = d_v": d_k,
-            "columns of the concat": _span(index, d_k),
-            "rows of W_O it meets": _span(index, d_k),
+            "concat columns = W_O rows": _span(index, d_k),
         }
         for index in range(heads)
     ]

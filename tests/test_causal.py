@@ -325,8 +325,8 @@ SQUARE = "1,0;0,1"
         (("--wq", SQUARE), ("--wq needs --x",)),
         (("--v", SQUARE), ("--v alone gives no scores",)),
         (("--x", SQUARE, "--v", SQUARE), ("--v does not go with --x",)),
-        (("--x", SQUARE, "--wk", "1,0,0;0,1,0;0,0,1"), ("--wk has 3 rows but X has 2 columns",)),
-        (("--x", SQUARE, "--wq", "1,0,0;0,1,0"), ("--wk defaults to the 2 × 2 identity",)),
+        (("--x", SQUARE, "--wk", "1,0,0;0,1,0;0,0,1"), ("--wk has 3 rows but --x has 2 columns",)),
+        (("--x", SQUARE, "--wq", "1,0,0;0,1,0"), ("--wk was not given", "2 × 2 identity")),
         (
             ("--x", SQUARE, "--wq", "1,0,0;0,1,0", "--wk", SQUARE),
             ("W_Q has 3 columns but W_K has 2",),
@@ -334,6 +334,7 @@ SQUARE = "1,0;0,1"
         (("--fill", "zero", "--conventions"), ("leave out --fill zero",)),
         (("--scores", SQUARE, "--n", "3"), ("either sizes", "--scores")),
         (("--example", "nope"), ("no example 'nope'", "three-tokens")),
+        (("--tokens", "a,b"), ("--tokens", "gives 2 names but there are 3 rows")),
         (("--n", "2000000"), ("needs about", "choose smaller sizes")),
         (("--device", "cuda"), ("--device cuda",)),
     ],
@@ -410,14 +411,7 @@ def test_no_scale_flag(invoke_json):
     assert as_array(steps_of(doc)["masked"]["value"])[1, 1] == 2.0
 
 
-def test_help_shows_the_defaults_in_brackets():
-    """Rich markup would swallow an unescaped "[default: ...]" in the help text."""
-    from typer.testing import CliRunner
-
-    from attn_cli.cli import app
-
-    wide = {"COLUMNS": "200", "TERMINAL_WIDTH": "200"}
-    causal = CliRunner().invoke(app, ["causal", "--help"], env=wide).stdout
-    assert "(with --x) [default: identity]" in causal
-    multihead = CliRunner().invoke(app, ["multihead", "--help"], env=wide).stdout
-    assert "[default: all four weights drawn from --seed]" in multihead
+def test_tokens_name_rows_and_columns(invoke_json):
+    doc = invoke_json("causal", "--tokens", "the,cat,sat")
+    weights = steps_of(doc)["weights"]
+    assert weights["row_labels"] == weights["col_labels"] == ["the", "cat", "sat"]

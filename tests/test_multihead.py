@@ -196,6 +196,7 @@ ROW4 = "1,0,0,0;0,1,0,0"
         (("--x", ROW4, "--n", "3"), ("either sizes", "--x")),
         (("--n", "400000", "--d-model", "8"), ("needs about", "choose smaller sizes")),
         (("--example", "nope"), ("no example 'nope'", "two-heads")),
+        (("--tokens", "a,b,c"), ("--tokens", "gives 3 names but there are 4 rows")),
     ],
 )
 def test_user_errors(invoke, args, fragments):

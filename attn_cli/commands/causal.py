@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import run_lesson_command
+from attn_cli.matrices import parse_names
 from attn_cli.options import (
     INPUT_PANEL,
     BackendOpt,
@@ -24,6 +25,7 @@ from attn_cli.options import (
     QuizOpt,
     SeedOpt,
     TimeOpt,
+    TokensOpt,
     matrix_option,
     size_option,
 )
@@ -52,19 +54,19 @@ def causal(
         str | None, matrix_option("--x", "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V.")
     ] = None,
     wq: Annotated[
-        str | None, matrix_option("--wq", "W_Q, d_model × d_k (with --x) \\[default: identity].")
+        str | None, matrix_option("--wq", "W_Q, d_model × d_k, with --x (default: identity).")
     ] = None,
     wk: Annotated[
-        str | None, matrix_option("--wk", "W_K, d_model × d_k (with --x) \\[default: identity].")
+        str | None, matrix_option("--wk", "W_K, d_model × d_k, with --x (default: identity).")
     ] = None,
     wv: Annotated[
-        str | None, matrix_option("--wv", "W_V, d_model × d_v (with --x) \\[default: identity].")
+        str | None, matrix_option("--wv", "W_V, d_model × d_v, with --x (default: identity).")
     ] = None,
     scale: Annotated[
         bool | None,
         typer.Option(
             "--scale/--no-scale",
-            help="Divide Q Kᵀ by √d_k \\[default: on; given --scores are never scaled].",
+            help="Divide Q Kᵀ by √d_k (default: on; given --scores are never scaled).",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
@@ -88,12 +90,13 @@ def causal(
         ),
     ] = False,
     n: Annotated[
-        int | None, size_option("--n", "Random inputs: number of tokens n \\[default: 5].")
+        int | None, size_option("--n", "Random inputs: number of tokens n (default: 5).")
     ] = None,
     dk: Annotated[
         int | None,
         size_option("--dk", "Random inputs: draw Q, K, V of width d_k instead of scores."),
     ] = None,
+    tokens: TokensOpt = None,
     seed: SeedOpt = 0,
     example: ExampleOpt = None,
     list_examples: ListExamplesOpt = False,
@@ -119,6 +122,7 @@ def causal(
         sizes={"n": n, "dk": dk},
         example=example,
         lesson_file=lesson,
+        labels={"tokens": parse_names(tokens, "--tokens")} if tokens is not None else {},
         seed=seed,
         backend=backend,
         device=device,

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import run_lesson_command
+from attn_cli.matrices import parse_names
 from attn_cli.options import (
     INPUT_PANEL,
     BackendOpt,
@@ -23,6 +24,7 @@ from attn_cli.options import (
     QuizOpt,
     SeedOpt,
     TimeOpt,
+    TokensOpt,
     matrix_option,
     size_option,
 )
@@ -44,7 +46,7 @@ def multihead(
     wo: Annotated[
         str | None,
         matrix_option(
-            "--wo", "W_O, d_model × d_model \\[default: all four weights drawn from --seed]."
+            "--wo", "W_O, d_model × d_model (default: all four weights drawn from --seed)."
         ),
     ] = None,
     heads: Annotated[
@@ -52,17 +54,18 @@ def multihead(
         typer.Option(
             "--heads",
             min=1,
-            help="Number of heads h; must divide d_model \\[default: the example's, else 2].",
+            help="Number of heads h; must divide d_model (default: the example's, else 2).",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
     ] = None,
     n: Annotated[
-        int | None, size_option("--n", "Random inputs: number of tokens n \\[default: 6].")
+        int | None, size_option("--n", "Random inputs: number of tokens n (default: 6).")
     ] = None,
     d_model: Annotated[
-        int | None, size_option("--d-model", "Random inputs: token width d_model \\[default: 8].")
+        int | None, size_option("--d-model", "Random inputs: token width d_model (default: 8).")
     ] = None,
+    tokens: TokensOpt = None,
     seed: SeedOpt = 0,
     example: ExampleOpt = None,
     list_examples: ListExamplesOpt = False,
@@ -84,6 +87,7 @@ def multihead(
         sizes={"n": n, "d_model": d_model},
         example=example,
         lesson_file=lesson,
+        labels={"tokens": parse_names(tokens, "--tokens")} if tokens is not None else {},
         seed=seed,
         backend=backend,
         device=device,

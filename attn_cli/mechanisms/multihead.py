@@ -13,14 +13,9 @@ from typing import Any
 
 from attn_cli.backend import namespace_of
 from attn_cli.mechanisms.attention import AttentionResult, attention
+from attn_cli.mechanisms.selfattn import project
 
 Array = Any
-
-
-def project(x: Array, w: Array) -> Array:
-    """X W: each token row times the weight matrix (row convention)."""
-    xp = namespace_of(x, w)
-    return xp.matmul(x, w)  # (n, d_in) @ (d_in, d_out) -> (n, d_out)
 
 
 def head_block(w: Array, head: int, heads: int) -> Array:

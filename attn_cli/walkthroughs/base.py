@@ -159,9 +159,15 @@ class StepRecorder:
         context: dict[str, Any] | None = None,
         row_labels: tuple[str, ...] | None = None,
         col_labels: tuple[str, ...] | None = None,
+        text: str | None = None,
+        notes_of: Callable[[np.ndarray], tuple[str, ...]] | None = None,
     ) -> Array:
-        """Record a row-wise softmax as a weights step, with its stable-softmax intermediates."""
+        """Record a row-wise softmax as a weights step, with its stable-softmax intermediates.
+
+        ``notes_of`` turns the computed weights (as numpy) into notes shown with the step.
+        """
         softmax, seconds = self.run.backend.timed(lambda: softmax_parts(logits))
+        notes = notes_of(self.run.backend.to_numpy(softmax.weights)) if notes_of else ()
         self.add(
             key,
             softmax.weights,
@@ -177,6 +183,8 @@ class StepRecorder:
             context=context,
             row_labels=row_labels,
             col_labels=col_labels,
+            notes=notes,
+            text=text,
         )
         return softmax.weights
 

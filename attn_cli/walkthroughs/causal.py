@@ -10,7 +10,6 @@ PyTorch and what a row with no visible key does.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,10 +17,10 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
-from attn_cli.mechanisms.multihead import project
+from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Part, Walkthrough
-from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
+from attn_cli.walkthroughs import scaled, selfattn
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
     InputSpec("S", "--scores", "matrix", "scores, used as given", required=False),
@@ -75,8 +74,10 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             )
         # The rest is what scaled dot-product attention requires (shared d_k, a value per key).
         scaled.validate({"Q": q, "K": k, "V": inputs.get("V", k)}, options)
-    else:
-        _check_weights(inputs)
+    else:  # tokens and projections: exactly what self-attention requires
+        selfattn.validate(
+            {name: inputs[name] for name in ("X", *WEIGHT_NAMES) if name in inputs}, {}
+        )
 
 
 def _check_sources(inputs: dict[str, np.ndarray]) -> None:
@@ -119,30 +120,6 @@ def _check_values(inputs: dict[str, np.ndarray], n: int, what: str) -> None:
         )
 
 
-def _check_weights(inputs: dict[str, np.ndarray]) -> None:
-    d_model = inputs["X"].shape[1]
-    for name in WEIGHT_NAMES:
-        if name in inputs and inputs[name].shape[0] != d_model:
-            raise UserError(
-                f"{_flag(name)} has {inputs[name].shape[0]} rows but X has {d_model} columns: "
-                f"{name} must have d_model = {d_model} rows (Q = X W_Q)."
-            )
-    if "W_Q" in inputs and "W_K" in inputs and inputs["W_Q"].shape[1] != inputs["W_K"].shape[1]:
-        raise UserError(
-            f"W_Q has {inputs['W_Q'].shape[1]} columns but W_K has {inputs['W_K'].shape[1]}: "
-            "they must share d_k (queries and keys are compared by dot products)."
-        )
-    if ("W_Q" in inputs) != ("W_K" in inputs):
-        given = "W_Q" if "W_Q" in inputs else "W_K"
-        width = inputs[given].shape[1]
-        if width != d_model:
-            other = "--wk" if given == "W_Q" else "--wq"
-            raise UserError(
-                f"{_flag(given)} has {width} columns but {other} defaults to the {d_model} × "
-                f"{d_model} identity: give {other} too, with {width} columns."
-            )
-
-
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     """Scores (n × n) by default; Q, K, V (n × d_k) when --dk is given."""
     n = sizes.get("n") or 5
@@ -165,9 +142,7 @@ def estimate_bytes(
 def build(run: LessonRun) -> Walkthrough:
     inputs = _with_default_weights(run.inputs)
     n = _token_count(inputs)
-    tokens = run.labels.get("tokens") or labels("t", n)
-    if len(tokens) != n:
-        tokens = labels("t", n)
+    tokens = row_names(run, "tokens", n, "t", "--tokens")
     record = StepRecorder(run)
     context: dict[str, Any] = {"n": n, "last": tokens[-1]}
     logits, v = _logits(record, inputs, tokens, context)
@@ -190,11 +165,8 @@ def _with_default_weights(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray
     """With --x, every weight not given is the d_model × d_model identity (listed as an input)."""
     if "X" not in inputs:
         return dict(inputs)
-    d_model = inputs["X"].shape[1]
-    filled = {"X": inputs["X"]}
-    for name in WEIGHT_NAMES:
-        filled[name] = inputs[name] if name in inputs else np.eye(d_model)
-    return filled
+    weights, _defaulted = selfattn.projection_weights(inputs)
+    return {"X": inputs["X"], **weights}
 
 
 def _token_count(inputs: dict[str, np.ndarray]) -> int:
@@ -231,43 +203,11 @@ def _logits(
     return record.compute("scaled", lambda: mech.scale(scores, d_k), **grid), v
 
 
-def _softmax_step(
-    record: StepRecorder,
-    key: str,
-    logits: Any,
-    grid: dict,
-    *,
-    text: str | None = None,
-    notes_of: Callable[[np.ndarray, tuple[str, ...]], tuple[str, ...]] | None = None,
-) -> Any:
-    """Record a row-wise softmax with its intermediates (row max, shifted, exp, row sum)."""
-    with np.errstate(invalid="ignore", divide="ignore"):  # an all -inf row is NaN by design
-        softmax, seconds = record.run.backend.timed(lambda: mech.softmax_parts(logits))
-    notes = notes_of(_to_numpy(record, softmax.weights), grid["row_labels"]) if notes_of else ()
-    record.add(
-        key,
-        softmax.weights,
-        kind="weights",
-        row_sums=True,
-        parts=(
-            Part("row max", softmax.row_max),
-            Part("shifted = masked − row max", softmax.shifted),
-            Part("exp(shifted)", softmax.exp),
-            Part("row sum of exp", softmax.row_sum),
-        ),
-        seconds=seconds if record.run.time_steps else None,
-        notes=notes,
-        text=text,
-        **grid,
-    )
-    return softmax.weights
-
-
 def _masked(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any:
     """The correct walkthrough: M, S + M, softmax, and A V when there are values."""
     mask = record.compute("mask", lambda: masks.causal_additive(logits), **grid)
     masked = record.compute("masked", lambda: logits + mask, **grid)
-    weights = _softmax_step(record, "weights", masked, grid, notes_of=_zero_future_note)
+    weights = record.softmax("weights", masked, notes_of=_zero_future_note, **grid)
     if v is None:
         return weights
     return record.compute(
@@ -278,7 +218,7 @@ def _masked(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any
     )
 
 
-def _zero_future_note(weights: np.ndarray, tokens: tuple[str, ...]) -> tuple[str, ...]:
+def _zero_future_note(weights: np.ndarray) -> tuple[str, ...]:
     above = weights[np.triu_indices(weights.shape[0], k=1)]
     exact = int(np.count_nonzero(above == 0))
     drift = float(np.max(np.abs(np.sum(weights, axis=-1) - 1.0)))
@@ -299,7 +239,7 @@ def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> 
     filled = record.compute(
         "masked", lambda: masks.fill_blocked(logits, future, 0.0), text="masked_zero", **grid
     )
-    leaky = _softmax_step(record, "weights", filled, grid, text="weights_zero")
+    leaky = record.softmax("weights", filled, text="weights_zero", **grid)
     correct = mech.softmax(logits + masks.causal_additive(logits))
     table = [_to_numpy(record, masks.weight_on(w, future)) for w in (leaky, correct)]
     names = ["future weight, fill 0", "future weight, fill −∞"]
@@ -357,8 +297,7 @@ def _conventions(record: StepRecorder, logits: Any, grid: dict) -> None:
         kind="records",
         context=grid["context"],
     )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        swapped = mech.softmax(masks.fill_blocked(logits, allowed, -math.inf))
+    swapped = mech.softmax(masks.fill_blocked(logits, allowed, -math.inf))  # last row: NaN
     record.add("swapped", swapped, kind="weights", row_sums=True, **grid)
     _padding(record, logits, blocked, grid)
 
@@ -377,7 +316,10 @@ def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> Non
         parts=(Part("key_padding_mask (True = pad)", pad_row),),
         **grid,
     )
-    weights = _softmax_step(record, "padded_weights", logits + mask, grid, notes_of=_nan_rows_note)
+    tokens = grid["row_labels"]
+    weights = record.softmax(
+        "padded_weights", logits + mask, notes_of=lambda w: _nan_rows_note(w, tokens), **grid
+    )
     fixes = {
         "fix_keep_self": lambda: mech.softmax(
             masks.fill_blocked(logits, masks.unblock_diagonal(padded), -math.inf)
@@ -386,8 +328,7 @@ def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> Non
         "fix_finite": lambda: mech.softmax(masks.fill_blocked(logits, padded, FINITE_FILL)),
     }
     for key, compute in fixes.items():
-        with np.errstate(invalid="ignore", divide="ignore"):  # float16: -1e9 is -inf
-            record.compute(key, compute, kind="weights", row_sums=True, **grid)
+        record.compute(key, compute, kind="weights", row_sums=True, **grid)
 
 
 def _labelled_inputs(

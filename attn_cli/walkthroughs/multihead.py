@@ -11,7 +11,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Part, Walkthrough
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
     InputSpec("X", "--x", "matrix", "tokens", required=False),
@@ -101,9 +101,7 @@ def build(run: LessonRun) -> Walkthrough:
     )
     x = backend.asarray(x_in)
     wq, wk, wv, wo = (backend.asarray(weights_in[name]) for name in WEIGHT_NAMES)
-    tokens = run.labels.get("tokens") or labels("t", n)
-    if len(tokens) != n:
-        tokens = labels("t", n)
+    tokens = row_names(run, "tokens", n, "t", "--tokens")
     base = {"n": n, "h": heads, "d_model": d_model, "dk": d_k, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
     record.add(

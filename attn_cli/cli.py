@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli import __version__
-from attn_cli.commands import bahdanau, check, scaled, selfattn, tour
+from attn_cli.commands import bahdanau, causal, check, multihead, scaled, selfattn, tour
 from attn_cli.commands.common import user_errors
 
 app = typer.Typer(
@@ -39,6 +39,8 @@ def root(
 app.command("scaled")(user_errors(scaled.scaled))
 app.command("bahdanau")(user_errors(bahdanau.bahdanau))
 app.command("selfattn")(user_errors(selfattn.selfattn))
+app.command("causal")(user_errors(causal.causal))
+app.command("multihead")(user_errors(multihead.multihead))
 app.command("check")(user_errors(check.check))
 app.command("tour")(user_errors(tour.tour))
 

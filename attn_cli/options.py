@@ -82,7 +82,8 @@ LessonFileOpt = Annotated[
     ),
 ]
 SeedOpt = Annotated[
-    int, typer.Option("--seed", help="Seed for random inputs.", rich_help_panel=SIZE_PANEL)
+    int,
+    typer.Option("--seed", min=0, help="Seed for random inputs.", rich_help_panel=SIZE_PANEL),
 ]
 FormatOpt = Annotated[
     Format, typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL)

@@ -28,6 +28,8 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib") if 
         ["--help"],
         ["bahdanau", "--example", "cat-slept"],
         ["selfattn", "--permute", "1,0,2", "--format", "json"],
+        ["causal", "--conventions"],
+        ["multihead", "--format", "json"],
     ],
 )
 def test_lesson_commands_do_not_import_torch(args):

@@ -36,6 +36,8 @@ LESSON_MODULES: dict[str, str] = {
     "scaled": "attn_cli.walkthroughs.scaled",
     "bahdanau": "attn_cli.walkthroughs.bahdanau",
     "selfattn": "attn_cli.walkthroughs.selfattn",
+    "causal": "attn_cli.walkthroughs.causal",
+    "multihead": "attn_cli.walkthroughs.multihead",
 }
 
 
@@ -87,6 +89,8 @@ class StepRecorder:
         col_labels: tuple[str, ...] | None = None,
         parts: tuple[Part, ...] = (),
         row_sums: bool = False,
+        notes: tuple[str, ...] = (),
+        text: str | None = None,
     ) -> Array:
         """Compute a step's value on the backend, record it, and return the backend array."""
         value, seconds = self.run.backend.timed(compute)
@@ -100,6 +104,8 @@ class StepRecorder:
             parts=parts,
             row_sums=row_sums,
             seconds=seconds if self.run.time_steps else None,
+            notes=notes,
+            text=text,
         )
         return value
 
@@ -116,9 +122,14 @@ class StepRecorder:
         row_sums: bool = False,
         seconds: float | None = None,
         notes: tuple[str, ...] = (),
+        text: str | None = None,
     ) -> None:
-        """Record a step whose value is already computed."""
-        text = self.run.lesson.text(key)
+        """Record a step whose value is already computed.
+
+        ``text`` names the lesson text to use when it is not the step's key: steps that repeat
+        (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
+        """
+        words = self.run.lesson.text(text or key)
         shown = self.to_numpy(value)
         sums = None
         if row_sums:
@@ -126,8 +137,8 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title=fill(text.title, context),
-                explanation=fill(text.explanation, context),
+                title=fill(words.title, context),
+                explanation=fill(words.explanation, context),
                 value=shown,
                 kind=kind,
                 row_labels=row_labels,
@@ -135,7 +146,7 @@ class StepRecorder:
                 parts=tuple(Part(p.label, self.to_numpy(p.value), p.kind) for p in parts),
                 row_sums=sums,
                 seconds=seconds,
-                latex=text.latex,
+                latex=words.latex,
                 notes=notes,
             )
         )
@@ -148,9 +159,15 @@ class StepRecorder:
         context: dict[str, Any] | None = None,
         row_labels: tuple[str, ...] | None = None,
         col_labels: tuple[str, ...] | None = None,
+        text: str | None = None,
+        notes_of: Callable[[np.ndarray], tuple[str, ...]] | None = None,
     ) -> Array:
-        """Record a row-wise softmax as a weights step, with its stable-softmax intermediates."""
+        """Record a row-wise softmax as a weights step, with its stable-softmax intermediates.
+
+        ``notes_of`` turns the computed weights (as numpy) into notes shown with the step.
+        """
         softmax, seconds = self.run.backend.timed(lambda: softmax_parts(logits))
+        notes = notes_of(self.run.backend.to_numpy(softmax.weights)) if notes_of else ()
         self.add(
             key,
             softmax.weights,
@@ -166,6 +183,8 @@ class StepRecorder:
             context=context,
             row_labels=row_labels,
             col_labels=col_labels,
+            notes=notes,
+            text=text,
         )
         return softmax.weights
 

@@ -1,0 +1,354 @@
+"""The causal mask lesson: scores, the additive mask, masked scores, weights, output.
+
+The scores come one of three ways: given (``--scores``), from queries and keys (``--q``/``--k``,
+scaled by sqrt(d_k)), or from tokens X and weights (``--x``, row convention Q = X W_Q, the
+identity where a weight is not given). ``fill = "zero"`` shows the classic bug (future scores
+overwritten with 0 instead of -inf); ``conventions`` adds the boolean mask conventions of
+PyTorch and what a row with no visible key does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import masks
+from attn_cli.mechanisms.selfattn import project
+from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.walkthroughs import scaled, selfattn
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
+
+INPUTS = (
+    InputSpec("S", "--scores", "matrix", "scores, used as given", required=False),
+    InputSpec("Q", "--q", "matrix", "queries", required=False),
+    InputSpec("K", "--k", "matrix", "keys", required=False),
+    InputSpec("V", "--v", "matrix", "values", required=False),
+    InputSpec("X", "--x", "matrix", "tokens", required=False),
+    InputSpec("W_Q", "--wq", "matrix", "query weights", required=False),
+    InputSpec("W_K", "--wk", "matrix", "key weights", required=False),
+    InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
+)
+OPTIONS: dict[str, Any] = {"scale": True, "fill": "-inf", "conventions": False}
+FILLS = ("-inf", "zero")
+WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
+# The finite fill of the last fix: large enough that exp() underflows to 0 in float32/64.
+FINITE_FILL = -1e9
+# (n × n) matrices alive at once: scores, scaled, mask, masked, softmax parts, weights.
+_SCORE_MATRICES = 8
+_CONVENTION_MATRICES = 14
+
+
+def _flag(name: str) -> str:
+    return next(spec.option for spec in INPUTS if spec.name == name)
+
+
+def _size(array: np.ndarray) -> str:
+    return f"{array.shape[0]} × {array.shape[1]}"
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    fill = options.get("fill", "-inf")
+    if fill not in FILLS:
+        raise UserError(f"--fill {fill!r} is not a fill; choose -inf or zero.")
+    if options.get("conventions") and fill == "zero":
+        raise UserError("--conventions shows the correct −∞ mask; leave out --fill zero.")
+    _check_sources(inputs)
+    if "S" in inputs:
+        s = inputs["S"]
+        if s.shape[0] != s.shape[1]:
+            raise UserError(
+                f"--scores is {_size(s)}; a causal mask needs a square score matrix, n × n "
+                "(one row and one column per token of the same sequence)."
+            )
+        _check_values(inputs, s.shape[0], "the scores have")
+    elif "Q" in inputs:
+        q, k = inputs["Q"], inputs["K"]
+        if q.shape[0] != k.shape[0]:
+            raise UserError(
+                f"Q has {q.shape[0]} rows but K has {k.shape[0]}: causal attention is over one "
+                "sequence, so Q and K need one row per token (the same n)."
+            )
+        # The rest is what scaled dot-product attention requires (shared d_k, a value per key).
+        scaled.validate({"Q": q, "K": k, "V": inputs.get("V", k)}, options)
+    else:  # tokens and projections: exactly what self-attention requires
+        selfattn.validate(
+            {name: inputs[name] for name in ("X", *WEIGHT_NAMES) if name in inputs}, {}
+        )
+
+
+def _check_sources(inputs: dict[str, np.ndarray]) -> None:
+    """Exactly one source of scores: --scores, --q with --k, or --x (with its weights)."""
+    weights = [name for name in WEIGHT_NAMES if name in inputs]
+    if weights and "X" not in inputs:
+        raise UserError(
+            f"{_flag(weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
+        )
+    sources = [
+        flag
+        for flag, present in (
+            ("--scores", "S" in inputs),
+            ("--q/--k", "Q" in inputs or "K" in inputs),
+            ("--x", "X" in inputs),
+        )
+        if present
+    ]
+    if not sources:
+        raise UserError(
+            "--v alone gives no scores; add --scores, or --q and --k, or use --x with --wv."
+        )
+    if len(sources) > 1:
+        raise UserError(
+            f"give the scores one way, not {' and '.join(sources)}: --scores, or --q with --k, "
+            "or --x with --wq/--wk/--wv."
+        )
+    if ("Q" in inputs) != ("K" in inputs):
+        given, missing = ("--q", "--k") if "Q" in inputs else ("--k", "--q")
+        raise UserError(f"{given} needs {missing}: the scores are Q Kᵀ.")
+    if "X" in inputs and "V" in inputs:
+        raise UserError("--v does not go with --x: the values are X W_V; give --wv instead.")
+
+
+def _check_values(inputs: dict[str, np.ndarray], n: int, what: str) -> None:
+    if "V" in inputs and inputs["V"].shape[0] != n:
+        raise UserError(
+            f"{what} {n} rows but V has {inputs['V'].shape[0]}: V needs one row per token "
+            "(one value per key)."
+        )
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Scores (n × n) by default; Q, K, V (n × d_k) when --dk is given."""
+    n = sizes.get("n") or 5
+    d_k = sizes.get("dk")
+    if d_k:
+        return {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_k)}
+    return {"S": (n, n)}
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    first = next(iter(shapes.values()))
+    n = first[0]
+    count = _SCORE_MATRICES + (_CONVENTION_MATRICES if options.get("conventions") else 0)
+    widths = sum(shape[1] for name, shape in shapes.items() if name in ("X", "Q", "K", "V"))
+    return (count * n * n + 3 * n * max(widths, 1)) * itemsize
+
+
+def build(run: LessonRun) -> Walkthrough:
+    inputs = _with_default_weights(run.inputs)
+    n = _token_count(inputs)
+    tokens = row_names(run, "tokens", n, "t", "--tokens")
+    record = StepRecorder(run)
+    context: dict[str, Any] = {"n": n, "last": tokens[-1]}
+    logits, v = _logits(record, inputs, tokens, context)
+    grid = {"row_labels": tokens, "col_labels": tokens, "context": context}
+    if run.options.get("fill") == "zero":
+        output = _zero_fill(record, logits, v, grid)
+    else:
+        output = _masked(record, logits, v, grid)
+        if run.options.get("conventions"):
+            _conventions(record, logits, grid)
+    notes = ()
+    if "S" in inputs:
+        notes = ("The scores are used as given: no scaling (the slides' examples have d_k = 1).",)
+    elif not run.options.get("scale", True):
+        notes = ("Scores are not scaled here (--no-scale).",)
+    return record.walkthrough(output, inputs=_labelled_inputs(run, inputs, tokens), notes=notes)
+
+
+def _with_default_weights(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """With --x, every weight not given is the d_model × d_model identity (listed as an input)."""
+    if "X" not in inputs:
+        return dict(inputs)
+    weights, _defaulted = selfattn.projection_weights(inputs)
+    return {"X": inputs["X"], **weights}
+
+
+def _token_count(inputs: dict[str, np.ndarray]) -> int:
+    for name in ("S", "K", "X"):
+        if name in inputs:
+            return int(inputs[name].shape[0])
+    raise AssertionError("validate() guarantees scores, keys or tokens")
+
+
+def _logits(
+    record: StepRecorder, inputs: dict[str, np.ndarray], tokens: tuple[str, ...], context: dict
+) -> tuple[Any, Any | None]:
+    """The scores to be masked (scaled when they come from Q and K) and the values, if any."""
+    backend = record.run.backend
+    rows = {"row_labels": tokens, "context": context}
+    grid = {**rows, "col_labels": tokens}
+    if "S" in inputs:
+        s = backend.asarray(inputs["S"])
+        record.add("scores", s, text="scores_given", **grid)
+        return s, backend.asarray(inputs["V"]) if "V" in inputs else None
+    if "X" in inputs:
+        x, wq, wk, wv = (backend.asarray(inputs[name]) for name in ("X", *WEIGHT_NAMES))
+        q = record.compute("Q", lambda: project(x, wq), **rows)
+        k = record.compute("K", lambda: project(x, wk), **rows)
+        v = record.compute("V", lambda: project(x, wv), **rows)
+    else:
+        q, k = backend.asarray(inputs["Q"]), backend.asarray(inputs["K"])
+        v = backend.asarray(inputs["V"]) if "V" in inputs else None
+    d_k = q.shape[-1]
+    context.update(dk=d_k, sqrt_dk=math.sqrt(d_k))
+    scores = record.compute("scores", lambda: mech.scores(q, k), **grid)
+    if not record.run.options.get("scale", True):
+        return scores, v
+    return record.compute("scaled", lambda: mech.scale(scores, d_k), **grid), v
+
+
+def _masked(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any:
+    """The correct walkthrough: M, S + M, softmax, and A V when there are values."""
+    mask = record.compute("mask", lambda: masks.causal_additive(logits), **grid)
+    masked = record.compute("masked", lambda: logits + mask, **grid)
+    weights = record.softmax("weights", masked, notes_of=_zero_future_note, **grid)
+    if v is None:
+        return weights
+    return record.compute(
+        "output",
+        lambda: mech.weighted_sum(weights, v),
+        row_labels=grid["row_labels"],
+        context=grid["context"],
+    )
+
+
+def _zero_future_note(weights: np.ndarray) -> tuple[str, ...]:
+    above = weights[np.triu_indices(weights.shape[0], k=1)]
+    exact = int(np.count_nonzero(above == 0))
+    drift = float(np.max(np.abs(np.sum(weights, axis=-1) - 1.0)))
+    return (
+        f"{exact} of the {above.size} weights above the diagonal are exactly 0; every row sums "
+        f"to 1 (largest |row sum − 1| = {drift:.1e}).",
+    )
+
+
+def _nan_rows_note(weights: np.ndarray, tokens: tuple[str, ...]) -> tuple[str, ...]:
+    rows = [token for token, row in zip(tokens, weights, strict=True) if np.isnan(row).any()]
+    return (f"Rows that are NaN: {', '.join(rows) or 'none'}.",)
+
+
+def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any:
+    """The bug: future scores overwritten with 0 rather than -inf, and the weight that leaks."""
+    future = record.compute("future", lambda: masks.causal_blocked(logits), **grid)
+    filled = record.compute(
+        "masked", lambda: masks.fill_blocked(logits, future, 0.0), text="masked_zero", **grid
+    )
+    leaky = record.softmax("weights", filled, text="weights_zero", **grid)
+    correct = mech.softmax(logits + masks.causal_additive(logits))
+    table = [_to_numpy(record, masks.weight_on(w, future)) for w in (leaky, correct)]
+    names = ["future weight, fill 0", "future weight, fill −∞"]
+    output = leaky
+    if v is not None:
+        output = record.compute(
+            "output",
+            lambda: mech.weighted_sum(leaky, v),
+            row_labels=grid["row_labels"],
+            context=grid["context"],
+            text="output_zero",
+        )
+        right = _to_numpy(record, mech.weighted_sum(correct, v))
+        table.append(np.max(np.abs(_to_numpy(record, output) - right), axis=-1))
+        names.append("max |Δ output|")
+    leak = np.stack(table, axis=-1)  # (n, 2 or 3)
+    worst = int(np.argmax(leak[:, 0]))
+    tokens = grid["row_labels"]
+    record.add(
+        "leak",
+        leak,
+        row_labels=tokens,
+        col_labels=tuple(names),
+        context=grid["context"],
+        notes=(
+            f"Worst row: {tokens[worst]} puts {leak[worst, 0]:.4f} of its weight on tokens after "
+            f"it; with −∞ that weight is exactly {leak[worst, 1]:g}.",
+        ),
+    )
+    return output
+
+
+def _to_numpy(record: StepRecorder, array: Any) -> np.ndarray:
+    return np.asarray(record.run.backend.to_numpy(array), dtype=np.float64)
+
+
+def _conventions(record: StepRecorder, logits: Any, grid: dict) -> None:
+    """The same mask in PyTorch's boolean conventions, and rows that can see no key."""
+    allowed = record.compute("sdpa_mask", lambda: masks.causal_allowed(logits), **grid)
+    blocked = record.compute("mha_mask", lambda: masks.causal_blocked(logits), **grid)
+    reference = _to_numpy(record, mech.softmax(logits + masks.causal_additive(logits)))
+
+    def gap(weights: Any) -> float:
+        return float(np.max(np.abs(_to_numpy(record, weights) - reference)))
+
+    from_allowed = mech.softmax(masks.fill_blocked(logits, masks.negate(allowed), -math.inf))
+    from_blocked = mech.softmax(masks.fill_blocked(logits, blocked, -math.inf))
+    record.add(
+        "agree",
+        [
+            _convention("additive M (float)", "0", "−∞", "softmax(S + M)", 0.0),
+            _convention("SDPA bool", "True", "False", "sdpa(…, attn_mask=A)", gap(from_allowed)),
+            _convention("MHA bool", "False", "True", "mha(…, attn_mask=B)", gap(from_blocked)),
+        ],
+        kind="records",
+        context=grid["context"],
+    )
+    swapped = mech.softmax(masks.fill_blocked(logits, allowed, -math.inf))  # last row: NaN
+    record.add("swapped", swapped, kind="weights", row_sums=True, **grid)
+    _padding(record, logits, blocked, grid)
+
+
+def _convention(name: str, attend: str, block: str, call: str, gap: float) -> dict[str, Any]:
+    return {"convention": name, "attend": attend, "blocked": block, "call": call, "max |Δ|": gap}
+
+
+def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> None:
+    """Left padding: token 1 is a pad, so query 1 (which may see only key 1) sees nothing."""
+    padded = masks.with_left_padding(blocked, 1)  # (n, n) True = blocked
+    pad_row = record.to_numpy(masks.leading_keys(logits, 1))[:1]  # (1, n) True = pad
+    mask = record.compute(
+        "padding_mask",
+        lambda: masks.additive(masks.negate(padded), logits),
+        parts=(Part("key_padding_mask (True = pad)", pad_row),),
+        **grid,
+    )
+    tokens = grid["row_labels"]
+    weights = record.softmax(
+        "padded_weights", logits + mask, notes_of=lambda w: _nan_rows_note(w, tokens), **grid
+    )
+    fixes = {
+        "fix_keep_self": lambda: mech.softmax(
+            masks.fill_blocked(logits, masks.unblock_diagonal(padded), -math.inf)
+        ),
+        "fix_zero_row": lambda: masks.zero_empty_rows(weights, masks.negate(padded)),
+        "fix_finite": lambda: mech.softmax(masks.fill_blocked(logits, padded, FINITE_FILL)),
+    }
+    for key, compute in fixes.items():
+        record.compute(key, compute, kind="weights", row_sums=True, **grid)
+
+
+def _labelled_inputs(
+    run: LessonRun, inputs: dict[str, np.ndarray], tokens: tuple[str, ...]
+) -> tuple[InputValue, ...]:
+    descriptions = {spec.name: spec.description for spec in INPUTS}
+    items = []
+    for name, value in inputs.items():
+        is_weight = name in WEIGHT_NAMES
+        if is_weight and name not in run.inputs:
+            description = "weights (identity: not given)"
+        else:
+            description = descriptions[name]
+        items.append(
+            InputValue(
+                name,
+                value,
+                row_labels=None if is_weight else tokens,
+                col_labels=tokens if name == "S" else None,
+                description=description,
+            )
+        )
+    return tuple(items)

@@ -1,0 +1,239 @@
+"""attn multihead: the hand example, properties, agreement with nn.MultiheadAttention."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from attn_cli.mechanisms import multihead as mh
+from attn_cli.runner import RunRequest, compute
+from tests.conftest import assert_user_error
+
+BACKENDS = ("numpy", "torch")
+NAMES = ("W_Q", "W_K", "W_V", "W_O")
+
+
+def steps_of(doc: dict) -> dict[str, dict]:
+    return {step["key"]: step for step in doc["steps"]}
+
+
+def text(matrix: np.ndarray) -> str:
+    return json.dumps(np.asarray(matrix).tolist())
+
+
+def torch_mha(torch, x: np.ndarray, weights: dict[str, np.ndarray], heads: int):
+    """nn.MultiheadAttention holding our weights: it computes x @ W^T, so it stores W^T."""
+    d_model = x.shape[1]
+    module = torch.nn.MultiheadAttention(
+        d_model, heads, bias=False, batch_first=True, dtype=torch.float64
+    )
+    with torch.no_grad():
+        module.in_proj_weight.copy_(
+            torch.from_numpy(np.concatenate([weights[n].T for n in ("W_Q", "W_K", "W_V")]))
+        )
+        module.out_proj.weight.copy_(torch.from_numpy(weights["W_O"].T))
+    tokens = torch.from_numpy(x)[None]
+    output, averaged = module(tokens, tokens, tokens, need_weights=True)
+    return output[0].detach().numpy(), averaged[0].detach().numpy()
+
+
+def random_case(seed: int, n: int, d_model: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d_model))
+    return x, {name: rng.standard_normal((d_model, d_model)) / d_model**0.5 for name in NAMES}
+
+
+def run_multihead(backend: str, x: np.ndarray, weights: dict[str, np.ndarray], heads: int):
+    inputs = {"X": text(x), **{name: text(w) for name, w in weights.items()}}
+    request = RunRequest(
+        lesson="multihead", inputs=inputs, options={"heads": heads}, backend=backend
+    )
+    return compute(request)
+
+
+# --- the default example, by hand -----------------------------------------------------------
+
+
+def test_default_example_by_hand(invoke_json):
+    doc = invoke_json("multihead")
+    assert doc["example"] == "two-heads"
+    steps = steps_of(doc)
+    per_head = [f"head{i}.{part}" for i in (1, 2) for part in ("Q", "K", "V", "weights", "output")]
+    assert list(steps) == ["split", *per_head, "differences", "concat", "output"]
+    # Every query matches two keys with scaled score c = 1.5·1.5/√2 and two with 0.
+    c = 1.5 * 1.5 / math.sqrt(2)
+    high, low = math.exp(c) / (2 * math.exp(c) + 2), 1 / (2 * math.exp(c) + 2)
+    # Head 1 (noun/verb): cats and dogs match, sat and ran match.
+    same_kind = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0], [0, 1, 0, 1]])
+    # Head 2 (early/late, keys swapped): early tokens match late ones and the reverse.
+    other_half = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0]])
+    for key, pattern in (("head1.weights", same_kind), ("head2.weights", other_half)):
+        np.testing.assert_allclose(steps[key]["value"], np.where(pattern, high, low), atol=1e-15)
+    # Values are the tokens' own feature pairs (W_V = I): each output is 2·high on the
+    # feature the matched tokens share.
+    a, b = 2 * high, 2 * low
+    head1 = [[a, b], [b, a], [a, b], [b, a]]
+    head2 = [[b, a], [b, a], [a, b], [a, b]]
+    np.testing.assert_allclose(steps["head1.output"]["value"], head1, atol=1e-15)
+    np.testing.assert_allclose(steps["head2.output"]["value"], head2, atol=1e-15)
+    concat = np.hstack([head1, head2])
+    np.testing.assert_allclose(steps["concat"]["value"], concat, atol=1e-15)
+    w_o = np.array([[0.6, 0, 0.4, 0], [0, 0.6, 0, 0.4], [0.4, 0, 0.6, 0], [0, 0.4, 0, 0.6]])
+    np.testing.assert_allclose(doc["output"], concat @ w_o, atol=1e-15)
+    np.testing.assert_allclose(steps["differences"]["value"], [[0, high - low], [high - low, 0]])
+    assert steps["head1.weights"]["row_labels"] == ["cats", "sat", "dogs", "ran"]
+
+
+def test_split_parameter_count_and_notes(invoke_json):
+    doc = invoke_json("multihead")
+    split = steps_of(doc)["split"]
+    assert [row["columns of W_Q, W_K, W_V"] for row in split["value"]] == ["1–2", "3–4"]
+    assert [row["concat columns = W_O rows"] for row in split["value"]] == ["1–2", "3–4"]
+    assert split["notes"][0] == "d_k = d_v = d_model / h = 4 / 2 = 2."
+    assert "4 · 4² = 64 without biases" in split["notes"][1]
+    assert doc["parameters"] == 64
+    assert doc["notes"][0].startswith("Heads 1 and 2 attend differently")
+    assert steps_of(doc)["concat"]["col_labels"] == ["h1·1", "h1·2", "h2·1", "h2·2"]
+
+
+def test_json_inputs_hold_every_weight_and_recompute_the_output(invoke_json):
+    doc = invoke_json("multihead", "--n", "5", "--d-model", "6", "--heads", "3", "--seed", "4")
+    assert list(doc["inputs"]) == ["X", *NAMES]
+    x = np.array(doc["inputs"]["X"])
+    w = {name: np.array(doc["inputs"][name]) for name in NAMES}
+    assert x.shape == (5, 6) and all(m.shape == (6, 6) for m in w.values())
+    heads = []
+    for i in range(3):
+        cols = slice(2 * i, 2 * i + 2)
+        q, k, v = x @ w["W_Q"][:, cols], x @ w["W_K"][:, cols], x @ w["W_V"][:, cols]
+        s = q @ k.T / math.sqrt(2)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        heads.append(e / e.sum(axis=1, keepdims=True) @ v)
+    np.testing.assert_allclose(doc["output"], np.hstack(heads) @ w["W_O"], atol=1e-12)
+    assert doc == invoke_json(
+        "multihead", "--n", "5", "--d-model", "6", "--heads", "3", "--seed", "4"
+    )
+
+
+def test_drawn_weights_differ_from_the_random_tokens_and_are_scaled(invoke_json):
+    doc = invoke_json("multihead", "--n", "64", "--d-model", "64", "--seed", "0")
+    x, w_q = np.array(doc["inputs"]["X"]), np.array(doc["inputs"]["W_Q"])
+    assert not np.allclose(x.ravel()[:100], w_q.ravel()[:100] * 8)  # independent streams
+    assert 0.8 < w_q.std() * 8 < 1.2  # entries N(0, 1/d_model)
+
+
+def test_weights_drawn_for_given_tokens(invoke_json):
+    doc = invoke_json("multihead", "--x", "[[1,0,0,0],[0,1,0,0],[1,1,0,0]]", "--seed", "2")
+    assert list(doc["inputs"]) == ["X", *NAMES]
+    assert any("drawn from seed 2" in note for note in doc["notes"])
+
+
+# --- properties and PyTorch ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_agrees_with_torch_multihead_attention(backend, torch):
+    for seed, n, d_model, heads in ((0, 4, 4, 2), (1, 7, 12, 3), (2, 5, 8, 8), (3, 3, 6, 1)):
+        x, weights = random_case(seed, n, d_model)
+        walk = run_multihead(backend, x, weights, heads)
+        output, averaged = torch_mha(torch, x, weights, heads)
+        np.testing.assert_allclose(walk.output, output, rtol=0, atol=1e-10)
+        mean = np.mean([walk.step(f"head{i}.weights").value for i in range(1, heads + 1)], axis=0)
+        np.testing.assert_allclose(mean, averaged, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_properties_on_random_inputs(backend, torch):
+    x, weights = random_case(9, 6, 8)
+    walk = run_multihead(backend, x, weights, 4)
+    outputs = []
+    for i in range(1, 5):
+        np.testing.assert_allclose(walk.step(f"head{i}.weights").value.sum(axis=1), 1.0)
+        assert walk.step(f"head{i}.Q").value.shape == (6, 2)
+        outputs.append(walk.step(f"head{i}.output").value)
+    np.testing.assert_array_equal(walk.step("concat").value, np.hstack(outputs))
+    differences = walk.step("differences").value
+    np.testing.assert_array_equal(differences, differences.T)
+    assert np.all(np.diag(differences) == 0) and np.all(differences + np.eye(4) > 0)
+
+
+def test_mechanism_matches_the_walkthrough():
+    x, w = random_case(5, 5, 6)
+    result = mh.multihead(x, w["W_Q"], w["W_K"], w["W_V"], w["W_O"], 3)
+    walk = run_multihead("numpy", x, w, 3)
+    np.testing.assert_allclose(result.output, walk.output, atol=1e-15)
+    np.testing.assert_array_equal(mh.head_block(w["W_Q"], 1, 3), w["W_Q"][:, 2:4])
+    assert mh.parameter_count(512) == 4 * 512 * 512
+
+
+# --- errors and formats -------------------------------------------------------------------
+
+I4 = "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"
+ROW4 = "1,0,0,0;0,1,0,0"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--x", "1,0,0;0,1,0", "--heads", "2"), ("d_model = 3", "--heads must divide d_model")),
+        (("--n", "4", "--d-model", "6", "--heads", "4"), ("d_model = 6", "4 heads")),
+        (("--heads", "3"), ("d_model = 4", "3 heads")),
+        (("--wq", I4), ("--wq needs --x",)),
+        (("--x", ROW4, "--wq", I4), ("missing --wk, --wv, --wo", "all four weights")),
+        (
+            ("--x", ROW4, "--wq", "1,0;0,1", "--wk", I4, "--wv", I4, "--wo", I4),
+            ("--wq is 2 × 2", "d_model × d_model = 4 × 4"),
+        ),
+        (
+            ("--x", ROW4, "--wq", I4, "--wk", I4, "--wv", I4, "--wo", "1,0,0;0,1,0;0,0,1;1,1,1"),
+            ("--wo is 4 × 3",),
+        ),
+        (("--x", "1,a"), ("--x", "'a'", "not a number")),
+        (("--x", "[[1, NaN]]"), ("--x has nan",)),
+        (("--x", ROW4, "--n", "3"), ("either sizes", "--x")),
+        (("--n", "400000", "--d-model", "8"), ("needs about", "choose smaller sizes")),
+        (("--example", "nope"), ("no example 'nope'", "two-heads")),
+        (("--tokens", "a,b,c"), ("--tokens", "gives 3 names but there are 4 rows")),
+    ],
+)
+def test_user_errors(invoke, args, fragments):
+    assert_user_error(invoke("multihead", *args), *fragments)
+
+
+def test_rich_output(invoke):
+    result = invoke("multihead")
+    assert result.exit_code == 0, result.output
+    for fragment in (
+        "The split: 2 heads of width d_model / h = 2",
+        "Head 2 · weights  softmax(Q2 K2ᵀ / √2)",
+        "h2·1",
+        "Heads 1 and 2 attend differently",
+        "cats",
+    ):
+        assert fragment in result.stdout
+
+
+def test_markdown_and_latex_outputs(invoke):
+    markdown = invoke("multihead", "--format", "markdown")
+    assert markdown.exit_code == 0
+    assert "| **cats** |" in markdown.stdout and "### 14. Output" in markdown.stdout
+    latex = invoke("multihead", "--format", "latex")
+    assert latex.exit_code == 0
+    assert "W_{O} = \\begin{bmatrix}" in latex.stdout
+    assert "A_i = \\operatorname{softmax}" in latex.stdout
+
+
+def test_json_output_is_one_document(invoke):
+    result = invoke("multihead", "--format", "json", "--heads", "4")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert [s["key"] for s in doc["steps"]][-2:] == ["concat", "output"]
+    assert sum(key.startswith("head4.") for key in (s["key"] for s in doc["steps"])) == 5
+
+
+def test_list_examples(invoke):
+    result = invoke("multihead", "--list-examples")
+    assert result.exit_code == 0 and "two-heads (default)" in result.stdout

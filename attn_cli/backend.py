@@ -67,6 +67,18 @@ class Backend:
     def available_bytes(self) -> int | None:
         return available_host_bytes()
 
+    def normal_sampler(self, seed: int) -> Callable[[tuple[int, ...]], Any]:
+        """A seeded stream of arrays with i.i.d. N(0, 1) entries, drawn where the math runs."""
+        rng = np.random.default_rng(seed)
+        dtype = NUMPY_DTYPES[self.dtype]
+        # numpy draws float64 or float32 only; float16 is drawn as float32 and rounded.
+        drawn = np.float32 if dtype == np.float16 else dtype
+
+        def draw(shape: tuple[int, ...]) -> np.ndarray:
+            return rng.standard_normal(shape, dtype=drawn).astype(dtype, copy=False)
+
+        return draw
+
     def timed(self, compute: Callable[[], T]) -> tuple[T, float]:
         """Run ``compute`` and return its result with its wall time in seconds."""
         self.synchronize()

@@ -7,7 +7,17 @@ from typing import Annotated
 import typer
 
 from attn_cli import __version__
-from attn_cli.commands import bahdanau, causal, check, multihead, scaled, selfattn, tour
+from attn_cli.commands import (
+    bahdanau,
+    causal,
+    check,
+    multihead,
+    posenc,
+    scaled,
+    selfattn,
+    tour,
+    variance,
+)
 from attn_cli.commands.common import user_errors
 
 app = typer.Typer(
@@ -41,6 +51,8 @@ app.command("bahdanau")(user_errors(bahdanau.bahdanau))
 app.command("selfattn")(user_errors(selfattn.selfattn))
 app.command("causal")(user_errors(causal.causal))
 app.command("multihead")(user_errors(multihead.multihead))
+app.command("posenc")(user_errors(posenc.posenc))
+app.command("variance")(user_errors(variance.variance))
 app.command("check")(user_errors(check.check))
 app.command("tour")(user_errors(tour.tour))
 

@@ -50,8 +50,13 @@ def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str
     ]
 
 
-def matrix_option(flag: str, help_text: str) -> object:
+def input_option(flag: str, help_text: str) -> object:
+    """An option in the Inputs panel: a matrix, or a lesson setting such as --positions."""
     return typer.Option(flag, help=help_text, rich_help_panel=INPUT_PANEL, show_default=False)
+
+
+def matrix_option(flag: str, help_text: str) -> object:
+    return input_option(flag, help_text)
 
 
 ExampleOpt = Annotated[

@@ -111,6 +111,7 @@ def prepare(request: RunRequest) -> LessonRun:
     backend = get_backend(request.backend, request.device, request.dtype)
     given_sizes = {key: value for key, value in request.sizes.items() if value is not None}
     given_inputs = {name: text for name, text in request.inputs.items() if text is not None}
+    given_options = {key: value for key, value in request.options.items() if value is not None}
     example = None
     labels: dict[str, tuple[str, ...]] = {}
     # Inputs a lesson lets the user give on top of an example (e.g. W_a for bahdanau --compare).
@@ -125,6 +126,10 @@ def prepare(request: RunRequest) -> LessonRun:
     elif given_inputs and not on_example:
         inputs = _parse_inputs(module, given_inputs)
         shapes = {name: array.shape for name, array in inputs.items()}
+    elif not module.INPUTS and given_options and request.example is None:
+        # A lesson without matrix inputs (posenc, variance) takes its options as the user's
+        # inputs: given any, the run is the user's own, not the default example.
+        inputs, shapes = {}, {}
     else:
         try:
             example = lesson.example(request.example)
@@ -143,17 +148,18 @@ def prepare(request: RunRequest) -> LessonRun:
     options = dict(module.OPTIONS)
     if example is not None:
         options.update(example.options)
-    options.update({key: value for key, value in request.options.items() if value is not None})
+    options.update(given_options)
     if inputs is not None:
         try:
             module.validate(inputs, options)
         except UserError as error:
-            if example is None or given_inputs:  # the user's own inputs are at fault
-                raise
+            if example is None or given_inputs or (given_options and not module.INPUTS):
+                raise  # the user's own inputs (or, without matrix inputs, options) are at fault
             raise UserError(f"{_where(lesson, example)}, inputs: {error}") from None
     input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
     needed = input_bytes + module.estimate_bytes(shapes, options, backend.itemsize)
-    backend.ensure_fits(needed, f"this {request.lesson} walkthrough", "choose smaller sizes")
+    fix = getattr(module, "MEMORY_FIX", "choose smaller sizes")
+    backend.ensure_fits(needed, f"this {request.lesson} walkthrough", fix)
     if inputs is None:
         rng = np.random.default_rng(request.seed)
         inputs = {name: rng.standard_normal(shape) for name, shape in shapes.items()}

@@ -51,6 +51,16 @@ class TorchBackend(Backend):
         elif self.device == "mps":
             torch.mps.synchronize()
 
+    def normal_sampler(self, seed: int) -> Any:
+        """Seeded N(0, 1) draws made on the device itself (a different stream from numpy's)."""
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        dtype = TORCH_DTYPES[self.dtype]
+
+        def draw(shape: tuple[int, ...]) -> torch.Tensor:
+            return torch.randn(shape, generator=generator, dtype=dtype, device=self.device)
+
+        return draw
+
     def available_bytes(self) -> int | None:
         if self.device == "cuda":
             free, _total = torch.cuda.mem_get_info()

@@ -38,6 +38,8 @@ LESSON_MODULES: dict[str, str] = {
     "selfattn": "attn_cli.walkthroughs.selfattn",
     "causal": "attn_cli.walkthroughs.causal",
     "multihead": "attn_cli.walkthroughs.multihead",
+    "posenc": "attn_cli.walkthroughs.posenc",
+    "variance": "attn_cli.walkthroughs.variance",
 }
 
 

@@ -1,0 +1,176 @@
+"""Why attention divides by sqrt(d_k), measured on random vectors.
+
+For a query q and a key k with i.i.d. N(0, 1) entries, q.k = Σ q_a k_a is a sum of d_k
+independent terms of mean 0 and variance 1: mean 0, variance d_k. Dividing by sqrt(d_k) brings
+the variance back to 1 for every d_k. The experiment draws, per sample, one query and n keys,
+scores them raw and scaled, and summarises the softmax over the n scores.
+
+Shapes: C samples per chunk, n keys per sample, d = d_k.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from attn_cli.backend import namespace_of
+from attn_cli.mechanisms import attention
+
+Array = Any
+Draw = Callable[[tuple[int, ...]], Array]  # shape -> array of i.i.d. N(0, 1) entries
+
+# The sums kept per chunk, in this order (everything else is derived from them).
+SUMS = (
+    "raw",
+    "raw_sq",
+    "scaled",
+    "scaled_sq",
+    "max_weight_raw",
+    "max_weight_scaled",
+    "entropy_raw",
+    "entropy_scaled",
+    "grad_raw",
+    "grad_scaled",
+)
+
+
+@dataclass(frozen=True)
+class SoftmaxSummary:
+    max_weight: Array  # (C,) the largest weight of each row
+    entropy: Array  # (C,) -Σ w log w: log n when uniform, 0 when one-hot
+    gradient: Array  # (C,) w_max (1 - w_max) = d w_max / d s_max: 0 when one-hot
+
+
+def softmax_summary(logits: Array) -> SoftmaxSummary:
+    """How peaked each row's softmax is: its largest weight, entropy and gradient."""
+    xp = namespace_of(logits)
+    parts = attention.softmax_parts(logits)  # rows of (C, n)
+    log_weights = parts.shifted - xp.log(parts.row_sum)  # (C, n): log w, finite even if w = 0
+    max_weight = xp.max(parts.weights, axis=-1)  # (C,)
+    entropy = -xp.sum(parts.weights * log_weights, axis=-1)  # (C,)
+    return SoftmaxSummary(max_weight, entropy, max_weight * (1 - max_weight))
+
+
+def sample_scores(draw: Draw, samples: int, keys: int, d_k: int) -> Array:
+    """Raw scores q.k_j of ``samples`` fresh queries, each against its own ``keys`` keys."""
+    q = draw((samples, 1, d_k))  # (C, 1, d): one query per sample
+    k = draw((samples, keys, d_k))  # (C, n, d): n keys per sample
+    return attention.scores(q, k)[:, 0, :]  # (C, 1, d) @ (C, d, n) -> (C, n)
+
+
+def chunk_sums(raw: Array, d_k: int) -> Array:
+    """The SUMS of one chunk of raw scores (C, n), as one array of len(SUMS) numbers."""
+    xp = namespace_of(raw)
+    scaled = attention.scale(raw, d_k)  # (C, n)
+    raw_rows, scaled_rows = softmax_summary(raw), softmax_summary(scaled)
+    values = (
+        raw,
+        raw * raw,
+        scaled,
+        scaled * scaled,
+        raw_rows.max_weight,
+        scaled_rows.max_weight,
+        raw_rows.entropy,
+        scaled_rows.entropy,
+        raw_rows.gradient,
+        scaled_rows.gradient,
+    )
+    return xp.stack([xp.sum(_wide(xp, value)) for value in values])  # (len(SUMS),)
+
+
+def histogram_counts(values: Array, edges: tuple[float, ...]) -> Array:
+    """Counts of ``values`` in each bin [e_b, e_b+1) of ``edges``: B + 1 edges -> (B,) counts.
+
+    Works on every array library: the number of values >= each edge, differenced, one edge at
+    a time (B + 1 passes, no (values × edges) temporary). Values outside [e_0, e_B) are left out.
+    """
+    xp = namespace_of(values)
+    at_least = xp.stack(
+        [xp.sum(xp.astype(values >= edge, xp.int64)) for edge in edges]
+    )  # (B + 1,): how many values are >= each edge
+    return at_least[:-1] - at_least[1:]  # (B,)
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Sample means over samples (rows) and, for the moments, over samples × keys scores."""
+
+    dk: int
+    samples: int
+    keys: int
+    mean_raw: float
+    var_raw: float
+    mean_scaled: float
+    var_scaled: float
+    max_weight_raw: float
+    max_weight_scaled: float
+    entropy_raw: float
+    entropy_scaled: float
+    grad_raw: float
+    grad_scaled: float
+    histogram: dict[str, list[int]] | None = None  # {"raw": counts, "scaled": counts}
+
+
+def estimate(
+    draw: Draw,
+    d_k: int,
+    keys: int,
+    samples: int,
+    chunk: int,
+    edges: tuple[float, ...] | None = None,
+) -> Estimates:
+    """Draw ``samples`` rows ``chunk`` at a time (memory stays bounded) and summarise them."""
+    totals, counts, done = None, None, 0
+    while done < samples:
+        rows = min(chunk, samples - done)
+        raw = sample_scores(draw, rows, keys, d_k)  # (rows, n)
+        sums = chunk_sums(raw, d_k)  # (len(SUMS),)
+        totals = sums if totals is None else totals + sums
+        if edges is not None:
+            both = (
+                histogram_counts(raw, edges),
+                histogram_counts(attention.scale(raw, d_k), edges),
+            )
+            counts = both if counts is None else (counts[0] + both[0], counts[1] + both[1])
+        done += rows
+    total = dict(zip(SUMS, totals.tolist(), strict=True))  # one transfer off the device
+    scores = samples * keys
+    mean_raw, mean_scaled = total["raw"] / scores, total["scaled"] / scores
+    # Unbiased sample variance from the sums; no cancellation to fear since the mean is ~0.
+    var_raw = (total["raw_sq"] - scores * mean_raw**2) / (scores - 1)
+    var_scaled = (total["scaled_sq"] - scores * mean_scaled**2) / (scores - 1)
+    histogram = None
+    if counts is not None:
+        histogram = {"raw": counts[0].tolist(), "scaled": counts[1].tolist()}
+    means = {name: total[name] / samples for name in SUMS[4:]}  # per sample (softmax row)
+    return Estimates(
+        dk=d_k,
+        samples=samples,
+        keys=keys,
+        mean_raw=mean_raw,
+        var_raw=var_raw,
+        mean_scaled=mean_scaled,
+        var_scaled=var_scaled,
+        **means,
+        histogram=histogram,
+    )
+
+
+def _wide(xp: Any, value: Array) -> Array:
+    """Sums of half-precision numbers overflow (65504 in float16): add them in float32."""
+    if xp.finfo(value.dtype).bits < 32:
+        return xp.astype(value, xp.float32)
+    return value
+
+
+def variance_standard_error(d_k: int, keys: int, samples: int) -> float:
+    """Standard error of the estimated variance of the scaled scores (whose true value is 1).
+
+    With X_j = q.k_j (n keys sharing one query): E X^4 = 3 d^2 + 6 d, so Var(X^2) = 2 d^2 + 6 d,
+    and Cov(X_1^2, X_2^2) = Var(|q|^2) = 2 d (the keys share q). The mean of X^2 over S samples
+    of n scores then has variance (2 d^2 + 6 d + 2 d (n - 1)) / (S n) = 2 d (d + n + 2) / (S n);
+    divided by d^2 for the scaled scores. Largest at d_k = 1 (heavy tails of a product).
+    """
+    return math.sqrt(2 * (d_k + keys + 2) / (d_k * samples * keys))

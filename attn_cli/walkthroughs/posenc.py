@@ -1,0 +1,217 @@
+"""The positional-encoding lesson: frequencies, the PE matrix, the shift rotation, similarity."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import posenc as mech
+from attn_cli.model import Part, Walkthrough
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder
+
+INPUTS = ()  # no matrix inputs: the sizes below are the lesson's options
+OPTIONS: dict[str, Any] = {
+    "positions": 8,
+    "d_model": 8,
+    "base": 10000.0,
+    "offset": 3,
+    "layout": "interleaved",
+}
+MEMORY_FIX = "lower --positions or --d-model"
+
+
+@dataclass(frozen=True)
+class Settings:
+    positions: int  # N: positions 0 .. N-1
+    d_model: int  # even: d_model / 2 sine/cosine pairs
+    base: float
+    offset: int  # k in PE(pos + k) = M_k PE(pos)
+    layout: mech.Layout
+
+
+def settings(options: dict[str, Any]) -> Settings:
+    """The lesson options, checked: every problem names the option and the fix."""
+    positions = _whole(options, "positions", "--positions")
+    d_model = _whole(options, "d_model", "--d-model")
+    offset = _whole(options, "offset", "--offset")
+    if positions < 1:
+        raise UserError(f"--positions {positions}: give at least 1 position (rows 0 .. N−1).")
+    if d_model < 2 or d_model % 2:
+        raise UserError(
+            f"--d-model {d_model}: d_model must be even and at least 2, since every frequency "
+            "fills two columns (a sine and a cosine); try "
+            f"--d-model {max(2, d_model + d_model % 2)}."
+        )
+    base = options["base"]
+    if isinstance(base, bool) or not isinstance(base, int | float) or not math.isfinite(base):
+        raise UserError(f"--base {base!r}: give a number such as 10000.")
+    if base <= 1:
+        raise UserError(
+            f"--base {base:g}: the base must be greater than 1, so that wavelengths grow from "
+            "2π (pair 0) to 2π·base (the last pair); the paper uses 10000."
+        )
+    layout = options["layout"]
+    if layout not in mech.LAYOUTS:
+        raise UserError(f"--layout {layout!r}: choose {' or '.join(mech.LAYOUTS)}.")
+    return Settings(positions, d_model, float(base), offset, layout)
+
+
+def _whole(options: dict[str, Any], key: str, flag: str) -> int:
+    value = options[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{flag} {value!r}: give a whole number.")
+    return value
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    settings(options)
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    return {}  # nothing is drawn at random: --positions and --d-model are the sizes
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    s = settings(options)
+    n, d = s.positions, s.d_model
+    # Live at once: angles, sines, cosines and PE for pos and pos + k, M_k PE and its error
+    # (about 8 N × d), M_k and its 4-D construction (4 d × d), and PE PEᵀ with its copies.
+    return (8 * n * d + 4 * d * d + 3 * n * n) * itemsize
+
+
+def build(run: LessonRun) -> Walkthrough:
+    s = settings(run.options)
+    backend = run.backend
+    n, d, h = s.positions, s.d_model, s.d_model // 2
+    positions = backend.asarray(np.arange(n, dtype=np.float64))  # (N,) 0 .. N-1
+    pairs = backend.asarray(np.arange(h, dtype=np.float64))  # (h,) 0 .. h-1
+    rows = tuple(str(pos) for pos in range(n))
+    columns = column_labels(h, s.layout)
+    record = StepRecorder(run)
+
+    (omega, wavelength), took = backend.timed(
+        lambda: _with_wavelengths(mech.frequencies(pairs, d, s.base))
+    )
+    lengths = backend.to_numpy(wavelength).astype(np.float64)
+    context = {
+        "n": n,
+        "last_pos": n - 1,
+        "d_model": d,
+        "pairs": h,
+        "last_pair": h - 1,
+        "base": s.base,
+        "ratio": s.base ** (2 / d),
+        "fastest": lengths[0],
+        "slowest": lengths[-1],
+        "k": s.offset,
+        "layout": s.layout,
+    }
+    record.add(
+        "frequencies",
+        frequency_table(backend.to_numpy(omega), lengths, s.layout, n),
+        row_labels=tuple(f"pair {i}" for i in range(h)),
+        col_labels=("sin col", "cos col", "ω rad/pos", "wavelength", "× pair 0", "turns"),
+        context=context,
+        seconds=took if run.time_steps else None,
+    )
+    pe = record.compute(
+        "pe",
+        lambda: mech.encoding(positions, omega, s.layout),
+        kind="heatmap",
+        row_labels=rows,
+        col_labels=columns,
+        context=context,
+    )
+
+    def shift() -> tuple[Any, Any]:
+        m_k = mech.rotation(s.offset, omega, s.layout)
+        return m_k, mech.shift_error(pe, mech.encoding(positions + s.offset, omega, s.layout), m_k)
+
+    (m_k, error), took = backend.timed(shift)
+    error = float(backend.to_numpy(error))
+    record.add(
+        "shift",
+        m_k,
+        kind="matrix",  # mostly zeros: a table (its corner when large) shows the 2 × 2 blocks
+        row_labels=columns,
+        col_labels=columns,
+        parts=(Part(f"largest |PE(pos+{s.offset}) − M_{s.offset} PE(pos)|", error, "scalar"),),
+        context={**context, "max_error": error, "eps": _eps(backend.dtype)},
+        seconds=took if run.time_steps else None,
+    )
+
+    def gram() -> tuple[Any, Any, Any]:
+        s_matrix = mech.similarity(pe)
+        return s_matrix, mech.lag_similarity(positions, omega), mech.diagonal_spread(s_matrix)
+
+    (s_matrix, by_lag, spread), took = backend.timed(gram)
+    spread = backend.to_numpy(spread).astype(np.float64)
+    record.add(
+        "similarity",
+        s_matrix,
+        kind="heatmap",
+        row_labels=rows,
+        col_labels=rows,
+        parts=(  # one row per distance δ = |i − j| = 0 .. N−1
+            Part("Σ cos(wₚ·δ)", backend.xp.reshape(by_lag, (n, 1))),
+            Part("spread", spread.reshape(n, 1)),
+        ),
+        context={**context, "max_spread": float(spread.max())},
+        seconds=took if run.time_steps else None,
+    )
+    notes = () if s.layout == "interleaved" else (_SPLIT_NOTE.format(h=h, last=h - 1, d=d - 1),)
+    return record.walkthrough(
+        pe,
+        notes=notes,
+        meta={"shift_max_error": error, "similarity_max_spread": float(spread.max())},
+    )
+
+
+_SPLIT_NOTE = (
+    "Split layout: columns 0–{last} are the sines and {h}–{d} the cosines; the paper's "
+    "interleaved layout alternates sin, cos. The numbers are the same, in another column order, "
+    "so encodings from code using one layout do not match code using the other column by column."
+)
+
+
+def _with_wavelengths(omega: Any) -> tuple[Any, Any]:
+    return omega, mech.wavelengths(omega)
+
+
+def _eps(dtype: str) -> float:
+    return {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[
+        dtype
+    ]
+
+
+def column_labels(pairs: int, layout: mech.Layout) -> tuple[str, ...]:
+    """sin0, cos0, sin1, cos1, ... (interleaved) or sin0, sin1, ..., cos0, cos1, ... (split)."""
+    if layout == "split":
+        return tuple(f"sin{i}" for i in range(pairs)) + tuple(f"cos{i}" for i in range(pairs))
+    return tuple(label for i in range(pairs) for label in (f"sin{i}", f"cos{i}"))
+
+
+def frequency_table(
+    omega: np.ndarray, lengths: np.ndarray, layout: mech.Layout, positions: int
+) -> np.ndarray:
+    """One row per pair: its sine and cosine columns, w_i, wavelength, slowdown, turns."""
+    pairs = np.arange(omega.shape[0])
+    sin_col, cos_col = (
+        (pairs, pairs + omega.shape[0]) if layout == "split" else (2 * pairs, 2 * pairs + 1)
+    )
+    return np.column_stack(
+        (
+            sin_col,
+            cos_col,
+            omega,
+            lengths,
+            lengths / lengths[0],  # how many times slower than pair 0
+            (positions - 1) / lengths,  # full turns from position 0 to position N - 1
+        )
+    ).astype(np.float64)

@@ -1,0 +1,352 @@
+"""The variance lesson: why scores are divided by √d_k, measured, then the lecture's numerics."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.matrices import parse_int_list
+from attn_cli.mechanisms import attention
+from attn_cli.mechanisms import variance as mech
+from attn_cli.model import Part, Walkthrough
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, labels
+
+INPUTS = ()  # no matrix inputs: everything is drawn from the options below
+# Samples per d_k (each one query and `keys` keys). The standard error of the variance
+# estimates is then 3.0% at d_k = 1 (the worst case), 1.7% at d_k = 4 and at most 1.2% from
+# d_k = 16 on (see mech.variance_standard_error); drawing and scoring all six default widths
+# takes about half a second on numpy (2-core machine, 2025).
+DEFAULT_SAMPLES = 3000
+OPTIONS: dict[str, Any] = {
+    "dk": [1, 4, 16, 64, 256, 1024],
+    "samples": DEFAULT_SAMPLES,
+    "keys": 8,
+    # The lecture's worked numerics (seed 000).
+    "spiky_scores": [15.5, -16.1, 2.3],
+    "spiky_dk": 256,
+    "logits": [2.0, 1.0, 0.5],
+    "temperatures": [1.0, 4.0, 0.1],
+}
+MEMORY_FIX = "lower --samples, --keys or the largest --dk"
+# Entries of the arrays one chunk of samples holds at once (bounded, whatever --samples is). A
+# fixed chunk keeps the draws, and so the estimates, the same for a seed on every machine.
+CHUNK_ENTRIES = 1 << 21
+# Per score: raw, scaled, their squares, and each softmax's shifted, exp, weights, log-weights.
+_PER_SCORE = 16
+HISTOGRAM_BINS = 20
+HISTOGRAM_SIGMAS = 5.0  # bins cover ±5 standard deviations of the raw scores
+
+
+@dataclass(frozen=True)
+class Settings:
+    dks: tuple[int, ...]
+    samples: int
+    keys: int
+    spiky_scores: tuple[float, ...]
+    spiky_dk: int
+    logits: tuple[float, ...]
+    temperatures: tuple[float, ...]
+
+
+def settings(options: dict[str, Any]) -> Settings:
+    """The lesson options, checked: every problem names the option and the fix."""
+    dks = _dk_list(options["dk"])
+    for dk in dks:
+        if dk < 1:
+            raise UserError(
+                f"--dk: {dk} is not a width; every d_k must be a whole number of at least 1, "
+                'e.g. --dk 64 or --dk "1,4,16,64".'
+            )
+    samples = _whole(options["samples"], "--samples")
+    if samples < 2:
+        raise UserError(f"--samples {samples}: a variance needs at least 2 samples; try 3000.")
+    keys = _whole(options["keys"], "--keys")
+    if keys < 2:
+        raise UserError(
+            f"--keys {keys}: a softmax over fewer than 2 keys is always [1], so there is nothing "
+            "to compare; give --keys 2 or more (the default is 8)."
+        )
+    spiky_dk = _whole(options["spiky_dk"], "spiky_dk")
+    if spiky_dk < 1:
+        raise UserError(f"spiky_dk {spiky_dk}: d_k must be at least 1.")
+    temperatures = _numbers(options["temperatures"], "temperatures")
+    if any(t <= 0 for t in temperatures):
+        raise UserError("temperatures: every temperature must be greater than 0.")
+    return Settings(
+        dks,
+        samples,
+        keys,
+        _numbers(options["spiky_scores"], "spiky_scores"),
+        spiky_dk,
+        _numbers(options["logits"], "logits"),
+        temperatures,
+    )
+
+
+def _dk_list(value: Any) -> tuple[int, ...]:
+    if isinstance(value, str):
+        return tuple(parse_int_list(value, "--dk"))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, list) and value and all(_is_int(v) for v in value):
+        return tuple(value)
+    raise UserError(f'--dk {value!r}: give whole numbers, e.g. 64 or "1,4,16,64".')
+
+
+def _whole(value: Any, flag: str) -> int:
+    if not _is_int(value):
+        raise UserError(f"{flag} {value!r}: give a whole number.")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _numbers(value: Any, name: str) -> tuple[float, ...]:
+    if not isinstance(value, list) or not value or not all(_is_number(v) for v in value):
+        raise UserError(f"{name}: give a list of numbers, e.g. [2.0, 1.0, 0.5].")
+    return tuple(float(v) for v in value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    settings(options)
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    return {}  # the lesson draws its own vectors, chunk by chunk (see chunk_rows)
+
+
+def chunk_rows(samples: int, keys: int, dk: int) -> int:
+    """Samples per chunk: as many as CHUNK_ENTRIES allows (at least 1, at most all)."""
+    return min(samples, max(1, CHUNK_ENTRIES // _row_entries(keys, dk)))
+
+
+def _row_entries(keys: int, dk: int) -> int:
+    return (keys + 1) * dk + _PER_SCORE * keys  # one query, its keys, its scores' arrays
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    """The largest chunk (one d_k is processed at a time): bounded, however many samples."""
+    s = settings(options)
+    return max(
+        chunk_rows(s.samples, s.keys, dk) * _row_entries(s.keys, dk) * itemsize for dk in s.dks
+    )
+
+
+def build(run: LessonRun) -> Walkthrough:
+    s = settings(run.options)
+    backend = run.backend
+    draw = backend.normal_sampler(run.seed)
+    largest = max(s.dks)
+    sigma = math.sqrt(largest)
+    width = 2 * HISTOGRAM_SIGMAS * sigma / HISTOGRAM_BINS
+    edges = tuple(-HISTOGRAM_SIGMAS * sigma + b * width for b in range(HISTOGRAM_BINS + 1))
+    results: list[mech.Estimates] = []
+    seconds: list[float] = []
+    histogram_done = False
+    for dk in s.dks:
+        with_histogram = dk == largest and not histogram_done
+        histogram_done = histogram_done or with_histogram
+        result, took = backend.timed(
+            lambda dk=dk, with_histogram=with_histogram: mech.estimate(
+                draw,
+                dk,
+                s.keys,
+                s.samples,
+                chunk_rows(s.samples, s.keys, dk),
+                edges if with_histogram else None,
+            )
+        )
+        results.append(result)
+        seconds.append(took)
+
+    record = StepRecorder(run)
+    n = s.keys
+    scores = s.samples * n
+    context = {
+        "samples": s.samples,
+        "keys": n,
+        "scores": scores,
+        "uniform": 1 / n,
+        "log_n": math.log(n),
+        "uniform_grad": (1 / n) * (1 - 1 / n),
+        "largest": largest,
+        "sqrt_largest": sigma,
+        "three_sigma": 3 * sigma,
+        "se_small": mech.variance_standard_error(min(s.dks), n, s.samples),
+        "dk_small": min(s.dks),
+        "seed": run.seed,
+    }
+    timing = {"seconds": sum(seconds)} if run.time_steps else {}
+    record.add("moments", _moments_table(results), kind="records", context=context, **timing)
+    record.add("softmax", _softmax_table(results), kind="records", context=context)
+    record.add("gradient", _gradient_table(results), kind="records", context=context)
+    histogram = next(result.histogram for result in results if result.histogram is not None)
+    outside = {name: scores - sum(counts) for name, counts in histogram.items()}
+    record.add(
+        "histogram",
+        {"edges": list(edges), "series": histogram},
+        kind="histogram",
+        context=context,
+        notes=tuple(
+            f"{count} {name} score(s) fell outside ±{HISTOGRAM_SIGMAS:g}√d_k and are not drawn."
+            for name, count in outside.items()
+            if count
+        ),
+    )
+    _spiky_step(record, s, run)
+    _temperature_step(record, s, run)
+    output = [
+        _output_record(result, took, run.time_steps)
+        for result, took in zip(results, seconds, strict=True)
+    ]
+    return record.walkthrough(
+        output,
+        meta={"options": _plain_settings(s), "seed": run.seed},
+    )
+
+
+def _moments_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
+    return [
+        {
+            "d_k": result.dk,
+            "mean q·k": result.mean_raw,
+            "var q·k": result.var_raw,
+            "std q·k": math.sqrt(result.var_raw),
+            "mean scaled": result.mean_scaled,
+            "var scaled": result.var_scaled,
+            "± s.e.": mech.variance_standard_error(result.dk, result.keys, result.samples),
+        }
+        for result in results
+    ]
+
+
+def _softmax_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
+    return [
+        {
+            "d_k": result.dk,
+            "max w raw": result.max_weight_raw,
+            "max w scaled": result.max_weight_scaled,
+            "H raw": result.entropy_raw,
+            "H scaled": result.entropy_scaled,
+        }
+        for result in results
+    ]
+
+
+def _gradient_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
+    return [
+        {
+            "d_k": result.dk,
+            "w(1−w) raw": result.grad_raw,
+            "w(1−w) scaled": result.grad_scaled,
+            "scaled / raw": result.grad_scaled / result.grad_raw if result.grad_raw else math.inf,
+        }
+        for result in results
+    ]
+
+
+def _output_record(result: mech.Estimates, took: float, timed: bool) -> dict[str, Any]:
+    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    del fields["histogram"]  # a step of its own
+    fields["var_scaled_se"] = mech.variance_standard_error(result.dk, result.keys, result.samples)
+    if timed:
+        fields["seconds"] = took
+    return fields
+
+
+def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
+    backend = run.backend
+    root = math.sqrt(s.spiky_dk)
+
+    def compute() -> tuple[Any, Any, Any]:
+        raw = backend.asarray(np.asarray([s.spiky_scores]))  # (1, n)
+        scaled = attention.scale(raw, s.spiky_dk)  # (1, n)
+        logits = backend.xp.concat((raw, scaled), axis=0)  # (2, n): raw, then scaled
+        weights = attention.softmax(logits)  # (2, n)
+        return logits, weights, mech.softmax_summary(logits).gradient  # (2,) w_max (1 - w_max)
+
+    (logits, weights, gradient), took = backend.timed(compute)
+    top = np.max(backend.to_numpy(weights).astype(np.float64), axis=-1)  # (2,)
+    grads = backend.to_numpy(gradient).astype(np.float64)  # (2,)
+    rows = ("s", f"s / {root:g}")  # the scores of each row, then their softmax
+    record.add(
+        "spiky",
+        weights,
+        kind="weights",
+        row_sums=True,
+        row_labels=rows,
+        col_labels=labels("k", len(s.spiky_scores)),
+        parts=(
+            Part("scores", logits),
+            Part("w_max (1 − w_max)", backend.xp.reshape(gradient, (2, 1))),
+        ),
+        context={
+            "dk": s.spiky_dk,
+            "root": root,
+            "top_raw": float(top[0]),
+            "top_scaled": float(top[1]),
+            "grad_raw": float(grads[0]),
+            "grad_scaled": float(grads[1]),
+            "gain": float(grads[1] / grads[0]) if grads[0] else math.inf,
+        },
+        seconds=took if run.time_steps else None,
+    )
+
+
+def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
+    backend = run.backend
+
+    def compute() -> tuple[Any, Any, Any]:
+        logits = backend.asarray(np.asarray([s.logits]))  # (1, n)
+        inverse = backend.asarray(np.asarray([[1 / t] for t in s.temperatures]))  # (T, 1)
+        tempered = logits * inverse  # (T, n): s / T, one temperature per row
+        weights = attention.softmax(tempered)  # (T, n)
+        return tempered, weights, mech.softmax_summary(tempered).gradient  # (T,)
+
+    (tempered, weights, gradient), took = backend.timed(compute)
+    record.add(
+        "temperature",
+        weights,
+        kind="weights",
+        row_sums=True,
+        row_labels=tuple(_temperature_label(t) for t in s.temperatures),
+        col_labels=labels("s", len(s.logits)),
+        parts=(
+            Part("s / T", tempered),
+            Part("w_max (1 − w_max)", backend.xp.reshape(gradient, (len(s.temperatures), 1))),
+        ),
+        context={"largest": max(s.dks), "root": math.sqrt(max(s.dks))},
+        seconds=took if run.time_steps else None,
+    )
+
+
+def _temperature_label(temperature: float) -> str:
+    """/1, /4, ×10: dividing by T, or multiplying by 1/T when T < 1."""
+    if temperature >= 1:
+        return f"s / {temperature:g}"
+    return f"s × {1 / temperature:g}"
+
+
+def _plain_settings(s: Settings) -> dict[str, Any]:
+    return {
+        "dk": list(s.dks),
+        "samples": s.samples,
+        "keys": s.keys,
+        "spiky_scores": list(s.spiky_scores),
+        "spiky_dk": s.spiky_dk,
+        "logits": list(s.logits),
+        "temperatures": list(s.temperatures),
+    }

@@ -1,0 +1,267 @@
+"""attn variance: the statistical claims with tolerances from the sample size, the worked
+numerics computed independently, numpy against torch, every format and every user error."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attn_cli.backend import get_backend
+from attn_cli.mechanisms import variance as mech
+from attn_cli.walkthroughs.variance import chunk_rows
+from tests.conftest import assert_user_error
+
+OUTPUT_KEYS = {
+    "dk",
+    "mean_raw",
+    "var_raw",
+    "mean_scaled",
+    "var_scaled",
+    "max_weight_raw",
+    "max_weight_scaled",
+    "entropy_raw",
+    "entropy_scaled",
+    "grad_raw",
+    "grad_scaled",
+    "samples",
+}
+
+
+def plain_softmax(scores: list[float]) -> np.ndarray:
+    exps = np.array([math.exp(s - max(scores)) for s in scores])
+    return exps / exps.sum()
+
+
+def run_estimate(d_k: int, samples: int, keys: int = 8, seed: int = 7) -> mech.Estimates:
+    draw = get_backend("numpy").normal_sampler(seed)
+    return mech.estimate(draw, d_k, keys, samples, chunk_rows(samples, keys, d_k))
+
+
+# Tolerances. With S samples of n keys each, the scaled score's sample mean has standard error
+# 1/sqrt(S n) (the n scores of a sample are uncorrelated), and its sample variance has standard
+# error sqrt(2 (d + n + 2) / (d S n)) (mech.variance_standard_error: the fourth moment of a
+# product of normals, plus the covariance of squared scores that share a query). A fixed seed
+# makes each check deterministic; 4 standard errors would be exceeded by chance 6 times in
+# 100,000 for a normal estimate, so these tolerances are not tuned to the seed.
+@pytest.mark.parametrize("d_k", [1, 16, 256])
+def test_mean_and_variance_match_the_theory(d_k):
+    samples, keys = 3000, 8
+    result = run_estimate(d_k, samples, keys)
+    se_mean = 1 / math.sqrt(samples * keys)
+    se_var = mech.variance_standard_error(d_k, keys, samples)
+    assert abs(result.mean_scaled) < 4 * se_mean
+    assert abs(result.var_scaled - 1) < 4 * se_var
+    assert abs(result.mean_raw) < 4 * se_mean * math.sqrt(d_k)
+    assert abs(result.var_raw / d_k - 1) < 4 * se_var
+    # Scaling divides each score by sqrt(d_k): the variance exactly by d_k.
+    assert result.var_scaled == pytest.approx(result.var_raw / d_k, rel=1e-12)
+
+
+def test_the_standard_error_formula_matches_repeated_experiments():
+    # 60 independent estimates at d_k = 1 (heaviest tails): their spread should be the formula's.
+    # A standard deviation from 60 values is itself uncertain by about 1/sqrt(2 * 59) = 9%, so
+    # allow 30% (over 3 of those).
+    samples, keys = 400, 8
+    estimates = [
+        mech.estimate(get_backend("numpy").normal_sampler(seed), 1, keys, samples, samples)
+        for seed in range(60)
+    ]
+    spread = np.std([e.var_scaled for e in estimates], ddof=1)
+    assert spread == pytest.approx(mech.variance_standard_error(1, keys, samples), rel=0.3)
+
+
+def test_softmax_sharpens_with_width_unless_scaled():
+    samples = 2000
+    narrow, wide = run_estimate(16, samples), run_estimate(1024, samples)
+    # Every per-sample quantity lies in [0, 1] (max weight, gradient) or [0, log 8] (entropy),
+    # so its standard deviation is at most half that range and the standard error of a mean of
+    # 2000 at most 0.5 / sqrt(2000) = 0.011 (0.023 for entropy): margins below are 4 or more.
+    bound = 0.5 / math.sqrt(samples)
+    assert wide.max_weight_raw - narrow.max_weight_raw > 0.1 + 8 * bound
+    assert wide.max_weight_raw > 0.9
+    assert abs(wide.max_weight_scaled - narrow.max_weight_scaled) < 4 * math.sqrt(2) * bound
+    assert wide.entropy_scaled - wide.entropy_raw > 1
+    assert wide.grad_scaled > 5 * wide.grad_raw
+    assert 1 / 8 < wide.max_weight_scaled < 0.5
+
+
+def test_width_one_scaling_changes_nothing():
+    result = run_estimate(1, 500)
+    assert result.mean_raw == result.mean_scaled and result.var_raw == result.var_scaled
+    assert result.max_weight_raw == result.max_weight_scaled
+    assert result.grad_raw == result.grad_scaled
+
+
+def test_chunk_sums_add_up_over_chunks():
+    raw = np.random.default_rng(3).standard_normal((50, 6)) * 4
+    whole = mech.chunk_sums(raw, 16)
+    parts = mech.chunk_sums(raw[:17], 16) + mech.chunk_sums(raw[17:], 16)
+    assert np.allclose(whole, parts, rtol=1e-12)
+
+
+def test_softmax_summary_against_plain_formulas():
+    logits = np.array([[2.0, 1.0, 0.5], [20.0, 10.0, 5.0], [0.0, 0.0, 0.0]])
+    summary = mech.softmax_summary(logits)
+    for row, max_weight, entropy, gradient in zip(
+        logits, summary.max_weight, summary.entropy, summary.gradient, strict=True
+    ):
+        weights = plain_softmax(list(row))
+        assert max_weight == pytest.approx(weights.max(), rel=1e-14)
+        assert entropy == pytest.approx(-sum(w * math.log(w) for w in weights), rel=1e-12)
+        assert gradient == pytest.approx(weights.max() * (1 - weights.max()), rel=1e-12)
+    assert summary.entropy[2] == pytest.approx(math.log(3), rel=1e-14)
+
+
+def test_histogram_counts_match_numpy():
+    values = np.random.default_rng(5).standard_normal((300, 8)) * 3
+    edges = tuple(np.linspace(-6, 6, 13))
+    expected, _ = np.histogram(values, bins=np.array(edges))
+    inside = (values >= -6) & (values < 6)
+    assert mech.histogram_counts(values, edges).tolist() == expected.tolist()
+    assert expected.sum() == inside.sum()
+
+
+def test_worked_numerics_exactly(invoke_json):
+    doc = invoke_json("variance", "--samples", "20", "--dk", "4")
+    spiky, temperature = doc["steps"][4], doc["steps"][5]
+    raw = [15.5, -16.1, 2.3]
+    assert spiky["key"] == "spiky" and temperature["key"] == "temperature"
+    expected = [plain_softmax(raw), plain_softmax([s / 16 for s in raw])]
+    assert np.allclose(spiky["value"], expected, rtol=1e-13, atol=0)
+    assert spiky["parts"]["scores"][1] == pytest.approx([0.96875, -1.00625, 0.14375], rel=1e-15)
+    top = expected[0].max()
+    assert np.ravel(spiky["parts"]["w_max (1 − w_max)"])[0] == pytest.approx(
+        top * (1 - top), rel=1e-6
+    )
+    logits = [2.0, 1.0, 0.5]
+    expected = [plain_softmax(logits), plain_softmax([s / 4 for s in logits])]
+    expected.append(plain_softmax([s * 10 for s in logits]))
+    assert np.allclose(temperature["value"], expected, rtol=1e-13, atol=0)
+    assert temperature["row_labels"] == ["s / 1", "s / 4", "s × 10"]
+    # By hand: e^2 / (e^2 + e + e^0.5) for the first weight at T = 1.
+    e = math.e
+    assert temperature["value"][0][0] == pytest.approx(e**2 / (e**2 + e + e**0.5), rel=1e-14)
+
+
+def test_default_example_and_output_records(invoke_json):
+    doc = invoke_json("variance")
+    assert doc["example"] == "lecture" and doc["seed"] == 0
+    assert [record["dk"] for record in doc["output"]] == [1, 4, 16, 64, 256, 1024]
+    assert all(set(record) >= OUTPUT_KEYS for record in doc["output"])
+    assert all(record["samples"] == 3000 for record in doc["output"])
+    assert [step["key"] for step in doc["steps"]] == [
+        "moments",
+        "softmax",
+        "gradient",
+        "histogram",
+        "spiky",
+        "temperature",
+    ]
+    histogram = doc["steps"][3]["value"]
+    edges = np.asarray(histogram["edges"])
+    assert len(edges) == 21 and edges[0] == -160 and edges[-1] == 160  # ±5√1024
+    raw, scaled = histogram["series"]["raw"], histogram["series"]["scaled"]
+    assert sum(scaled) == 3000 * 8  # scaled scores never leave ±160
+    centre = np.flatnonzero((edges[:-1] >= -16) & (edges[1:] <= 16))
+    assert sum(scaled[i] for i in centre) == 3000 * 8  # all within the two central bins
+    assert sum(raw) <= 3000 * 8 and sum(raw[i] for i in centre) < 0.5 * 3000 * 8
+
+
+def test_seed_makes_runs_repeatable(invoke_json):
+    args = ("variance", "--dk", "8", "--samples", "200")
+    first, again = invoke_json(*args, "--seed", "3"), invoke_json(*args, "--seed", "3")
+    other = invoke_json(*args, "--seed", "4")
+    assert first["output"] == again["output"] and first["output"] != other["output"]
+
+
+def test_numpy_and_torch_agree_on_the_same_scores(torch):
+    raw = np.random.default_rng(1).standard_normal((40, 8)) * 10
+    numpy_sums = mech.chunk_sums(raw, 100)
+    torch_sums = mech.chunk_sums(torch.from_numpy(raw), 100)
+    assert np.allclose(torch_sums.numpy(), numpy_sums, rtol=1e-12)
+    edges = tuple(np.linspace(-40, 40, 11))
+    assert (
+        mech.histogram_counts(torch.from_numpy(raw), edges).tolist()
+        == mech.histogram_counts(raw, edges).tolist()
+    )
+
+
+def test_torch_backend_estimates_and_worked_numerics(invoke_json, torch):
+    numpy_doc = invoke_json("variance", "--dk", "1,64", "--samples", "2000")
+    torch_doc = invoke_json("variance", "--dk", "1,64", "--samples", "2000", "--backend", "torch")
+    assert torch_doc["backend"] == "torch"
+    # Its own random stream: agreement with the theory, within 4 standard errors as above.
+    for record in torch_doc["output"]:
+        se = mech.variance_standard_error(record["dk"], 8, 2000)
+        assert abs(record["var_scaled"] - 1) < 4 * se
+    for key in ("spiky", "temperature"):
+        numpy_step = next(s for s in numpy_doc["steps"] if s["key"] == key)
+        torch_step = next(s for s in torch_doc["steps"] if s["key"] == key)
+        assert np.allclose(numpy_step["value"], torch_step["value"], rtol=1e-13, atol=1e-300)
+
+
+def test_half_precision_sums_do_not_overflow(invoke_json, torch):
+    doc = invoke_json(
+        "variance", "--dk", "1024", "--samples", "300", "--backend", "torch", "--dtype", "float16"
+    )
+    record = doc["output"][0]
+    assert math.isfinite(record["var_raw"]) and abs(record["var_scaled"] - 1) < 0.2
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--dk", "0"), ("--dk: 0", "at least 1")),
+        (("--dk=-4",), ("--dk: -4", "at least 1")),
+        (("--dk", "16,abc"), ("--dk", "'abc' is not a whole number")),
+        (("--dk", ""), ("--dk is empty",)),
+        (("--keys", "1"), ("--keys 1", "2 or more")),
+        (("--samples", "1"), ("--samples 1", "at least 2")),
+        (("--example", "nope"), ("no example 'nope'", "lecture")),
+        (("--backend", "torch", "--device", "cuda"), ("--device cuda",)),
+        (("--backend", "numpy", "--device", "cuda"), ("numpy backend runs on the CPU only",)),
+    ],
+)
+def test_user_errors(invoke, args, fragments):
+    assert_user_error(invoke("variance", *args), *fragments)
+
+
+def test_too_many_samples_for_memory_is_refused_with_the_estimate(invoke, monkeypatch):
+    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 2**20)
+    result = invoke("variance", "--dk", "1024", "--samples", "1000000")
+    assert_user_error(result, "needs about 16.0 MiB", "1.0 MiB is free", "lower --samples")
+    assert invoke("variance", "--dk", "1024", "--samples", "10").exit_code == 0
+
+
+def test_memory_is_bounded_by_chunks():
+    # A million samples hold no more than one chunk: 224 rows of one query, 8 keys and scores.
+    assert chunk_rows(1_000_000, 8, 1024) == 224
+    assert chunk_rows(5, 8, 1024) == 5
+
+
+def test_every_format(invoke):
+    args = ("variance", "--dk", "4,64", "--samples", "100")
+    rich = invoke(*args, "--time")
+    assert rich.exit_code == 0, rich.output
+    for text in ("var q·k", "max w raw", "w(1−w) raw", "scaled", "s × 10", " ms ─", "█"):
+        assert text in rich.stdout
+    markdown = invoke(*args, "--format", "markdown")
+    assert markdown.exit_code == 0
+    assert "| d_k | mean q·k | var q·k |" in markdown.stdout
+    assert "| bin | raw | scaled |" in markdown.stdout
+    latex = invoke(*args, "--format", "latex")
+    assert latex.exit_code == 0
+    assert "\\begin{bmatrix}" in latex.stdout and "% (histogram" in latex.stdout
+
+
+def test_lesson_file_with_dk_as_text(invoke_json, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'lesson = "variance"\n[[examples]]\nname = "mine"\n'
+        'options = { dk = "2,8", keys = 3, samples = 50 }\n'
+    )
+    doc = invoke_json("variance", "--lesson", str(path))
+    assert [record["dk"] for record in doc["output"]] == [2, 8]
+    assert doc["output"][0]["keys"] == 3 and doc["example"] == "mine"

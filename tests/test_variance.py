@@ -174,6 +174,9 @@ def test_seed_makes_runs_repeatable(invoke_json):
     first, again = invoke_json(*args, "--seed", "3"), invoke_json(*args, "--seed", "3")
     other = invoke_json(*args, "--seed", "4")
     assert first["output"] == again["output"] and first["output"] != other["output"]
+    # Each d_k draws from its own stream: its row does not depend on the rest of the list.
+    in_a_list = invoke_json("variance", "--dk", "2,8", "--samples", "200", "--seed", "3")
+    assert in_a_list["output"][1] == first["output"][0]
 
 
 def test_numpy_and_torch_agree_on_the_same_scores(torch):

@@ -147,30 +147,10 @@ def estimate_bytes(
 
 def build(run: LessonRun) -> Walkthrough:
     s = settings(run.options)
-    backend = run.backend
-    draw = backend.normal_sampler(run.seed)
     largest = max(s.dks)
     sigma = math.sqrt(largest)
-    width = 2 * HISTOGRAM_SIGMAS * sigma / HISTOGRAM_BINS
-    edges = tuple(-HISTOGRAM_SIGMAS * sigma + b * width for b in range(HISTOGRAM_BINS + 1))
-    results: list[mech.Estimates] = []
-    seconds: list[float] = []
-    histogram_done = False
-    for dk in s.dks:
-        with_histogram = dk == largest and not histogram_done
-        histogram_done = histogram_done or with_histogram
-        result, took = backend.timed(
-            lambda dk=dk, with_histogram=with_histogram: mech.estimate(
-                draw,
-                dk,
-                s.keys,
-                s.samples,
-                chunk_rows(s.samples, s.keys, dk),
-                edges if with_histogram else None,
-            )
-        )
-        results.append(result)
-        seconds.append(took)
+    edges = histogram_edges(sigma)
+    results, seconds = _measure(run, s, edges)
 
     record = StepRecorder(run)
     n = s.keys
@@ -185,8 +165,6 @@ def build(run: LessonRun) -> Walkthrough:
         "largest": largest,
         "sqrt_largest": sigma,
         "three_sigma": 3 * sigma,
-        "se_small": mech.variance_standard_error(min(s.dks), n, s.samples),
-        "dk_small": min(s.dks),
         "seed": run.seed,
     }
     timing = {"seconds": sum(seconds)} if run.time_steps else {}
@@ -216,6 +194,40 @@ def build(run: LessonRun) -> Walkthrough:
         output,
         meta={"options": _plain_settings(s), "seed": run.seed},
     )
+
+
+def histogram_edges(sigma: float) -> tuple[float, ...]:
+    """HISTOGRAM_BINS equal bins over ±HISTOGRAM_SIGMAS standard deviations of the raw scores."""
+    width = 2 * HISTOGRAM_SIGMAS * sigma / HISTOGRAM_BINS
+    return tuple(-HISTOGRAM_SIGMAS * sigma + b * width for b in range(HISTOGRAM_BINS + 1))
+
+
+def _measure(
+    run: LessonRun, s: Settings, edges: tuple[float, ...]
+) -> tuple[list[mech.Estimates], list[float]]:
+    """Estimates for each d_k, with the histogram for the largest.
+
+    Each d_k has its own random stream, seeded from (--seed, d_k): its row is the same whether
+    it is run alone or in a list.
+    """
+    with_histogram = s.dks.index(max(s.dks))  # its first occurrence
+    results, seconds = [], []
+    for index, dk in enumerate(s.dks):
+        seed = int(np.random.SeedSequence([run.seed, dk]).generate_state(1)[0])
+        draw = run.backend.normal_sampler(seed)
+        result, took = run.backend.timed(
+            lambda dk=dk, index=index, draw=draw: mech.estimate(
+                draw,
+                dk,
+                s.keys,
+                s.samples,
+                chunk_rows(s.samples, s.keys, dk),
+                edges if index == with_histogram else None,
+            )
+        )
+        results.append(result)
+        seconds.append(took)
+    return results, seconds
 
 
 def _moments_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:

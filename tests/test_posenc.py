@@ -69,7 +69,9 @@ def test_frequencies_table_and_binary_counter(invoke_json):
     assert np.allclose(table[:, 3], [2 * math.pi / w for w in omega], rtol=1e-14)
     # Base 16 at d_model 8: each pair exactly twice as slow, like the bits of a binary counter.
     assert np.allclose(table[:, 4], [1, 2, 4, 8], rtol=1e-14)
-    assert np.allclose(table[:, 5], [15 * w / (2 * math.pi) for w in omega], rtol=1e-14)
+    assert np.allclose(
+        table[:, 5], [11 * w / (2 * math.pi) for w in omega], rtol=1e-14
+    )  # 12 positions
     assert "2 times" in doc["steps"][0]["explanation"]
 
 

@@ -234,12 +234,19 @@ def test_list_examples(invoke):
         (("--base", "1"), ("--base 1", "greater than 1")),
         (("--base", "nan"), ("--base",)),
         (("--example", "nope"), ("no example 'nope'", "small")),
-        (("--quiz",), ("--quiz",)),
         (("--backend", "torch", "--device", "cuda"), ("--device cuda",)),
     ],
 )
 def test_user_errors(invoke, args, fragments):
     assert_user_error(invoke("posenc", *args), *fragments)
+
+
+def test_quiz_handout_without_a_terminal(invoke):
+    result = invoke("posenc", "--quiz")
+    assert result.exit_code == 0, result.output
+    blanks, key = result.stdout.split("Answer key")
+    assert "______" in blanks and "0.841" not in blanks
+    assert "0.841" in key  # sin(1), in the answer key
 
 
 def test_bad_layout_is_refused(invoke):

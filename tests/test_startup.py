@@ -30,6 +30,8 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib") if 
         ["selfattn", "--permute", "1,0,2", "--format", "json"],
         ["causal", "--conventions"],
         ["multihead", "--format", "json"],
+        ["posenc", "--format", "json"],
+        ["variance", "--dk", "4,64", "--samples", "50"],
     ],
 )
 def test_lesson_commands_do_not_import_torch(args):

@@ -241,6 +241,12 @@ def test_user_errors(invoke, args, fragments):
     assert_user_error(invoke("posenc", *args), *fragments)
 
 
+def test_a_bad_option_on_an_example_blames_the_option(invoke):
+    result = invoke("posenc", "--example", "paper", "--d-model", "5")
+    assert_user_error(result, "--d-model 5")
+    assert "posenc.toml" not in result.stderr
+
+
 def test_quiz_handout_without_a_terminal(invoke):
     result = invoke("posenc", "--quiz")
     assert result.exit_code == 0, result.output

@@ -34,23 +34,23 @@ class LayoutName(StrEnum):
 def posenc(
     positions: Annotated[
         int | None,
-        input_option("--positions", "Number of positions N: rows 0 .. N−1 (default 8)."),
+        input_option("--positions", "Number of positions N: rows 0 .. N−1 (default: 8)."),
     ] = None,
     d_model: Annotated[
-        int | None, input_option("--d-model", "Width d_model, even: d_model/2 pairs (default 8).")
+        int | None, input_option("--d-model", "Width d_model, even: d_model/2 pairs (default: 8).")
     ] = None,
     base: Annotated[
-        float | None, input_option("--base", "Base of the wavelengths (default 10000).")
+        float | None, input_option("--base", "Base of the wavelengths (default: 10000).")
     ] = None,
     offset: Annotated[
-        int | None, input_option("--offset", "Shift k for PE(pos+k) = M_k PE(pos) (default 3).")
+        int | None, input_option("--offset", "Shift k for PE(pos+k) = M_k PE(pos) (default: 3).")
     ] = None,
     layout: Annotated[
         LayoutName | None,
         input_option(
             "--layout",
             "interleaved: sin, cos, sin, … (the paper's); split: all sines, then all cosines "
-            "(default interleaved).",
+            "(default: interleaved).",
         ),
     ] = None,
     example: ExampleOpt = None,

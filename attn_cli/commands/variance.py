@@ -35,10 +35,10 @@ def variance(
     ] = None,
     samples: Annotated[
         int | None,
-        input_option("--samples", "Samples per d_k each one query and its keys (default 3000)."),
+        input_option("--samples", "Samples per d_k, each one query and its keys (default: 3000)."),
     ] = None,
     keys: Annotated[
-        int | None, input_option("--keys", "Keys n per softmax, at least 2 (default 8).")
+        int | None, input_option("--keys", "Keys n per softmax, at least 2 (default: 8).")
     ] = None,
     seed: SeedOpt = 0,
     example: ExampleOpt = None,

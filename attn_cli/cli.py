@@ -9,8 +9,10 @@ import typer
 from attn_cli import __version__
 from attn_cli.commands import (
     bahdanau,
+    bench,
     causal,
     check,
+    flash,
     multihead,
     posenc,
     scaled,
@@ -55,6 +57,8 @@ app.command("posenc")(user_errors(posenc.posenc))
 app.command("variance")(user_errors(variance.variance))
 app.command("check")(user_errors(check.check))
 app.command("tour")(user_errors(tour.tour))
+app.command("flash")(user_errors(flash.flash))
+app.command("bench")(user_errors(bench.bench))
 
 
 def main() -> None:

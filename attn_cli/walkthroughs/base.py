@@ -40,6 +40,7 @@ LESSON_MODULES: dict[str, str] = {
     "multihead": "attn_cli.walkthroughs.multihead",
     "posenc": "attn_cli.walkthroughs.posenc",
     "variance": "attn_cli.walkthroughs.variance",
+    "flash": "attn_cli.walkthroughs.flash",
 }
 
 

@@ -1,0 +1,141 @@
+"""What a sweep runs (BenchConfig) and what each run gives back (Row)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from attn_cli.errors import UserError
+
+Status = Literal["ok", "skipped", "oom", "unsupported", "error"]
+
+# Every implementation, in the order rows are shown. "sdpa" is PyTorch's default dispatch;
+# "sdpa-X" forces backend X through torch.nn.attention.sdpa_kernel.
+IMPLS = (
+    "naive",
+    "sdpa",
+    "sdpa-flash",
+    "sdpa-efficient",
+    "sdpa-cudnn",
+    "sdpa-math",
+    "tiled",
+    "numpy",
+    "tiled-numpy",
+)
+DEFAULT_SIZES = {"cpu": (128, 2048), "cuda": (512, 16384), "mps": (512, 8192)}
+DEFAULT_DTYPE = {"cpu": "float32", "cuda": "bfloat16", "mps": "float32"}
+DEFAULT_BLOCK = 128
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    device: str = "cpu"
+    sizes: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+    d: int = 64
+    heads: int = 8
+    batch: int = 1
+    dtype: str = "float32"
+    causal: bool = False
+    impls: tuple[str, ...] = ()
+    repeats: int | None = None  # None: enough for a stable median (see devices.auto_repeats)
+    block: int = DEFAULT_BLOCK
+    seed: int = 0
+
+    def flops(self, n: int) -> float:
+        """Forward-pass FLOPs: Q Kᵀ and A V are 2·n²·d each; causal does half the pairs."""
+        total = 4.0 * self.batch * self.heads * n * n * self.d
+        return total / 2 if self.causal else total
+
+
+@dataclass
+class Row:
+    """One (implementation, n) result. Failure is a result too: see ``status`` and ``note``."""
+
+    impl: str
+    n: int
+    d: int
+    heads: int
+    batch: int
+    dtype: str
+    causal: bool
+    ms_median: float | None = None
+    ms_spread: float | None = None  # interquartile range of the timed runs, in ms
+    tflops: float | None = None
+    peak_fraction: float | None = None  # of the device's published dense peak, when known
+    peak_mem_bytes: int | None = None
+    max_abs_err: float | None = None  # against a float64 reference on a slice of the output
+    status: Status = "ok"
+    note: str = ""
+    memory_method: str | None = None  # how peak_mem_bytes was measured (or "estimate")
+    repeats: int = 0
+
+    @classmethod
+    def for_run(cls, config: BenchConfig, impl: str, n: int, **values: Any) -> Row:
+        return cls(
+            impl=impl,
+            n=n,
+            d=config.d,
+            heads=config.heads,
+            batch=config.batch,
+            dtype=config.dtype,
+            causal=config.causal,
+            **values,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BenchResult:
+    config: BenchConfig
+    device_info: dict[str, Any]
+    rows: list[Row] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def doubling(low: int, high: int) -> tuple[int, ...]:
+    """low, 2·low, 4·low, ... up to high."""
+    sizes = [low]
+    while sizes[-1] * 2 <= high:
+        sizes.append(sizes[-1] * 2)
+    return tuple(sizes)
+
+
+_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
+
+
+def parse_sizes(text: str | None, device: str) -> tuple[int, ...]:
+    """--sizes: "512,1024,4096" or a doubling range "128..2048"; None: the device's default."""
+    if text is None:
+        return doubling(*DEFAULT_SIZES[device])
+    match = _RANGE.match(text)
+    if match:
+        low, high = int(match[1]), int(match[2])
+        if low < 1 or high < low:
+            raise UserError(f"--sizes {text!r}: a range needs 1 <= low <= high, e.g. 128..2048.")
+        return doubling(low, high)
+    sizes = []
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part.isdigit() or int(part) < 1:
+            raise UserError(
+                f"--sizes {text!r}: {part!r} is not a positive whole number; write e.g. "
+                "512,1024,2048 or 128..2048."
+            )
+        sizes.append(int(part))
+    return tuple(sorted(set(sizes)))
+
+
+def parse_impls(text: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
+    """--impl: comma-separated names (in the order of IMPLS); None: the device's default set."""
+    if text is None:
+        return default
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in IMPLS]
+    if unknown or not names:
+        raise UserError(
+            f"--impl: unknown implementation {unknown[0] if unknown else text!r}; choose from "
+            f"{', '.join(IMPLS)} (comma-separated)."
+        )
+    return tuple(name for name in IMPLS if name in names)

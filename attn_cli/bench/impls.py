@@ -1,0 +1,266 @@
+"""The implementations a sweep compares, their memory estimates and what they cannot run on.
+
+Every implementation takes Q, K, V of shape (batch, heads, n, d) and returns the attention
+output of the same shape. torch is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attn_cli.bench.config import BenchConfig
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms.tiled import tiled_attention
+
+Array = Any
+
+# --impl sdpa-X -> the torch.nn.attention.SDPBackend member it forces.
+SDPA_BACKENDS = {
+    "sdpa-flash": "FLASH_ATTENTION",
+    "sdpa-efficient": "EFFICIENT_ATTENTION",
+    "sdpa-cudnn": "CUDNN_ATTENTION",
+    "sdpa-math": "MATH",
+}
+SHORT_NAMES = {member: impl.removeprefix("sdpa-") for impl, member in SDPA_BACKENDS.items()}
+CUDA_ONLY = ("sdpa-efficient", "sdpa-cudnn")
+
+DESCRIPTIONS = {
+    "naive": "torch: softmax(Q Kᵀ / √d) V, the n × n scores in memory",
+    "sdpa": "torch scaled_dot_product_attention, default dispatch",
+    "sdpa-flash": "sdpa forced to the FlashAttention kernel",
+    "sdpa-efficient": "sdpa forced to the memory-efficient kernel",
+    "sdpa-cudnn": "sdpa forced to the cuDNN kernel",
+    "sdpa-math": "sdpa forced to the plain math (reference) path",
+    "tiled": "torch: key blocks with an online softmax (mechanisms/tiled.py)",
+    "numpy": "numpy: the lesson code (mechanisms/attention.py)",
+    "tiled-numpy": "numpy: key blocks with an online softmax (mechanisms/tiled.py)",
+}
+
+
+def family(impl: str) -> str:
+    """numpy or torch: the array library the implementation computes with."""
+    return "numpy" if impl in ("numpy", "tiled-numpy") else "torch"
+
+
+def has_sdpa_backend(member: str) -> bool:
+    from torch.nn.attention import SDPBackend
+
+    return hasattr(SDPBackend, member)
+
+
+def default_impls(device: str) -> tuple[str, ...]:
+    """Everything the device can run: forced kernels it has no version of are left out."""
+    if device == "cpu":
+        return ("naive", "sdpa", "sdpa-flash", "sdpa-math", "tiled", "numpy", "tiled-numpy")
+    if device == "mps":
+        return ("naive", "sdpa", "sdpa-math", "tiled")
+    forced = [impl for impl, member in SDPA_BACKENDS.items() if has_sdpa_backend(member)]
+    return ("naive", "sdpa", *forced, "tiled")
+
+
+def static_problem(impl: str, device: str, dtype: str) -> str | None:
+    """Why the implementation cannot run at all here (same answer for every n), or None."""
+    if family(impl) == "numpy":
+        if device != "cpu":
+            return "numpy runs on the CPU only"
+        if dtype == "bfloat16":
+            return "numpy has no bfloat16; use --dtype float32"
+    if impl in SDPA_BACKENDS and not has_sdpa_backend(SDPA_BACKENDS[impl]):
+        return f"this PyTorch has no {SDPA_BACKENDS[impl]} backend"
+    if impl in CUDA_ONLY and device == "cpu":
+        return (
+            f"{SHORT_NAMES[SDPA_BACKENDS[impl]]} is a CUDA-only kernel (PyTorch has no CPU version)"
+        )
+    return None
+
+
+@dataclass
+class Inputs:
+    """Q, K, V (batch, heads, n, d) as torch tensors on the device, in the bench dtype."""
+
+    q: Array
+    k: Array
+    v: Array
+    _numpy: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
+
+    def numpy(self) -> tuple[np.ndarray, ...]:
+        """The same values as numpy arrays (CPU; converted once)."""
+        if self._numpy is None:
+            self._numpy = tuple(t.detach().cpu().numpy() for t in (self.q, self.k, self.v))
+        return self._numpy
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.q, self.k, self.v))
+
+
+def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
+    """Standard-normal Q, K, V, the same for every implementation at this n (seeded)."""
+    import torch
+
+    from attn_cli.torch_backend import TORCH_DTYPES
+
+    generator = torch.Generator(device=device).manual_seed(config.seed * 1_000_003 + n)
+    shape = (config.batch, config.heads, n, config.d)
+    tensors = [
+        torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(
+            TORCH_DTYPES[config.dtype]
+        )
+        for _ in range(3)
+    ]
+    return Inputs(*tensors)
+
+
+def sdpa_choice(inputs: Inputs, causal: bool) -> str | None:
+    """The kernel PyTorch's default dispatch picks for these inputs (private API; None if absent)."""
+    import torch
+    from torch.nn.attention import SDPBackend
+
+    try:
+        choice = torch._fused_sdp_choice(inputs.q, inputs.k, inputs.v, is_causal=causal)
+        return SHORT_NAMES.get(SDPBackend(choice).name)
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+
+
+def estimate_bytes(
+    impl: str, config: BenchConfig, n: int, itemsize: int, dispatched: str | None = None
+) -> int:
+    """Bytes an implementation allocates beyond its inputs (output included), analytically.
+
+    Calibrated against the measured peaks (see docs/benchmarks.md): the n × n terms are what
+    matter; a fused kernel or the tiled loop only holds O(n) per head.
+    """
+    heads = config.batch * config.heads
+    square, rows = n * n, n * config.d
+    causal = 1 if config.causal else 0
+    if impl == "sdpa":
+        impl = "sdpa-math" if dispatched in (None, "math") else "sdpa-flash"
+    if impl == "naive":  # scores, scaled scores (then weights), a mask when causal
+        return heads * ((2 + causal) * square * itemsize + rows * itemsize) + causal * square
+    if impl == "sdpa-math":
+        return heads * ((3 + causal) * square * itemsize + 2 * rows * itemsize)
+    if impl == "numpy":  # scores, scaled, (masked,) shifted, exp, weights held together
+        return (
+            heads * ((5 + causal) * square * itemsize + rows * itemsize)
+            + causal * square * itemsize
+        )
+    if impl in ("tiled", "tiled-numpy"):  # state + output + a few (n × block) arrays
+        return heads * itemsize * (4 * rows + (4 + causal) * n * min(config.block, n) + 4 * n)
+    # fused kernels: output, log-sum-exp per row, a workspace
+    return heads * (2 * rows * itemsize + 8 * n) + (1 << 20)
+
+
+def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], Array]:
+    """A zero-argument function that computes the attention output once."""
+    causal, block = config.causal, config.block
+    if impl == "numpy":
+        q, k, v = inputs.numpy()
+        return lambda: _numpy_lesson(q, k, v, causal)
+    if impl == "tiled-numpy":
+        q, k, v = inputs.numpy()
+        return lambda: tiled_attention(q, k, v, block=block, causal=causal)
+    q, k, v = inputs.q, inputs.k, inputs.v
+    if impl == "naive":
+        return lambda: _naive(q, k, v, causal)
+    if impl == "tiled":
+        return lambda: tiled_attention(q, k, v, block=block, causal=causal)
+    import torch.nn.functional as F
+
+    if impl == "sdpa":
+        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, SDPA_BACKENDS[impl])
+
+    def forced() -> Array:
+        with sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    return forced
+
+
+def _naive(q: Array, k: Array, v: Array, causal: bool) -> Array:
+    """The textbook code: every one of the n × n scores is stored."""
+    import torch
+
+    s = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (b, h, n, n)
+    if causal:
+        n = s.shape[-1]
+        future = torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1)  # (n, n) j > i
+        s = s.masked_fill(future, -math.inf)
+    return torch.matmul(torch.softmax(s, dim=-1), v)  # (b, h, n, d)
+
+
+def _numpy_lesson(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    """The lesson's own code (attn scaled), on the whole batch at once."""
+    mask = None
+    if causal:
+        n = q.shape[-2]
+        mask = np.triu(np.full((n, n), -np.inf, dtype=q.dtype), 1)  # (n, n) additive
+    return mech.attention(q, k, v, mask=mask).output
+
+
+_FORCED_FAILURE = re.compile(r"No available kernel|No viable backend", re.IGNORECASE)
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?", re.DOTALL)
+
+
+def unsupported_reason(error: BaseException, messages: Sequence[str]) -> str | None:
+    """If a forced sdpa kernel refused these inputs, why (from torch's warnings); else None."""
+    if not isinstance(error, RuntimeError) or not _FORCED_FAILURE.search(str(error)):
+        return None
+    reasons = []
+    for message in messages:
+        text = _TRIGGERED.sub("", message).strip()
+        if not text or text.endswith("because:") or "runtime disabled" in text:
+            continue
+        if text not in reasons:
+            reasons.append(text)
+    if not reasons:
+        return "PyTorch has no such kernel for this device, dtype and shape"
+    reason = "; ".join(reasons[:2])
+    return reason if len(reason) <= 200 else reason[:197] + "..."
+
+
+_OOM_TEXT = re.compile(r"out of memory|can't allocate memory|not enough memory", re.IGNORECASE)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """MemoryError (numpy), torch.cuda.OutOfMemoryError, or an allocator's out-of-memory text."""
+    if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(error, RuntimeError) and bool(_OOM_TEXT.search(str(error)))
+
+
+def reference_rows(n: int, count: int = 16) -> np.ndarray:
+    """Query rows checked against float64: spread over 0..n−1, first and last included."""
+    return np.unique(np.linspace(0, n - 1, min(n, count)).round().astype(int))
+
+
+def reference_output(inputs: Inputs, rows: np.ndarray, causal: bool) -> np.ndarray:
+    """float64 attention for batch 0, every head, the given query rows: (heads, rows, d)."""
+    q, k, v = (_float64(t[0]) for t in (inputs.q, inputs.k, inputs.v))  # (heads, n, d)
+    mask = None
+    if causal:
+        keys = np.arange(k.shape[-2])
+        mask = np.where(keys[None, :] <= rows[:, None], 0.0, -np.inf)  # (rows, n)
+    return mech.attention(q[:, rows], k, v, mask=mask).output
+
+
+def output_rows(output: Array, rows: np.ndarray) -> np.ndarray:
+    """Batch 0, the given query rows of an implementation's output, as float64."""
+    if isinstance(output, np.ndarray):
+        return np.asarray(output[0][:, rows], dtype=np.float64)
+    return _float64(output[0][:, rows])
+
+
+def _float64(tensor: Array) -> np.ndarray:
+    import torch
+
+    return tensor.detach().to(device="cpu", dtype=torch.float64).numpy()

@@ -1,0 +1,205 @@
+"""The sweep: every (implementation, n) becomes a row, whatever happens to it.
+
+For each n: inputs are drawn once, a float64 reference is computed on a slice. For each
+implementation: a static check (``unsupported``), a memory estimate against what is free
+(``skipped``), uncounted warm-up runs (the first one's output is checked against the
+reference), one run under the memory meter, then the timed runs. An out-of-memory error
+gives an ``oom`` row and the larger sizes of that implementation are skipped; a forced
+kernel that refuses the inputs gives ``unsupported`` with torch's reason. Ctrl-C ends the
+sweep with the rows finished so far.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from attn_cli.backend import ITEMSIZE, format_bytes
+from attn_cli.bench import impls as registry
+from attn_cli.bench.config import BenchConfig, BenchResult, Row
+from attn_cli.bench.devices import CpuOps, auto_repeats
+
+# A run is skipped when its estimate exceeds this share of the free memory.
+MEMORY_HEADROOM = 0.85
+
+Progress = Callable[[str, int], None]
+
+
+def run_sweep(
+    config: BenchConfig,
+    ops: CpuOps,
+    *,
+    on_start: Progress | None = None,
+    on_row: Callable[[Row], None] | None = None,
+) -> BenchResult:
+    result = BenchResult(config, ops.describe(config.dtype))
+    failed_at: dict[str, int] = {}  # impl -> the n where it ran out of memory
+    peak = ops.peak_tflops(config.dtype)
+    try:
+        for n in config.sizes:
+            context = _SizeContext(config, ops, n)
+            for impl in config.impls:
+                if on_start:
+                    on_start(impl, n)
+                row = _run_one(config, ops, impl, n, context, failed_at, peak)
+                result.rows.append(row)
+                if on_row:
+                    on_row(row)
+            del context
+    except KeyboardInterrupt:
+        result.interrupted = True
+    return result
+
+
+class _SizeContext:
+    """What every implementation shares at one n: the inputs and the reference (made lazily)."""
+
+    def __init__(self, config: BenchConfig, ops: CpuOps, n: int) -> None:
+        self.config, self.ops, self.n = config, ops, n
+        self.itemsize = ITEMSIZE[config.dtype]
+        self.input_bytes = 3 * config.batch * config.heads * n * config.d * self.itemsize
+        self._inputs: registry.Inputs | None = None
+        self._reference: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def inputs(self) -> registry.Inputs:
+        if self._inputs is None:
+            self._inputs = registry.make_inputs(self.config, self.n, self.ops.tensor_device)
+        return self._inputs
+
+    @property
+    def reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """(query rows checked, their float64 outputs)."""
+        if self._reference is None:
+            rows = registry.reference_rows(self.n)
+            self._reference = (
+                rows,
+                registry.reference_output(self.inputs, rows, self.config.causal),
+            )
+        return self._reference
+
+
+def _run_one(
+    config: BenchConfig,
+    ops: CpuOps,
+    impl: str,
+    n: int,
+    context: _SizeContext,
+    failed_at: dict[str, int],
+    peak: float | None,
+) -> Row:
+    problem = registry.static_problem(impl, ops.name, config.dtype)
+    if problem:
+        return Row.for_run(config, impl, n, status="unsupported", note=problem)
+    if impl in failed_at:
+        return Row.for_run(
+            config, impl, n, status="skipped", note=f"ran out of memory at n={failed_at[impl]}"
+        )
+    dispatched = None
+    limit = ops.memory_limit()
+    if limit is not None and context.input_bytes > MEMORY_HEADROOM * limit:
+        return _skipped(config, impl, n, context.input_bytes, limit, "the inputs alone")
+    if impl == "sdpa":
+        dispatched = registry.sdpa_choice(context.inputs, config.causal)
+    estimate = registry.estimate_bytes(impl, config, n, context.itemsize, dispatched)
+    if limit is not None and estimate > MEMORY_HEADROOM * limit:
+        return _skipped(config, impl, n, estimate, limit, "this run")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # torch says why a forced kernel refused, as warnings
+        try:
+            return _measure(config, ops, impl, n, context, estimate, dispatched, peak)
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:
+            failure = error
+            messages = [str(w.message) for w in caught]
+    return _failure_row(config, ops, impl, n, failure, messages, estimate, failed_at)
+
+
+def _failure_row(
+    config: BenchConfig,
+    ops: CpuOps,
+    impl: str,
+    n: int,
+    error: Exception,
+    messages: list[str],
+    estimate: int,
+    failed_at: dict[str, int],
+) -> Row:
+    """unsupported (a forced kernel refused), oom, or error (any other torch RuntimeError)."""
+    reason = registry.unsupported_reason(error, messages)
+    if reason:
+        return Row.for_run(config, impl, n, status="unsupported", note=reason)
+    if registry.is_out_of_memory(error):
+        ops.after_oom()
+        failed_at[impl] = n
+        note = f"out of memory (estimate was {format_bytes(estimate)})"
+        return Row.for_run(config, impl, n, status="oom", note=note)
+    if isinstance(error, RuntimeError):
+        return Row.for_run(config, impl, n, status="error", note=_one_line(error))
+    raise error  # a bug of ours, not a result
+
+
+def _skipped(config: BenchConfig, impl: str, n: int, needed: int, limit: int, what: str) -> Row:
+    note = (
+        f"{what} needs ≈{format_bytes(needed)}; {format_bytes(limit)} free "
+        f"(limit {MEMORY_HEADROOM:.0%} of it)"
+    )
+    return Row.for_run(
+        config,
+        impl,
+        n,
+        status="skipped",
+        note=note,
+        peak_mem_bytes=needed,
+        memory_method="estimate",
+    )
+
+
+def _measure(
+    config: BenchConfig,
+    ops: CpuOps,
+    impl: str,
+    n: int,
+    context: _SizeContext,
+    estimate: int,
+    dispatched: str | None,
+    peak: float | None,
+) -> Row:
+    run = registry.make_runner(impl, config, context.inputs)
+    rows, expected = context.reference
+    output, one_run_ms = ops.clock_ms(run)  # warm-up 1: also the one checked for accuracy
+    error_max = float(np.max(np.abs(registry.output_rows(output, rows) - expected)))
+    del output
+    for _ in range(ops.warmup - 1):
+        _output, one_run_ms = ops.clock_ms(run)
+        del _output
+    output, peak_bytes, method = ops.measure_peak(run, registry.family(impl))
+    del output
+    repeats = config.repeats or auto_repeats(one_run_ms)
+    times = np.asarray(ops.time_runs(run, repeats))
+    if peak_bytes is None:
+        peak_bytes, method = estimate, "estimate"
+    median = float(np.median(times))
+    tflops = config.flops(n) / (median / 1e3) / 1e12 if median > 0 else None
+    return Row.for_run(
+        config,
+        impl,
+        n,
+        ms_median=median,
+        ms_spread=float(np.percentile(times, 75) - np.percentile(times, 25)),
+        tflops=tflops,
+        peak_fraction=tflops / peak if (tflops is not None and peak) else None,
+        peak_mem_bytes=int(peak_bytes),
+        max_abs_err=error_max,
+        memory_method=method,
+        repeats=len(times),
+        note=f"dispatched to {dispatched}" if dispatched else "",
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 160 else text[:157] + "..."

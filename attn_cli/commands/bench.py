@@ -1,0 +1,187 @@
+"""attn bench: time and memory of attention implementations against sequence length.
+
+Parsing and dispatch only; the sweep lives in attn_cli.bench, the layout in
+attn_cli.render.bench_render. Nothing heavy (torch, the bench package) is imported until the
+command runs, so the start-up of every other command is unaffected.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from attn_cli.options import OUTPUT_PANEL, DeviceName, DtypeName
+
+if TYPE_CHECKING:
+    from attn_cli.bench.config import BenchConfig, BenchResult
+    from attn_cli.bench.devices import CpuOps
+
+RUN_PANEL = "What to run"
+SHAPE_PANEL = "Shape"
+
+
+class BenchFormat(StrEnum):
+    rich = "rich"
+    json = "json"
+    csv = "csv"
+
+
+def bench(
+    device: Annotated[
+        DeviceName,
+        typer.Option("--device", help="cpu, cuda or mps.", rich_help_panel=RUN_PANEL),
+    ] = DeviceName.cpu,
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
+            "[default: 128..2048 on cpu, 512..16384 on cuda].",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    impl: Annotated[
+        str | None,
+        typer.Option(
+            "--impl",
+            help="Comma-separated: naive, sdpa, sdpa-flash, sdpa-efficient, sdpa-cudnn, "
+            "sdpa-math, tiled, numpy, tiled-numpy [default: all the device supports].",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--repeats",
+            min=1,
+            help="Timed runs per row [default: about 0.5 s worth, 5 to 50].",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    block: Annotated[
+        int,
+        typer.Option("--block", min=1, help="Key block size of tiled.", rich_help_panel=RUN_PANEL),
+    ] = 128,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the random inputs.", rich_help_panel=RUN_PANEL)
+    ] = 0,
+    d: Annotated[
+        int, typer.Option("--d", min=1, help="Head dimension.", rich_help_panel=SHAPE_PANEL)
+    ] = 64,
+    heads: Annotated[
+        int, typer.Option("--heads", min=1, help="Attention heads.", rich_help_panel=SHAPE_PANEL)
+    ] = 8,
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, help="Batch size.", rich_help_panel=SHAPE_PANEL)
+    ] = 1,
+    dtype: Annotated[
+        DtypeName | None,
+        typer.Option(
+            "--dtype",
+            help="[default: bfloat16 on cuda, float32 otherwise]",
+            rich_help_panel=SHAPE_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    causal: Annotated[
+        bool,
+        typer.Option("--causal", help="Causal mask (half the FLOPs).", rich_help_panel=SHAPE_PANEL),
+    ] = False,
+    fmt: Annotated[
+        BenchFormat,
+        typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+    ] = BenchFormat.rich,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Also write a log-log plot of time and memory to this PNG (needs matplotlib).",
+            rich_help_panel=OUTPUT_PANEL,
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Time and memory of attention against sequence length n: the O(n²) wall, measured.
+
+    Runs every implementation at every n and reports the median time, TFLOP/s, % of the GPU's
+    dense peak, peak memory and the max error against a float64 reference, then fits how
+    time and memory grow with n. See `attn flash` for the tiled algorithm step by step.
+    """
+    from attn_cli.bench.config import DEFAULT_DTYPE, BenchConfig, parse_impls, parse_sizes
+    from attn_cli.bench.devices import device_ops
+    from attn_cli.bench.fit import fit_rows
+    from attn_cli.bench.impls import default_impls
+    from attn_cli.commands.common import stdout_console
+    from attn_cli.render.bench_plot import require_matplotlib, write_plot
+
+    if plot is not None:
+        require_matplotlib()
+    chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
+    grid = parse_sizes(sizes, device.value)
+    ops = device_ops(device.value)
+    config = BenchConfig(
+        device=device.value,
+        sizes=grid,
+        d=d,
+        heads=heads,
+        batch=batch,
+        dtype=dtype.value if dtype else DEFAULT_DTYPE[device.value],
+        causal=causal,
+        impls=chosen or default_impls(device.value),
+        repeats=repeats,
+        block=block,
+        seed=seed,
+    )
+    result = _run_with_progress(config, ops)
+    fits = fit_rows(result.rows)
+    console = stdout_console()
+    if fmt is BenchFormat.rich:
+        from attn_cli.render.bench_render import bench_renderable
+
+        console.print(bench_renderable(result, fits))
+    else:
+        from attn_cli.render.bench_render import to_csv, to_json
+
+        text = to_json(result, fits) if fmt is BenchFormat.json else to_csv(result)
+        console.out(text, highlight=False, end="" if fmt is BenchFormat.csv else "\n")
+    if plot is not None and result.rows:
+        write_plot(result, plot)
+        _stderr().print(f"plot written to {plot}", markup=False)
+    if result.interrupted:
+        _stderr().print(f"attn: interrupted after {len(result.rows)} rows.", markup=False)
+        raise typer.Exit(code=130)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
+    """The sweep, with a progress bar on stderr (gone when it finishes)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from attn_cli.bench.sweep import run_sweep
+
+    total = len(config.sizes) * len(config.impls)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_stderr(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("bench", total=total)
+
+        def started(impl: str, n: int) -> None:
+            progress.update(task, description=f"{impl:<14} n={n:<6}")
+
+        return run_sweep(config, ops, on_start=started, on_row=lambda _row: progress.advance(task))

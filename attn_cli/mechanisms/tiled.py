@@ -1,0 +1,168 @@
+"""Tiled attention with an online softmax: the algorithm behind FlashAttention.
+
+The keys and values are read in blocks of ``block`` rows. Each query row carries three
+running quantities over the keys seen so far:
+
+    m    the largest score so far (−∞ before the first block)      (..., m, 1)
+    ℓ    Σ exp(score − m) over those scores                        (..., m, 1)
+    acc  Σ exp(score − m) · v over the same scores                 (..., m, d_v)
+
+When a block raises the max from m_old to m_new, every term already in ℓ and acc was taken
+relative to m_old; multiplying both by exp(m_old − m_new) puts them on m_new. After the last
+block, acc / ℓ equals softmax(S) V (up to rounding), yet at most one block of scores
+(m × block) exists at any time, never the m × n matrix.
+
+Causal masking (query i sees keys j ≤ i) must visit the blocks in order from the first key:
+then every row meets its own key no later than in its own block, so no row is still at
+m = −∞ when a block is fully masked for it (that would give exp(−∞ − (−∞)) = NaN).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from attn_cli.backend import namespace_of
+from attn_cli.mechanisms.attention import scale, scores, weighted_sum
+
+Array = Any
+
+
+@dataclass(frozen=True)
+class OnlineState:
+    row_max: Array  # (..., m, 1) m: the largest score seen so far
+    row_sum: Array  # (..., m, 1) ℓ: Σ exp(score − m) over the scores seen so far
+    acc: Array  # (..., m, d_v) Σ exp(score − m) · v, not yet divided by ℓ
+
+
+@dataclass(frozen=True)
+class BlockUpdate:
+    scores: Array  # (..., m, b) this block's scaled (and masked) scores
+    block_max: Array  # (..., m, 1) row max of this block alone
+    rescale: Array  # (..., m, 1) exp(m_old − m_new): 0 on the first block, 1 if m is unchanged
+    p: Array  # (..., m, b) exp(scores − m_new), each in [0, 1]
+    block_sum: Array  # (..., m, 1) row sum of p
+    pv: Array  # (..., m, d_v) p @ v_block
+    state: OnlineState  # after this block
+
+
+@dataclass(frozen=True)
+class BlockStep:
+    """One block of the loop: which keys, the state before, and the update."""
+
+    start: int  # first key of the block (0-based)
+    stop: int  # one past its last key
+    before: OnlineState
+    update: BlockUpdate
+
+
+def initial_state(q: Array, v: Array) -> OnlineState:
+    """Before any key: m = −∞, ℓ = 0, acc = 0."""
+    xp = namespace_of(q, v)
+    column = q[..., :1]  # (..., m, 1), only for shape, dtype and device
+    acc = xp.zeros((*q.shape[:-1], v.shape[-1]), dtype=q.dtype, device=q.device)  # (..., m, d_v)
+    return OnlineState(xp.full_like(column, -math.inf), xp.zeros_like(column), acc)
+
+
+def block_scores(
+    q_rows: Array,
+    k_block: Array,
+    *,
+    use_scale: bool = True,
+    causal: bool = False,
+    row0: int = 0,
+    col0: int = 0,
+) -> Array:
+    """Scores of query rows row0.. against keys col0..: Q K_bᵀ (/ √d_k), −∞ where j > i if causal."""
+    s = scores(q_rows, k_block)  # (..., r, b)
+    if use_scale:
+        s = scale(s, q_rows.shape[-1])  # (..., r, b)
+    if causal:
+        xp = namespace_of(s)
+        rows = xp.arange(row0, row0 + s.shape[-2], device=s.device)[:, None]  # (r, 1) query index
+        cols = xp.arange(col0, col0 + s.shape[-1], device=s.device)[None, :]  # (1, b) key index
+        s = xp.where(cols <= rows, s, -math.inf)  # (..., r, b)
+    return s
+
+
+def update(state: OnlineState, s: Array, v_block: Array) -> BlockUpdate:
+    """Fold one block of scores (..., m, b) and its values (..., b, d_v) into the state."""
+    xp = namespace_of(s, v_block)
+    block_max = xp.max(s, axis=-1, keepdims=True)  # (..., m, 1)
+    row_max = xp.maximum(state.row_max, block_max)  # (..., m, 1) m_new
+    rescale = xp.exp(state.row_max - row_max)  # (..., m, 1) exp(m_old − m_new), in [0, 1]
+    p = xp.exp(s - row_max)  # (..., m, b), in [0, 1]
+    block_sum = xp.sum(p, axis=-1, keepdims=True)  # (..., m, 1)
+    row_sum = rescale * state.row_sum + block_sum  # (..., m, 1)
+    pv = weighted_sum(p, v_block)  # (..., m, b) @ (..., b, d_v) -> (..., m, d_v)
+    acc = rescale * state.acc + pv  # (..., m, d_v)
+    state = OnlineState(row_max, row_sum, acc)
+    return BlockUpdate(s, block_max, rescale, p, block_sum, pv, state)
+
+
+def finish(state: OnlineState) -> Array:
+    """The attention output: acc / ℓ, each row a convex combination of the values."""
+    return state.acc / state.row_sum  # (..., m, d_v)
+
+
+def block_steps(
+    q: Array, k: Array, v: Array, *, block: int, causal: bool = False, use_scale: bool = True
+) -> Iterator[BlockStep]:
+    """Every block of the loop over all query rows, with the state before and after (lessons)."""
+    state = initial_state(q, v)
+    for start in range(0, k.shape[-2], block):
+        stop = min(start + block, k.shape[-2])
+        s = block_scores(
+            q, k[..., start:stop, :], use_scale=use_scale, causal=causal, col0=start
+        )  # (..., m, b)
+        step = update(state, s, v[..., start:stop, :])
+        yield BlockStep(start, stop, state, step)
+        state = step.state
+
+
+def tiled_attention(
+    q: Array, k: Array, v: Array, *, block: int = 128, causal: bool = False, use_scale: bool = True
+) -> Array:
+    """softmax(Q Kᵀ / √d_k) V computed block by block; the m × n scores never exist.
+
+    Query rows are independent, so all of them are updated together for each key block (a
+    GPU kernel runs query tiles in parallel the same way). With ``causal``, query rows before
+    a block's first key see none of it and are left out of that block's work.
+    """
+    m, n = q.shape[-2], k.shape[-2]
+    state = initial_state(q, v)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        first = start if causal else 0  # first query row that sees any key of this block
+        if first >= m:
+            break
+        s = block_scores(
+            q[..., first:, :],
+            k[..., start:stop, :],
+            use_scale=use_scale,
+            causal=causal,
+            row0=first,
+            col0=start,
+        )  # (..., m − first, b)
+        rows = _rows(state, first)
+        new = update(rows, s, v[..., start:stop, :]).state
+        state = new if first == 0 else _set_rows(state, first, new)
+    return finish(state)
+
+
+def _rows(state: OnlineState, first: int) -> OnlineState:
+    if first == 0:
+        return state
+    return OnlineState(
+        state.row_max[..., first:, :], state.row_sum[..., first:, :], state.acc[..., first:, :]
+    )
+
+
+def _set_rows(state: OnlineState, first: int, rows: OnlineState) -> OnlineState:
+    """Write the updated rows first.. back into the state's arrays (in place)."""
+    state.row_max[..., first:, :] = rows.row_max
+    state.row_sum[..., first:, :] = rows.row_sum
+    state.acc[..., first:, :] = rows.acc
+    return state

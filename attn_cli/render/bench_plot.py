@@ -1,0 +1,54 @@
+"""--plot: time and peak memory against n on log-log axes (matplotlib, an optional extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from attn_cli.bench.config import BenchResult
+from attn_cli.errors import UserError
+
+INSTALL_HINT = "pip install 'attn-cli[plot]'"
+
+
+def require_matplotlib() -> None:
+    """Fail before the sweep, not after it, when matplotlib is missing."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UserError(f"--plot needs matplotlib; install it with: {INSTALL_HINT}.")
+
+
+def write_plot(result: BenchResult, path: Path) -> None:
+    require_matplotlib()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for impl in result.config.impls:
+        rows = [row for row in result.rows if row.impl == impl and row.status == "ok"]
+        if not rows:
+            continue
+        ns = [row.n for row in rows]
+        time_axis.plot(ns, [row.ms_median for row in rows], marker="o", label=impl)
+        memory_axis.plot(ns, [row.peak_mem_bytes / 2**20 for row in rows], marker="o", label=impl)
+    config = result.config
+    for axis, label in ((time_axis, "time (ms, median)"), (memory_axis, "peak memory (MiB)")):
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("sequence length n")
+        axis.set_ylabel(label)
+        axis.grid(True, which="both", alpha=0.3)
+    time_axis.legend(fontsize="small")
+    figure.suptitle(
+        f"{result.device_info.get('name', config.device)} · {config.dtype} · batch "
+        f"{config.batch} · heads {config.heads} · d {config.d}"
+        + (" · causal" if config.causal else "")
+    )
+    figure.tight_layout()
+    try:
+        figure.savefig(path, dpi=120)
+    except OSError as error:
+        raise UserError(f"--plot {path}: cannot write it ({error.strerror}).") from None
+    finally:
+        plt.close(figure)

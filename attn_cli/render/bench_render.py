@@ -1,0 +1,198 @@
+"""Lay out a bench result: a rich table with exponents, JSON, or CSV. Nothing is computed here.
+
+The fits are computed by the caller (attn_cli.bench.fit) and handed in with the result.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, fields
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from attn_cli.bench.config import BenchResult, Row
+from attn_cli.bench.fit import Fit, reading
+from attn_cli.render import RenderOptions
+from attn_cli.render.json_render import plain
+from attn_cli.render.rich_render import records_table
+
+ROW_KEYS = tuple(field.name for field in fields(Row))
+MEMORY_METHODS = {
+    "tracemalloc": "trace",
+    "torch profiler": "prof",
+    "cuda allocator": "cuda",
+    "estimate": "est",
+}
+
+
+def significant(value: float | None, digits: int) -> str:
+    """A few significant digits, never in exponent notation above 1: 0.0123, 4.5, 1234."""
+    if value is None:
+        return "—"
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
+
+
+def compact_bytes(count: float) -> str:
+    """Three significant digits: 384 KiB, 1.25 MiB, 10.5 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(count) < 1000 or unit == "GiB":
+            return f"{count:.3g} {unit}" if unit != "B" else f"{count:.0f} B"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableType:
+    """Header, one row per (implementation, n), notes, then the exponents and their reading."""
+    notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the sizes it applies to
+    rows = sorted_rows(result)
+    for row in rows:
+        if row.note:
+            notes.setdefault((row.impl, row.note), []).append(row.n)
+    markers = {key: index for index, key in enumerate(notes, 1)}
+    parts: list[RenderableType] = [_header(result), _rows_table(result, rows, markers)]
+    for (impl, note), index in markers.items():
+        sizes = notes[(impl, note)]
+        where = "every n" if len(sizes) == _count(rows, impl) else "n=" + ",".join(map(str, sizes))
+        parts.append(Text(f"[{index}] {impl} ({where}): {note}", style="yellow"))
+    parts.append(Text(LEGEND, style="dim"))
+    fitted = {impl: fit for impl, fit in fits.items() if _has_exponent(fit)}
+    if fitted:
+        parts += [Text(""), Text("How time and memory grow with n (log-log slope)", style="bold")]
+        parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2)))
+        parts.extend(Text(reading(impl, fit)) for impl, fit in fitted.items())
+    if result.interrupted:
+        parts.append(Text("Interrupted: only the rows finished so far are shown.", style="red"))
+    return Group(*parts)
+
+
+LEGEND = (
+    "ms: median, ± its interquartile range · mem: peak bytes allocated by one call, inputs "
+    "excluded, measured by (trace) tracemalloc, (prof) the torch profiler, (cuda) the CUDA "
+    "allocator, or (est) estimated · err: max |output − float64 reference| on sampled rows"
+)
+
+
+def sorted_rows(result: BenchResult) -> list[Row]:
+    """Rows grouped by implementation (in the order asked for), then by n."""
+    order = {impl: index for index, impl in enumerate(result.config.impls)}
+    return sorted(result.rows, key=lambda row: (order.get(row.impl, len(order)), row.n))
+
+
+def _count(rows: list[Row], impl: str) -> int:
+    return sum(1 for row in rows if row.impl == impl)
+
+
+def _header(result: BenchResult) -> RenderableType:
+    config, info = result.config, result.device_info
+    title = Text(f"attn bench · {info.get('name', config.device)}", style="bold")
+    details = (
+        f"device {config.device} · {config.dtype} · batch {config.batch} · heads "
+        f"{config.heads} · d {config.d} · {'causal' if config.causal else 'not causal'} · "
+        f"block {config.block}"
+    )
+    if info.get("peak_tflops"):
+        details += f" · dense peak {info['peak_tflops']:g} TFLOP/s ({info.get('peak_label')})"
+    return Group(title, Text(details, style="dim"))
+
+
+def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, str], int]) -> Table:
+    with_peak = bool(result.device_info.get("peak_tflops"))
+    table = Table(
+        box=None,
+        header_style="bold underline",
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
+    )
+    columns = ["impl", "n", "ms", "±", "TFLOP/s", *(["% peak"] if with_peak else []), "mem", "by"]
+    for column in [*columns, "err"]:
+        table.add_column(column, justify="left" if column == "impl" else "right", no_wrap=True)
+    table.add_column("status")  # the only column that may wrap on a narrow terminal
+    previous = None
+    for row in rows:
+        ok = row.status == "ok"
+        cells = [
+            row.impl if row.impl != previous else "",
+            str(row.n),
+            significant(row.ms_median, 3) if ok else "—",
+            significant(row.ms_spread, 2) if ok else "",
+            significant(row.tflops, 3) if ok else "—",
+        ]
+        if with_peak:
+            fraction = row.peak_fraction
+            cells.append(f"{100 * fraction:.1f}" if fraction is not None else "—")
+        cells += [*_memory(row), f"{row.max_abs_err:.1e}" if row.max_abs_err is not None else "—"]
+        marker = markers.get((row.impl, row.note))
+        status = Text(row.status, style=STATUS_STYLES.get(row.status, ""))
+        if marker:
+            status.append(f" [{marker}]", style="yellow")
+        table.add_row(*cells, status)
+        previous = row.impl
+    return table
+
+
+STATUS_STYLES = {
+    "ok": "green",
+    "skipped": "yellow",
+    "oom": "red",
+    "unsupported": "magenta",
+    "error": "red",
+}
+
+
+def _memory(row: Row) -> tuple[str, str]:
+    if row.peak_mem_bytes is None:
+        return "—", ""
+    text = compact_bytes(row.peak_mem_bytes)
+    if row.status == "skipped":
+        text = "≈" + text
+    return text, MEMORY_METHODS.get(row.memory_method or "", row.memory_method or "")
+
+
+def _has_exponent(fit: Fit) -> bool:
+    return fit.time_exponent is not None or fit.memory_exponent is not None
+
+
+def _fit_records(fits: dict[str, Fit]) -> list[dict[str, Any]]:
+    return [
+        {
+            "impl": impl,
+            "time exponent": _exponent(fit.time_exponent),
+            "memory exponent": _exponent(fit.memory_exponent),
+        }
+        for impl, fit in fits.items()
+    ]
+
+
+def _exponent(value: float | None) -> str | None:
+    return None if value is None else f"{value:.2f}"
+
+
+def to_json(result: BenchResult, fits: dict[str, Fit]) -> str:
+    document = {
+        "device": plain(result.device_info),
+        "config": plain(asdict(result.config)),
+        "rows": [plain(row.as_dict()) for row in sorted_rows(result)],
+        "fit": {impl: plain(asdict(fit)) for impl, fit in fits.items()},
+        "reading": [reading(impl, fit) for impl, fit in fits.items() if _has_exponent(fit)],
+        "interrupted": result.interrupted,
+    }
+    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+
+
+def to_csv(result: BenchResult) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=ROW_KEYS, lineterminator="\n")
+    writer.writeheader()
+    for row in sorted_rows(result):
+        writer.writerow(
+            {key: "" if value is None else value for key, value in row.as_dict().items()}
+        )
+    return buffer.getvalue()

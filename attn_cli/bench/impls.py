@@ -29,6 +29,7 @@ SDPA_BACKENDS = {
 }
 SHORT_NAMES = {member: impl.removeprefix("sdpa-") for impl, member in SDPA_BACKENDS.items()}
 CUDA_ONLY = ("sdpa-efficient", "sdpa-cudnn")
+PYTHON_OVERHEAD = 64 * 1024
 
 DESCRIPTIONS = {
     "naive": "torch: softmax(Q Kᵀ / √d) V, the n × n scores in memory",
@@ -146,13 +147,14 @@ def estimate_bytes(
         return heads * ((2 + causal) * square * itemsize + rows * itemsize) + causal * square
     if impl == "sdpa-math":
         return heads * ((3 + causal) * square * itemsize + 2 * rows * itemsize)
+    # tracemalloc also counts numpy's small Python-side allocations: a fixed allowance
+    overhead = PYTHON_OVERHEAD if family(impl) == "numpy" else 0
     if impl == "numpy":  # scores, scaled, (masked,) shifted, exp, weights held together
-        return (
-            heads * ((5 + causal) * square * itemsize + rows * itemsize)
-            + causal * square * itemsize
-        )
+        per_head = (5 + causal) * square * itemsize + rows * itemsize
+        return heads * per_head + causal * square * itemsize + overhead
     if impl in ("tiled", "tiled-numpy"):  # state + output + a few (n × block) arrays
-        return heads * itemsize * (4 * rows + (4 + causal) * n * min(config.block, n) + 4 * n)
+        per_head = itemsize * (4 * rows + (4 + causal) * n * min(config.block, n) + 4 * n)
+        return heads * per_head + overhead
     # fused kernels: output, log-sum-exp per row, a workspace
     return heads * (2 * rows * itemsize + 8 * n) + (1 << 20)
 

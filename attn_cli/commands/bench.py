@@ -156,7 +156,10 @@ def bench(
         write_plot(result, plot)
         _stderr().print(f"plot written to {plot}", markup=False)
     if result.interrupted:
-        _stderr().print(f"attn: interrupted after {len(result.rows)} rows.", markup=False)
+        count = len(result.rows)
+        _stderr().print(
+            f"attn: interrupted after {count} row{'' if count == 1 else 's'}.", markup=False
+        )
         raise typer.Exit(code=130)
 
 

@@ -1,0 +1,179 @@
+"""attn bench through the real Typer app: formats, user errors, Ctrl-C, start-up cost."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attn_cli.bench import impls as registry
+from attn_cli.bench.config import BenchConfig, BenchResult, Row
+from attn_cli.bench.fit import fit_rows
+from attn_cli.render.bench_render import bench_renderable
+from tests.conftest import assert_user_error, render_plain
+
+FAST = ("--sizes", "16,32", "--d", "8", "--heads", "2", "--repeats", "2", "--block", "8")
+ROW_KEYS = {
+    "impl",
+    "n",
+    "d",
+    "heads",
+    "batch",
+    "dtype",
+    "causal",
+    "ms_median",
+    "ms_spread",
+    "tflops",
+    "peak_fraction",
+    "peak_mem_bytes",
+    "max_abs_err",
+    "status",
+    "note",
+}
+
+
+@pytest.fixture(autouse=True)
+def _needs_torch(torch):
+    return torch
+
+
+def test_json_rows_fit_and_device(invoke):
+    result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy", "--causal", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [(row["impl"], row["n"]) for row in doc["rows"]] == [
+        ("naive", 16),
+        ("naive", 32),
+        ("tiled-numpy", 16),
+        ("tiled-numpy", 32),
+    ]
+    for row in doc["rows"]:
+        assert set(row) >= ROW_KEYS
+        assert row["status"] == "ok" and row["causal"] is True and row["dtype"] == "float32"
+        assert row["max_abs_err"] < 2e-6 and row["peak_fraction"] is None
+    assert set(doc["fit"]) == {"naive", "tiled-numpy"}
+    assert set(doc["fit"]["naive"]) == {"time_exponent", "memory_exponent"}
+    assert doc["device"]["device"] == "cpu" and doc["device"]["cores"] >= 1
+    assert doc["config"]["sizes"] == [16, 32] and doc["interrupted"] is False
+
+
+def test_csv_rows(invoke):
+    result = invoke("bench", *FAST, "--impl", "sdpa,numpy", "--format", "csv")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 4
+    assert set(rows[0]) >= ROW_KEYS
+    assert {row["status"] for row in rows} == {"ok"}
+    assert rows[0]["note"].startswith("dispatched to")
+
+
+def test_rich_table_with_notes_and_exponents(invoke):
+    result = invoke("bench", *FAST, "--impl", "naive,sdpa-efficient,tiled")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "attn bench" in out and "float32" in out
+    assert "sdpa-efficient" in out and "unsupported [1]" in out
+    assert "[1] sdpa-efficient (every n): efficient is a CUDA-only kernel" in out
+    assert "How time and memory grow with n" in out
+    assert "naive: memory grows as n^" in out
+
+
+def test_rich_rendering_of_every_status():
+    config = BenchConfig(sizes=(128, 256), impls=("naive", "tiled"))
+    common = {"ms_spread": 0.1, "max_abs_err": 1e-7, "memory_method": "torch profiler"}
+    rows = [
+        Row.for_run(config, "naive", 128, ms_median=1.0, peak_mem_bytes=2**20, **common),
+        Row.for_run(config, "naive", 256, status="oom", note="out of memory"),
+        Row.for_run(config, "tiled", 128, ms_median=2.0, peak_mem_bytes=2**16, **common),
+        Row.for_run(
+            config,
+            "tiled",
+            256,
+            status="skipped",
+            note="needs more",
+            peak_mem_bytes=10 * 2**30,
+            memory_method="estimate",
+        ),
+    ]
+    result = BenchResult(config, {"name": "Test CPU"}, rows, interrupted=True)
+    text = render_plain(bench_renderable(result, fit_rows(rows)))
+    assert "oom [1]" in text and "skipped [2]" in text
+    assert "≈10 GiB" in text and "1 MiB" in text
+    assert "[1] naive (n=256): out of memory" in text
+    assert "Interrupted" in text
+    assert "How time and memory grow" not in text  # one size each: no exponent
+
+
+def test_cuda_absent_is_a_user_error(invoke, torch):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert_user_error(invoke("bench", "--device", "cuda"), "--device cuda", "CUDA is not available")
+
+
+def test_missing_torch_is_a_user_error(invoke, monkeypatch):
+    monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)  # import raises ImportError
+    assert_user_error(invoke("bench", *FAST), "needs PyTorch", "pip install 'attn-cli[torch]'")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--sizes", "12,abc"), "--sizes"),
+        (("--sizes", "64..32"), "--sizes"),
+        (("--impl", "naive,flash9"), "unknown implementation 'flash9'"),
+    ],
+)
+def test_bad_options_are_user_errors(invoke, args, fragment):
+    assert_user_error(invoke("bench", *args), fragment)
+
+
+def test_plot_without_matplotlib_says_how_to_install(invoke, monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
+    result = invoke("bench", *FAST, "--plot", str(tmp_path / "bench.png"))
+    assert_user_error(result, "--plot needs matplotlib", "pip install 'attn-cli[plot]'")
+
+
+def test_plot_is_written(invoke, tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "bench.png"
+    result = invoke(
+        "bench", *FAST, "--impl", "naive,tiled", "--format", "csv", "--plot", str(target)
+    )
+    assert result.exit_code == 0, result.output
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {target}" in result.stderr
+
+
+def test_ctrl_c_prints_the_finished_rows(invoke, monkeypatch):
+    real = registry.make_runner
+
+    def make_runner(impl, config, inputs):
+        if impl == "tiled":
+            raise KeyboardInterrupt
+        return real(impl, config, inputs)
+
+    monkeypatch.setattr(registry, "make_runner", make_runner)
+    result = invoke("bench", *FAST, "--impl", "naive,tiled", "--format", "json")
+    assert result.exit_code == 130
+    doc = json.loads(result.stdout)
+    assert doc["interrupted"] is True
+    assert [(row["impl"], row["n"]) for row in doc["rows"]] == [("naive", 16)]
+    assert "interrupted after 1 row." in result.stderr
+
+
+def test_startup_of_other_commands_does_not_import_torch_or_the_bench():
+    code = (
+        "import sys, attn_cli.cli; "
+        "print(sorted(m for m in ('torch', 'attn_cli.bench.sweep', 'matplotlib') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -57,6 +57,7 @@ def test_json_rows_fit_and_device(invoke):
         assert row["max_abs_err"] < 2e-6 and row["peak_fraction"] is None
     assert set(doc["fit"]) == {"naive", "tiled-numpy"}
     assert set(doc["fit"]["naive"]) == {"time_exponent", "memory_exponent"}
+    assert doc["reading"][0].startswith("naive memory grows as n^")  # the contrast line
     assert doc["device"]["device"] == "cpu" and doc["device"]["cores"] >= 1
     assert doc["config"]["sizes"] == [16, 32] and doc["interrupted"] is False
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from attn_cli.bench.config import BenchConfig, Row
-from attn_cli.bench.fit import Fit, fit_rows, loglog_slope, reading
+from attn_cli.bench.fit import Fit, contrast, fit_rows, loglog_slope, reading
 
 
 def test_slope_of_exact_power_laws():
@@ -67,3 +67,10 @@ def test_reading_names_the_exponents():
     assert "time as n^1.9" in text
     assert "overheads" in reading("sdpa", Fit(0.4, 1.0))
     assert "no exponent" in reading("numpy", Fit(None, None))
+
+
+def test_contrast_of_steepest_and_flattest_memory():
+    fits = {"naive": Fit(2.0, 1.98), "tiled": Fit(2.0, 1.01), "sdpa": Fit(1.5, 1.2)}
+    assert contrast(fits) == "naive memory grows as n^2.0; tiled as n^1.0."
+    assert contrast({"naive": Fit(2.0, 2.0)}) is None
+    assert contrast({"naive": Fit(2.0, None), "tiled": Fit(1.0, None)}) is None

@@ -52,6 +52,21 @@ def reading(impl: str, fit: Fit) -> str:
     return f"{impl}: " + "; ".join(parts) + "."
 
 
+def contrast(fits: dict[str, Fit]) -> str | None:
+    """The steepest and the flattest memory growth in one line, e.g.
+    "naive memory grows as n^2.0; tiled as n^1.0." (None with fewer than two fits)."""
+    measured = {
+        impl: fit.memory_exponent for impl, fit in fits.items() if fit.memory_exponent is not None
+    }
+    if len(measured) < 2:
+        return None
+    steep = max(measured, key=lambda impl: measured[impl])
+    flat = min(measured, key=lambda impl: measured[impl])
+    if steep == flat:
+        return None
+    return f"{steep} memory grows as n^{measured[steep]:.1f}; {flat} as n^{measured[flat]:.1f}."
+
+
 def _memory_word(fit: Fit) -> str:
     exponent = fit.memory_exponent
     assert exponent is not None

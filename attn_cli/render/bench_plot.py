@@ -23,6 +23,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.5))
     for impl in result.config.impls:
@@ -35,6 +36,8 @@ def write_plot(result: BenchResult, path: Path) -> None:
     config = result.config
     for axis, label in ((time_axis, "time (ms, median)"), (memory_axis, "peak memory (MiB)")):
         axis.set_xscale("log", base=2)
+        axis.set_xticks(list(config.sizes), labels=[str(n) for n in config.sizes])
+        axis.xaxis.set_minor_locator(NullLocator())
         axis.set_yscale("log")
         axis.set_xlabel("sequence length n")
         axis.set_ylabel(label)

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli.bench.config import BenchResult, Row
-from attn_cli.bench.fit import Fit, reading
+from attn_cli.bench.fit import Fit, contrast, reading
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import plain
 from attn_cli.render.rich_render import records_table
@@ -66,7 +66,7 @@ def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableTyp
     if fitted:
         parts += [Text(""), Text("How time and memory grow with n (log-log slope)", style="bold")]
         parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2)))
-        parts.extend(Text(reading(impl, fit)) for impl, fit in fitted.items())
+        parts.extend(Text(sentence) for sentence in readings(fitted))
     if result.interrupted:
         parts.append(Text("Interrupted: only the rows finished so far are shown.", style="red"))
     return Group(*parts)
@@ -156,6 +156,12 @@ def _memory(row: Row) -> tuple[str, str]:
     return text, MEMORY_METHODS.get(row.memory_method or "", row.memory_method or "")
 
 
+def readings(fits: dict[str, Fit]) -> list[str]:
+    """The contrast line first (when there is one), then one sentence per implementation."""
+    first = contrast(fits)
+    return ([first] if first else []) + [reading(impl, fit) for impl, fit in fits.items()]
+
+
 def _has_exponent(fit: Fit) -> bool:
     return fit.time_exponent is not None or fit.memory_exponent is not None
 
@@ -181,7 +187,7 @@ def to_json(result: BenchResult, fits: dict[str, Fit]) -> str:
         "config": plain(asdict(result.config)),
         "rows": [plain(row.as_dict()) for row in sorted_rows(result)],
         "fit": {impl: plain(asdict(fit)) for impl, fit in fits.items()},
-        "reading": [reading(impl, fit) for impl, fit in fits.items() if _has_exponent(fit)],
+        "reading": readings({impl: fit for impl, fit in fits.items() if _has_exponent(fit)}),
         "interrupted": result.interrupted,
     }
     return json.dumps(document, ensure_ascii=False, allow_nan=False)

@@ -15,32 +15,19 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import tiled
-from attn_cli.model import InputValue, Part, Walkthrough
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
+from attn_cli.model import Part, Walkthrough
+from attn_cli.walkthroughs import scaled
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, labels
 
-INPUTS = (
-    InputSpec("Q", "--q", "matrix", "queries"),
-    InputSpec("K", "--k", "matrix", "keys"),
-    InputSpec("V", "--v", "matrix", "values"),
-)
+INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
 OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False}
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.
 MAX_BLOCKS = 16
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
-    q, k, v = inputs["Q"], inputs["K"], inputs["V"]
-    if q.shape[1] != k.shape[1]:
-        raise UserError(
-            f"Q has {q.shape[1]} columns but K has {k.shape[1]}: Q and K must share d_k "
-            "(each score is a dot product of a query row with a key row)."
-        )
-    if k.shape[0] != v.shape[0]:
-        raise UserError(
-            f"K has {k.shape[0]} rows but V has {v.shape[0]}: K and V must have the same number "
-            "of rows n (one value per key)."
-        )
-    _check_options(q.shape[0], k.shape[0], options)
+    scaled.validate(inputs, options)  # Q and K share d_k; K and V share n
+    _check_options(inputs["Q"].shape[0], inputs["K"].shape[0], options)
 
 
 def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
@@ -170,7 +157,7 @@ def build(run: LessonRun) -> Walkthrough:
         notes.append("Scores are not scaled here (the example uses the plain dot product).")
     return record.walkthrough(
         output,
-        inputs=_labelled_inputs(run, queries, keys),
+        inputs=scaled.labelled_inputs(run, queries, keys),
         notes=tuple(notes),
         meta={"max_abs_difference": difference},
     )
@@ -179,13 +166,3 @@ def build(run: LessonRun) -> Walkthrough:
 def _causal_mask(m: int, n: int) -> np.ndarray:
     """Additive mask: 0 where key j ≤ query i, −∞ above the diagonal."""
     return np.triu(np.full((m, n), -np.inf), 1)
-
-
-def _labelled_inputs(
-    run: LessonRun, queries: tuple[str, ...], keys: tuple[str, ...]
-) -> tuple[InputValue, ...]:
-    return (
-        InputValue("Q", run.inputs["Q"], row_labels=queries, description=INPUTS[0].description),
-        InputValue("K", run.inputs["K"], row_labels=keys, description=INPUTS[1].description),
-        InputValue("V", run.inputs["V"], row_labels=keys, description=INPUTS[2].description),
-    )

@@ -76,10 +76,10 @@ def build(run: LessonRun) -> Walkthrough:
     notes = (
         () if use_scale else ("Scores are not scaled here (the slide uses the plain dot product).",)
     )
-    return record.walkthrough(output, notes=notes, inputs=_labelled_inputs(run, queries, keys))
+    return record.walkthrough(output, notes=notes, inputs=labelled_inputs(run, queries, keys))
 
 
-def _labelled_inputs(
+def labelled_inputs(
     run: LessonRun, queries: tuple[str, ...], keys: tuple[str, ...]
 ) -> tuple[InputValue, ...]:
     return (

@@ -105,7 +105,7 @@ def test_the_documented_example_runs(invoke):
     [
         ("lesson = [", ["not valid TOML", "fix the syntax"]),
         ('title = "no lesson"', ['field "lesson" is missing', 'lesson = "scaled"']),
-        ('lesson = "flash"', ['lesson = "flash" is not a lesson attn knows', "scaled"]),
+        ('lesson = "nosuch"', ['lesson = "nosuch" is not a lesson attn knows', "scaled"]),
         (
             GOOD.replace('K = [[1, 0], [0, 1]]\nV = "3', 'V = "3'),
             ["example 'mine'", "input 'K' (keys) is missing", "[examples.inputs]"],

@@ -40,7 +40,7 @@ def bench(
         typer.Option(
             "--sizes",
             help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
-            "\\[default: 128..2048 on cpu, 512..16384 on cuda].",
+            "(default: 128..2048 on cpu, 512..16384 on cuda).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),
@@ -50,7 +50,7 @@ def bench(
         typer.Option(
             "--impl",
             help="Comma-separated: naive, sdpa, sdpa-flash, sdpa-efficient, sdpa-cudnn, "
-            "sdpa-math, tiled, numpy, tiled-numpy \\[default: all the device supports].",
+            "sdpa-math, tiled, numpy, tiled-numpy (default: all the device supports).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),
@@ -60,7 +60,7 @@ def bench(
         typer.Option(
             "--repeats",
             min=1,
-            help="Timed runs per row \\[default: about 0.5 s worth, 5 to 50].",
+            help="Timed runs per row (default: about 0.5 s worth, 5 to 50).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),
@@ -85,7 +85,7 @@ def bench(
         DtypeName | None,
         typer.Option(
             "--dtype",
-            help="\\[default: bfloat16 on cuda, float32 otherwise]",
+            help="(default: bfloat16 on cuda, float32 otherwise)",
             rich_help_panel=SHAPE_PANEL,
             show_default=False,
         ),

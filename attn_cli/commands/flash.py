@@ -41,7 +41,7 @@ def flash(
         typer.Option(
             "--block",
             min=1,
-            help="Keys per block \\[default: the example's, else 2].",
+            help="Keys per block (default: the example's, else 2).",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
@@ -50,7 +50,7 @@ def flash(
         bool | None,
         typer.Option(
             "--causal/--no-causal",
-            help="Mask future keys (query i sees keys 1..i) \\[default: the example's, else off].",
+            help="Mask future keys: query i sees keys 1..i (default: the example's, else off).",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
@@ -59,20 +59,20 @@ def flash(
         bool | None,
         typer.Option(
             "--scale/--no-scale",
-            help="Divide scores by √d_k \\[default: the example's, else on].",
+            help="Divide scores by √d_k (default: the example's, else on).",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
     ] = None,
     n: Annotated[int | None, size_option("--n", "Random inputs: number of keys n.")] = None,
     m: Annotated[
-        int | None, size_option("--m", "Random inputs: number of queries m \\[default: n].")
+        int | None, size_option("--m", "Random inputs: number of queries m (default: n).")
     ] = None,
     dk: Annotated[
-        int | None, size_option("--dk", "Random inputs: key width d_k \\[default: 4].")
+        int | None, size_option("--dk", "Random inputs: key width d_k (default: 4).")
     ] = None,
     dv: Annotated[
-        int | None, size_option("--dv", "Random inputs: value width d_v \\[default: d_k].")
+        int | None, size_option("--dv", "Random inputs: value width d_v (default: d_k).")
     ] = None,
     seed: SeedOpt = 0,
     example: ExampleOpt = None,

@@ -14,7 +14,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
-from attn_cli.mechanisms import tiled
+from attn_cli.mechanisms import masks, tiled
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs import scaled
 from attn_cli.walkthroughs.base import LessonRun, StepRecorder, labels
@@ -137,10 +137,8 @@ def build(run: LessonRun) -> Walkthrough:
     assert state is not None  # n >= 1 keys make at least one block
     final = state
     output = record.compute("output", lambda: tiled.finish(final), row_labels=queries, context=base)
-    mask = _causal_mask(m, n) if causal else None
-    plain = mech.attention(
-        q, k, v, use_scale=use_scale, mask=None if mask is None else backend.asarray(mask)
-    ).output
+    mask = masks.causal_additive(mech.scores(q, k)) if causal else None  # (m, m), m = n
+    plain = mech.attention(q, k, v, use_scale=use_scale, mask=mask).output
     difference = float(np.max(np.abs(backend.to_numpy(output) - backend.to_numpy(plain))))
     record.add(
         "check",
@@ -161,8 +159,3 @@ def build(run: LessonRun) -> Walkthrough:
         notes=tuple(notes),
         meta={"max_abs_difference": difference},
     )
-
-
-def _causal_mask(m: int, n: int) -> np.ndarray:
-    """Additive mask: 0 where key j ≤ query i, −∞ above the diagonal."""
-    return np.triu(np.full((m, n), -np.inf), 1)

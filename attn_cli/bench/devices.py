@@ -17,9 +17,11 @@ import gc
 import math
 import os
 import platform
+import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -213,6 +215,21 @@ def tracemalloc_peak(fn: Callable[[], Any]) -> tuple[Any, int, str]:
     return out, max(0, peak - before), "tracemalloc"
 
 
+@contextmanager
+def native_stderr_silenced() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null for a moment (C++ logging bypasses sys.stderr)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def torch_profiler_peak(fn: Callable[[], Any]) -> tuple[Any, int | None, str]:
     """Peak bytes from the torch profiler's allocation events, replayed in time order.
 
@@ -221,8 +238,14 @@ def torch_profiler_peak(fn: Callable[[], Any]) -> tuple[Any, int | None, str]:
     """
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with native_stderr_silenced():  # Kineto logs "profiler_start" there, whatever its log level
+        prof.__enter__()
+    try:
         out = fn()
+    finally:
+        with native_stderr_silenced():
+            prof.__exit__(None, None, None)
     try:
         from torch._C._profiler import _EventType
 

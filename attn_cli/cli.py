@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -22,12 +25,20 @@ from attn_cli.commands import (
 )
 from attn_cli.commands.common import user_errors
 
-app = typer.Typer(
-    name="attn",
-    help="Worked examples of the attention mechanism: every intermediate matrix, computed.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-)
+# Name -> command function, in the order `attn --help` lists them.
+COMMANDS: dict[str, Callable[..., None]] = {
+    "scaled": scaled.scaled,
+    "bahdanau": bahdanau.bahdanau,
+    "selfattn": selfattn.selfattn,
+    "causal": causal.causal,
+    "multihead": multihead.multihead,
+    "posenc": posenc.posenc,
+    "variance": variance.variance,
+    "check": check.check,
+    "tour": tour.tour,
+    "flash": flash.flash,
+    "bench": bench.bench,
+}
 
 
 def _version(value: bool) -> None:
@@ -36,7 +47,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def root(
     version: Annotated[
         bool,
@@ -48,18 +58,30 @@ def root(
     """Worked examples of the attention mechanism: every intermediate matrix, computed."""
 
 
-app.command("scaled")(user_errors(scaled.scaled))
-app.command("bahdanau")(user_errors(bahdanau.bahdanau))
-app.command("selfattn")(user_errors(selfattn.selfattn))
-app.command("causal")(user_errors(causal.causal))
-app.command("multihead")(user_errors(multihead.multihead))
-app.command("posenc")(user_errors(posenc.posenc))
-app.command("variance")(user_errors(variance.variance))
-app.command("check")(user_errors(check.check))
-app.command("tour")(user_errors(tour.tour))
-app.command("flash")(user_errors(flash.flash))
-app.command("bench")(user_errors(bench.bench))
+def make_app(commands: dict[str, Callable[..., None]]) -> typer.Typer:
+    """The Typer app with these commands, each turning a UserError into one line and exit 2."""
+    typer_app = typer.Typer(
+        name="attn",
+        help="Worked examples of the attention mechanism: every intermediate matrix, computed.",
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+    )
+    typer_app.callback()(root)
+    for name, command in commands.items():
+        typer_app.command(name)(user_errors(command))
+    return typer_app
+
+
+app = make_app(COMMANDS)
 
 
 def main() -> None:
-    app(prog_name="attn")
+    """The console script. Typer builds every registered command (inspecting each signature)
+    before it runs one; a run of one known command builds only that one, which keeps start-up
+    (and so TAB completion's re-runs) light as commands are added."""
+    chosen = sys.argv[1] if len(sys.argv) > 1 else None
+    completing = any(key.endswith("_COMPLETE") for key in os.environ)
+    if chosen in COMMANDS and not completing:
+        make_app({chosen: COMMANDS[chosen]})(prog_name="attn")
+    else:
+        app(prog_name="attn")

@@ -11,7 +11,6 @@ Every problem is a :class:`UserError` that names the option, the problem and the
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -109,6 +108,8 @@ def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
 
 
 def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
+    import json  # only JSON input needs it: keeps start-up light
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:

@@ -25,6 +25,16 @@ DEVICES = ("cpu", "cuda", "mps")
 NUMPY_DTYPES: dict[str, Any] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16")
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+# Facts of each floating-point type: the gap between 1 and the next number (machine epsilon),
+# the largest finite number, and the largest n such that every integer up to n is exact.
+EPSILON = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+LARGEST = {
+    "float64": 1.7976931348623157e308,
+    "float32": 3.4028234663852886e38,
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+}
+EXACT_INTEGERS = {"float64": 2**53, "float32": 2**24, "float16": 2**11, "bfloat16": 2**8}
 
 
 def namespace_of(*arrays: Any) -> Any:

@@ -18,7 +18,8 @@ import numpy as np
 
 from attn_cli.errors import UserError
 
-_ENTRY_SPLIT = re.compile(r"[,\s]+")
+# Entries are separated by one comma (spaces around it allowed) or by spaces.
+_ENTRY_SPLIT = re.compile(r"\s*,\s*|\s+")
 _ROW_SPLIT = re.compile(r"[;\n]")
 _FILE_SUFFIXES = (".npy", ".csv", ".txt", ".json")
 
@@ -47,9 +48,9 @@ def parse_vector(text: str, name: str) -> np.ndarray:
 
 def parse_int_list(text: str, name: str) -> list[int]:
     """Parse ``"1,4,16"`` into integers (used for sizes and permutations)."""
-    parts = [part for part in _ENTRY_SPLIT.split(text.strip()) if part]
-    if not parts:
+    if not text.strip():
         raise UserError(f'{name} is empty; give whole numbers separated by commas, e.g. "1,4,16".')
+    parts = _entries(text, name, "")
     values = []
     for part in parts:
         try:
@@ -93,7 +94,7 @@ def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
         raise UserError(f'{name}{where} is empty; give at least one row, e.g. "1,0;0,1".')
     rows: list[list[float]] = []
     for row_index, row_text in enumerate(rows_text, start=1):
-        entries = [entry for entry in _ENTRY_SPLIT.split(row_text) if entry]
+        entries = _entries(row_text, name, where)
         row = []
         for column_index, entry in enumerate(entries, start=1):
             try:
@@ -105,6 +106,17 @@ def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
                 ) from None
         rows.append(row)
     return _rectangular(rows, name, where)
+
+
+def _entries(text: str, name: str, where: str) -> list[str]:
+    """Split one row into its entries; an empty entry ("1,,2" or "1,2,") is a typo, not a skip."""
+    entries = _ENTRY_SPLIT.split(text.strip())
+    if "" in entries:
+        raise UserError(
+            f"{name}{where}: {text.strip()!r} has an empty entry (two commas in a row, or a comma "
+            'at an end); write entries like "1,0".'
+        )
+    return entries
 
 
 def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
@@ -140,7 +152,13 @@ def _rectangular(rows: list, name: str, where: str) -> np.ndarray:
                     f"{name}{where}: {entry!r} (row {row_index}, entry {column_index}) is not a "
                     "number."
                 )
-    return np.asarray(rows, dtype=np.float64)
+    try:
+        return np.asarray(rows, dtype=np.float64)
+    except OverflowError:
+        raise UserError(
+            f"{name}{where} has a number too large for a float64 (over 1.8e308); use smaller "
+            "numbers."
+        ) from None
 
 
 def _read_file(path: Path, name: str) -> np.ndarray:

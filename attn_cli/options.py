@@ -143,7 +143,8 @@ DtypeOpt = Annotated[
 
 
 def size_option(flag: str, help_text: str) -> object:
-    return typer.Option(flag, help=help_text, rich_help_panel=SIZE_PANEL, show_default=False, min=1)
+    # No min=1 here: the runner checks sizes, so a bad one is our one-line error, not a usage box.
+    return typer.Option(flag, help=help_text, rich_help_panel=SIZE_PANEL, show_default=False)
 
 
 QuizOpt = Annotated[

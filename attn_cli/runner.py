@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli import slides
-from attn_cli.backend import get_backend
+from attn_cli.backend import LARGEST, get_backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
 from attn_cli.matrices import parse_matrix, parse_vector
@@ -117,6 +117,9 @@ def prepare(request: RunRequest) -> LessonRun:
     # Inputs a lesson lets the user give on top of an example (e.g. W_a for bahdanau --compare).
     overrides = set(getattr(module, "EXAMPLE_OVERRIDES", ()))
     on_example = bool(given_inputs) and set(given_inputs) <= overrides
+    for key, value in given_sizes.items():
+        if value < 1:
+            raise UserError(f"--{key.replace('_', '-')} must be at least 1, not {value}.")
     if given_sizes:
         if given_inputs:
             flags = ", ".join(_flag(module, name) for name in given_inputs)
@@ -153,9 +156,11 @@ def prepare(request: RunRequest) -> LessonRun:
         try:
             module.validate(inputs, options)
         except UserError as error:
-            if example is None or given_inputs or (given_options and not module.INPUTS):
-                raise  # the user's own inputs (or, without matrix inputs, options) are at fault
+            if example is None or given_inputs or given_options:
+                raise  # the user's own inputs or options are at fault, not the lesson file
             raise UserError(f"{_where(lesson, example)}, inputs: {error}") from None
+    if inputs:
+        _check_representable(module, inputs, backend.dtype)
     input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
     needed = input_bytes + module.estimate_bytes(shapes, options, backend.itemsize)
     fix = getattr(module, "MEMORY_FIX", "choose smaller sizes")
@@ -173,7 +178,23 @@ def prepare(request: RunRequest) -> LessonRun:
 def compute(request: RunRequest) -> Walkthrough:
     """Prepare and build the walkthrough; a lecture example also gets its slide's errata noted."""
     run = prepare(request)
-    return with_slide_notes(build(run), run, request)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is noted below instead
+        walkthrough = with_overflow_note(build(run), run)
+    return with_slide_notes(walkthrough, run, request)
+
+
+def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
+    """Say so when finite inputs gave a non-finite output: a number overflowed the dtype."""
+    output = walkthrough.output
+    if not isinstance(output, np.ndarray) or np.isfinite(output).all():
+        return walkthrough
+    dtype = run.backend.dtype
+    fix = "smaller inputs" if dtype == "float64" else "--dtype float64 or smaller inputs"
+    note = (
+        f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
+        f"({LARGEST[dtype]:g}) and overflowed; use {fix}."
+    )
+    return replace(walkthrough, notes=(*walkthrough.notes, note))
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -215,6 +236,18 @@ def _missing_input(spec: InputSpec, where: str) -> UserError:
 
 def _where(lesson: LessonFile, example: Example) -> str:
     return f"{lesson.path or lesson.lesson}: example {example.name!r}"
+
+
+def _check_representable(module: Any, inputs: dict[str, np.ndarray], dtype: str) -> None:
+    """Refuse an input that the chosen dtype would turn into infinity (never silently)."""
+    for name, array in inputs.items():
+        largest = float(np.max(np.abs(array))) if array.size else 0.0
+        if largest > LARGEST[dtype]:
+            flag = next((spec.option for spec in module.INPUTS if spec.name == name), name)
+            raise UserError(
+                f"{flag} has {largest:g}, beyond the largest {dtype} ({LARGEST[dtype]:g}); use "
+                "--dtype float32 or float64."
+            )
 
 
 def _flag(module: Any, name: str) -> str:

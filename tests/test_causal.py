@@ -309,7 +309,7 @@ SQUARE = "1,0;0,1"
         (("--scores", "1,2;3,4;5,6"), ("--scores is 3 × 2", "square")),
         (("--scores", "1,x"), ("--scores", "'x'", "not a number")),
         (("--scores", "[[1,NaN],[0,1]]"), ("--scores has nan",)),
-        (("--scores", "1,2;3,"), ("--scores", "row 2 has 1 entries")),
+        (("--scores", "1,2;3"), ("--scores", "row 2 has 1 entries")),
         (("--scores", "@/nonexistent/s.npy"), ("not found",)),
         (("--q", SQUARE), ("--q needs --k",)),
         (("--k", SQUARE), ("--k needs --q",)),

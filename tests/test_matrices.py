@@ -117,3 +117,20 @@ def test_cli_pickled_npy_is_a_user_error(invoke, tmp_path):
     np.save(path, np.array([[1, None]], dtype=object), allow_pickle=True)
     result = invoke("scaled", "--q", f"@{path}", "--k", "1,1", "--v", "1")
     assert_user_error(result, "pickled")
+
+
+@pytest.mark.parametrize("text", ["1,,2", "1,2,", ",1,2", "1, ,2"])
+def test_an_empty_entry_is_a_typo_not_a_skip(text):
+    with pytest.raises(UserError, match="has an empty entry"):
+        parse_matrix(text, "--q")
+    with pytest.raises(UserError, match="has an empty entry"):
+        parse_int_list(text, "--dk")
+
+
+def test_a_number_too_large_for_float64_is_a_user_error(invoke):
+    huge = "[[" + "9" * 400 + "]]"
+    assert_user_error(
+        invoke("scaled", "--q", huge, "--k", "1", "--v", "1"), "too large for a float64"
+    )
+    # Written as a float it is simply infinite, which the finiteness check names.
+    assert_user_error(invoke("scaled", "--q", "1e999", "--k", "1", "--v", "1"), "--q has inf")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from attn_cli.model import InputValue, Step, Walkthrough
@@ -89,9 +91,12 @@ def test_full_scaled_walkthrough_text_at_80_columns():
         "Step 4 · Output  A V · 2 × 2",
     ):
         assert heading in text
-    assert "│ q1 │ 0.3302 │ 0.6698 │     1 │" in text
-    assert "│ q1 │ 0.2340 │ 0.3340 │" in text
-    assert "√d_k = √2 = 1.4142" in text
+    # Row q1 of the weights: softmax(1/√2, 2/√2), written out; its output row from V by hand.
+    first = 1 / (1 + math.exp(1 / math.sqrt(2)))
+    out = (first * 0.1 + (1 - first) * 0.3, first * 0.2 + (1 - first) * 0.4)
+    assert f"│ q1 │ {first:.4f} │ {1 - first:.4f} │     1 │" in text
+    assert f"│ q1 │ {out[0]:.4f} │ {out[1]:.4f} │" in text
+    assert f"√d_k = √2 = {math.sqrt(2):.4f}" in text
 
 
 def test_block_heatmap_for_big_signed_matrices():

@@ -266,11 +266,12 @@ def test_list_examples(invoke):
 def test_markdown_and_latex(invoke):
     markdown = invoke("scaled", "--format", "markdown").stdout
     assert "## Scaled dot-product attention — example `two-tokens`" in markdown
-    assert "| **q1** | 0.7071 | 1.4142 |" in markdown
+    root2 = math.sqrt(2)
+    assert f"| **q1** | {1 / root2:.4f} | {2 / root2:.4f} |" in markdown
     assert "|---|---:|---:|" in markdown
     latex = invoke("scaled", "--format", "latex", "--precision", "3").stdout
     assert "\\[ S = QK^\\top = \\begin{bmatrix} 1 & 2 \\\\ 1 & 0 \\end{bmatrix} \\]" in latex
-    assert "0.707 & 1.414 \\\\ 0.707 & 0" in latex
+    assert f"{1 / root2:.3f} & {2 / root2:.3f} \\\\ {1 / root2:.3f} & 0" in latex
 
 
 def test_json_is_one_document_with_the_contract_keys(invoke):

@@ -205,7 +205,12 @@ def test_rich_output(invoke):
     out = result.stdout
     for title in ("Queries  Q = X W_Q", "Weights  A = softmax(rows)", "Reordered tokens"):
         assert title in out
-    assert "0.4011" in out and "0.8022" in out and "slept" in out and "Σ row" in out
+    # X = [[1,0],[0,1],[1,1]], identity weights: row 1's scores are (1, 0, 1)/√2, so the
+    # weights are e^a, 1, e^a over 2e^a + 1 with a = 1/√2; output row 1 is (w1 + w3, w2).
+    a = math.exp(1 / math.sqrt(2))
+    w_same = a / (2 * a + 1)
+    assert f"{w_same:.4f}" in out and f"{2 * w_same:.4f}" in out
+    assert "slept" in out and "Σ row" in out
     assert "Exactly 0" in out and "attn posenc" in out
 
 

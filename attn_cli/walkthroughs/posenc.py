@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import EPSILON, EXACT_INTEGERS
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Part, Walkthrough
@@ -89,6 +90,14 @@ def build(run: LessonRun) -> Walkthrough:
     s = settings(run.options)
     backend = run.backend
     n, d, h = s.positions, s.d_model, s.d_model // 2
+    last = n - 1 + s.offset  # the largest position the lesson evaluates
+    if last > EXACT_INTEGERS[backend.dtype]:
+        raise UserError(
+            f"{backend.dtype} holds whole numbers exactly only up to "
+            f"{EXACT_INTEGERS[backend.dtype]}, and position {last} would be rounded (two "
+            "positions would share one encoding); use --dtype float32 or float64, or fewer "
+            "--positions or a smaller --offset."
+        )
     positions = backend.asarray(np.arange(n, dtype=np.float64))  # (N,) 0 .. N-1
     pairs = backend.asarray(np.arange(h, dtype=np.float64))  # (h,) 0 .. h-1
     rows = tuple(str(pos) for pos in range(n))
@@ -142,7 +151,7 @@ def build(run: LessonRun) -> Walkthrough:
         row_labels=columns,
         col_labels=columns,
         parts=(Part(f"largest |PE(pos+{s.offset}) − M_{s.offset} PE(pos)|", error, "scalar"),),
-        context={**context, "max_error": error, "eps": _eps(backend.dtype)},
+        context={**context, "max_error": error, "eps": EPSILON[backend.dtype]},
         seconds=took if run.time_steps else None,
     )
 
@@ -182,12 +191,6 @@ _SPLIT_NOTE = (
 
 def _with_wavelengths(omega: Any) -> tuple[Any, Any]:
     return omega, mech.wavelengths(omega)
-
-
-def _eps(dtype: str) -> float:
-    return {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[
-        dtype
-    ]
 
 
 def column_labels(pairs: int, layout: mech.Layout) -> tuple[str, ...]:

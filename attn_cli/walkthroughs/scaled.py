@@ -10,7 +10,7 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, labels
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
     InputSpec("Q", "--q", "matrix", "queries"),
@@ -56,8 +56,8 @@ def build(run: LessonRun) -> Walkthrough:
     q, k, v = (backend.asarray(run.inputs[name]) for name in ("Q", "K", "V"))
     (m, d_k), n, d_v = q.shape, k.shape[0], v.shape[1]
     use_scale = bool(run.options.get("scale", True))
-    queries = run.labels.get("queries") or labels("q", m)
-    keys = run.labels.get("keys") or labels("k", n)
+    queries = row_names(run, "queries", m, "q", "the lesson file")
+    keys = row_names(run, "keys", n, "k", "the lesson file")
     context = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
     grid = {"row_labels": queries, "col_labels": keys, "context": context}

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import EPSILON
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
@@ -25,10 +26,9 @@ OPTIONS: dict[str, Any] = {"scale": True, "permute": None}
 _WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
 # Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.
 _SCORE_MATRICES = 5
+
+
 # Machine epsilon of each dtype: a permuted output that differs by a few of these is rounding.
-_EPSILON = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
-
-
 def projection_weights(inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[str]]:
     """W_Q, W_K, W_V as given, the d × d identity for each one not given (and their names)."""
     d = inputs["X"].shape[1]
@@ -215,7 +215,7 @@ def _permuted(
     )
     expected = record.to_numpy(output)[order]
     difference = float(np.max(np.abs(record.to_numpy(result.attention.output) - expected)))
-    tolerance = 64 * _EPSILON[backend.dtype] * max(1.0, float(np.max(np.abs(expected))))
+    tolerance = 64 * EPSILON[backend.dtype] * max(1.0, float(np.max(np.abs(expected))))
     if difference == 0:
         verdict = "Exactly 0: every output row is bit for bit the row its token had before."
     elif difference <= tolerance:

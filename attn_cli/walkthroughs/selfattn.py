@@ -70,7 +70,10 @@ def check_permutation(order: Any, n: int) -> None:
     if not isinstance(order, list | tuple) or not all(
         isinstance(i, int) and not isinstance(i, bool) for i in order
     ):
-        raise UserError(f"--permute must be whole numbers separated by commas, {hint}.")
+        raise UserError(
+            f"--permute must be whole numbers separated by commas, {hint} (in a lesson file, a "
+            f"list: permute = [{', '.join(str(i) for i in reversed(range(min(n, 10))))}])."
+        )
     if len(order) != n:
         raise UserError(
             f"--permute has {len(order)} entries but there are {n} tokens: give each position "

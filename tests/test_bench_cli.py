@@ -13,6 +13,8 @@ import pytest
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import BenchConfig, BenchResult, Row
 from attn_cli.bench.fit import fit_rows
+from attn_cli.errors import UserError
+from attn_cli.render.bench_plot import PLOT_FORMATS, check_plot_path, write_plot
 from attn_cli.render.bench_render import bench_renderable
 from tests.conftest import assert_user_error, render_plain
 
@@ -152,6 +154,59 @@ def test_plot_is_written(invoke, tmp_path):
     assert result.exit_code == 0, result.output
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"plot written to {target}" in result.stderr
+
+
+@pytest.fixture
+def no_sweep(monkeypatch):
+    """The sweep must not start: a bad --plot is refused before minutes of timing."""
+    from attn_cli.bench import sweep
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(sweep, "run_sweep", refuse)
+
+
+@pytest.mark.parametrize(
+    ("name", "fragments"),
+    [
+        ("bench.txt", ("--plot", "must end in one of .png, .pdf, .svg", "e.g. --plot bench.png")),
+        ("bench", ("must end in one of",)),
+        ("bench.pgf", ("must end in one of",)),  # needs TeX: it would fail after the sweep
+        ("missing/bench.png", ("the folder", "missing does not exist")),
+        ("a-file/bench.png", ("a-file is not a folder",)),
+    ],
+)
+def test_bad_plot_path_is_refused_before_the_sweep(invoke, no_sweep, tmp_path, name, fragments):
+    (tmp_path / "a-file").write_text("")
+    result = invoke("bench", *FAST, "--plot", str(tmp_path / name))
+    assert_user_error(result, *fragments)
+
+
+def test_unwritable_plot_folder_is_refused_before_the_sweep(
+    invoke, no_sweep, tmp_path, monkeypatch
+):
+    import os
+
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # as for a read-only folder
+    result = invoke("bench", *FAST, "--plot", str(tmp_path / "bench.png"))
+    assert_user_error(result, "cannot write there")
+
+
+def test_plot_formats_are_ones_matplotlib_writes(tmp_path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    assert set(PLOT_FORMATS) <= set(FigureCanvasBase.get_supported_filetypes())
+    check_plot_path(tmp_path / "BENCH.PNG")  # the suffix in any case, as matplotlib reads it
+
+
+def test_write_plot_turns_an_unknown_format_into_a_user_error(tmp_path):
+    pytest.importorskip("matplotlib")
+    config = BenchConfig(sizes=(16,), impls=("naive",))
+    row = Row.for_run(config, "naive", 16, ms_median=1.0, peak_mem_bytes=2**20)
+    with pytest.raises(UserError, match=r"--plot .*bench\.txt: Format 'txt' is not supported"):
+        write_plot(BenchResult(config, {"name": "Test CPU"}, [row]), tmp_path / "bench.txt")
 
 
 def test_ctrl_c_prints_the_finished_rows(invoke, monkeypatch):

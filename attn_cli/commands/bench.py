@@ -102,7 +102,8 @@ def bench(
         Path | None,
         typer.Option(
             "--plot",
-            help="Also write a log-log plot of time and memory to this PNG (needs matplotlib).",
+            help="Also write a log-log plot of time and memory to this file; its suffix picks "
+            "the format: .png, .pdf, .svg, ... (needs matplotlib).",
             rich_help_panel=OUTPUT_PANEL,
             dir_okay=False,
             show_default=False,
@@ -120,9 +121,10 @@ def bench(
     from attn_cli.bench.fit import fit_rows
     from attn_cli.bench.impls import default_impls
     from attn_cli.commands.common import stdout_console
-    from attn_cli.render.bench_plot import require_matplotlib, write_plot
+    from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
 
-    if plot is not None:
+    if plot is not None:  # before the sweep, which can take minutes
+        check_plot_path(plot)
         require_matplotlib()
     chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
     grid = parse_sizes(sizes, device.value)

@@ -3,18 +3,41 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 from attn_cli.bench.config import BenchResult
 from attn_cli.errors import UserError
 
 INSTALL_HINT = "pip install 'attn-cli[plot]'"
+# Formats matplotlib writes with its own backends and Pillow, chosen by the file's suffix. Listed
+# here so that a bad --plot is refused before the sweep without importing matplotlib. pgf is left
+# out: it needs a TeX installation, and would fail only after the sweep.
+PLOT_FORMATS = ("png", "pdf", "svg", "svgz", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
 
 
 def require_matplotlib() -> None:
     """Fail before the sweep, not after it, when matplotlib is missing."""
     if importlib.util.find_spec("matplotlib") is None:
         raise UserError(f"--plot needs matplotlib; install it with: {INSTALL_HINT}.")
+
+
+def check_plot_path(path: Path) -> None:
+    """Refuse, before the sweep, a --plot path that matplotlib could not write."""
+    suffix = path.suffix.lower().removeprefix(".")
+    if suffix not in PLOT_FORMATS:
+        formats = ", ".join(f".{name}" for name in PLOT_FORMATS)
+        raise UserError(
+            f"--plot {path}: the file name must end in one of {formats} (it picks the format); "
+            "e.g. --plot bench.png."
+        )
+    folder = path.parent
+    if not folder.exists():
+        raise UserError(f"--plot {path}: the folder {folder} does not exist; create it first.")
+    if not folder.is_dir():
+        raise UserError(f"--plot {path}: {folder} is not a folder.")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"--plot {path}: cannot write there; choose a path you can write to.")
 
 
 def write_plot(result: BenchResult, path: Path) -> None:
@@ -53,5 +76,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
         figure.savefig(path, dpi=120)
     except OSError as error:
         raise UserError(f"--plot {path}: cannot write it ({error.strerror}).") from None
+    except ValueError as error:  # a format this matplotlib does not know
+        raise UserError(f"--plot {path}: {error}.") from None
     finally:
         plt.close(figure)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from attn_cli.mechanisms import multihead as mh
+from attn_cli.mechanisms.attention import attention
 from attn_cli.runner import RunRequest, compute
 from tests.conftest import assert_user_error
 
@@ -162,11 +163,24 @@ def test_properties_on_random_inputs(backend, torch):
 
 def test_mechanism_matches_the_walkthrough():
     x, w = random_case(5, 5, 6)
-    result = mh.multihead(x, w["W_Q"], w["W_K"], w["W_V"], w["W_O"], 3)
     walk = run_multihead("numpy", x, w, 3)
-    np.testing.assert_allclose(result.output, walk.output, atol=1e-15)
+    # The mechanism's pieces, composed here: each head is plain attention on its column blocks.
+    outputs = []
+    for i in range(3):
+        q, k, v = (mh.project(x, mh.head_block(w[name], i, 3)) for name in ("W_Q", "W_K", "W_V"))
+        result = attention(q, k, v)
+        np.testing.assert_array_equal(walk.step(f"head{i + 1}.weights").value, result.weights)
+        outputs.append(result.output)
+    output = mh.project(mh.concat(outputs), w["W_O"])
+    np.testing.assert_allclose(output, walk.output, atol=1e-15)
     np.testing.assert_array_equal(mh.head_block(w["W_Q"], 1, 3), w["W_Q"][:, 2:4])
     assert mh.parameter_count(512) == 4 * 512 * 512
+
+
+def test_time_is_shown_per_step(invoke_json):
+    steps = steps_of(invoke_json("multihead", "--time"))
+    for key in ("head1.Q", "head1.K", "head1.V", "head1.output", "concat", "output"):
+        assert steps[key]["seconds"] >= 0, key
 
 
 # --- errors and formats -------------------------------------------------------------------
@@ -201,6 +215,35 @@ ROW4 = "1,0,0,0;0,1,0,0"
 )
 def test_user_errors(invoke, args, fragments):
     assert_user_error(invoke("multihead", *args), *fragments)
+
+
+LESSON = """\
+lesson = "multihead"
+[[examples]]
+name = "mine"
+options = {{ heads = {heads} }}
+[examples.inputs]
+X = [[1, 0, 0, 0], [0, 1, 0, 0]]
+"""
+
+
+@pytest.mark.parametrize(
+    ("heads", "shown"), [('"two"', "'two'"), ("2.5", "2.5"), ("true", "True"), ("0", "0")]
+)
+def test_heads_from_a_lesson_file_must_be_a_whole_number(invoke, tmp_path, heads, shown):
+    path = tmp_path / "mine.toml"
+    path.write_text(LESSON.format(heads=heads), encoding="utf-8")
+    fragments = ("options.heads", "must be a whole number >= 1", f"not {shown}.")
+    assert_user_error(invoke("multihead", "--lesson", str(path)), *fragments)
+    assert_user_error(invoke("check", str(path)), *fragments)
+
+
+def test_whole_number_heads_from_a_lesson_file(invoke_json, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(LESSON.format(heads=4), encoding="utf-8")
+    doc = invoke_json("multihead", "--lesson", str(path))
+    keys = [step["key"] for step in doc["steps"]]
+    assert keys[-4:] == ["head4.output", "differences", "concat", "output"]
 
 
 def test_rich_output(invoke):

@@ -4,16 +4,20 @@ Shapes: X (n, d_model) tokens as rows; W_Q, W_K, W_V (d_model, d_model), each sp
 into h blocks of d_k = d_model / h (block i belongs to head i); W_O (d_model, d_model).
 Row convention: Q = X W_Q. Head i: Y_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i, (n, d_k);
 MultiHead(X) = [Y_1 | ... | Y_h] W_O, (n, d_model).
+
+Inside a head nothing is new: it is attention.attention on Q_i = X W_Q^(i), K_i, V_i. This module
+holds only what multi-head adds: the column blocks, the concatenation, the comparison of heads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from attn_cli.backend import namespace_of
-from attn_cli.mechanisms.attention import AttentionResult, attention
 from attn_cli.mechanisms.selfattn import project
+
+# project (X W) is re-exported: it makes each head's Q_i, K_i, V_i and the output [Y] W_O.
+__all__ = ["concat", "head_block", "parameter_count", "project", "weight_differences"]
 
 Array = Any
 
@@ -24,40 +28,10 @@ def head_block(w: Array, head: int, heads: int) -> Array:
     return w[:, head * d_k : (head + 1) * d_k]  # (d_model, d_k)
 
 
-@dataclass(frozen=True)
-class Head:
-    q: Array  # (n, d_k) X W_Q^(i)
-    k: Array  # (n, d_k)
-    v: Array  # (n, d_k)
-    attention: AttentionResult  # weights (n, n), output (n, d_k)
-
-
-def head(x: Array, wq: Array, wk: Array, wv: Array, index: int, heads: int) -> Head:
-    """One head: its own slice of the projections, then scaled dot-product attention."""
-    q = project(x, head_block(wq, index, heads))  # (n, d_k)
-    k = project(x, head_block(wk, index, heads))  # (n, d_k)
-    v = project(x, head_block(wv, index, heads))  # (n, d_k)
-    return Head(q, k, v, attention(q, k, v))
-
-
 def concat(outputs: list[Array]) -> Array:
     """[Y_1 | ... | Y_h]: the head outputs side by side."""
     xp = namespace_of(*outputs)
     return xp.concat(outputs, axis=-1)  # h x (n, d_k) -> (n, h d_k) = (n, d_model)
-
-
-@dataclass(frozen=True)
-class MultiHeadResult:
-    heads: tuple[Head, ...]
-    concat: Array  # (n, d_model)
-    output: Array  # (n, d_model)
-
-
-def multihead(x: Array, wq: Array, wk: Array, wv: Array, wo: Array, heads: int) -> MultiHeadResult:
-    """All heads, their concatenation and the output projection."""
-    results = tuple(head(x, wq, wk, wv, index, heads) for index in range(heads))
-    joined = concat([result.attention.output for result in results])  # (n, d_model)
-    return MultiHeadResult(results, joined, project(joined, wo))  # output (n, d_model)
 
 
 def weight_differences(weights: list[Array]) -> Array:

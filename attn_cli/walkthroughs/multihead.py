@@ -30,10 +30,16 @@ def _flag(name: str) -> str:
     return next(spec.option for spec in INPUTS if spec.name == name)
 
 
+def _heads(options: dict[str, Any]) -> int:
+    """The number of heads, checked: a lesson file's options may hold any TOML value."""
+    heads = options.get("heads")
+    if not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
+        raise UserError(f"--heads (options.heads) must be a whole number >= 1, not {heads!r}.")
+    return heads
+
+
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
-    heads = int(options.get("heads", 2))
-    if heads < 1:
-        raise UserError(f"--heads {heads}: give at least one head.")
+    heads = _heads(options)
     given = [name for name in WEIGHT_NAMES if name in inputs]
     if "X" not in inputs:
         needs = f"{_flag(given[0])} needs --x" if given else "X is missing; give --x"
@@ -69,7 +75,7 @@ def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
     n, d_model = shapes["X"]
-    heads = max(int(options.get("heads", 2)), 1)
+    heads = _heads(options)  # random inputs are sized before validate() runs
     per_head = _SCORE_MATRICES * n * n + 3 * n * (d_model // heads or 1)
     return (heads * per_head + 8 * d_model * d_model + 3 * n * d_model) * itemsize
 
@@ -90,7 +96,7 @@ def draw_weights(seed: int, d_model: int) -> dict[str, np.ndarray]:
 
 def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
-    heads = int(run.options["heads"])
+    heads: int = run.options["heads"]  # checked by validate()
     x_in = run.inputs["X"]
     (n, d_model), d_k = x_in.shape, x_in.shape[1] // heads
     drawn = not all(name in run.inputs for name in WEIGHT_NAMES)
@@ -136,7 +142,7 @@ def build(run: LessonRun) -> Walkthrough:
     output = record.compute(
         "output", lambda: mh.project(joined, wo), row_labels=tokens, context=base
     )
-    inputs = _labelled_inputs(run, weights_in, tokens, drawn)
+    inputs = _labelled_inputs(run, weights_in, tokens, d_k, drawn)
     notes = _difference_notes(record.to_numpy(differences))
     if drawn:
         notes += (
@@ -198,25 +204,27 @@ def _head_steps(
         )
         for letter, w in zip("QKV", projections, strict=True)
     ]
-    q, k, v = qkv
-    backend = record.run.backend
-    scaled, seconds_scores = backend.timed(lambda: mech.scale(mech.scores(q, k), d_k))
-    weights, seconds_softmax = backend.timed(lambda: mech.softmax(scaled))
+    # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
+    # softmax and A V together) is shown on the head's output, the last value it computes.
+    result, seconds = record.run.backend.timed(lambda: mech.attention(*qkv))
     record.add(
         f"{prefix}.weights",
-        weights,
+        result.weights,
         kind="weights",
         row_sums=True,
-        parts=(Part("scaled scores Q Kᵀ / √d_k", scaled),),
-        seconds=seconds_scores + seconds_softmax if record.run.time_steps else None,
+        parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
         text="head_weights",
         col_labels=tokens,
         **rows,
     )
-    output = record.compute(
-        f"{prefix}.output", lambda: mech.weighted_sum(weights, v), text="head_output", **rows
+    record.add(
+        f"{prefix}.output",
+        result.output,
+        seconds=seconds if record.run.time_steps else None,
+        text="head_output",
+        **rows,
     )
-    return weights, output
+    return result.weights, result.output
 
 
 def _difference_notes(differences: np.ndarray) -> tuple[str, ...]:
@@ -240,11 +248,10 @@ def _difference_notes(differences: np.ndarray) -> tuple[str, ...]:
 
 
 def _labelled_inputs(
-    run: LessonRun, weights: dict[str, np.ndarray], tokens: tuple[str, ...], drawn: bool
+    run: LessonRun, weights: dict[str, np.ndarray], tokens: tuple[str, ...], d_k: int, drawn: bool
 ) -> tuple[InputValue, ...]:
     """X and every weight used; W_Q, W_K, W_V columns and W_O rows named by head (h2·1, ...)."""
-    d_model = run.inputs["X"].shape[1]
-    split = _split_labels(d_model, d_model // int(run.options["heads"]))
+    split = _split_labels(run.inputs["X"].shape[1], d_k)
     descriptions = {spec.name: spec.description for spec in INPUTS}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
     for name in WEIGHT_NAMES:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_cli.mechanisms.tiled import block_steps, finish, tiled_attention
+from attn_cli.mechanisms.masks import causal_allowed
+from attn_cli.mechanisms.tiled import block_scores, block_steps, finish, tiled_attention
 
 
 def plain_attention(q, k, v, causal=False, use_scale=True):
@@ -83,3 +84,19 @@ def test_block_steps_track_running_max_and_sum():
         )
         assert np.all(step.update.p <= 1.0)
     np.testing.assert_allclose(finish(steps[-1].update.state), plain_attention(q, k, v), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("row0", "col0", "rows", "cols"), [(0, 0, 5, 5), (3, 0, 4, 2), (2, 4, 3, 3)]
+)
+def test_causal_mask_of_a_block_is_that_block_of_the_full_mask(row0, col0, rows, cols):
+    full = np.tril(np.ones((8, 8), dtype=bool))  # key j <= query i, written out here
+    block = np.zeros((2, rows, cols))  # a batch dimension in front, as in the bench
+    expected = full[row0 : row0 + rows, col0 : col0 + cols]
+    np.testing.assert_array_equal(causal_allowed(block, row0, col0), expected)
+    rng = np.random.default_rng(row0 + col0)
+    q, k = rng.standard_normal((2, rows, 4)), rng.standard_normal((2, cols, 4))
+    s = block_scores(q, k, causal=True, row0=row0, col0=col0)
+    plain = q @ np.swapaxes(k, -1, -2) / 2.0  # √d_k = 2
+    np.testing.assert_array_equal(np.isneginf(s), np.broadcast_to(~expected, s.shape))
+    np.testing.assert_allclose(s[..., expected], plain[..., expected], rtol=1e-15)

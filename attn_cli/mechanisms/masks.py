@@ -1,6 +1,7 @@
 """Attention masks: which keys each query may see, in the three conventions libraries use.
 
-Every mask is (n, n) for n tokens: row i is query i, column j is key j.
+Every mask is (n, n) for n tokens: row i is query i, column j is key j (a block of it in tiled
+attention, see causal_allowed).
 
 * additive M: 0 where query i may attend key j, -inf where it may not; the logits are S + M.
 * allowed (bool): True = may attend. The convention of torch's F.scaled_dot_product_attention.
@@ -20,12 +21,16 @@ from attn_cli.backend import namespace_of
 Array = Any
 
 
-def causal_allowed(s: Array) -> Array:
-    """True on and below the diagonal: query i may attend keys 1..i (itself and the past)."""
+def causal_allowed(s: Array, row0: int = 0, col0: int = 0) -> Array:
+    """True on and below the diagonal: query i may attend keys 1..i (itself and the past).
+
+    ``s`` may be one block of the scores, as in tiled attention: its rows are then queries
+    row0, row0 + 1, ... and its columns keys col0, col0 + 1, ... (0-based).
+    """
     xp = namespace_of(s)
-    n = s.shape[-1]
-    position = xp.arange(n, device=s.device)  # (n,)
-    return position[None, :] <= position[:, None]  # (n, n): key j <= query i
+    query = xp.arange(row0, row0 + s.shape[-2], device=s.device)  # (r,)
+    key = xp.arange(col0, col0 + s.shape[-1], device=s.device)  # (b,)
+    return key[None, :] <= query[:, None]  # (r, b): key j <= query i
 
 
 def causal_blocked(s: Array) -> Array:

@@ -26,6 +26,7 @@ from typing import Any
 
 from attn_cli.backend import namespace_of
 from attn_cli.mechanisms.attention import scale, scores, weighted_sum
+from attn_cli.mechanisms.masks import causal_allowed
 
 Array = Any
 
@@ -80,10 +81,8 @@ def block_scores(
     if use_scale:
         s = scale(s, q_rows.shape[-1])  # (..., r, b)
     if causal:
-        xp = namespace_of(s)
-        rows = xp.arange(row0, row0 + s.shape[-2], device=s.device)[:, None]  # (r, 1) query index
-        cols = xp.arange(col0, col0 + s.shape[-1], device=s.device)[None, :]  # (1, b) key index
-        s = xp.where(cols <= rows, s, -math.inf)  # (..., r, b)
+        allowed = causal_allowed(s, row0, col0)  # (r, b): key col0 + j <= query row0 + i
+        s = namespace_of(s).where(allowed, s, -math.inf)  # (..., r, b)
     return s
 
 

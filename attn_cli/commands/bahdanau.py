@@ -54,7 +54,8 @@ def bahdanau(
         bool | None,
         typer.Option(
             "--compare/--no-compare",
-            help="Add Luong's dot and general scores, side by side, with their cost.",
+            help="Add Luong's dot and general scores, side by side, with their cost "
+            "(default: on when W_a is given).",
             rich_help_panel=INPUT_PANEL,
             show_default=False,
         ),
@@ -83,8 +84,6 @@ def bahdanau(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context Σ αᵢ hᵢ."""
-    if compare is None and wa is not None:
-        compare = True
     request = RunRequest(
         lesson="bahdanau",
         inputs={"s_t": s, "H": h, "W1": w1, "W2": w2, "v": v, "W_a": wa},

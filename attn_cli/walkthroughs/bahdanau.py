@@ -25,11 +25,20 @@ INPUTS = (
 )
 # --wa may be given on top of a lecture example (to try another W_a with --compare).
 EXAMPLE_OVERRIDES = ("W_a",)
-OPTIONS: dict[str, Any] = {"compare": False}
+# compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
+OPTIONS: dict[str, Any] = {"compare": None}
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
 _SATURATION = 2.0
 _DECODER = ("s_t",)
 _CONTEXT = ("c_t",)
+
+
+def compares(inputs: dict[str, Any], options: dict[str, Any]) -> bool:
+    """Whether Luong's scores are added: --compare as given, else whether W_a is given."""
+    compare = options.get("compare")
+    if compare is not None and not isinstance(compare, bool):
+        raise UserError(f"options.compare must be true or false, not {compare!r}.")
+    return "W_a" in inputs if compare is None else compare
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -62,10 +71,15 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"--wa is {rows} × {cols} but the general score s_tᵀ W_a h_i needs W_a to be "
             f"d_s × d_h = {d_s} × {d_h} (entries of --s × entries of a row of --h)."
         )
-    if options.get("compare") and d_s != d_h:
+    if compares(inputs, options) and d_s != d_h:
+        asked = options.get("compare")
+        cause = "--compare" if asked else "--wa turns on --compare"
+        fix = " and ".join(
+            flag for flag, on in (("--compare", asked), ("--wa", "W_a" in inputs)) if on
+        )
         raise UserError(
-            f"--compare: --s has {d_s} entries but each row of --h has {d_h}: Luong's dot score "
-            "s_t · h_i needs them to have the same width; leave out --compare."
+            f"{cause}: --s has {d_s} entries but each row of --h has {d_h}: Luong's dot score "
+            f"s_t · h_i needs them to have the same width; leave out {fix}."
         )
 
 
@@ -81,7 +95,7 @@ def estimate_bytes(
 ) -> int:
     (n, d_h), d_a = shapes["H"], shapes["W1"][0]
     # W1h, sum and tanh are n × d_a; scores, softmax parts and weights are a few n-vectors.
-    compare = 2 * (4 * n + d_h) if options.get("compare") else 0
+    compare = 2 * (4 * n + d_h) if compares(shapes, options) else 0
     return (3 * n * d_a + 6 * n + d_a + d_h + compare) * itemsize
 
 
@@ -132,7 +146,8 @@ def build(run: LessonRun) -> Walkthrough:
             for spec in INPUTS[2:5]
         ),
     ]
-    if run.options.get("compare"):
+    compare = compares(run.inputs, run.options)
+    if compare:
         wa = run.inputs.get("W_a")
         if wa is None:
             wa = np.eye(d_s, d_h)
@@ -143,7 +158,12 @@ def build(run: LessonRun) -> Walkthrough:
         shown.append(InputValue("W_a", wa, description=INPUTS[5].description))
         additive = _Scored("additive", scores, weights, output)
         notes.extend(_compare(record, run, additive, s, h, backend.asarray(wa), states, context))
-    return record.walkthrough(output, inputs=tuple(shown), notes=tuple(notes))
+    return record.walkthrough(
+        output,
+        inputs=tuple(shown),
+        notes=tuple(notes),
+        meta={"options": {**run.options, "compare": compare}},  # as resolved from W_a
+    )
 
 
 @dataclass(frozen=True)

@@ -114,3 +114,54 @@ def test_rich_output(invoke):
 )
 def test_user_errors(invoke, args, fragments):
     assert_user_error(invoke("flash", *args), *fragments)
+
+
+LABELLED = """\
+lesson = "flash"
+[[examples]]
+name = "mine"
+options = {{ block = 2 }}
+labels = {{ {labels} }}
+[examples.inputs]
+Q = [[1, 0], [0, 1]]
+K = [[1, 0], [0, 1], [1, 1]]
+V = [[1], [2], [3]]
+"""
+
+
+@pytest.mark.parametrize(
+    ("labels", "fragment"),
+    [
+        ('keys = ["x"]', "labels.keys) gives 1 name but there are 3 rows"),
+        ('queries = ["a", "b", "c"]', "labels.queries) gives 3 names but there are 2 rows"),
+    ],
+)
+def test_label_counts_from_a_lesson_file(invoke, tmp_path, labels, fragment):
+    path = tmp_path / "mine.toml"
+    path.write_text(LABELLED.format(labels=labels), encoding="utf-8")
+    assert_user_error(invoke("flash", "--lesson", str(path)), fragment)
+
+
+def test_labels_from_a_lesson_file_name_the_blocks(invoke_json, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(LABELLED.format(labels='keys = ["x", "y", "z"]'), encoding="utf-8")
+    steps = steps_by_key(invoke_json("flash", "--lesson", str(path)))
+    assert steps["block1.scores"]["col_labels"] == ["x", "y"]
+    assert steps["block2.scores"]["col_labels"] == ["z"]
+    assert steps["block1.scores"]["row_labels"] == ["q1", "q2"]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "shapes"),
+    [
+        ({"dv": 2}, ((6, 4), (6, 4), (6, 2))),  # n = 6, m = n, d_k = 4
+        ({"m": 3}, ((3, 4), (3, 4), (3, 4))),
+        ({"n": 5, "m": 2, "dv": 3}, ((2, 4), (5, 4), (5, 3))),
+        ({"n": 7, "dk": 2}, ((7, 2), (7, 2), (7, 2))),
+    ],
+)
+def test_random_shapes_defaults(invoke_json, sizes, shapes):
+    args = [item for key, value in sizes.items() for item in (f"--{key}", str(value))]
+    doc = invoke_json("flash", *args, "--block", "4")
+    got = tuple(np.array(doc["inputs"][name]).shape for name in ("Q", "K", "V"))
+    assert got == shapes

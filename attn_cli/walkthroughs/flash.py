@@ -17,7 +17,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, labels
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
 OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False}
@@ -49,11 +49,9 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Q (m × d_k), K (n × d_k), V (n × d_v); n defaults to 6, m to n, d_k to 4, d_v to d_k."""
-    n = sizes.get("n") or sizes.get("m") or 6
-    m, d_k = sizes.get("m") or n, sizes.get("dk") or 4
-    d_v = sizes.get("dv") or d_k
-    return {"Q": (m, d_k), "K": (n, d_k), "V": (n, d_v)}
+    """attn scaled's shapes with smaller defaults, so that every block stays readable: n = 6
+    (or m when only m is given) and d_k = 4."""
+    return scaled.random_shapes({"n": sizes.get("m") or 6, "dk": 4, **sizes})
 
 
 def estimate_bytes(
@@ -73,8 +71,8 @@ def build(run: LessonRun) -> Walkthrough:
     use_scale = bool(run.options.get("scale", True))
     causal = bool(run.options.get("causal", False))
     block = int(run.options["block"])
-    queries = run.labels.get("queries") or labels("q", m)
-    keys = run.labels.get("keys") or labels("k", n)
+    queries = row_names(run, "queries", m, "q", "the lesson file")
+    keys = row_names(run, "keys", n, "k", "the lesson file")
     blocks = math.ceil(n / block)
     base = {"m": m, "n": n, "dk": d_k, "dv": d_v, "block": block, "blocks": blocks}
     base["sqrt_dk"] = math.sqrt(d_k)

@@ -259,8 +259,9 @@ def _parse_inputs(
 ) -> dict[str, np.ndarray]:
     missing = [spec.option for spec in module.INPUTS if spec.name not in given and spec.required]
     if missing and check_missing:
+        required = ", ".join(spec.option for spec in module.INPUTS if spec.required)
         raise UserError(
-            f"{', '.join(missing)} missing: give every input ({', '.join(s.option for s in module.INPUTS)})"
+            f"{', '.join(missing)} missing: give every required input ({required})"
             " or none of them to run the lecture example."
         )
     parsed = {}

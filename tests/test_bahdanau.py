@@ -202,11 +202,6 @@ def test_wa_and_no_compare_on_the_command_line(invoke_json):
     assert list(steps(doc)) == ADDITIVE_KEYS
 
 
-@pytest.mark.xfail(
-    reason="the message is built in runner._parse_inputs, outside this branch: it lists every "
-    "input; only the required ones should be named",
-    strict=False,
-)
 def test_missing_inputs_message_names_only_required_inputs(invoke):
     result = invoke("bahdanau", "--s", "1,2", "--h", "1,2")
     assert_user_error(result, "--w1, --w2, --v missing", "(--s, --h, --w1, --w2, --v)")

@@ -23,6 +23,14 @@ def stdout_console() -> Console:
     return Console(highlight=False)
 
 
+def print_error(message: str) -> None:
+    """One line on stderr, never wrapped or styled: ``attn: error: <message>``."""
+    line = " ".join(message.split())  # a message is one line, however it was built
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"attn: error: {line}", markup=False
+    )
+
+
 def user_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Turn a UserError into one line on stderr and exit code 2 (no traceback)."""
 
@@ -31,9 +39,7 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except UserError as error:
-            Console(stderr=True, highlight=False, soft_wrap=True).print(
-                f"attn: error: {error}", markup=False
-            )
+            print_error(str(error))
             raise typer.Exit(code=UserError.exit_code) from None
 
     return wrapper

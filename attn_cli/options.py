@@ -55,10 +55,6 @@ def input_option(flag: str, help_text: str) -> object:
     return typer.Option(flag, help=help_text, rich_help_panel=INPUT_PANEL, show_default=False)
 
 
-def matrix_option(flag: str, help_text: str) -> object:
-    return input_option(flag, help_text)
-
-
 ExampleOpt = Annotated[
     str | None,
     typer.Option(

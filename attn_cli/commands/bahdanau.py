@@ -25,7 +25,7 @@ from attn_cli.options import (
     SeedOpt,
     TimeOpt,
     TokensOpt,
-    matrix_option,
+    input_option,
     size_option,
 )
 from attn_cli.render import Format
@@ -34,19 +34,19 @@ from attn_cli.runner import RunRequest
 
 def bahdanau(
     s: Annotated[
-        str | None, matrix_option("--s", 'Decoder state s_t, d_s entries: "1,3", JSON or @file.')
+        str | None, input_option("--s", 'Decoder state s_t, d_s entries: "1,3", JSON or @file.')
     ] = None,
     h: Annotated[
-        str | None, matrix_option("--h", "Encoder states h_i, one per row: n × d_h.")
+        str | None, input_option("--h", "Encoder states h_i, one per row: n × d_h.")
     ] = None,
     w1: Annotated[
-        str | None, matrix_option("--w1", "W1, d_a × d_h (W1 h_i: matrix times column).")
+        str | None, input_option("--w1", "W1, d_a × d_h (W1 h_i: matrix times column).")
     ] = None,
-    w2: Annotated[str | None, matrix_option("--w2", "W2, d_a × d_s.")] = None,
-    v: Annotated[str | None, matrix_option("--v", "v, d_a entries.")] = None,
+    w2: Annotated[str | None, input_option("--w2", "W2, d_a × d_s.")] = None,
+    v: Annotated[str | None, input_option("--v", "v, d_a entries.")] = None,
     wa: Annotated[
         str | None,
-        matrix_option(
+        input_option(
             "--wa", "Luong's general W_a, d_s × d_h; implies --compare (default: identity)."
         ),
     ] = None,

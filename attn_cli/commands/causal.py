@@ -26,7 +26,7 @@ from attn_cli.options import (
     SeedOpt,
     TimeOpt,
     TokensOpt,
-    matrix_option,
+    input_option,
     size_option,
 )
 from attn_cli.render import Format
@@ -41,26 +41,26 @@ class Fill(StrEnum):
 def causal(
     scores: Annotated[
         str | None,
-        matrix_option(
+        input_option(
             "--scores", 'Scores S, n × n, used as given: "2.1,1.5;0.8,3.1", JSON or @file.'
         ),
     ] = None,
-    q: Annotated[str | None, matrix_option("--q", "Queries Q, n × d_k (with --k).")] = None,
-    k: Annotated[str | None, matrix_option("--k", "Keys K, n × d_k (with --q).")] = None,
+    q: Annotated[str | None, input_option("--q", "Queries Q, n × d_k (with --k).")] = None,
+    k: Annotated[str | None, input_option("--k", "Keys K, n × d_k (with --q).")] = None,
     v: Annotated[
-        str | None, matrix_option("--v", "Values V, n × d_v (with --scores or --q/--k).")
+        str | None, input_option("--v", "Values V, n × d_v (with --scores or --q/--k).")
     ] = None,
     x: Annotated[
-        str | None, matrix_option("--x", "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V.")
+        str | None, input_option("--x", "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V.")
     ] = None,
     wq: Annotated[
-        str | None, matrix_option("--wq", "W_Q, d_model × d_k, with --x (default: identity).")
+        str | None, input_option("--wq", "W_Q, d_model × d_k, with --x (default: identity).")
     ] = None,
     wk: Annotated[
-        str | None, matrix_option("--wk", "W_K, d_model × d_k, with --x (default: identity).")
+        str | None, input_option("--wk", "W_K, d_model × d_k, with --x (default: identity).")
     ] = None,
     wv: Annotated[
-        str | None, matrix_option("--wv", "W_V, d_model × d_v, with --x (default: identity).")
+        str | None, input_option("--wv", "W_V, d_model × d_v, with --x (default: identity).")
     ] = None,
     scale: Annotated[
         bool | None,

@@ -25,7 +25,7 @@ from attn_cli.options import (
     SeedOpt,
     TimeOpt,
     TokensOpt,
-    matrix_option,
+    input_option,
     size_option,
 )
 from attn_cli.render import Format
@@ -35,17 +35,17 @@ from attn_cli.runner import RunRequest
 def multihead(
     x: Annotated[
         str | None,
-        matrix_option("--x", 'Tokens X, n × d_model: "1,0,1,0;0,1,1,0", JSON or @file.'),
+        input_option("--x", 'Tokens X, n × d_model: "1,0,1,0;0,1,1,0", JSON or @file.'),
     ] = None,
     wq: Annotated[
         str | None,
-        matrix_option("--wq", "W_Q, d_model × d_model, split column-wise into the heads."),
+        input_option("--wq", "W_Q, d_model × d_model, split column-wise into the heads."),
     ] = None,
-    wk: Annotated[str | None, matrix_option("--wk", "W_K, d_model × d_model.")] = None,
-    wv: Annotated[str | None, matrix_option("--wv", "W_V, d_model × d_model.")] = None,
+    wk: Annotated[str | None, input_option("--wk", "W_K, d_model × d_model.")] = None,
+    wv: Annotated[str | None, input_option("--wv", "W_V, d_model × d_model.")] = None,
     wo: Annotated[
         str | None,
-        matrix_option(
+        input_option(
             "--wo", "W_O, d_model × d_model (default: all four weights drawn from --seed)."
         ),
     ] = None,

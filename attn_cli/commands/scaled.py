@@ -23,7 +23,7 @@ from attn_cli.options import (
     QuizOpt,
     SeedOpt,
     TimeOpt,
-    matrix_option,
+    input_option,
     size_option,
 )
 from attn_cli.render import Format
@@ -32,10 +32,10 @@ from attn_cli.runner import RunRequest
 
 def scaled(
     q: Annotated[
-        str | None, matrix_option("--q", 'Queries Q, m × d_k: "1,0;0,1", JSON or @file.')
+        str | None, input_option("--q", 'Queries Q, m × d_k: "1,0;0,1", JSON or @file.')
     ] = None,
-    k: Annotated[str | None, matrix_option("--k", "Keys K, n × d_k.")] = None,
-    v: Annotated[str | None, matrix_option("--v", "Values V, n × d_v.")] = None,
+    k: Annotated[str | None, input_option("--k", "Keys K, n × d_k.")] = None,
+    v: Annotated[str | None, input_option("--v", "Values V, n × d_v.")] = None,
     scale: Annotated[
         bool | None,
         typer.Option(

@@ -25,7 +25,7 @@ from attn_cli.options import (
     SeedOpt,
     TimeOpt,
     TokensOpt,
-    matrix_option,
+    input_option,
     size_option,
 )
 from attn_cli.render import Format
@@ -34,16 +34,16 @@ from attn_cli.runner import RunRequest
 
 def selfattn(
     x: Annotated[
-        str | None, matrix_option("--x", 'Tokens X as rows, n × d: "1,0;0,1;1,1", JSON or @file.')
+        str | None, input_option("--x", 'Tokens X as rows, n × d: "1,0;0,1;1,1", JSON or @file.')
     ] = None,
     wq: Annotated[
-        str | None, matrix_option("--wq", "W_Q, d × d_k (Q = X W_Q; default: identity).")
+        str | None, input_option("--wq", "W_Q, d × d_k (Q = X W_Q; default: identity).")
     ] = None,
     wk: Annotated[
-        str | None, matrix_option("--wk", "W_K, d × d_k (K = X W_K; default: identity).")
+        str | None, input_option("--wk", "W_K, d × d_k (K = X W_K; default: identity).")
     ] = None,
     wv: Annotated[
-        str | None, matrix_option("--wv", "W_V, d × d_v (V = X W_V; default: identity).")
+        str | None, input_option("--wv", "W_V, d × d_v (V = X W_V; default: identity).")
     ] = None,
     tokens: TokensOpt = None,
     scale: Annotated[

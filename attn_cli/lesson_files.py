@@ -143,9 +143,14 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
     for key, text in raw_steps.items():
         if not isinstance(text, dict) or not isinstance(text.get("title", key), str):
             raise UserError(f'{where}: [steps.{key}] needs a text field "title".')
+        for name in ("explanation", "latex"):
+            if not isinstance(text.get(name, ""), str):
+                raise UserError(
+                    f"{where}: [steps.{key}] {name} must be text in quotes, not {text[name]!r}."
+                )
         steps[key] = StepText(
             title=text.get("title", key),
-            explanation=str(text.get("explanation", "")).strip(),
+            explanation=text.get("explanation", "").strip(),
             latex=text.get("latex"),
         )
     raw_examples = data.get("examples", [])

@@ -147,6 +147,18 @@ def test_the_documented_example_runs(invoke):
             ["example 'mine', options.scale", "true or false"],
         ),
         (
+            GOOD.replace('title = "Our scores"', "title = 1"),
+            ["[steps.scores]", 'needs a text field "title"'],
+        ),
+        (
+            GOOD.replace('title = "Our scores"', 'title = "Our scores"\nlatex = 3'),
+            ["[steps.scores] latex must be text in quotes, not 3"],
+        ),
+        (
+            GOOD.replace('explanation = "Query {m} rows times key {n} rows."', "explanation = []"),
+            ["[steps.scores] explanation must be text in quotes, not []"],
+        ),
+        (
             GOOD.replace("[steps.scores]", "[steps.score]"),
             ["[steps.score]", "no step 'score'", "scores, scaled, weights, output"],
         ),

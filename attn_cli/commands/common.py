@@ -25,7 +25,7 @@ def stdout_console() -> Console:
 
 def print_error(message: str) -> None:
     """One line on stderr, never wrapped or styled: ``attn: error: <message>``."""
-    line = " ".join(message.split())  # a message is one line, however it was built
+    line = " ".join(message.splitlines())  # one line, even from click's multi-line messages
     Console(stderr=True, highlight=False, soft_wrap=True).print(
         f"attn: error: {line}", markup=False
     )

@@ -157,7 +157,10 @@ def get_backend(name: str | None, device: str = "cpu", dtype: str | None = None)
     try:
         from attn_cli.torch_backend import make_torch_backend
     except ImportError:
+        # Name what the user asked for: --device cuda implies the torch backend.
+        asked = f"--device {device}" if device != "cpu" else "--backend torch"
         raise UserError(
-            "the torch backend needs PyTorch; install it with: pip install 'attn-cli[torch]'."
+            f"{asked} needs PyTorch, which is not installed; install it with: "
+            "pip install 'attn-cli[torch]' (in a clone: pip install -e '.[torch]')."
         ) from None
     return make_torch_backend(device, dtype)

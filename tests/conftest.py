@@ -59,3 +59,19 @@ def assert_user_error(result, *fragments: str) -> None:
 def torch():
     """The torch module, or a clean skip when the optional backend is not installed."""
     return pytest.importorskip("torch")
+
+
+@pytest.fixture
+def without_torch(monkeypatch):
+    """Make this run behave as on a machine where PyTorch is not installed."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    monkeypatch.delitem(sys.modules, "attn_cli.torch_backend", raising=False)
+
+
+@pytest.fixture
+def torch_without_cuda(torch, monkeypatch):
+    """torch installed, but no CUDA device (whatever this machine has)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    return torch

@@ -336,7 +336,6 @@ SQUARE = "1,0;0,1"
         (("--example", "nope"), ("no example 'nope'", "three-tokens")),
         (("--tokens", "a,b"), ("--tokens", "gives 2 names but there are 3 rows")),
         (("--n", "2000000"), ("needs about", "choose smaller sizes")),
-        (("--device", "cuda"), ("--device cuda",)),
     ],
 )
 def test_user_errors(invoke, args, fragments):

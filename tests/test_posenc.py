@@ -234,7 +234,6 @@ def test_list_examples(invoke):
         (("--base", "1"), ("--base 1", "greater than 1")),
         (("--base", "nan"), ("--base",)),
         (("--example", "nope"), ("no example 'nope'", "small")),
-        (("--backend", "torch", "--device", "cuda"), ("--device cuda",)),
     ],
 )
 def test_user_errors(invoke, args, fragments):

@@ -223,7 +223,6 @@ def test_half_precision_sums_do_not_overflow(invoke_json, torch):
         (("--keys", "1"), ("--keys 1", "2 or more")),
         (("--samples", "1"), ("--samples 1", "at least 2")),
         (("--example", "nope"), ("no example 'nope'", "lecture")),
-        (("--backend", "torch", "--device", "cuda"), ("--device cuda",)),
         (("--backend", "numpy", "--device", "cuda"), ("numpy backend runs on the CPU only",)),
     ],
 )

@@ -16,6 +16,11 @@ MAX_ENTRIES = 10_000
 
 
 def to_json(walkthrough: Walkthrough, options: RenderOptions) -> str:
+    return json.dumps(to_document(walkthrough, options), ensure_ascii=False, allow_nan=False)
+
+
+def to_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
+    """The JSON document as plain Python data (what ``Walkthrough.to_dict`` returns)."""
     document = {
         "lesson": walkthrough.lesson,
         "example": walkthrough.example,
@@ -29,7 +34,7 @@ def to_json(walkthrough: Walkthrough, options: RenderOptions) -> str:
     if walkthrough.notes:
         document["notes"] = list(walkthrough.notes)
     document.update({key: plain(value, options.full) for key, value in walkthrough.meta.items()})
-    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+    return document
 
 
 def _step(step: Step, full: bool) -> dict[str, Any]:

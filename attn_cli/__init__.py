@@ -1,3 +1,45 @@
-"""attn: worked examples of the attention mechanism, every intermediate matrix shown."""
+"""attn: worked examples of the attention mechanism, every intermediate matrix shown.
+
+As a library, one function per lesson, arrays in and a walkthrough out::
+
+    import attn_cli as attn
+    w = attn.scaled([[1, 0], [0, 1]], [[1, 0], [1, 1]], [[1, 2], [3, 4]])
+    w.step("weights")  # the numpy array; w.output, w.steps, w.to_dict(), w.to_latex()
+
+Importing the package stays light: a lesson's modules load when its function is first used,
+and torch and matplotlib only when a call asks for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from attn_cli.errors import UserError
+
+if TYPE_CHECKING:
+    from attn_cli.model import Step, Walkthrough
 
 __version__ = "0.1.0"
+
+# The lesson functions (see attn_cli.api), resolved on first use.
+_LESSONS = ("scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance", "flash")
+
+__all__ = ["Step", "UserError", "Walkthrough", "__version__", *_LESSONS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LESSONS:
+        from attn_cli.api import lesson_function
+
+        function = lesson_function(name)
+        globals()[name] = function  # later look-ups find it directly
+        return function
+    if name in ("Walkthrough", "Step"):
+        from attn_cli import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module 'attn_cli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,6 +11,7 @@ Every problem is a :class:`UserError` that names the option, the problem and the
 
 from __future__ import annotations
 
+import numbers
 import re
 from pathlib import Path
 
@@ -24,9 +25,26 @@ _ROW_SPLIT = re.compile(r"[;\n]")
 _FILE_SUFFIXES = (".npy", ".csv", ".txt", ".json")
 
 
+def as_matrix(value: object, name: str) -> np.ndarray:
+    """A matrix input from the command line's text or from Python (an array, a tensor, lists)."""
+    if isinstance(value, str):
+        return parse_matrix(value, name)
+    return _matrix_shaped(_from_object(value, name), name)
+
+
+def as_vector(value: object, name: str) -> np.ndarray:
+    """A vector input from the command line's text or from Python (an array, a tensor, a list)."""
+    if isinstance(value, str):
+        return parse_vector(value, name)
+    return _vector_shaped(_from_object(value, name), name)
+
+
 def parse_matrix(text: str, name: str) -> np.ndarray:
     """Parse a matrix option into a finite 2-D float64 array (a single row is 1 x d)."""
-    array = _parse_any(text, name)
+    return _matrix_shaped(_parse_any(text, name), name)
+
+
+def _matrix_shaped(array: np.ndarray, name: str) -> np.ndarray:
     if array.ndim == 1:
         array = array[np.newaxis, :]
     if array.ndim != 2:
@@ -36,7 +54,10 @@ def parse_matrix(text: str, name: str) -> np.ndarray:
 
 def parse_vector(text: str, name: str) -> np.ndarray:
     """Parse a vector option (one row or one column) into a finite 1-D float64 array."""
-    array = _parse_any(text, name)
+    return _vector_shaped(_parse_any(text, name), name)
+
+
+def _vector_shaped(array: np.ndarray, name: str) -> np.ndarray:
     if array.ndim == 2 and 1 in array.shape:
         array = array.reshape(-1)
     if array.ndim != 1:
@@ -147,7 +168,7 @@ def _rectangular(rows: list, name: str, where: str) -> np.ndarray:
                 "every row needs the same number of entries."
             )
         for column_index, entry in enumerate(row, start=1):
-            if isinstance(entry, bool) or not isinstance(entry, int | float):
+            if isinstance(entry, bool | np.bool_) or not isinstance(entry, numbers.Real):
                 raise UserError(
                     f"{name}{where}: {entry!r} (row {row_index}, entry {column_index}) is not a "
                     "number."
@@ -159,6 +180,36 @@ def _rectangular(rows: list, name: str, where: str) -> np.ndarray:
             f"{name}{where} has a number too large for a float64 (over 1.8e308); use smaller "
             "numbers."
         ) from None
+
+
+def _from_object(value: object, name: str) -> np.ndarray:
+    """A Python value as float64: a numpy array, nested lists or tuples of numbers, or a tensor.
+
+    Every accepted dtype widens to float64 exactly (float16, bfloat16, float32, and integers up
+    to 2**53), so the values computed on are the values given; the backend's dtype is applied
+    later, explicitly.
+    """
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor (torch not imported)
+        value = value.detach().cpu()  # type: ignore[attr-defined]
+        if str(value.dtype) == "torch.bfloat16":  # type: ignore[attr-defined]
+            value = value.float()  # type: ignore[attr-defined]  # numpy has no bfloat16
+    if isinstance(value, list | tuple):
+        rows = list(value)
+        if rows and all(isinstance(row, list | tuple) for row in rows):
+            return _rectangular([list(row) for row in rows], name, "")
+        return _rectangular([rows], name, "")[0]
+    if isinstance(value, np.ndarray | np.generic) or hasattr(value, "__array__"):
+        array = np.asarray(value)
+    else:
+        raise UserError(
+            f"{name}: a {type(value).__name__} is not a matrix; give a numpy array, a list of "
+            'rows such as [[1, 0], [0, 1]], or text such as "1,0;0,1".'
+        )
+    if array.dtype.kind not in "iuf":
+        raise UserError(f"{name} holds {array.dtype} values; give real numbers (float or int).")
+    if array.size == 0:
+        raise UserError(f"{name} is empty; give at least one row, e.g. [[1, 0], [0, 1]].")
+    return array.astype(np.float64)
 
 
 def _read_file(path: Path, name: str) -> np.ndarray:

@@ -61,8 +61,14 @@ class InputValue:
     description: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Walkthrough:
+    """What a lesson computed: inputs, ordered steps and output, as plain data.
+
+    In a notebook it shows as the terminal's tables (``_repr_html_``); ``step(key)`` gives a
+    step's value, ``to_dict()`` the JSON document, ``to_markdown()`` and ``to_latex()`` text.
+    """
+
     lesson: str
     title: str
     intro: str
@@ -78,11 +84,64 @@ class Walkthrough:
     # Anything else a machine reader needs (JSON only), e.g. options that were used.
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def step(self, key: str) -> Step:
+    def find(self, key: str) -> Step:
+        """The step with this key (its title, explanation, value, notes...)."""
         for step in self.steps:
             if step.key == key:
                 return step
-        raise KeyError(key)
+        known = ", ".join(step.key for step in self.steps)
+        raise KeyError(f"no step {key!r} in this {self.lesson} walkthrough; its steps are: {known}")
+
+    def step(self, key: str) -> Any:
+        """The value of the step with this key: a numpy array for a matrix."""
+        return self.find(key).value
+
+    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
+        """The JSON document of ``--format json`` as Python data (``full``: no summaries)."""
+        from attn_cli.render import RenderOptions
+        from attn_cli.render.json_render import to_document
+
+        return to_document(self, RenderOptions(full=full))
+
+    def to_markdown(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
+        from attn_cli.render import RenderOptions
+        from attn_cli.render.markdown_render import to_markdown
+
+        return to_markdown(self, RenderOptions(precision=self._precision(precision)))
+
+    def to_latex(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format latex`` prints it (``precision``: decimals shown)."""
+        from attn_cli.render import RenderOptions
+        from attn_cli.render.latex_render import to_latex
+
+        return to_latex(self, RenderOptions(precision=self._precision(precision)))
+
+    def __rich__(self) -> Any:
+        """The terminal's tables, for ``rich.print(walkthrough)``."""
+        from attn_cli.render import RenderOptions
+        from attn_cli.render.rich_render import walkthrough_renderable
+
+        return walkthrough_renderable(self, RenderOptions(precision=self._precision(None)))
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the terminal's tables and shading, as HTML."""
+        from attn_cli.render import RenderOptions
+        from attn_cli.render.rich_render import walkthrough_html
+
+        return walkthrough_html(self, RenderOptions(precision=self._precision(None)))
+
+    def _precision(self, precision: int | None) -> int:
+        if precision is not None:
+            return precision
+        from attn_cli.api import default_precision
+
+        return default_precision(self.lesson)
+
+    def __repr__(self) -> str:
+        example = f", example {self.example!r}" if self.example else ""
+        keys = ", ".join(step.key for step in self.steps)
+        return f"<Walkthrough {self.lesson}{example}: {len(self.steps)} steps ({keys})>"
 
 
 def summary(array: np.ndarray) -> dict[str, float | int]:

@@ -12,7 +12,7 @@ from attn_cli import slides
 from attn_cli.backend import LARGEST, get_backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
-from attn_cli.matrices import parse_matrix, parse_vector
+from attn_cli.matrices import as_matrix, as_vector
 from attn_cli.model import Walkthrough
 from attn_cli.walkthroughs.base import LESSON_MODULES, InputSpec, LessonRun, lesson_module
 
@@ -22,7 +22,8 @@ class RunRequest:
     """What the user asked a lesson command for (None = not given)."""
 
     lesson: str
-    inputs: dict[str, str | None] = field(default_factory=dict)  # input name -> option text
+    # input name -> the option's text, or (from the Python API) an array, tensor or nested list
+    inputs: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)  # lesson option -> value or None
     sizes: dict[str, int | None] = field(default_factory=dict)  # e.g. {"n": 512, "dk": 64}
     example: str | None = None
@@ -255,7 +256,7 @@ def _flag(module: Any, name: str) -> str:
 
 
 def _parse_inputs(
-    module: Any, given: dict[str, str], check_missing: bool = True
+    module: Any, given: dict[str, Any], check_missing: bool = True
 ) -> dict[str, np.ndarray]:
     missing = [spec.option for spec in module.INPUTS if spec.name not in given and spec.required]
     if missing and check_missing:
@@ -267,8 +268,8 @@ def _parse_inputs(
     parsed = {}
     for spec in module.INPUTS:
         if spec.name in given:
-            parse = parse_matrix if spec.shape == "matrix" else parse_vector
-            parsed[spec.name] = parse(given[spec.name], spec.option)
+            convert = as_matrix if spec.shape == "matrix" else as_vector
+            parsed[spec.name] = convert(given[spec.name], spec.option)
     return parsed
 
 

@@ -134,10 +134,10 @@ def test_properties_on_random_inputs_both_backends(backend, torch):
     for n, d in ((1, 1), (4, 3), (9, 5)):
         q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
         walk = run_causal(backend, Q=q, K=k, V=v)
-        weights = walk.step("weights").value
+        weights = walk.step("weights")
         assert np.all(weights[np.triu_indices(n, k=1)] == 0.0)
         np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-12)
-        mask = walk.step("mask").value
+        mask = walk.step("mask")
         assert np.all(np.isneginf(mask[np.triu_indices(n, k=1)]))
         assert np.all(mask[np.tril_indices(n)] == 0.0)
 

@@ -142,7 +142,7 @@ def test_agrees_with_torch_multihead_attention(backend, torch):
         walk = run_multihead(backend, x, weights, heads)
         output, averaged = torch_mha(torch, x, weights, heads)
         np.testing.assert_allclose(walk.output, output, rtol=0, atol=1e-10)
-        mean = np.mean([walk.step(f"head{i}.weights").value for i in range(1, heads + 1)], axis=0)
+        mean = np.mean([walk.step(f"head{i}.weights") for i in range(1, heads + 1)], axis=0)
         np.testing.assert_allclose(mean, averaged, rtol=0, atol=1e-10)
 
 
@@ -152,11 +152,11 @@ def test_properties_on_random_inputs(backend, torch):
     walk = run_multihead(backend, x, weights, 4)
     outputs = []
     for i in range(1, 5):
-        np.testing.assert_allclose(walk.step(f"head{i}.weights").value.sum(axis=1), 1.0)
-        assert walk.step(f"head{i}.Q").value.shape == (6, 2)
-        outputs.append(walk.step(f"head{i}.output").value)
-    np.testing.assert_array_equal(walk.step("concat").value, np.hstack(outputs))
-    differences = walk.step("differences").value
+        np.testing.assert_allclose(walk.step(f"head{i}.weights").sum(axis=1), 1.0)
+        assert walk.step(f"head{i}.Q").shape == (6, 2)
+        outputs.append(walk.step(f"head{i}.output"))
+    np.testing.assert_array_equal(walk.step("concat"), np.hstack(outputs))
+    differences = walk.step("differences")
     np.testing.assert_array_equal(differences, differences.T)
     assert np.all(np.diag(differences) == 0) and np.all(differences + np.eye(4) > 0)
 
@@ -169,7 +169,7 @@ def test_mechanism_matches_the_walkthrough():
     for i in range(3):
         q, k, v = (mh.project(x, mh.head_block(w[name], i, 3)) for name in ("W_Q", "W_K", "W_V"))
         result = attention(q, k, v)
-        np.testing.assert_array_equal(walk.step(f"head{i + 1}.weights").value, result.weights)
+        np.testing.assert_array_equal(walk.step(f"head{i + 1}.weights"), result.weights)
         outputs.append(result.output)
     output = mh.project(mh.concat(outputs), w["W_O"])
     np.testing.assert_allclose(output, walk.output, atol=1e-15)

@@ -34,6 +34,30 @@ def print_walkthrough(walkthrough: Walkthrough, console: Console, options: Rende
     console.print(walkthrough_renderable(walkthrough, options))
 
 
+# Notebook cells are wider than a terminal's 80 columns.
+HTML_WIDTH = 100
+_HTML_PRE = (
+    "<pre style=\"font-family: Menlo, 'DejaVu Sans Mono', Consolas, monospace; "
+    'line-height: 1.25; white-space: pre; overflow-x: auto">{code}</pre>'
+)
+
+
+def walkthrough_html(walkthrough: Walkthrough, options: RenderOptions) -> str:
+    """The rich tables, colours and shading as an HTML fragment (for Jupyter)."""
+    import io
+
+    console = Console(
+        record=True,
+        file=io.StringIO(),
+        width=HTML_WIDTH,
+        color_system="truecolor",
+        force_terminal=True,
+        force_jupyter=False,
+    )
+    console.print(walkthrough_renderable(walkthrough, options))
+    return console.export_html(inline_styles=True, code_format=_HTML_PRE)
+
+
 def walkthrough_renderable(walkthrough: Walkthrough, options: RenderOptions) -> Group:
     return Group(
         *(part for section in walkthrough_sections(walkthrough, options) for part in section)

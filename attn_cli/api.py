@@ -1,0 +1,191 @@
+"""The lessons as Python functions: arrays in, a walkthrough out.
+
+``import attn_cli as attn; w = attn.scaled(Q, K, V)`` runs the same lesson as ``attn scaled
+--q ... --k ... --v ...``: one function per lesson command, with the command's options as
+keyword arguments (``--d-model`` is ``d_model``; ``--lesson`` takes a path; ``tokens`` takes
+a list of names or ``"a,b,c"``). Inputs may be numpy arrays, nested lists, torch tensors or the
+command line's text (``"1,0;0,1"``, JSON, ``"@file.npy"``). Without inputs a function runs the
+lesson's lecture example (``example="cat-slept"`` picks one); sizes such as ``n=`` draw random
+inputs. A problem with what was asked raises :class:`attn_cli.UserError` with the one-line
+message the command line prints.
+
+The functions are built from each lesson's declared inputs (``INPUTS`` in its walkthrough
+module), so the keyword names cannot drift from the command line's flags.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attn_cli.errors import UserError
+from attn_cli.model import Walkthrough
+
+
+@dataclass(frozen=True)
+class LessonSignature:
+    """What a lesson function takes besides the inputs its walkthrough module declares."""
+
+    summary: str
+    options: tuple[str, ...] = ()  # the lesson's options, as on the command line
+    sizes: tuple[str, ...] = ()  # sizes of random inputs (--n, --dk, ...)
+    positional: tuple[str, ...] = ()  # inputs that may be given by position, in order
+    labels: str | None = None  # the row names that ``tokens=`` gives (run.labels key)
+    seed: bool = True  # whether the lesson draws anything at random
+    precision: int = 4  # the decimals its command prints by default
+
+
+LESSON_SIGNATURES: dict[str, LessonSignature] = {
+    "scaled": LessonSignature(
+        "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
+        options=("scale",),
+        sizes=("n", "m", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "bahdanau": LessonSignature(
+        "Additive (Bahdanau) attention for one decoder step, term by term.",
+        options=("compare",),
+        sizes=("n", "d", "da"),
+        positional=("s", "h", "w1", "w2", "v"),
+        labels="states",
+    ),
+    "selfattn": LessonSignature(
+        "Self-attention: Q, K and V projected from one sequence X.",
+        options=("scale", "permute"),
+        sizes=("n", "d", "dk", "dv"),
+        positional=("x", "wq", "wk", "wv"),
+        labels="tokens",
+    ),
+    "causal": LessonSignature(
+        "Causal (masked) attention: each token attends to itself and the tokens before it.",
+        options=("scale", "fill", "conventions"),
+        sizes=("n", "dk"),
+        positional=("q", "k", "v"),
+        labels="tokens",
+    ),
+    "multihead": LessonSignature(
+        "Multi-head attention: split into heads, attend, concatenate, project.",
+        options=("heads",),
+        sizes=("n", "d_model"),
+        positional=("x", "wq", "wk", "wv", "wo"),
+        labels="tokens",
+    ),
+    "posenc": LessonSignature(
+        "Sinusoidal positional encoding and the rotation behind PE(pos+k) = M_k PE(pos).",
+        options=("positions", "d_model", "base", "offset", "layout"),
+        seed=False,
+        precision=3,  # as `attn posenc` prints: eight signed columns fit in 80
+    ),
+    "variance": LessonSignature(
+        "Why scores are divided by √d_k: the variance of q·k, the softmax and its gradient.",
+        options=("dk", "samples", "keys"),
+    ),
+    "flash": LessonSignature(
+        "The tiled (FlashAttention) algorithm step by step: running max, running sum.",
+        options=("block", "causal", "scale"),
+        sizes=("n", "m", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+}
+
+LESSONS = tuple(LESSON_SIGNATURES)
+_BUILT: dict[str, Callable[..., Walkthrough]] = {}
+
+
+def keyword(option: str) -> str:
+    """The keyword argument for a command-line flag: ``--d-model`` -> ``d_model``."""
+    return option.lstrip("-").replace("-", "_")
+
+
+def lesson_function(name: str) -> Callable[..., Walkthrough]:
+    """The Python function of lesson ``name`` (built once, from the lesson's declarations)."""
+    if name not in _BUILT:
+        _BUILT[name] = _build(name)
+    return _BUILT[name]
+
+
+def _build(name: str) -> Callable[..., Walkthrough]:
+    from attn_cli.walkthroughs.base import lesson_module
+
+    call = LESSON_SIGNATURES[name]
+    specs = {keyword(spec.option): spec for spec in lesson_module(name).INPUTS}
+    order = [*call.positional, *(key for key in specs if key not in call.positional)]
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    keyword_only = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter(key, positional if key in call.positional else keyword_only, default=None)
+        for key in order
+    ]
+    common: list[tuple[str, Any]] = [
+        *((option, None) for option in call.options),
+        *((size, None) for size in call.sizes),
+        ("example", None),
+        ("lesson", None),
+        *((("tokens", None),) if call.labels else ()),
+        *((("seed", 0),) if call.seed else ()),
+        ("backend", None),
+        ("device", "cpu"),
+        ("dtype", "float64"),
+        ("time", False),
+    ]
+    parameters += [inspect.Parameter(key, keyword_only, default=value) for key, value in common]
+    signature = inspect.Signature(parameters, return_annotation=Walkthrough)
+
+    def run_lesson(*args: Any, **kwargs: Any) -> Walkthrough:
+        from attn_cli.runner import RunRequest, compute
+
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"attn_cli.{name}(): {error}") from None
+        bound.apply_defaults()
+        given = bound.arguments
+        labels = {}
+        if call.labels and given["tokens"] is not None:
+            labels[call.labels] = _names(given["tokens"])
+        lesson_file = given["lesson"]
+        request = RunRequest(
+            lesson=name,
+            inputs={spec.name: given[key] for key, spec in specs.items()},
+            options={option: given[option] for option in call.options},
+            sizes={size: given[size] for size in call.sizes},
+            example=given["example"],
+            lesson_file=None if lesson_file is None else Path(lesson_file),
+            labels=labels,
+            seed=given.get("seed", 0),
+            backend=given["backend"],
+            device=given["device"],
+            dtype=given["dtype"],
+            time_steps=bool(given["time"]),
+        )
+        return compute(request)
+
+    run_lesson.__name__ = run_lesson.__qualname__ = name
+    run_lesson.__module__ = "attn_cli"
+    run_lesson.__signature__ = signature  # type: ignore[attr-defined]
+    run_lesson.__doc__ = (
+        f"{call.summary}\n\nThe Python form of `attn {name}`: inputs "
+        f"({', '.join(order) or 'none'}) as arrays, lists, tensors or text; options and sizes "
+        "as keyword arguments; returns the Walkthrough. See docs/api.md."
+    )
+    return run_lesson
+
+
+def default_precision(lesson: str) -> int:
+    """The decimals the lesson's command prints unless --precision says otherwise."""
+    signature = LESSON_SIGNATURES.get(lesson)
+    return signature.precision if signature else 4
+
+
+def _names(tokens: str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(tokens, str):
+        from attn_cli.matrices import parse_names
+
+        return parse_names(tokens, "tokens")
+    names = tuple(str(token) for token in tokens)
+    if not names or not all(names):
+        raise UserError('tokens needs one non-empty name per row, e.g. ["the", "cat", "slept"].')
+    return names

@@ -27,9 +27,56 @@ def format_number(value: Any, precision: int = 4, *, unicode: bool = True) -> st
         return "inf" if x > 0 else "-inf"
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
-    if abs(x) < 0.5 * 10.0**-precision or abs(x) >= 1e7:
+    if needs_scientific(x, precision):
         return f"{x:.{max(precision - 2, 1)}e}"
     return f"{x:.{precision}f}"
+
+
+def needs_scientific(x: float, precision: int) -> bool:
+    """Whether fixed-point at this precision would hide the number: a non-zero that would round
+    to 0 (with at least one decimal asked for), or one too large to read as digits."""
+    if not math.isfinite(x) or x == 0:
+        return False
+    return abs(x) >= 1e7 or (precision > 0 and abs(x) < 0.5 * 10.0**-precision)
+
+
+def format_column(values: Any, precision: int = 4, *, unicode: bool = True) -> list[str]:
+    """The numbers of one table column, all in one format, so that digits line up and an exact
+    1 never sits beside a rounded 1.0000:
+
+    * every finite value a whole number: integers (``0``, ``1``, ``-2``);
+    * any value that fixed-point would hide (see :func:`needs_scientific`): scientific
+      notation for the whole column, ``precision`` significant digits;
+    * otherwise fixed-point with ``precision`` decimals (an exact 0 as ``0.0000``).
+
+    NaN and infinities print as words or symbols in any column.
+    """
+    numbers = [float(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+    finite = [x for x in numbers if math.isfinite(x)]
+    if all(x == int(x) and abs(x) < 1e15 for x in finite):
+        style = "integer"
+    elif any(needs_scientific(x, precision) for x in finite):
+        style = "scientific"
+    else:
+        style = "fixed"
+    cells = []
+    for x in numbers:
+        if not math.isfinite(x):
+            cells.append(format_number(x, precision, unicode=unicode))
+        elif style == "integer":
+            cells.append(str(int(x)))
+        elif style == "scientific":
+            cells.append(f"{x:.{max(precision - 1, 1)}e}")
+        else:
+            cells.append(f"{x:.{precision}f}")
+    return cells
+
+
+def format_columns(matrix: Any, precision: int = 4, *, unicode: bool = True) -> list[list[str]]:
+    """A 2-D array's cells as text, row by row, each column in one format."""
+    array = as_matrix(matrix)
+    columns = [format_column(array[:, c], precision, unicode=unicode) for c in range(array.shape[1])]
+    return [[column[r] for column in columns] for r in range(array.shape[0])]
 
 
 def shape_text(shape: tuple[int, ...]) -> str:

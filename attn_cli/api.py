@@ -185,7 +185,9 @@ def _names(tokens: str | Sequence[str]) -> tuple[str, ...]:
         from attn_cli.matrices import parse_names
 
         return parse_names(tokens, "tokens")
-    names = tuple(str(token) for token in tokens)
+    from attn_cli.usertext import printable
+
+    names = tuple(printable(str(token)) for token in tokens)
     if not names or not all(names):
         raise UserError('tokens needs one non-empty name per row, e.g. ["the", "cat", "slept"].')
     return names

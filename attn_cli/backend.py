@@ -108,7 +108,31 @@ class Backend:
 
 
 def available_host_bytes() -> int | None:
-    """Free host memory (MemAvailable on Linux), or None when it cannot be read."""
+    """Free host memory (MemAvailable on Linux), less where this process's address-space limit
+    (``ulimit -v``) allows less; None when neither can be read."""
+    free = _free_memory()
+    headroom = _address_space_headroom()
+    if free is None or headroom is None:
+        return free if headroom is None else headroom
+    return min(free, headroom)
+
+
+def _address_space_headroom() -> int | None:
+    """What RLIMIT_AS still allows this process to map, or None without a limit."""
+    try:
+        import resource
+
+        limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if limit == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        return max(limit - mapped, 0)
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _free_memory() -> int | None:
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:

@@ -33,6 +33,7 @@ the rounding rule for printed values, is docs/lesson-files.md.
 from __future__ import annotations
 
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,13 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.matrices import parse_matrix
+from attn_cli.templates import template_fields
+from attn_cli.usertext import printable
+
+# What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack
+# (a 10 MB file took attn check past 20 s before these limits).
+MAX_LESSON_FILE_BYTES = 2 * 2**20
+MAX_EXAMPLES = 500
 
 
 @dataclass(frozen=True)
@@ -118,15 +126,40 @@ def load_bundled(lesson: str) -> LessonFile:
     return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml")
 
 
+# Parsed lesson files by (path, modification time, size): one run reads each file once, even
+# when a check and the lessons it runs each ask for it.
+_PARSED: dict[tuple[str, int, int], LessonFile] = {}
+
+
 def load_lesson_file(path: Path) -> LessonFile:
     """Read and check a lesson file; every problem names the file, the field and the fix."""
     where = str(path)
     if not path.is_file():
         raise UserError(f"lesson file {where!r} not found; check the path.")
+    stat = path.stat()
+    version = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if version not in _PARSED:
+        _PARSED[version] = _read_lesson_file(path, stat.st_size)
+    return _PARSED[version]
+
+
+def _read_lesson_file(path: Path, size: int) -> LessonFile:
+    where = str(path)
+    if size > MAX_LESSON_FILE_BYTES:
+        raise UserError(
+            f"{where}: {size / 2**20:.1f} MiB is more than a lesson file may hold "
+            f"({MAX_LESSON_FILE_BYTES // 2**20} MiB); split it, or load large matrices from "
+            '.npy files (Q = "@q.npy").'
+        )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{where}: not valid TOML ({error}); fix the syntax there.") from None
+    except RecursionError:
+        raise UserError(
+            f"{where}: arrays nested too deeply to read; a matrix is a list of rows, two levels "
+            "of brackets: [[1, 0], [0, 1]]."
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{where}: cannot read it ({error}).") from None
     return parse_lesson_data(data, where, path)
@@ -148,28 +181,36 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
                 raise UserError(
                     f"{where}: [steps.{key}] {name} must be text in quotes, not {text[name]!r}."
                 )
+        for name in ("title", "explanation"):
+            template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
+        latex = text.get("latex")
         steps[key] = StepText(
-            title=text.get("title", key),
-            explanation=text.get("explanation", "").strip(),
-            latex=text.get("latex"),
+            title=printable(text.get("title", key)),
+            explanation=printable(text.get("explanation", "").strip()),
+            latex=None if latex is None else printable(latex),
         )
     raw_examples = data.get("examples", [])
     if not isinstance(raw_examples, list):
         raise UserError(f"{where}: examples must be an array of tables, written [[examples]].")
+    if len(raw_examples) > MAX_EXAMPLES:
+        raise UserError(
+            f"{where}: {len(raw_examples)} examples is more than a lesson file may hold "
+            f"({MAX_EXAMPLES}); split them over several files."
+        )
     examples = tuple(
         _parse_example(raw, f"{where}: examples[{index}]") for index, raw in enumerate(raw_examples)
     )
     names = [example.name for example in examples]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise UserError(f"{where}: example names must be unique; {duplicates[0]!r} repeats.")
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise UserError(f"{where}: example names must be unique; {repeated[0]!r} repeats.")
     default = data.get("default_example")
     if default is not None and default not in names:
         raise UserError(f"{where}: default_example {default!r} is not one of the examples.")
     return LessonFile(
         lesson=lesson,
-        title=str(data.get("title", lesson)),
-        intro=str(data.get("intro", "")).strip(),
+        title=printable(str(data.get("title", lesson))),
+        intro=printable(str(data.get("intro", "")).strip()),
         steps=steps,
         examples=examples,
         default_example=default,
@@ -213,13 +254,13 @@ def _parse_example(raw: Any, where: str) -> Example:
     ):
         raise UserError(f'{where}: labels must map a name to a list of strings, e.g. keys = ["a"].')
     return Example(
-        name=name,
-        description=str(raw.get("description", "")).strip(),
-        source=str(raw.get("source", "")),
+        name=printable(name),
+        description=printable(str(raw.get("description", "")).strip()),
+        source=printable(str(raw.get("source", ""))),
         inputs=inputs,
         options=dict(options),
         printed=printed,
-        labels={key: tuple(names) for key, names in raw_labels.items()},
+        labels={key: tuple(printable(n) for n in names) for key, names in raw_labels.items()},
     )
 
 

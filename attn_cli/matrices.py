@@ -11,18 +11,25 @@ Every problem is a :class:`UserError` that names the option, the problem and the
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
+import tokenize
 from pathlib import Path
 
 import numpy as np
 
+from attn_cli.backend import available_host_bytes, format_bytes
 from attn_cli.errors import UserError
+from attn_cli.usertext import printable
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
 _ENTRY_SPLIT = re.compile(r"\s*,\s*|\s+")
 _ROW_SPLIT = re.compile(r"[;\n]")
 _FILE_SUFFIXES = (".npy", ".csv", ".txt", ".json")
+# Rows of numbers are two levels of brackets; one more is allowed for a batch of matrices.
+MAX_NESTING = 3
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
 
 
 def as_matrix(value: object, name: str) -> np.ndarray:
@@ -85,7 +92,7 @@ def parse_int_list(text: str, name: str) -> list[int]:
 
 def parse_names(text: str, name: str) -> tuple[str, ...]:
     """Parse ``"the,cat,slept"`` into row names (commas separate; spaces around them go)."""
-    names = tuple(part.strip() for part in text.split(","))
+    names = tuple(printable(part.strip()) for part in text.split(","))
     if not any(names):
         raise UserError(f'{name} is empty; give names separated by commas, e.g. "the,cat,slept".')
     if not all(names):
@@ -143,8 +150,18 @@ def _entries(text: str, name: str, where: str) -> list[str]:
 def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
     import json  # only JSON input needs it: keeps start-up light
 
+    depth = nesting_depth(text)
+    if depth > MAX_NESTING:
+        raise UserError(
+            f"{name}{where} is nested {depth} levels deep; a matrix is a list of rows, two levels "
+            "of brackets: [[1,0],[0,1]]."
+        )
     try:
         data = json.loads(text)
+    except RecursionError:  # not reached after the depth check; kept as a guard
+        raise UserError(
+            f"{name}{where} is nested too deeply; write it like [[1,0],[0,1]]."
+        ) from None
     except json.JSONDecodeError as error:
         raise UserError(
             f"{name}{where} is not valid JSON ({error.msg} at character {error.pos + 1}); "
@@ -155,6 +172,29 @@ def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
     if isinstance(data, list):
         return _rectangular([data], name, where)[0] if data else _rectangular([], name, where)
     raise UserError(f"{name}{where} must be a JSON list of rows, like [[1,0],[0,1]].")
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply brackets nest in JSON text (outside strings), in one pass over the brackets."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for match in _JSON_STRUCTURE.finditer(text):
+        char = match.group()
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def _rectangular(rows: list, name: str, where: str) -> np.ndarray:
@@ -233,10 +273,7 @@ def _read_file(path: Path, name: str) -> np.ndarray:
 
 
 def _read_npy(path: Path, name: str, where: str) -> np.ndarray:
-    with path.open("rb") as file:
-        magic = file.read(6)
-    if magic != b"\x93NUMPY":
-        raise UserError(f"{name}{where} is not a valid .npy file; write one with np.save.")
+    _check_npy_header(path, name, where)
     try:
         array = np.load(path, allow_pickle=False)
     except ValueError as error:
@@ -255,6 +292,56 @@ def _read_npy(path: Path, name: str, where: str) -> np.ndarray:
     if array.size == 0:
         raise UserError(f"{name}{where} is empty; save an array with at least one entry.")
     return array.astype(np.float64)
+
+
+def _check_npy_header(path: Path, name: str, where: str) -> None:
+    """Read only the .npy header and refuse, before any allocation, an array that the file
+    cannot hold (a header that lies about its shape) or that memory cannot."""
+    npy = np.lib.format
+    try:
+        with path.open("rb") as file:
+            version = npy.read_magic(file)
+            if version == (1, 0):
+                shape, _, dtype = npy.read_array_header_1_0(file)
+            elif version == (2, 0):
+                shape, _, dtype = npy.read_array_header_2_0(file)
+            else:
+                raise UserError(
+                    f"{name}{where} is a version {version[0]}.{version[1]} .npy file, which attn "
+                    "does not read; save the array with np.save."
+                )
+            data_start = file.tell()
+    except (ValueError, EOFError, SyntaxError, tokenize.TokenError) as error:
+        detail = " ".join(str(error).split())[:120]
+        raise UserError(
+            f"{name}{where} is not a valid .npy file ({detail}); write one with np.save."
+        ) from None
+    if dtype.hasobject:
+        raise UserError(
+            f"{name}{where} holds Python objects (a pickled array), which attn never loads; "
+            "save a numeric array with np.save."
+        )
+    if dtype.kind not in "iuf":
+        raise UserError(
+            f"{name}{where} holds {dtype} values; save a real numeric array (float or int)."
+        )
+    entries = math.prod(shape)
+    declared = entries * dtype.itemsize
+    held = path.stat().st_size - data_start
+    if declared > held:
+        raise UserError(
+            f"{name}{where}: its header declares a {_shape_text(shape)} array ({entries:,} "
+            f"entries, {format_bytes(declared)}) but the file holds {format_bytes(held)} of data; "
+            "the file is truncated or its header is wrong: save the array again with np.save."
+        )
+    needed = entries * (dtype.itemsize + 8)  # the array as read, and its float64 copy
+    available = available_host_bytes()
+    if available is not None and needed > available:
+        raise UserError(
+            f"{name}{where} holds a {_shape_text(shape)} array: reading it needs about "
+            f"{format_bytes(needed)} but only {format_bytes(available)} is free; use a smaller "
+            "array."
+        )
 
 
 def _checked(array: np.ndarray, name: str) -> np.ndarray:

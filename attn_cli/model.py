@@ -98,10 +98,12 @@ class Walkthrough:
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         """The JSON document of ``--format json`` as Python data (``full``: no summaries)."""
-        from attn_cli.render import RenderOptions
+        from attn_cli.render import Format, RenderOptions, ensure_output_fits
         from attn_cli.render.json_render import to_document
 
-        return to_document(self, RenderOptions(full=full))
+        options = RenderOptions(full=full)
+        ensure_output_fits(self, Format.json, options)
+        return to_document(self, options)
 
     def to_markdown(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""

@@ -49,7 +49,21 @@ def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
     What the file leaves out (title, intro, step texts, even the examples) comes from the
     bundled lesson; every input, option and step it names must exist in the lesson.
     """
-    own = load_lesson_file(path)
+    own = load_lesson_file(path)  # parsed once per run (cached by the loader)
+    done = _COMPLETED.get((id(own), lesson))
+    if done is not None and done[0] is own:
+        return done[1]
+    completed = _complete_own_lesson_file(own, path, lesson)
+    _COMPLETED[(id(own), lesson)] = (own, completed)
+    return completed
+
+
+# Lecturers' files already checked and completed in this run: `attn check` runs every example
+# of a file, and each run asks for the file again (checking it each time was quadratic).
+_COMPLETED: dict[tuple[int, str | None], tuple[LessonFile, LessonFile]] = {}
+
+
+def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -> LessonFile:
     if own.lesson not in LESSON_MODULES:
         known = ", ".join(sorted(LESSON_MODULES))
         raise UserError(

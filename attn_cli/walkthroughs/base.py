@@ -28,6 +28,7 @@ from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
+from attn_cli.templates import fill
 
 Array = Any
 
@@ -133,6 +134,7 @@ class StepRecorder:
         (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
         """
         words = self.run.lesson.text(text or key)
+        where = f"{self.run.lesson.path or self.run.lesson.lesson}: [steps.{text or key}]"
         shown = self.to_numpy(value)
         sums = None
         if row_sums:
@@ -140,8 +142,8 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title=fill(words.title, context),
-                explanation=fill(words.explanation, context),
+                title=fill(words.title, context, f"{where} title"),
+                explanation=fill(words.explanation, context, f"{where} explanation"),
                 value=shown,
                 kind=kind,
                 row_labels=row_labels,
@@ -222,16 +224,6 @@ class StepRecorder:
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
         )
-
-
-def fill(template: str, context: dict[str, Any] | None) -> str:
-    """Fill ``{placeholders}`` of a lesson text; text without them is returned unchanged."""
-    if not context or "{" not in template:
-        return template
-    try:
-        return template.format(**context)
-    except (KeyError, IndexError, ValueError):
-        return template
 
 
 def labels(prefix: str, count: int) -> tuple[str, ...]:

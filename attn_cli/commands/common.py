@@ -6,14 +6,16 @@ import functools
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from attn_cli.errors import UserError
 from attn_cli.render import Format, RenderOptions, render
-from attn_cli.runner import RunRequest, compute, lesson_data
+
+if TYPE_CHECKING:  # the runner (numpy, the lessons) is imported when a lesson runs
+    from attn_cli.runner import RunRequest
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -59,6 +61,8 @@ def run_lesson_command(
     if handler is not None:
         handler(LessonCall(request, fmt, precision, full, list_examples, quiz))
         return
+    from attn_cli.runner import compute, lesson_data
+
     console = stdout_console()
     if list_examples:
         from attn_cli.render.rich_render import examples_table

@@ -163,9 +163,10 @@ def _for_help(params: list[Any], ctx: typer.Context) -> list[Any]:
     for param in params:
         if not isinstance(param, TyperOption) or param.metavar is not None:
             continue
+        descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
         if param.is_flag:
             param.metavar = ""
-        elif param.type_descriptor.is_choice:
+        elif descriptor is not None and descriptor.is_choice:
             param.metavar = param.display_type(ctx).replace("|", " | ")
     return params
 

@@ -9,6 +9,7 @@ and `attn --version` build every command from its signature and docstring, nothi
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import inspect
 import os
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from attn_cli import __version__
@@ -118,8 +120,6 @@ def epilog(name: str) -> str:
     """What ends `attn NAME --help`: its examples, one per line, indented (in "rich" markup mode
     Typer keeps line breaks; it strips the indentation common to all lines but the first, so
     the first line is left empty)."""
-    from rich.markup import escape
-
     text = "\n"
     if name in SEE_ALSO:
         text += f"{escape(SEE_ALSO[name])}\n\n"
@@ -254,7 +254,11 @@ def main() -> None:
     keeps start-up (and so TAB completion's re-runs) light as commands are added."""
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
     completing = any(key.endswith("_COMPLETE") for key in os.environ)
-    if chosen in COMMANDS and not completing:
-        make_app((chosen,))(prog_name="attn")
-    else:
-        full_app()(prog_name="attn")
+    gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on
+    try:
+        if chosen in COMMANDS and not completing:
+            make_app((chosen,))(prog_name="attn")
+        else:
+            full_app()(prog_name="attn")
+    finally:  # `main` called in a process that goes on (a test, a notebook)
+        gc.enable()

@@ -88,3 +88,29 @@ def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
         if module.startswith(NOT_AT_START_UP) or module.startswith("attn_cli.render.")
     ]
     assert loaded == [], loaded
+
+
+@pytest.mark.parametrize(
+    "args", [["scaled", "--format", "json"], ["scaled", "--bogus"], ["--version"], ["--help"]]
+)
+def test_main_runs_the_command_with_the_collector_on_and_leaves_it_on(args, monkeypatch, capsys):
+    """main() turns the cyclic garbage collector off for start-up only."""
+    import gc
+
+    import attn_cli.runner
+    from attn_cli.cli import main
+
+    seen = []
+    compute = attn_cli.runner.compute
+
+    def recording_compute(request):
+        seen.append(gc.isenabled())
+        return compute(request)
+
+    monkeypatch.setattr(attn_cli.runner, "compute", recording_compute)
+    monkeypatch.setattr(sys, "argv", ["attn", *args])
+    with pytest.raises(SystemExit):
+        main()
+    capsys.readouterr()
+    assert gc.isenabled()
+    assert seen == ([True] if args[-1] == "json" else [])

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.commands.common import stdout_console
+from attn_cli.commands.common import start_up_done, stdout_console
 from attn_cli.errors import UserError
 
 ERRATA_EXIT = 1
@@ -49,6 +49,8 @@ def check(
     Exit 0: every slide is right; 1: errata found; 2: the file is malformed.
     """
     from attn_cli.check import check_bundled, check_file
+
+    start_up_done()
 
     if all_bundled and files:
         raise UserError("give lesson files or --all, not both.")

@@ -254,11 +254,14 @@ def main() -> None:
     keeps start-up (and so TAB completion's re-runs) light as commands are added."""
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
     completing = any(key.endswith("_COMPLETE") for key in os.environ)
+    frozen_before = gc.get_freeze_count()
     gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on
     try:
         if chosen in COMMANDS and not completing:
             make_app((chosen,))(prog_name="attn")
         else:
             full_app()(prog_name="attn")
-    finally:  # `main` called in a process that goes on (a test, a notebook)
+    finally:  # `main` called in a process that goes on (a test, a notebook): as it was
         gc.enable()
+        if frozen_before == 0:
+            gc.unfreeze()

@@ -25,11 +25,16 @@ R = TypeVar("R")
 def start_up_done() -> None:
     """The command has imported what it needs: the cyclic garbage collector back on.
 
-    `attn_cli.cli.main` turns it off for start-up, which only creates objects that live until
-    the process ends (modules, classes, Typer's parameters): the collector's passes over them,
-    many while numpy and the lessons are imported, find nothing and cost about 5% of a run.
-    What a command computes and renders runs with the collector on, as usual.
+    `attn_cli.cli.main` turns it off for start-up, which creates objects that live until the
+    process ends (modules, classes, Typer's parameters, numpy's tables): the collector's passes
+    over them find nothing. They are frozen (moved where the collector never looks) before it
+    is turned back on; otherwise its next passes would walk them all once more. What a command
+    computes and renders runs with the collector on, as usual. Outside `main` (the collector
+    on), this does nothing.
     """
+    if gc.isenabled():
+        return
+    gc.freeze()
     gc.enable()
 
 

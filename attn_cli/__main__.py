@@ -1,3 +1,19 @@
-from attn_cli.cli import main
+"""The process entry: `python -m attn_cli` and the `attn` console script.
 
-main()
+The cyclic garbage collector is off from the first import on: start-up only creates objects
+that live until the process ends (see attn_cli.commands.common.start_up_done, which freezes
+them and turns it back on once the command has imported what it needs).
+"""
+
+import gc
+
+
+def main() -> None:
+    gc.disable()
+    from attn_cli.cli import main as run
+
+    run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,51 +1,137 @@
-"""The attn command line: Typer parses and dispatches; lessons compute; renderers lay out."""
+"""The attn command line: Typer parses and dispatches; lessons compute; renderers lay out.
+
+Start-up matters (every run, and TAB completion, pays it): importing this module imports no
+command module, and a command module imports nothing heavy (numpy, the lessons, the renderers)
+until its command runs. `attn scaled` builds and imports only the scaled command; `attn --help`
+and `attn --version` build every command from its signature and docstring, nothing more.
+"""
 
 from __future__ import annotations
 
+import functools
+import gc
+import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from attn_cli import __version__
-from attn_cli.commands import (
-    bahdanau,
-    bench,
-    causal,
-    check,
-    flash,
-    multihead,
-    posenc,
-    scaled,
-    selfattn,
-    tour,
-    variance,
-)
 from attn_cli.commands.common import print_error, user_errors
 from attn_cli.errors import UserError
+from attn_cli.project import docs_url
 
 try:  # Typer >= 0.2x ships its own copy of click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # older Typer runs on click itself
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
-# Name -> command function, in the order `attn --help` lists them.
-COMMANDS: dict[str, Callable[..., None]] = {
-    "scaled": scaled.scaled,
-    "bahdanau": bahdanau.bahdanau,
-    "selfattn": selfattn.selfattn,
-    "causal": causal.causal,
-    "multihead": multihead.multihead,
-    "posenc": posenc.posenc,
-    "variance": variance.variance,
-    "check": check.check,
-    "tour": tour.tour,
-    "flash": flash.flash,
-    "bench": bench.bench,
+# The commands, in the order `attn --help` lists them: each is the function of the same name in
+# attn_cli.commands.<name>, imported only when the command is built.
+COMMANDS: tuple[str, ...] = (
+    "scaled",
+    "bahdanau",
+    "selfattn",
+    "causal",
+    "multihead",
+    "posenc",
+    "variance",
+    "check",
+    "tour",
+    "flash",
+    "bench",
+)
+
+# The last lines of each command's --help: two or three command lines to try (each one runs as
+# written; tests/test_help.py runs them). Kept under 76 characters so that none wraps at 80.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "scaled": (
+        "attn scaled --example library",
+        'attn scaled --q "1,0;0,1" --k "1,1;2,0" --v "0.1,0.2;0.3,0.4"',
+        "attn scaled --n 512 --dk 64 --time --format json",
+    ),
+    "bahdanau": (
+        "attn bahdanau --example cat-slept --compare",
+        "attn bahdanau --n 4 --d 3 --seed 1",
+    ),
+    "selfattn": (
+        "attn selfattn --permute 2,0,1",
+        'attn selfattn --x "1,0;0,1;1,1" --tokens "the,cat,slept"',
+    ),
+    "causal": (
+        "attn causal",
+        "attn causal --fill zero",
+        "attn causal --n 4 --dk 8 --conventions",
+    ),
+    "multihead": (
+        "attn multihead",
+        "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
+    ),
+    "posenc": (
+        "attn posenc --example binary-counter",
+        "attn posenc --positions 16 --d-model 8 --layout split",
+    ),
+    "variance": (
+        "attn variance",
+        'attn variance --dk "4,64,512" --samples 500',
+    ),
+    "check": (
+        "attn check --all",
+        "attn check my-slides.toml --format json",
+    ),
+    "tour": (
+        "attn tour",
+        "attn tour --only scaled,causal --no-pause",
+    ),
+    "flash": (
+        "attn flash",
+        "attn flash --example causal-three",
+        "attn flash --n 8 --block 4 --causal",
+    ),
+    "bench": (
+        "attn bench --sizes 128..1024 --impl naive,tiled-numpy",
+        "attn bench --device cuda --causal --format csv > bench.csv",
+        "attn bench --plot bench.png",
+    ),
 }
+
+# Said before the examples, where a command needs more than its help can hold.
+SEE_ALSO: dict[str, str] = {
+    "check": f"The lesson-file format in full, with a complete example:\n{docs_url('lesson-files.md')}",
+}
+
+# `attn -h` as well as `attn --help`, for every command.
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
+
+def command_function(name: str) -> Callable[..., None]:
+    """The function behind `attn NAME` (its module imported now)."""
+    module = importlib.import_module(f"attn_cli.commands.{name}")
+    function: Callable[..., None] = getattr(module, name)
+    return function
+
+
+def epilog(name: str) -> str:
+    """What ends `attn NAME --help`: its examples, one per line, indented (in "rich" markup mode
+    Typer keeps line breaks; it strips the indentation common to all lines but the first, so
+    the first line is left empty)."""
+    text = "\n"
+    if name in SEE_ALSO:
+        text += f"{escape(SEE_ALSO[name])}\n\n"
+    text += "[b]Examples[/b]\n"
+    return text + "\n".join(f"  {escape(line)}" for line in EXAMPLES[name])
+
+
+def reflowed(text: str) -> str:
+    """A docstring as help: each paragraph on one line, for Rich to wrap to the terminal (in
+    "rich" markup mode Typer keeps the docstring's own line breaks, ragged at 80 columns)."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
 
 
 def _version(value: bool) -> None:
@@ -65,10 +151,40 @@ def root(
     """Worked examples of the attention mechanism: every intermediate matrix, computed."""
 
 
+def _for_help(params: list[Any], ctx: typer.Context) -> list[Any]:
+    """Options as the help should show them (parsing is unaffected):
+
+    - an on/off option as the flag it is: Typer's rich help gives every boolean option a
+      `<bool>` type, which reads as if `--full true` were accepted (it is not); an empty
+      metavar leaves the type column of a flag blank;
+    - the choices of an option with spaces between them, `<float64 | float32 | bfloat16>`, so
+      that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`).
+    """
+    for param in params:
+        if not isinstance(param, TyperOption) or param.metavar is not None:
+            continue
+        descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
+        if param.is_flag:
+            param.metavar = ""
+        elif descriptor is not None and descriptor.is_choice:
+            param.metavar = param.display_type(ctx).replace("|", " | ")
+    return params
+
+
+class AttnCommand(TyperCommand):
+    """A command whose help shows flags as flags and wraps choices between them."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        return _for_help(super().get_params(ctx), ctx)
+
+
 class OneLineUsageErrors(TyperGroup):
     """The attn group: a usage error in a command line (an unknown option, a value that is not
     one of the choices, a number out of range, an unknown command) becomes one line on stderr and
     exit code 2, like every other user error, instead of Typer's usage box."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        return _for_help(super().get_params(ctx), ctx)
 
     def make_context(self, info_name: str | None, args: list[str], **extra: Any) -> typer.Context:
         try:  # attn's own options: attn --nosuch
@@ -99,31 +215,53 @@ def _one_line(error: UsageError, command: str) -> typer.Exit:
     return typer.Exit(code=UserError.exit_code)
 
 
-def make_app(commands: dict[str, Callable[..., None]]) -> typer.Typer:
-    """The Typer app with these commands, each turning a UserError into one line and exit 2."""
+def make_app(names: tuple[str, ...] | list[str] = COMMANDS) -> typer.Typer:
+    """The Typer app with these commands (of COMMANDS), each turning a UserError into one line
+    and exit 2, with `-h`, and its examples at the end of its help."""
     typer_app = typer.Typer(
         name="attn",
         help="Worked examples of the attention mechanism: every intermediate matrix, computed.",
         no_args_is_help=True,
         cls=OneLineUsageErrors,
         rich_markup_mode="rich",
+        context_settings=CONTEXT_SETTINGS,
     )
     typer_app.callback()(root)
-    for name, command in commands.items():
-        typer_app.command(name)(user_errors(command))
+    for name in names:
+        function = command_function(name)
+        typer_app.command(
+            name, cls=AttnCommand, help=reflowed(function.__doc__ or ""), epilog=epilog(name)
+        )(user_errors(function))
     return typer_app
 
 
-app = make_app(COMMANDS)
+@functools.cache
+def full_app() -> typer.Typer:
+    """The app with every command (built once, on first use)."""
+    return make_app(COMMANDS)
+
+
+def __getattr__(name: str) -> Any:
+    """`attn_cli.cli.app`, the app with every command, built on first use."""
+    if name == "app":
+        return full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """The console script. Typer builds every registered command (inspecting each signature)
-    before it runs one; a run of one known command builds only that one, which keeps start-up
-    (and so TAB completion's re-runs) light as commands are added."""
+    before it runs one; a run of one known command builds (and imports) only that one, which
+    keeps start-up (and so TAB completion's re-runs) light as commands are added."""
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
     completing = any(key.endswith("_COMPLETE") for key in os.environ)
-    if chosen in COMMANDS and not completing:
-        make_app({chosen: COMMANDS[chosen]})(prog_name="attn")
-    else:
-        app(prog_name="attn")
+    frozen_before = gc.get_freeze_count()
+    gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on
+    try:
+        if chosen in COMMANDS and not completing:
+            make_app((chosen,))(prog_name="attn")
+        else:
+            full_app()(prog_name="attn")
+    finally:  # `main` called in a process that goes on (a test, a notebook): as it was
+        gc.enable()
+        if frozen_before == 0:
+            gc.unfreeze()

@@ -76,7 +76,7 @@ LessonFileOpt = Annotated[
     Path | None,
     typer.Option(
         "--lesson",
-        help="A lesson file of your own (TOML; see docs/lesson-files.md).",
+        help="A lesson file of your own (TOML; the format: attn check --help).",
         rich_help_panel=INPUT_PANEL,
         show_default=False,
         dir_okay=False,

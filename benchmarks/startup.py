@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import os
 import resource
 import statistics
 import subprocess
@@ -68,8 +69,10 @@ def main() -> None:
 
     compileall.compile_dir(Path(attn_cli.__file__).parent, quiet=1)
     compileall.compile_file(HERE / "startup_baseline.py", quiet=1)
+    load_before = os.getloadavg()
+    times = interleaved_times(runs)
     walls, cpus = {}, {}
-    for name, (wall, cpu) in interleaved_times(runs).items():
+    for name, (wall, cpu) in times.items():
         walls[name], cpus[name] = statistics.median(wall), statistics.median(cpu)
         spread = statistics.quantiles(wall, n=4)
         print(
@@ -81,6 +84,23 @@ def main() -> None:
     print(
         f"ratio attn scaled / baseline: wall {walls['attn scaled'] / walls[baseline]:.3f}, "
         f"CPU {cpus['attn scaled'] / cpus[baseline]:.3f} (target <= 1.2)"
+    )
+    # The same ratio round by round (each round's runs are seconds apart, under the same load).
+    for kind, index in (("wall", 0), ("CPU", 1)):
+        ratios = [
+            ours / floor
+            for ours, floor in zip(times["attn scaled"][index], times[baseline][index], strict=True)
+        ]
+        quartiles = statistics.quantiles(ratios, n=4)
+        print(
+            f"per-round ratio ({kind}): median {statistics.median(ratios):.3f}, "
+            f"IQR {quartiles[0]:.3f}-{quartiles[2]:.3f}, min {min(ratios):.3f}, "
+            f"max {max(ratios):.3f}"
+        )
+    load_after = os.getloadavg()
+    print(
+        f"load average (1, 5, 15 min) before {', '.join(f'{x:.2f}' for x in load_before)}; "
+        f"after {', '.join(f'{x:.2f}' for x in load_after)}; {os.cpu_count()} CPUs"
     )
 
 

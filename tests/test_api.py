@@ -74,10 +74,11 @@ def test_file_inputs_work_as_on_the_command_line(tmp_path):
 
 def test_keywords_are_the_command_line_options(invoke):
     """Each function takes exactly its command's options, less the ones that only print."""
-    from attn_cli.cli import COMMANDS
+    import importlib
 
     for lesson in LESSONS:
-        command = set(inspect.signature(COMMANDS[lesson]).parameters) - PRINTING_OPTIONS
+        function_of_command = getattr(importlib.import_module(f"attn_cli.commands.{lesson}"), lesson)
+        command = set(inspect.signature(function_of_command).parameters) - PRINTING_OPTIONS
         function = set(inspect.signature(getattr(attn, lesson)).parameters)
         assert function == command, lesson
 

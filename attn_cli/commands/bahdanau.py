@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import run_lesson_command
-from attn_cli.matrices import parse_names
 from attn_cli.options import (
     INPUT_PANEL,
     BackendOpt,
@@ -29,7 +28,6 @@ from attn_cli.options import (
     size_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 def bahdanau(
@@ -84,6 +82,9 @@ def bahdanau(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context Σ αᵢ hᵢ."""
+    from attn_cli.matrices import parse_names
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="bahdanau",
         inputs={"s_t": s, "H": h, "W1": w1, "W2": w2, "v": v, "W_a": wa},

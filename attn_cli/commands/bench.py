@@ -120,8 +120,10 @@ def bench(
     from attn_cli.bench.devices import device_ops
     from attn_cli.bench.fit import fit_rows
     from attn_cli.bench.impls import default_impls
-    from attn_cli.commands.common import stdout_console
+    from attn_cli.commands.common import start_up_done, stdout_console
     from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
+
+    start_up_done()
 
     if plot is not None:  # before the sweep, which can take minutes
         check_plot_path(plot)

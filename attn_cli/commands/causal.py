@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import run_lesson_command
-from attn_cli.matrices import parse_names
 from attn_cli.options import (
     INPUT_PANEL,
     BackendOpt,
@@ -30,7 +29,6 @@ from attn_cli.options import (
     size_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 class Fill(StrEnum):
@@ -111,6 +109,9 @@ def causal(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Causal attention step by step: softmax(S + M) with M = −∞ above the diagonal."""
+    from attn_cli.matrices import parse_names
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="causal",
         inputs={"S": scores, "Q": q, "K": k, "V": v, "X": x, "W_Q": wq, "W_K": wk, "W_V": wv},

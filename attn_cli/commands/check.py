@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.commands.common import stdout_console
+from attn_cli.commands.common import start_up_done, stdout_console
 from attn_cli.errors import UserError
 
 ERRATA_EXIT = 1
@@ -23,7 +23,7 @@ def check(
     files: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Lesson files (TOML) to check; see docs/lesson-files.md.",
+            help="Lesson files (TOML) to check; their format is described above.",
             show_default=False,
             dir_okay=False,
         ),
@@ -35,13 +35,22 @@ def check(
         CheckFormat, typer.Option("--format", "-f", help="Output format.")
     ] = CheckFormat.rich,
 ) -> None:
-    """Compute every example of a lesson file and report each printed value that is wrong.
+    r"""Compute every example of a lesson file and report each printed value that is wrong.
+
+    A lesson file is TOML. Only lesson = "scaled" (or another lesson's name) is required; the
+    optional title, intro, default_example, \[steps.KEY] tables (title, explanation, latex) and
+    \[\[examples]] (name, description, source, options, labels, \[examples.inputs],
+    \[examples.printed]) replace the bundled lesson's. Printed values are text in the matrix
+    grammar ("0.51, 0.31; 0.2, 0.8"), keyed by step ("weights"), row ("output\[1]") or entry
+    ("weights\[1,2]"), counted from 1.
 
     A value printed with k decimals must be within half a unit of its k-th decimal.
 
     Exit 0: every slide is right; 1: errata found; 2: the file is malformed.
     """
     from attn_cli.check import check_bundled, check_file
+
+    start_up_done()
 
     if all_bundled and files:
         raise UserError("give lesson files or --all, not both.")

@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from attn_cli.errors import UserError
 from attn_cli.render import Format, RenderOptions, render
-from attn_cli.runner import RunRequest, compute, lesson_data
+
+if TYPE_CHECKING:  # the runner (numpy, the lessons) is imported when a lesson runs
+    from attn_cli.runner import RunRequest
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+def start_up_done() -> None:
+    """The command has imported what it needs: the cyclic garbage collector back on.
+
+    `attn_cli.cli.main` turns it off for start-up, which creates objects that live until the
+    process ends (modules, classes, Typer's parameters, numpy's tables): the collector's passes
+    over them find nothing. They are frozen (moved where the collector never looks) before it
+    is turned back on; otherwise its next passes would walk them all once more. What a command
+    computes and renders runs with the collector on, as usual. Outside `main` (the collector
+    on), this does nothing.
+    """
+    if gc.isenabled():
+        return
+    gc.freeze()
+    gc.enable()
 
 
 def stdout_console() -> Console:
@@ -59,6 +78,9 @@ def run_lesson_command(
     if handler is not None:
         handler(LessonCall(request, fmt, precision, full, list_examples, quiz))
         return
+    from attn_cli.runner import compute, lesson_data
+
+    start_up_done()
     console = stdout_console()
     if list_examples:
         from attn_cli.render.rich_render import examples_table

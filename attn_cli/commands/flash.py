@@ -27,7 +27,6 @@ from attn_cli.options import (
     size_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 def flash(
@@ -88,6 +87,8 @@ def flash(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Tiled attention, one key block at a time: running max, running sum, rescaling."""
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="flash",
         inputs={"Q": q, "K": k, "V": v},

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import run_lesson_command
-from attn_cli.matrices import parse_names
 from attn_cli.options import (
     INPUT_PANEL,
     BackendOpt,
@@ -29,7 +28,6 @@ from attn_cli.options import (
     size_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 def multihead(
@@ -80,6 +78,9 @@ def multihead(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Multi-head attention step by step: Concat(head_1, …, head_h) W_O."""
+    from attn_cli.matrices import parse_names
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="multihead",
         inputs={"X": x, "W_Q": wq, "W_K": wk, "W_V": wv, "W_O": wo},

@@ -23,7 +23,6 @@ from attn_cli.options import (
     input_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 class LayoutName(StrEnum):
@@ -66,6 +65,8 @@ def posenc(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Sinusoidal positional encoding: frequencies, PE, the shift rotation M_k, similarity."""
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="posenc",
         options={

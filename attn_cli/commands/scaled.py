@@ -27,7 +27,6 @@ from attn_cli.options import (
     size_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 def scaled(
@@ -69,6 +68,8 @@ def scaled(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V."""
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="scaled",
         inputs={"Q": q, "K": k, "V": v},

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import run_lesson_command
-from attn_cli.matrices import parse_int_list, parse_names
 from attn_cli.options import (
     INPUT_PANEL,
     BackendOpt,
@@ -29,7 +28,6 @@ from attn_cli.options import (
     size_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 def selfattn(
@@ -90,6 +88,9 @@ def selfattn(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Self-attention step by step: Q, K, V = X W_Q, X W_K, X W_V, then softmax(Q Kᵀ / √d_k) V."""
+    from attn_cli.matrices import parse_int_list, parse_names
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="selfattn",
         inputs={"X": x, "W_Q": wq, "W_K": wk, "W_V": wv},

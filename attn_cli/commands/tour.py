@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.commands.common import stdout_console
+from attn_cli.commands.common import start_up_done, stdout_console
 
 
 def tour(
@@ -31,6 +31,8 @@ def tour(
     positional encoding, variance and a small bench, one screen at a time."""
     from attn_cli import terminal
     from attn_cli.tour import Pager, run_tour, select
+
+    start_up_done()
 
     stops = select(only)
     console = stdout_console()

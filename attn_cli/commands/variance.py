@@ -23,7 +23,6 @@ from attn_cli.options import (
     input_option,
 )
 from attn_cli.render import Format
-from attn_cli.runner import RunRequest
 
 
 def variance(
@@ -54,6 +53,8 @@ def variance(
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Why divide by √d_k: the variance of q·k, the softmax and its gradient, measured."""
+    from attn_cli.runner import RunRequest
+
     request = RunRequest(
         lesson="variance",
         options={"dk": dk, "samples": samples, "keys": keys},

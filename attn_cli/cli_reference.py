@@ -1,0 +1,109 @@
+"""The command reference, docs/cli.md, generated from the app itself (never edited by hand):
+
+    python -m attn_cli.cli_reference > docs/cli.md
+
+Each command's usage, help, options by panel (with their type, default and range, as --help
+shows them) and examples. tests/test_help.py fails when the committed file is stale.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+import typer.main
+from rich.text import Text
+
+from attn_cli.cli import COMMANDS, EXAMPLES, SEE_ALSO, full_app, reflowed
+
+REGENERATE = "python -m attn_cli.cli_reference > docs/cli.md"
+
+
+def _plain(markup: str) -> str:
+    """Help text as written for Rich (with escapes like \\\\[), as plain text."""
+    return Text.from_markup(markup).plain
+
+
+def _option_lines(params: list[Any], ctx: typer.Context) -> list[str]:
+    """The options of one panel as a Markdown list: names and type, then the help."""
+    lines = []
+    for param in params:
+        record = param.get_help_record(ctx)
+        if record is None:  # hidden
+            continue
+        names, help_and_extra = record
+        own_help = param.help or ""
+        extra = help_and_extra[len(own_help) :].strip() if own_help else help_and_extra
+        text = " ".join(part for part in (_plain(reflowed(own_help)), extra) if part)
+        lines.append(f"- `{names}`: {text}" if text else f"- `{names}`")
+    return lines
+
+
+def _params_by_panel(command: Any, ctx: typer.Context) -> dict[str, list[Any]]:
+    panels: dict[str, list[Any]] = {}
+    for param in command.get_params(ctx):
+        if getattr(param, "hidden", False):
+            continue
+        default = "Arguments" if param.param_type_name == "argument" else "Options"
+        panel = getattr(param, "rich_help_panel", None) or default
+        panels.setdefault(panel, []).append(param)
+    # Typer's order: Arguments, then Options, then the named panels as they come.
+    ordered = {name: panels.pop(name) for name in ("Arguments", "Options") if name in panels}
+    return {**ordered, **panels}
+
+
+def _command_section(name: str, command: Any, parent: typer.Context) -> list[str]:
+    ctx = typer.Context(command, info_name=name, parent=parent, **command.context_settings)
+    usage = " ".join(["attn", name, *command.collect_usage_pieces(ctx)])
+    out = [f"## `attn {name}`", "", "```text", usage, "```", ""]
+    for paragraph in (command.help or "").split("\n\n"):
+        out += [_plain(paragraph), ""]
+    for panel, params in _params_by_panel(command, ctx).items():
+        out += [f"**{panel}**", "", *_option_lines(params, ctx), ""]
+    if name in SEE_ALSO:
+        out += [SEE_ALSO[name].replace("\n", " "), ""]
+    out += ["Examples:", "", "```console", *(f"$ {line}" for line in EXAMPLES[name]), "```", ""]
+    return out
+
+
+def reference() -> str:
+    """docs/cli.md, as Markdown."""
+    group: Any = typer.main.get_command(full_app())
+    ctx = typer.Context(group, info_name="attn", **group.context_settings)
+    out = [
+        "# Command reference",
+        "",
+        f"<!-- Generated from the app by `{REGENERATE}`; do not edit. -->",
+        "",
+        _plain(group.help or ""),
+        "",
+        "```text",
+        " ".join(["attn", *group.collect_usage_pieces(ctx)]),
+        "```",
+        "",
+        "Every command takes `-h` or `--help`.",
+        "",
+        "**Options**",
+        "",
+        *_option_lines(group.get_params(ctx), ctx),
+        "",
+        "**Commands**",
+        "",
+        *(
+            f"- [`attn {name}`](#attn-{name}): {_plain(group.commands[name].help or '').split(chr(10))[0]}"
+            for name in COMMANDS
+        ),
+        "",
+    ]
+    for name in COMMANDS:
+        out += _command_section(name, group.commands[name], ctx)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main() -> None:
+    sys.stdout.write(reference())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The help at 80 columns: -h as well as --help, flags shown as flags, no word or choice cut in
+two, each command's examples last (and each example runs); docs/cli.md generated from the app."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+from typer.core import TyperOption
+from typer.testing import CliRunner
+
+from attn_cli.cli import COMMANDS, EXAMPLES, app
+from attn_cli.cli_reference import REGENERATE, reference
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUP = typer.main.get_command(app)
+
+
+def help_at_80(*args: str) -> str:
+    result = CliRunner().invoke(app, [*args], terminal_width=80, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def whole_on_a_line(word: str, text: str) -> bool:
+    """The word appears on some line with no letter, digit, '-' or '_' glued to either side."""
+    pattern = re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w])")
+    return any(pattern.search(line) for line in text.splitlines())
+
+
+@pytest.mark.parametrize("command", [(), *((name,) for name in COMMANDS)], ids=str)
+def test_help_at_80_columns(command):
+    text = help_at_80(*command, "--help")
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "<bool>" not in text  # flags are shown as flags: `--full`, not `--full <bool>`
+    assert help_at_80(*command, "-h") == text
+    click_command = GROUP.commands[command[0]] if command else GROUP
+    for param in click_command.params:
+        if not isinstance(param, TyperOption) or param.hidden:
+            continue
+        for name in [*param.opts, *param.secondary_opts]:
+            assert whole_on_a_line(name, text), (name, text)
+        for choice in param.type_descriptor.choices or ():
+            value = getattr(choice, "value", choice)
+            assert whole_on_a_line(str(value), text), (param.name, value, text)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_ends_with_the_examples(name):
+    assert 2 <= len(EXAMPLES[name]) <= 3
+    lines = [line.strip() for line in help_at_80(name, "--help").splitlines() if line.strip()]
+    assert lines[-len(EXAMPLES[name]) - 1 :] == ["Examples", *EXAMPLES[name]]
+
+
+def test_check_help_describes_the_lesson_file_format():
+    text = help_at_80("check", "--help")
+    assert "lesson-files.md" in text and "[[examples]]" in text and "[steps.KEY]" in text
+    assert "attn check --help" in help_at_80("scaled", "--help")  # where --lesson points
+
+
+def _runnable_examples() -> list[str]:
+    """Every example line, less the ones that need a GPU, write files or run for long."""
+    slow = ("attn bench", "attn tour")
+    return [
+        line
+        for name in COMMANDS
+        for line in EXAMPLES[name]
+        if not line.startswith(slow) or "--only" in line
+    ]
+
+
+@pytest.mark.parametrize("line", _runnable_examples())
+def test_every_example_runs(line, tmp_path, monkeypatch):
+    shutil.copy(ROOT / "docs" / "examples" / "four-dims.toml", tmp_path / "my-slides.toml")
+    monkeypatch.chdir(tmp_path)
+    args = shlex.split(line)
+    assert args[0] == "attn"
+    result = CliRunner().invoke(app, args[1:])
+    # attn check exits 1 when it finds errata, and the bundled lessons record some on purpose.
+    allowed = {0, 1} if args[1] == "check" else {0}
+    assert result.exit_code in allowed, (line, result.output)
+
+
+def test_the_console_script_help_fits_80_columns():
+    completed = subprocess.run(
+        [sys.executable, "-m", "attn_cli", "scaled", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"COLUMNS": "80", "PATH": "", "SYSTEMROOT": ""},
+    )
+    lines = completed.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert whole_on_a_line("bfloat16", completed.stdout) and "<bool>" not in completed.stdout
+
+
+def test_docs_cli_md_is_generated_from_the_app():
+    committed = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert committed == reference(), f"docs/cli.md is stale; regenerate it: {REGENERATE}"

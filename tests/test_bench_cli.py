@@ -43,7 +43,7 @@ def _needs_torch(torch):
     return torch
 
 
-def test_json_rows_fit_and_device(invoke):
+def test_json_rows_fit_and_device(invoke, torch):
     result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy", "--causal", "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -60,7 +60,9 @@ def test_json_rows_fit_and_device(invoke):
     assert set(doc["fit"]) == {"naive", "tiled-numpy"}
     assert set(doc["fit"]["naive"]) == {"time_exponent", "memory_exponent"}
     assert doc["reading"][0].startswith("naive memory grows as n^")  # the contrast line
-    assert doc["device"]["device"] == "cpu" and doc["device"]["cores"] >= 1
+    assert doc["kind"] == "bench" and doc["device"] == "cpu" and doc["dtype"] == "float32"
+    assert doc["machine"]["device"] == "cpu" and doc["machine"]["cores"] >= 1
+    assert doc["machine"]["torch"] == torch.__version__
     assert doc["config"]["sizes"] == [16, 32] and doc["interrupted"] is False
 
 

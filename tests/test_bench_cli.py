@@ -119,9 +119,16 @@ def test_cuda_absent_is_a_user_error(invoke, torch):
     assert_user_error(invoke("bench", "--device", "cuda"), "--device cuda", "CUDA is not available")
 
 
-def test_missing_torch_is_a_user_error(invoke, monkeypatch):
+def test_a_torch_impl_without_torch_is_a_user_error(invoke, monkeypatch):
     monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)  # import raises ImportError
-    assert_user_error(invoke("bench", *FAST), "needs PyTorch", "pip install 'attn-cli[torch]'")
+    result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy")
+    assert_user_error(result, "--impl naive needs PyTorch", "pip install 'attn-cli[torch]'")
+
+
+def test_another_device_without_torch_is_a_user_error(invoke, monkeypatch):
+    monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)
+    result = invoke("bench", *FAST, "--device", "mps")
+    assert_user_error(result, "--device mps needs PyTorch", "pip install 'attn-cli[torch]'")
 
 
 @pytest.mark.parametrize(

@@ -85,3 +85,9 @@ def test_installed_wheel_runs_from_another_directory(wheel, tmp_path):
         check=True,
     )
     assert json.loads(completed.stdout)["example"] == "two-tokens"
+
+
+def test_wheel_ships_the_json_schema(wheel):
+    """The schema of docs/json.md, where json_render.schema() reads it in an installed copy."""
+    packaged = zipfile.ZipFile(wheel).read("attn_cli/schema/output.schema.json")
+    assert packaged == (ROOT / "attn_cli" / "schema" / "output.schema.json").read_bytes()

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attn_cli import __version__
 from attn_cli.model import Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
 
@@ -33,6 +32,8 @@ ARRAY_KINDS = frozenset({"matrix", "weights", "heatmap"})
 
 def envelope(kind: DocumentKind) -> dict[str, Any]:
     """The keys every document starts with."""
+    from attn_cli import __version__  # here: attn_cli/__init__ may import the renderers
+
     return {"schema_version": SCHEMA_VERSION, "attn_version": __version__, "kind": kind}
 
 

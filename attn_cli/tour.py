@@ -54,8 +54,7 @@ TOUR: tuple[Stop, ...] = (
         "bench",
         "The O(n²) wall, measured: a small run on the CPU",
         ("--device", "cpu", "--sizes", "64,128,256", "--d", "16", "--heads", "1"),
-        needs_torch=True,
-    ),
+    ),  # without PyTorch it runs the numpy implementations only
 )
 PROMPT = "── Enter: next · q: quit ──"
 

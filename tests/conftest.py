@@ -6,6 +6,7 @@ import io
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -34,6 +35,21 @@ def invoke_json(invoke):
         return json.loads(result.stdout)
 
     return run
+
+
+def data(value: dict[str, Any]) -> Any:
+    """The entries of a JSON array object {"shape", "data"}, after checking the shape is theirs."""
+    assert isinstance(value, dict) and set(value) == {"shape", "data"}, value
+    assert list(np.shape(value["data"])) == value["shape"], (value["shape"], value["data"])
+    return value["data"]
+
+
+def unwrap(value: Any) -> Any:
+    """A step value as the tests read it: an array object's entries; anything else unchanged
+    (a summarised array {"shape", "summary"} too)."""
+    if isinstance(value, dict) and set(value) == {"shape", "data"}:
+        return data(value)
+    return value
 
 
 def render_plain(renderable: Any, width: int = 80) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attn_cli.lesson_files import load_bundled
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 ADDITIVE_KEYS = ["W1h", "W2s", "sum", "tanh", "scores", "weights", "context"]
 COMPARE_KEYS = [
@@ -30,7 +30,7 @@ V = [0.9, 0.1]
 
 
 def steps(doc: dict) -> dict:
-    return {step["key"]: step["value"] for step in doc["steps"]}
+    return {step["key"]: unwrap(step["value"]) for step in doc["steps"]}
 
 
 def text(array: np.ndarray) -> str:
@@ -70,7 +70,7 @@ def test_term_by_term_is_the_default_and_matches_a_hand_computation(invoke_json)
     assert got["scores"] == pytest.approx([score], abs=1e-15)
     assert got["scores"] == pytest.approx(additive_by_hand([1, 3], [[2, 1]]), abs=1e-15)
     assert got["weights"] == [1.0]  # one state: the softmax is exactly 1
-    assert got["context"] == [2.0, 1.0] == doc["output"]
+    assert got["context"] == [2.0, 1.0] == data(doc["output"])
     assert any("weight is exactly 1" in note for note in doc["notes"])
     # The slide rounds tanh U before the last product and prints 0.991: the exact score differs.
     assert abs(score - 0.991) > 5e-4
@@ -110,7 +110,7 @@ def test_cat_slept_compares_three_scores(invoke_json):
     assert cost["additive"]["parameters"] == 2 * (2 + 2 + 1)
     assert cost["dot"]["multiply-adds"] == 6 and cost["dot"]["parameters"] == 0
     assert cost["general"]["multiply-adds"] == 4 + 6 and cost["general"]["parameters"] == 4
-    assert doc["inputs"]["W_a"] == [[0.0, 1.0], [1.0, 0.0]]
+    assert data(doc["inputs"]["W_a"]) == [[0.0, 1.0], [1.0, 0.0]]
     assert any("additive → cat, dot → cat, general → the" in note for note in doc["notes"])
     weights_step = next(step for step in doc["steps"] if step["key"] == "weights")
     assert weights_step["col_labels"] == ["the", "cat", "slept"]
@@ -131,7 +131,7 @@ def test_compare_defaults_w_a_to_the_identity_and_says_so(invoke_json):
     assert "identity" not in " ".join(doc["notes"])
     doc = invoke_json("bahdanau", "--compare")
     got = steps(doc)
-    assert doc["inputs"]["W_a"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert data(doc["inputs"]["W_a"]) == [[1.0, 0.0], [0.0, 1.0]]
     assert got["general.scores"] == got["dot.scores"] == [2 * 1 + 1 * 3]
     assert any("identity" in note for note in doc["notes"])
 
@@ -231,9 +231,9 @@ def test_random_weights_are_a_distribution_and_context_a_convex_combination(invo
     doc_compare = invoke_json(
         "bahdanau", "--n", "7", "--d", "5", "--da", "3", "--seed", str(seed), "--compare"
     )
-    assert doc_compare["inputs"]["H"] == doc["inputs"]["H"]  # same seed, same inputs
-    h = np.array(doc["inputs"]["H"])
-    assert h.shape == (7, 5) and np.array(doc["inputs"]["W1"]).shape == (3, 5)
+    assert data(doc_compare["inputs"]["H"]) == data(doc["inputs"]["H"])  # same seed, same inputs
+    h = np.array(data(doc["inputs"]["H"]))
+    assert h.shape == (7, 5) and np.array(data(doc["inputs"]["W1"])).shape == (3, 5)
     got = steps(doc_compare)
     for form in ("", "dot.", "general."):
         weights = np.array(got[f"{form}weights"])

@@ -43,7 +43,7 @@ def _needs_torch(torch):
     return torch
 
 
-def test_json_rows_fit_and_device(invoke):
+def test_json_rows_fit_and_device(invoke, torch):
     result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy", "--causal", "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -60,7 +60,9 @@ def test_json_rows_fit_and_device(invoke):
     assert set(doc["fit"]) == {"naive", "tiled-numpy"}
     assert set(doc["fit"]["naive"]) == {"time_exponent", "memory_exponent"}
     assert doc["reading"][0].startswith("naive memory grows as n^")  # the contrast line
-    assert doc["device"]["device"] == "cpu" and doc["device"]["cores"] >= 1
+    assert doc["kind"] == "bench" and doc["device"] == "cpu" and doc["dtype"] == "float32"
+    assert doc["machine"]["device"] == "cpu" and doc["machine"]["cores"] >= 1
+    assert doc["machine"]["torch"] == torch.__version__
     assert doc["config"]["sizes"] == [16, 32] and doc["interrupted"] is False
 
 
@@ -117,9 +119,16 @@ def test_cuda_absent_is_a_user_error(invoke, torch):
     assert_user_error(invoke("bench", "--device", "cuda"), "--device cuda", "CUDA is not available")
 
 
-def test_missing_torch_is_a_user_error(invoke, monkeypatch):
+def test_a_torch_impl_without_torch_is_a_user_error(invoke, monkeypatch):
     monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)  # import raises ImportError
-    assert_user_error(invoke("bench", *FAST), "needs PyTorch", "pip install 'attn-cli[torch]'")
+    result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy")
+    assert_user_error(result, "--impl naive needs PyTorch", "pip install 'attn-cli[torch]'")
+
+
+def test_another_device_without_torch_is_a_user_error(invoke, monkeypatch):
+    monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)
+    result = invoke("bench", *FAST, "--device", "mps")
+    assert_user_error(result, "--device mps needs PyTorch", "pip install 'attn-cli[torch]'")
 
 
 @pytest.mark.parametrize(

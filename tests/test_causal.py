@@ -15,7 +15,7 @@ from attn_cli.backend import get_backend
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.runner import RunRequest, compute
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 BACKENDS = ("numpy", "torch")
 
@@ -56,21 +56,23 @@ def test_three_tokens_weights_match_hand_softmax(invoke_json):
     assert doc["example"] == "three-tokens"
     assert [s["key"] for s in doc["steps"]] == ["scores", "mask", "masked", "weights"]
     steps = steps_of(doc)
-    weights = as_array(steps["weights"]["value"])
+    weights = as_array(unwrap(steps["weights"]["value"]))
     # Row 1 sees only itself; row 2 sees tokens 1-2; row 3 sees all (scores 2.1 … 2.5 of the slide).
     expected = np.zeros((3, 3))
     expected[0, 0] = 1.0
     expected[1, :2] = [1 / (1 + math.exp(2.3)), math.exp(2.3) / (1 + math.exp(2.3))]
     expected[2] = softmax_by_hand([1.4, 0.7, 2.5])
     np.testing.assert_allclose(weights, expected, rtol=0, atol=1e-15)
-    assert steps["mask"]["value"] == [[0.0, "-inf", "-inf"], [0.0, 0.0, "-inf"], [0.0] * 3]
-    assert steps["masked"]["value"][1] == [0.8, 3.1, "-inf"]
-    assert doc["output"] == steps["weights"]["value"]  # no values: the weights are the result
+    assert unwrap(steps["mask"]["value"]) == [[0.0, "-inf", "-inf"], [0.0, 0.0, "-inf"], [0.0] * 3]
+    assert unwrap(steps["masked"]["value"])[1] == [0.8, 3.1, "-inf"]
+    assert data(doc["output"]) == unwrap(
+        unwrap(steps["weights"]["value"])
+    )  # no values: the weights are the result
 
 
 def test_signals_weights_and_the_slide_record(invoke_json):
     doc = invoke_json("causal", "--example", "signals")
-    weights = as_array(steps_of(doc)["weights"]["value"])
+    weights = as_array(unwrap(steps_of(doc)["weights"]["value"]))
     np.testing.assert_allclose(weights[1, :2], softmax_by_hand([0.3, 0.9]), atol=1e-15)
     np.testing.assert_allclose(weights[2], softmax_by_hand([0.2, 0.7, 0.4]), atol=1e-15)
     # The slide prints 0.24 / 0.76 for row 2; the exact values are 0.354 / 0.646.
@@ -81,14 +83,14 @@ def test_identity_causal_example_projects_scales_and_outputs(invoke_json):
     doc = invoke_json("causal", "--example", "identity-causal")
     steps = steps_of(doc)
     assert list(steps) == ["Q", "K", "V", "scores", "scaled", "mask", "masked", "weights", "output"]
-    assert doc["inputs"]["W_Q"] == [[1.0, 0.0], [0.0, 1.0]]  # identity listed as used
+    assert data(doc["inputs"]["W_Q"]) == [[1.0, 0.0], [0.0, 1.0]]  # identity listed as used
     x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     r = 1 / math.sqrt(2)
     # Row 2 sees x1 (score 0) and x2 (score 1/√2); row 3 sees scores (1, 1, 2)/√2.
     row2 = softmax_by_hand([0.0, r])
     row3 = softmax_by_hand([r, r, 2 * r])
     expected = np.vstack([x[0], row2 @ x[:2], row3 @ x])
-    np.testing.assert_allclose(as_array(doc["output"]), expected, atol=1e-15)
+    np.testing.assert_allclose(as_array(data(doc["output"])), expected, atol=1e-15)
     assert steps["weights"]["row_labels"] == ["x1", "x2", "x3"]
 
 
@@ -105,8 +107,8 @@ def test_random_grid_is_square_scores_and_reproducible(invoke_json):
     first = invoke_json("causal", "--n", "5", "--seed", "7")
     again = invoke_json("causal", "--n", "5", "--seed", "7")
     assert first == again
-    assert np.shape(first["inputs"]["S"]) == (5, 5)
-    assert first["inputs"]["S"] == np.random.default_rng(7).standard_normal((5, 5)).tolist()
+    assert np.shape(data(first["inputs"]["S"])) == (5, 5)
+    assert data(first["inputs"]["S"]) == np.random.default_rng(7).standard_normal((5, 5)).tolist()
 
 
 # --- properties --------------------------------------------------------------------------
@@ -205,12 +207,12 @@ def test_fill_zero_shows_the_leak_row_by_row(invoke_json):
     assert list(steps) == ["scores", "future", "masked", "weights", "leak"]
     s = np.array([[2.1, 1.5, 0.4], [0.8, 3.1, 1.2], [1.4, 0.7, 2.5]])
     future = np.triu(np.ones((3, 3), dtype=bool), k=1)
-    assert steps["future"]["value"] == future.tolist()
+    assert unwrap(steps["future"]["value"]) == future.tolist()
     buggy = np.where(future, 0.0, s)
-    assert steps["masked"]["value"] == buggy.tolist()
+    assert unwrap(steps["masked"]["value"]) == buggy.tolist()
     leaky = np.vstack([softmax_by_hand(row) for row in buggy])
-    np.testing.assert_allclose(as_array(steps["weights"]["value"]), leaky, atol=1e-15)
-    leak = as_array(steps["leak"]["value"])
+    np.testing.assert_allclose(as_array(unwrap(steps["weights"]["value"])), leaky, atol=1e-15)
+    leak = as_array(unwrap(steps["leak"]["value"]))
     np.testing.assert_allclose(leak[:, 0], (leaky * future).sum(axis=1), atol=1e-15)
     assert np.all(leak[:, 1] == 0.0)  # the −∞ fill: exactly nothing leaks
     assert leak[0, 0] > 0.19 and leak[2, 0] == 0.0  # the last token has no future
@@ -229,8 +231,8 @@ def test_fill_zero_with_values_reports_the_output_change(invoke_json):
         [np.r_[softmax_by_hand(row[: i + 1]), np.zeros(2 - i)] for i, row in enumerate(scores)]
     )
     change = np.abs(leaky @ values - right @ values).max(axis=1)
-    np.testing.assert_allclose(as_array(steps["leak"]["value"])[:, 2], change, atol=1e-15)
-    np.testing.assert_allclose(as_array(doc["output"]), leaky @ values, atol=1e-15)
+    np.testing.assert_allclose(as_array(unwrap(steps["leak"]["value"]))[:, 2], change, atol=1e-15)
+    np.testing.assert_allclose(as_array(data(doc["output"])), leaky @ values, atol=1e-15)
 
 
 # --- --conventions ---------------------------------------------------------------------------
@@ -251,28 +253,30 @@ def test_conventions_show_three_spellings_and_the_nan_row(invoke_json):
         "fix_finite",
     ]
     lower = np.tril(np.ones((3, 3), dtype=bool))
-    assert steps["sdpa_mask"]["value"] == lower.tolist()
-    assert steps["mha_mask"]["value"] == (~lower).tolist()
-    assert [row["max |Δ|"] for row in steps["agree"]["value"]] == [0.0, 0.0, 0.0]
-    assert steps["swapped"]["value"][2] == ["nan"] * 3  # the last token sees no future key
-    assert steps["padding_mask"]["value"][0] == ["-inf"] * 3
-    assert steps["padding_mask"]["parts"]["key_padding_mask (True = pad)"] == [[True, False, False]]
-    assert steps["padded_weights"]["value"][0] == ["nan"] * 3
+    assert unwrap(steps["sdpa_mask"]["value"]) == lower.tolist()
+    assert unwrap(steps["mha_mask"]["value"]) == (~lower).tolist()
+    assert [row["max |Δ|"] for row in unwrap(steps["agree"]["value"])] == [0.0, 0.0, 0.0]
+    assert unwrap(steps["swapped"]["value"])[2] == ["nan"] * 3  # the last token sees no future key
+    assert unwrap(steps["padding_mask"]["value"])[0] == ["-inf"] * 3
+    assert unwrap(steps["padding_mask"]["parts"]["key_padding_mask (True = pad)"]) == [
+        [True, False, False]
+    ]
+    assert unwrap(steps["padded_weights"]["value"])[0] == ["nan"] * 3
     assert steps["padded_weights"]["notes"] == ["Rows that are NaN: t1."]
     # Row 2 loses the pad key and attends to itself only; row 3 splits between tokens 2 and 3.
-    assert steps["padded_weights"]["value"][1] == [0.0, 1.0, 0.0]
+    assert unwrap(steps["padded_weights"]["value"])[1] == [0.0, 1.0, 0.0]
     np.testing.assert_allclose(
-        as_array(steps["padded_weights"]["value"])[2, 1:], softmax_by_hand([0.7, 2.5])
+        as_array(unwrap(steps["padded_weights"]["value"]))[2, 1:], softmax_by_hand([0.7, 2.5])
     )
-    assert steps["fix_keep_self"]["value"][0] == [1.0, 0.0, 0.0]
-    assert steps["fix_zero_row"]["value"][0] == [0.0, 0.0, 0.0]
-    np.testing.assert_allclose(steps["fix_finite"]["value"][0], [1 / 3] * 3, atol=1e-15)
+    assert unwrap(steps["fix_keep_self"]["value"])[0] == [1.0, 0.0, 0.0]
+    assert unwrap(steps["fix_zero_row"]["value"])[0] == [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(unwrap(steps["fix_finite"]["value"])[0], [1 / 3] * 3, atol=1e-15)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_finite_fill_overflows_to_nan_in_float16(backend, torch, invoke_json):
     doc = invoke_json("causal", "--conventions", "--backend", backend, "--dtype", "float16")
-    assert steps_of(doc)["fix_finite"]["value"][0] == ["nan"] * 3
+    assert unwrap(steps_of(doc)["fix_finite"]["value"])[0] == ["nan"] * 3
 
 
 def test_pytorch_behaviour_with_a_row_that_sees_no_key(torch, invoke_json):
@@ -287,11 +291,11 @@ def test_pytorch_behaviour_with_a_row_that_sees_no_key(torch, invoke_json):
     k = torch.tensor([[1.0, 1], [0, 1], [1, 0]], dtype=torch.float64)
     v = torch.eye(3, dtype=torch.float64)  # output = the weights themselves
     allowed = torch.tensor(
-        np.isfinite(as_array(steps["padding_mask"]["value"]))
+        np.isfinite(as_array(unwrap(steps["padding_mask"]["value"])))
     )  # True = may attend
     sdpa = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=allowed)[0]
-    np.testing.assert_allclose(sdpa.numpy(), steps["fix_zero_row"]["value"], atol=1e-10)
-    logits = q @ k.T / math.sqrt(2) + torch.tensor(as_array(steps["padding_mask"]["value"]))
+    np.testing.assert_allclose(sdpa.numpy(), unwrap(steps["fix_zero_row"]["value"]), atol=1e-10)
+    logits = q @ k.T / math.sqrt(2) + torch.tensor(as_array(unwrap(steps["padding_mask"]["value"])))
     assert torch.isnan(torch.softmax(logits, dim=-1)[0]).all()
     mha = torch.nn.MultiheadAttention(2, 1, bias=False, batch_first=True, dtype=torch.float64)
     _, weights = mha(q[None], k[None], k[None], attn_mask=~allowed)
@@ -407,7 +411,7 @@ def test_time_and_random_qkv(invoke_json):
 def test_no_scale_flag(invoke_json):
     doc = invoke_json("causal", "--q", "[[2,0],[0,2]]", "--k", "[[1,0],[0,1]]", "--no-scale")
     assert "scaled" not in steps_of(doc)
-    assert as_array(steps_of(doc)["masked"]["value"])[1, 1] == 2.0
+    assert as_array(unwrap(steps_of(doc)["masked"]["value"]))[1, 1] == 2.0
 
 
 def test_tokens_name_rows_and_columns(invoke_json):

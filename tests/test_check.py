@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli import slides
+from attn_cli import __version__, slides
 from attn_cli.check import check_bundled
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import bundled_lesson_names, bundled_lessons_dir, load_bundled
@@ -224,6 +224,9 @@ def test_check_on_a_correct_file_exits_0(invoke):
     assert "agree with the exact values" in result.stdout
     doc = json.loads(invoke("check", str(DOC_EXAMPLE), "-f", "json").stdout)
     assert doc == {
+        "schema_version": "1.0",
+        "attn_version": __version__,
+        "kind": "check",
         "ok": True,
         "errata": 0,
         "files": [

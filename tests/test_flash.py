@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 
 def plain_attention(q, k, v, *, use_scale, causal=False):
@@ -29,7 +29,7 @@ def test_two_blocks_example(invoke_json):
     k = np.array([[1.0, 0], [0, 1], [2, 1], [-1, 0]])
     v = np.array([[1.0, 2], [3, 0], [0, 1], [2, 2]])
     expected = plain_attention(q, k, v, use_scale=False)
-    np.testing.assert_allclose(doc["output"], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(data(doc["output"]), expected, rtol=0, atol=1e-12)
     steps = steps_by_key(doc)
     keys = [step["key"] for step in doc["steps"]]
     assert keys == [
@@ -38,32 +38,32 @@ def test_two_blocks_example(invoke_json):
         for name in ("scores", "max", "rescale", "p", "sum", "acc")
     ] + ["output", "check"]
     # Block 1 starts from nothing: m = −∞ before, the rescale factor is 0.
-    assert steps["block1.max"]["parts"]["m before"] == [["-inf"], ["-inf"]]
-    assert steps["block1.rescale"]["value"] == [[0.0], [0.0]]
+    assert unwrap(steps["block1.max"]["parts"]["m before"]) == [["-inf"], ["-inf"]]
+    assert unwrap(steps["block1.rescale"]["value"]) == [[0.0], [0.0]]
     # Block 2: q1's max rises from 1 to 2 (c = e^(1−2)); q2's stays at 1 (c = 1).
-    assert steps["block2.max"]["value"] == [[2.0], [1.0]]
-    np.testing.assert_allclose(steps["block2.rescale"]["value"], [[np.exp(-1.0)], [1.0]])
+    assert unwrap(steps["block2.max"]["value"]) == [[2.0], [1.0]]
+    np.testing.assert_allclose(unwrap(steps["block2.rescale"]["value"]), [[np.exp(-1.0)], [1.0]])
     # The running sum after the last block is the softmax denominator against the row max.
     s = q @ k.T
     denominators = np.exp(s - s.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(steps["block2.sum"]["value"], denominators, atol=1e-12)
+    np.testing.assert_allclose(unwrap(steps["block2.sum"]["value"]), denominators, atol=1e-12)
     assert steps["block1.scores"]["col_labels"] == ["k1", "k2"]
     assert steps["block2.scores"]["col_labels"] == ["k3", "k4"]
-    np.testing.assert_allclose(steps["check"]["value"], expected, atol=1e-12)
-    assert doc["max_abs_difference"] < 1e-14
+    np.testing.assert_allclose(unwrap(steps["check"]["value"]), expected, atol=1e-12)
+    assert doc["meta"]["max_abs_difference"] < 1e-14
 
 
 def test_causal_three_example(invoke_json):
     doc = invoke_json("flash", "--example", "causal-three")
     x = np.array([[1.0, 0], [0, 1], [1, 1]])
     np.testing.assert_allclose(
-        doc["output"], plain_attention(x, x, x, use_scale=True, causal=True), atol=1e-12
+        data(doc["output"]), plain_attention(x, x, x, use_scale=True, causal=True), atol=1e-12
     )
     steps = steps_by_key(doc)
-    assert steps["block1.scores"]["value"][0][1] == "-inf"  # q1 may not see k2
+    assert unwrap(steps["block1.scores"]["value"])[0][1] == "-inf"  # q1 may not see k2
     # The second block holds only k3: q1 and q2 see none of it.
-    assert steps["block2.p"]["value"][:2] == [[0.0], [0.0]]
-    assert steps["block2.rescale"]["value"][:2] == [[1.0], [1.0]]
+    assert unwrap(steps["block2.p"]["value"])[:2] == [[0.0], [0.0]]
+    assert unwrap(steps["block2.rescale"]["value"])[:2] == [[1.0], [1.0]]
 
 
 @pytest.mark.parametrize(
@@ -74,20 +74,20 @@ def test_random_inputs_equal_plain_attention(invoke_json, n, block, causal):
     doc = invoke_json(
         "flash", "--n", str(n), "--dk", "3", "--block", str(block), flag, "--seed", "4"
     )
-    q, k, v = (np.array(doc["inputs"][name]) for name in ("Q", "K", "V"))
+    q, k, v = (np.array(data(doc["inputs"][name])) for name in ("Q", "K", "V"))
     expected = plain_attention(q, k, v, use_scale=True, causal=causal)
-    np.testing.assert_allclose(doc["output"], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(data(doc["output"]), expected, rtol=0, atol=1e-12)
     blocks = math.ceil(n / block)
     assert len(doc["steps"]) == 6 * blocks + 2
 
 
 def test_torch_backend_agrees(invoke_json, torch):
     doc = invoke_json("flash", "--backend", "torch", "--n", "6", "--m", "4", "--block", "4")
-    q, k, v = (np.array(doc["inputs"][name]) for name in ("Q", "K", "V"))
+    q, k, v = (np.array(data(doc["inputs"][name])) for name in ("Q", "K", "V"))
     expected = torch.nn.functional.scaled_dot_product_attention(
         *(torch.tensor(a) for a in (q, k, v))
     ).numpy()
-    np.testing.assert_allclose(doc["output"], expected, atol=1e-12)
+    np.testing.assert_allclose(data(doc["output"]), expected, atol=1e-12)
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "latex"])
@@ -163,5 +163,5 @@ def test_labels_from_a_lesson_file_name_the_blocks(invoke_json, tmp_path):
 def test_random_shapes_defaults(invoke_json, sizes, shapes):
     args = [item for key, value in sizes.items() for item in (f"--{key}", str(value))]
     doc = invoke_json("flash", *args, "--block", "4")
-    got = tuple(np.array(doc["inputs"][name]).shape for name in ("Q", "K", "V"))
+    got = tuple(np.array(data(doc["inputs"][name])).shape for name in ("Q", "K", "V"))
     assert got == shapes

@@ -10,7 +10,7 @@ import pytest
 
 from attn_cli.errors import UserError
 from attn_cli.runner import own_lesson_file
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data
 
 DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"
 
@@ -53,7 +53,7 @@ def test_the_lecturers_example_and_explanations_are_used(invoke, tmp_path):
     path = write(tmp_path, GOOD)
     doc = json.loads(invoke("scaled", "--lesson", str(path), "--format", "json").stdout)
     assert doc["example"] == "mine"
-    assert doc["inputs"]["V"] == [[3, 4], [5, 6]]
+    assert doc["inputs"]["V"] == {"shape": [2, 2], "data": [[3, 4], [5, 6]]}
     steps = {step["key"]: step for step in doc["steps"]}
     assert list(steps) == ["scores", "weights", "output"]  # the file's scale = false
     assert steps["scores"]["title"] == "Our scores"
@@ -62,7 +62,7 @@ def test_the_lecturers_example_and_explanations_are_used(invoke, tmp_path):
     assert steps["weights"]["title"].startswith("Weights")
     # Independently: softmax([1, 2]) = [1, e] / (1 + e).
     expected = np.array([1.0, np.e]) / (1.0 + np.e)
-    np.testing.assert_allclose(steps["weights"]["value"], [expected], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(data(steps["weights"]["value"]), [expected], rtol=0, atol=1e-15)
     assert "notes" not in steps["weights"]  # the file's slide is right
 
     rich = invoke("scaled", "--lesson", str(path), "--example", "second")

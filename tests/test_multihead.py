@@ -11,7 +11,7 @@ import pytest
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.mechanisms.attention import attention
 from attn_cli.runner import RunRequest, compute
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 BACKENDS = ("numpy", "torch")
 NAMES = ("W_Q", "W_K", "W_V", "W_O")
@@ -72,30 +72,34 @@ def test_default_example_by_hand(invoke_json):
     # Head 2 (early/late, keys swapped): early tokens match late ones and the reverse.
     other_half = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0]])
     for key, pattern in (("head1.weights", same_kind), ("head2.weights", other_half)):
-        np.testing.assert_allclose(steps[key]["value"], np.where(pattern, high, low), atol=1e-15)
+        np.testing.assert_allclose(
+            unwrap(steps[key]["value"]), np.where(pattern, high, low), atol=1e-15
+        )
     # Values are the tokens' own feature pairs (W_V = I): each output is 2·high on the
     # feature the matched tokens share.
     a, b = 2 * high, 2 * low
     head1 = [[a, b], [b, a], [a, b], [b, a]]
     head2 = [[b, a], [b, a], [a, b], [a, b]]
-    np.testing.assert_allclose(steps["head1.output"]["value"], head1, atol=1e-15)
-    np.testing.assert_allclose(steps["head2.output"]["value"], head2, atol=1e-15)
+    np.testing.assert_allclose(unwrap(steps["head1.output"]["value"]), head1, atol=1e-15)
+    np.testing.assert_allclose(unwrap(steps["head2.output"]["value"]), head2, atol=1e-15)
     concat = np.hstack([head1, head2])
-    np.testing.assert_allclose(steps["concat"]["value"], concat, atol=1e-15)
+    np.testing.assert_allclose(unwrap(steps["concat"]["value"]), concat, atol=1e-15)
     w_o = np.array([[0.6, 0, 0.4, 0], [0, 0.6, 0, 0.4], [0.4, 0, 0.6, 0], [0, 0.4, 0, 0.6]])
-    np.testing.assert_allclose(doc["output"], concat @ w_o, atol=1e-15)
-    np.testing.assert_allclose(steps["differences"]["value"], [[0, high - low], [high - low, 0]])
+    np.testing.assert_allclose(data(doc["output"]), concat @ w_o, atol=1e-15)
+    np.testing.assert_allclose(
+        unwrap(steps["differences"]["value"]), [[0, high - low], [high - low, 0]]
+    )
     assert steps["head1.weights"]["row_labels"] == ["cats", "sat", "dogs", "ran"]
 
 
 def test_split_parameter_count_and_notes(invoke_json):
     doc = invoke_json("multihead")
     split = steps_of(doc)["split"]
-    assert [row["columns of W_Q, W_K, W_V"] for row in split["value"]] == ["1–2", "3–4"]
-    assert [row["concat columns = W_O rows"] for row in split["value"]] == ["1–2", "3–4"]
+    assert [row["columns of W_Q, W_K, W_V"] for row in unwrap(split["value"])] == ["1–2", "3–4"]
+    assert [row["concat columns = W_O rows"] for row in unwrap(split["value"])] == ["1–2", "3–4"]
     assert split["notes"][0] == "d_k = d_v = d_model / h = 4 / 2 = 2."
     assert "4 · 4² = 64 without biases" in split["notes"][1]
-    assert doc["parameters"] == 64
+    assert doc["meta"]["parameters"] == 64
     assert doc["notes"][0].startswith("Heads 1 and 2 attend differently")
     assert steps_of(doc)["concat"]["col_labels"] == ["h1·1", "h1·2", "h2·1", "h2·2"]
 
@@ -103,8 +107,8 @@ def test_split_parameter_count_and_notes(invoke_json):
 def test_json_inputs_hold_every_weight_and_recompute_the_output(invoke_json):
     doc = invoke_json("multihead", "--n", "5", "--d-model", "6", "--heads", "3", "--seed", "4")
     assert list(doc["inputs"]) == ["X", *NAMES]
-    x = np.array(doc["inputs"]["X"])
-    w = {name: np.array(doc["inputs"][name]) for name in NAMES}
+    x = np.array(data(doc["inputs"]["X"]))
+    w = {name: np.array(data(doc["inputs"][name])) for name in NAMES}
     assert x.shape == (5, 6) and all(m.shape == (6, 6) for m in w.values())
     heads = []
     for i in range(3):
@@ -113,7 +117,7 @@ def test_json_inputs_hold_every_weight_and_recompute_the_output(invoke_json):
         s = q @ k.T / math.sqrt(2)
         e = np.exp(s - s.max(axis=1, keepdims=True))
         heads.append(e / e.sum(axis=1, keepdims=True) @ v)
-    np.testing.assert_allclose(doc["output"], np.hstack(heads) @ w["W_O"], atol=1e-12)
+    np.testing.assert_allclose(data(doc["output"]), np.hstack(heads) @ w["W_O"], atol=1e-12)
     assert doc == invoke_json(
         "multihead", "--n", "5", "--d-model", "6", "--heads", "3", "--seed", "4"
     )
@@ -121,7 +125,7 @@ def test_json_inputs_hold_every_weight_and_recompute_the_output(invoke_json):
 
 def test_drawn_weights_differ_from_the_random_tokens_and_are_scaled(invoke_json):
     doc = invoke_json("multihead", "--n", "64", "--d-model", "64", "--seed", "0")
-    x, w_q = np.array(doc["inputs"]["X"]), np.array(doc["inputs"]["W_Q"])
+    x, w_q = np.array(data(doc["inputs"]["X"])), np.array(data(doc["inputs"]["W_Q"]))
     assert not np.allclose(x.ravel()[:100], w_q.ravel()[:100] * 8)  # independent streams
     assert 0.8 < w_q.std() * 8 < 1.2  # entries N(0, 1/d_model)
 

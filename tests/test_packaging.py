@@ -153,3 +153,9 @@ def test_twine_check_passes(built):
         text=True,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_wheel_ships_the_json_schema(wheel):
+    """The schema of docs/json.md, where json_render.schema() reads it in an installed copy."""
+    packaged = zipfile.ZipFile(wheel).read("attn_cli/schema/output.schema.json")
+    assert packaged == (ROOT / "attn_cli" / "schema" / "output.schema.json").read_bytes()

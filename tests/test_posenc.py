@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_cli.mechanisms import posenc as mech
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 
 def formula_pe(positions: int, d_model: int, base: float, layout: str) -> np.ndarray:
@@ -47,7 +47,7 @@ def test_cli_output_matches_the_formula_loop(invoke_json):
     doc = invoke_json(
         "posenc", "--positions", "11", "--d-model", "6", "--base", "50", "--layout", "split"
     )
-    assert np.allclose(doc["output"], formula_pe(11, 6, 50.0, "split"), atol=1e-12)
+    assert np.allclose(data(doc["output"]), formula_pe(11, 6, 50.0, "split"), atol=1e-12)
     assert doc["example"] is None
     assert [step["key"] for step in doc["steps"]] == ["frequencies", "pe", "shift", "similarity"]
     assert doc["options"] == {
@@ -61,7 +61,7 @@ def test_cli_output_matches_the_formula_loop(invoke_json):
 
 def test_frequencies_table_and_binary_counter(invoke_json):
     doc = invoke_json("posenc", "--example", "binary-counter")
-    table = np.asarray(doc["steps"][0]["value"])
+    table = np.asarray(unwrap(doc["steps"][0]["value"]))
     d_model, base = 8, 16.0
     omega = [base ** (-2 * i / d_model) for i in range(4)]
     assert table[:, 0].tolist() == [0, 2, 4, 6] and table[:, 1].tolist() == [1, 3, 5, 7]
@@ -158,9 +158,9 @@ def test_cli_torch_backend_agrees_with_numpy(invoke_json, torch):
     numpy_doc, torch_doc = invoke_json(*args), invoke_json(*args, "--backend", "torch")
     assert torch_doc["backend"] == "torch"
     for numpy_step, torch_step in zip(numpy_doc["steps"], torch_doc["steps"], strict=True):
-        assert np.allclose(numpy_step["value"], torch_step["value"], atol=1e-12)
-    assert torch_doc["shift_max_error"] < 1e-12
-    assert torch_doc["similarity_max_spread"] < 1e-12
+        assert np.allclose(unwrap(numpy_step["value"]), unwrap(torch_step["value"]), atol=1e-12)
+    assert torch_doc["meta"]["shift_max_error"] < 1e-12
+    assert torch_doc["meta"]["similarity_max_spread"] < 1e-12
 
 
 def test_default_example_steps_and_parts(invoke_json):
@@ -169,23 +169,23 @@ def test_default_example_steps_and_parts(invoke_json):
     shift, similarity = doc["steps"][2], doc["steps"][3]
     assert shift["title"].startswith("Shift by k = 3")
     (error,) = shift["parts"].values()
-    assert error == doc["shift_max_error"] < 1e-15
+    assert error == doc["meta"]["shift_max_error"] < 1e-15
     assert "largest |PE(pos+k) − M_k PE(pos)| is" in shift["explanation"]
-    by_lag, spread = similarity["parts"].values()
-    assert np.allclose(np.ravel(by_lag), np.asarray(similarity["value"])[0], atol=1e-12)
-    assert max(np.ravel(spread)) == doc["similarity_max_spread"] < 1e-14
+    by_lag, spread = (data(part) for part in similarity["parts"].values())
+    assert np.allclose(np.ravel(by_lag), np.asarray(unwrap(similarity["value"]))[0], atol=1e-12)
+    assert max(np.ravel(spread)) == doc["meta"]["similarity_max_spread"] < 1e-14
 
 
 def test_float32_shift_error_is_float32_rounding(invoke_json):
     doc = invoke_json("posenc", "--dtype", "float32")
     assert doc["dtype"] == "float32"
-    assert 0 < doc["shift_max_error"] < 1e-5
+    assert 0 < doc["meta"]["shift_max_error"] < 1e-5
 
 
 def test_example_options_can_be_overridden_explicitly(invoke_json):
     doc = invoke_json("posenc", "--example", "paper", "--positions", "5")
     assert doc["example"] == "paper"
-    assert np.shape(doc["output"]) == (5, 512)
+    assert np.shape(data(doc["output"])) == (5, 512)
 
 
 def test_rich_output_small_and_large(invoke):
@@ -202,9 +202,9 @@ def test_rich_output_small_and_large(invoke):
 
 def test_large_json_is_summarised_unless_full(invoke_json):
     doc = invoke_json("posenc", "--positions", "100", "--d-model", "128")
-    assert doc["output"]["shape"] == [100, 128]
+    assert doc["output"]["shape"] == [100, 128] and "summary" in doc["output"]
     full = invoke_json("posenc", "--positions", "100", "--d-model", "128", "--full")
-    assert np.shape(full["output"]) == (100, 128)
+    assert np.shape(data(full["output"])) == (100, 128)
 
 
 def test_markdown_and_latex(invoke):
@@ -276,7 +276,7 @@ def test_lesson_file_of_ones_own(invoke_json, tmp_path):
     )
     doc = invoke_json("posenc", "--lesson", str(path))
     assert doc["example"] == "mine" and doc["steps"][1]["title"] == "My PE (3 rows)"
-    assert np.allclose(doc["output"], formula_pe(3, 4, 10000.0, "interleaved"), atol=1e-12)
+    assert np.allclose(data(doc["output"]), formula_pe(3, 4, 10000.0, "interleaved"), atol=1e-12)
 
 
 def test_too_large_for_memory_is_refused_before_allocating(invoke, monkeypatch):

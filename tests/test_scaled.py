@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from attn_cli.backend import get_backend
 from attn_cli.mechanisms import attention as mech
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data
 
 
 def reference(q, k, v, use_scale=True):
@@ -33,7 +33,7 @@ def reference(q, k, v, use_scale=True):
 def test_two_tokens_every_step(invoke_json):
     doc = invoke_json("scaled")
     assert doc["example"] == "two-tokens"
-    steps = {step["key"]: np.array(step["value"]) for step in doc["steps"]}
+    steps = {step["key"]: np.array(data(step["value"])) for step in doc["steps"]}
     np.testing.assert_array_equal(steps["scores"], [[1, 2], [1, 0]])
     np.testing.assert_allclose(
         steps["scaled"], np.array([[1, 2], [1, 0]]) / math.sqrt(2), rtol=0, atol=1e-15
@@ -45,7 +45,7 @@ def test_two_tokens_every_step(invoke_json):
     )
     v = np.array([[0.1, 0.2], [0.3, 0.4]])
     np.testing.assert_allclose(steps["output"][0], first * v[0] + (1 - first) * v[1], atol=1e-15)
-    np.testing.assert_allclose(doc["output"], steps["output"], atol=0)
+    np.testing.assert_allclose(data(doc["output"]), steps["output"], atol=0)
 
 
 def test_cat_slept_is_unscaled(invoke_json):
@@ -55,14 +55,14 @@ def test_cat_slept_is_unscaled(invoke_json):
     scores = np.array([0.1, 0.9, 0.1 * 0.2 + 0.9 * 0.1])
     weights = np.exp(scores) / np.exp(scores).sum()
     states = np.array([[1, 0], [0, 1], [0.2, 0.1]])
-    np.testing.assert_allclose(doc["steps"][1]["value"], [weights], atol=1e-15)
-    np.testing.assert_allclose(doc["output"], [weights @ states], atol=1e-15)
+    np.testing.assert_allclose(data(doc["steps"][1]["value"]), [weights], atol=1e-15)
+    np.testing.assert_allclose(data(doc["output"]), [weights @ states], atol=1e-15)
     assert doc["steps"][0]["col_labels"] == ["the", "cat", "slept"]
 
 
 def test_library_queries_are_independent(invoke_json):
     doc = invoke_json("scaled", "--example", "library")
-    weights = np.array(doc["steps"][1]["value"])
+    weights = np.array(data(doc["steps"][1]["value"]))
     e = math.e
     np.testing.assert_allclose(weights[0], np.array([e, e, e**-2]) / (2 * e + e**-2), atol=1e-15)
     np.testing.assert_allclose(
@@ -73,7 +73,7 @@ def test_library_queries_are_independent(invoke_json):
         alone = invoke_json(
             "scaled", "--q", query, "--k", "1,0;0.5,0.5;-1,-1", "--v", "10,0;0,10;5,5", "--no-scale"
         )
-        np.testing.assert_array_equal(alone["output"][0], doc["output"][row])
+        np.testing.assert_array_equal(data(alone["output"])[0], data(doc["output"])[row])
 
 
 def test_user_matrices_cross_attention(invoke_json):
@@ -85,9 +85,10 @@ def test_user_matrices_cross_attention(invoke_json):
         [[1, 0, 2], [0, 1, -1]], [[1, 1, 0], [2, 0, 1], [0, 0, 1], [1, -1, 1]], [[1], [2], [3], [4]]
     )
     assert doc["example"] is None
-    np.testing.assert_allclose(doc["steps"][2]["value"], weights, rtol=1e-13)
-    np.testing.assert_allclose(doc["output"], output, rtol=1e-13)
-    assert doc["steps"][0]["shape"] == [2, 4] and doc["steps"][3]["shape"] == [2, 1]
+    np.testing.assert_allclose(data(doc["steps"][2]["value"]), weights, rtol=1e-13)
+    np.testing.assert_allclose(data(doc["output"]), output, rtol=1e-13)
+    assert doc["steps"][0]["value"]["shape"] == [2, 4]
+    assert doc["steps"][3]["value"]["shape"] == [2, 1]
 
 
 finite = st.floats(-10, 10, allow_nan=False, allow_infinity=False)
@@ -174,7 +175,9 @@ def test_torch_backend_cli_matches_numpy(torch, invoke_json):
         "torch",
     )
     assert torch_doc["backend"] == "torch" and torch_doc["dtype"] == "float64"
-    np.testing.assert_allclose(torch_doc["output"], numpy_doc["output"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        data(torch_doc["output"]), data(numpy_doc["output"]), rtol=0, atol=1e-12
+    )
     float32 = invoke_json("scaled", "--backend", "torch", "--dtype", "float32")
     assert float32["dtype"] == "float32"
 
@@ -183,9 +186,9 @@ def test_random_sizes_are_seeded_and_shaped(invoke_json):
     doc = invoke_json("scaled", "--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "7")
     rng = np.random.default_rng(7)
     q, k, v = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
-    np.testing.assert_array_equal(doc["inputs"]["Q"], q)
+    np.testing.assert_array_equal(data(doc["inputs"]["Q"]), q)
     _, expected = reference(q, k, v)
-    np.testing.assert_allclose(doc["output"], expected, rtol=1e-12)
+    np.testing.assert_allclose(data(doc["output"]), expected, rtol=1e-12)
     again = invoke_json("scaled", "--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "7")
     assert again == doc
 
@@ -194,10 +197,14 @@ def test_large_matrices_are_summarised_in_json_unless_full(invoke_json):
     doc = invoke_json("scaled", "--n", "120", "--dk", "4")
     scores = doc["steps"][0]["value"]
     assert scores["shape"] == [120, 120]
-    assert set(scores["summary"]) >= {"min", "max", "mean", "std", "count"}
+    assert set(scores) == {"shape", "summary"}
+    assert set(scores["summary"]) == {"min", "max", "mean", "std", "count"}
     assert scores["summary"]["count"] == 14400
     full = invoke_json("scaled", "--n", "120", "--dk", "4", "--full")
-    assert len(full["steps"][0]["value"]) == 120
+    assert len(data(full["steps"][0]["value"])) == 120
+    full_scores = np.array(data(full["steps"][0]["value"]))
+    assert scores["summary"]["max"] == full_scores.max()
+    assert scores["summary"]["mean"] == pytest.approx(full_scores.mean(), rel=1e-12)
 
 
 def test_large_matrices_show_a_corner_in_the_terminal(invoke):
@@ -277,20 +284,27 @@ def test_markdown_and_latex(invoke):
 def test_json_is_one_document_with_the_contract_keys(invoke):
     result = invoke("scaled", "--format", "json")
     doc = json.loads(result.stdout)
-    assert list(doc)[:8] == [
+    assert list(doc) == [
+        "schema_version",
+        "attn_version",
+        "kind",
         "lesson",
         "example",
         "backend",
         "device",
         "dtype",
+        "options",
         "inputs",
         "steps",
         "output",
+        "notes",
+        "meta",
     ]
+    assert doc["schema_version"] == "1.0" and doc["kind"] == "lesson"
     assert doc["inputs"] == {
-        "Q": [[1, 0], [0, 1]],
-        "K": [[1, 1], [2, 0]],
-        "V": [[0.1, 0.2], [0.3, 0.4]],
+        "Q": {"shape": [2, 2], "data": [[1, 0], [0, 1]]},
+        "K": {"shape": [2, 2], "data": [[1, 1], [2, 0]]},
+        "V": {"shape": [2, 2], "data": [[0.1, 0.2], [0.3, 0.4]]},
     }
     assert all({"key", "title", "value"} <= set(step) for step in doc["steps"])
 

@@ -8,14 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 KEYS = ["Q", "K", "V", "scores", "scaled", "weights", "output"]
 PERMUTED = ["permuted.X", "permuted.weights", "permuted.output", "permuted.difference"]
 
 
 def steps(doc: dict) -> dict:
-    return {step["key"]: step["value"] for step in doc["steps"]}
+    return {step["key"]: unwrap(step["value"]) for step in doc["steps"]}
 
 
 def text(array: np.ndarray) -> str:
@@ -44,8 +44,8 @@ def test_identity_example_by_hand(invoke_json):
     np.testing.assert_allclose(got["weights"], weights, atol=1e-15)
     output = [[a + a, b + a], [b + a, a + a], [weights[2][0] + weights[2][2]] * 2]
     np.testing.assert_allclose(got["output"], output, atol=1e-15)
-    np.testing.assert_allclose(doc["output"], output, atol=1e-15)
-    assert doc["inputs"]["W_Q"] == [[1.0, 0.0], [0.0, 1.0]]  # the default, recorded
+    np.testing.assert_allclose(data(doc["output"]), output, atol=1e-15)
+    assert data(doc["inputs"]["W_Q"]) == [[1.0, 0.0], [0.0, 1.0]]  # the default, recorded
     notes = " ".join(doc["notes"])
     assert "W_Q, W_K and W_V were not given" in notes and "Q = K = V = X" in notes
     # The slide calls these weights symmetric; they are not (each row has its own sum).
@@ -73,7 +73,7 @@ def test_given_weights_on_top_of_the_example_and_no_scale(invoke_json):
     got = steps(doc)
     assert "scaled" not in got
     assert got["V"] == [[0, 1], [1, 0], [1, 1]]  # columns of X swapped
-    assert doc["inputs"]["W_V"] == [[0.0, 1.0], [1.0, 0.0]]
+    assert data(doc["inputs"]["W_V"]) == [[0.0, 1.0], [1.0, 0.0]]
     assert any("W_Q and W_K were not given" in note for note in doc["notes"])
     assert any("not scaled" in note for note in doc["notes"])
 
@@ -104,7 +104,7 @@ def test_permute_reorders_outputs_the_same_way(invoke_json):
     assert labels["output"] == ["the", "cat", "slept"]
     notes = " ".join(doc["notes"])
     assert "does not know word order" in notes and "attn posenc" in notes
-    np.testing.assert_array_equal(doc["output"], output)  # the output stays the original one
+    np.testing.assert_array_equal(data(doc["output"]), output)  # the output stays the original one
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -124,7 +124,7 @@ def test_random_permutations_are_equivariant(invoke_json, seed):
     np.testing.assert_allclose(output, weights @ np.array(got["V"]), atol=1e-12)
     np.testing.assert_allclose(got["permuted.output"], output[order], atol=1e-12)
     assert got["permuted.difference"] <= 1e-12
-    x = np.array(doc["inputs"]["X"])
+    x = np.array(data(doc["inputs"]["X"]))
     np.testing.assert_array_equal(got["permuted.X"], x[order])
 
 

@@ -11,7 +11,7 @@ import pytest
 from attn_cli.backend import get_backend
 from attn_cli.mechanisms import variance as mech
 from attn_cli.walkthroughs.variance import chunk_rows
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, data, unwrap
 
 OUTPUT_KEYS = {
     "dk",
@@ -129,25 +129,29 @@ def test_worked_numerics_exactly(invoke_json):
     raw = [15.5, -16.1, 2.3]
     assert spiky["key"] == "spiky" and temperature["key"] == "temperature"
     expected = [plain_softmax(raw), plain_softmax([s / 16 for s in raw])]
-    assert np.allclose(spiky["value"], expected, rtol=1e-13, atol=0)
-    assert spiky["parts"]["scores"][1] == pytest.approx([0.96875, -1.00625, 0.14375], rel=1e-15)
+    assert np.allclose(unwrap(spiky["value"]), expected, rtol=1e-13, atol=0)
+    assert unwrap(spiky["parts"]["scores"])[1] == pytest.approx(
+        [0.96875, -1.00625, 0.14375], rel=1e-15
+    )
     top = expected[0].max()
-    assert np.ravel(spiky["parts"]["w_max (1 − w_max)"])[0] == pytest.approx(
+    assert np.ravel(unwrap(spiky["parts"]["w_max (1 − w_max)"]))[0] == pytest.approx(
         top * (1 - top), rel=1e-6
     )
     logits = [2.0, 1.0, 0.5]
     expected = [plain_softmax(logits), plain_softmax([s / 4 for s in logits])]
     expected.append(plain_softmax([s * 10 for s in logits]))
-    assert np.allclose(temperature["value"], expected, rtol=1e-13, atol=0)
+    assert np.allclose(unwrap(temperature["value"]), expected, rtol=1e-13, atol=0)
     assert temperature["row_labels"] == ["s / 1", "s / 4", "s × 10"]
     # By hand: e^2 / (e^2 + e + e^0.5) for the first weight at T = 1.
     e = math.e
-    assert temperature["value"][0][0] == pytest.approx(e**2 / (e**2 + e + e**0.5), rel=1e-14)
+    assert unwrap(temperature["value"])[0][0] == pytest.approx(
+        e**2 / (e**2 + e + e**0.5), rel=1e-14
+    )
 
 
 def test_default_example_and_output_records(invoke_json):
     doc = invoke_json("variance")
-    assert doc["example"] == "lecture" and doc["seed"] == 0
+    assert doc["example"] == "lecture" and doc["meta"]["seed"] == 0
     assert [record["dk"] for record in doc["output"]] == [1, 4, 16, 64, 256, 1024]
     assert all(set(record) >= OUTPUT_KEYS for record in doc["output"])
     assert all(record["samples"] == 3000 for record in doc["output"])
@@ -159,10 +163,10 @@ def test_default_example_and_output_records(invoke_json):
         "spiky",
         "temperature",
     ]
-    histogram = doc["steps"][3]["value"]
-    edges = np.asarray(histogram["edges"])
+    histogram = unwrap(doc["steps"][3]["value"])
+    edges = np.asarray(data(histogram["edges"]))
     assert len(edges) == 21 and edges[0] == -160 and edges[-1] == 160  # ±5√1024
-    raw, scaled = histogram["series"]["raw"], histogram["series"]["scaled"]
+    raw, scaled = data(histogram["series"]["raw"]), data(histogram["series"]["scaled"])
     assert sum(scaled) == 3000 * 8  # scaled scores never leave ±160
     centre = np.flatnonzero((edges[:-1] >= -16) & (edges[1:] <= 16))
     assert sum(scaled[i] for i in centre) == 3000 * 8  # all within the two central bins
@@ -202,7 +206,9 @@ def test_torch_backend_estimates_and_worked_numerics(invoke_json, torch):
     for key in ("spiky", "temperature"):
         numpy_step = next(s for s in numpy_doc["steps"] if s["key"] == key)
         torch_step = next(s for s in torch_doc["steps"] if s["key"] == key)
-        assert np.allclose(numpy_step["value"], torch_step["value"], rtol=1e-13, atol=1e-300)
+        assert np.allclose(
+            unwrap(numpy_step["value"]), unwrap(torch_step["value"]), rtol=1e-13, atol=1e-300
+        )
 
 
 def test_half_precision_sums_do_not_overflow(invoke_json, torch):

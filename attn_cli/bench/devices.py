@@ -185,14 +185,30 @@ class MpsOps(CpuOps):
         return info
 
 
-def device_ops(device: str) -> CpuOps:
-    """The ops for --device; a user error if torch is missing or the device is absent."""
+def torch_available() -> bool:
+    """Whether PyTorch can be imported here (it is an optional extra)."""
     try:
-        from attn_cli.torch_backend import device_problem
+        import attn_cli.torch_backend  # noqa: F401  (imports torch)
     except ImportError:
+        return False
+    return True
+
+
+def device_ops(device: str) -> CpuOps:
+    """The ops for --device; a user error if the device is absent or needs the missing torch.
+
+    The CPU needs no torch: its numpy implementations are timed with the wall clock and
+    measured with tracemalloc.
+    """
+    if not torch_available():
+        if device == "cpu":
+            return CpuOps()
         raise UserError(
-            "attn bench needs PyTorch; install it with: pip install 'attn-cli[torch]'."
-        ) from None
+            f"--device {device} needs PyTorch, which is not installed; install it with: "
+            "pip install 'attn-cli[torch]'."
+        )
+    from attn_cli.torch_backend import device_problem
+
     problem = device_problem(device)
     if problem:
         raise UserError(f"--device {device}: {problem}.")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.bench.config import BenchConfig
+from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms.tiled import tiled_attention
 
@@ -46,7 +47,17 @@ DESCRIPTIONS = {
 
 def family(impl: str) -> str:
     """numpy or torch: the array library the implementation computes with."""
-    return "numpy" if impl in ("numpy", "tiled-numpy") else "torch"
+    return "numpy" if impl in NUMPY_IMPLS else "torch"
+
+
+def require_torch(impls: Sequence[str], with_torch: bool) -> None:
+    """A user error when an implementation that needs PyTorch is asked for without it."""
+    needing = [impl for impl in impls if family(impl) == "torch"]
+    if needing and not with_torch:
+        raise UserError(
+            f"--impl {','.join(needing)} needs PyTorch, which is not installed; install it with: "
+            f"{TORCH_INSTALL} (or run --impl {','.join(NUMPY_IMPLS)}, which needs only numpy)."
+        )
 
 
 def has_sdpa_backend(member: str) -> bool:
@@ -55,8 +66,17 @@ def has_sdpa_backend(member: str) -> bool:
     return hasattr(SDPBackend, member)
 
 
-def default_impls(device: str) -> tuple[str, ...]:
-    """Everything the device can run: forced kernels it has no version of are left out."""
+NUMPY_IMPLS = ("numpy", "tiled-numpy")
+TORCH_INSTALL = "pip install 'attn-cli[torch]'"
+
+
+def default_impls(device: str, with_torch: bool = True) -> tuple[str, ...]:
+    """Everything the device can run: forced kernels it has no version of are left out.
+
+    Without PyTorch only the numpy implementations can run (on the CPU).
+    """
+    if not with_torch:
+        return NUMPY_IMPLS
     if device == "cpu":
         return ("naive", "sdpa", "sdpa-flash", "sdpa-math", "tiled", "numpy", "tiled-numpy")
     if device == "mps":
@@ -83,7 +103,8 @@ def static_problem(impl: str, device: str, dtype: str) -> str | None:
 
 @dataclass
 class Inputs:
-    """Q, K, V (batch, heads, n, d) as torch tensors on the device, in the bench dtype."""
+    """Q, K, V (batch, heads, n, d) in the bench dtype: torch tensors on the device, or numpy
+    arrays when every implementation of the sweep is a numpy one (then torch is not needed)."""
 
     q: Array
     k: Array
@@ -93,22 +114,44 @@ class Inputs:
     def numpy(self) -> tuple[np.ndarray, ...]:
         """The same values as numpy arrays (CPU; converted once)."""
         if self._numpy is None:
-            self._numpy = tuple(t.detach().cpu().numpy() for t in (self.q, self.k, self.v))
+            self._numpy = tuple(_host(t) for t in (self.q, self.k, self.v))
         return self._numpy
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.q, self.k, self.v))
+        return sum(_nbytes(t) for t in (self.q, self.k, self.v))
+
+
+def _host(array: Array) -> np.ndarray:
+    if isinstance(array, np.ndarray):
+        return array
+    return array.detach().cpu().numpy()
+
+
+def _nbytes(array: Array) -> int:
+    if isinstance(array, np.ndarray):
+        return int(array.nbytes)
+    return int(array.numel() * array.element_size())
 
 
 def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
-    """Standard-normal Q, K, V, the same for every implementation at this n (seeded)."""
+    """Standard-normal Q, K, V, the same for every implementation at this n (seeded).
+
+    A sweep of numpy implementations only draws them with numpy (no torch needed); otherwise
+    torch draws them on the device.
+    """
+    shape = (config.batch, config.heads, n, config.d)
+    if all(family(impl) == "numpy" for impl in config.impls):
+        rng = np.random.default_rng(config.seed * 1_000_003 + n)
+        arrays = [
+            rng.standard_normal(shape, dtype=np.float32).astype(config.dtype) for _ in range(3)
+        ]
+        return Inputs(*arrays)
     import torch
 
     from attn_cli.torch_backend import TORCH_DTYPES
 
     generator = torch.Generator(device=device).manual_seed(config.seed * 1_000_003 + n)
-    shape = (config.batch, config.heads, n, config.d)
     tensors = [
         torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(
             TORCH_DTYPES[config.dtype]
@@ -263,6 +306,8 @@ def output_rows(output: Array, rows: np.ndarray) -> np.ndarray:
 
 
 def _float64(tensor: Array) -> np.ndarray:
+    if isinstance(tensor, np.ndarray):
+        return tensor.astype(np.float64)
     import torch
 
     return tensor.detach().to(device="cpu", dtype=torch.float64).numpy()

@@ -50,7 +50,8 @@ def bench(
         typer.Option(
             "--impl",
             help="Comma-separated: naive, sdpa, sdpa-flash, sdpa-efficient, sdpa-cudnn, "
-            "sdpa-math, tiled, numpy, tiled-numpy (default: all the device supports).",
+            "sdpa-math, tiled, numpy, tiled-numpy (default: all the device supports; "
+            "numpy,tiled-numpy when PyTorch is not installed).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),
@@ -117,9 +118,9 @@ def bench(
     time and memory grow with n. See `attn flash` for the tiled algorithm step by step.
     """
     from attn_cli.bench.config import DEFAULT_DTYPE, BenchConfig, parse_impls, parse_sizes
-    from attn_cli.bench.devices import device_ops
+    from attn_cli.bench.devices import device_ops, torch_available
     from attn_cli.bench.fit import fit_rows
-    from attn_cli.bench.impls import default_impls
+    from attn_cli.bench.impls import default_impls, require_torch
     from attn_cli.commands.common import start_up_done, stdout_console
     from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
 
@@ -130,7 +131,10 @@ def bench(
         require_matplotlib()
     chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
     grid = parse_sizes(sizes, device.value)
-    ops = device_ops(device.value)
+    ops = device_ops(device.value)  # a user error off the CPU without torch
+    with_torch = torch_available()
+    impls = chosen or default_impls(device.value, with_torch)  # numpy ones only without torch
+    require_torch(impls, with_torch)
     config = BenchConfig(
         device=device.value,
         sizes=grid,
@@ -139,7 +143,7 @@ def bench(
         batch=batch,
         dtype=dtype.value if dtype else DEFAULT_DTYPE[device.value],
         causal=causal,
-        impls=chosen or default_impls(device.value),
+        impls=impls,
         repeats=repeats,
         block=block,
         seed=seed,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -18,7 +17,7 @@ from rich.text import Text
 from attn_cli.bench.config import BenchResult, Row
 from attn_cli.bench.fit import Fit, contrast, reading
 from attn_cli.render import RenderOptions
-from attn_cli.render.json_render import plain
+from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.rich_render import records_table
 
 ROW_KEYS = tuple(field.name for field in fields(Row))
@@ -182,15 +181,23 @@ def _exponent(value: float | None) -> str | None:
 
 
 def to_json(result: BenchResult, fits: dict[str, Fit]) -> str:
-    document = {
-        "device": plain(result.device_info),
-        "config": plain(asdict(result.config)),
+    return dumps(to_document(result, fits))
+
+
+def to_document(result: BenchResult, fits: dict[str, Fit]) -> dict[str, Any]:
+    """The bench as JSON data: the envelope, where it ran, the config, rows and fits."""
+    config = result.config
+    return {
+        **envelope("bench"),
+        "device": config.device,
+        "dtype": config.dtype,
+        "machine": plain(result.device_info),
+        "config": plain(asdict(config)),
         "rows": [plain(row.as_dict()) for row in sorted_rows(result)],
         "fit": {impl: plain(asdict(fit)) for impl, fit in fits.items()},
         "reading": readings({impl: fit for impl, fit in fits.items() if _has_exponent(fit)}),
         "interrupted": result.interrupted,
     }
-    return json.dumps(document, ensure_ascii=False, allow_nan=False)
 
 
 def to_csv(result: BenchResult) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli.check import FileCheck
-from attn_cli.render.json_render import plain
+from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.numbers import format_number
 from attn_cli.slides import cell_text
 
@@ -113,9 +112,17 @@ def _verdict(results: list[FileCheck]) -> RenderableType:
 
 
 def check_json(results: list[FileCheck]) -> str:
+    return dumps(check_document(results))
+
+
+def check_document(results: list[FileCheck]) -> dict[str, Any]:
     errata = sum(result.errata for result in results)
-    document = {"ok": errata == 0, "errata": errata, "files": [_file(r) for r in results]}
-    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+    return {
+        **envelope("check"),
+        "ok": errata == 0,
+        "errata": errata,
+        "files": [_file(r) for r in results],
+    }
 
 
 def _file(result: FileCheck) -> dict[str, Any]:

@@ -256,7 +256,7 @@ def test_every_format(invoke):
     latex = invoke(*args, "--format", "latex")
     assert latex.exit_code == 0
     # The tables are tabulars with their headings, the histogram a table of counts per bin.
-    assert "d\\_k & mean q$\\cdot$k & var q$\\cdot$k" in latex.stdout
+    assert "d\\texttt{\\char95}k & mean q$\\cdot$k & var q$\\cdot$k" in latex.stdout
     assert "bin & raw & scaled \\\\" in latex.stdout
 
 

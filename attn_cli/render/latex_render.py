@@ -93,8 +93,7 @@ def step_lines(step: Step, number: int, options: RenderOptions) -> list[str]:
     lines = [f"\\subsection*{{{heading}}}", ""]
     if step.explanation:
         lines += [tex_paragraph(step.explanation), ""]
-    for part in step.parts:
-        lines += part_lines(part, step, options)
+    lines += parts_lines(step.parts, options)
     lines += value_lines(step, options)
     for note in step.notes:
         lines += [f"\\emph{{Note:}} {tex_text(note)}", ""]
@@ -122,14 +121,22 @@ def value_lines(step: Step, options: RenderOptions) -> list[str]:
     ]
 
 
-def part_lines(part: Part, step: Step, options: RenderOptions) -> list[str]:
-    """A labelled intermediate (row max, exp, ...) as its own equation."""
-    value = part.value
-    if part.kind in ("records", "histogram", "text"):
-        inner = Step(part.label, part.label, "", value, kind=part.kind)
-        return [f"\\noindent {tex_text(part.label)}:", "", *value_lines(inner, options)]
-    rows = step.row_labels if np.ndim(value) == 2 else None
-    return [*equation_lines(f"\\text{{{tex_text(part.label)}}}", value, options, rows), ""]
+def parts_lines(parts: Sequence[Part], options: RenderOptions) -> list[str]:
+    """The labelled intermediates (row max, exp, ...): one display, an equation per line."""
+    lines: list[str] = []
+    equations = []
+    for part in parts:
+        if part.kind in ("records", "histogram", "text"):
+            inner = Step(part.label, part.label, "", part.value, kind=part.kind)
+            lines += [f"\\noindent {tex_text(part.label)}:", "", *value_lines(inner, options)]
+            continue
+        left = f"\\text{{{tex_text(part.label)}}}"
+        budget = TEXT_WIDTH_PT - _math_width(left) - _math_width("=") - _BRACKETS
+        equations.append(f"{left} = {bmatrix(part.value, options, budget)}")
+    if equations:
+        body = " \\\\\n".join(equations)
+        lines = ["\\begin{gather*}", body, "\\end{gather*}", "", *lines]
+    return lines
 
 
 def equation_lines(
@@ -173,7 +180,7 @@ def equation_lines(
     return lines
 
 
-def bmatrix(value: Any, options: RenderOptions) -> str:
+def bmatrix(value: Any, options: RenderOptions, budget: float = TEXT_WIDTH_PT) -> str:
     """A number, or a matrix (a vector as one row) as a bmatrix; a large one as its corner."""
     if np.ndim(value) == 0:
         return _cells(np.asarray(value).reshape(1, 1), options)[0][0]
@@ -181,7 +188,7 @@ def bmatrix(value: Any, options: RenderOptions) -> str:
         return "\\text{(empty)}"
     rows = as_matrix(value)
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
-    shown_cols = _fit_columns(rows, shown_rows, options, TEXT_WIDTH_PT - _BRACKETS)
+    shown_cols = _fit_columns(rows, shown_rows, options, budget - _BRACKETS)
     return _bmatrix_text(_grid(rows, shown_rows, shown_cols, options))
 
 
@@ -474,10 +481,11 @@ _SPECIAL = {
     "$": "\\$",
     "&": "\\&",
     "#": "\\#",
-    "^": "\\^{}",
-    "_": "\\_",
+    # The typewriter font has the real characters (the text font draws accents or a rule).
+    "^": "\\texttt{\\char94}",
+    "_": "\\texttt{\\char95}",
     "%": "\\%",
-    "~": "\\~{}",
+    "~": "\\texttt{\\char126}",
     "<": "\\textless{}",
     ">": "\\textgreater{}",
     "|": "\\textbar{}",
@@ -607,7 +615,8 @@ _MATH = {
     "⌊": "\\lfloor",
     "⌋": "\\rfloor",
     "°": "^{\\circ}",
-    "′": "'",
+    "′": "^{\\prime}",
+    "″": "^{\\prime\\prime}",
     "⋮": "\\vdots",
     "⋯": "\\cdots",
     "⋱": "\\ddots",
@@ -656,8 +665,12 @@ _ACCENTS = {
 def tex_text(text: str) -> str:
     """Text for a LaTeX document (one line: whitespace runs become single spaces)."""
     pieces: list[tuple[bool, str]] = []  # (math?, LaTeX)
-    for char in " ".join(str(text).split()):
-        pieces.append(_char(char))
+    flat = " ".join(str(text).split())
+    for index, char in enumerate(flat):
+        is_math, latex = _char(char)
+        if char in "-`'" and flat[index + 1 : index + 2] == char:
+            latex += "{}"  # -- ``: the characters typed, not a dash or a quote
+        pieces.append((is_math, latex))
     out: list[str] = []
     index = 0
     while index < len(pieces):
@@ -670,8 +683,11 @@ def tex_text(text: str) -> str:
         while index < len(pieces) and pieces[index][0]:
             latex = pieces[index][1]
             # x⁻¹ is x^{-1}: neighbouring superscripts (subscripts) join, never ^{-}^{1}.
-            if run and latex[:2] in ("^{", "_{") and run[-1][:2] == latex[:2]:
+            script = latex[:2] if latex[:2] in ("^{", "_{") else ""
+            if script and run and run[-1][:2] == script:
                 run[-1] = run[-1][:-1] + latex[2:]
+            elif script and len(run) > 1 and run[-2][:2] == script and run[-1][:2] in "^{_{":
+                run.append("{}" + latex)  # x_{i}^{2}{}_{j}, never a double subscript
             else:
                 run.append(latex)
             index += 1

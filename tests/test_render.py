@@ -75,8 +75,9 @@ def test_non_finite_values_in_every_format():
         output=masked,
     )
     assert '"-inf"' in render_text(walkthrough, Format.json, OPTIONS)
-    assert "| **1** | 0 | -inf |" in render_text(walkthrough, Format.markdown, OPTIONS)
-    assert "0 & -\\infty" in render_text(walkthrough, Format.latex, OPTIONS)
+    # One format per column: the exact 0 beside 1.5 is written 0.0000, the -inf as a word.
+    assert "| **1** | 0.0000 | -inf |" in render_text(walkthrough, Format.markdown, OPTIONS)
+    assert "0.0000 & -\\infty" in render_text(walkthrough, Format.latex, OPTIONS)
     assert "−∞" in render_plain(walkthrough_renderable(walkthrough, OPTIONS))
 
 

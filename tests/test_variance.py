@@ -261,7 +261,9 @@ def test_every_format(invoke):
     assert "| bin | raw | scaled |" in markdown.stdout
     latex = invoke(*args, "--format", "latex")
     assert latex.exit_code == 0
-    assert "\\begin{bmatrix}" in latex.stdout and "% (histogram" in latex.stdout
+    # The tables are tabulars with their headings, the histogram a table of counts per bin.
+    assert "d\\texttt{\\char95}k & mean q$\\cdot$k & var q$\\cdot$k" in latex.stdout
+    assert "bin & raw & scaled \\\\" in latex.stdout
 
 
 def test_lesson_file_with_dk_as_text(invoke_json, tmp_path):

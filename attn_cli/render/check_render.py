@@ -5,15 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich import box
 from rich.console import Group, RenderableType
 from rich.padding import Padding
-from rich.table import Table
 from rich.text import Text
 
 from attn_cli.check import FileCheck
 from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.numbers import format_number
+from attn_cli.render.rich_render import FitColumn, FittedTable
 from attn_cli.slides import cell_text
 
 
@@ -33,10 +32,9 @@ def check_renderable(results: list[FileCheck]) -> RenderableType:
 
 
 def _examples_table(result: FileCheck) -> RenderableType:
-    table = Table(box=box.ROUNDED, header_style="bold")
-    table.add_column("example", style="cyan", no_wrap=True)
-    table.add_column("printed", justify="right")
-    table.add_column("result")
+    names: list[Text] = []
+    counts: list[Text] = []
+    verdicts: list[Text] = []
     for example in result.examples:
         if not example.checked:
             verdict = Text("no printed values (inputs checked)", style="dim")
@@ -45,28 +43,31 @@ def _examples_table(result: FileCheck) -> RenderableType:
             verdict = Text(f"{count} {'erratum' if count == 1 else 'errata'}", style="bold red")
         else:
             verdict = Text("all within the slide's rounding", style="green")
-        table.add_row(example.name, str(example.checked), verdict)
+        names.append(Text(example.name, style="cyan"))
+        counts.append(Text(str(example.checked)))
+        verdicts.append(verdict)
     if not result.examples:
-        table.add_row("—", "0", Text("no examples", style="dim"))
+        names, counts, verdicts = [Text("—")], [Text("0")], [Text("no examples", style="dim")]
+    table = FittedTable(
+        [
+            FitColumn("example", tuple(names), (False,) * len(names), justify="left"),
+            FitColumn("printed", tuple(counts), (True,) * len(counts)),
+            FitColumn("result", tuple(verdicts), (False,) * len(verdicts), justify="left"),
+        ]
+    )
     return Padding(table, (0, 0, 0, 2))
 
 
 def _errata_table(result: FileCheck) -> RenderableType:
-    table = Table(box=box.ROUNDED, header_style="bold", title="Errata", title_justify="left")
-    for name, justify in (
-        ("example", "left"),
-        ("step", "left"),
-        ("cell", "left"),
-        ("printed", "right"),
-        ("exact", "right"),
-        ("off by", "right"),
-        ("allowed", "right"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    """The errata of each example: where (the step wraps at spaces if it must; the cell, a
+    coordinate, never) and the numbers (never shortened)."""
+    headers = ("step", "cell", "printed", "exact", "off by", "allowed")
+    tables: list[RenderableType] = []
     for example in result.examples:
-        for erratum in example.errata:
-            table.add_row(
-                example.name,
+        if not example.errata:
+            continue
+        rows = [
+            (
                 erratum.step,
                 cell_text(erratum.cell) or "—",
                 erratum.printed,
@@ -74,7 +75,19 @@ def _errata_table(result: FileCheck) -> RenderableType:
                 format_number(erratum.difference, 4, unicode=False),
                 f"±{erratum.tolerance:.{erratum.written.decimals + 1}f}",
             )
-    return Padding(table, (0, 0, 0, 2))
+            for erratum in example.errata
+        ]
+        columns = [
+            FitColumn(
+                name,
+                tuple(Text(row[index]) for row in rows),
+                (index > 0,) * len(rows),
+                justify="right" if index > 1 else "left",
+            )
+            for index, name in enumerate(headers)
+        ]
+        tables.append(FittedTable(columns, title=f"Errata · {example.name}", keys=2))
+    return Padding(Group(*tables), (0, 0, 0, 2))
 
 
 def _shown(path: Path) -> str:

@@ -47,11 +47,12 @@ def format_column(values: Any, precision: int = 4, *, unicode: bool = True) -> l
     * every finite value a whole number: integers (``0``, ``1``, ``-2``);
     * any value that fixed-point would hide (see :func:`needs_scientific`): scientific
       notation for the whole column, ``precision`` significant digits;
-    * otherwise fixed-point with ``precision`` decimals (an exact 0 as ``0.0000``).
+    * otherwise fixed-point with ``precision`` decimals (an exact 0, also -0.0, as ``0.0000``).
 
     NaN and infinities print as words or symbols in any column.
     """
-    numbers = [float(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+    # + 0.0 turns a negative zero into 0, so that an exact zero never shows a minus sign.
+    numbers = [float(v) + 0.0 for v in np.asarray(values, dtype=np.float64).ravel()]
     finite = [x for x in numbers if math.isfinite(x)]
     if all(x == int(x) and abs(x) < 1e15 for x in finite):
         style = "integer"

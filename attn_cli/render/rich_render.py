@@ -1,14 +1,23 @@
-"""Rich layout of a walkthrough: a table per matrix, weights shaded, big matrices as corners."""
+"""Rich layout of a walkthrough: a table per matrix, weights shaded, big matrices as corners.
+
+Tables never cut a number. A matrix table picks its columns when it is drawn, from the width
+it is given (a terminal of 60 columns, a cell of a side-by-side layout, a notebook's 100):
+what does not fit is left out behind an explicit ``…`` column, never shortened to ``-0.53…``.
+Records tables wrap their words and split into column groups rather than shorten a cell.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from rich import box
+from rich.cells import cell_len
 from rich.columns import Columns
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.rule import Rule
 from rich.style import Style
@@ -18,7 +27,7 @@ from rich.text import Text
 from attn_cli.lesson_files import LessonFile
 from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import as_matrix, format_number, shape_text
+from attn_cli.render.numbers import as_matrix, format_column, format_number, shape_text
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
 MAX_ROWS = 12
@@ -28,6 +37,14 @@ CORNER = 6
 HEATMAP_MAX_ROWS = 40
 HEATMAP_MAX_COLS = 64
 _BLOCKS = " ░▒▓█"
+# Without colour a shaded cell carries one of these after its number: its shade, light to dark.
+SHADE_MARKS = " ░▒▓█"
+SHADE_LEGEND = "No colour here: the mark after a weight is its shade, ░ light to █ darkest."
+ELLIPSIS = "…"
+# Space between blocks laid side by side (inputs, a step's intermediates): captions stay apart.
+GUTTER = 3
+# Text cells of records tables wrap at spaces; a word longer than this folds instead.
+LONGEST_WORD = 20
 
 
 def print_walkthrough(walkthrough: Walkthrough, console: Console, options: RenderOptions) -> None:
@@ -70,7 +87,7 @@ def walkthrough_sections(
     """The walkthrough in screens: header and inputs, each step, then the notes (if any)."""
     sections = [[header(walkthrough), *inputs_renderables(walkthrough, options)]]
     for number, step in enumerate(walkthrough.steps, start=1):
-        sections.append(step_renderables(step, number, options))
+        sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))
     if walkthrough.notes:
         sections.append(notes_renderables(walkthrough))
     return sections
@@ -82,8 +99,13 @@ def inputs_renderables(walkthrough: Walkthrough, options: RenderOptions) -> list
     return [
         Text(""),
         Rule("Inputs", align="left", style="dim"),
-        Columns([_input_block(item, options) for item in walkthrough.inputs]),
+        side_by_side([_input_block(item, options) for item in walkthrough.inputs]),
     ]
+
+
+def side_by_side(blocks: list[RenderableType]) -> Columns:
+    """Blocks next to each other as the width allows, a clear gutter between them."""
+    return Columns(blocks, padding=(0, GUTTER))
 
 
 def notes_renderables(walkthrough: Walkthrough) -> list[RenderableType]:
@@ -126,15 +148,23 @@ def _input_block(item: InputValue, options: RenderOptions) -> RenderableType:
     )
 
 
-def step_renderables(step: Step, number: int, options: RenderOptions) -> list[RenderableType]:
-    """A step: its rule with title and shape, explanation, intermediates, value and notes."""
+def step_renderables(
+    step: Step, number: int, options: RenderOptions, *, dtype: str | None = None
+) -> list[RenderableType]:
+    """A step: its rule with title and shape, explanation, intermediates, value and notes.
+
+    ``dtype`` (the walkthrough's) explains row sums that visibly differ from 1.
+    """
     out: list[RenderableType] = [Text(""), step_rule(step, number)]
     if step.explanation:
         out.append(Text(step.explanation))
     if step.parts:
-        out.append(Columns([_part_block(part, step, options) for part in step.parts]))
+        out.append(side_by_side([_part_block(part, step, options) for part in step.parts]))
     out.append(step_value(step, options))
     out.extend(step_notes(step))
+    sums_note = row_sum_note(step, options.precision, dtype)
+    if sums_note:
+        out.append(Text(f"Note: {sums_note}", style="yellow"))
     return out
 
 
@@ -154,14 +184,66 @@ def step_notes(step: Step) -> list[RenderableType]:
     return [Text(f"Note: {note}", style="yellow") for note in step.notes]
 
 
-def step_rule(step: Step, number: int) -> Rule:
+# The spacing between neighbouring floating-point numbers just above 1, by dtype.
+_EPSILON = {
+    "float64": 2.0**-52,
+    "float32": 2.0**-23,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+}
+
+
+def row_sum_note(step: Step, precision: int, dtype: str | None) -> str | None:
+    """Why a weights row sums to 1.0010 rather than 1: each weight was rounded to ``dtype``.
+
+    Only when a shown sum reads differently from 1 at ``precision`` decimals, and only when
+    the difference is the size rounding can make (at most one epsilon per weight). This is
+    about the printed digits, so it lives here rather than with the computation: the same
+    float16 sums need no note at two decimals.
+    """
+    if step.row_sums is None or dtype not in _EPSILON:
+        return None
+    sums = np.atleast_1d(np.asarray(step.row_sums, dtype=np.float64))
+    finite = sums[np.isfinite(sums)]
+    if not finite.size:
+        return None
+    off = float(np.max(np.abs(finite - 1.0)))
+    epsilon = _EPSILON[dtype]
+    terms = max(int(np.shape(step.value)[-1]) if np.ndim(step.value) else 1, 1)
+    if off <= 0.5 * 10.0**-precision or off > terms * epsilon:
+        return None
+    return (
+        f"The row sums differ from 1 by up to {format_number(off, precision)}: each weight is "
+        f"stored as {dtype}, whose numbers near 1 are {epsilon:.2g} apart (eps), and the "
+        f"rounding of the {terms} weights of a row adds up."
+    )
+
+
+def step_rule(step: Step, number: int) -> RenderableType:
     """The step's heading: number, title, shape (and time with --time)."""
     heading = f"Step {number} · {step.title}"
     if step.kind not in ("records", "histogram", "text"):
         heading += f" · {shape_text(np.shape(step.value))}"
     if step.seconds is not None:
         heading += f" · {step.seconds * 1e3:.3f} ms"
-    return Rule(heading, align="left", style="cyan")
+    return Heading(heading, style="cyan")
+
+
+class Heading:
+    """A rule with a title, as rich's Rule; a title too long for the width wraps above a plain
+    rule instead of losing its end (the shape, the time) to an ellipsis."""
+
+    def __init__(self, title: str, style: str) -> None:
+        self.title = title
+        self.style = style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # Rule draws "title ─…" and needs room for the title, a space and a few dashes.
+        if cell_len(self.title) + 4 <= options.max_width:
+            yield Rule(self.title, align="left", style=self.style)
+        else:
+            yield Text(self.title, style=self.style)
+            yield Rule(style=self.style)
 
 
 def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableType:
@@ -217,53 +299,184 @@ def _matrix_table(
     row_sums: np.ndarray | None = None,
     shading: str | None = None,
 ) -> RenderableType:
-    rows = as_matrix(value)
-    n_rows, n_cols = rows.shape
-    row_names = list(row_labels) if row_labels and len(row_labels) == n_rows else None
-    col_names = list(col_labels) if col_labels and len(col_labels) == n_cols else None
-    shown_rows = _shown_indices(n_rows, MAX_ROWS)
-    shown_cols = _shown_indices(n_cols, MAX_COLS)
-    scale = float(np.nanmax(np.abs(rows[np.isfinite(rows)]))) if np.isfinite(rows).any() else 1.0
+    table = MatrixTable(value, options.precision, row_labels, col_labels, row_sums, shading)
+    return Padding(table, (0, 0, 0, 2))
 
-    table = Table(box=box.ROUNDED, show_header=True, header_style="bold", pad_edge=True)
-    table.add_column("", style="bold", justify="right")
-    for col in shown_cols:
-        table.add_column(
-            "…" if col is None else (col_names[col] if col_names else str(col + 1)), justify="right"
+
+def colourless(console: Console) -> bool:
+    """Whether this console shows no colour (NO_COLOR, TERM=dumb, a pipe or a file)."""
+    return bool(console.no_color or console.color_system is None)
+
+
+# Table borders: "│ a │ b │" is each cell's width plus 3 (a bar and two spaces), plus 1.
+def _table_width(widths: Iterable[int]) -> int:
+    widths = list(widths)
+    return sum(widths) + 3 * len(widths) + 1
+
+
+class MatrixTable:
+    """A matrix as a table of numbers that fits the width it is drawn at.
+
+    Rows beyond MAX_ROWS and columns beyond MAX_COLS always show as a corner (the first
+    CORNER, ``⋮`` or ``…``, the last). When even that is too wide, fewer leading columns
+    show before the ``…`` column. Every column has one number format (see
+    :func:`format_column`), chosen from the rows on show; the Σ row column likewise. Without
+    colour a weight carries a mark of its shade after the number.
+    """
+
+    def __init__(
+        self,
+        value: Any,
+        precision: int,
+        row_labels: Sequence[str] | None = None,
+        col_labels: Sequence[str] | None = None,
+        row_sums: np.ndarray | None = None,
+        shading: str | None = None,
+    ) -> None:
+        rows = as_matrix(value)
+        self.shape = tuple(np.shape(value))
+        self.rows = rows
+        self.precision = precision
+        self.shading = shading
+        n_rows, n_cols = rows.shape
+        self.n_cols = n_cols
+        row_names = list(row_labels) if row_labels and len(row_labels) == n_rows else None
+        col_names = list(col_labels) if col_labels and len(col_labels) == n_cols else None
+        self.shown_rows = _shown_indices(n_rows, MAX_ROWS)
+        data_rows = [row for row in self.shown_rows if row is not None]
+        self.labels = [
+            "⋮" if row is None else (row_names[row] if row_names else str(row + 1))
+            for row in self.shown_rows
+        ]
+        # The columns that can show: all of them, or the standard corner's.
+        self.candidates = (
+            list(range(n_cols)) if n_cols <= MAX_COLS else [*range(CORNER), n_cols - 1]
         )
-    sums = None if row_sums is None else np.atleast_1d(row_sums)
-    if sums is not None:
-        table.add_column("Σ row", justify="right", style="dim")
-    for row in shown_rows:
-        if row is None:
-            cells = ["⋮"] + ["⋮" if c is not None else "⋱" for c in shown_cols]
-            table.add_row(*cells, *(["⋮"] if sums is not None else []))
-            continue
-        label = row_names[row] if row_names else str(row + 1)
-        cells: list[RenderableType] = [label]
-        for col in shown_cols:
-            if col is None:
-                cells.append("…")
+        self.headers = {c: col_names[c] if col_names else str(c + 1) for c in self.candidates}
+        self.cells = {c: format_column(rows[data_rows, c], precision) for c in self.candidates}
+        self.sums = None
+        if row_sums is not None:
+            sums = np.atleast_1d(np.asarray(row_sums, dtype=np.float64))
+            self.sums = format_column(sums[data_rows], precision)
+        finite = np.isfinite(rows)
+        self.scale = float(np.max(np.abs(rows[finite]))) if finite.any() else 1.0
+        self.stats = summary(rows)
+
+    # Layouts: which columns show, None standing for the "…" column.
+    def layouts(self) -> list[list[int | None]]:
+        """Column choices, the widest first: the full (or corner) view, then ever fewer."""
+        n = self.n_cols
+        if n <= MAX_COLS:
+            full: list[int | None] = list(range(n))
+            most = n - 2  # leading columns when at least one is left out
+        else:
+            full = [*range(CORNER), None, n - 1]
+            most = CORNER - 1
+        out = [full]
+        out += [[*range(k), None, n - 1] for k in range(most, 0, -1)]
+        if n > 1:
+            out += [[0, None], [None]]
+        return out
+
+    def _marks(self, console: Console) -> bool:
+        # Weights only: the lessons point at their shading ("darker cells get more
+        # attention"); a signed table's signs are in its numbers.
+        return self.shading == "weights" and colourless(console)
+
+    def column_width(self, col: int | None, marks: bool) -> int:
+        if col is None:
+            return 1
+        widest = max((cell_len(cell) for cell in self.cells[col]), default=0)
+        return max(cell_len(self.headers[col]), widest + (1 if marks else 0))
+
+    def width(self, layout: list[int | None], marks: bool) -> int:
+        widths = [max(cell_len(label) for label in self.labels)]
+        widths += [self.column_width(col, marks) for col in layout]
+        if self.sums is not None:
+            widths.append(max(cell_len("Σ row"), *(cell_len(cell) for cell in self.sums)))
+        return _table_width(widths)
+
+    def layout_for(self, max_width: int, marks: bool) -> list[int | None]:
+        """The widest layout that fits (the narrowest when none does)."""
+        layouts = self.layouts()
+        for layout in layouts:
+            if self.width(layout, marks) <= max_width:
+                return layout
+        return layouts[-1]
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        marks = self._marks(console)
+        layouts = self.layouts()
+        widest = self.width(layouts[0], marks)
+        narrowest = min(self.width(layout, marks) for layout in layouts)
+        return Measurement(narrowest, widest).with_maximum(options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        marks = self._marks(console)
+        layout = self.layout_for(options.max_width, marks)
+        yield self.table(layout, marks)
+        caption = self.caption(layout)
+        if caption is not None:
+            yield caption
+        if marks:
+            yield Text(SHADE_LEGEND, style="dim")
+
+    def table(self, layout: list[int | None], marks: bool) -> Table:
+        table = Table(box=box.ROUNDED, show_header=True, header_style="bold", pad_edge=True)
+        # Labels and headers as Text: a token such as "[CLS]" is not rich markup.
+        table.add_column("", style="bold", justify="right", no_wrap=True)
+        for col in layout:
+            head = Text(ELLIPSIS if col is None else self.headers[col])
+            table.add_column(head, justify="right", no_wrap=True)
+        if self.sums is not None:
+            table.add_column("Σ row", justify="right", style="dim", no_wrap=True)
+        index = 0  # position among the rows on show that are not the "⋮" row
+        for label, row in zip(self.labels, self.shown_rows, strict=True):
+            if row is None:
+                cells: list[RenderableType] = ["⋮", *("⋱" if c is None else "⋮" for c in layout)]
+                table.add_row(*cells, *(["⋮"] if self.sums is not None else []))
                 continue
-            number = rows[row, col]
-            cells.append(
-                Text(format_number(number, options.precision), style=_shade(number, scale, shading))
-            )
-        if sums is not None:
-            cells.append(format_number(sums[row], options.precision))
-        table.add_row(*cells)
-    if len(shown_rows) == n_rows and len(shown_cols) == n_cols:
-        return Padding(table, (0, 0, 0, 2))
-    stats = summary(rows)
-    described = " · ".join(
-        f"{name} {format_number(stats[name], options.precision)}"
-        for name in ("min", "max", "mean", "std")
-        if name in stats
-    )
-    caption = Text(f"shape {shape_text(np.shape(value))} · corner shown · {described}", style="dim")
-    if "non_finite" in stats:
-        caption.append(f" · {stats['non_finite']} non-finite", style="dim")
-    return Padding(Group(table, caption), (0, 0, 0, 2))
+            cells = [Text(label)]
+            for col in layout:
+                if col is None:
+                    cells.append(ELLIPSIS)
+                    continue
+                cells.append(self._cell(self.cells[col][index], self.rows[row, col], marks))
+            if self.sums is not None:
+                cells.append(self.sums[index])
+            table.add_row(*cells)
+            index += 1
+        return table
+
+    def _cell(self, text: str, number: float, marks: bool) -> Text:
+        strength = _strength(number, self.scale, self.shading)
+        if marks and strength is not None:
+            return Text(text + SHADE_MARKS[round(strength * (len(SHADE_MARKS) - 1))])
+        return Text(text, style=_shade(number, self.scale, self.shading))
+
+    def caption(self, layout: list[int | None]) -> Text | None:
+        rows_cut = None in self.shown_rows
+        cols_cut = None in layout
+        if not rows_cut and not cols_cut:
+            return None
+        if layout == self.layouts()[0]:
+            shown = "corner shown"
+        else:
+            first = [col for col in layout if col is not None and col != self.n_cols - 1]
+            lead = f"1–{len(first)}" if len(first) > 1 else ("1" if first else "")
+            last = str(self.n_cols) if self.n_cols - 1 in layout else ""
+            which = " and ".join(part for part in (lead, last) if part) or "none"
+            shown = f"columns {which} of {self.n_cols} shown to fit the width"
+        stats = self.stats
+        described = " · ".join(
+            f"{name} {format_number(stats[name], self.precision)}"
+            for name in ("min", "max", "mean", "std")
+            if name in stats
+        )
+        caption = Text(f"shape {shape_text(self.shape)} · {shown} · {described}", style="dim")
+        if "non_finite" in stats:
+            caption.append(f" · {stats['non_finite']} non-finite", style="dim")
+        return caption
 
 
 def _shown_indices(count: int, limit: int) -> list[int | None]:
@@ -273,19 +486,28 @@ def _shown_indices(count: int, limit: int) -> list[int | None]:
     return [*range(CORNER), None, count - 1]
 
 
-def _shade(value: float, scale: float, shading: str | None) -> Style | None:
-    """Darker = larger. Weights shade blue from 0 to 1; signed values red (+) and blue (−)."""
+def _strength(value: float, scale: float, shading: str | None) -> float | None:
+    """How dark a cell is, 0 to 1: a weight's size, or a signed value's size against the
+    largest in the table."""
     if shading is None or not np.isfinite(value):
         return None
     if shading == "weights":
-        strength = min(max(float(value), 0.0), 1.0)
+        return min(max(float(value), 0.0), 1.0)
+    return min(abs(float(value)) / scale, 1.0) if scale else 0.0
+
+
+def _shade(value: float, scale: float, shading: str | None) -> Style | None:
+    """Darker = larger. Weights shade blue from 0 to 1; signed values red (+) and blue (−)."""
+    strength = _strength(value, scale, shading)
+    if strength is None:
+        return None
+    if shading == "weights":
         red, green, blue = (
             int(235 - 205 * strength),
             int(240 - 180 * strength),
             int(255 - 95 * strength),
         )
     else:
-        strength = min(abs(float(value)) / scale, 1.0) if scale else 0.0
         fade = int(235 - 175 * strength)
         red, green, blue = (235, fade, fade) if value >= 0 else (fade, fade, 235)
     text = "white" if strength > 0.55 else "black"
@@ -294,75 +516,238 @@ def _shade(value: float, scale: float, shading: str | None) -> Style | None:
 
 def block_heatmap(array: np.ndarray) -> RenderableType:
     """A matrix too large for numbers: one shaded character per sampled cell."""
-    rows = as_matrix(array)
-    row_step = max(1, -(-rows.shape[0] // HEATMAP_MAX_ROWS))
-    col_step = max(1, -(-rows.shape[1] // HEATMAP_MAX_COLS))
-    sampled = rows[::row_step, ::col_step]
-    finite = np.isfinite(sampled)
-    low = float(sampled[finite].min()) if finite.any() else 0.0
-    high = float(sampled[finite].max()) if finite.any() else 1.0
-    span = (high - low) or 1.0
-    picture = Text()
-    for row in sampled:
-        for number in row:
-            level = (
-                0 if not np.isfinite(number) else round((number - low) / span * (len(_BLOCKS) - 1))
+    return Padding(BlockHeatmap(array), (0, 0, 0, 2))
+
+
+class BlockHeatmap:
+    """One shaded character per sampled cell, as many columns as the width allows."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.rows = as_matrix(array)
+        self.shape = tuple(np.shape(array))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(8, min(self.rows.shape[1], HEATMAP_MAX_COLS)).with_maximum(
+            options.max_width
+        )
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        rows = self.rows
+        max_cols = max(1, min(HEATMAP_MAX_COLS, options.max_width))
+        row_step = max(1, -(-rows.shape[0] // HEATMAP_MAX_ROWS))
+        col_step = max(1, -(-rows.shape[1] // max_cols))
+        sampled = rows[::row_step, ::col_step]
+        finite = np.isfinite(sampled)
+        low = float(sampled[finite].min()) if finite.any() else 0.0
+        high = float(sampled[finite].max()) if finite.any() else 1.0
+        span = (high - low) or 1.0
+        picture = Text(no_wrap=True)
+        for row in sampled:
+            for number in row:
+                level = (
+                    0
+                    if not np.isfinite(number)
+                    else round((number - low) / span * (len(_BLOCKS) - 1))
+                )
+                picture.append(
+                    _BLOCKS[level], style=_shade(2 * (number - low) / span - 1, 1.0, "signed")
+                )
+            picture.append("\n")
+        picture.rstrip()
+        yield picture
+        yield Text(
+            f"shape {shape_text(self.shape)} · every {row_step} row(s), every {col_step} "
+            f"column(s) · ' ' = {format_number(low, 3)} … '█' = {format_number(high, 3)}",
+            style="dim",
+        )
+
+
+@dataclass(frozen=True)
+class FitColumn:
+    """A column of a :class:`FittedTable`: cells that are numbers never wrap, text wraps."""
+
+    header: str
+    cells: tuple[Text, ...]
+    numbers: tuple[bool, ...]  # per cell: a number (never wrapped or shortened)
+    justify: str = "right"
+    style: str | None = None
+
+    def desired(self) -> int:
+        return max(cell_len(self.header), *(cell.cell_len for cell in self.cells), 1)
+
+    def minimum(self) -> int:
+        """The narrowest it can be: its widest number, else its longest word (capped)."""
+        words = [_longest_word(self.header)]
+        words += [
+            cell.cell_len if number else _longest_word(cell.plain)
+            for cell, number in zip(self.cells, self.numbers, strict=True)
+        ]
+        numbers = [
+            cell.cell_len for cell, number in zip(self.cells, self.numbers, strict=True) if number
+        ]
+        return max(min(max(words), LONGEST_WORD), *numbers, 1)
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=0)
+
+
+class FittedTable:
+    """A records table that fits its width without shortening a cell.
+
+    Columns get their full width when they can; otherwise text wraps at spaces (numbers
+    never do); when even that is too wide, the columns split into groups shown one under
+    the other, each repeating the first (key) column.
+    """
+
+    def __init__(
+        self, columns: Sequence[FitColumn], *, title: str | None = None, keys: int = 1
+    ) -> None:
+        self.columns = list(columns)
+        self.title = title
+        self.keys = min(keys, len(self.columns))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = _table_width(column.desired() for column in self.columns)
+        key = [column.minimum() for column in self.columns[: self.keys]]
+        rest = [column.minimum() for column in self.columns[self.keys :]]
+        narrowest = _table_width([*key, max(rest, default=0)][: len(self.columns)])
+        return Measurement(min(narrowest, widest), widest).with_maximum(options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        groups = self.groups(options.max_width)
+        for number, group in enumerate(groups):
+            title = self.title if number == 0 else "(continued)"
+            yield self.table(group, options.max_width, title)
+
+    def groups(self, max_width: int) -> list[list[FitColumn]]:
+        """The columns in groups that each fit (keys first in every group)."""
+        if _table_width(c.minimum() for c in self.columns) <= max_width:
+            return [self.columns]
+        keys, rest = self.columns[: self.keys], self.columns[self.keys :]
+        groups: list[list[FitColumn]] = []
+        for column in rest:
+            if groups and _table_width(c.minimum() for c in [*groups[-1], column]) <= max_width:
+                groups[-1].append(column)
+            else:
+                groups.append([*keys, column])
+        return groups or [self.columns]
+
+    def table(self, columns: list[FitColumn], max_width: int, title: str | None) -> Table:
+        widths = _fit_widths(columns, max_width)
+        table = Table(
+            box=box.ROUNDED,
+            header_style="bold",
+            title=title,
+            title_justify="left",
+            title_style="bold" if title != "(continued)" else "dim",
+        )
+        for column, width in zip(columns, widths, strict=True):
+            table.add_column(
+                column.header,
+                justify=column.justify,  # type: ignore[arg-type]
+                style=column.style,
+                width=width,
+                overflow="fold",
             )
-            picture.append(
-                _BLOCKS[level], style=_shade(2 * (number - low) / span - 1, 1.0, "signed")
-            )
-        picture.append("\n")
-    legend = Text(
-        f"shape {shape_text(array.shape)} · every {row_step} row(s), every {col_step} column(s) · "
-        f"' ' = {format_number(low, 3)} … '█' = {format_number(high, 3)}",
-        style="dim",
-    )
-    return Padding(Group(picture, legend), (0, 0, 0, 2))
+        for index in range(len(columns[0].cells) if columns else 0):
+            table.add_row(*(column.cells[index] for column in columns))
+        return table
+
+
+def _fit_widths(columns: list[FitColumn], max_width: int) -> list[int]:
+    """Each column's width: its full width when all fit; else its minimum, and the room left
+    goes to the columns that need least to be whole (so that as few as possible wrap)."""
+    desired = [column.desired() for column in columns]
+    if _table_width(desired) <= max_width:
+        return desired
+    widths = [min(column.minimum(), want) for column, want in zip(columns, desired, strict=True)]
+    spare = max_width - _table_width(widths)
+    for index in sorted(range(len(columns)), key=lambda i: desired[i] - widths[i]):
+        grow = max(0, min(spare, desired[index] - widths[index]))
+        widths[index] += grow
+        spare -= grow
+    return widths
 
 
 def records_table(records: list[dict[str, Any]], options: RenderOptions) -> RenderableType:
-    table = Table(box=box.ROUNDED, header_style="bold")
     if not records:
         return Text("(no rows)", style="dim")
-    columns = list(records[0])
-    for column in columns:
-        table.add_column(column, justify="right")
-    for record in records:
-        table.add_row(*(_cell(record.get(column), options) for column in columns))
-    return Padding(table, (0, 0, 0, 2))
+    names = list(records[0])
+    columns = [
+        _record_column(name, [record.get(name) for record in records], options.precision)
+        for name in names
+    ]
+    return Padding(FittedTable(columns), (0, 0, 0, 2))
 
 
-def _cell(value: Any, options: RenderOptions) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, int | float | np.number) and not isinstance(value, bool):
-        return format_number(value, options.precision)
-    return str(value)
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
+
+
+def _record_column(name: str, values: list[Any], precision: int) -> FitColumn:
+    """A records column: its numbers in one format, None as "—", anything else as text."""
+    numbers = [value for value in values if _is_number(value)]
+    formatted = iter(format_column(numbers, precision) if numbers else [])
+    cells: list[Text] = []
+    kinds: list[bool] = []
+    for value in values:
+        if value is None:
+            cells.append(Text("—"))
+            kinds.append(True)
+        elif _is_number(value):
+            cells.append(Text(next(formatted)))
+            kinds.append(True)
+        else:
+            cells.append(Text(str(value)))
+            kinds.append(False)
+    return FitColumn(name, tuple(cells), tuple(kinds))
 
 
 def histogram(value: dict[str, Any], width: int = 40) -> RenderableType:
     """Bars per bin for each series: {"edges": [e0, ..., eB], "series": {name: [c1..cB]}}."""
-    edges = list(value["edges"])
-    out: list[RenderableType] = []
-    for name, counts in value["series"].items():
-        peak = max(max(counts), 1)
-        table = Table(box=None, show_header=False, pad_edge=False)
-        table.add_column(justify="right", style="dim")
-        table.add_column()
-        table.add_column(justify="right", style="dim")
-        for index, count in enumerate(counts):
-            bar = "█" * round(width * count / peak)
-            table.add_row(f"[{edges[index]:+.1f}, {edges[index + 1]:+.1f})", bar, str(count))
-        out.append(Group(Text(str(name), style="bold"), table))
-    return Padding(Group(*out), (0, 0, 0, 2))
+    return Padding(Histogram(value, width), (0, 0, 0, 2))
+
+
+class Histogram:
+    """Bars of at most ``width`` characters, shorter when the console is narrower."""
+
+    def __init__(self, value: dict[str, Any], width: int = 40) -> None:
+        self.edges = list(value["edges"])
+        self.series = dict(value["series"])
+        self.width = width
+        self.labels = [
+            f"[{self.edges[i]:+.1f}, {self.edges[i + 1]:+.1f})" for i in range(len(self.edges) - 1)
+        ]
+        counts = [str(count) for counts in self.series.values() for count in counts]
+        # label, two spaces, bar, two spaces, count
+        self.frame = (
+            max(map(cell_len, self.labels), default=0) + max(map(len, counts), default=1) + 4
+        )
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.frame + 1, self.frame + self.width).with_maximum(options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(1, min(self.width, options.max_width - self.frame))
+        for name, counts in self.series.items():
+            peak = max(max(counts), 1)
+            table = Table(box=None, show_header=False, pad_edge=False)
+            table.add_column(justify="right", style="dim", no_wrap=True)
+            table.add_column(no_wrap=True)
+            table.add_column(justify="right", style="dim", no_wrap=True)
+            for label, count in zip(self.labels, counts, strict=True):
+                table.add_row(label, "█" * round(width * count / peak), str(count))
+            yield Text(str(name), style="bold")
+            yield table
 
 
 def examples_table(lesson: LessonFile) -> RenderableType:
     """The examples of a lesson file: name, description and where it comes from."""
     table = Table(title=f"{lesson.title}: examples", box=box.ROUNDED, header_style="bold")
     table.add_column("name", style="bold cyan", no_wrap=True)
-    table.add_column("description")
-    table.add_column("source", style="dim")
+    table.add_column("description", overflow="fold")
+    table.add_column("source", style="dim", overflow="fold")
     for example in lesson.examples:
         name = example.name + (" (default)" if example.name == lesson.default_example else "")
         table.add_row(name, example.description, example.source)

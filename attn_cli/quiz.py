@@ -213,9 +213,9 @@ def _blanks(item: Question) -> RenderableType:
     table = Table(box=box.ROUNDED, header_style="bold")
     table.add_column("", style="bold", justify="right")
     for col in range(n_cols):
-        table.add_column(columns[col] if columns else str(col + 1), justify="right")
+        table.add_column(Text(columns[col] if columns else str(col + 1)), justify="right")
     for row in range(n_rows):
-        table.add_row(item.row_names[row].removeprefix("row "), *([BLANK] * n_cols))
+        table.add_row(Text(item.row_names[row].removeprefix("row ")), *([BLANK] * n_cols))
     return Padding(table, (0, 0, 0, 2))
 
 

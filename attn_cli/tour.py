@@ -180,7 +180,10 @@ def _intro(stops: list[Stop], reasons: list[str | None]) -> list[RenderableType]
 
 def _run_stop(stop: Stop, label: str, reason: str | None, pager: Pager) -> bool:
     """Show a stop; False when it was skipped."""
-    heading = [Text(""), Rule(f"{label} · {stop.title}", style="bold magenta", align="left")]
+    heading = [
+        Text(""),
+        Rule(Text(f"{label} · {stop.title}", "rule.text"), style="bold magenta", align="left"),
+    ]
     if reason is not None:
         pager.note(Text(f"{label} · skipped {stop.name}: {reason}.", style="dim"))
         return False

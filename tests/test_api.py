@@ -77,7 +77,9 @@ def test_keywords_are_the_command_line_options(invoke):
     import importlib
 
     for lesson in LESSONS:
-        function_of_command = getattr(importlib.import_module(f"attn_cli.commands.{lesson}"), lesson)
+        function_of_command = getattr(
+            importlib.import_module(f"attn_cli.commands.{lesson}"), lesson
+        )
         command = set(inspect.signature(function_of_command).parameters) - PRINTING_OPTIONS
         function = set(inspect.signature(getattr(attn, lesson)).parameters)
         assert function == command, lesson

@@ -159,7 +159,7 @@ def test_markup_in_tokens_and_titles_is_text(invoke, tmp_path):
     body = '[steps.scores]\ntitle = "[blink]S[/blink]"\nexplanation = "[on red]{n}[/on red]"\n'
     result = invoke("scaled", "--lesson", str(lesson_file(tmp_path / "t.toml", body)))
     assert result.exit_code == 0, result.output
-    assert "[blink]S[/blink]" in result.stdout and "[on red]3[/on red]" in result.stdout
+    assert "[blink]S[/blink]" in result.stdout and "[on red]2[/on red]" in result.stdout
 
 
 def test_control_characters_cannot_write_to_the_terminal(invoke, tmp_path):

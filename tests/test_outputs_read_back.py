@@ -237,7 +237,7 @@ intro = 'Intro: a\b & c_d % e # f { g } $ h ^ i ~ j | k < l > m -- n. Kᵀ/√d_
 default_example = "specials"
 
 [steps.scores]
-title = 'Scores & more_things {x}'
+title = 'Scores & more_things {{x}}'
 explanation = 'Explained with 100% & #hash and a\backslash; ~tilde ^caret. New paragraph follows.'
 latex = "S_{\\text{sp}} = QK^\\top"
 

@@ -240,7 +240,8 @@ class Heading:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # Rule draws "title ─…" and needs room for the title, a space and a few dashes.
         if cell_len(self.title) + 4 <= options.max_width:
-            yield Rule(self.title, align="left", style=self.style)
+            # The title as Text: a step title from a lesson file is text, not rich markup.
+            yield Rule(Text(self.title, style="rule.text"), align="left", style=self.style)
         else:
             yield Text(self.title, style=self.style)
             yield Rule(style=self.style)
@@ -618,7 +619,7 @@ class FittedTable:
         groups = self.groups(options.max_width)
         for number, group in enumerate(groups):
             title = self.title if number == 0 else "(continued)"
-            yield self.table(group, options.max_width, title)
+            yield self.table(group, options.max_width, title, number)
 
     def groups(self, max_width: int) -> list[list[FitColumn]]:
         """The columns in groups that each fit (keys first in every group)."""
@@ -633,14 +634,16 @@ class FittedTable:
                 groups.append([*keys, column])
         return groups or [self.columns]
 
-    def table(self, columns: list[FitColumn], max_width: int, title: str | None) -> Table:
+    def table(
+        self, columns: list[FitColumn], max_width: int, title: str | None, number: int = 0
+    ) -> Table:
         widths = _fit_widths(columns, max_width)
         table = Table(
             box=box.ROUNDED,
             header_style="bold",
-            title=title,
+            # Text, not a str: an example's name in the title is not rich markup.
+            title=None if title is None else Text(title, style="bold" if number == 0 else "dim"),
             title_justify="left",
-            title_style="bold" if title != "(continued)" else "dim",
         )
         for column, width in zip(columns, widths, strict=True):
             table.add_column(
@@ -744,11 +747,13 @@ class Histogram:
 
 def examples_table(lesson: LessonFile) -> RenderableType:
     """The examples of a lesson file: name, description and where it comes from."""
-    table = Table(title=f"{lesson.title}: examples", box=box.ROUNDED, header_style="bold")
+    # Names, descriptions and titles come from lesson files: Text, so none is rich markup.
+    title = Text(f"{lesson.title}: examples", style="table.title")
+    table = Table(title=title, box=box.ROUNDED, header_style="bold")
     table.add_column("name", style="bold cyan", no_wrap=True)
     table.add_column("description", overflow="fold")
     table.add_column("source", style="dim", overflow="fold")
     for example in lesson.examples:
         name = example.name + (" (default)" if example.name == lesson.default_example else "")
-        table.add_row(name, example.description, example.source)
+        table.add_row(Text(name), Text(example.description), Text(example.source))
     return table

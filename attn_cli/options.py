@@ -107,6 +107,29 @@ FullOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the output to FILE instead of the terminal (checked before computing).",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        metavar="FILE",
+        help="Also draw the lesson's heatmap to FILE.png, .svg or .pdf (needs matplotlib).",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+    ),
+]
 TimeOpt = Annotated[
     bool,
     typer.Option(

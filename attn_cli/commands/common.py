@@ -7,6 +7,7 @@ import gc
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
@@ -72,8 +73,14 @@ def run_lesson_command(
     full: bool,
     list_examples: bool = False,
     quiz: bool = False,
+    output: Path | None = None,
+    plot: Path | None = None,
 ) -> None:
-    """List examples, quiz, or compute the walkthrough and render it in one piece."""
+    """List examples, quiz, or compute the walkthrough and render it in one piece.
+
+    Files are checked before anything is computed and written only once their whole text is
+    built; stdout gets nothing when ``--output`` names a file.
+    """
     handler = lesson_call_handler.get()
     if handler is not None:
         handler(LessonCall(request, fmt, precision, full, list_examples, quiz))
@@ -81,29 +88,72 @@ def run_lesson_command(
     from attn_cli.runner import compute, lesson_data
 
     start_up_done()
-    console = stdout_console()
+    check_output_options(fmt, list_examples, quiz, output, plot)
+    console = stdout_console() if output is None else file_console()
     if list_examples:
         from attn_cli.render.rich_render import examples_table
 
         console.print(examples_table(lesson_data(request)))
-        return
+    else:
+        walkthrough = compute(request)
+        if quiz:
+            from attn_cli import terminal
+            from attn_cli.quiz import run_quiz
+
+            interactive = terminal.interactive()
+            run_quiz(
+                walkthrough,
+                console,
+                precision=precision,
+                interactive=interactive,
+                read_line=terminal.read_line,
+            )
+            return
+        render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
+        if plot is not None:
+            from attn_cli.render.heatmap import write_heatmap
+
+            write_heatmap(walkthrough, plot)
+    if output is not None:
+        from attn_cli.outputs import write_text
+
+        write_text(output, console.file.getvalue(), "--output")  # type: ignore[attr-defined]
+
+
+def check_output_options(
+    fmt: Format, list_examples: bool, quiz: bool, output: Path | None, plot: Path | None
+) -> None:
+    """Refuse impossible combinations and unwritable files before computing anything."""
     if quiz and fmt is not Format.rich:
         raise UserError(f"--quiz talks to the terminal; leave out --format {fmt.value}.")
-    walkthrough = compute(request)
-    if quiz:
-        from attn_cli import terminal
-        from attn_cli.quiz import run_quiz
+    if quiz and output is not None:
+        raise UserError("--quiz talks to the terminal; leave out --output.")
+    if quiz and plot is not None:
+        raise UserError("--quiz asks for the weights; leave out --plot, which would show them.")
+    if list_examples and plot is not None:
+        raise UserError("--list-examples computes nothing to plot; leave out --plot.")
+    if output is not None:
+        from attn_cli.outputs import check_writable
 
-        interactive = terminal.interactive()
-        run_quiz(
-            walkthrough,
-            console,
-            precision=precision,
-            interactive=interactive,
-            read_line=terminal.read_line,
-        )
-        return
-    render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
+        check_writable(output, "--output")
+    if plot is not None:
+        from attn_cli.render.heatmap import check_heatmap_path
+
+        check_heatmap_path(plot)
+
+
+def file_console() -> Console:
+    """A console that builds the text of an --output file in memory: plain text (no colour
+    codes; shading becomes marks), as wide as the terminal."""
+    import io
+
+    return Console(
+        file=io.StringIO(),
+        width=stdout_console().width,
+        color_system=None,
+        force_terminal=False,
+        highlight=False,
+    )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from attn_cli.options import (
     FullOpt,
     LessonFileOpt,
     ListExamplesOpt,
+    OutputOpt,
+    PlotOpt,
     PrecisionOpt,
     QuizOpt,
     SeedOpt,
@@ -81,6 +83,8 @@ def flash(
     fmt: FormatOpt = Format.rich,
     precision: PrecisionOpt = 4,
     full: FullOpt = False,
+    output: OutputOpt = None,
+    plot: PlotOpt = None,
     time: TimeOpt = False,
     backend: BackendOpt = None,
     device: DeviceOpt = DeviceName.cpu,
@@ -103,5 +107,12 @@ def flash(
         time_steps=time,
     )
     run_lesson_command(
-        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples, quiz=quiz
+        request,
+        fmt=fmt,
+        precision=precision,
+        full=full,
+        list_examples=list_examples,
+        quiz=quiz,
+        output=output,
+        plot=plot,
     )

@@ -19,6 +19,8 @@ from attn_cli.options import (
     FullOpt,
     LessonFileOpt,
     ListExamplesOpt,
+    OutputOpt,
+    PlotOpt,
     PrecisionOpt,
     QuizOpt,
     SeedOpt,
@@ -72,6 +74,8 @@ def multihead(
     fmt: FormatOpt = Format.rich,
     precision: PrecisionOpt = 4,
     full: FullOpt = False,
+    output: OutputOpt = None,
+    plot: PlotOpt = None,
     time: TimeOpt = False,
     backend: BackendOpt = None,
     device: DeviceOpt = DeviceName.cpu,
@@ -96,5 +100,12 @@ def multihead(
         time_steps=time,
     )
     run_lesson_command(
-        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples, quiz=quiz
+        request,
+        fmt=fmt,
+        precision=precision,
+        full=full,
+        list_examples=list_examples,
+        quiz=quiz,
+        output=output,
+        plot=plot,
     )

@@ -17,6 +17,8 @@ from attn_cli.options import (
     FullOpt,
     LessonFileOpt,
     ListExamplesOpt,
+    OutputOpt,
+    PlotOpt,
     PrecisionOpt,
     QuizOpt,
     TimeOpt,
@@ -59,6 +61,8 @@ def posenc(
     fmt: FormatOpt = Format.rich,
     precision: PrecisionOpt = 3,  # eight columns of signed numbers fit in 80 columns
     full: FullOpt = False,
+    output: OutputOpt = None,
+    plot: PlotOpt = None,
     time: TimeOpt = False,
     backend: BackendOpt = None,
     device: DeviceOpt = DeviceName.cpu,
@@ -84,5 +88,12 @@ def posenc(
         time_steps=time,
     )
     run_lesson_command(
-        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples, quiz=quiz
+        request,
+        fmt=fmt,
+        precision=precision,
+        full=full,
+        list_examples=list_examples,
+        quiz=quiz,
+        output=output,
+        plot=plot,
     )

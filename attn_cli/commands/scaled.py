@@ -19,6 +19,8 @@ from attn_cli.options import (
     FullOpt,
     LessonFileOpt,
     ListExamplesOpt,
+    OutputOpt,
+    PlotOpt,
     PrecisionOpt,
     QuizOpt,
     SeedOpt,
@@ -62,6 +64,8 @@ def scaled(
     fmt: FormatOpt = Format.rich,
     precision: PrecisionOpt = 4,
     full: FullOpt = False,
+    output: OutputOpt = None,
+    plot: PlotOpt = None,
     time: TimeOpt = False,
     backend: BackendOpt = None,
     device: DeviceOpt = DeviceName.cpu,
@@ -84,5 +88,12 @@ def scaled(
         time_steps=time,
     )
     run_lesson_command(
-        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples, quiz=quiz
+        request,
+        fmt=fmt,
+        precision=precision,
+        full=full,
+        list_examples=list_examples,
+        quiz=quiz,
+        output=output,
+        plot=plot,
     )

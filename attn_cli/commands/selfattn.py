@@ -19,6 +19,8 @@ from attn_cli.options import (
     FullOpt,
     LessonFileOpt,
     ListExamplesOpt,
+    OutputOpt,
+    PlotOpt,
     PrecisionOpt,
     QuizOpt,
     SeedOpt,
@@ -82,6 +84,8 @@ def selfattn(
     fmt: FormatOpt = Format.rich,
     precision: PrecisionOpt = 4,
     full: FullOpt = False,
+    output: OutputOpt = None,
+    plot: PlotOpt = None,
     time: TimeOpt = False,
     backend: BackendOpt = None,
     device: DeviceOpt = DeviceName.cpu,
@@ -109,5 +113,12 @@ def selfattn(
         time_steps=time,
     )
     run_lesson_command(
-        request, fmt=fmt, precision=precision, full=full, list_examples=list_examples, quiz=quiz
+        request,
+        fmt=fmt,
+        precision=precision,
+        full=full,
+        list_examples=list_examples,
+        quiz=quiz,
+        output=output,
+        plot=plot,
     )

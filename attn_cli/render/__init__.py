@@ -21,6 +21,8 @@ class Format(StrEnum):
     json = "json"
     markdown = "markdown"
     latex = "latex"
+    svg = "svg"  # the rich output, colours kept, as an SVG picture
+    html = "html"  # the rich output, colours kept, as an HTML page
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class RenderOptions:
 
 
 def render_text(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -> str:
-    """The walkthrough as text in a plain format (json, markdown, latex)."""
+    """The walkthrough as the text of a file format (json, markdown, latex, svg, html)."""
     if fmt is Format.json:
         from attn_cli.render.json_render import to_json
 
@@ -43,6 +45,14 @@ def render_text(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -
         from attn_cli.render.latex_render import to_latex
 
         return to_latex(walkthrough, options)
+    if fmt is Format.svg:
+        from attn_cli.render.rich_render import walkthrough_svg
+
+        return walkthrough_svg(walkthrough, options)
+    if fmt is Format.html:
+        from attn_cli.render.rich_render import walkthrough_html
+
+        return walkthrough_html(walkthrough, options, page=True)
     raise ValueError(f"{fmt} is not a plain-text format")
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 from attn_cli.bench.config import BenchResult
 from attn_cli.errors import UserError
+from attn_cli.outputs import check_writable
 
 INSTALL_HINT = "pip install 'attn-cli[plot]'"
 # Formats matplotlib writes with its own backends and Pillow, chosen by the file's suffix. Listed
@@ -31,13 +31,7 @@ def check_plot_path(path: Path) -> None:
             f"--plot {path}: the file name must end in one of {formats} (it picks the format); "
             "e.g. --plot bench.png."
         )
-    folder = path.parent
-    if not folder.exists():
-        raise UserError(f"--plot {path}: the folder {folder} does not exist; create it first.")
-    if not folder.is_dir():
-        raise UserError(f"--plot {path}: {folder} is not a folder.")
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise UserError(f"--plot {path}: cannot write there; choose a path you can write to.")
+    check_writable(path, "--plot")
 
 
 def write_plot(result: BenchResult, path: Path) -> None:

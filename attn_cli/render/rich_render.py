@@ -51,7 +51,7 @@ def print_walkthrough(walkthrough: Walkthrough, console: Console, options: Rende
     console.print(walkthrough_renderable(walkthrough, options))
 
 
-# Notebook cells are wider than a terminal's 80 columns.
+# Notebook cells, web pages and slides are wider than a terminal's 80 columns.
 HTML_WIDTH = 100
 _HTML_PRE = (
     "<pre style=\"font-family: Menlo, 'DejaVu Sans Mono', Consolas, monospace; "
@@ -59,8 +59,8 @@ _HTML_PRE = (
 )
 
 
-def walkthrough_html(walkthrough: Walkthrough, options: RenderOptions) -> str:
-    """The rich tables, colours and shading as an HTML fragment (for Jupyter)."""
+def _recorded(walkthrough: Walkthrough, options: RenderOptions) -> Console:
+    """A console that recorded the walkthrough in colour, for export as HTML or SVG."""
     import io
 
     console = Console(
@@ -72,7 +72,24 @@ def walkthrough_html(walkthrough: Walkthrough, options: RenderOptions) -> str:
         force_jupyter=False,
     )
     console.print(walkthrough_renderable(walkthrough, options))
+    return console
+
+
+def walkthrough_html(walkthrough: Walkthrough, options: RenderOptions, page: bool = False) -> str:
+    """The rich tables, colours and shading in HTML: a fragment for Jupyter, or with
+    ``page=True`` a whole page (``--format html``)."""
+    console = _recorded(walkthrough, options)
+    if page:
+        return console.export_html(inline_styles=True)
     return console.export_html(inline_styles=True, code_format=_HTML_PRE)
+
+
+def walkthrough_svg(walkthrough: Walkthrough, options: RenderOptions) -> str:
+    """The rich tables, colours and shading as an SVG picture (``--format svg``)."""
+    title = f"attn {walkthrough.lesson}" + (
+        f" · {walkthrough.example}" if walkthrough.example else ""
+    )
+    return _recorded(walkthrough, options).export_svg(title=title)
 
 
 def walkthrough_renderable(walkthrough: Walkthrough, options: RenderOptions) -> Group:

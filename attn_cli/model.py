@@ -119,6 +119,22 @@ class Walkthrough:
 
         return to_latex(self, RenderOptions(precision=self._precision(precision)))
 
+    def to_html(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and
+        shading as a whole HTML page."""
+        return self._render_text("html", precision)
+
+    def to_svg(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format svg`` writes it: the terminal's tables, colours and
+        shading as an SVG picture (for slides)."""
+        return self._render_text("svg", precision)
+
+    def _render_text(self, format_name: str, precision: int | None) -> str:
+        from attn_cli.render import Format, RenderOptions, render_text
+
+        options = RenderOptions(precision=self._precision(precision))
+        return render_text(self, Format(format_name), options)
+
     def __rich__(self) -> Any:
         """The terminal's tables, for ``rich.print(walkthrough)``."""
         from attn_cli.render import RenderOptions

@@ -117,6 +117,7 @@ OutputOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
         show_default=False,
         dir_okay=False,
+        readable=False,  # written, not read
     ),
 ]
 PlotOpt = Annotated[
@@ -128,6 +129,7 @@ PlotOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
         show_default=False,
         dir_okay=False,
+        readable=False,  # written, not read
     ),
 ]
 TimeOpt = Annotated[

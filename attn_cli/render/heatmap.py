@@ -17,8 +17,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.model import Step, Walkthrough
-from attn_cli.outputs import check_writable
-from attn_cli.render.bench_plot import require_matplotlib
+from attn_cli.outputs import check_writable, require_matplotlib
 from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure
 
 if TYPE_CHECKING:
@@ -37,8 +36,8 @@ def check_heatmap_path(path: Path) -> None:
             f"--plot {path}: the file name must end in .png, .svg or .pdf (it picks the "
             "format); e.g. --plot weights.png."
         )
-    require_matplotlib()
     check_writable(path, "--plot")
+    require_matplotlib()
 
 
 def write_heatmap(walkthrough: Walkthrough, path: Path, precision: int | None = None) -> None:

@@ -8,9 +8,13 @@ moved off any GPU), Python numbers, or plain records (lists of dicts) for tables
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:  # matplotlib is optional and imported only when a plot is drawn
+    from matplotlib.figure import Figure
 
 # How a value is meant to be shown:
 #   matrix   a 1-D or 2-D array of numbers
@@ -66,7 +70,8 @@ class Walkthrough:
     """What a lesson computed: inputs, ordered steps and output, as plain data.
 
     In a notebook it shows as the terminal's tables (``_repr_html_``); ``step(key)`` gives a
-    step's value, ``to_dict()`` the JSON document, ``to_markdown()`` and ``to_latex()`` text.
+    step's value, ``to_dict()`` the JSON document, ``to_markdown()`` and ``to_latex()`` text,
+    ``plot()`` the heatmap of ``--plot``.
     """
 
     lesson: str
@@ -134,6 +139,20 @@ class Walkthrough:
 
         options = RenderOptions(precision=self._precision(precision))
         return render_text(self, Format(format_name), options)
+
+    def plot(
+        self, path: str | Path | None = None, *, precision: int | None = None
+    ) -> Figure | None:
+        """The figure of ``--plot`` (needs matplotlib): written to ``path`` (.png, .svg or .pdf)
+        when given, else returned as a matplotlib Figure (a notebook shows it)."""
+        from attn_cli.render.heatmap import check_heatmap_path, heatmap_figure, save_figure
+
+        if path is None:
+            return heatmap_figure(self, self._precision(precision))
+        target = Path(path)
+        check_heatmap_path(target)
+        save_figure(heatmap_figure(self, self._precision(precision)), target)
+        return None
 
     def __rich__(self) -> Any:
         """The terminal's tables, for ``rich.print(walkthrough)``."""

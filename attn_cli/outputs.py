@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
 from attn_cli.errors import UserError
+
+PLOT_INSTALL_HINT = "pip install 'attn-cli[plot]'"
+
+
+def require_matplotlib() -> None:
+    """--plot's check, made before any work (a sweep, a lesson): is matplotlib installed?"""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UserError(f"--plot needs matplotlib; install it with: {PLOT_INSTALL_HINT}.")
 
 
 def check_writable(path: Path, option: str) -> None:

@@ -65,7 +65,7 @@ def test_version_and_unknown_commands_use_the_full_app():
         (
             ("scaled", "--format", "xml"),
             "Invalid value for '--format' / '-f': 'xml' is not one of 'rich', 'json', 'markdown', "
-            "'latex'; see 'attn scaled --help'.",
+            "'latex', 'svg', 'html'; see 'attn scaled --help'.",
         ),
         (
             ("scaled", "--seed", "-1"),

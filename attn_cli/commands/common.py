@@ -113,7 +113,7 @@ def run_lesson_command(
         if plot is not None:
             from attn_cli.render.heatmap import write_heatmap
 
-            write_heatmap(walkthrough, plot)
+            write_heatmap(walkthrough, plot, precision)
     if output is not None:
         from attn_cli.outputs import write_text
 

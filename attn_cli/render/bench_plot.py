@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from attn_cli.bench.config import BenchResult
 from attn_cli.errors import UserError
-from attn_cli.outputs import check_writable
+from attn_cli.outputs import check_writable, require_matplotlib
 
-INSTALL_HINT = "pip install 'attn-cli[plot]'"
 # Formats matplotlib writes with its own backends and Pillow, chosen by the file's suffix. Listed
 # here so that a bad --plot is refused before the sweep without importing matplotlib. pgf is left
 # out: it needs a TeX installation, and would fail only after the sweep.
 PLOT_FORMATS = ("png", "pdf", "svg", "svgz", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
-
-
-def require_matplotlib() -> None:
-    """Fail before the sweep, not after it, when matplotlib is missing."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise UserError(f"--plot needs matplotlib; install it with: {INSTALL_HINT}.")
 
 
 def check_plot_path(path: Path) -> None:

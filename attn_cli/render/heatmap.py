@@ -1,20 +1,35 @@
-"""--plot on the lessons: the attention heatmap the lectures draw (matplotlib, an optional extra).
+"""--plot on the lessons: the picture the lectures draw (matplotlib, an optional extra).
 
-Placeholder until the heatmaps land: the option is wired and checked, the drawing is not.
+Data-driven like every renderer: each figure is drawn from the walkthrough's step values and
+labels, never recomputed. matplotlib is imported only here, and only when a plot is asked for;
+figures are plain ``matplotlib.figure.Figure`` objects (no pyplot, no backend switched), so a
+notebook's own matplotlib set-up is left alone.
 """
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from attn_cli.errors import UserError
-from attn_cli.model import Walkthrough
-from attn_cli.outputs import check_writable
+from attn_cli.model import Step, Walkthrough
+from attn_cli.outputs import check_writable, require_matplotlib
+from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 HEATMAP_FORMATS = ("png", "svg", "pdf")
+DPI = 120
 
 
 def check_heatmap_path(path: Path) -> None:
+    """Refuse, before computing, a --plot that could not be written (or drawn)."""
     suffix = path.suffix.lower().removeprefix(".")
     if suffix not in HEATMAP_FORMATS:
         raise UserError(
@@ -22,7 +37,217 @@ def check_heatmap_path(path: Path) -> None:
             "format); e.g. --plot weights.png."
         )
     check_writable(path, "--plot")
+    require_matplotlib()
 
 
-def write_heatmap(walkthrough: Walkthrough, path: Path) -> None:
-    raise UserError("--plot is not available yet.")
+def write_heatmap(walkthrough: Walkthrough, path: Path, precision: int | None = None) -> None:
+    """Draw the lesson's figure and write it whole (built in memory first)."""
+    figure = heatmap_figure(walkthrough, precision)
+    save_figure(figure, path)
+
+
+def save_figure(figure: Figure, path: Path) -> None:
+    import matplotlib
+
+    buffer = io.BytesIO()
+    fmt = path.suffix.lower().removeprefix(".")
+    # svg.fonttype none: text stays text (searchable, and the fonts of the reader's machine).
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "attn"}):
+        figure.savefig(buffer, format=fmt, dpi=DPI, metadata=_metadata(fmt))
+    try:
+        path.write_bytes(buffer.getvalue())
+    except OSError as error:
+        raise UserError(f"--plot {path}: {error.strerror or error}; choose another path.") from None
+
+
+def _metadata(fmt: str) -> dict[str, Any]:
+    """No creation date in the file: the same walkthrough gives the same bytes."""
+    return {"CreationDate": None} if fmt == "pdf" else {"Date": None} if fmt == "svg" else {}
+
+
+def heatmap_figure(walkthrough: Walkthrough, precision: int | None = None) -> Figure:
+    """The lesson's figure: weights heatmaps, heads, the PE matrix or the variance plots."""
+    require_matplotlib()
+    draw = FIGURES.get(walkthrough.lesson)
+    if draw is None:
+        raise UserError(f"--plot: the {walkthrough.lesson} lesson has no figure to draw.")
+    if precision is None:
+        from attn_cli.api import default_precision
+
+        precision = default_precision(walkthrough.lesson)
+    return draw(walkthrough, precision)
+
+
+def _step(walkthrough: Walkthrough, key: str) -> Step:
+    """The step a figure draws; a one-line error if this run did not record it."""
+    for step in walkthrough.steps:
+        if step.key == key:
+            return step
+    raise UserError(
+        f"--plot: this {walkthrough.lesson} run has no {key!r} step to draw; "
+        "run it without --plot, or with other inputs."
+    )
+
+
+def _optional(walkthrough: Walkthrough, key: str) -> Step | None:
+    return next((step for step in walkthrough.steps if step.key == key), None)
+
+
+def _title(walkthrough: Walkthrough) -> str:
+    example = f" · example {walkthrough.example}" if walkthrough.example else ""
+    return f"{walkthrough.title}{example}"
+
+
+def _labels(labels: tuple[str, ...] | None, count: int) -> tuple[str, ...]:
+    return labels if labels and len(labels) == count else tuple(str(i) for i in range(1, count + 1))
+
+
+def _matrix(value: Any) -> np.ndarray:
+    return np.atleast_2d(np.asarray(value, dtype=np.float64))
+
+
+def _grid(step: Step, *, xlabel: str, ylabel: str, precision: int, **options: Any) -> Grid:
+    values = _matrix(step.value)
+    rows, cols = values.shape
+    return Grid(
+        values=values,
+        row_labels=_labels(step.row_labels, rows),
+        col_labels=_labels(step.col_labels, cols),
+        title=step.title,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        precision=precision,
+        **options,
+    )
+
+
+def _single(walkthrough: Walkthrough, grid: Grid) -> Figure:
+    figure, (axes,) = new_figure([grid], title=_title(walkthrough))
+    draw_grid(figure, axes, grid)
+    return figure
+
+
+# --- one figure per lesson -------------------------------------------------------------------
+
+
+def scaled_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    step = _step(walkthrough, "weights")
+    return _single(walkthrough, _grid(step, xlabel="keys", ylabel="queries", precision=precision))
+
+
+def selfattn_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    step = _step(walkthrough, "weights")
+    grid = _grid(step, xlabel="key token", ylabel="query token", precision=precision)
+    return _single(walkthrough, grid)
+
+
+def causal_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """The weights; future cells hatched: masked (grey, weight 0) or, with --fill zero, leaking."""
+    step = _step(walkthrough, "weights")
+    mask, future = _optional(walkthrough, "mask"), _optional(walkthrough, "future")
+    options: dict[str, Any] = {}
+    if mask is not None:  # the additive mask: −∞ where a key is in the query's future
+        options["masked"] = np.isneginf(_matrix(mask.value))
+        options["note"] = "grey: masked (a future key), weight exactly 0"
+    elif future is not None:  # --fill zero: the future cells that should have been masked
+        options["flagged"] = _matrix(future.value).astype(bool)
+        options["note"] = "hatched: future keys, which get weight here (the fill-0 bug)"
+    grid = _grid(step, xlabel="key token", ylabel="query token", precision=precision, **options)
+    return _single(walkthrough, grid)
+
+
+def bahdanau_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """One decoder step's weights over the encoder states; with --compare, one row per score."""
+    step = _step(walkthrough, "weights")
+    others = [_optional(walkthrough, f"{name}.weights") for name in ("dot", "general")]
+    grid = _grid(step, xlabel="encoder state", ylabel="decoder step", precision=precision)
+    if all(other is not None for other in others):
+        rows = [_matrix(s.value) for s in (step, *others) if s is not None]
+        grid = grid.with_rows(np.vstack(rows), ("additive α", "dot α", "general α"), "score")
+    return _single(walkthrough, grid)
+
+
+def flash_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """The tiled algorithm never forms the weights: its score blocks, side by side, outlined."""
+    blocks = [
+        s for s in walkthrough.steps if s.key.startswith("block") and s.key.endswith("scores")
+    ]
+    if not blocks:
+        _step(walkthrough, "block1.scores")  # the one-line error
+    values = np.hstack([_matrix(block.value) for block in blocks])
+    labels = tuple(label for block in blocks for label in block.col_labels or ())
+    widths = [_matrix(block.value).shape[1] for block in blocks]
+    grid = Grid(
+        values=values,
+        row_labels=_labels(blocks[0].row_labels, values.shape[0]),
+        col_labels=_labels(labels, values.shape[1]),
+        title=f"Scores, one key block at a time ({len(blocks)} blocks)",
+        xlabel="keys (a line between blocks)",
+        ylabel="queries",
+        precision=precision,
+        diverging=True,
+        masked=np.isneginf(values),
+        note="grey: −∞ (masked)" if np.isneginf(values).any() else "",
+        blocks=tuple(np.cumsum(widths)[:-1]),
+        colorbar_label="score",
+    )
+    return _single(walkthrough, grid)
+
+
+def multihead_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """One panel per head, on one colour scale."""
+    heads = [s for s in walkthrough.steps if s.key.startswith("head") and s.key.endswith("weights")]
+    if not heads:
+        _step(walkthrough, "head1.weights")
+    top = max(float(np.nanmax(_matrix(head.value))) for head in heads)
+    grids = [
+        _grid(head, xlabel="key token", ylabel="query token", precision=precision, vmax=top)
+        for head in heads
+    ]
+    grids = [grid.titled(f"head {index}") for index, grid in enumerate(grids, start=1)]
+    figure, axes = new_figure(grids, title=_title(walkthrough))
+    for ax, grid in zip(axes, grids, strict=True):
+        draw_grid(figure, ax, grid, colorbar=ax is axes[-1])
+    return figure
+
+
+def posenc_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    step = _step(walkthrough, "pe")
+    grid = _grid(
+        step,
+        xlabel="dimension",
+        ylabel="position",
+        precision=precision,
+        diverging=True,
+        colorbar_label="PE value",
+    )
+    return _single(walkthrough, grid)
+
+
+def variance_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    from attn_cli.render.heatmap_variance import variance_panels
+
+    moments = _step(walkthrough, "moments")
+    return variance_panels(
+        _title(walkthrough),
+        moments.value,
+        _step(walkthrough, "histogram").value,
+        _step(walkthrough, "softmax").value,
+    )
+
+
+FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
+    "scaled": scaled_figure,
+    "bahdanau": bahdanau_figure,
+    "selfattn": selfattn_figure,
+    "causal": causal_figure,
+    "flash": flash_figure,
+    "multihead": multihead_figure,
+    "posenc": posenc_figure,
+    "variance": variance_figure,
+}
+
+
+def axes_of(figure: Figure) -> list[Axes]:
+    """The panels of a figure (not its colour bars): what the tests read back."""
+    return [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]

@@ -41,7 +41,7 @@ class LessonSignature:
 LESSON_SIGNATURES: dict[str, LessonSignature] = {
     "scaled": LessonSignature(
         "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
-        options=("scale",),
+        options=("scale", "valid_len"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
@@ -61,15 +61,15 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
     ),
     "causal": LessonSignature(
         "Causal (masked) attention: each token attends to itself and the tokens before it.",
-        options=("scale", "fill", "conventions"),
+        options=("scale", "fill", "conventions", "valid_len"),
         sizes=("n", "dk"),
         positional=("q", "k", "v"),
         labels="tokens",
     ),
     "multihead": LessonSignature(
         "Multi-head attention: split into heads, attend, concatenate, project.",
-        options=("heads",),
-        sizes=("n", "d_model"),
+        options=("heads", "causal", "valid_len", "bias"),
+        sizes=("n", "d_model", "d_in", "d_out"),
         positional=("x", "wq", "wk", "wv", "wo"),
         labels="tokens",
     ),

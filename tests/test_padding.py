@@ -187,3 +187,9 @@ def test_lesson_file_valid_len_must_be_whole_numbers(invoke, tmp_path):
         encoding="utf-8",
     )
     assert_user_error(invoke("scaled", "--lesson", str(path)), "whole numbers")
+
+
+def test_python_api_takes_lengths_as_an_array_on_an_example():
+    walk = attn.scaled(example="two-tokens", valid_len=np.array([1, 2]))
+    assert walk.meta["options"]["valid_len"] == [1, 2]
+    np.testing.assert_array_equal(walk.step("weights")[0], [1.0, 0.0])

@@ -54,6 +54,8 @@ def valid_lengths(value: Any, rows: int, keys: int) -> tuple[int, ...] | None:
 
 
 def _parse(value: Any) -> tuple[int, ...]:
+    if isinstance(value, np.ndarray):  # from the Python API
+        value = value.tolist()
     if isinstance(value, bool):
         raise UserError(f"{OPTION} {value!r}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, int | np.integer):

@@ -41,7 +41,7 @@ class LessonSignature:
 LESSON_SIGNATURES: dict[str, LessonSignature] = {
     "scaled": LessonSignature(
         "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
-        options=("scale",),
+        options=("scale", "valid_len"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
@@ -61,15 +61,15 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
     ),
     "causal": LessonSignature(
         "Causal (masked) attention: each token attends to itself and the tokens before it.",
-        options=("scale", "fill", "conventions"),
+        options=("scale", "fill", "conventions", "valid_len"),
         sizes=("n", "dk"),
         positional=("q", "k", "v"),
         labels="tokens",
     ),
     "multihead": LessonSignature(
         "Multi-head attention: split into heads, attend, concatenate, project.",
-        options=("heads",),
-        sizes=("n", "d_model"),
+        options=("heads", "causal", "valid_len", "bias"),
+        sizes=("n", "d_model", "d_in", "d_out"),
         positional=("x", "wq", "wk", "wv", "wo"),
         labels="tokens",
     ),
@@ -150,7 +150,7 @@ def _build(name: str) -> Callable[..., Walkthrough]:
         request = RunRequest(
             lesson=name,
             inputs={spec.name: given[key] for key, spec in specs.items()},
-            options={option: given[option] for option in call.options},
+            options={option: _plain_option(given[option]) for option in call.options},
             sizes={size: given[size] for size in call.sizes},
             example=given["example"],
             lesson_file=None if lesson_file is None else Path(lesson_file),
@@ -172,6 +172,13 @@ def _build(name: str) -> Callable[..., Walkthrough]:
         "as keyword arguments; returns the Walkthrough. See docs/api.md."
     )
     return run_lesson
+
+
+def _plain_option(value: Any) -> Any:
+    """An option given as a numpy array (valid_len=np.array([2, 3])) as the list it holds."""
+    import numpy as np
+
+    return value.tolist() if isinstance(value, np.ndarray | np.generic) else value
 
 
 def default_precision(lesson: str) -> int:

@@ -187,3 +187,14 @@ TokensOpt = Annotated[
         show_default=False,
     ),
 ]
+ValidLenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--valid-len",
+        help="Padding mask: keys at positions ≥ the valid length get no weight; one length for "
+        'every query row ("2") or one per row ("2,3,1"), as masked_softmax(valid_lens) or '
+        "key_padding_mask.",
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+    ),
+]

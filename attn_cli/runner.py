@@ -180,14 +180,25 @@ def prepare(request: RunRequest) -> LessonRun:
     needed = input_bytes + module.estimate_bytes(shapes, options, backend.itemsize)
     fix = getattr(module, "MEMORY_FIX", "choose smaller sizes")
     backend.ensure_fits(needed, f"this {request.lesson} walkthrough", fix)
+    drawn: frozenset[str] = frozenset()
     if inputs is None:
-        rng = np.random.default_rng(request.seed)
-        inputs = {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+        inputs = _draw_random(module, shapes, request.seed)
+        drawn = frozenset(inputs)
         module.validate(inputs, options)
     labels.update(request.labels)
     return LessonRun(
-        lesson, example, inputs, options, backend, request.time_steps, labels, request.seed
+        lesson, example, inputs, options, backend, request.time_steps, labels, request.seed, drawn
     )
+
+
+def _draw_random(module: Any, shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, Any]:
+    """Random inputs of the given shapes: N(0, 1) from default_rng(seed), unless the lesson
+    draws its own (multihead scales its weights and draws them from a separate stream)."""
+    draw = getattr(module, "draw_random", None)
+    if draw is not None:
+        return dict(draw(shapes, seed))
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
 
 
 def compute(request: RunRequest) -> Walkthrough:

@@ -160,7 +160,11 @@ def test_the_documented_example_runs(invoke):
         ),
         (
             GOOD.replace("[steps.scores]", "[steps.score]"),
-            ["[steps.score]", "no step 'score'", "scores, scaled, weights, output"],
+            [
+                "[steps.score]",
+                "no step 'score'",
+                "scores, scaled, padding, padding_rows, masked, weights, output",
+            ],
         ),
         (
             GOOD.replace('name = "second"', 'name = "mine"'),

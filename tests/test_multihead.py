@@ -200,14 +200,19 @@ ROW4 = "1,0,0,0;0,1,0,0"
         (("--n", "4", "--d-model", "6", "--heads", "4"), ("d_model = 6", "4 heads")),
         (("--heads", "3"), ("d_model = 4", "3 heads")),
         (("--wq", I4), ("--wq needs --x",)),
-        (("--x", ROW4, "--wq", I4), ("missing --wk, --wv, --wo", "all four weights")),
+        (("--x", ROW4, "--wq", I4), ("missing --wk, --wv", "--wo is optional")),
+        (("--x", ROW4, "--wo", I4), ("--wo needs --wq, --wk and --wv",)),
         (
             ("--x", ROW4, "--wq", "1,0;0,1", "--wk", I4, "--wv", I4, "--wo", I4),
-            ("--wq is 2 × 2", "d_model × d_model = 4 × 4"),
+            ("--wq is 2 × 2", "X has d_in = 4 columns"),
         ),
         (
-            ("--x", ROW4, "--wq", I4, "--wk", I4, "--wv", I4, "--wo", "1,0,0;0,1,0;0,0,1;1,1,1"),
-            ("--wo is 4 × 3",),
+            ("--x", ROW4, "--wq", I4, "--wk", "1,0;0,1;0,0;0,0", "--wv", I4),
+            ("--wk is 4 × 2", "d_in × d_out = 4 × 4"),
+        ),
+        (
+            ("--x", ROW4, "--wq", I4, "--wk", I4, "--wv", I4, "--wo", "1,0,0,0;0,1,0,0;0,0,1,0"),
+            ("--wo is 3 × 4", "d_out = 4 rows"),
         ),
         (("--x", "1,a"), ("--x", "'a'", "not a number")),
         (("--x", "[[1, NaN]]"), ("--x has nan",)),

@@ -27,6 +27,7 @@ from attn_cli.options import (
     SeedOpt,
     TimeOpt,
     TokensOpt,
+    ValidLenOpt,
     input_option,
     size_option,
 )
@@ -89,6 +90,7 @@ def causal(
             rich_help_panel=INPUT_PANEL,
         ),
     ] = False,
+    valid_len: ValidLenOpt = None,
     n: Annotated[
         int | None, size_option("--n", "Random inputs: number of tokens n (default: 5).")
     ] = None,
@@ -123,6 +125,7 @@ def causal(
             "scale": scale,
             "fill": None if fill is None else fill.value,
             "conventions": conventions or None,
+            "valid_len": valid_len,
         },
         sizes={"n": n, "dk": dk},
         example=example,

@@ -25,6 +25,7 @@ from attn_cli.options import (
     QuizOpt,
     SeedOpt,
     TimeOpt,
+    ValidLenOpt,
     input_option,
     size_option,
 )
@@ -46,6 +47,7 @@ def scaled(
             show_default=False,
         ),
     ] = None,
+    valid_len: ValidLenOpt = None,
     n: Annotated[int | None, size_option("--n", "Random inputs: number of keys n.")] = None,
     m: Annotated[
         int | None, size_option("--m", "Random inputs: number of queries m (default: n).")
@@ -77,7 +79,7 @@ def scaled(
     request = RunRequest(
         lesson="scaled",
         inputs={"Q": q, "K": k, "V": v},
-        options={"scale": scale},
+        options={"scale": scale, "valid_len": valid_len},
         sizes={"n": n, "m": m, "dk": dk, "dv": dv},
         example=example,
         lesson_file=lesson,

@@ -33,6 +33,19 @@ def causal_allowed(s: Array, row0: int = 0, col0: int = 0) -> Array:
     return key[None, :] <= query[:, None]  # (r, b): key j <= query i
 
 
+def valid_allowed(s: Array, lengths: Any) -> Array:
+    """True where key j lies before row i's valid length: j < lengths[i] (a padding mask).
+
+    ``lengths`` holds one valid length per row of ``s`` (m,): keys at positions >= it are
+    padding. This is the textbooks' masked_softmax(valid_lens) with a 2-D valid_lens; with one
+    length for every row it is PyTorch's key_padding_mask, negated (there True = pad).
+    """
+    xp = namespace_of(s)
+    key = xp.arange(s.shape[-1], device=s.device)  # (n,)
+    valid = xp.asarray(lengths, device=s.device)  # (m,)
+    return key[None, :] < valid[:, None]  # (m, n): key j < valid length of row i
+
+
 def causal_blocked(s: Array) -> Array:
     """True strictly above the diagonal: the future keys that query i must not see."""
     xp = namespace_of(s)

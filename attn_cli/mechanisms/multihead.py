@@ -1,9 +1,12 @@
 """Multi-head attention: h scaled dot-product attentions side by side, concatenated, projected.
 
-Shapes: X (n, d_model) tokens as rows; W_Q, W_K, W_V (d_model, d_model), each split column-wise
-into h blocks of d_k = d_model / h (block i belongs to head i); W_O (d_model, d_model).
-Row convention: Q = X W_Q. Head i: Y_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i, (n, d_k);
-MultiHead(X) = [Y_1 | ... | Y_h] W_O, (n, d_model).
+Shapes: X (n, d_in) tokens as rows; W_Q, W_K, W_V (d_in, d_out), each split column-wise
+into h blocks of d_k = d_out / h (block i belongs to head i), with optional biases b_Q, b_K, b_V
+(d_out,) split the same way; W_O (d_out, d_o) with optional bias b_O (d_o,), or no W_O at all.
+Row convention: Q = X W_Q + b_Q. Head i: Y_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i, (n, d_k);
+MultiHead(X) = [Y_1 | ... | Y_h] W_O + b_O, (n, d_o); without W_O the concatenation itself,
+(n, d_out). The transformer paper has d_in = d_out = d_model; the from-scratch book's
+MultiHeadAttention projects d_in to d_out and its wrapper has no W_O.
 
 Inside a head nothing is new: it is attention.attention on Q_i = X W_Q^(i), K_i, V_i. This module
 holds only what multi-head adds: the column blocks, the concatenation, the comparison of heads.
@@ -17,21 +20,30 @@ from attn_cli.backend import namespace_of
 from attn_cli.mechanisms.selfattn import project
 
 # project (X W) is re-exported: it makes each head's Q_i, K_i, V_i and the output [Y] W_O.
-__all__ = ["concat", "head_block", "parameter_count", "project", "weight_differences"]
+__all__ = ["affine", "concat", "head_block", "parameter_count", "project", "weight_differences"]
 
 Array = Any
 
 
 def head_block(w: Array, head: int, heads: int) -> Array:
-    """Columns of head ``head`` (0-based) in a d_model x d_model weight: W[:, i d_k : (i+1) d_k]."""
+    """Columns of head ``head`` (0-based) in a d_in x d_out weight: W[:, i d_k : (i+1) d_k].
+
+    A bias (d_out,) is split the same way: entries i d_k ... (i+1) d_k - 1.
+    """
     d_k = w.shape[-1] // heads
-    return w[:, head * d_k : (head + 1) * d_k]  # (d_model, d_k)
+    return w[..., head * d_k : (head + 1) * d_k]  # (d_in, d_k), or (d_k,) for a bias
+
+
+def affine(x: Array, w: Array, b: Array | None = None) -> Array:
+    """X W + b: a projection with an optional bias (added to every row), as nn.Linear does."""
+    projected = project(x, w)  # (n, d_in) @ (d_in, d_k) -> (n, d_k)
+    return projected if b is None else projected + b  # b (d_k,) broadcasts over the rows
 
 
 def concat(outputs: list[Array]) -> Array:
     """[Y_1 | ... | Y_h]: the head outputs side by side."""
     xp = namespace_of(*outputs)
-    return xp.concat(outputs, axis=-1)  # h x (n, d_k) -> (n, h d_k) = (n, d_model)
+    return xp.concat(outputs, axis=-1)  # h x (n, d_k) -> (n, h d_k) = (n, d_out)
 
 
 def weight_differences(weights: list[Array]) -> Array:
@@ -43,5 +55,9 @@ def weight_differences(weights: list[Array]) -> Array:
 
 
 def parameter_count(d_model: int) -> int:
-    """W_Q, W_K, W_V and W_O, each d_model x d_model, without biases: 4 d_model^2 for any h."""
+    """W_Q, W_K, W_V and W_O, each d_model x d_model, without biases: 4 d_model^2 for any h.
+
+    (The walkthrough counts the entries of the weights and biases it was given, whatever their
+    shapes; this is the square case the transformer paper uses.)
+    """
     return 4 * d_model * d_model

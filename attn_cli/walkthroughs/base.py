@@ -5,7 +5,8 @@ A lesson module (``attn_cli/walkthroughs/<name>.py``) defines
 * ``INPUTS``: the inputs it takes, in order (:class:`InputSpec`);
 * ``OPTIONS``: its options and their defaults (e.g. ``{"scale": True}``);
 * ``validate(inputs, options)``: raise :class:`UserError` for shapes that do not fit;
-* ``random_shapes(sizes)``: the shapes of random N(0, 1) inputs for ``--n`` and friends;
+* ``random_shapes(sizes)``: the shapes of random N(0, 1) inputs for ``--n`` and friends
+  (optionally ``draw_random(shapes, seed)``: draw them another way, e.g. scaled weights);
 * ``estimate_bytes(inputs, options, itemsize)``: the memory the walkthrough will hold;
 * ``build(run) -> Walkthrough``: compute every step.
 
@@ -73,6 +74,7 @@ class LessonRun:
     time_steps: bool = False
     labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
+    drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
 
 
 class StepRecorder:

@@ -19,7 +19,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Part, Walkthrough
-from attn_cli.walkthroughs import scaled, selfattn
+from attn_cli.walkthroughs import padding, scaled, selfattn
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -32,7 +32,7 @@ INPUTS = (
     InputSpec("W_K", "--wk", "matrix", "key weights", required=False),
     InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
 )
-OPTIONS: dict[str, Any] = {"scale": True, "fill": "-inf", "conventions": False}
+OPTIONS: dict[str, Any] = {"scale": True, "fill": "-inf", "conventions": False, "valid_len": None}
 FILLS = ("-inf", "zero")
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 # The finite fill of the last fix: large enough that exp() underflows to 0 in float32/64.
@@ -40,6 +40,7 @@ FINITE_FILL = -1e9
 # (n × n) matrices alive at once: scores, scaled, mask, masked, softmax parts, weights.
 _SCORE_MATRICES = 8
 _CONVENTION_MATRICES = 14
+_PADDING_MATRICES = 4  # P, its two boolean spellings, S + M + P
 
 
 def _flag(name: str) -> str:
@@ -56,6 +57,10 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         raise UserError(f"--fill {fill!r} is not a fill; choose -inf or zero.")
     if options.get("conventions") and fill == "zero":
         raise UserError("--conventions shows the correct −∞ mask; leave out --fill zero.")
+    if options.get("valid_len") is not None and fill == "zero":
+        raise UserError(
+            "--valid-len adds a −∞ padding mask to the correct one; leave out --fill zero."
+        )
     _check_sources(inputs)
     if "S" in inputs:
         s = inputs["S"]
@@ -78,6 +83,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         selfattn.validate(
             {name: inputs[name] for name in ("X", *WEIGHT_NAMES) if name in inputs}, {}
         )
+    n = _token_count(inputs)
+    padding.valid_lengths(options.get("valid_len"), n, n)
 
 
 def _check_sources(inputs: dict[str, np.ndarray]) -> None:
@@ -135,6 +142,7 @@ def estimate_bytes(
     first = next(iter(shapes.values()))
     n = first[0]
     count = _SCORE_MATRICES + (_CONVENTION_MATRICES if options.get("conventions") else 0)
+    count += _PADDING_MATRICES if options.get("valid_len") is not None else 0
     widths = sum(shape[1] for name, shape in shapes.items() if name in ("X", "Q", "K", "V"))
     return (count * n * n + 3 * n * max(widths, 1)) * itemsize
 
@@ -147,10 +155,11 @@ def build(run: LessonRun) -> Walkthrough:
     context: dict[str, Any] = {"n": n, "last": tokens[-1]}
     logits, v = _logits(record, inputs, tokens, context)
     grid = {"row_labels": tokens, "col_labels": tokens, "context": context}
+    lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
     if run.options.get("fill") == "zero":
         output = _zero_fill(record, logits, v, grid)
     else:
-        output = _masked(record, logits, v, grid)
+        output = _masked(record, logits, v, grid, lengths)
         if run.options.get("conventions"):
             _conventions(record, logits, grid)
     notes = ()
@@ -158,7 +167,10 @@ def build(run: LessonRun) -> Walkthrough:
         notes = ("The scores are used as given: no scaling (the slides' examples have d_k = 1).",)
     elif not run.options.get("scale", True):
         notes = ("Scores are not scaled here (--no-scale).",)
-    return record.walkthrough(output, inputs=_labelled_inputs(run, inputs, tokens), notes=notes)
+    meta = None if lengths is None else {"valid_lengths": list(lengths)}
+    return record.walkthrough(
+        output, inputs=_labelled_inputs(run, inputs, tokens), notes=notes, meta=meta
+    )
 
 
 def _with_default_weights(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -203,11 +215,22 @@ def _logits(
     return record.compute("scaled", lambda: mech.scale(scores, d_k), **grid), v
 
 
-def _masked(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any:
-    """The correct walkthrough: M, S + M, softmax, and A V when there are values."""
+def _masked(
+    record: StepRecorder,
+    logits: Any,
+    v: Any | None,
+    grid: dict,
+    lengths: tuple[int, ...] | None = None,
+) -> Any:
+    """The correct walkthrough: M (and the padding P), S + M, softmax, A V when there are values."""
     mask = record.compute("mask", lambda: masks.causal_additive(logits), **grid)
-    masked = record.compute("masked", lambda: logits + mask, **grid)
-    weights = record.softmax("weights", masked, notes_of=_zero_future_note, **grid)
+    if lengths is None:
+        masked = record.compute("masked", lambda: logits + mask, **grid)
+        weights = record.softmax("weights", masked, notes_of=_zero_future_note, **grid)
+    else:
+        pad = padding.record_padding(record, logits, lengths, grid, causal=True)
+        masked = record.compute("masked", lambda: logits + mask + pad, text="masked_valid", **grid)
+        weights = record.softmax("weights", masked, text="weights_valid", **grid)
     if v is None:
         return weights
     return record.compute(

@@ -1,4 +1,9 @@
-"""The multi-head lesson: h heads on column blocks of W_Q, W_K, W_V, concatenated, projected."""
+"""The multi-head lesson: h heads on column blocks of W_Q, W_K, W_V, concatenated, projected.
+
+Both conventions: the transformer paper's square d_model × d_model weights, and the from-scratch
+book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
+its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.walkthroughs import padding
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -19,11 +27,18 @@ INPUTS = (
     InputSpec("W_K", "--wk", "matrix", "key weights", required=False),
     InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
     InputSpec("W_O", "--wo", "matrix", "output weights", required=False),
+    InputSpec("b_Q", "--bq", "vector", "query bias", required=False),
+    InputSpec("b_K", "--bk", "vector", "key bias", required=False),
+    InputSpec("b_V", "--bv", "vector", "value bias", required=False),
+    InputSpec("b_O", "--bo", "vector", "output bias", required=False),
 )
-OPTIONS: dict[str, Any] = {"heads": 2}
+OPTIONS: dict[str, Any] = {"heads": 2, "causal": False, "valid_len": None, "bias": False}
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
-# Per head: scores, scaled, softmax intermediates and weights, (n × n) each.
-_SCORE_MATRICES = 6
+PROJECTIONS = ("W_Q", "W_K", "W_V")
+BIAS_OF = {"W_Q": "b_Q", "W_K": "b_K", "W_V": "b_V", "W_O": "b_O"}
+# Per head: scores, scaled, masked, softmax intermediates and weights, (n × n) each.
+_SCORE_MATRICES = 7
+_MASK_MATRICES = 5  # M, P, their boolean spellings
 
 
 def _flag(name: str) -> str:
@@ -41,56 +56,146 @@ def _heads(options: dict[str, Any]) -> int:
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     heads = _heads(options)
     given = [name for name in WEIGHT_NAMES if name in inputs]
+    biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
-        needs = f"{_flag(given[0])} needs --x" if given else "X is missing; give --x"
+        first = (given + biases)[:1]
+        needs = f"{_flag(first[0])} needs --x" if first else "X is missing; give --x"
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
-    d_model = inputs["X"].shape[1]
-    if d_model % heads:
+    _check_weights_given(inputs, given)
+    if biases and options.get("bias"):
+        flags = ", ".join(_flag(name) for name in biases)
+        raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
+    d_in = inputs["X"].shape[1]
+    d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
+    _check_shapes(inputs, d_in, d_out, heads)
+    _check_biases(inputs, d_in, d_out)
+    padding.valid_lengths(options.get("valid_len"), inputs["X"].shape[0], inputs["X"].shape[0])
+
+
+def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> None:
+    """W_Q, W_K, W_V together or not at all (then drawn); W_O only with them, and optional."""
+    projections = [name for name in PROJECTIONS if name in given]
+    if projections and len(projections) < len(PROJECTIONS):
+        missing = ", ".join(_flag(name) for name in PROJECTIONS if name not in given)
         raise UserError(
-            f"X has d_model = {d_model} columns, which {heads} heads cannot share: --heads must "
-            f"divide d_model (each head gets d_model / h columns of W_Q, W_K and W_V)."
+            f"missing {missing}: give W_Q, W_K and W_V together (--wq, --wk, --wv; --wo is "
+            "optional) or none of them (then all four weights are drawn from --seed)."
         )
-    if given and len(given) < len(WEIGHT_NAMES):
-        missing = ", ".join(_flag(name) for name in WEIGHT_NAMES if name not in given)
+    if "W_O" in given and not projections:
         raise UserError(
-            f"missing {missing}: give all four weights (--wq, --wk, --wv, --wo) or none of them "
-            "(then they are drawn from --seed)."
+            "--wo needs --wq, --wk and --wv: without them all four weights are drawn from --seed."
         )
-    for name in given:
-        rows, cols = inputs[name].shape
-        if (rows, cols) != (d_model, d_model):
+
+
+def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: int) -> None:
+    if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
+        rows, cols = inputs["W_Q"].shape
+        raise UserError(
+            f"--wq is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
+            f"{d_in} rows (Q = X W_Q)."
+        )
+    for name in PROJECTIONS[1:]:
+        if name in inputs and inputs[name].shape != (d_in, d_out):
+            rows, cols = inputs[name].shape
             raise UserError(
-                f"{_flag(name)} is {rows} × {cols} but must be d_model × d_model = {d_model} × "
-                f"{d_model} (X has {d_model} columns; W_Q, W_K, W_V are split column-wise "
-                f"into {heads} heads of {d_model // heads})."
+                f"{_flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
+                "like W_Q (W_Q, W_K and W_V share their shape)."
+            )
+    if d_out % heads:
+        if d_in == d_out:
+            what = f"X has d_model = {d_in} columns"
+            fix = "--heads must divide d_model (each head gets d_model / h columns"
+        else:
+            what = f"W_Q has d_out = {d_out} columns"
+            fix = "--heads must divide d_out (each head gets d_out / h columns"
+        raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
+    if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
+        rows, cols = inputs["W_O"].shape
+        raise UserError(
+            f"--wo is {rows} × {cols} but needs d_out = {d_out} rows, one per column of the "
+            f"concatenated heads (W_Q is {d_in} × {d_out})."
+        )
+
+
+def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
+    if "b_O" in inputs and "W_O" not in inputs and "W_Q" in inputs:
+        raise UserError("--bo needs --wo: without W_O there is no output projection to add it to.")
+    width_o = inputs["W_O"].shape[1] if "W_O" in inputs else d_out
+    for weight, bias in BIAS_OF.items():
+        if bias not in inputs:
+            continue
+        expected = width_o if weight == "W_O" else d_out
+        got = inputs[bias].shape[0]
+        if got != expected:
+            where = "W_O's columns" if weight == "W_O" else "d_out, the columns of W_Q, W_K, W_V"
+            raise UserError(
+                f"{_flag(bias)} has {got} entries but must have {expected} ({where}): one per "
+                f"output column of {weight}."
             )
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Random tokens X (n × d_model); the weights are drawn by build() from the same seed."""
-    return {"X": (sizes.get("n") or 6, sizes.get("d_model") or 8)}
+    """Tokens X (n × d_in) and the weights: W_Q, W_K, W_V d_in × d_out, W_O d_out × d_out.
+
+    --d-model sets d_in and d_out together (the transformer paper's square weights); --d-in and
+    --d-out set one each. draw_random() draws them (the weights scaled, from their own stream).
+    """
+    n = sizes.get("n") or 6
+    d_in = sizes.get("d_in") or sizes.get("d_model") or 8
+    d_out = sizes.get("d_out") or sizes.get("d_model") or d_in
+    square = (d_in, d_out)
+    return {
+        "X": (n, d_in),
+        **{name: square for name in PROJECTIONS},
+        "W_O": (d_out, d_out),
+    }
+
+
+def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
+    """Random inputs: X ~ N(0, 1) from numpy's default_rng(seed), the weights as draw_weights."""
+    x = np.random.default_rng(seed).standard_normal(shapes["X"])
+    d_in, d_out = shapes["W_Q"]
+    return {"X": x, **draw_weights(seed, d_in, d_out)}
 
 
 def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
-    n, d_model = shapes["X"]
+    n, d_in = shapes["X"]
+    d_out = shapes["W_Q"][1] if "W_Q" in shapes else d_in
+    d_o = shapes["W_O"][1] if "W_O" in shapes else d_out
     heads = _heads(options)  # random inputs are sized before validate() runs
-    per_head = _SCORE_MATRICES * n * n + 3 * n * (d_model // heads or 1)
-    return (heads * per_head + 8 * d_model * d_model + 3 * n * d_model) * itemsize
+    per_head = _SCORE_MATRICES * n * n + 3 * n * (d_out // heads or 1)
+    weights = 3 * d_in * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
+    return (heads * per_head + _MASK_MATRICES * n * n + 2 * weights + 3 * n * d_o) * itemsize
 
 
-def draw_weights(seed: int, d_model: int) -> dict[str, np.ndarray]:
-    """W_Q, W_K, W_V, W_O with N(0, 1/d_model) entries, so Q = X W_Q keeps X's scale.
+def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np.ndarray]:
+    """W_Q, W_K, W_V (d_in × d_out) with N(0, 1/d_in) entries, so Q = X W_Q keeps X's scale,
+    and W_O (d_out × d_out) with N(0, 1/d_out) entries.
 
     They come from a child of numpy's default_rng(seed), independent of the stream that draws
-    random tokens X from the same seed.
+    random tokens X from the same seed (and of the biases', see draw_biases).
     """
     if seed < 0:
         raise UserError(f"--seed {seed}: give a seed of 0 or more.")
+    d_out = d_in if d_out is None else d_out
     rng = np.random.default_rng(seed).spawn(1)[0]
+    shapes = {**{name: (d_in, d_out) for name in PROJECTIONS}, "W_O": (d_out, d_out)}
     return {
-        name: rng.standard_normal((d_model, d_model)) / math.sqrt(d_model) for name in WEIGHT_NAMES
+        name: rng.standard_normal(shape) / math.sqrt(shape[0]) for name, shape in shapes.items()
+    }
+
+
+def draw_biases(seed: int, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A bias per weight (its columns wide), N(0, 1/rows of the weight) like the weight's entries.
+
+    From a second child of default_rng(seed): drawing them changes neither X nor the weights.
+    """
+    rng = np.random.default_rng(seed).spawn(2)[1]
+    return {
+        BIAS_OF[name]: rng.standard_normal(w.shape[1]) / math.sqrt(w.shape[0])
+        for name, w in weights.items()
     }
 
 
@@ -98,29 +203,49 @@ def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
     heads: int = run.options["heads"]  # checked by validate()
     x_in = run.inputs["X"]
-    (n, d_model), d_k = x_in.shape, x_in.shape[1] // heads
-    drawn = not all(name in run.inputs for name in WEIGHT_NAMES)
-    weights_in = (
-        draw_weights(run.seed, d_model)
-        if drawn
-        else {name: run.inputs[name] for name in WEIGHT_NAMES}
-    )
+    weights_in, biases_in, drawn = _parameters(run)
+    (n, d_in), d_out = x_in.shape, weights_in["W_Q"].shape[1]
+    d_k = d_out // heads
     x = backend.asarray(x_in)
-    wq, wk, wv, wo = (backend.asarray(weights_in[name]) for name in WEIGHT_NAMES)
+    wq, wk, wv = (backend.asarray(weights_in[name]) for name in PROJECTIONS)
+    bq, bk, bv = (
+        None if BIAS_OF[name] not in biases_in else backend.asarray(biases_in[BIAS_OF[name]])
+        for name in PROJECTIONS
+    )
     tokens = row_names(run, "tokens", n, "t", "--tokens")
-    base = {"n": n, "h": heads, "d_model": d_model, "dk": d_k, "sqrt_dk": math.sqrt(d_k)}
+    projected = "W_O" in weights_in
+    base = {
+        "n": n,
+        "h": heads,
+        "d_model": d_in,
+        "d_in": d_in,
+        "d_out": d_out,
+        "dk": d_k,
+        "sqrt_dk": math.sqrt(d_k),
+        "then_wo": _THEN_WO if projected else _NO_WO,
+        # The transformer paper's name for square weights, the from-scratch book's otherwise.
+        "width": "d_model" if d_in == d_out else "d_out",
+        "weight_shape": (
+            f"d_model × d_model = {d_in} × {d_in}"
+            if d_in == d_out
+            else f"d_in × d_out = {d_in} × {d_out}"
+        ),
+    }
     record = StepRecorder(run)
     record.add(
         "split",
-        _split_records(heads, d_k),
+        _split_records(heads, d_k, projected),
         kind="records",
         context=base,
-        notes=_split_notes(heads, d_model, d_k),
+        notes=_split_notes(heads, d_in, d_out, d_k),
     )
+    mask = _mask_steps(record, x, run.options, tokens, base)
     head_weights = []
     outputs = []
     for index in range(heads):
-        weights, output = _head_steps(record, index, heads, x, (wq, wk, wv), tokens, base)
+        weights, output = _head_steps(
+            record, index, heads, x, ((wq, bq), (wk, bk), (wv, bv)), mask, tokens, base
+        )
         head_weights.append(weights)
         outputs.append(output)
     head_names = tuple(f"head {i}" for i in range(1, heads + 1))
@@ -131,36 +256,118 @@ def build(run: LessonRun) -> Walkthrough:
         col_labels=head_names,
         context=base,
     )
-    concat_labels = _split_labels(d_model, d_k)
+    concat_labels = _split_labels(d_out, d_k)
     joined = record.compute(
         "concat",
         lambda: mh.concat(outputs),
         row_labels=tokens,
         col_labels=concat_labels,
         context=base,
+        notes=() if projected else (_CONCAT_ONLY,),
     )
-    output = record.compute(
-        "output", lambda: mh.project(joined, wo), row_labels=tokens, context=base
-    )
-    inputs = _labelled_inputs(run, weights_in, tokens, d_k, drawn)
+    output = joined
+    if projected:
+        wo = backend.asarray(weights_in["W_O"])
+        bo = backend.asarray(biases_in["b_O"]) if "b_O" in biases_in else None
+        output_context = {**base, "d_o": wo.shape[1]}
+        output = record.compute(
+            "output",
+            lambda: mh.affine(joined, wo, bo),
+            row_labels=tokens,
+            context=output_context,
+            text="output" if bo is None else "output_bias",
+        )
+    inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
     notes = _difference_notes(record.to_numpy(differences))
+    if not projected:
+        notes += (_CONCAT_ONLY,)
     if drawn:
         notes += (
-            f"The weights were drawn from seed {run.seed} (N(0, 1/d_model) entries); they are "
-            "listed with the inputs, so the run can be recomputed from them.",
+            f"The {_drawn_what(drawn)} drawn from seed {run.seed} (N(0, 1/rows) entries: 1/d_in "
+            "for W_Q, W_K, W_V and their biases, 1/d_out for W_O and b_O); they are listed with "
+            "the inputs, so the run can be recomputed from them.",
         )
-    return record.walkthrough(
-        output, inputs=inputs, notes=notes, meta={"parameters": mh.parameter_count(d_model)}
-    )
+    parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
+    meta: dict[str, Any] = {"parameters": parameters}
+    lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
+    if lengths is not None:
+        meta["valid_lengths"] = list(lengths)
+    return record.walkthrough(output, inputs=inputs, notes=notes, meta=meta)
 
 
-def _split_records(heads: int, d_k: int) -> list[dict[str, Any]]:
+_THEN_WO = ", and W_O turns the concatenation into the output"
+_NO_WO = "; no W_O was given, so the concatenation is the result"
+_CONCAT_ONLY = (
+    "No W_O was given, so the result is the concatenation of the heads, with no output "
+    "projection: the from-scratch book's MultiHeadAttentionWrapper, which stacks its heads' "
+    "outputs side by side (its MultiHeadAttention class adds out_proj, W_O with a bias)."
+)
+
+
+def _parameters(
+    run: LessonRun,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], frozenset[str]]:
+    """The weights and biases used, and the names of those drawn from --seed.
+
+    Weights not given are all four drawn (square, d_model × d_model); --bias draws a bias for
+    every weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn too.
+    """
+    inputs = run.inputs
+    drawn = set(run.drawn) & set(WEIGHT_NAMES)
+    if "W_Q" in inputs:
+        weights = {name: inputs[name] for name in WEIGHT_NAMES if name in inputs}
+    else:
+        weights = draw_weights(run.seed, inputs["X"].shape[1])
+        drawn |= set(WEIGHT_NAMES)
+    biases = {BIAS_OF[name]: inputs[BIAS_OF[name]] for name in weights if BIAS_OF[name] in inputs}
+    if run.options.get("bias"):
+        biases = draw_biases(run.seed, weights)
+        drawn |= set(biases)
+    return weights, biases, frozenset(drawn)
+
+
+def _drawn_what(drawn: frozenset[str]) -> str:
+    weights = any(name in drawn for name in WEIGHT_NAMES)
+    biases = any(name in drawn for name in BIAS_OF.values())
+    if weights and biases:
+        return "weights and biases were"
+    return "weights were" if weights else "biases were"
+
+
+def _mask_steps(
+    record: StepRecorder,
+    x: Any,
+    options: dict[str, Any],
+    tokens: tuple[str, ...],
+    base: dict[str, Any],
+) -> Any | None:
+    """The mask every head shares: causal M and/or padding P, each its own step; their sum."""
+    causal = bool(options.get("causal"))
+    n = len(tokens)
+    lengths = padding.valid_lengths(options.get("valid_len"), n, n)
+    if not causal and lengths is None:
+        return None
+    grid = {"row_labels": tokens, "col_labels": tokens, "context": base}
+    xp = namespace_of(x)
+    like = xp.zeros((n, n), dtype=x.dtype, device=x.device)  # (n, n): a mask's shape and dtype
+    mask = None
+    if causal:
+        mask = record.compute("mask", lambda: masks.causal_additive(like), **grid)
+    if lengths is not None:
+        pad = padding.record_padding(record, like, lengths, grid, causal=causal)
+        mask = pad if mask is None else mask + pad
+    base["mask_name"] = " + ".join(("M",) * causal + ("P",) * (lengths is not None))
+    return mask
+
+
+def _split_records(heads: int, d_k: int, projected: bool) -> list[dict[str, Any]]:
+    concat = "concat columns = W_O rows" if projected else "concat columns"
     return [
         {
             "head": index + 1,
             "columns of W_Q, W_K, W_V": _span(index, d_k),
             "d_k = d_v": d_k,
-            "concat columns = W_O rows": _span(index, d_k),
+            concat: _span(index, d_k),
         }
         for index in range(heads)
     ]
@@ -171,11 +378,17 @@ def _span(index: int, d_k: int) -> str:
     return str(first) if first == last else f"{first}–{last}"
 
 
-def _split_notes(heads: int, d_model: int, d_k: int) -> tuple[str, ...]:
-    count = mh.parameter_count(d_model)
+def _split_notes(heads: int, d_in: int, d_out: int, d_k: int) -> tuple[str, ...]:
+    if d_in != d_out:
+        return (
+            f"d_k = d_v = d_out / h = {d_out} / {heads} = {d_k}: W_Q, W_K and W_V project the "
+            f"d_in = {d_in} columns of X to d_out = {d_out} (the from-scratch book's d_in → "
+            "d_out, head_dim = d_out // num_heads).",
+        )
+    count = mh.parameter_count(d_in)
     return (
-        f"d_k = d_v = d_model / h = {d_model} / {heads} = {d_k}.",
-        f"Parameters: W_Q, W_K, W_V and W_O are each {d_model} × {d_model}, so 4 · {d_model}² = "
+        f"d_k = d_v = d_model / h = {d_in} / {heads} = {d_k}.",
+        f"Parameters: W_Q, W_K, W_V and W_O are each {d_in} × {d_in}, so 4 · {d_in}² = "
         f"{count:,} without biases, for any number of heads: more heads are narrower, not "
         "more expensive.",
     )
@@ -186,11 +399,12 @@ def _head_steps(
     index: int,
     heads: int,
     x: Any,
-    projections: tuple[Any, Any, Any],
+    projections: tuple[tuple[Any, Any | None], ...],
+    mask: Any | None,
     tokens: tuple[str, ...],
     base: dict[str, Any],
 ) -> tuple[Any, Any]:
-    """Head i: its column blocks of W_Q, W_K, W_V; Q, K, V; weights; output."""
+    """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights; output."""
     d_k = base["dk"]
     context = {**base, "head": index + 1, "cols": _span(index, d_k)}
     rows = {"row_labels": tokens, "context": context}
@@ -198,22 +412,36 @@ def _head_steps(
     qkv = [
         record.compute(
             f"{prefix}.{letter}",
-            lambda w=w: mh.project(x, mh.head_block(w, index, heads)),
-            text=f"head_{letter}",
+            lambda w=w, b=b: mh.affine(
+                x,
+                mh.head_block(w, index, heads),
+                None if b is None else mh.head_block(b, index, heads),
+            ),
+            text=f"head_{letter}" if b is None else f"head_{letter}_bias",
             **rows,
         )
-        for letter, w in zip("QKV", projections, strict=True)
+        for letter, (w, b) in zip("QKV", projections, strict=True)
     ]
     # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
     # softmax and A V together) is shown on the head's output, the last value it computes.
-    result, seconds = record.run.backend.timed(lambda: mech.attention(*qkv))
+    result, seconds = record.run.backend.timed(lambda: mech.attention(*qkv, mask=mask))
+    weights_text = "head_weights"
+    if mask is not None:
+        record.add(
+            f"{prefix}.masked",
+            result.scaled + mask,
+            text="head_masked",
+            col_labels=tokens,
+            **rows,
+        )
+        weights_text = "head_weights_masked"
     record.add(
         f"{prefix}.weights",
         result.weights,
         kind="weights",
         row_sums=True,
         parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
-        text="head_weights",
+        text=weights_text,
         col_labels=tokens,
         **rows,
     )
@@ -248,19 +476,33 @@ def _difference_notes(differences: np.ndarray) -> tuple[str, ...]:
 
 
 def _labelled_inputs(
-    run: LessonRun, weights: dict[str, np.ndarray], tokens: tuple[str, ...], d_k: int, drawn: bool
+    run: LessonRun,
+    weights: dict[str, np.ndarray],
+    biases: dict[str, np.ndarray],
+    tokens: tuple[str, ...],
+    d_k: int,
+    drawn: frozenset[str],
 ) -> tuple[InputValue, ...]:
-    """X and every weight used; W_Q, W_K, W_V columns and W_O rows named by head (h2·1, ...)."""
-    split = _split_labels(run.inputs["X"].shape[1], d_k)
+    """X and every weight and bias used; W_Q, W_K, W_V columns and W_O rows named by head."""
+    split = _split_labels(weights["W_Q"].shape[1], d_k)
     descriptions = {spec.name: spec.description for spec in INPUTS}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
     for name in WEIGHT_NAMES:
-        description = descriptions[name] + (f" (drawn, seed {run.seed})" if drawn else "")
+        if name not in weights:
+            continue
+        description = descriptions[name] + (f" (drawn, seed {run.seed})" if name in drawn else "")
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         items.append(InputValue(name, weights[name], description=description, **by_head))
+    for name in WEIGHT_NAMES:
+        bias = BIAS_OF[name]
+        if bias in biases:
+            description = descriptions[bias] + (
+                f" (drawn, seed {run.seed})" if bias in drawn else ""
+            )
+            items.append(InputValue(bias, biases[bias], description=description))
     return tuple(items)
 
 
-def _split_labels(d_model: int, d_k: int) -> tuple[str, ...]:
+def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
     """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1."""
-    return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_model))
+    return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))

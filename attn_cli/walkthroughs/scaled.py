@@ -10,6 +10,7 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
+from attn_cli.walkthroughs import padding
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -17,9 +18,11 @@ INPUTS = (
     InputSpec("K", "--k", "matrix", "keys"),
     InputSpec("V", "--v", "matrix", "values"),
 )
-OPTIONS: dict[str, Any] = {"scale": True}
-# Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights.
+OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None}
+# Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
+# (and with --valid-len: the mask P, its two boolean spellings, the masked scores).
 _SCORE_MATRICES = 5
+_PADDING_MATRICES = 4
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -34,6 +37,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"K has {k.shape[0]} rows but V has {v.shape[0]}: K and V must have the same number "
             "of rows n (one value per key)."
         )
+    padding.valid_lengths(options.get("valid_len"), q.shape[0], k.shape[0])
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -48,7 +52,8 @@ def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
     (m, _d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
-    return (_SCORE_MATRICES * m * n + 2 * m * d_v) * itemsize
+    count = _SCORE_MATRICES + (_PADDING_MATRICES if options.get("valid_len") is not None else 0)
+    return (count * m * n + 2 * m * d_v) * itemsize
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -66,6 +71,12 @@ def build(run: LessonRun) -> Walkthrough:
     logits = scores
     if use_scale:
         logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
+    lengths = padding.valid_lengths(run.options.get("valid_len"), m, n)
+    if lengths is not None:
+        unmasked = logits
+        pad = padding.record_padding(record, unmasked, lengths, grid, causal=False)
+        context["logits"] = "S / √d_k" if use_scale else "S"
+        logits = record.compute("masked", lambda: unmasked + pad, **grid)
     weights = record.softmax("weights", logits, **grid)
     output = record.compute(
         "output",
@@ -76,7 +87,10 @@ def build(run: LessonRun) -> Walkthrough:
     notes = (
         () if use_scale else ("Scores are not scaled here (the slide uses the plain dot product).",)
     )
-    return record.walkthrough(output, notes=notes, inputs=labelled_inputs(run, queries, keys))
+    meta = None if lengths is None else {"valid_lengths": list(lengths)}
+    return record.walkthrough(
+        output, notes=notes, inputs=labelled_inputs(run, queries, keys), meta=meta
+    )
 
 
 def labelled_inputs(

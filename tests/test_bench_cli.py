@@ -257,3 +257,37 @@ def test_startup_of_other_commands_does_not_import_torch_or_the_bench():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_coinciding_lines_stay_apart_and_n_and_n2_guides_are_drawn():
+    """sdpa under sdpa-flash, tiled under tiled-numpy used to hide each other."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from attn_cli.render.bench_plot import bench_figure
+
+    impls = ("sdpa", "sdpa-flash", "tiled", "tiled-numpy")
+    config = BenchConfig(sizes=(256, 512, 1024), impls=impls)
+    rows = [  # the same numbers for every implementation: the lines coincide exactly
+        Row.for_run(config, impl, n, ms_median=1e-4 * n * n, peak_mem_bytes=1024 * n)
+        for impl in impls
+        for n in config.sizes
+    ]
+    figure = bench_figure(BenchResult(config, {"name": "test CPU"}, rows))
+    try:
+        for axis in figure.axes:
+            lines = {line.get_label(): line for line in axis.get_lines()}
+            drawn = [lines[impl] for impl in impls]
+            styles = {(line.get_marker(), str(line.get_linestyle())) for line in drawn}
+            assert len(styles) == len(impls)  # marker and dash pattern differ for each
+            assert all(line.get_markerfacecolor() == "none" for line in drawn)  # hollow
+            for label, power in (("∝ n", 1), ("∝ n²", 2)):
+                x, y = (np.asarray(values, float) for values in lines[label].get_data())
+                assert np.allclose(np.diff(np.log(y)) / np.diff(np.log(x)), power)
+                assert y[0] == pytest.approx(np.asarray(drawn[0].get_data()[1])[0])
+    finally:
+        plt.close(figure)

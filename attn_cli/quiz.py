@@ -139,7 +139,7 @@ def run_quiz(
     *,
     precision: int,
     interactive: bool,
-    read_line: Callable[[], str | None],
+    read_line: Callable[[str], str | None],
 ) -> Score:
     """Ask (at a terminal) or print a handout with an answer key (otherwise)."""
     options = RenderOptions(precision=precision)
@@ -227,7 +227,7 @@ def _ask(
     item: Question,
     console: Console,
     precision: int,
-    read_line: Callable[[], str | None],
+    read_line: Callable[[str], str | None],
     score: Score,
 ) -> None:
     assert item.rows is not None
@@ -235,8 +235,7 @@ def _ask(
         width = exact.size
         while True:
             prompt = f"  {name} ({width} number{'s' if width > 1 else ''}): "
-            console.print(Text(prompt), end="")
-            line = read_line()
+            line = read_line(prompt)  # the reader writes the prompt (line editing redraws it)
             if line is None or line.strip().lower() == QUIT:
                 score.stopped = True
                 console.print(Text("\n  Stopped; the remaining steps are shown below.", "dim"))

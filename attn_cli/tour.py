@@ -37,6 +37,25 @@ class Stop:
         return shlex.join(("attn", self.name, *self.args))
 
 
+# The bench stop: the lesson's own numpy code (every n × n score in memory) against the tiled
+# loop (one key block of 64 at a time), on every machine, with or without PyTorch. Memory grows
+# as n² against n from the first size; time needs n in the hundreds to leave fixed costs behind.
+# About 10 s on a 2-core laptop (see docs/benchmarks.md).
+BENCH_ARGS = (
+    "--device",
+    "cpu",
+    "--impl",
+    "numpy,tiled-numpy",
+    "--sizes",
+    "256..2048",
+    "--d",
+    "32",
+    "--heads",
+    "1",
+    "--block",
+    "64",
+)
+
 # The lecture's order.
 TOUR: tuple[Stop, ...] = (
     Stop("scaled", "Attention as retrieval: queries look up keys", ("--example", "library")),
@@ -50,17 +69,14 @@ TOUR: tuple[Stop, ...] = (
         ("--positions", "8", "--d-model", "6"),
     ),
     Stop("variance", "Why divide by √d_k: the variance of a dot product", ("--dk", "4,64,512")),
-    Stop(
-        "bench",
-        "The O(n²) wall, measured: a small run on the CPU",
-        ("--device", "cpu", "--sizes", "64,128,256", "--d", "16", "--heads", "1"),
-    ),  # without PyTorch it runs the numpy implementations only
+    Stop("bench", "The O(n²) wall, measured: a small run on the CPU", BENCH_ARGS),
+    Stop("flash", "Tiled attention: the online softmax that avoids the n × n matrix"),
 )
 PROMPT = "── Enter: next · q: quit ──"
 
 
 class TourQuit(Exception):
-    """The lecturer typed q at a pause."""
+    """The lecturer typed q (or ended the input) at a pause."""
 
 
 def select(only: str | None) -> list[Stop]:
@@ -100,10 +116,10 @@ def installed_commands() -> list[str]:
 class Pager:
     """Shows screens; with pauses on, waits for Enter before each screen (and each screenful)."""
 
-    def __init__(self, console: Console, pause: bool, read_line: Callable[[], str | None]):
+    def __init__(self, console: Console, pause: bool, read_key: Callable[[], str | None]):
         self.console = console
         self.pause = pause
-        self.read_line = read_line
+        self.read_key = read_key  # a key (or a line), None at the end of the input
         self.started = False
         self.after_note = False
 
@@ -134,14 +150,12 @@ class Pager:
         if not self.pause:
             return
         self.console.print(Text(PROMPT, style="dim"), end="")
-        answer = self.read_line()
-        if self.console.is_terminal:  # the Enter echoed: take the prompt line away
+        answer = self.read_key()
+        if self.console.is_terminal:  # the reader ended the line: take the prompt line away
             self.console.control(Control.move(0, -1), Control((ControlType.ERASE_IN_LINE, 2)))
         else:
             self.console.print()
-        if answer is None:  # the input ended: run straight through from here
-            self.pause = False
-        elif answer.strip().lower() == "q":
+        if answer is None or answer.strip().lower() == "q":  # Ctrl-D, the input's end, or q
             raise TourQuit
 
 

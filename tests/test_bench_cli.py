@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -58,11 +59,20 @@ def test_json_rows_fit_and_device(invoke, torch):
         assert row["status"] == "ok" and row["causal"] is True and row["dtype"] == "float32"
         assert row["max_abs_err"] < 2e-6 and row["peak_fraction"] is None
     assert set(doc["fit"]) == {"naive", "tiled-numpy"}
-    assert set(doc["fit"]["naive"]) == {"time_exponent", "memory_exponent"}
+    assert set(doc["fit"]["naive"]) == {
+        "time_exponent",
+        "memory_exponent",
+        "time_reliable",
+        "unstable_sizes",
+    }
     assert doc["reading"][0].startswith("naive memory grows as n^")  # the contrast line
     assert doc["kind"] == "bench" and doc["device"] == "cpu" and doc["dtype"] == "float32"
     assert doc["machine"]["device"] == "cpu" and doc["machine"]["cores"] >= 1
     assert doc["machine"]["torch"] == torch.__version__
+    threads = doc["machine"]["threads"]
+    assert threads["torch"] == torch.get_num_threads() and threads["numpy"] >= 1
+    assert doc["machine"]["load"]["cores"] == doc["machine"]["cores"]
+    assert all(row["unstable"] in (True, False) for row in doc["rows"])
     assert doc["config"]["sizes"] == [16, 32] and doc["interrupted"] is False
 
 
@@ -76,15 +86,20 @@ def test_csv_rows(invoke):
     assert rows[0]["note"].startswith("dispatched to")
 
 
-def test_rich_table_with_notes_and_exponents(invoke):
+def test_rich_table_with_notes_and_exponents(invoke, torch):
     result = invoke("bench", *FAST, "--impl", "naive,sdpa-efficient,tiled")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "attn bench" in out and "float32" in out
-    assert "sdpa-efficient" in out and "unsupported [1]" in out
-    assert "[1] sdpa-efficient (every n): efficient is a CUDA-only kernel" in out
+    # The marker's number depends on which timed rows came out unstable before it.
+    marker = re.search(r"unsupported \[(\d)\]", out)
+    assert "sdpa-efficient" in out and marker
+    assert f"[{marker[1]}] sdpa-efficient (every n): efficient is a CUDA-only kernel" in out
     assert "How time and memory grow with n" in out
     assert "naive: memory grows as n^" in out
+    # The threads a run uses and the load, in the header (they used to go unsaid).
+    assert f"threads torch {torch.get_num_threads()} · " in out
+    assert " cores" in out
 
 
 def test_rich_rendering_of_every_status():
@@ -242,3 +257,37 @@ def test_startup_of_other_commands_does_not_import_torch_or_the_bench():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_coinciding_lines_stay_apart_and_n_and_n2_guides_are_drawn():
+    """sdpa under sdpa-flash, tiled under tiled-numpy used to hide each other."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from attn_cli.render.bench_plot import bench_figure
+
+    impls = ("sdpa", "sdpa-flash", "tiled", "tiled-numpy")
+    config = BenchConfig(sizes=(256, 512, 1024), impls=impls)
+    rows = [  # the same numbers for every implementation: the lines coincide exactly
+        Row.for_run(config, impl, n, ms_median=1e-4 * n * n, peak_mem_bytes=1024 * n)
+        for impl in impls
+        for n in config.sizes
+    ]
+    figure = bench_figure(BenchResult(config, {"name": "test CPU"}, rows))
+    try:
+        for axis in figure.axes:
+            lines = {line.get_label(): line for line in axis.get_lines()}
+            drawn = [lines[impl] for impl in impls]
+            styles = {(line.get_marker(), str(line.get_linestyle())) for line in drawn}
+            assert len(styles) == len(impls)  # marker and dash pattern differ for each
+            assert all(line.get_markerfacecolor() == "none" for line in drawn)  # hollow
+            for label, power in (("∝ n", 1), ("∝ n²", 2)):
+                x, y = (np.asarray(values, float) for values in lines[label].get_data())
+                assert np.allclose(np.diff(np.log(y)) / np.diff(np.log(x)), power)
+                assert y[0] == pytest.approx(np.asarray(drawn[0].get_data()[1])[0])
+    finally:
+        plt.close(figure)

@@ -6,8 +6,18 @@ import math
 
 import pytest
 
-from attn_cli.bench.config import BenchConfig, Row
-from attn_cli.bench.fit import Fit, contrast, fit_rows, loglog_slope, reading
+from attn_cli.bench import sweep
+from attn_cli.bench.config import (
+    UNSTABLE_SPREAD,
+    BenchConfig,
+    BenchResult,
+    Row,
+    is_unstable,
+    spread_ratio,
+)
+from attn_cli.bench.fit import Fit, contrast, diagnosis, fit_rows, loglog_slope, reading
+from attn_cli.bench.machine import Load, busy
+from attn_cli.render.bench_render import to_document
 
 
 def test_slope_of_exact_power_laws():
@@ -65,7 +75,8 @@ def test_reading_names_the_exponents():
     text = reading("tiled", Fit(1.95, 1.02))
     assert "memory grows as n^1.0 (the n × n matrix never exists)" in text
     assert "time as n^1.9" in text
-    assert "overheads" in reading("sdpa", Fit(0.4, 1.0))
+    assert "flat: not measuring the n² work" in reading("sdpa", Fit(0.4, 1.0))
+    assert "fixed costs still weigh" in reading("sdpa", Fit(1.2, 1.0))
     assert "no exponent" in reading("numpy", Fit(None, None))
 
 
@@ -74,3 +85,120 @@ def test_contrast_of_steepest_and_flattest_memory():
     assert contrast(fits) == "naive memory grows as n^2.0; tiled as n^1.0."
     assert contrast({"naive": Fit(2.0, 2.0)}) is None
     assert contrast({"naive": Fit(2.0, None), "tiled": Fit(1.0, None)}) is None
+
+
+# --- when the timings cannot be trusted (synthetic rows: no clock is read) -----------------
+
+
+def test_a_row_is_unstable_when_its_spread_exceeds_a_tenth_of_its_median():
+    """The rule of torch.utils.benchmark's Measurement: IQR / median > 0.1 warns."""
+    assert UNSTABLE_SPREAD == 0.1
+    assert spread_ratio(40.0, 2.0) == pytest.approx(0.05)
+    assert not is_unstable(40.0, 4.0)  # exactly a tenth: still stable
+    assert is_unstable(40.0, 4.4)
+    assert is_unstable(43.4, 165.0)  # the issue's tiled row: 43.4 ± 165 ms
+    assert not is_unstable(None, None) and not is_unstable(0.0, 1.0)
+
+
+def test_an_unstable_batch_is_timed_once_more_and_the_quieter_kept():
+    batches = iter([[10.0, 10.0, 30.0, 30.0], [10.0, 10.1, 10.2, 10.3], [99.0] * 4])
+    median, spread, unstable = sweep.timed(lambda: next(batches))
+    assert (median, unstable) == (pytest.approx(10.15), False)
+    assert spread == pytest.approx(10.225 - 10.075)
+    assert next(batches) == [99.0] * 4  # two batches, no more
+
+    noisy = iter([[10.0, 10.0, 30.0, 30.0], [5.0, 5.0, 20.0, 20.0], [1.0] * 4])
+    median, spread, unstable = sweep.timed(lambda: next(noisy))
+    assert unstable and (median, spread) == (20.0, 20.0)  # IQR/median 1.0 beats 15/12.5
+    assert next(noisy) == [1.0] * 4  # re-measured once only
+
+    steady = iter([[10.0, 10.0, 10.1, 10.1], [1.0] * 4])
+    assert sweep.timed(lambda: next(steady))[2] is False
+    assert next(steady) == [1.0] * 4  # a stable batch is not re-measured
+
+
+def _timed_row(impl, n, ms, mem, unstable=False):
+    return Row.for_run(
+        BenchConfig(),
+        impl,
+        n,
+        ms_median=ms,
+        ms_spread=0.01 * ms,
+        peak_mem_bytes=mem,
+        unstable=unstable,
+    )
+
+
+def _result(rows, load=None):
+    config = BenchConfig(sizes=(256, 512, 1024, 2048), impls=("naive", "sdpa", "tiled"))
+    return BenchResult(config, {"device": "cpu", "name": "test CPU"}, rows, load=load)
+
+
+IDLE = Load(cores=2, threads={"torch": 2}, before=0.1, during=[0.9, 1.2])
+
+
+def test_a_fit_through_an_unstable_row_is_unreliable_and_says_so():
+    rows = [
+        _timed_row("tiled", 256, 43.4, 256 * 64, unstable=True),
+        _timed_row("tiled", 512, 30.0, 512 * 64),
+        _timed_row("tiled", 1024, 120.0, 1024 * 64),
+    ]
+    fit = fit_rows(rows)["tiled"]
+    assert not fit.time_reliable and fit.unstable_sizes == (256,)
+    text = reading("tiled", fit)
+    assert "unreliable: unstable timings at n=256" in text
+    assert "overheads" not in text
+    lines = diagnosis(_result(rows, IDLE), {"tiled": fit})
+    assert len(lines) == 1 and "Time slopes of tiled are unreliable" in lines[0]
+
+
+def test_the_busy_machine_is_named_before_and_during_the_sweep():
+    assert busy(others=0.2, threads=2, cores=2) is False  # an idle laptop
+    assert busy(others=1.0, threads=2, cores=2) is True  # one other program
+    assert busy(others=1.0, threads=1, cores=2) is False  # one thread leaves a core free
+    assert not IDLE.busy
+    before = Load(cores=2, threads={"numpy": 2}, before=2.1, during=[2.4])
+    assert before.busy_before and before.busy
+    text = diagnosis(_result([], before), {})[0]
+    assert text.startswith("The machine is busy: load average 2.1 before the sweep")
+    assert "2 cores" in text and "2 threads (numpy 2)" in text
+    assert "OMP_NUM_THREADS=1" in text
+    during = Load(cores=2, threads={"torch": 2}, before=0.3, during=[1.1, 3.4, 2.0])
+    assert not during.busy_before and during.busy_during
+    assert "up to 3.4 during it" in diagnosis(_result([], during), {})[0]
+    assert diagnosis(_result([], Load(2, {"numpy": 2}, None)), {}) == []  # no load average
+
+
+def test_times_flat_while_memory_grows_as_n_squared_are_not_the_algorithm():
+    """The issue's second run: naive 32.0, 33.2, 36.0, 95.9 ms; sdpa 7.99 ms at every n but
+    the last; memory as n²."""
+    ns = (256, 512, 1024, 2048)
+    naive = zip(ns, (32.0, 33.2, 36.0, 95.9), strict=True)
+    sdpa = zip(ns, (7.99, 7.99, 8.0, 30.9), strict=True)
+    rows = [_timed_row("naive", n, ms, 12 * n * n) for n, ms in naive]
+    rows += [_timed_row("sdpa", n, ms, 8 * n * 64) for n, ms in sdpa]
+    fits = fit_rows(rows)
+    assert fits["naive"].time_exponent == pytest.approx(0.49, abs=0.01)
+    assert fits["naive"].memory_exponent == pytest.approx(2.0)
+    lines = diagnosis(_result(rows, IDLE), fits)
+    assert len(lines) == 1
+    assert lines[0].startswith("naive: memory grows as n² but the time barely moves")
+    assert "not measuring the algorithm" in lines[0]
+    assert "flat: not measuring the n² work" in reading("sdpa", fits["sdpa"])
+    # The same lines reach the JSON reading, and the machine object carries the threads.
+    document = to_document(_result(rows, IDLE), fits)
+    assert document["reading"][-1] == lines[0]
+    assert document["machine"]["threads"] == {"torch": 2}
+    assert document["machine"]["load"] == {
+        "cores": 2,
+        "before": 0.1,
+        "during_max": 1.2,
+        "busy": False,
+    }
+    assert document["fit"]["naive"]["time_reliable"] is True
+
+
+def test_steady_quadratic_timings_raise_no_warning():
+    ns = (256, 512, 1024, 2048)
+    rows = [_timed_row("naive", n, 1e-5 * n * n, 12 * n * n) for n in ns]
+    assert diagnosis(_result(rows, IDLE), fit_rows(rows)) == []

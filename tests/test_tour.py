@@ -20,6 +20,7 @@ LECTURE_ORDER = [
     "posenc",
     "variance",
     "bench",
+    "flash",
 ]
 
 
@@ -51,13 +52,15 @@ def test_without_a_terminal_it_runs_straight_through(invoke):
     out = result.stdout
     assert PROMPT not in out
     assert "A tour of attention" in out
-    assert "Stop 1/7 · Attention as retrieval" in out
+    assert "Stop 1/8 · Attention as retrieval" in out
     assert "$ attn scaled --example library" in out
     assert "Step 3 · Output" in out
     assert "End of the tour" in out
-    for name in LECTURE_ORDER[1:-1]:  # every lesson is installed: none is skipped
+    for name in LECTURE_ORDER[1:]:  # every lesson is installed: none is skipped
         assert f"skipped {name}" not in out
-    assert "Stop 7/7 · Why divide by √d_k" in out
+    assert "Stop 7/8 · Why divide by √d_k" in out
+    assert "Stop 8/8 · Tiled attention" in out
+    assert "$ attn flash" in out and "Step 1 · Block 1" in out
     assert max(len(line) for line in out.splitlines()) <= 80
 
 
@@ -72,7 +75,7 @@ def test_only_picks_stops_in_lecture_order(invoke):
 
 def test_an_unknown_stop_is_a_user_error_listing_the_valid_ones(invoke):
     assert_user_error(
-        invoke("tour", "--only", "scaled,flash"), "no tour stop 'flash'", ", ".join(LECTURE_ORDER)
+        invoke("tour", "--only", "scaled,nope"), "no tour stop 'nope'", ", ".join(LECTURE_ORDER)
     )
     assert_user_error(invoke("tour", "--only", ","), "--only names no stop")
 
@@ -89,15 +92,19 @@ def test_at_a_terminal_it_waits_for_enter_between_screens(invoke, monkeypatch):
     assert "Step 3 · Output" in out.split(PROMPT)[-3] + out.split(PROMPT)[-2]
 
 
-def test_q_stops_the_tour_and_the_end_of_input_runs_on(invoke):
+def test_q_or_the_end_of_the_input_stops_the_tour(invoke):
     result = invoke("tour", "--only", "scaled", "--pause", input="\nq\n")
     assert result.exit_code == 0, result.output
     assert result.stdout.count(PROMPT) == 2
     assert "Tour stopped." in result.stdout
     assert "Step 3" not in result.stdout
-    result = invoke("tour", "--only", "scaled", "--pause", input="\n")
-    assert result.stdout.count(PROMPT) == 2  # then the input ends: straight through
-    assert "End of the tour" in result.stdout
+    # Ctrl-D (the end of the input) quits too: it used to print every remaining stop.
+    result = invoke("tour", "--pause", input="\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count(PROMPT) == 2
+    assert "Tour stopped." in result.stdout
+    assert "End of the tour" not in result.stdout
+    assert "Stop 2/" not in result.stdout
 
 
 def test_stops_that_cannot_run_are_skipped_with_a_note(invoke, monkeypatch):

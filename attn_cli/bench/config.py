@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attn_cli.errors import UserError
+
+if TYPE_CHECKING:
+    from attn_cli.bench.machine import Load
 
 Status = Literal["ok", "skipped", "oom", "unsupported", "error"]
 
@@ -26,6 +29,21 @@ IMPLS = (
 DEFAULT_SIZES = {"cpu": (128, 2048), "cuda": (512, 16384), "mps": (512, 8192)}
 DEFAULT_DTYPE = {"cpu": "float32", "cuda": "bfloat16", "mps": "float32"}
 DEFAULT_BLOCK = 128
+# A row is unstable when the interquartile range of its timed runs exceeds this share of their
+# median: the rule of torch.utils.benchmark, whose Measurement warns past a tenth.
+UNSTABLE_SPREAD = 0.1
+
+
+def spread_ratio(median: float | None, spread: float | None) -> float | None:
+    """The interquartile range as a share of the median (None without a positive median)."""
+    if median is None or spread is None or median <= 0:
+        return None
+    return spread / median
+
+
+def is_unstable(median: float | None, spread: float | None) -> bool:
+    ratio = spread_ratio(median, spread)
+    return ratio is not None and ratio > UNSTABLE_SPREAD
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,7 @@ class Row:
     note: str = ""
     memory_method: str | None = None  # how peak_mem_bytes was measured (or "estimate")
     repeats: int = 0
+    unstable: bool = False  # the spread stayed above UNSTABLE_SPREAD of the median, re-measured
 
     @classmethod
     def for_run(cls, config: BenchConfig, impl: str, n: int, **values: Any) -> Row:
@@ -93,6 +112,14 @@ class BenchResult:
     device_info: dict[str, Any]
     rows: list[Row] = field(default_factory=list)
     interrupted: bool = False
+    load: Load | None = None  # the threads used and the machine's load around the sweep
+
+    def machine(self) -> dict[str, Any]:
+        """Where it ran: the device description, the threads used and the load."""
+        info = dict(self.device_info)
+        if self.load is not None:
+            info.update(threads=dict(self.load.threads), load=self.load.as_dict())
+        return info
 
 
 def doubling(low: int, high: int) -> tuple[int, ...]:

@@ -7,10 +7,16 @@ reference), one run under the memory meter, then the timed runs. An out-of-memor
 gives an ``oom`` row and the larger sizes of that implementation are skipped; a forced
 kernel that refuses the inputs gives ``unsupported`` with torch's reason. Ctrl-C ends the
 sweep with the rows finished so far.
+
+A row whose timed runs spread wider than UNSTABLE_SPREAD of their median is timed once more
+(once: a busy machine would otherwise keep it going); the quieter of the two is kept, and the
+row is marked unstable when both were. The load average is read before the sweep and after
+every row (see machine.py).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 
@@ -18,8 +24,16 @@ import numpy as np
 
 from attn_cli.backend import ITEMSIZE, format_bytes
 from attn_cli.bench import impls as registry
-from attn_cli.bench.config import BenchConfig, BenchResult, Row
+from attn_cli.bench.config import (
+    UNSTABLE_SPREAD,
+    BenchConfig,
+    BenchResult,
+    Row,
+    is_unstable,
+    spread_ratio,
+)
 from attn_cli.bench.devices import CpuOps, auto_repeats
+from attn_cli.bench.machine import Load, load_average, thread_counts
 
 # A run is skipped when its estimate exceeds this share of the free memory.
 MEMORY_HEADROOM = 0.85
@@ -35,6 +49,8 @@ def run_sweep(
     on_row: Callable[[Row], None] | None = None,
 ) -> BenchResult:
     result = BenchResult(config, ops.describe(config.dtype))
+    families = [registry.family(impl) for impl in config.impls]
+    result.load = Load(os.cpu_count() or 1, thread_counts(families), load_average())
     failed_at: dict[str, int] = {}  # impl -> the n where it ran out of memory
     peak = ops.peak_tflops(config.dtype)
     try:
@@ -45,6 +61,9 @@ def run_sweep(
                     on_start(impl, n)
                 row = _run_one(config, ops, impl, n, context, failed_at, peak)
                 result.rows.append(row)
+                now = load_average()
+                if now is not None:
+                    result.load.during.append(now)
                 if on_row:
                     on_row(row)
             del context
@@ -179,25 +198,49 @@ def _measure(
     output, peak_bytes, method = ops.measure_peak(run, registry.family(impl))
     del output
     repeats = config.repeats or auto_repeats(one_run_ms)
-    times = np.asarray(ops.time_runs(run, repeats))
+    median, spread, unstable = timed(lambda: ops.time_runs(run, repeats))
     if peak_bytes is None:
         peak_bytes, method = estimate, "estimate"
-    median = float(np.median(times))
+    notes = [f"dispatched to {dispatched}"] if dispatched else []
+    if unstable:
+        notes.append(UNSTABLE_NOTE)
     tflops = config.flops(n) / (median / 1e3) / 1e12 if median > 0 else None
     return Row.for_run(
         config,
         impl,
         n,
         ms_median=median,
-        ms_spread=float(np.percentile(times, 75) - np.percentile(times, 25)),
+        ms_spread=spread,
         tflops=tflops,
         peak_fraction=tflops / peak if (tflops is not None and peak) else None,
         peak_mem_bytes=int(peak_bytes),
         max_abs_err=error_max,
         memory_method=method,
-        repeats=len(times),
-        note=f"dispatched to {dispatched}" if dispatched else "",
+        repeats=repeats,
+        note="; ".join(notes),
+        unstable=unstable,
     )
+
+
+UNSTABLE_NOTE = (
+    f"unstable: the spread of the timed runs exceeded {UNSTABLE_SPREAD:.0%} of their median, "
+    "measured twice"
+)
+
+
+def timed(time_runs: Callable[[], list[float]]) -> tuple[float, float, bool]:
+    """(median, interquartile range, unstable) of the timed runs; an unstable batch is timed
+    once more and the quieter of the two kept."""
+    best = _summary(time_runs())
+    if is_unstable(*best):
+        again = _summary(time_runs())
+        best = min(best, again, key=lambda summary: spread_ratio(*summary) or 0.0)
+    return best[0], best[1], is_unstable(*best)
+
+
+def _summary(times: list[float]) -> tuple[float, float]:
+    values = np.asarray(times)
+    return float(np.median(values)), float(np.percentile(values, 75) - np.percentile(values, 25))
 
 
 def _one_line(error: BaseException) -> str:

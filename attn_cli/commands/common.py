@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
+import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -39,8 +41,29 @@ def start_up_done() -> None:
     gc.enable()
 
 
+class _StdoutConsole(Console):
+    """The console on stdout: a reader that went away ends the command quietly."""
+
+    def on_broken_pipe(self) -> None:  # rich's own exits with code 1
+        self.quiet = True
+        stdout_closed()
+
+
 def stdout_console() -> Console:
-    return Console(highlight=False)
+    return _StdoutConsole(highlight=False)
+
+
+def stdout_closed() -> NoReturn:
+    """The reader of stdout went away (``attn tour | head -3``): stop at once, with nothing on
+    stderr and exit code 0, as every command does; what is left to print is thrown away
+    (stdout is pointed at /dev/null, so the flush at exit cannot fail again)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # stdout is not a file descriptor
+        pass
+    raise SystemExit(0)
 
 
 def print_error(message: str) -> None:
@@ -61,6 +84,8 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
         except UserError as error:
             print_error(str(error))
             raise typer.Exit(code=UserError.exit_code) from None
+        except BrokenPipeError:  # a plain print or write: Typer would exit 1
+            stdout_closed()
 
     return wrapper
 

@@ -28,7 +28,8 @@ def tour(
     ] = None,
 ) -> None:
     """The lecture in order: retrieval view, Bahdanau, self-attention, causal mask, multi-head,
-    positional encoding, variance and a small bench, one screen at a time."""
+    positional encoding, variance, a small bench and tiled attention, one screen at a time.
+    At a pause: Enter (or any key) for the next screen, q or Ctrl-D to stop."""
     from attn_cli import terminal
     from attn_cli.tour import Pager, run_tour, select
 
@@ -38,4 +39,4 @@ def tour(
     console = stdout_console()
     if pause is None:
         pause = terminal.interactive()
-    run_tour(stops, console, Pager(console, pause, terminal.read_line))
+    run_tour(stops, console, Pager(console, pause, terminal.read_key))

@@ -14,8 +14,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.bench.config import BenchResult, Row
-from attn_cli.bench.fit import Fit, contrast, reading
+from attn_cli.bench.config import BenchResult, Row, is_unstable
+from attn_cli.bench.fit import Fit, contrast, diagnosis, reading
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.rich_render import records_table
@@ -66,13 +66,17 @@ def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableTyp
         parts += [Text(""), Text("How time and memory grow with n (log-log slope)", style="bold")]
         parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2)))
         parts.extend(Text(sentence) for sentence in readings(fitted))
+    warnings = diagnosis(result, fitted)
+    if warnings:
+        parts.append(Text(""))
+        parts.extend(Text(line, style="yellow") for line in warnings)
     if result.interrupted:
         parts.append(Text("Interrupted: only the rows finished so far are shown.", style="red"))
     return Group(*parts)
 
 
 LEGEND = (
-    "ms: median, ± its interquartile range · mem: peak bytes allocated by one call, inputs "
+    "ms: median, ± its interquartile range (yellow: above a tenth of the median) · mem: peak bytes allocated by one call, inputs "
     "excluded, measured by (trace) tracemalloc, (prof) the torch profiler, (cuda) the CUDA "
     "allocator, or (est) estimated · err: max |output − float64 reference| on sampled rows"
 )
@@ -98,7 +102,23 @@ def _header(result: BenchResult) -> RenderableType:
     )
     if info.get("peak_tflops"):
         details += f" · dense peak {info['peak_tflops']:g} TFLOP/s ({info.get('peak_label')})"
-    return Group(title, Text(details, style="dim"))
+    lines = [title, Text(details, style="dim")]
+    if result.load is not None:
+        lines.append(Text(_load_line(result), style="dim"))
+    return Group(*lines)
+
+
+def _load_line(result: BenchResult) -> str:
+    """threads numpy 2, torch 2 · 2 cores · load average 0.31 before, up to 1.9 during"""
+    load = result.load
+    assert load is not None
+    threads = ", ".join(f"{name} {count}" for name, count in load.threads.items()) or "—"
+    line = f"threads {threads} · {load.cores} cores"
+    if load.before is not None:
+        line += f" · load average {load.before:.2f} before"
+        if load.during_max is not None:
+            line += f", up to {load.during_max:.2f} during"
+    return line
 
 
 def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, str], int]) -> Table:
@@ -121,7 +141,7 @@ def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, s
             row.impl if row.impl != previous else "",
             str(row.n),
             significant(row.ms_median, 3) if ok else "—",
-            significant(row.ms_spread, 2) if ok else "",
+            _spread(row) if ok else "",
             significant(row.tflops, 3) if ok else "—",
         ]
         if with_peak:
@@ -135,6 +155,12 @@ def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, s
         table.add_row(*cells, status)
         previous = row.impl
     return table
+
+
+def _spread(row: Row) -> Text:
+    """The ± cell, yellow when it is above a tenth of the median (as torch.utils.benchmark)."""
+    noisy = is_unstable(row.ms_median, row.ms_spread)
+    return Text(significant(row.ms_spread, 2), style="yellow" if noisy else "")
 
 
 STATUS_STYLES = {
@@ -169,11 +195,16 @@ def _fit_records(fits: dict[str, Fit]) -> list[dict[str, Any]]:
     return [
         {
             "impl": impl,
-            "time exponent": _exponent(fit.time_exponent),
+            "time exponent": _time_exponent(fit),
             "memory exponent": _exponent(fit.memory_exponent),
         }
         for impl, fit in fits.items()
     ]
+
+
+def _time_exponent(fit: Fit) -> str | None:
+    text = _exponent(fit.time_exponent)
+    return text if text is None or fit.time_reliable else f"{text} (noisy)"
 
 
 def _exponent(value: float | None) -> str | None:
@@ -191,13 +222,19 @@ def to_document(result: BenchResult, fits: dict[str, Fit]) -> dict[str, Any]:
         **envelope("bench"),
         "device": config.device,
         "dtype": config.dtype,
-        "machine": plain(result.device_info),
+        "machine": plain(result.machine()),
         "config": plain(asdict(config)),
         "rows": [plain(row.as_dict()) for row in sorted_rows(result)],
         "fit": {impl: plain(asdict(fit)) for impl, fit in fits.items()},
-        "reading": readings({impl: fit for impl, fit in fits.items() if _has_exponent(fit)}),
+        "reading": _all_readings(result, fits),
         "interrupted": result.interrupted,
     }
+
+
+def _all_readings(result: BenchResult, fits: dict[str, Fit]) -> list[str]:
+    """The sentences under the rich table, in order: the readings, then the warnings."""
+    fitted = {impl: fit for impl, fit in fits.items() if _has_exponent(fit)}
+    return readings(fitted) + diagnosis(result, fitted)
 
 
 def to_csv(result: BenchResult) -> str:

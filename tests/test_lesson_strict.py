@@ -4,11 +4,16 @@ did-you-mean, and a partial [steps.NAME] keeps the bundled fields it does not gi
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from attn_cli.lesson_files import bundled_lessons_dir, load_lesson_file
+from attn_cli.options import complete_example
 from tests.conftest import assert_user_error
 
 ONE_EXAMPLE = """\
@@ -197,3 +202,52 @@ def test_an_unknown_placeholder_is_reported_by_check(invoke, tmp_path):
     path = write(tmp_path, ONE_EXAMPLE.replace("key {n} rows", "key {nn} rows"))
     result = invoke("check", str(path))
     assert_user_error(result, "[steps.scores] explanation", "unknown placeholder {nn}", "{n}")
+
+
+# --- TAB completion of --example after --lesson FILE ------------------------------------------
+
+TWO_EXAMPLES = (
+    ONE_EXAMPLE
+    + '\n[[examples]]\nname = "second"\ndescription = "Another."\n'
+    + ("[examples.inputs]\nQ = [[0, 1]]\nK = [[1, 0], [0, 1]]\nV = [[1, 1], [2, 2]]\n")
+)
+
+
+def complete(lesson: Path | None, incomplete: str = "") -> list[str]:
+    context = SimpleNamespace(params={"lesson": lesson}, info_name="scaled")
+    return [name for name, _ in complete_example(context, incomplete)]
+
+
+def test_example_completion_offers_the_lesson_files_examples(tmp_path):
+    path = write(tmp_path, TWO_EXAMPLES)
+    assert complete(path) == ["mine", "second"]
+    assert complete(path, "se") == ["second"]
+    assert complete(None) == ["two-tokens", "cat-slept", "library"]  # no --lesson: the bundled
+    # A file without examples runs the bundled ones, so it offers those.
+    assert complete(write(tmp_path, PARTIAL, "partial.toml"), "c") == ["cat-slept"]
+    # A file that cannot be read offers nothing rather than names that would fail.
+    assert complete(tmp_path / "gone.toml") == []
+    assert complete(write(tmp_path, "lesson = [", "broken.toml")) == []
+
+
+@pytest.mark.slow
+def test_example_completion_through_the_shell_protocol(tmp_path):
+    """What bash asks for: _ATTN_COMPLETE=complete_bash with COMP_WORDS and COMP_CWORD."""
+    write(tmp_path, TWO_EXAMPLES)
+
+    def offered(words: str, cword: int) -> list[str]:
+        env = {**os.environ, "_ATTN_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(cword)
+        completed = subprocess.run(
+            [sys.executable, "-m", "attn_cli"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return completed.stdout.split()
+
+    assert offered("attn scaled --lesson mine.toml --example ", 5) == ["mine", "second"]
+    assert offered("attn scaled --lesson mine.toml -e s", 5) == ["second"]
+    assert offered("attn scaled --example ", 3) == ["two-tokens", "cat-slept", "library"]

@@ -24,6 +24,10 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     [examples.labels]                  # optional names for rows (each lesson says which)
     keys = ["the", "cat", "slept"]
 
+The keys each table may hold are defined once, as data, in :mod:`attn_cli.lesson_format`: the
+loader refuses any other key (with a did-you-mean), and :mod:`attn_cli.lesson_schema` generates
+the JSON Schema editors validate with from the same definition.
+
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
 ``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
 out from the bundled file of its lesson (``runner.own_lesson_file``). The full description, with

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,6 +136,23 @@ def test_free_names_are_left_to_the_lesson_checks(invoke, tmp_path):
 @pytest.mark.parametrize("path", sorted(bundled_lessons_dir().glob("*.toml")), ids=lambda p: p.stem)
 def test_every_bundled_lesson_file_loads_strictly(path):
     assert load_lesson_file(path).examples
+
+
+def test_bundled_sources_name_the_lecture_not_a_seed_number(invoke):
+    """--list-examples showed 'seed 000', the curriculum's file name, not the lecture."""
+    for path in sorted(bundled_lessons_dir().glob("*.toml")):
+        for example in load_lesson_file(path).examples:
+            assert example.source, (path.name, example.name)
+            assert not re.search(r"\bseeds? \d", example.source), (path.name, example.source)
+    listed = invoke("scaled", "--list-examples")
+    assert listed.exit_code == 0, listed.output
+    rows = [line.split("│") for line in listed.stdout.splitlines() if line.count("│") == 4]
+    sources = " ".join(" ".join(row[3] for row in rows).split())  # the source column, read down
+    assert sources.startswith(
+        "source The Attention Mechanism (ES 667, lecture 12), slide 'Scaled dot-product · worked "
+        "numeric (4 steps)' The Attention Mechanism"
+    ), sources
+    assert "seed" not in sources
 
 
 # --- a partial [steps.NAME] keeps the bundled fields it leaves out ---------------------------

@@ -66,6 +66,7 @@ STEP = Table(
     aliases={"description": "explanation", "text": "explanation", "heading": "title"},
 )
 
+# Every lesson's LABELS together (a test checks they agree); the runner checks each lesson's own.
 LABEL_NAMES = ("queries", "keys", "states", "tokens")
 
 EXAMPLE = Table(

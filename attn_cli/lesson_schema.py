@@ -78,6 +78,7 @@ def _lesson_rule(name: str) -> dict[str, Any]:
         "properties": {
             "inputs": {"propertyNames": {"enum": inputs}, "required": required},
             "options": {"propertyNames": {"enum": list(options)}, "properties": options},
+            "labels": {"propertyNames": {"enum": list(module.LABELS)}},
         }
     }
     if required:

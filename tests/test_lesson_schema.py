@@ -65,6 +65,10 @@ def test_the_schema_refuses_every_typo_the_loader_refuses(validator, change, fra
         (("Q = [[1, 2]]\n", ""), "'Q' is a required property"),
         (("scale = false", "scale = 0"), "0 is not of type 'boolean'"),
         (("scale = false", "temperature = 2"), "'temperature' is not one of ['scale']"),
+        (
+            ('keys = ["a", "b"]', 'tokens = ["a", "b"]'),
+            "'tokens' is not one of ['queries', 'keys']",
+        ),
         (('lesson = "scaled"', 'lesson = "scaledd"'), "'scaledd' is not one of"),
         (('weights = "0.27, 0.73"', "weights = [0.27, 0.73]"), "is not of type 'string'"),
         (('name = "mine"', 'description2 = "x"'), "'name' is a required property"),

@@ -14,7 +14,9 @@ from types import SimpleNamespace
 import pytest
 
 from attn_cli.lesson_files import bundled_lessons_dir, load_lesson_file
+from attn_cli.lesson_format import LABEL_NAMES
 from attn_cli.options import complete_example
+from attn_cli.walkthroughs.base import LESSON_MODULES, lesson_module
 from tests.conftest import assert_user_error
 
 ONE_EXAMPLE = """\
@@ -131,6 +133,21 @@ def test_free_names_are_left_to_the_lesson_checks(invoke, tmp_path):
     refused by the lesson, naming what it has (not by the format)."""
     path = write(tmp_path, ONE_EXAMPLE.replace("[steps.scores]", "[steps.scroes]"))
     assert_user_error(invoke("check", str(path)), "no step 'scroes'", "scores, scaled")
+
+
+def test_a_label_the_lesson_does_not_read_is_an_error(invoke, tmp_path):
+    """labels = { tokens = [...] } in a scaled file was ignored: scaled reads queries and keys."""
+    path = write(tmp_path, ONE_EXAMPLE.replace('keys = ["a", "b"]', 'tokens = ["a", "b"]'))
+    assert_user_error(
+        invoke("check", str(path)),
+        "example 'mine', labels.tokens: lesson 'scaled' reads no labels 'tokens'",
+        "queries, keys",
+    )
+
+
+def test_the_formats_label_names_are_every_lessons_labels():
+    read = {name for lesson in LESSON_MODULES for name in lesson_module(lesson).LABELS}
+    assert read == set(LABEL_NAMES)
 
 
 @pytest.mark.parametrize("path", sorted(bundled_lessons_dir().glob("*.toml")), ids=lambda p: p.stem)

@@ -21,6 +21,8 @@ INPUTS = (
     InputSpec("W_O", "--wo", "matrix", "output weights", required=False),
 )
 OPTIONS: dict[str, Any] = {"heads": 2}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("tokens",)
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 # Per head: scores, scaled, softmax intermediates and weights, (n × n) each.
 _SCORE_MATRICES = 6

@@ -18,6 +18,8 @@ INPUTS = (
     InputSpec("V", "--v", "matrix", "values"),
 )
 OPTIONS: dict[str, Any] = {"scale": True}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("queries", "keys")
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights.
 _SCORE_MATRICES = 5
 

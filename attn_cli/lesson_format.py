@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attn_cli.errors import UserError
+from attn_cli.usertext import printable
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,11 @@ def _unknown(key: str, table: Table, path: tuple[str | int, ...], where: str, da
     close = difflib.get_close_matches(key, list(words), n=1, cutoff=0.6)
     hint = f' did you mean "{words[close[0]]}"?' if close else ""
     dotted = f" ({_dotted((*path, key))})" if path else ""
-    return (
+    message = (
         f'{where}: unknown key "{key}" {_place(path, data)}{dotted};{hint} the keys allowed '
         f"there are: {', '.join(table.keys)}."
     )
+    return printable(message)  # keys and names are the file's: no control characters
 
 
 def _place(path: tuple[str | int, ...], data: Any) -> str:

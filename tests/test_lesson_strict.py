@@ -128,6 +128,13 @@ def test_a_key_without_a_near_match_lists_the_allowed_ones(invoke, tmp_path):
     assert "did you mean" not in result.stderr
 
 
+def test_an_unknown_key_is_printed_without_its_control_characters(invoke, tmp_path):
+    path = write(tmp_path, ONE_EXAMPLE.replace('title = "Mine"', '"\\u001b[2Jtitle" = "x"'))
+    result = invoke("check", str(path))
+    assert_user_error(result, 'unknown key "\\x1b[2Jtitle" at the top level')
+    assert "\x1b" not in result.stderr
+
+
 def test_free_names_are_left_to_the_lesson_checks(invoke, tmp_path):
     """Step keys, input names, option names and printed keys are the lesson's: a wrong one is
     refused by the lesson, naming what it has (not by the format)."""

@@ -24,6 +24,10 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     [examples.labels]                  # optional names for rows (each lesson says which)
     keys = ["the", "cat", "slept"]
 
+The keys each table may hold are defined once, as data, in :mod:`attn_cli.lesson_format`: the
+loader refuses any other key (with a did-you-mean), and :mod:`attn_cli.lesson_schema` generates
+the JSON Schema editors validate with from the same definition.
+
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
 ``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
 out from the bundled file of its lesson (``runner.own_lesson_file``). The full description, with
@@ -41,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.errors import UserError
+from attn_cli.lesson_format import check_keys
 from attn_cli.matrices import parse_matrix
 from attn_cli.templates import template_fields
 from attn_cli.usertext import printable
@@ -53,9 +58,22 @@ MAX_EXAMPLES = 500
 
 @dataclass(frozen=True)
 class StepText:
-    title: str
-    explanation: str = ""
+    """The words of one step; a field a lecturer's file leaves out is None (the bundled one is
+    used, see :meth:`LessonFile.over`)."""
+
+    title: str | None = None
+    explanation: str | None = None
     latex: str | None = None
+
+    def over(self, base: StepText | None) -> StepText:
+        """These words, with each field left out taken from ``base``."""
+        if base is None:
+            return self
+        return StepText(
+            title=base.title if self.title is None else self.title,
+            explanation=base.explanation if self.explanation is None else self.explanation,
+            latex=base.latex if self.latex is None else self.latex,
+        )
 
 
 @dataclass(frozen=True)
@@ -100,13 +118,23 @@ class LessonFile:
             self,
             title=self.title if "title" in self.fields else base.title,
             intro=self.intro if "intro" in self.fields else base.intro,
-            steps={**base.steps, **self.steps},
+            steps={
+                **base.steps,
+                **{key: text.over(base.steps.get(key)) for key, text in self.steps.items()},
+            },
             examples=self.examples if own_examples else base.examples,
             default_example=self.default_example if own_examples else base.default_example,
         )
 
     def text(self, key: str) -> StepText:
-        return self.steps.get(key) or StepText(title=key)
+        """The words for step ``key``, every field filled: a step without a title is headed by
+        its key, one without an explanation has none."""
+        words = self.steps.get(key) or StepText()
+        return replace(
+            words,
+            title=key if words.title is None else words.title,
+            explanation=words.explanation or "",
+        )
 
 
 def bundled_lessons_dir() -> Path:
@@ -166,6 +194,7 @@ def _read_lesson_file(path: Path, size: int) -> LessonFile:
 
 
 def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None) -> LessonFile:
+    check_keys(data, where)
     lesson = data.get("lesson")
     if not isinstance(lesson, str) or not lesson:
         raise UserError(f'{where}: field "lesson" is missing; add e.g. lesson = "scaled".')
@@ -174,19 +203,21 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
     if not isinstance(raw_steps, dict):
         raise UserError(f"{where}: [steps] must be a table of step keys; see docs/lesson-files.md.")
     for key, text in raw_steps.items():
-        if not isinstance(text, dict) or not isinstance(text.get("title", key), str):
-            raise UserError(f'{where}: [steps.{key}] needs a text field "title".')
-        for name in ("explanation", "latex"):
+        if not isinstance(text, dict):
+            raise UserError(
+                f'{where}: [steps.{key}] must be a table, e.g. [steps.{key}] then title = "...".'
+            )
+        for name in ("title", "explanation", "latex"):
             if not isinstance(text.get(name, ""), str):
                 raise UserError(
                     f"{where}: [steps.{key}] {name} must be text in quotes, not {text[name]!r}."
                 )
         for name in ("title", "explanation"):
             template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
-        latex = text.get("latex")
+        title, explanation, latex = (text.get(name) for name in ("title", "explanation", "latex"))
         steps[key] = StepText(
-            title=printable(text.get("title", key)),
-            explanation=printable(text.get("explanation", "").strip()),
+            title=None if title is None else printable(title),
+            explanation=None if explanation is None else printable(explanation.strip()),
             latex=None if latex is None else printable(latex),
         )
     raw_examples = data.get("examples", [])

@@ -35,13 +35,17 @@ class DtypeName(StrEnum):
 
 
 def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
-    """TAB completion for --example: the names in the bundled lesson of this command."""
+    """TAB completion for --example: the examples of the --lesson file given before it (when it
+    has any), else those of this command's bundled lesson."""
     from attn_cli.errors import UserError
-    from attn_cli.lesson_files import load_bundled
+    from attn_cli.lesson_files import load_bundled, load_lesson_file
 
+    own = ctx.params.get("lesson")
     try:
-        lesson = load_bundled(ctx.info_name or "")
-    except (OSError, UserError):  # no lesson file for this command: nothing to offer
+        lesson = load_lesson_file(Path(own)) if own else None
+        if lesson is None or not lesson.examples:
+            lesson = load_bundled(ctx.info_name or "")
+    except (OSError, UserError):  # no readable lesson file: nothing to offer
         return []
     return [
         (example.name, " ".join(example.description.split())[:60])

@@ -93,7 +93,7 @@ def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -
 
 
 def _check_example_fields(module: Any, example: Example, where: str) -> None:
-    """Every input and option an example names must be one the lesson takes."""
+    """Every input, label and option an example names must be one the lesson takes."""
     names = [spec.name for spec in module.INPUTS]
     for name in example.inputs:
         if name not in names:
@@ -104,6 +104,14 @@ def _check_example_fields(module: Any, example: Example, where: str) -> None:
     for spec in module.INPUTS:
         if spec.required and spec.name not in example.inputs:
             raise _missing_input(spec, where)
+    for name in example.labels:
+        if name not in module.LABELS:
+            lesson = module.__name__.rsplit(".", 1)[-1]
+            known = ", ".join(module.LABELS) or "none"
+            raise UserError(
+                f"{where}, labels.{name}: lesson {lesson!r} reads no labels {name!r}; the labels "
+                f"it reads are: {known}."
+            )
     for name, value in example.options.items():
         if name not in module.OPTIONS:
             known = ", ".join(module.OPTIONS) or "none"

@@ -15,9 +15,11 @@ is not numbers) is a mistake in the lesson file and a :class:`UserError`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -57,6 +59,22 @@ class Erratum:
     def exact_text(self) -> str:
         """The exact value with two decimals more than the slide shows (at least four)."""
         return format_number(self.exact, max(4, self.written.decimals + 2), unicode=False)
+
+    def tolerance_text(self) -> str:
+        """What the rounding allows, to one decimal more than the slide shows: ±0.0005 for 0.504."""
+        return f"±{self.tolerance:.{self.written.decimals + 1}f}"
+
+    def difference_text(self) -> str:
+        """How far off, with as many decimals as it takes to read as more than the tolerance:
+        0.00051 against ±0.0005 (at four decimals both would show 0.0005)."""
+        difference = self.difference
+        if not math.isfinite(difference) or self.tolerance == 0:
+            return format_number(difference, 4, unicode=False)
+        allowed = Decimal(self.tolerance_text()[1:])
+        decimals = max(4, self.written.decimals + 1)
+        while Decimal(f"{difference:.{decimals}f}") <= allowed and decimals < 20:
+            decimals += 1
+        return f"{difference:.{decimals}f}"
 
     def note(self) -> str:
         where = f" for {cell_text(self.cell)}" if self.cell else ""

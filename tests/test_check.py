@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import walkthrough_renderable
 from attn_cli.rounding import parse_rounded
 from attn_cli.runner import RunRequest, compute
+from attn_cli.slides import Erratum
 from attn_cli.walkthroughs.base import LESSON_MODULES
 from tests.conftest import assert_user_error, render_plain
 
@@ -312,3 +314,44 @@ def test_a_note_on_the_walkthrough_output_goes_with_the_walkthrough_notes():
     noted = slides.with_notes(base, errata)
     assert noted.steps[0].notes == ()
     assert noted.notes == ("Output: The slide prints 2 for (1, 2); the exact value is 3.",)
+
+
+def test_an_erratum_shows_enough_digits_to_be_one(invoke, tmp_path):
+    """The report: 0.504 against 0.50349 showed 'off by 0.0005 | allowed ±0.0005'."""
+    # weights = softmax([0, x]) for one query against keys [0] and [x]; x chosen so that the
+    # second weight, 1 / (1 + e^-x), is 0.503490: 0.00051 from a printed 0.504.
+    x = 0.01396
+    exact = 1.0 / (1.0 + math.exp(-x))  # e^x / (e^0 + e^x)
+    assert 0.0005 < 0.504 - exact < 0.00052
+    path = tmp_path / "edge.toml"
+    path.write_text(
+        'lesson = "scaled"\n[[examples]]\nname = "edge"\noptions = { scale = false }\n'
+        f"[examples.inputs]\nQ = [[1]]\nK = [[0], [{x}]]\nV = [[1], [2]]\n"
+        '[examples.printed]\nweights = "0.497, 0.504"\n',
+        encoding="utf-8",
+    )
+    result = invoke("check", str(path))
+    assert result.exit_code == 1, result.output
+    (row,) = [line for line in result.stdout.splitlines() if "0.504" in line]
+    cells = [cell.strip() for cell in row.split("│") if cell.strip()]
+    assert cells == ["weights", "(1, 2)", "0.504", f"{exact:.5f}", "0.00051", "±0.0005"]
+    assert "1 of 2 printed values differ" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize(
+    ("printed", "exact", "shown", "allowed"),
+    [
+        ("0.504", 0.50349, "0.00051", "±0.0005"),
+        ("0.504", 0.5034999, "0.0005001", "±0.0005"),  # as many digits as it takes
+        ("0.54", 0.5254, "0.0146", "±0.005"),  # at least four decimals, as before
+        ("0.999995", 0.9999983, "0.0000033", "±0.0000005"),  # fixed point, like the tolerance
+        ("2e-7", 3.06e-7, "0.00000011", "±0.00000005"),
+        ("-inf", 0.0, "inf", "±0.0"),
+    ],
+)
+def test_the_difference_is_shown_to_exceed_the_tolerance(printed, exact, shown, allowed):
+    erratum = Erratum("weights", "weights", (1, 1), parse_rounded(printed), exact)
+    assert erratum.difference_text() == shown
+    assert erratum.tolerance_text() == allowed
+    if math.isfinite(erratum.difference):
+        assert float(shown) > float(allowed[1:]) and erratum.difference > erratum.tolerance

@@ -148,7 +148,7 @@ def test_the_documented_example_runs(invoke):
         ),
         (
             GOOD.replace('title = "Our scores"', "title = 1"),
-            ["[steps.scores]", 'needs a text field "title"'],
+            ["[steps.scores] title must be text in quotes, not 1"],
         ),
         (
             GOOD.replace('title = "Our scores"', 'title = "Our scores"\nlatex = 3'),
@@ -175,7 +175,10 @@ def test_the_documented_example_runs(invoke):
             ["default_example 'nope' is not one of the examples"],
         ),
         (
-            GOOD.replace("[examples.inputs]\nQ = [[1, 2]]", "inputs = 3\nQ = 1"),
+            GOOD.replace(
+                '[examples.inputs]\nQ = [[1, 2]]\nK = [[1, 0], [0, 1]]\nV = "3, 4; 5, 6"',
+                "inputs = 3",
+            ),
             ["inputs must be a table"],
         ),
     ],

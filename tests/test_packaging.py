@@ -157,5 +157,6 @@ def test_twine_check_passes(built):
 
 def test_wheel_ships_the_json_schema(wheel):
     """The schema of docs/json.md, where json_render.schema() reads it in an installed copy."""
-    packaged = zipfile.ZipFile(wheel).read("attn_cli/schema/output.schema.json")
-    assert packaged == (ROOT / "attn_cli" / "schema" / "output.schema.json").read_bytes()
+    for name in ("output.schema.json", "lesson.schema.json"):  # lesson files: docs/lesson-files.md
+        packaged = zipfile.ZipFile(wheel).read(f"attn_cli/schema/{name}")
+        assert packaged == (ROOT / "attn_cli" / "schema" / name).read_bytes()

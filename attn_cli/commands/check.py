@@ -40,7 +40,7 @@ def check(
     A lesson file is TOML. Only lesson = "scaled" (or another lesson's name) is required; the
     optional title, intro, default_example, \[steps.KEY] tables (title, explanation, latex) and
     \[\[examples]] (name, description, source, options, labels, \[examples.inputs],
-    \[examples.printed]) replace the bundled lesson's. Printed values are text in the matrix
+    \[examples.printed]) replace the bundled lesson's; any other key is an error. Printed values are text in the matrix
     grammar ("0.51, 0.31; 0.2, 0.8"), keyed by step ("weights"), row ("output\[1]") or entry
     ("weights\[1,2]"), counted from 1.
 

@@ -11,7 +11,6 @@ from rich.text import Text
 
 from attn_cli.check import FileCheck
 from attn_cli.render.json_render import dumps, envelope, plain
-from attn_cli.render.numbers import format_number
 from attn_cli.render.rich_render import FitColumn, FittedTable
 from attn_cli.slides import cell_text
 
@@ -72,8 +71,8 @@ def _errata_table(result: FileCheck) -> RenderableType:
                 cell_text(erratum.cell) or "—",
                 erratum.printed,
                 erratum.exact_text(),
-                format_number(erratum.difference, 4, unicode=False),
-                f"±{erratum.tolerance:.{erratum.written.decimals + 1}f}",
+                erratum.difference_text(),
+                erratum.tolerance_text(),
             )
             for erratum in example.errata
         ]

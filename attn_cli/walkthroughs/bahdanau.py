@@ -27,6 +27,8 @@ INPUTS = (
 EXAMPLE_OVERRIDES = ("W_a",)
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
 OPTIONS: dict[str, Any] = {"compare": None}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("states",)
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
 _SATURATION = 2.0
 _DECODER = ("s_t",)

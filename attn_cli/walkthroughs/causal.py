@@ -33,6 +33,8 @@ INPUTS = (
     InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
 )
 OPTIONS: dict[str, Any] = {"scale": True, "fill": "-inf", "conventions": False, "valid_len": None}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("tokens",)
 FILLS = ("-inf", "zero")
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 # The finite fill of the last fix: large enough that exp() underflows to 0 in float32/64.

@@ -21,6 +21,8 @@ from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
 OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("queries", "keys")
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.
 MAX_BLOCKS = 16
 

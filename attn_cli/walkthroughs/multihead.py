@@ -33,6 +33,8 @@ INPUTS = (
     InputSpec("b_O", "--bo", "vector", "output bias", required=False),
 )
 OPTIONS: dict[str, Any] = {"heads": 2, "causal": False, "valid_len": None, "bias": False}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("tokens",)
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 PROJECTIONS = ("W_Q", "W_K", "W_V")
 BIAS_OF = {"W_Q": "b_Q", "W_K": "b_K", "W_V": "b_V", "W_O": "b_O"}

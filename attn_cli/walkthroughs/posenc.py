@@ -22,6 +22,8 @@ OPTIONS: dict[str, Any] = {
     "offset": 3,
     "layout": "interleaved",
 }
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ()
 MEMORY_FIX = "lower --positions or --d-model"
 
 

@@ -19,6 +19,8 @@ INPUTS = (
     InputSpec("V", "--v", "matrix", "values"),
 )
 OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("queries", "keys")
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
 # (and with --valid-len: the mask P, its two boolean spellings, the masked scores).
 _SCORE_MATRICES = 5

@@ -23,6 +23,8 @@ INPUTS = (
 # Projections may be given on top of a lecture example's X (to try other weights on it).
 EXAMPLE_OVERRIDES = ("W_Q", "W_K", "W_V")
 OPTIONS: dict[str, Any] = {"scale": True, "permute": None}
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ("tokens",)
 _WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
 # Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.
 _SCORE_MATRICES = 5

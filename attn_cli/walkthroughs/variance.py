@@ -32,6 +32,8 @@ OPTIONS: dict[str, Any] = {
     "logits": [2.0, 1.0, 0.5],
     "temperatures": [1.0, 4.0, 0.1],
 }
+# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
+LABELS: tuple[str, ...] = ()
 MEMORY_FIX = "lower --samples, --keys or the largest --dk"
 # Entries of the arrays one chunk of samples holds at once (bounded, whatever --samples is). A
 # fixed chunk keeps the draws, and so the estimates, the same for a seed on every machine.

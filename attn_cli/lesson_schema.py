@@ -65,14 +65,33 @@ def _table_schema(table: Table) -> dict[str, Any]:
     return schema
 
 
+# Options whose default does not tell their type (None, or one of a few words).
+_POSITIVE_INT = {"type": "integer", "minimum": 1}
+_OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
+    "valid_len": {"oneOf": [_POSITIVE_INT, {"type": "array", "items": _POSITIVE_INT}]},
+    "fill": {"enum": ["-inf", "zero"]},
+}
+
+
+def _option_schema(option: str, default: Any) -> dict[str, Any]:
+    if option in _OPTION_SCHEMAS:
+        return _OPTION_SCHEMAS[option]
+    if isinstance(default, bool):
+        return {"type": "boolean"}
+    if isinstance(default, int):
+        return {"type": "integer"}
+    if isinstance(default, float):
+        return {"type": "number"}
+    return {}
+
+
 def _lesson_rule(name: str) -> dict[str, Any]:
     """What a file for lesson ``name`` may name: the runner's checks, as a schema."""
     module = lesson_module(name)
     inputs = [spec.name for spec in module.INPUTS]
     required = [spec.name for spec in module.INPUTS if spec.required]
     options: dict[str, Any] = {
-        option: {"type": "boolean"} if isinstance(default, bool) else {}
-        for option, default in module.OPTIONS.items()
+        option: _option_schema(option, default) for option, default in module.OPTIONS.items()
     }
     example: dict[str, Any] = {
         "properties": {

@@ -250,8 +250,13 @@ def test_duplicate_names_are_found_in_a_large_file(invoke, tmp_path):
 # --- properties -------------------------------------------------------------------------------
 
 MATRIX_ALPHABET = '0123456789.-+eE,; \n[]{}"@naifx:\\'
+# derandomize: the same examples on every run (tests are deterministic); a failure found while
+# writing a property is kept as an explicit test.
 HYPOTHESIS = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 
@@ -285,7 +290,9 @@ def toml_string(text: str) -> str:
 
 
 TEXT = st.text(
-    alphabet=st.one_of(st.sampled_from("{}[]/\\:!.%$&#^_~<>|\x1b\r\n "), st.characters()),
+    alphabet=st.one_of(
+        st.sampled_from("{}[]/\\:!.%$&#^_~<>|\x1b\r\n "), st.characters(exclude_categories=("Cs",))
+    ),  # no lone surrogates: not text
     max_size=30,
 )
 

@@ -41,7 +41,7 @@ class LessonSignature:
 LESSON_SIGNATURES: dict[str, LessonSignature] = {
     "scaled": LessonSignature(
         "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
-        options=("scale", "valid_len"),
+        options=("scale", "valid_len", "dropout"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),

@@ -47,7 +47,7 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
     ),
     "bahdanau": LessonSignature(
         "Additive (Bahdanau) attention for one decoder step, term by term.",
-        options=("compare",),
+        options=("compare", "dropout"),
         sizes=("n", "d", "da"),
         positional=("s", "h", "w1", "w2", "v"),
         labels="states",

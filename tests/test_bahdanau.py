@@ -189,7 +189,10 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
         tmp_path, options="options = { compare = false }", wa="W_a = [[2, 0], [0, 1]]"
     )
     doc = json.loads(invoke("bahdanau", "--lesson", off, "--format", "json").stdout)
-    assert list(steps(doc)) == ADDITIVE_KEYS and doc["options"] == {"compare": False, "dropout": None}
+    assert list(steps(doc)) == ADDITIVE_KEYS and doc["options"] == {
+        "compare": False,
+        "dropout": None,
+    }
 
 
 def test_compare_in_a_lesson_file_must_be_true_or_false(invoke, tmp_path):

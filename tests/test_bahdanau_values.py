@@ -55,7 +55,7 @@ def test_without_values_the_context_averages_the_keys():
     given = inputs(4)
     del given["values"]
     walk = attn.bahdanau(**given)
-    alpha, context = reference({**given, "values": given["h"]})
+    _, context = reference({**given, "values": given["h"]})
     np.testing.assert_allclose(walk.output, context, rtol=0, atol=1e-14)
     step = walk.find("context")
     assert step.title == "Context  cₜ = Σᵢ αᵢ hᵢ"
@@ -100,9 +100,7 @@ def test_agrees_with_the_textbooks_additive_attention(torch, backend):
 
 def test_values_on_top_of_an_example_with_compare(invoke_json):
     values = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
-    doc = invoke_json(
-        "bahdanau", "--example", "cat-slept", "--values", json.dumps(values)
-    )
+    doc = invoke_json("bahdanau", "--example", "cat-slept", "--values", json.dumps(values))
     steps = {step["key"]: step for step in doc["steps"]}
     assert doc["inputs"]["values"]["data"] == values
     for form in ("", "dot.", "general."):

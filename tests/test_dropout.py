@@ -57,7 +57,11 @@ def test_scaled_numpy_matches_the_formula(seed, m, n, p):
     sums = walk.find("dropout").row_sums
     np.testing.assert_allclose(sums, dropped.sum(axis=1), atol=1e-15)
     assert not np.allclose(sums, 1.0)
-    assert walk.meta["dropout"] == {"p": p, "seed": seed + 10, "generator": "numpy.random.default_rng"}
+    assert walk.meta["dropout"] == {
+        "p": p,
+        "seed": seed + 10,
+        "generator": "numpy.random.default_rng",
+    }
 
 
 def test_p_zero_keeps_every_weight_and_the_output():

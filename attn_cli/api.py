@@ -41,34 +41,34 @@ class LessonSignature:
 LESSON_SIGNATURES: dict[str, LessonSignature] = {
     "scaled": LessonSignature(
         "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
-        options=("scale", "valid_len"),
+        options=("scale", "valid_len", "dropout"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
     "bahdanau": LessonSignature(
         "Additive (Bahdanau) attention for one decoder step, term by term.",
-        options=("compare",),
+        options=("compare", "dropout"),
         sizes=("n", "d", "da"),
         positional=("s", "h", "w1", "w2", "v"),
         labels="states",
     ),
     "selfattn": LessonSignature(
         "Self-attention: Q, K and V projected from one sequence X.",
-        options=("scale", "permute"),
+        options=("scale", "permute", "dropout"),
         sizes=("n", "d", "dk", "dv"),
         positional=("x", "wq", "wk", "wv"),
         labels="tokens",
     ),
     "causal": LessonSignature(
         "Causal (masked) attention: each token attends to itself and the tokens before it.",
-        options=("scale", "fill", "conventions", "valid_len"),
+        options=("scale", "fill", "conventions", "valid_len", "dropout"),
         sizes=("n", "dk"),
         positional=("q", "k", "v"),
         labels="tokens",
     ),
     "multihead": LessonSignature(
         "Multi-head attention: split into heads, attend, concatenate, project.",
-        options=("heads", "causal", "valid_len", "bias"),
+        options=("heads", "causal", "valid_len", "bias", "dropout"),
         sizes=("n", "d_model", "d_in", "d_out"),
         positional=("x", "wq", "wk", "wv", "wo"),
         labels="tokens",
@@ -85,7 +85,7 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
     ),
     "flash": LessonSignature(
         "The tiled (FlashAttention) algorithm step by step: running max, running sum.",
-        options=("block", "causal", "scale"),
+        options=("block", "causal", "scale", "query_block"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),

@@ -89,6 +89,18 @@ class Backend:
 
         return draw
 
+    def dropout(self, weights: Any, p: float, seed: int) -> tuple[Any, Any]:
+        """Inverted dropout on ``weights``: (the dropped weights, the keep mask, True = kept).
+
+        numpy draws the mask from its own Generator, ``np.random.default_rng(seed)``: a weight
+        is kept where a uniform draw in [0, 1) is below 1 − p, and a kept weight is divided by
+        1 − p. That is not PyTorch's stream: the torch backend draws torch's own mask.
+        """
+        dtype = NUMPY_DTYPES[self.dtype]
+        keep = np.random.default_rng(seed).random(np.shape(weights)) < 1 - p  # same shape, bool
+        scaled_mask = keep.astype(dtype) / dtype(1 - p)  # 0 or 1/(1 − p), in the weights' dtype
+        return weights * scaled_mask, keep
+
     def timed(self, compute: Callable[[], T]) -> tuple[T, float]:
         """Run ``compute`` and return its result with its wall time in seconds."""
         self.synchronize()

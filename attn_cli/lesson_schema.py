@@ -70,6 +70,8 @@ _POSITIVE_INT = {"type": "integer", "minimum": 1}
 _OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
     "valid_len": {"oneOf": [_POSITIVE_INT, {"type": "array", "items": _POSITIVE_INT}]},
     "fill": {"enum": ["-inf", "zero"]},
+    "dropout": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+    "query_block": _POSITIVE_INT,
 }
 
 

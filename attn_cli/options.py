@@ -202,3 +202,26 @@ ValidLenOpt = Annotated[
         show_default=False,
     ),
 ]
+DropoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--dropout",
+        metavar="P",
+        help="Dropout on the weights, as in training: keep each with probability 1 − P, scale "
+        "the kept by 1/(1 − P); 0 ≤ P < 1. The mask is seeded by --seed: --backend torch draws "
+        "torch.manual_seed(seed) then nn.Dropout(P), exactly PyTorch's mask; numpy draws "
+        "np.random.default_rng(seed) (uniform < 1 − P keeps), a different mask.",
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+    ),
+]
+DropoutSeedOpt = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        min=0,
+        help="Seed for random inputs and for the --dropout mask (each generator starts afresh "
+        "from it).",
+        rich_help_panel=SIZE_PANEL,
+    ),
+]

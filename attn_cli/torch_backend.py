@@ -61,6 +61,25 @@ class TorchBackend(Backend):
 
         return draw
 
+    def dropout(self, weights: Any, p: float, seed: int) -> tuple[Any, Any]:
+        """torch.nn.Dropout(p) in training mode on ``weights`` after torch.manual_seed(seed).
+
+        The dropped weights are torch's own result, so they equal what ``torch.manual_seed(seed);
+        nn.Dropout(p)(weights)`` gives, bit for bit, on any device and dtype. The keep mask comes
+        from the same call on a tensor of ones under the same seed (the mask does not depend on
+        the values). The global generators are restored afterwards (torch.random.fork_rng), so
+        a Python caller's own random stream is left as it was.
+        """
+        functional = torch.nn.functional
+        forked = [] if self.device == "cpu" else None  # None: fork every device of that type
+        device_type = "cuda" if self.device == "cpu" else self.device
+        with torch.random.fork_rng(devices=forked, device_type=device_type):
+            torch.manual_seed(seed)
+            dropped = functional.dropout(weights, p, training=True)
+            torch.manual_seed(seed)
+            keep = functional.dropout(torch.ones_like(weights), p, training=True) != 0
+        return dropped, keep
+
     def available_bytes(self) -> int | None:
         if self.device == "cuda":
             free, _total = torch.cuda.mem_get_info()

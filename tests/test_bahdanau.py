@@ -180,7 +180,7 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert list(steps(doc)) == ADDITIVE_KEYS + COMPARE_KEYS
-    assert doc["options"] == {"compare": True}
+    assert doc["options"] == {"compare": True, "dropout": None}
     checked = invoke("check", path)
     assert checked.exit_code == 0, checked.output
     assert "All 4 printed values agree" in checked.stdout  # general scores and weights
@@ -189,7 +189,10 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
         tmp_path, options="options = { compare = false }", wa="W_a = [[2, 0], [0, 1]]"
     )
     doc = json.loads(invoke("bahdanau", "--lesson", off, "--format", "json").stdout)
-    assert list(steps(doc)) == ADDITIVE_KEYS and doc["options"] == {"compare": False}
+    assert list(steps(doc)) == ADDITIVE_KEYS and doc["options"] == {
+        "compare": False,
+        "dropout": None,
+    }
 
 
 def test_compare_in_a_lesson_file_must_be_true_or_false(invoke, tmp_path):

@@ -12,6 +12,8 @@ from attn_cli.options import (
     BackendOpt,
     DeviceName,
     DeviceOpt,
+    DropoutOpt,
+    DropoutSeedOpt,
     DtypeName,
     DtypeOpt,
     ExampleOpt,
@@ -23,7 +25,6 @@ from attn_cli.options import (
     PlotOpt,
     PrecisionOpt,
     QuizOpt,
-    SeedOpt,
     TimeOpt,
     TokensOpt,
     input_option,
@@ -50,6 +51,15 @@ def bahdanau(
             "--wa", "Luong's general W_a, d_s × d_h; implies --compare (default: identity)."
         ),
     ] = None,
+    values: Annotated[
+        str | None,
+        input_option(
+            "--values",
+            "Values vᵢ (not the score vector --v), one row per encoder state: n × d_v; the "
+            "context is Σ αᵢ vᵢ "
+            "(default: the encoder states themselves, Σ αᵢ hᵢ).",
+        ),
+    ] = None,
     compare: Annotated[
         bool | None,
         typer.Option(
@@ -60,6 +70,7 @@ def bahdanau(
             show_default=False,
         ),
     ] = None,
+    dropout: DropoutOpt = None,
     tokens: TokensOpt = None,
     n: Annotated[
         int | None, size_option("--n", "Random inputs: number of encoder states n (default 6).")
@@ -70,7 +81,7 @@ def bahdanau(
     da: Annotated[
         int | None, size_option("--da", "Random inputs: attention width d_a (default d).")
     ] = None,
-    seed: SeedOpt = 0,
+    seed: DropoutSeedOpt = 0,
     example: ExampleOpt = None,
     list_examples: ListExamplesOpt = False,
     quiz: QuizOpt = False,
@@ -85,14 +96,15 @@ def bahdanau(
     device: DeviceOpt = DeviceName.cpu,
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
-    """Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context Σ αᵢ hᵢ."""
+    """Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context Σ αᵢ hᵢ
+    (Σ αᵢ vᵢ with --values)."""
     from attn_cli.matrices import parse_names
     from attn_cli.runner import RunRequest
 
     request = RunRequest(
         lesson="bahdanau",
-        inputs={"s_t": s, "H": h, "W1": w1, "W2": w2, "v": v, "W_a": wa},
-        options={"compare": compare},
+        inputs={"s_t": s, "H": h, "W1": w1, "W2": w2, "v": v, "W_a": wa, "values": values},
+        options={"compare": compare, "dropout": dropout},
         sizes={"n": n, "d": d, "da": da},
         example=example,
         lesson_file=lesson,

@@ -47,6 +47,17 @@ def flash(
             show_default=False,
         ),
     ] = None,
+    query_block: Annotated[
+        int | None,
+        typer.Option(
+            "--query-block",
+            help="Queries per tile: adds the outer loop over query tiles, each running the loop "
+            "over key blocks, as FlashAttention does (default: the example's, else one tile "
+            "holding every query: the inner loop only).",
+            rich_help_panel=INPUT_PANEL,
+            show_default=False,
+        ),
+    ] = None,
     causal: Annotated[
         bool | None,
         typer.Option(
@@ -90,13 +101,17 @@ def flash(
     device: DeviceOpt = DeviceName.cpu,
     dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
-    """Tiled attention, one key block at a time: running max, running sum, rescaling."""
+    """Tiled attention, one key block at a time: running max, running sum, rescaling.
+
+    No --dropout here: FlashAttention's kernels drop weights inside the kernel, tile by tile, with
+    their own generator, so no nn.Dropout mask reproduces theirs (see attn scaled --dropout).
+    """
     from attn_cli.runner import RunRequest
 
     request = RunRequest(
         lesson="flash",
         inputs={"Q": q, "K": k, "V": v},
-        options={"block": block, "causal": causal, "scale": scale},
+        options={"block": block, "causal": causal, "scale": scale, "query_block": query_block},
         sizes={"n": n, "m": m, "dk": dk, "dv": dv},
         example=example,
         lesson_file=lesson,

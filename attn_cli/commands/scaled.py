@@ -12,6 +12,8 @@ from attn_cli.options import (
     BackendOpt,
     DeviceName,
     DeviceOpt,
+    DropoutOpt,
+    DropoutSeedOpt,
     DtypeName,
     DtypeOpt,
     ExampleOpt,
@@ -23,7 +25,6 @@ from attn_cli.options import (
     PlotOpt,
     PrecisionOpt,
     QuizOpt,
-    SeedOpt,
     TimeOpt,
     ValidLenOpt,
     input_option,
@@ -48,6 +49,7 @@ def scaled(
         ),
     ] = None,
     valid_len: ValidLenOpt = None,
+    dropout: DropoutOpt = None,
     n: Annotated[int | None, size_option("--n", "Random inputs: number of keys n.")] = None,
     m: Annotated[
         int | None, size_option("--m", "Random inputs: number of queries m (default: n).")
@@ -58,7 +60,7 @@ def scaled(
     dv: Annotated[
         int | None, size_option("--dv", "Random inputs: value width d_v (default: d_k).")
     ] = None,
-    seed: SeedOpt = 0,
+    seed: DropoutSeedOpt = 0,
     example: ExampleOpt = None,
     list_examples: ListExamplesOpt = False,
     quiz: QuizOpt = False,
@@ -79,7 +81,7 @@ def scaled(
     request = RunRequest(
         lesson="scaled",
         inputs={"Q": q, "K": k, "V": v},
-        options={"scale": scale, "valid_len": valid_len},
+        options={"scale": scale, "valid_len": valid_len, "dropout": dropout},
         sizes={"n": n, "m": m, "dk": dk, "dv": dv},
         example=example,
         lesson_file=lesson,

@@ -12,6 +12,8 @@ from attn_cli.options import (
     BackendOpt,
     DeviceName,
     DeviceOpt,
+    DropoutOpt,
+    DropoutSeedOpt,
     DtypeName,
     DtypeOpt,
     ExampleOpt,
@@ -23,7 +25,6 @@ from attn_cli.options import (
     PlotOpt,
     PrecisionOpt,
     QuizOpt,
-    SeedOpt,
     TimeOpt,
     TokensOpt,
     input_option,
@@ -55,6 +56,7 @@ def selfattn(
             show_default=False,
         ),
     ] = None,
+    dropout: DropoutOpt = None,
     permute: Annotated[
         str | None,
         typer.Option(
@@ -76,7 +78,7 @@ def selfattn(
     dv: Annotated[
         int | None, size_option("--dv", "Random inputs: value width d_v (default d_k).")
     ] = None,
-    seed: SeedOpt = 0,
+    seed: DropoutSeedOpt = 0,
     example: ExampleOpt = None,
     list_examples: ListExamplesOpt = False,
     quiz: QuizOpt = False,
@@ -101,6 +103,7 @@ def selfattn(
         options={
             "scale": scale,
             "permute": parse_int_list(permute, "--permute") if permute is not None else None,
+            "dropout": dropout,
         },
         sizes={"n": n, "d": d, "dk": dk, "dv": dv},
         example=example,

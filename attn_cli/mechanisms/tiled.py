@@ -107,18 +107,76 @@ def finish(state: OnlineState) -> Array:
 
 
 def block_steps(
-    q: Array, k: Array, v: Array, *, block: int, causal: bool = False, use_scale: bool = True
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    block: int,
+    causal: bool = False,
+    use_scale: bool = True,
+    row0: int = 0,
+    skip_future: bool = False,
 ) -> Iterator[BlockStep]:
-    """Every block of the loop over all query rows, with the state before and after (lessons)."""
+    """Every key block of the loop for the query rows ``q`` (rows row0.. of all queries), with
+    the state before and after (lessons).
+
+    With ``causal`` and ``skip_future``, the loop stops at the first key block that lies wholly
+    in the future of every one of these rows (its first key is after their last row), as a
+    FlashAttention kernel skips such blocks; every later block is in the future too.
+    """
     state = initial_state(q, v)
+    last_row = row0 + q.shape[-2] - 1
     for start in range(0, k.shape[-2], block):
+        if causal and skip_future and start > last_row:
+            return
         stop = min(start + block, k.shape[-2])
         s = block_scores(
-            q, k[..., start:stop, :], use_scale=use_scale, causal=causal, col0=start
-        )  # (..., m, b)
+            q, k[..., start:stop, :], use_scale=use_scale, causal=causal, row0=row0, col0=start
+        )  # (..., r, b)
         step = update(state, s, v[..., start:stop, :])
         yield BlockStep(start, stop, state, step)
         state = step.state
+
+
+@dataclass(frozen=True)
+class QueryTile:
+    """One pass of the outer loop: query rows start..stop−1 against the key blocks."""
+
+    start: int  # first query row of the tile (0-based)
+    stop: int  # one past its last row
+    blocks: tuple[BlockStep, ...]  # the inner loop over key blocks, in order
+    skipped: int  # key blocks left out: wholly in the future of every row (causal only)
+
+
+def query_tiles(
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    block: int,
+    query_block: int,
+    causal: bool = False,
+    use_scale: bool = True,
+) -> Iterator[QueryTile]:
+    """Both loops of FlashAttention: the outer over tiles of ``query_block`` query rows, the
+    inner over blocks of ``block`` keys. Each tile keeps its own m, ℓ and acc and ends with its
+    rows of the output, acc / ℓ; tiles are independent (a GPU runs them in parallel)."""
+    blocks = math.ceil(k.shape[-2] / block)
+    for start in range(0, q.shape[-2], query_block):
+        stop = min(start + query_block, q.shape[-2])
+        steps = tuple(
+            block_steps(
+                q[..., start:stop, :],
+                k,
+                v,
+                block=block,
+                causal=causal,
+                use_scale=use_scale,
+                row0=start,
+                skip_future=True,
+            )
+        )
+        yield QueryTile(start, stop, steps, blocks - len(steps))
 
 
 def tiled_attention(

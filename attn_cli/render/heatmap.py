@@ -169,6 +169,8 @@ def bahdanau_figure(walkthrough: Walkthrough, precision: int) -> Figure:
 
 def flash_figure(walkthrough: Walkthrough, precision: int) -> Figure:
     """The tiled algorithm never forms the weights: its score blocks, side by side, outlined."""
+    if any(step.key.startswith("tile") for step in walkthrough.steps):
+        return _single(walkthrough, _tiles_grid(walkthrough, precision))
     blocks = [
         s for s in walkthrough.steps if s.key.startswith("block") and s.key.endswith("scores")
     ]
@@ -192,6 +194,44 @@ def flash_figure(walkthrough: Walkthrough, precision: int) -> Figure:
         colorbar_label="score",
     )
     return _single(walkthrough, grid)
+
+
+def _tiles_grid(walkthrough: Walkthrough, precision: int) -> Grid:
+    """--query-block: each tile's score blocks side by side, the tiles one under another; a
+    visit a causal tile skipped is grey like a masked score."""
+    tiles: dict[str, list[Step]] = {}
+    for step in walkthrough.steps:
+        parts = step.key.split(".")
+        if len(parts) == 3 and parts[0].startswith("tile") and parts[2] == "scores":
+            tiles.setdefault(parts[0], []).append(step)
+    widest = max(tiles.values(), key=len)  # a tile that visited every block (the last one)
+    widths = [_matrix(block.value).shape[1] for block in widest]
+    rows = []
+    for blocks in tiles.values():
+        values = np.hstack([_matrix(block.value) for block in blocks])
+        missing = sum(widths) - values.shape[1]  # skipped blocks, wholly in the future
+        rows.append(np.hstack([values, np.full((values.shape[0], missing), -np.inf)]))
+    values = np.vstack(rows)
+    heights = [row.shape[0] for row in rows]
+    row_labels = tuple(label for blocks in tiles.values() for label in blocks[0].row_labels or ())
+    col_labels = tuple(label for block in widest for label in block.col_labels or ())
+    masked = np.isneginf(values)
+    return Grid(
+        values=values,
+        row_labels=_labels(row_labels, values.shape[0]),
+        col_labels=_labels(col_labels, values.shape[1]),
+        title=f"Scores, one query tile × key block at a time ({len(tiles)} tiles, "
+        f"{len(widest)} blocks)",
+        xlabel="keys (a line between blocks)",
+        ylabel="queries (a line between tiles)",
+        precision=precision,
+        diverging=True,
+        masked=masked,
+        note="grey: −∞ (masked, or a block the tile skipped)" if masked.any() else "",
+        blocks=tuple(np.cumsum(widths)[:-1]),
+        row_blocks=tuple(np.cumsum(heights)[:-1]),
+        colorbar_label="score",
+    )
 
 
 def multihead_figure(walkthrough: Walkthrough, precision: int) -> Figure:

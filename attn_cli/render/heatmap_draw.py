@@ -41,6 +41,7 @@ class Grid:
     flagged: np.ndarray | None = None  # cells hatched, colour and value kept
     note: str = ""  # a line under the x label saying what grey or hatching means
     blocks: tuple[int, ...] = ()  # column boundaries drawn as lines (tiles)
+    row_blocks: tuple[int, ...] = ()  # row boundaries drawn as lines (query tiles)
     vmax: float | None = None  # a shared scale (heads); else the largest value
     colorbar_label: str = "weight"
 
@@ -106,6 +107,8 @@ def draw_grid(figure: Figure, ax: Axes, grid: Grid, *, colorbar: bool = True) ->
         _hatch(ax, grid.flagged)
     for boundary in grid.blocks:
         ax.axvline(boundary - 0.5, color="black", linewidth=2.5)
+    for boundary in grid.row_blocks:
+        ax.axhline(boundary - 0.5, color="black", linewidth=2.5)
     ax.set_title(wrap(grid.title, _panel_size(values.shape)[0] + 0.6))
     ax.set_xlabel(f"{grid.xlabel}\n{grid.note}" if grid.note else grid.xlabel)
     ax.set_ylabel(grid.ylabel)

@@ -13,6 +13,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Walkthrough
+from attn_cli.walkthroughs import dropout
 from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -22,11 +23,13 @@ INPUTS = (
     InputSpec("W2", "--w2", "matrix", "projects s_t"),
     InputSpec("v", "--v", "vector", "reads out the score"),
     InputSpec("W_a", "--wa", "matrix", "Luong's general weight", required=False),
+    InputSpec("values", "--values", "matrix", "values v_i, one per encoder state", required=False),
 )
-# --wa may be given on top of a lecture example (to try another W_a with --compare).
-EXAMPLE_OVERRIDES = ("W_a",)
+# --wa and --values may be given on top of a lecture example (another W_a with --compare;
+# values that differ from the keys H).
+EXAMPLE_OVERRIDES = ("W_a", "values")
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
-OPTIONS: dict[str, Any] = {"compare": None}
+OPTIONS: dict[str, Any] = {"compare": None, "dropout": None}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("states",)
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
@@ -73,6 +76,13 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"--wa is {rows} × {cols} but the general score s_tᵀ W_a h_i needs W_a to be "
             f"d_s × d_h = {d_s} × {d_h} (entries of --s × entries of a row of --h)."
         )
+    if "values" in inputs and inputs["values"].shape[0] != h.shape[0]:
+        rows, n = inputs["values"].shape[0], h.shape[0]
+        raise UserError(
+            f"--values has {rows} rows but --h has {n}: give one value row per encoder state "
+            f"(n = {n}), as AdditiveAttention(queries, keys, values) pairs value i with key i."
+        )
+    dropout.probability(options.get("dropout"))
     if compares(inputs, options) and d_s != d_h:
         asked = options.get("compare")
         cause = "--compare" if asked else "--wa turns on --compare"
@@ -97,8 +107,10 @@ def estimate_bytes(
 ) -> int:
     (n, d_h), d_a = shapes["H"], shapes["W1"][0]
     # W1h, sum and tanh are n × d_a; scores, softmax parts and weights are a few n-vectors.
-    compare = 2 * (4 * n + d_h) if compares(shapes, options) else 0
-    return (3 * n * d_a + 6 * n + d_a + d_h + compare) * itemsize
+    d_v = shapes["values"][1] if "values" in shapes else d_h
+    compare = 2 * (4 * n + d_v) if compares(shapes, options) else 0
+    extra = dropout.dropout_bytes(options, n, itemsize)
+    return (3 * n * d_a + 6 * n + d_a + d_v + compare) * itemsize + extra
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -106,8 +118,10 @@ def build(run: LessonRun) -> Walkthrough:
     s, h, w1, w2, v = (backend.asarray(run.inputs[name]) for name in ("s_t", "H", "W1", "W2", "v"))
     n, d_h = h.shape
     d_s, d_a = s.shape[0], w1.shape[0]
+    given_values = "values" in run.inputs
+    values = backend.asarray(run.inputs["values"]) if given_values else h  # (n, d_v)
     states = row_names(run, "states", n, "h", "--tokens")
-    context = {"n": n, "d_h": d_h, "d_s": d_s, "d_a": d_a}
+    context = {"n": n, "d_h": d_h, "d_s": d_s, "d_a": d_a, "d_v": values.shape[1]}
     record = StepRecorder(run)
     by_state = {"row_labels": states, "context": context}
     grid = {"row_labels": _DECODER, "col_labels": states, "context": context}
@@ -127,8 +141,14 @@ def build(run: LessonRun) -> Walkthrough:
     )
     scores = record.compute("scores", lambda: mech.additive_scores(activated, v), **grid)
     weights = record.softmax("weights", scores, **grid)
+    p = dropout.probability(run.options.get("dropout"))
+    used = weights if p is None else dropout.record_dropout(record, weights, p, grid)
     output = record.compute(
-        "context", lambda: attn.weighted_sum(weights, h), row_labels=_CONTEXT, context=context
+        "context",
+        lambda: attn.weighted_sum(used, values),
+        row_labels=_CONTEXT,
+        context=context,
+        text=dropout.output_text(p, "context_values" if given_values else "context"),
     )
 
     notes: list[str] = []
@@ -148,6 +168,12 @@ def build(run: LessonRun) -> Walkthrough:
             for spec in INPUTS[2:5]
         ),
     ]
+    if given_values:
+        shown.append(
+            InputValue(
+                "values", run.inputs["values"], row_labels=states, description=INPUTS[6].description
+            )
+        )
     compare = compares(run.inputs, run.options)
     if compare:
         wa = run.inputs.get("W_a")
@@ -158,13 +184,29 @@ def build(run: LessonRun) -> Walkthrough:
                 "the dot score here; give --wa to see a learned bilinear score."
             )
         shown.append(InputValue("W_a", wa, description=INPUTS[5].description))
-        additive = _Scored("additive", scores, weights, output)
-        notes.extend(_compare(record, run, additive, s, h, backend.asarray(wa), states, context))
+        # The scores are compared as scores: with the weights and context before dropout.
+        before = output if p is None else attn.weighted_sum(weights, values)
+        if p is not None:
+            notes.append(
+                "The comparison uses the additive weights and context before dropout: dropout "
+                "is a training step on top of the score, not part of it."
+            )
+        additive = _Scored("additive", scores, weights, before)
+        compared = _compare(
+            record, run, additive, s, h, values, backend.asarray(wa), states, context
+        )
+        notes.extend(compared)
+        if given_values:
+            notes.append(
+                "With --values, every context here (additive, dot, general) averages the values "
+                "vᵢ; the scores still compare sₜ with the keys hᵢ."
+            )
     return record.walkthrough(
         output,
         inputs=tuple(shown),
         notes=tuple(notes),
-        meta={"options": {**run.options, "compare": compare}},  # as resolved from W_a
+        # compare as resolved from W_a
+        meta={"options": {**run.options, "compare": compare}, **dropout.meta(run, p)},
     )
 
 
@@ -182,7 +224,7 @@ def _luong(
     record: StepRecorder,
     name: str,
     score: Callable[[], Array],
-    h: Array,
+    values: Array,
     states: tuple[str, ...],
     context: dict[str, Any],
 ) -> _Scored:
@@ -194,7 +236,7 @@ def _luong(
     )
     output = record.compute(
         f"{name}.context",
-        lambda: attn.weighted_sum(weights, h),
+        lambda: attn.weighted_sum(weights, values),
         row_labels=_CONTEXT,
         context=context,
     )
@@ -207,6 +249,7 @@ def _compare(
     additive: _Scored,
     s: Array,
     h: Array,
+    values: Array,
     wa: Array,
     states: tuple[str, ...],
     context: dict[str, Any],
@@ -214,8 +257,8 @@ def _compare(
     """Luong's dot and general scores for the same s_t and h_i, then the three side by side."""
     forms = (
         additive,
-        _luong(record, "dot", lambda: mech.dot_scores(s, h), h, states, context),
-        _luong(record, "general", lambda: mech.general_scores(s, h, wa), h, states, context),
+        _luong(record, "dot", lambda: mech.dot_scores(s, h), values, states, context),
+        _luong(record, "general", lambda: mech.general_scores(s, h, wa), values, states, context),
     )
     values = {
         form.name: [record.to_numpy(x) for x in (form.scores, form.weights, form.context)]

@@ -19,7 +19,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Part, Walkthrough
-from attn_cli.walkthroughs import padding, scaled, selfattn
+from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -32,7 +32,13 @@ INPUTS = (
     InputSpec("W_K", "--wk", "matrix", "key weights", required=False),
     InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
 )
-OPTIONS: dict[str, Any] = {"scale": True, "fill": "-inf", "conventions": False, "valid_len": None}
+OPTIONS: dict[str, Any] = {
+    "scale": True,
+    "fill": "-inf",
+    "conventions": False,
+    "valid_len": None,
+    "dropout": None,
+}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("tokens",)
 FILLS = ("-inf", "zero")
@@ -62,6 +68,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     if options.get("valid_len") is not None and fill == "zero":
         raise UserError(
             "--valid-len adds a −∞ padding mask to the correct one; leave out --fill zero."
+        )
+    if dropout.probability(options.get("dropout")) is not None and fill == "zero":
+        raise UserError(
+            "--dropout applies to the correct −∞-masked weights; leave out --fill zero (or "
+            "--dropout)."
         )
     _check_sources(inputs)
     if "S" in inputs:
@@ -146,7 +157,8 @@ def estimate_bytes(
     count = _SCORE_MATRICES + (_CONVENTION_MATRICES if options.get("conventions") else 0)
     count += _PADDING_MATRICES if options.get("valid_len") is not None else 0
     widths = sum(shape[1] for name, shape in shapes.items() if name in ("X", "Q", "K", "V"))
-    return (count * n * n + 3 * n * max(widths, 1)) * itemsize
+    extra = dropout.dropout_bytes(options, n * n, itemsize)
+    return (count * n * n + 3 * n * max(widths, 1)) * itemsize + extra
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -169,7 +181,9 @@ def build(run: LessonRun) -> Walkthrough:
         notes = ("The scores are used as given: no scaling (the slides' examples have d_k = 1).",)
     elif not run.options.get("scale", True):
         notes = ("Scores are not scaled here (--no-scale).",)
-    meta = None if lengths is None else {"valid_lengths": list(lengths)}
+    meta = dropout.meta(run, dropout.probability(run.options.get("dropout")))
+    if lengths is not None:
+        meta["valid_lengths"] = list(lengths)
     return record.walkthrough(
         output, inputs=_labelled_inputs(run, inputs, tokens), notes=notes, meta=meta
     )
@@ -233,6 +247,9 @@ def _masked(
         pad = padding.record_padding(record, logits, lengths, grid, causal=True)
         masked = record.compute("masked", lambda: logits + mask + pad, text="masked_valid", **grid)
         weights = record.softmax("weights", masked, text="weights_valid", **grid)
+    p = dropout.probability(record.run.options.get("dropout"))
+    if p is not None:
+        weights = dropout.record_dropout(record, weights, p, grid)
     if v is None:
         return weights
     return record.compute(
@@ -240,6 +257,7 @@ def _masked(
         lambda: mech.weighted_sum(weights, v),
         row_labels=grid["row_labels"],
         context=grid["context"],
+        text=dropout.output_text(p),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
@@ -20,11 +21,13 @@ from attn_cli.walkthroughs import scaled
 from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
-OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False}
+OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False, "query_block": None}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("queries", "keys")
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.
 MAX_BLOCKS = 16
+# With --query-block, every query tile visits the key blocks: at most this many visits.
+MAX_VISITS = 32
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -43,6 +46,21 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
             f"use at most {MAX_BLOCKS} blocks: raise --block to {math.ceil(n / MAX_BLOCKS)} or "
             "give fewer keys."
         )
+    query_block = options.get("query_block")
+    if query_block is not None:
+        if not isinstance(query_block, int) or isinstance(query_block, bool) or query_block < 1:
+            raise UserError(
+                f"--query-block must be a whole number >= 1 (query rows per tile), not "
+                f"{query_block!r}."
+            )
+        tiles = math.ceil(m / query_block)
+        if tiles * blocks > MAX_VISITS:
+            raise UserError(
+                f"{m} queries in tiles of {query_block} and {n} keys in blocks of {block} make "
+                f"{tiles} × {blocks} = {tiles * blocks} tile × block visits, each shown as six "
+                f"steps; use at most {MAX_VISITS}: raise --query-block or --block, or give "
+                "fewer queries or keys."
+            )
     if options.get("causal") and m != n:
         raise UserError(
             f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
@@ -63,7 +81,9 @@ def estimate_bytes(
     (m, _d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
     _check_options(m, n, options)
     blocks = math.ceil(n / int(options["block"]))
-    return (3 * m * n + blocks * (3 * m * d_v + 6 * m) + 2 * m * d_v) * itemsize
+    tiles = math.ceil(m / int(options.get("query_block") or m))
+    # Each tile's blocks hold its rows' share of the per-block steps; tiles add their outputs.
+    return (3 * m * n + blocks * (3 * m * d_v + 6 * m) + (1 + tiles) * 2 * m * d_v) * itemsize
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -73,6 +93,7 @@ def build(run: LessonRun) -> Walkthrough:
     use_scale = bool(run.options.get("scale", True))
     causal = bool(run.options.get("causal", False))
     block = int(run.options["block"])
+    query_block = run.options.get("query_block")
     queries = row_names(run, "queries", m, "q", "the lesson file")
     keys = row_names(run, "keys", n, "k", "the lesson file")
     blocks = math.ceil(n / block)
@@ -80,63 +101,17 @@ def build(run: LessonRun) -> Walkthrough:
     base["sqrt_dk"] = math.sqrt(d_k)
     record = StepRecorder(run)
 
-    state = None
-    steps = tiled.block_steps(q, k, v, block=block, causal=causal, use_scale=use_scale)
-    for number, step in enumerate(steps, start=1):
-        update, before = step.update, step.before
-        columns = keys[step.start : step.stop]
-        context = {**base, "b": number, "first": columns[0], "last": columns[-1]}
-        context["width"] = len(columns)
-        rows = {"row_labels": queries, "context": context}
-        again = "" if number == 1 else "_again"  # later blocks: the short texts
-        record.add(
-            f"block{number}.scores",
-            update.scores,
-            text="scores" + again,
-            col_labels=columns,
-            **rows,
+    if query_block is None:  # one query tile holding every query: the inner loop only
+        steps = tiled.block_steps(q, k, v, block=block, causal=causal, use_scale=use_scale)
+        final = _inner_loop(record, steps, queries, keys, base)
+        output = record.compute(
+            "output", lambda: tiled.finish(final), row_labels=queries, context=base
         )
-        record.add(
-            f"block{number}.max",
-            update.state.row_max,
-            text="max" + again,
-            col_labels=("m",),
-            parts=(
-                Part("m before", before.row_max),
-                Part(f"row max of S{number}", update.block_max),
-            ),
-            **rows,
-        )
-        record.add(
-            f"block{number}.rescale",
-            update.rescale,
-            text="rescale" + again,
-            col_labels=("c",),
-            **rows,
-        )
-        record.add(f"block{number}.p", update.p, text="p" + again, col_labels=columns, **rows)
-        record.add(
-            f"block{number}.sum",
-            update.state.row_sum,
-            text="sum" + again,
-            col_labels=("ℓ",),
-            parts=(
-                Part("ℓ before", before.row_sum),
-                Part(f"row sum of P{number}", update.block_sum),
-            ),
-            **rows,
-        )
-        record.add(
-            f"block{number}.acc",
-            update.state.acc,
-            text="acc" + again,
-            parts=(Part("acc before", before.acc), Part(f"P{number} V{number}", update.pv)),
-            **rows,
-        )
-        state = update.state
-    assert state is not None  # n >= 1 keys make at least one block
-    final = state
-    output = record.compute("output", lambda: tiled.finish(final), row_labels=queries, context=base)
+        largest = f"{m} × {min(block, n)} (one block)"
+        skipped = 0
+    else:
+        output, skipped = _both_loops(record, (q, k, v), int(query_block), queries, keys, base)
+        largest = f"{min(int(query_block), m)} × {min(block, n)} (one tile by one block)"
     mask = masks.causal_additive(mech.scores(q, k)) if causal else None  # (m, m), m = n
     plain = mech.attention(q, k, v, use_scale=use_scale, mask=mask).output
     difference = float(np.max(np.abs(backend.to_numpy(output) - backend.to_numpy(plain))))
@@ -148,9 +123,15 @@ def build(run: LessonRun) -> Walkthrough:
         notes=(f"max |tiled − plain| = {difference:.1e}: the same numbers, up to rounding.",),
     )
     notes = [
-        f"The largest score array held at once was {m} × {min(block, n)} (one block); the plain "
-        f"computation holds all {m} × {n} scores."
+        f"The largest score array held at once was {largest}; the plain computation holds all "
+        f"{m} × {n} scores."
     ]
+    if skipped:
+        notes.append(
+            f"Causal tiles skip the key blocks that lie wholly in their future: {skipped} of "
+            f"{base['tiles'] * blocks} tile × block visits were never computed, the work "
+            "FlashAttention saves on a causal mask."
+        )
     if not use_scale:
         notes.append("Scores are not scaled here (the example uses the plain dot product).")
     return record.walkthrough(
@@ -159,3 +140,155 @@ def build(run: LessonRun) -> Walkthrough:
         notes=tuple(notes),
         meta={"max_abs_difference": difference},
     )
+
+
+def _both_loops(
+    record: StepRecorder,
+    qkv: tuple[Any, Any, Any],
+    query_block: int,
+    queries: tuple[str, ...],
+    keys: tuple[str, ...],
+    base: dict[str, Any],
+) -> tuple[Any, int]:
+    """The outer loop over query tiles, each with its own inner loop over the key blocks.
+
+    Returns the output (every tile's rows, stacked) and how many tile × block visits a causal
+    mask let the tiles skip.
+    """
+    q, k, v = qkv
+    options = record.run.options
+    tiles = math.ceil(q.shape[0] / query_block)
+    base.update(tiles=tiles, query_block=query_block)
+    loops = tiled.query_tiles(
+        q,
+        k,
+        v,
+        block=int(options["block"]),
+        query_block=query_block,
+        causal=bool(options.get("causal", False)),
+        use_scale=bool(options.get("scale", True)),
+    )
+    rows_out = []
+    skipped = 0
+    for number, tile in enumerate(loops, start=1):
+        names = queries[tile.start : tile.stop]
+        q_range = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]}"
+        context = {**base, "t": number, "q_range": q_range}
+        context.update(rows=len(names), visited=len(tile.blocks), skipped=tile.skipped)
+        context["skip_text"] = _skip_text(tile.skipped) if tile.skipped else ""
+        prefix = f"tile{number}."
+        record.add(
+            f"{prefix}queries",
+            q[tile.start : tile.stop],
+            text="tile" if number == 1 else "tile_again",
+            row_labels=names,
+            context=context,
+        )
+        # The inner loop's texts speak of the tile's rows: m is the tile's row count here.
+        inner = {**context, "m": len(names)}
+        final = _inner_loop(record, tile.blocks, names, keys, inner, prefix=prefix, tile=number)
+        rows_out.append(
+            record.compute(
+                f"{prefix}output",
+                lambda final=final: tiled.finish(final),
+                text="tile_output",
+                row_labels=names,
+                context=context,
+            )
+        )
+        skipped += tile.skipped
+    xp = namespace_of(*rows_out)
+    output = record.compute(
+        "output",
+        lambda: xp.concat(rows_out, axis=0),
+        text="output_tiles",
+        row_labels=queries,
+        context=base,
+    )
+    return output, skipped
+
+
+def _skip_text(skipped: int) -> str:
+    if skipped == 1:
+        return (
+            " The last key block lies wholly in the future of every row of this tile: the causal "
+            "mask would make all its scores −∞, so the loop stops before it."
+        )
+    return (
+        f" The last {skipped} key blocks lie wholly in the future of every row of this tile: the "
+        "causal mask would make all their scores −∞, so the loop stops before them."
+    )
+
+
+def _inner_loop(
+    record: StepRecorder,
+    steps: Any,
+    queries: tuple[str, ...],
+    keys: tuple[str, ...],
+    base: dict[str, Any],
+    *,
+    prefix: str = "",
+    tile: int | None = None,
+) -> tiled.OnlineState:
+    """The loop over key blocks for the query rows ``queries``: six steps per block.
+
+    Returns the state after the last block (m, ℓ and acc of these rows).
+    """
+    state = None
+    for number, step in enumerate(steps, start=1):
+        update, before = step.update, step.before
+        columns = keys[step.start : step.stop]
+        where = f"Block {number}" if tile is None else f"Tile {tile} · block {number}"
+        context = {**base, "b": number, "first": columns[0], "last": columns[-1]}
+        context.update(width=len(columns), where=where)
+        rows = {"row_labels": queries, "context": context}
+        # The long texts once, for the first block of the first tile; then the short ones.
+        again = "" if number == 1 and tile in (None, 1) else "_again"
+        key = f"{prefix}block{number}"
+        record.add(
+            f"{key}.scores",
+            update.scores,
+            text="scores" + again,
+            col_labels=columns,
+            **rows,
+        )
+        record.add(
+            f"{key}.max",
+            update.state.row_max,
+            text="max" + again,
+            col_labels=("m",),
+            parts=(
+                Part("m before", before.row_max),
+                Part(f"row max of S{number}", update.block_max),
+            ),
+            **rows,
+        )
+        record.add(
+            f"{key}.rescale",
+            update.rescale,
+            text="rescale" + again,
+            col_labels=("c",),
+            **rows,
+        )
+        record.add(f"{key}.p", update.p, text="p" + again, col_labels=columns, **rows)
+        record.add(
+            f"{key}.sum",
+            update.state.row_sum,
+            text="sum" + again,
+            col_labels=("ℓ",),
+            parts=(
+                Part("ℓ before", before.row_sum),
+                Part(f"row sum of P{number}", update.block_sum),
+            ),
+            **rows,
+        )
+        record.add(
+            f"{key}.acc",
+            update.state.acc,
+            text="acc" + again,
+            parts=(Part("acc before", before.acc), Part(f"P{number} V{number}", update.pv)),
+            **rows,
+        )
+        state = update.state
+    assert state is not None  # n >= 1 keys make at least one block, and a tile meets key 1
+    return state

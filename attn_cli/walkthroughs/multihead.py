@@ -8,6 +8,7 @@ its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Part, Walkthrough
-from attn_cli.walkthroughs import padding
+from attn_cli.walkthroughs import dropout, padding
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -32,7 +33,13 @@ INPUTS = (
     InputSpec("b_V", "--bv", "vector", "value bias", required=False),
     InputSpec("b_O", "--bo", "vector", "output bias", required=False),
 )
-OPTIONS: dict[str, Any] = {"heads": 2, "causal": False, "valid_len": None, "bias": False}
+OPTIONS: dict[str, Any] = {
+    "heads": 2,
+    "causal": False,
+    "valid_len": None,
+    "bias": False,
+    "dropout": None,
+}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("tokens",)
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
@@ -72,6 +79,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     _check_shapes(inputs, d_in, d_out, heads)
     _check_biases(inputs, d_in, d_out)
     padding.valid_lengths(options.get("valid_len"), inputs["X"].shape[0], inputs["X"].shape[0])
+    dropout.probability(options.get("dropout"))
 
 
 def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> None:
@@ -169,7 +177,10 @@ def estimate_bytes(
     heads = _heads(options)  # random inputs are sized before validate() runs
     per_head = _SCORE_MATRICES * n * n + 3 * n * (d_out // heads or 1)
     weights = 3 * d_in * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
-    return (heads * per_head + _MASK_MATRICES * n * n + 2 * weights + 3 * n * d_o) * itemsize
+    extra = dropout.dropout_bytes(options, heads * n * n, itemsize)
+    return (
+        heads * per_head + _MASK_MATRICES * n * n + 2 * weights + 3 * n * d_o
+    ) * itemsize + extra
 
 
 def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np.ndarray]:
@@ -242,14 +253,33 @@ def build(run: LessonRun) -> Walkthrough:
         notes=_split_notes(heads, d_in, d_out, d_k),
     )
     mask = _mask_steps(record, x, run.options, tokens, base)
-    head_weights = []
-    outputs = []
+    p = dropout.probability(run.options.get("dropout"))
+    computed = []
     for index in range(heads):
-        weights, output = _head_steps(
+        head = _head_steps(
             record, index, heads, x, ((wq, bq), (wk, bk), (wv, bv)), mask, tokens, base
         )
-        head_weights.append(weights)
-        outputs.append(output)
+        computed.append(head)
+        if p is None:
+            _head_output(record, head)
+    head_weights = [head.weights for head in computed]
+    if p is not None:
+        # One draw for all heads at once, as nn.Dropout on the (h, n, n) weights of the book's
+        # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
+        draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
+        for index, head in enumerate(computed):
+            grid = {**head.rows, "col_labels": tokens}
+            dropped = dropout.record_dropout(
+                record,
+                head.weights,
+                p,
+                grid,
+                key=f"{head.prefix}.dropout",
+                text="head_dropout",
+                drawn=draw.part(index),
+            )
+            _head_output(record, head, dropped)
+    outputs = [head.output for head in computed]
     head_names = tuple(f"head {i}" for i in range(1, heads + 1))
     differences = record.compute(
         "differences",
@@ -290,7 +320,7 @@ def build(run: LessonRun) -> Walkthrough:
             "the inputs, so the run can be recomputed from them.",
         )
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
-    meta: dict[str, Any] = {"parameters": parameters}
+    meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
     lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)
@@ -405,8 +435,9 @@ def _head_steps(
     mask: Any | None,
     tokens: tuple[str, ...],
     base: dict[str, Any],
-) -> tuple[Any, Any]:
-    """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights; output."""
+) -> _Head:
+    """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
+    is recorded by _head_output, after dropout when there is dropout)."""
     d_k = base["dk"]
     context = {**base, "head": index + 1, "cols": _span(index, d_k)}
     rows = {"row_labels": tokens, "context": context}
@@ -447,14 +478,33 @@ def _head_steps(
         col_labels=tokens,
         **rows,
     )
+    return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
+
+
+@dataclass
+class _Head:
+    """One head's results, for its output step (recorded after dropout when there is any)."""
+
+    prefix: str  # "head1"
+    rows: dict[str, Any]  # row labels and the step context
+    weights: Any  # (n, n)
+    v: Any  # (n, d_k)
+    output: Any  # (n, d_k) A V, replaced by Ã V after dropout
+    seconds: float
+
+
+def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) -> None:
+    """Record head i's output: A_i V_i, or Ã_i V_i with the dropped weights."""
+    seconds: float | None = head.seconds
+    if dropped is not None:
+        head.output, seconds = record.run.backend.timed(lambda: mech.weighted_sum(dropped, head.v))
     record.add(
-        f"{prefix}.output",
-        result.output,
+        f"{head.prefix}.output",
+        head.output,
         seconds=seconds if record.run.time_steps else None,
-        text="head_output",
-        **rows,
+        text="head_output" if dropped is None else "head_output_dropout",
+        **head.rows,
     )
-    return result.weights, result.output
 
 
 def _difference_notes(differences: np.ndarray) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
-from attn_cli.walkthroughs import padding
+from attn_cli.walkthroughs import dropout, padding
 from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -18,7 +18,7 @@ INPUTS = (
     InputSpec("K", "--k", "matrix", "keys"),
     InputSpec("V", "--v", "matrix", "values"),
 )
-OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None}
+OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None, "dropout": None}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("queries", "keys")
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
@@ -40,6 +40,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             "of rows n (one value per key)."
         )
     padding.valid_lengths(options.get("valid_len"), q.shape[0], k.shape[0])
+    dropout.probability(options.get("dropout"))
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -55,7 +56,8 @@ def estimate_bytes(
 ) -> int:
     (m, _d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
     count = _SCORE_MATRICES + (_PADDING_MATRICES if options.get("valid_len") is not None else 0)
-    return (count * m * n + 2 * m * d_v) * itemsize
+    extra = dropout.dropout_bytes(options, m * n, itemsize)
+    return (count * m * n + 2 * m * d_v) * itemsize + extra
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -80,16 +82,22 @@ def build(run: LessonRun) -> Walkthrough:
         context["logits"] = "S / √d_k" if use_scale else "S"
         logits = record.compute("masked", lambda: unmasked + pad, **grid)
     weights = record.softmax("weights", logits, **grid)
+    p = dropout.probability(run.options.get("dropout"))
+    if p is not None:
+        weights = dropout.record_dropout(record, weights, p, grid)
     output = record.compute(
         "output",
         lambda: mech.weighted_sum(weights, v),
         row_labels=queries,
         context=context,
+        text=dropout.output_text(p),
     )
     notes = (
         () if use_scale else ("Scores are not scaled here (the slide uses the plain dot product).",)
     )
-    meta = None if lengths is None else {"valid_lengths": list(lengths)}
+    meta = dropout.meta(run, p)
+    if lengths is not None:
+        meta["valid_lengths"] = list(lengths)
     return record.walkthrough(
         output, notes=notes, inputs=labelled_inputs(run, queries, keys), meta=meta
     )

@@ -12,6 +12,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Walkthrough
+from attn_cli.walkthroughs import dropout
 from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
@@ -22,7 +23,7 @@ INPUTS = (
 )
 # Projections may be given on top of a lecture example's X (to try other weights on it).
 EXAMPLE_OVERRIDES = ("W_Q", "W_K", "W_V")
-OPTIONS: dict[str, Any] = {"scale": True, "permute": None}
+OPTIONS: dict[str, Any] = {"scale": True, "permute": None, "dropout": None}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("tokens",)
 _WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
@@ -62,6 +63,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"score is a dot product q_i · k_j){hint}."
         )
     check_permutation(options.get("permute"), n)
+    if dropout.probability(options.get("dropout")) is not None and options.get("permute"):
+        raise UserError(
+            "--permute shows that reordering the tokens only reorders the output, which a random "
+            "dropout mask (drawn per position) would hide; leave out --dropout or --permute."
+        )
 
 
 def check_permutation(order: Any, n: int) -> None:
@@ -109,7 +115,8 @@ def estimate_bytes(
     d_k = shapes.get("W_Q", (d, d))[1]
     d_v = shapes.get("W_V", (d, d))[1]
     once = _SCORE_MATRICES * n * n + n * (2 * d_k + 2 * d_v)
-    return once * (2 if options.get("permute") is not None else 1) * itemsize
+    extra = dropout.dropout_bytes(options, n * n, itemsize)
+    return once * (2 if options.get("permute") is not None else 1) * itemsize + extra
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -134,7 +141,11 @@ def build(run: LessonRun) -> Walkthrough:
     if use_scale:
         logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
     weights = record.softmax("weights", logits, **grid)
-    output = record.compute("output", lambda: mech.weighted_sum(weights, v), **rows)
+    p = dropout.probability(run.options.get("dropout"))
+    used = weights if p is None else dropout.record_dropout(record, weights, p, grid)
+    output = record.compute(
+        "output", lambda: mech.weighted_sum(used, v), text=dropout.output_text(p), **rows
+    )
 
     notes = _default_notes(defaulted, d)
     if n == 1:
@@ -155,7 +166,7 @@ def build(run: LessonRun) -> Walkthrough:
             for spec in INPUTS[1:]
         ),
     )
-    return record.walkthrough(output, inputs=inputs, notes=tuple(notes))
+    return record.walkthrough(output, inputs=inputs, notes=tuple(notes), meta=dropout.meta(run, p))
 
 
 def _default_notes(defaulted: list[str], d: int) -> list[str]:

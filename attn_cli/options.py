@@ -198,3 +198,12 @@ ValidLenOpt = Annotated[
         show_default=False,
     ),
 ]
+ItemOpt = Annotated[
+    int,
+    typer.Option(
+        "--item",
+        help="With batched inputs (a leading batch dimension: JSON nested one level deeper, a "
+        '3-D .npy, items separated by "|"): the item shown, from 0. The JSON holds every item.',
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]

@@ -55,7 +55,7 @@ def check_item(item: int, size: int | None) -> None:
     if not 0 <= item < size:
         raise UserError(
             f"--item {item} is out of range: the batch has {size} "
-            f"item{'s' * (size != 1)}, {_range_text(size)}."
+            f"item{'s' * (size != 1)} ({_range_text(size)})."
         )
 
 

@@ -340,12 +340,16 @@ def test_a_lesson_file_example_may_hold_a_batch(invoke_json, invoke, tmp_path):
         'lesson = "scaled"\n[[examples]]\nname = "batch"\n[examples.inputs]\n'
         "Q = [[[1, 0], [0, 1]], [[1, 1], [0, 2]]]\nK = [[1, 1], [2, 0]]\n"
         'V = "0.1, 0.2; 0.3, 0.4"\n'
+        # attn check compares what a slide printed with item 0
+        '[examples.printed]\nweights = "0.33, 0.67; 0.67, 0.33"\n'
     )
     doc = validate(invoke_json("scaled", "--lesson", str(path)))
     assert doc["batch"]["size"] == 2 and doc["example"] == "batch"
     direct = invoke_json("scaled", "--q", json.dumps(Q2), "--k", text(K), "--v", text(V))
     assert doc["items"] == direct["items"]
-    assert invoke("check", str(path)).exit_code == 0
+    checked = invoke("check", str(path), "-f", "json")
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.stdout)["files"][0]["examples"][0]["checked"] == 4
 
 
 def test_a_batch_of_vectors(invoke_json):

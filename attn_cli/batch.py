@@ -17,6 +17,10 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.model import Walkthrough
 
+# Each item is a whole walkthrough (about 10-20 KiB of steps and texts beyond its arrays, and
+# about half a millisecond to compute): a batch is for reading a few items, not for a dataset.
+MAX_BATCH = 1024
+
 
 def split_batch(module: Any, inputs: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]] | None:
     """Each item's inputs (a batched input sliced, a shared one as given), or None when no
@@ -37,9 +41,40 @@ def split_batch(module: Any, inputs: dict[str, np.ndarray]) -> list[dict[str, np
                 f"{size}; give every batched input the same batch size (or one matrix, shared by "
                 "every item)."
             )
+    if sizes[first] > MAX_BATCH:
+        raise UserError(
+            f"{batched[first]} holds a batch of {sizes[first]:,} items; attn computes at most "
+            f"{MAX_BATCH:,}, each a whole walkthrough: give fewer items."
+        )
     return [
         {name: array[index] if name in batched else array for name, array in inputs.items()}
         for index in range(sizes[first])
+    ]
+
+
+def split_options(options: dict[str, Any], size: int | None) -> list[dict[str, Any]]:
+    """Each item's options: an option's text with "|" holds one value per item (``--valid-len
+    "2|3"``: the books' one valid length per sentence); every other option is shared."""
+    per_item = {
+        key: [part.strip() for part in value.split("|")]
+        for key, value in options.items()
+        if isinstance(value, str) and "|" in value
+    }
+    for key, parts in per_item.items():
+        flag = "--" + key.replace("_", "-")
+        if size is None:
+            raise UserError(
+                f"{flag} {options[key]!r}: '|' separates the values of batch items, but the "
+                "inputs are not a batch; give one value, or batched inputs."
+            )
+        if len(parts) != size:
+            raise UserError(
+                f"{flag} {options[key]!r} gives {len(parts)} values separated by '|' but the "
+                f"batch has {size} item{'s' * (size != 1)}; give one value per item."
+            )
+    return [
+        {**options, **{key: parts[index] for key, parts in per_item.items()}}
+        for index in range(size or 1)
     ]
 
 
@@ -59,9 +94,12 @@ def check_item(item: int, size: int | None) -> None:
         )
 
 
-def select_item(items: tuple[Walkthrough, ...], item: int) -> Walkthrough:
-    """Item ``item``'s walkthrough, holding every item's (``items``)."""
-    return replace(items[item], items=items, item_index=item)
+def select_item(items: tuple[Walkthrough, ...], item: int, options: dict[str, Any]) -> Walkthrough:
+    """Item ``item``'s walkthrough, holding every item's (``items``); ``options`` as given
+    (an option with one value per item keeps its "|")."""
+    return replace(
+        items[item], items=items, item_index=item, meta={**items[item].meta, "options": options}
+    )
 
 
 def batch_line(walkthrough: Walkthrough) -> str:

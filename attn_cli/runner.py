@@ -10,7 +10,7 @@ import numpy as np
 
 from attn_cli import slides
 from attn_cli.backend import LARGEST, get_backend
-from attn_cli.batch import check_item, select_item, split_batch
+from attn_cli.batch import check_item, select_item, split_batch, split_options
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
@@ -129,9 +129,10 @@ def prepare(request: RunRequest) -> LessonRun:
     return prepare_items(request)[0][0]
 
 
-def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool]:
-    """The run of every item of a batch, or the one run of unbatched inputs; and whether the
-    inputs were a batch (a 3-D matrix input: even a batch of one is one)."""
+def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str, Any]]:
+    """The run of every item of a batch, or the one run of unbatched inputs; whether the
+    inputs were a batch (a 3-D matrix input: even a batch of one is one); and the options as
+    given (an option with one value per item, "2|3", split into the items' runs)."""
     module = lesson_module(request.lesson)
     lesson = lesson_data(request)
     backend = get_backend(request.backend, request.device, request.dtype)
@@ -180,10 +181,11 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool]:
     options.update(given_options)
     batch = None if inputs is None else split_batch(module, inputs)
     items = [inputs] if batch is None else batch
+    item_options = split_options(options, None if batch is None else len(batch))
     if inputs is not None:
-        for item in items:
+        for item, settings in zip(items, item_options, strict=True):
             try:
-                module.validate(item, options)
+                module.validate(item, settings)
             except UserError as error:
                 if example is None or given_inputs or given_options:
                     raise  # the user's own inputs or options are at fault, not the lesson file
@@ -206,11 +208,19 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool]:
     labels.update(request.labels)
     runs = [
         LessonRun(
-            lesson, example, item, options, backend, request.time_steps, labels, request.seed, drawn
+            lesson,
+            example,
+            item,
+            settings,
+            backend,
+            request.time_steps,
+            labels,
+            request.seed,
+            drawn,
         )
-        for item in items
+        for item, settings in zip(items, item_options, strict=True)
     ]
-    return runs, batch is not None
+    return runs, batch is not None, options
 
 
 def _draw_random(module: Any, shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, Any]:
@@ -229,11 +239,11 @@ def compute(request: RunRequest) -> Walkthrough:
     A batch is computed item by item (each a 2-D run of the lesson); the walkthrough returned
     is item ``request.item``'s, holding every item's (``Walkthrough.items``).
     """
-    runs, batched = prepare_items(request)
+    runs, batched, options = prepare_items(request)
     check_item(request.item, len(runs) if batched else None)
     if not batched:
         return with_slide_notes(_built(runs[0]), runs[0], request)
-    return select_item(tuple(_built(run) for run in runs), request.item)
+    return select_item(tuple(_built(run) for run in runs), request.item, options)
 
 
 def _built(run: LessonRun) -> Walkthrough:

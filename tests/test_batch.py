@@ -387,6 +387,8 @@ def test_a_batch_of_vectors(invoke_json):
         (["--q", "1,0;0,1 ||"], ["batch item 1 is empty"]),
         (["--q", json.dumps([Q2])], ["nested 4 levels deep", "three for a batch"]),
         (["--q", json.dumps([Q2[0], K[0]])], ["batch item 1 is not a list of rows"]),
+        (["--q", json.dumps(Q2), "--valid-len", "1|2|1"], ["gives 3 values", "2 items"]),
+        (["--q", text(Q2[0]), "--valid-len", "1|2"], ["'|' separates", "not a batch"]),
     ],
 )
 def test_batch_errors_are_one_line(invoke, args, fragments):
@@ -409,3 +411,41 @@ def test_shapes_that_disagree_between_items_and_inputs(invoke):
 
 def test_random_inputs_have_no_batch(invoke):
     assert_user_error(invoke("scaled", "--n", "3", "--item", "1"), "not a batch")
+
+
+def test_a_batch_too_large_to_walk_through_is_refused(invoke, tmp_path):
+    from attn_cli.batch import MAX_BATCH
+
+    np.save(tmp_path / "q.npy", np.zeros((MAX_BATCH + 1, 1, 2)))
+    result = invoke("scaled", "--q", f"@{tmp_path / 'q.npy'}", "--k", text(K), "--v", text(V))
+    assert_user_error(result, f"--q holds a batch of {MAX_BATCH + 1:,} items", "fewer items")
+
+
+def padded_case() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal(shape) for shape in ((2, 3, 2), (2, 4, 2), (2, 4, 2)))
+    keep = np.arange(4)[None, None, :] < np.array([1, 3])[:, None, None]  # (B, 1, n)
+    return q, k, v, keep
+
+
+def test_one_valid_length_per_item():
+    """--valid-len "1|3": the books' valid_lens of shape (B,), one length per sentence."""
+    q, k, v, keep = padded_case()
+    walk = attn.scaled(q, k, v, valid_len="1|3")
+    assert walk.to_dict()["options"]["valid_len"] == "1|3"
+    expected = softmax(np.where(keep, q @ k.transpose(0, 2, 1) / math.sqrt(2), -np.inf)) @ v
+    got = np.stack([item.output for item in walk.items])
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
+    for index, length in enumerate((1, 3)):
+        assert_same(walk.items[index], attn.scaled(q[index], k[index], v[index], valid_len=length))
+
+
+def test_one_valid_length_per_item_agrees_with_sdpa(torch):
+    import torch.nn.functional as F
+
+    q, k, v, keep = padded_case()
+    walk = attn.scaled(q, k, v, valid_len="1|3")
+    t = torch.from_numpy
+    sdpa = F.scaled_dot_product_attention(t(q), t(k), t(v), attn_mask=t(keep))  # True: attend
+    got = np.stack([item.output for item in walk.items])
+    np.testing.assert_allclose(got, sdpa.numpy(), rtol=0, atol=1e-14)

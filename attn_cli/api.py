@@ -6,7 +6,9 @@ keyword arguments (``--d-model`` is ``d_model``; ``--lesson`` takes a path; ``to
 a list of names or ``"a,b,c"``). Inputs may be numpy arrays, nested lists, torch tensors or the
 command line's text (``"1,0;0,1"``, JSON, ``"@file.npy"``). Without inputs a function runs the
 lesson's lecture example (``example="cat-slept"`` picks one); sizes such as ``n=`` draw random
-inputs. A problem with what was asked raises :class:`attn_cli.UserError` with the one-line
+inputs. A leading batch dimension (3-D arrays or tensors, lists nested one level deeper) runs
+every item; the walkthrough returned is item ``item=`` 's (default 0), and its ``items`` hold
+every item's. A problem with what was asked raises :class:`attn_cli.UserError` with the one-line
 message the command line prints.
 
 The functions are built from each lesson's declared inputs (``INPUTS`` in its walkthrough
@@ -112,6 +114,7 @@ def _build(name: str) -> Callable[..., Walkthrough]:
 
     call = LESSON_SIGNATURES[name]
     specs = {keyword(spec.option): spec for spec in lesson_module(name).INPUTS}
+    batches = bool(specs)  # a lesson with matrix inputs takes a batch of them, and item=
     order = [*call.positional, *(key for key in specs if key not in call.positional)]
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     keyword_only = inspect.Parameter.KEYWORD_ONLY
@@ -123,6 +126,7 @@ def _build(name: str) -> Callable[..., Walkthrough]:
         *((option, None) for option in call.options),
         *((size, None) for size in call.sizes),
         ("example", None),
+        *((("item", 0),) if batches else ()),
         ("lesson", None),
         *((("tokens", None),) if call.labels else ()),
         *((("seed", 0),) if call.seed else ()),
@@ -153,6 +157,7 @@ def _build(name: str) -> Callable[..., Walkthrough]:
             options={option: _plain_option(given[option]) for option in call.options},
             sizes={size: given[size] for size in call.sizes},
             example=given["example"],
+            item=given.get("item", 0),
             lesson_file=None if lesson_file is None else Path(lesson_file),
             labels=labels,
             seed=given.get("seed", 0),

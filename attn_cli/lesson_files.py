@@ -46,7 +46,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.lesson_format import check_keys
-from attn_cli.matrices import parse_matrix
+from attn_cli.matrices import as_matrix_or_batch
 from attn_cli.templates import template_fields
 from attn_cli.usertext import printable
 
@@ -298,7 +298,7 @@ def _parse_example(raw: Any, where: str) -> Example:
 def _input_array(value: Any, where: str) -> np.ndarray:
     """A TOML input: a number, a list, a list of rows, or a string in the matrix grammar."""
     if isinstance(value, str):
-        return parse_matrix(value, where)
+        return as_matrix_or_batch(value, where)
     if isinstance(value, bool):
         raise UserError(f"{where}: expected numbers, got {value!r}.")
     try:

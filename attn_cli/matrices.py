@@ -6,6 +6,12 @@ A matrix option accepts
   * ``@path`` to a ``.npy`` (read with ``allow_pickle=False``), ``.csv``, ``.txt`` or ``.json`` file.
 A vector option accepts the same, as long as it is one row or one column: ``"1,3"``.
 
+A batch (the leading dimension of the books' ``(B, n, d)`` tensors) is a matrix input nested one
+level deeper: JSON ``[[[1,0],[0,1]], [[0,1],[1,0]]]``, a ``.npy`` of rank 3, a 3-D array, or
+text with ``|`` between the items: ``"1,0;0,1 | 0,1;1,0"``. A batch of vectors is B rows of
+several entries (``"1,2;3,4"``, a ``(B, d)`` array) or the same nesting as a batch of matrices
+with one row each. :func:`as_matrix_or_batch` and :func:`as_vector_or_batch` accept these.
+
 Every problem is a :class:`UserError` that names the option, the problem and the fix.
 """
 
@@ -26,6 +32,8 @@ from attn_cli.usertext import printable
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
 _ENTRY_SPLIT = re.compile(r"\s*,\s*|\s+")
 _ROW_SPLIT = re.compile(r"[;\n]")
+# Text: the items of a batch are separated by "|" ("1,0;0,1 | 0,1;1,0").
+_ITEM_SEPARATOR = "|"
 _FILE_SUFFIXES = (".npy", ".csv", ".txt", ".json")
 # Rows of numbers are two levels of brackets; one more is allowed for a batch of matrices.
 MAX_NESTING = 3
@@ -44,6 +52,38 @@ def as_vector(value: object, name: str) -> np.ndarray:
     if isinstance(value, str):
         return parse_vector(value, name)
     return _vector_shaped(_from_object(value, name), name)
+
+
+def as_matrix_or_batch(value: object, name: str) -> np.ndarray:
+    """A matrix (2-D) or a batch of matrices (3-D: batch × rows × columns), as float64."""
+    array = _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
+    if array.ndim == 3:
+        return _checked(array, name)
+    if array.ndim > 3:
+        raise UserError(
+            f"{name} has {array.ndim} dimensions; give a matrix, or a batch of matrices (3 "
+            "dimensions: batch × rows × columns)."
+        )
+    return _matrix_shaped(array, name)
+
+
+def as_vector_or_batch(value: object, name: str) -> np.ndarray:
+    """A vector (1-D) or a batch of vectors (2-D: batch × entries), as float64.
+
+    One row or one column is a vector; B rows of several entries are a batch of B vectors, and
+    so is a batch of one-row (or one-column) matrices.
+    """
+    array = _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
+    if array.ndim == 3 and (array.shape[1] == 1 or array.shape[2] == 1):
+        array = array.reshape(array.shape[0], -1)
+    if array.ndim == 2 and 1 not in array.shape:
+        return _checked(array, name)
+    if array.ndim > 2:
+        raise UserError(
+            f'{name} has shape {_shape_text(array.shape)}; give a vector such as "1,3", or a '
+            'batch of vectors, one per row: "1,3;2,4".'
+        )
+    return _vector_shaped(array, name)
 
 
 def parse_matrix(text: str, name: str) -> np.ndarray:
@@ -116,6 +156,26 @@ def _parse_any(text: str, name: str) -> np.ndarray:
 
 
 def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
+    if _ITEM_SEPARATOR in text:
+        parts = text.split(_ITEM_SEPARATOR)
+        for index, part in enumerate(parts):
+            if not part.strip():
+                raise UserError(
+                    f"{name}{where}: batch item {index} is empty (nothing between two '|', or a "
+                    "'|' at an end); write a batch like \"1,0;0,1 | 0,1;1,0\"."
+                )
+        return _stacked(
+            [
+                _one_rows_text(part, name, f"{where} (batch item {index})")
+                for index, part in enumerate(parts)
+            ],
+            name,
+            where,
+        )
+    return _one_rows_text(text, name, where)
+
+
+def _one_rows_text(text: str, name: str, where: str) -> np.ndarray:
     lines = [line.strip() for line in _ROW_SPLIT.split(text)]
     rows_text = [line for line in lines if line]
     if not rows_text:
@@ -154,7 +214,7 @@ def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
     if depth > MAX_NESTING:
         raise UserError(
             f"{name}{where} is nested {depth} levels deep; a matrix is a list of rows, two levels "
-            "of brackets: [[1,0],[0,1]]."
+            "of brackets: [[1,0],[0,1]] (three for a batch of matrices)."
         )
     try:
         data = json.loads(text)
@@ -167,11 +227,52 @@ def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
             f"{name}{where} is not valid JSON ({error.msg} at character {error.pos + 1}); "
             "write it like [[1,0],[0,1]]."
         ) from None
+    if isinstance(data, list) and data and any(_is_matrix(item) for item in data):
+        return _batch_of(data, name, where)
     if isinstance(data, list) and data and all(isinstance(row, list) for row in data):
         return _rectangular(data, name, where)
     if isinstance(data, list):
         return _rectangular([data], name, where)[0] if data else _rectangular([], name, where)
     raise UserError(f"{name}{where} must be a JSON list of rows, like [[1,0],[0,1]].")
+
+
+def _is_matrix(value: object) -> bool:
+    """A list of rows (lists or tuples): one item of a batch."""
+    return (
+        isinstance(value, list | tuple)
+        and bool(value)
+        and all(isinstance(row, list | tuple) for row in value)
+    )
+
+
+def _batch_of(items: list, name: str, where: str) -> np.ndarray:
+    """A list of matrices (each a list of rows) as one 3-D array: a batch."""
+    for index, item in enumerate(items):
+        if not _is_matrix(item):
+            raise UserError(
+                f"{name}{where}: batch item {index} is not a list of rows; a batch is a list of "
+                "matrices: [[[1,0],[0,1]], [[0,1],[1,0]]]."
+            )
+    return _stacked(
+        [
+            _rectangular([list(row) for row in item], name, f"{where} (batch item {index})")
+            for index, item in enumerate(items)
+        ],
+        name,
+        where,
+    )
+
+
+def _stacked(matrices: list[np.ndarray], name: str, where: str) -> np.ndarray:
+    """The items of a batch as one array; every item must have the first one's shape."""
+    first = matrices[0].shape
+    for index, matrix in enumerate(matrices):
+        if matrix.shape != first:
+            raise UserError(
+                f"{name}{where}: batch item {index} is {_shape_text(matrix.shape)} but item 0 is "
+                f"{_shape_text(first)}; every item of a batch needs the same shape."
+            )
+    return np.stack(matrices)
 
 
 def nesting_depth(text: str) -> int:
@@ -235,6 +336,8 @@ def _from_object(value: object, name: str) -> np.ndarray:
             value = value.float()  # type: ignore[attr-defined]  # numpy has no bfloat16
     if isinstance(value, list | tuple):
         rows = list(value)
+        if rows and any(_is_matrix(item) for item in rows):
+            return _batch_of(rows, name, "")
         if rows and all(isinstance(row, list | tuple) for row in rows):
             return _rectangular([list(row) for row in rows], name, "")
         return _rectangular([rows], name, "")[0]

@@ -7,7 +7,7 @@ moved off any GPU), Python numbers, or plain records (lists of dicts) for tables
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -72,6 +72,10 @@ class Walkthrough:
     In a notebook it shows as the terminal's tables (``_repr_html_``); ``step(key)`` gives a
     step's value, ``to_dict()`` the JSON document, ``to_markdown()`` and ``to_latex()`` text,
     ``plot()`` the heatmap of ``--plot``.
+
+    Of a batch, it is one item's walkthrough (``item_index``, from ``--item``): ``items``
+    holds every item's, in order, and ``item(i)`` gives item i's to show; unbatched, ``items``
+    is empty.
     """
 
     lesson: str
@@ -88,6 +92,19 @@ class Walkthrough:
     notes: tuple[str, ...] = ()
     # Anything else a machine reader needs (JSON only), e.g. options that were used.
     meta: dict[str, Any] = field(default_factory=dict)
+    # A batch: every item's walkthrough (each unbatched), and which of them this one is.
+    items: tuple[Walkthrough, ...] = ()
+    item_index: int = 0
+
+    def item(self, index: int) -> Walkthrough:
+        """Item ``index`` of a batch (counting from 0), shown as ``--item index`` shows it."""
+        size = len(self.items) or 1
+        if not 0 <= index < size:
+            batch = f"the batch has {size} items" if self.items else "it is not a batch"
+            raise IndexError(f"no item {index} in this {self.lesson} walkthrough: {batch}")
+        if not self.items:
+            return self
+        return replace(self.items[index], items=self.items, item_index=index)
 
     def find(self, key: str) -> Step:
         """The step with this key (its title, explanation, value, notes...)."""
@@ -178,7 +195,8 @@ class Walkthrough:
     def __repr__(self) -> str:
         example = f", example {self.example!r}" if self.example else ""
         keys = ", ".join(step.key for step in self.steps)
-        return f"<Walkthrough {self.lesson}{example}: {len(self.steps)} steps ({keys})>"
+        batch = f"; batch item {self.item_index} of {len(self.items)}" if self.items else ""
+        return f"<Walkthrough {self.lesson}{example}: {len(self.steps)} steps ({keys}){batch}>"
 
 
 def summary(array: np.ndarray) -> dict[str, float | int]:

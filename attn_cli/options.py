@@ -197,7 +197,7 @@ ValidLenOpt = Annotated[
         "--valid-len",
         help="Padding mask: keys at positions ≥ the valid length get no weight; one length for "
         'every query row ("2") or one per row ("2,3,1"), as masked_softmax(valid_lens) or '
-        "key_padding_mask.",
+        'key_padding_mask; with a batch, one per item separated by "|" ("2|3").',
         rich_help_panel=INPUT_PANEL,
         show_default=False,
     ),
@@ -223,5 +223,14 @@ DropoutSeedOpt = Annotated[
         help="Seed for random inputs and for the --dropout mask (each generator starts afresh "
         "from it).",
         rich_help_panel=SIZE_PANEL,
+    ),
+]
+ItemOpt = Annotated[
+    int,
+    typer.Option(
+        "--item",
+        help="With batched inputs (a leading batch dimension: JSON nested one level deeper, a "
+        '3-D .npy, items separated by "|"): the item shown, from 0. The JSON holds every item.',
+        rich_help_panel=OUTPUT_PANEL,
     ),
 ]

@@ -10,9 +10,10 @@ import numpy as np
 
 from attn_cli import slides
 from attn_cli.backend import LARGEST, get_backend
+from attn_cli.batch import check_item, select_item, split_batch, split_options
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
-from attn_cli.matrices import as_matrix, as_vector
+from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.model import Walkthrough
 from attn_cli.walkthroughs.base import LESSON_MODULES, InputSpec, LessonRun, lesson_module
 
@@ -34,6 +35,7 @@ class RunRequest:
     device: str = "cpu"
     dtype: str = "float64"
     time_steps: bool = False
+    item: int = 0  # the batch item shown (--item)
 
 
 def lesson_data(request: RunRequest) -> LessonFile:
@@ -128,7 +130,17 @@ def _check_example_fields(module: Any, example: Example, where: str) -> None:
 
 
 def prepare(request: RunRequest) -> LessonRun:
-    """Resolve inputs (random, user's, or an example), validate them, and check memory."""
+    """Resolve inputs (random, user's, or an example), validate them, and check memory.
+
+    Of a batch, the first item's run (``prepare_items`` gives every item's).
+    """
+    return prepare_items(request)[0][0]
+
+
+def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str, Any]]:
+    """The run of every item of a batch, or the one run of unbatched inputs; whether the
+    inputs were a batch (a 3-D matrix input: even a batch of one is one); and the options as
+    given (an option with one value per item, "2|3", split into the items' runs)."""
     module = lesson_module(request.lesson)
     lesson = lesson_data(request)
     backend = get_backend(request.backend, request.device, request.dtype)
@@ -175,17 +187,24 @@ def prepare(request: RunRequest) -> LessonRun:
     if example is not None:
         options.update(example.options)
     options.update(given_options)
+    batch = None if inputs is None else split_batch(module, inputs)
+    items = [inputs] if batch is None else batch
+    item_options = split_options(options, None if batch is None else len(batch))
     if inputs is not None:
-        try:
-            module.validate(inputs, options)
-        except UserError as error:
-            if example is None or given_inputs or given_options:
-                raise  # the user's own inputs or options are at fault, not the lesson file
-            raise UserError(f"{_where(lesson, example)}, inputs: {error}") from None
+        for item, settings in zip(items, item_options, strict=True):
+            try:
+                module.validate(item, settings)
+            except UserError as error:
+                if example is None or given_inputs or given_options:
+                    raise  # the user's own inputs or options are at fault, not the lesson file
+                raise UserError(f"{_where(lesson, example)}, inputs: {error}") from None
     if inputs:
         _check_representable(module, inputs, backend.dtype)
     input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
-    needed = input_bytes + module.estimate_bytes(shapes, options, backend.itemsize)
+    item_shapes = shapes if batch is None else {k: v.shape for k, v in batch[0].items()}
+    needed = input_bytes + len(items) * module.estimate_bytes(
+        item_shapes, options, backend.itemsize
+    )
     fix = getattr(module, "MEMORY_FIX", "choose smaller sizes")
     backend.ensure_fits(needed, f"this {request.lesson} walkthrough", fix)
     drawn: frozenset[str] = frozenset()
@@ -193,10 +212,23 @@ def prepare(request: RunRequest) -> LessonRun:
         inputs = _draw_random(module, shapes, request.seed)
         drawn = frozenset(inputs)
         module.validate(inputs, options)
+        items = [inputs]
     labels.update(request.labels)
-    return LessonRun(
-        lesson, example, inputs, options, backend, request.time_steps, labels, request.seed, drawn
-    )
+    runs = [
+        LessonRun(
+            lesson,
+            example,
+            item,
+            settings,
+            backend,
+            request.time_steps,
+            labels,
+            request.seed,
+            drawn,
+        )
+        for item, settings in zip(items, item_options, strict=True)
+    ]
+    return runs, batch is not None, options
 
 
 def _draw_random(module: Any, shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, Any]:
@@ -210,11 +242,21 @@ def _draw_random(module: Any, shapes: dict[str, tuple[int, ...]], seed: int) -> 
 
 
 def compute(request: RunRequest) -> Walkthrough:
-    """Prepare and build the walkthrough; a lecture example also gets its slide's errata noted."""
-    run = prepare(request)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is noted below instead
-        walkthrough = with_overflow_note(build(run), run)
-    return with_slide_notes(walkthrough, run, request)
+    """Prepare and build the walkthrough; a lecture example also gets its slide's errata noted.
+
+    A batch is computed item by item (each a 2-D run of the lesson); the walkthrough returned
+    is item ``request.item``'s, holding every item's (``Walkthrough.items``).
+    """
+    runs, batched, options = prepare_items(request)
+    check_item(request.item, len(runs) if batched else None)
+    if not batched:
+        return with_slide_notes(_built(runs[0]), runs[0], request)
+    return select_item(tuple(_built(run) for run in runs), request.item, options)
+
+
+def _built(run: LessonRun) -> Walkthrough:
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is noted instead
+        return with_overflow_note(build(run), run)
 
 
 def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
@@ -301,13 +343,14 @@ def _parse_inputs(
     parsed = {}
     for spec in module.INPUTS:
         if spec.name in given:
-            convert = as_matrix if spec.shape == "matrix" else as_vector
+            convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
             parsed[spec.name] = convert(given[spec.name], spec.option)
     return parsed
 
 
 def _example_inputs(module: Any, example: Example, where: str) -> dict[str, np.ndarray]:
-    """An example's inputs with each reshaped as its spec says (matrix 2-D, vector 1-D)."""
+    """An example's inputs with each reshaped as its spec says (matrix 2-D, vector 1-D; a batch
+    one dimension more)."""
     inputs = {}
     for spec in module.INPUTS:
         if spec.name not in example.inputs:
@@ -315,19 +358,6 @@ def _example_inputs(module: Any, example: Example, where: str) -> dict[str, np.n
                 raise _missing_input(spec, where)
             continue
         array = np.asarray(example.inputs[spec.name], dtype=np.float64)
-        if spec.shape == "vector":
-            if array.ndim == 2 and 1 in array.shape:
-                array = array.reshape(-1)
-            if array.ndim != 1:
-                raise UserError(
-                    f"{where}, inputs.{spec.name}: must be a vector, one row such as [1, 3]."
-                )
-        else:
-            array = np.atleast_2d(array)
-            if array.ndim != 2:
-                raise UserError(
-                    f"{where}, inputs.{spec.name}: must be a matrix, a list of rows such as "
-                    "[[1, 0], [0, 1]]."
-                )
-        inputs[spec.name] = array
+        convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
+        inputs[spec.name] = convert(array, f"{where}, inputs.{spec.name}")
     return inputs

@@ -115,8 +115,8 @@ def test_the_documented_example_runs(invoke):
             ["example 'mine', inputs", "Q has 2 columns but K has 3"],
         ),
         (
-            GOOD.replace("Q = [[1, 2]]", "Q = [[[1, 2]]]"),
-            ["example 'mine', inputs.Q", "must be a matrix"],
+            GOOD.replace("Q = [[1, 2]]", "Q = [[[[1, 2]]]]"),
+            ["example 'mine', inputs.Q", "4 dimensions", "a batch of matrices"],
         ),
         (
             GOOD.replace("Q = [[1, 2]]", "Q = [[1, 2], [3]]"),

@@ -54,7 +54,8 @@ def test_files(tmp_path):
         ("[[1,0],[0]]", "row 2 has 1 entries but row 1 has 2"),
         ('[[1,"a"]]', "'a' (row 1, entry 2) is not a number"),
         ("[[1,0]", "is not valid JSON"),
-        ("[[[1]]]", "is not a number"),
+        ("[[1,[2]]]", "is not a number"),
+        ("[[[1]]]", "3 dimensions"),  # a batch: the lessons read one with as_matrix_or_batch
         ("@nowhere.npy", "file 'nowhere.npy' not found"),
         ("@data.xlsx", "use a .npy, .csv, .txt or .json file"),
     ],

@@ -86,13 +86,15 @@ def ensure_output_fits(walkthrough: Walkthrough, fmt: Format, options: RenderOpt
 
 
 def walkthrough_entries(walkthrough: Walkthrough) -> int:
-    """How many numbers the walkthrough's arrays hold (inputs, steps, their parts, output)."""
+    """How many numbers the walkthrough's arrays hold (inputs, steps, their parts, output; of a
+    batch, the item shown and every item, as the JSON writes them)."""
     import numpy as np
 
     values = [item.value for item in walkthrough.inputs] + [walkthrough.output]
     for step in walkthrough.steps:
         values += [step.value, step.row_sums, *(part.value for part in step.parts)]
-    return sum(value.size for value in values if isinstance(value, np.ndarray))
+    shown = sum(value.size for value in values if isinstance(value, np.ndarray))
+    return shown + sum(walkthrough_entries(item) for item in walkthrough.items)
 
 
 def render(walkthrough: Walkthrough, fmt: Format, console: Console, options: RenderOptions) -> None:

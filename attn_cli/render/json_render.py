@@ -21,7 +21,7 @@ from attn_cli.render import RenderOptions
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
@@ -54,9 +54,8 @@ def to_json(walkthrough: Walkthrough, options: RenderOptions) -> str:
 def to_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
     """The JSON document as plain Python data (what ``Walkthrough.to_dict`` returns)."""
     full = options.full
-    meta = dict(walkthrough.meta)
-    settings = meta.pop("options", {})
-    return {
+    settings = walkthrough.meta.get("options", {})
+    document = {
         **envelope("lesson"),
         "lesson": walkthrough.lesson,
         "example": walkthrough.example,
@@ -64,6 +63,18 @@ def to_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, A
         "device": walkthrough.device,
         "dtype": walkthrough.dtype,
         "options": plain(settings, full),
+        **_item_document(walkthrough, full),
+    }
+    if walkthrough.items:  # a batch: the item shown above, then every item (schema 1.1)
+        document["batch"] = {"size": len(walkthrough.items), "item": walkthrough.item_index}
+        document["items"] = [_item_document(item, full) for item in walkthrough.items]
+    return document
+
+
+def _item_document(walkthrough: Walkthrough, full: bool) -> dict[str, Any]:
+    """What differs between the items of a batch: inputs, steps, output, notes, meta."""
+    meta = {key: value for key, value in walkthrough.meta.items() if key != "options"}
+    return {
         "inputs": {item.name: array_value(item.value, full) for item in walkthrough.inputs},
         "steps": [_step(step, full) for step in walkthrough.steps],
         "output": _output(walkthrough.output, full),

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
 from attn_cli.render.markdown_render import record_columns, shown_indices
@@ -62,6 +63,8 @@ def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
         lines += [f"\\emph{{{tex_text(walkthrough.example_description)}}}", ""]
     backend = f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}"
     lines += [f"\\textit{{{tex_text(backend)}}}", ""]
+    if walkthrough.items:
+        lines += [f"\\textbf{{{tex_text(batch_line(walkthrough))}}}", ""]
     if walkthrough.inputs:
         lines += ["\\subsection*{Inputs}", ""]
         for item in walkthrough.inputs:

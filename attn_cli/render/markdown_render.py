@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
 from attn_cli.render.numbers import as_matrix, format_column, shape_text
@@ -37,6 +38,8 @@ def to_markdown(walkthrough: Walkthrough, options: RenderOptions) -> str:
             lines += [md_paragraph(paragraph), ""]
     backend = f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}"
     lines += [f"*{md_text(backend)}*", ""]
+    if walkthrough.items:
+        lines += [f"**{md_text(batch_line(walkthrough))}**", ""]
     if walkthrough.inputs:
         lines += ["### Inputs", ""]
         for item in walkthrough.inputs:

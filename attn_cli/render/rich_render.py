@@ -24,6 +24,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from attn_cli.batch import batch_line
 from attn_cli.lesson_files import LessonFile
 from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
@@ -148,6 +149,8 @@ def header(walkthrough: Walkthrough) -> RenderableType:
             style="dim",
         )
     )
+    if walkthrough.items:
+        lines.append(Text(batch_line(walkthrough), style="bold yellow"))
     return Group(*lines)
 
 

@@ -9,7 +9,6 @@ schema generator reads the same modules.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +133,8 @@ def _check(node: Node, value: Any, path: tuple[str | int, ...], where: str, data
 
 def _unknown(key: str, table: Table, path: tuple[str | int, ...], where: str, data: Any) -> str:
     words = {**table.aliases, **{name: name for name in table.keys}}
+    import difflib  # only when a key is wrong
+
     close = difflib.get_close_matches(key, list(words), n=1, cutoff=0.6)
     hint = f' did you mean "{words[close[0]]}"?' if close else ""
     dotted = f" ({_dotted((*path, key))})" if path else ""

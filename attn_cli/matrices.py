@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import numbers
 import re
-import tokenize
 from pathlib import Path
 
 import numpy as np
@@ -400,6 +399,8 @@ def _read_npy(path: Path, name: str, where: str) -> np.ndarray:
 def _check_npy_header(path: Path, name: str, where: str) -> None:
     """Read only the .npy header and refuse, before any allocation, an array that the file
     cannot hold (a header that lies about its shape) or that memory cannot."""
+    import tokenize  # numpy parses the header dict with it (only .npy files pay the import)
+
     npy = np.lib.format
     try:
         with path.open("rb") as file:

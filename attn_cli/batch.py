@@ -97,9 +97,21 @@ def check_item(item: int, size: int | None) -> None:
 def select_item(items: tuple[Walkthrough, ...], item: int, options: dict[str, Any]) -> Walkthrough:
     """Item ``item``'s walkthrough, holding every item's (``items``); ``options`` as given
     (an option with one value per item keeps its "|")."""
+    shown = items[item]
+    notes = shown.notes
+    if options.get("dropout") and len(items) > 1:
+        notes = (*notes, DROPOUT_IN_A_BATCH)
     return replace(
-        items[item], items=items, item_index=item, meta={**items[item].meta, "options": options}
+        shown, items=items, item_index=item, notes=notes, meta={**shown.meta, "options": options}
     )
+
+
+# Each item is its own run, so each draws its dropout mask afresh from --seed.
+DROPOUT_IN_A_BATCH = (
+    "--dropout in a batch: each item draws its mask afresh from --seed, so every item gets the "
+    "same mask; torch.nn.Dropout applied to the whole batch at once would draw a different mask "
+    "for each item."
+)
 
 
 def batch_line(walkthrough: Walkthrough) -> str:

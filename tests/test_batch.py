@@ -449,3 +449,15 @@ def test_one_valid_length_per_item_agrees_with_sdpa(torch):
     sdpa = F.scaled_dot_product_attention(t(q), t(k), t(v), attn_mask=t(keep))  # True: attend
     got = np.stack([item.output for item in walk.items])
     np.testing.assert_allclose(got, sdpa.numpy(), rtol=0, atol=1e-14)
+
+
+def test_dropout_in_a_batch_says_every_item_gets_the_same_mask():
+    """Each item is its own run: the same --seed gives the same mask, unlike nn.Dropout on the
+    whole batch. The note says so; the masks are equal."""
+    q = [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]]
+    k, v = [[1.0, 1.0], [2.0, 0.0]], [[1.0, 2.0], [3.0, 4.0]]
+    walk = attn.scaled(q, k, v, dropout=0.5, seed=3)
+    masks = [item.find("dropout").parts[0].value for item in walk.items]
+    np.testing.assert_array_equal(masks[0], masks[1])
+    assert any("every item gets the same mask" in note for note in walk.notes)
+    assert not any("same mask" in note for note in attn.scaled(q[0], k, v, dropout=0.5).notes)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from attn_cli.lesson_specs import INPUTS, InputSpec
 from attn_cli.render import Format
 
 INPUT_PANEL = "Inputs"
@@ -234,3 +238,151 @@ ItemOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
+
+
+@dataclass(frozen=True)
+class SharedOptions:
+    """The options every lesson command shares, as parsed (None: the command has no such
+    option)."""
+
+    example: str | None
+    list_examples: bool
+    quiz: bool
+    lesson: Path | None
+    fmt: Format
+    precision: int
+    full: bool
+    output: Path | None
+    plot: Path | None
+    time: bool
+    backend: BackendName | None
+    device: DeviceName
+    dtype: DtypeName
+    seed: int = 0
+    item: int = 0
+
+
+# The options every lesson command takes after its own, in this order: name -> (type, default).
+SHARED: dict[str, tuple[object, object]] = {
+    "seed": (SeedOpt, 0),
+    "example": (ExampleOpt, None),
+    "item": (ItemOpt, 0),
+    "list_examples": (ListExamplesOpt, False),
+    "quiz": (QuizOpt, False),
+    "lesson": (LessonFileOpt, None),
+    "fmt": (FormatOpt, Format.rich),
+    "precision": (PrecisionOpt, 4),
+    "full": (FullOpt, False),
+    "output": (OutputOpt, None),
+    "plot": (PlotOpt, None),
+    "time": (TimeOpt, False),
+    "backend": (BackendOpt, None),
+    "device": (DeviceOpt, DeviceName.cpu),
+    "dtype": (DtypeOpt, DtypeName.float64),
+}
+
+
+def lesson_command(
+    lesson: str,
+    *,
+    rows: str = "tokens",
+    seed: bool = True,
+    item: bool = True,
+    precision: int = 4,
+) -> Callable[[Callable[..., dict[str, Any] | None]], Callable[..., None]]:
+    """Make a lesson's command from the function declaring its own options.
+
+    The command takes, in this order: the lesson's inputs (from its InputSpecs), the function's
+    parameters (its lesson options in the Inputs panel, its random sizes in the sizes panel,
+    --tokens), then the shared options (without --seed or --item when told so; --seed says
+    it seeds --dropout too when the lesson has it). Its request maps each input's option to
+    the input's name, each lesson option and size to its own name, --tokens to the row labels
+    `rows`. The function is called with its own parameters and may return lesson options
+    converted from their text (e.g. a parsed --permute).
+    """
+
+    def declare(own: Callable[..., dict[str, Any] | None]) -> Callable[..., None]:
+        specs = INPUTS[lesson]
+        own_params = inspect.signature(own, eval_str=True).parameters.values()
+        sizes = [p.name for p in own_params if _panel(p.annotation) == SIZE_PANEL]
+        flags = {p.name for p in own_params if p.default is False}  # given or not: no "off"
+        options = [p.name for p in own_params if p.name not in sizes and p.name != "tokens"]
+        shared = {
+            name: value
+            for name, value in SHARED.items()
+            if (seed or name != "seed") and (item or name != "item")
+        }
+        if "dropout" in options:
+            shared["seed"] = (DropoutSeedOpt, 0)
+        shared["precision"] = (PrecisionOpt, precision)
+        params = [
+            _keyword(spec.keyword, Annotated[str | None, _input(spec)], None) for spec in specs
+        ]
+        params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own_params]
+        params += [_keyword(name, *value) for name, value in shared.items()]
+
+        def command(**given: Any) -> None:
+            from attn_cli.commands.common import run_lesson_command
+            from attn_cli.runner import RunRequest
+
+            converted = own(**{p.name: given[p.name] for p in own_params}) or {}
+            request = RunRequest(
+                lesson=lesson,
+                inputs={spec.name: given[spec.keyword] for spec in specs},
+                options={
+                    name: converted.get(name, _plain(given[name], name in flags))
+                    for name in options
+                },
+                sizes={name: given[name] for name in sizes},
+                labels=_labels(given.get("tokens"), rows),
+                example=given["example"],
+                item=given.get("item", 0),
+                lesson_file=given["lesson"],
+                seed=given.get("seed", 0),
+                backend=given["backend"],
+                device=given["device"],
+                dtype=given["dtype"],
+                time_steps=given["time"],
+            )
+            run_lesson_command(request, SharedOptions(**{n: given[n] for n in shared}))
+
+        command.__name__ = command.__qualname__ = own.__name__
+        command.__doc__ = own.__doc__
+        command.__module__ = own.__module__
+        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+
+    return declare
+
+
+def _input(spec: InputSpec) -> object:
+    return input_option(spec.option, spec.help)
+
+
+def _keyword(name: str, annotation: object, default: object) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+def _panel(annotation: object) -> str | None:
+    """The --help panel of an Annotated[..., typer.Option(...)] parameter."""
+    metadata = getattr(annotation, "__metadata__", ())
+    return next((getattr(meta, "rich_help_panel", None) for meta in metadata), None)
+
+
+def _plain(value: object, flag: bool) -> object:
+    """A lesson option as the lesson reads it: a choice as its text, a flag not given as None
+    (the example's or the lesson's default)."""
+    if isinstance(value, StrEnum):
+        return value.value
+    return None if flag and not value else value
+
+
+def _labels(tokens: str | None, rows: str) -> dict[str, tuple[str, ...]]:
+    if tokens is None:
+        return {}
+    from attn_cli.matrices import parse_names
+
+    return {rows: parse_names(tokens, "--tokens")}

@@ -19,6 +19,7 @@ from attn_cli.errors import UserError
 from attn_cli.render import Format, RenderOptions, render
 
 if TYPE_CHECKING:  # the runner (numpy, the lessons) is imported when a lesson runs
+    from attn_cli.options import SharedOptions
     from attn_cli.runner import RunRequest
 
 P = ParamSpec("P")
@@ -90,22 +91,19 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def run_lesson_command(
-    request: RunRequest,
-    *,
-    fmt: Format,
-    precision: int,
-    full: bool,
-    list_examples: bool = False,
-    quiz: bool = False,
-    output: Path | None = None,
-    plot: Path | None = None,
-) -> None:
+def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
     """List examples, quiz, or compute the walkthrough and render it in one piece.
 
     Files are checked before anything is computed and written only once their whole text is
     built; stdout gets nothing when ``--output`` names a file.
     """
+    fmt, precision, full = shared.fmt, shared.precision, shared.full
+    list_examples, quiz, output, plot = (
+        shared.list_examples,
+        shared.quiz,
+        shared.output,
+        shared.plot,
+    )
     handler = lesson_call_handler.get()
     if handler is not None:
         handler(LessonCall(request, fmt, precision, full, list_examples, quiz))

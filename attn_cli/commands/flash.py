@@ -6,38 +6,11 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.commands.common import run_lesson_command
-from attn_cli.options import (
-    INPUT_PANEL,
-    BackendOpt,
-    DeviceName,
-    DeviceOpt,
-    DtypeName,
-    DtypeOpt,
-    ExampleOpt,
-    FormatOpt,
-    FullOpt,
-    ItemOpt,
-    LessonFileOpt,
-    ListExamplesOpt,
-    OutputOpt,
-    PlotOpt,
-    PrecisionOpt,
-    QuizOpt,
-    SeedOpt,
-    TimeOpt,
-    input_option,
-    size_option,
-)
-from attn_cli.render import Format
+from attn_cli.options import INPUT_PANEL, input_option, lesson_command, size_option
 
 
+@lesson_command("flash")
 def flash(
-    q: Annotated[
-        str | None, input_option("--q", 'Queries Q, m × d_k: "1,0;0,1", JSON or @file.')
-    ] = None,
-    k: Annotated[str | None, input_option("--k", "Keys K, n × d_k.")] = None,
-    v: Annotated[str | None, input_option("--v", "Values V, n × d_v.")] = None,
     block: Annotated[
         int | None,
         typer.Option(
@@ -50,31 +23,24 @@ def flash(
     ] = None,
     query_block: Annotated[
         int | None,
-        typer.Option(
+        input_option(
             "--query-block",
-            help="Queries per tile: adds the outer loop over query tiles, each running the loop "
-            "over key blocks, as FlashAttention does (default: the example's, else one tile "
-            "holding every query: the inner loop only).",
-            rich_help_panel=INPUT_PANEL,
-            show_default=False,
+            "Queries per tile: adds the outer loop over query tiles, each running the loop over "
+            "key blocks, as FlashAttention does (default: the example's, else one tile holding "
+            "every query: the inner loop only).",
         ),
     ] = None,
     causal: Annotated[
         bool | None,
-        typer.Option(
+        input_option(
             "--causal/--no-causal",
-            help="Mask future keys: query i sees keys 1..i (default: the example's, else off).",
-            rich_help_panel=INPUT_PANEL,
-            show_default=False,
+            "Mask future keys: query i sees keys 1..i (default: the example's, else off).",
         ),
     ] = None,
     scale: Annotated[
         bool | None,
-        typer.Option(
-            "--scale/--no-scale",
-            help="Divide scores by √d_k (default: the example's, else on).",
-            rich_help_panel=INPUT_PANEL,
-            show_default=False,
+        input_option(
+            "--scale/--no-scale", "Divide scores by √d_k (default: the example's, else on)."
         ),
     ] = None,
     n: Annotated[int | None, size_option("--n", "Random inputs: number of keys n.")] = None,
@@ -87,50 +53,9 @@ def flash(
     dv: Annotated[
         int | None, size_option("--dv", "Random inputs: value width d_v (default: d_k).")
     ] = None,
-    seed: SeedOpt = 0,
-    example: ExampleOpt = None,
-    item: ItemOpt = 0,
-    list_examples: ListExamplesOpt = False,
-    quiz: QuizOpt = False,
-    lesson: LessonFileOpt = None,
-    fmt: FormatOpt = Format.rich,
-    precision: PrecisionOpt = 4,
-    full: FullOpt = False,
-    output: OutputOpt = None,
-    plot: PlotOpt = None,
-    time: TimeOpt = False,
-    backend: BackendOpt = None,
-    device: DeviceOpt = DeviceName.cpu,
-    dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Tiled attention, one key block at a time: running max, running sum, rescaling.
 
     No --dropout here: FlashAttention's kernels drop weights inside the kernel, tile by tile, with
     their own generator, so no nn.Dropout mask reproduces theirs (see attn scaled --dropout).
     """
-    from attn_cli.runner import RunRequest
-
-    request = RunRequest(
-        lesson="flash",
-        inputs={"Q": q, "K": k, "V": v},
-        options={"block": block, "causal": causal, "scale": scale, "query_block": query_block},
-        sizes={"n": n, "m": m, "dk": dk, "dv": dv},
-        example=example,
-        item=item,
-        lesson_file=lesson,
-        seed=seed,
-        backend=backend,
-        device=device,
-        dtype=dtype,
-        time_steps=time,
-    )
-    run_lesson_command(
-        request,
-        fmt=fmt,
-        precision=precision,
-        full=full,
-        list_examples=list_examples,
-        quiz=quiz,
-        output=output,
-        plot=plot,
-    )

@@ -5,26 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from attn_cli.commands.common import run_lesson_command
-from attn_cli.options import (
-    BackendOpt,
-    DeviceName,
-    DeviceOpt,
-    DtypeName,
-    DtypeOpt,
-    ExampleOpt,
-    FormatOpt,
-    FullOpt,
-    LessonFileOpt,
-    ListExamplesOpt,
-    OutputOpt,
-    PlotOpt,
-    PrecisionOpt,
-    QuizOpt,
-    TimeOpt,
-    input_option,
-)
-from attn_cli.render import Format
+from attn_cli.options import input_option, lesson_command
 
 
 class LayoutName(StrEnum):
@@ -32,6 +13,7 @@ class LayoutName(StrEnum):
     split = "split"
 
 
+@lesson_command("posenc", seed=False, item=False, precision=3)
 def posenc(
     positions: Annotated[
         int | None,
@@ -54,46 +36,5 @@ def posenc(
             "(default: interleaved).",
         ),
     ] = None,
-    example: ExampleOpt = None,
-    list_examples: ListExamplesOpt = False,
-    quiz: QuizOpt = False,
-    lesson: LessonFileOpt = None,
-    fmt: FormatOpt = Format.rich,
-    precision: PrecisionOpt = 3,  # eight columns of signed numbers fit in 80 columns
-    full: FullOpt = False,
-    output: OutputOpt = None,
-    plot: PlotOpt = None,
-    time: TimeOpt = False,
-    backend: BackendOpt = None,
-    device: DeviceOpt = DeviceName.cpu,
-    dtype: DtypeOpt = DtypeName.float64,
 ) -> None:
     """Sinusoidal positional encoding: frequencies, PE, the shift rotation M_k, similarity."""
-    from attn_cli.runner import RunRequest
-
-    request = RunRequest(
-        lesson="posenc",
-        options={
-            "positions": positions,
-            "d_model": d_model,
-            "base": base,
-            "offset": offset,
-            "layout": None if layout is None else layout.value,
-        },
-        example=example,
-        lesson_file=lesson,
-        backend=backend,
-        device=device,
-        dtype=dtype,
-        time_steps=time,
-    )
-    run_lesson_command(
-        request,
-        fmt=fmt,
-        precision=precision,
-        full=full,
-        list_examples=list_examples,
-        quiz=quiz,
-        output=output,
-        plot=plot,
-    )

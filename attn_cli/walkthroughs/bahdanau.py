@@ -9,22 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import lesson_specs
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Array, LessonRun, StepRecorder, row_names
 
-INPUTS = (
-    InputSpec("s_t", "--s", "vector", "decoder state"),
-    InputSpec("H", "--h", "matrix", "encoder states h_i (rows)"),
-    InputSpec("W1", "--w1", "matrix", "projects each h_i"),
-    InputSpec("W2", "--w2", "matrix", "projects s_t"),
-    InputSpec("v", "--v", "vector", "reads out the score"),
-    InputSpec("W_a", "--wa", "matrix", "Luong's general weight", required=False),
-    InputSpec("values", "--values", "matrix", "values v_i, one per encoder state", required=False),
-)
+INPUTS = lesson_specs.BAHDANAU
 # --wa and --values may be given on top of a lecture example (another W_a with --compare;
 # values that differ from the keys H).
 EXAMPLE_OVERRIDES = ("W_a", "values")

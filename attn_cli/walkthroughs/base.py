@@ -2,7 +2,8 @@
 
 A lesson module (``attn_cli/walkthroughs/<name>.py``) defines
 
-* ``INPUTS``: the inputs it takes, in order (:class:`InputSpec`);
+* ``INPUTS``: the inputs it takes, in order (:class:`InputSpec`, declared in
+  ``attn_cli/lesson_specs.py``, from which the command's --q, --k, ... options are made);
 * ``OPTIONS``: its options and their defaults (e.g. ``{"scale": True}``);
 * ``validate(inputs, options)``: raise :class:`UserError` for shapes that do not fit;
 * ``random_shapes(sizes)``: the shapes of random N(0, 1) inputs for ``--n`` and friends
@@ -20,13 +21,14 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from attn_cli.backend import Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
+from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
 from attn_cli.templates import fill
@@ -51,15 +53,6 @@ def lesson_module(name: str) -> ModuleType:
         known = ", ".join(sorted(LESSON_MODULES))
         raise UserError(f"unknown lesson {name!r}; choose one of: {known}.")
     return importlib.import_module(LESSON_MODULES[name])
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    name: str  # key in inputs and in lesson files, e.g. "Q"
-    option: str  # the CLI flag, e.g. "--q"
-    shape: Literal["matrix", "vector"]
-    description: str
-    required: bool = True  # an optional input has a default the lesson fills in
 
 
 @dataclass

@@ -14,24 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import lesson_specs
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
-INPUTS = (
-    InputSpec("S", "--scores", "matrix", "scores, used as given", required=False),
-    InputSpec("Q", "--q", "matrix", "queries", required=False),
-    InputSpec("K", "--k", "matrix", "keys", required=False),
-    InputSpec("V", "--v", "matrix", "values", required=False),
-    InputSpec("X", "--x", "matrix", "tokens", required=False),
-    InputSpec("W_Q", "--wq", "matrix", "query weights", required=False),
-    InputSpec("W_K", "--wk", "matrix", "key weights", required=False),
-    InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
-)
+INPUTS = lesson_specs.CAUSAL
 OPTIONS: dict[str, Any] = {
     "scale": True,
     "fill": "-inf",

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import lesson_specs
 from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
@@ -20,19 +21,9 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
-INPUTS = (
-    InputSpec("X", "--x", "matrix", "tokens", required=False),
-    InputSpec("W_Q", "--wq", "matrix", "query weights", required=False),
-    InputSpec("W_K", "--wk", "matrix", "key weights", required=False),
-    InputSpec("W_V", "--wv", "matrix", "value weights", required=False),
-    InputSpec("W_O", "--wo", "matrix", "output weights", required=False),
-    InputSpec("b_Q", "--bq", "vector", "query bias", required=False),
-    InputSpec("b_K", "--bk", "vector", "key bias", required=False),
-    InputSpec("b_V", "--bv", "vector", "value bias", required=False),
-    InputSpec("b_O", "--bo", "vector", "output bias", required=False),
-)
+INPUTS = lesson_specs.MULTIHEAD
 OPTIONS: dict[str, Any] = {
     "heads": 2,
     "causal": False,

@@ -7,17 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import lesson_specs
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
-INPUTS = (
-    InputSpec("Q", "--q", "matrix", "queries"),
-    InputSpec("K", "--k", "matrix", "keys"),
-    InputSpec("V", "--v", "matrix", "values"),
-)
+INPUTS = lesson_specs.SCALED
 OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None, "dropout": None}
 # The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
 LABELS: tuple[str, ...] = ("queries", "keys")

@@ -7,20 +7,16 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import lesson_specs
 from attn_cli.backend import EPSILON
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Array, LessonRun, StepRecorder, row_names
 
-INPUTS = (
-    InputSpec("X", "--x", "matrix", "tokens as rows"),
-    InputSpec("W_Q", "--wq", "matrix", "query projection", required=False),
-    InputSpec("W_K", "--wk", "matrix", "key projection", required=False),
-    InputSpec("W_V", "--wv", "matrix", "value projection", required=False),
-)
+INPUTS = lesson_specs.SELFATTN
 # Projections may be given on top of a lecture example's X (to try other weights on it).
 EXAMPLE_OVERRIDES = ("W_Q", "W_K", "W_V")
 OPTIONS: dict[str, Any] = {"scale": True, "permute": None, "dropout": None}

@@ -1,0 +1,118 @@
+"""Each lesson's matrix inputs, declared once: the walkthrough reads them, the command's
+--q/--k/... options are generated from them. Cheap to import (no numpy): `attn --help` and a
+command's parser read it before anything is computed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str  # key in inputs and in lesson files, e.g. "Q"
+    option: str  # the CLI flag, e.g. "--q"
+    shape: Literal["matrix", "vector"]
+    description: str
+    required: bool = True  # an optional input has a default the lesson fills in
+    help: str = ""  # the option's --help text
+
+    @property
+    def keyword(self) -> str:
+        """The command's parameter (and the library function's keyword): --wq -> wq."""
+        return self.option.lstrip("-").replace("-", "_")
+
+
+def _optional(name: str, option: str, shape: Literal["matrix", "vector"], description: str,
+              help: str) -> InputSpec:  # fmt: skip
+    return InputSpec(name, option, shape, description, required=False, help=help)
+
+
+SCALED = (
+    InputSpec(
+        "Q", "--q", "matrix", "queries", help='Queries Q, m × d_k: "1,0;0,1", JSON or @file.'
+    ),
+    InputSpec("K", "--k", "matrix", "keys", help="Keys K, n × d_k."),
+    InputSpec("V", "--v", "matrix", "values", help="Values V, n × d_v."),
+)
+BAHDANAU = (
+    InputSpec(
+        "s_t", "--s", "vector", "decoder state",
+        help='Decoder state s_t, d_s entries: "1,3", JSON or @file.',
+    ),
+    InputSpec(
+        "H", "--h", "matrix", "encoder states h_i (rows)",
+        help="Encoder states h_i, one per row: n × d_h.",
+    ),
+    InputSpec(
+        "W1", "--w1", "matrix", "projects each h_i",
+        help="W1, d_a × d_h (W1 h_i: matrix times column).",
+    ),
+    InputSpec("W2", "--w2", "matrix", "projects s_t", help="W2, d_a × d_s."),
+    InputSpec("v", "--v", "vector", "reads out the score", help="v, d_a entries."),
+    _optional(
+        "W_a", "--wa", "matrix", "Luong's general weight",
+        "Luong's general W_a, d_s × d_h; implies --compare (default: identity).",
+    ),
+    _optional(
+        "values", "--values", "matrix", "values v_i, one per encoder state",
+        "Values vᵢ (not the score vector --v), one row per encoder state: n × d_v; the context "
+        "is Σ αᵢ vᵢ (default: the encoder states themselves, Σ αᵢ hᵢ).",
+    ),
+)  # fmt: skip
+SELFATTN = (
+    InputSpec(
+        "X", "--x", "matrix", "tokens as rows",
+        help='Tokens X as rows, n × d: "1,0;0,1;1,1", JSON or @file.',
+    ),
+    _optional("W_Q", "--wq", "matrix", "query projection",
+              "W_Q, d × d_k (Q = X W_Q; default: identity)."),
+    _optional("W_K", "--wk", "matrix", "key projection",
+              "W_K, d × d_k (K = X W_K; default: identity)."),
+    _optional("W_V", "--wv", "matrix", "value projection",
+              "W_V, d × d_v (V = X W_V; default: identity)."),
+)  # fmt: skip
+CAUSAL = (
+    _optional("S", "--scores", "matrix", "scores, used as given",
+              'Scores S, n × n, used as given: "2.1,1.5;0.8,3.1", JSON or @file.'),
+    _optional("Q", "--q", "matrix", "queries", "Queries Q, n × d_k (with --k)."),
+    _optional("K", "--k", "matrix", "keys", "Keys K, n × d_k (with --q)."),
+    _optional("V", "--v", "matrix", "values", "Values V, n × d_v (with --scores or --q/--k)."),
+    _optional("X", "--x", "matrix", "tokens",
+              "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V."),
+    _optional("W_Q", "--wq", "matrix", "query weights",
+              "W_Q, d_model × d_k, with --x (default: identity)."),
+    _optional("W_K", "--wk", "matrix", "key weights",
+              "W_K, d_model × d_k, with --x (default: identity)."),
+    _optional("W_V", "--wv", "matrix", "value weights",
+              "W_V, d_model × d_v, with --x (default: identity)."),
+)  # fmt: skip
+MULTIHEAD = (
+    _optional("X", "--x", "matrix", "tokens",
+              'Tokens X, n × d_in: "1,0,1,0;0,1,1,0", JSON or @file.'),
+    _optional("W_Q", "--wq", "matrix", "query weights",
+              "W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model in "
+              "the transformer paper)."),
+    _optional("W_K", "--wk", "matrix", "key weights", "W_K, d_in × d_out."),
+    _optional("W_V", "--wv", "matrix", "value weights", "W_V, d_in × d_out."),
+    _optional("W_O", "--wo", "matrix", "output weights",
+              "W_O, d_out × d_o; optional: without it the result is the concatenated heads "
+              "(default, with no weights given: all four drawn from --seed)."),
+    _optional("b_Q", "--bq", "vector", "query bias",
+              'Bias b_Q added to X W_Q, d_out wide: "0.1,0,-0.2".'),
+    _optional("b_K", "--bk", "vector", "key bias", "Bias b_K, d_out wide."),
+    _optional("b_V", "--bv", "vector", "value bias", "Bias b_V, d_out wide."),
+    _optional("b_O", "--bo", "vector", "output bias", "Bias b_O added to Concat · W_O, d_o wide."),
+)  # fmt: skip
+
+# Lesson name -> its inputs, in order (posenc and variance draw everything from their options).
+INPUTS: dict[str, tuple[InputSpec, ...]] = {
+    "scaled": SCALED,
+    "bahdanau": BAHDANAU,
+    "selfattn": SELFATTN,
+    "causal": CAUSAL,
+    "multihead": MULTIHEAD,
+    "posenc": (),
+    "variance": (),
+    "flash": SCALED,  # the same inputs and checks as attn scaled
+}

@@ -174,14 +174,23 @@ def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
     return _one_rows_text(text, name, where)
 
 
-def _one_rows_text(text: str, name: str, where: str) -> np.ndarray:
+def split_rows(text: str, name: str, where: str = "") -> list[list[str]]:
+    """The rows of one matrix written as text, each a list of its entries' texts: rows by ``;``
+    or new lines (blank ones skipped), entries by ``,`` or spaces; an empty entry is refused.
+
+    The one grammar of matrix text: inputs (``--q "1,0;0,1"``) and the values a lesson file
+    says a slide printed (read by ``attn check``) and a learner's answers both use it.
+    """
     lines = [line.strip() for line in _ROW_SPLIT.split(text)]
-    rows_text = [line for line in lines if line]
+    return [_entries(line, name, where) for line in lines if line]
+
+
+def _one_rows_text(text: str, name: str, where: str) -> np.ndarray:
+    rows_text = split_rows(text, name, where)
     if not rows_text:
         raise UserError(f'{name}{where} is empty; give at least one row, e.g. "1,0;0,1".')
     rows: list[list[float]] = []
-    for row_index, row_text in enumerate(rows_text, start=1):
-        entries = _entries(row_text, name, where)
+    for row_index, entries in enumerate(rows_text, start=1):
         row = []
         for column_index, entry in enumerate(entries, start=1):
             try:

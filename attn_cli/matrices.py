@@ -26,6 +26,7 @@ import numpy as np
 
 from attn_cli.backend import available_host_bytes, format_bytes
 from attn_cli.errors import UserError
+from attn_cli.render.numbers import shape_text
 from attn_cli.usertext import printable
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
@@ -79,7 +80,7 @@ def as_vector_or_batch(value: object, name: str) -> np.ndarray:
         return _checked(array, name)
     if array.ndim > 2:
         raise UserError(
-            f'{name} has shape {_shape_text(array.shape)}; give a vector such as "1,3", or a '
+            f'{name} has shape {shape_text(array.shape)}; give a vector such as "1,3", or a '
             'batch of vectors, one per row: "1,3;2,4".'
         )
     return _vector_shaped(array, name)
@@ -108,7 +109,7 @@ def _vector_shaped(array: np.ndarray, name: str) -> np.ndarray:
         array = array.reshape(-1)
     if array.ndim != 1:
         raise UserError(
-            f'{name} has shape {_shape_text(array.shape)}; give a vector, one row such as "1,3".'
+            f'{name} has shape {shape_text(array.shape)}; give a vector, one row such as "1,3".'
         )
     return _checked(array, name)
 
@@ -137,10 +138,6 @@ def parse_names(text: str, name: str) -> tuple[str, ...]:
     if not all(names):
         raise UserError(f'{name} has an empty name; write names like "the,cat,slept".')
     return names
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return " x ".join(str(size) for size in shape)
 
 
 def _parse_any(text: str, name: str) -> np.ndarray:
@@ -277,8 +274,8 @@ def _stacked(matrices: list[np.ndarray], name: str, where: str) -> np.ndarray:
     for index, matrix in enumerate(matrices):
         if matrix.shape != first:
             raise UserError(
-                f"{name}{where}: batch item {index} is {_shape_text(matrix.shape)} but item 0 is "
-                f"{_shape_text(first)}; every item of a batch needs the same shape."
+                f"{name}{where}: batch item {index} is {shape_text(matrix.shape)} but item 0 is "
+                f"{shape_text(first)}; every item of a batch needs the same shape."
             )
     return np.stack(matrices)
 
@@ -443,7 +440,7 @@ def _check_npy_header(path: Path, name: str, where: str) -> None:
     held = path.stat().st_size - data_start
     if declared > held:
         raise UserError(
-            f"{name}{where}: its header declares a {_shape_text(shape)} array ({entries:,} "
+            f"{name}{where}: its header declares a {shape_text(shape)} array ({entries:,} "
             f"entries, {format_bytes(declared)}) but the file holds {format_bytes(held)} of data; "
             "the file is truncated or its header is wrong: save the array again with np.save."
         )
@@ -451,7 +448,7 @@ def _check_npy_header(path: Path, name: str, where: str) -> None:
     available = available_host_bytes()
     if available is not None and needed > available:
         raise UserError(
-            f"{name}{where} holds a {_shape_text(shape)} array: reading it needs about "
+            f"{name}{where} holds a {shape_text(shape)} array: reading it needs about "
             f"{format_bytes(needed)} but only {format_bytes(available)} is free; use a smaller "
             "array."
         )

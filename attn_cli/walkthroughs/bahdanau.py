@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import Array
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
     InputSpec("s_t", "--s", "vector", "decoder state"),

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import EPSILON
+from attn_cli.backend import EPSILON, Array
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Array, InputSpec, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import InputSpec, LessonRun, StepRecorder, row_names
 
 INPUTS = (
     InputSpec("X", "--x", "matrix", "tokens as rows"),

@@ -23,6 +23,8 @@ INPUTS = ()  # no matrix inputs: everything is drawn from the options below
 # d_k = 16 on (see mech.variance_standard_error); drawing and scoring all six default widths
 # takes about half a second on numpy (2-core machine, 2025).
 DEFAULT_SAMPLES = 3000
+# The defaults are the lecture's settings; lessons/variance.toml's "lecture" example relies on them
+# (one source of truth: its examples state only what differs).
 OPTIONS: dict[str, Any] = {
     "dk": [1, 4, 16, 64, 256, 1024],
     "samples": DEFAULT_SAMPLES,

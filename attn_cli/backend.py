@@ -147,14 +147,22 @@ def _address_space_headroom() -> int | None:
         return None
 
 
-def _free_memory() -> int | None:
+def meminfo_bytes(field: str) -> int | None:
+    """A field of Linux's /proc/meminfo ("MemAvailable", "MemTotal") in bytes; None elsewhere."""
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return None
+
+
+def _free_memory() -> int | None:
+    available = meminfo_bytes("MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

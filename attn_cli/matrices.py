@@ -42,21 +42,17 @@ _JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
 
 def as_matrix(value: object, name: str) -> np.ndarray:
     """A matrix input from the command line's text or from Python (an array, a tensor, lists)."""
-    if isinstance(value, str):
-        return parse_matrix(value, name)
-    return _matrix_shaped(_from_object(value, name), name)
+    return _matrix_shaped(_as_array(value, name), name)
 
 
 def as_vector(value: object, name: str) -> np.ndarray:
     """A vector input from the command line's text or from Python (an array, a tensor, a list)."""
-    if isinstance(value, str):
-        return parse_vector(value, name)
-    return _vector_shaped(_from_object(value, name), name)
+    return _vector_shaped(_as_array(value, name), name)
 
 
 def as_matrix_or_batch(value: object, name: str) -> np.ndarray:
     """A matrix (2-D) or a batch of matrices (3-D: batch × rows × columns), as float64."""
-    array = _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
+    array = _as_array(value, name)
     if array.ndim == 3:
         return _checked(array, name)
     if array.ndim > 3:
@@ -73,7 +69,7 @@ def as_vector_or_batch(value: object, name: str) -> np.ndarray:
     One row or one column is a vector; B rows of several entries are a batch of B vectors, and
     so is a batch of one-row (or one-column) matrices.
     """
-    array = _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
+    array = _as_array(value, name)
     if array.ndim == 3 and (array.shape[1] == 1 or array.shape[2] == 1):
         array = array.reshape(array.shape[0], -1)
     if array.ndim == 2 and 1 not in array.shape:
@@ -84,6 +80,11 @@ def as_vector_or_batch(value: object, name: str) -> np.ndarray:
             'batch of vectors, one per row: "1,3;2,4".'
         )
     return _vector_shaped(array, name)
+
+
+def _as_array(value: object, name: str) -> np.ndarray:
+    """Text (parsed) or a Python value, as float64 of whatever rank it has."""
+    return _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
 
 
 def parse_matrix(text: str, name: str) -> np.ndarray:

@@ -1,9 +1,10 @@
 """Array backends: numpy (the default, float64) and torch (imported only when asked for).
 
-A mechanism is written once against an array namespace ``xp``; a backend supplies that
-namespace, converts inputs to its dtype and device explicitly (never silently), converts
-results back to numpy for display, synchronises a GPU before a clock is read, and says how
-much memory is free so that a size that cannot fit is refused before anything is allocated.
+A mechanism is written once against an array namespace ``xp``, which :func:`namespace_of`
+finds from the arrays themselves; a backend converts inputs to its dtype and device explicitly
+(never silently), converts results back to numpy for display, synchronises a GPU before a
+clock is read, and says how much memory is free so that a size that cannot fit is refused
+before anything is allocated.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -19,6 +20,9 @@ import numpy as np
 from attn_cli.errors import UserError
 
 T = TypeVar("T")
+# An array of whichever backend runs the math (a numpy array or a torch tensor): mechanisms are
+# written once against the array API, so no narrower static type fits both.
+Array = Any
 
 BACKENDS = ("numpy", "torch")
 DEVICES = ("cpu", "cuda", "mps")
@@ -58,7 +62,6 @@ class Backend:
     name: str
     device: str
     dtype: str
-    xp: Any = field(repr=False)
 
     @property
     def itemsize(self) -> int:
@@ -144,24 +147,39 @@ def _address_space_headroom() -> int | None:
         return None
 
 
-def _free_memory() -> int | None:
+def meminfo_bytes(field: str) -> int | None:
+    """A field of Linux's /proc/meminfo ("MemAvailable", "MemTotal") in bytes; None elsewhere."""
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return None
+
+
+def _free_memory() -> int | None:
+    available = meminfo_bytes("MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
 
 
-def format_bytes(count: float) -> str:
+def format_bytes(count: float, significant: int | None = None) -> str:
+    """Bytes in binary units: to one decimal (1.5 KiB, 10.0 GiB), or to ``significant`` digits
+    for a narrow column (384 KiB, 1.25 MiB, 10.5 GiB; the unit steps up at 1000 so that the
+    number never needs more digits)."""
+    step_up = 1024 if significant is None else 1000
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(count) < 1024 or unit == "TiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        if abs(count) < step_up or unit == "TiB":
+            if unit == "B":
+                return f"{count:.0f} B"
+            digits = ".1f" if significant is None else f".{significant}g"
+            return f"{count:{digits}} {unit}"
         count /= 1024
     raise AssertionError("unreachable")
 
@@ -187,7 +205,7 @@ def get_backend(name: str | None, device: str = "cpu", dtype: str | None = None)
             raise UserError(
                 f"numpy has no {dtype}; use float64, float32 or float16, or --backend torch."
             )
-        return Backend("numpy", "cpu", dtype, np)
+        return Backend("numpy", "cpu", dtype)
     if dtype not in TORCH_DTYPES:
         raise UserError(f"unknown dtype {dtype!r}; choose one of {', '.join(TORCH_DTYPES)}.")
     try:

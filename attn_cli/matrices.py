@@ -26,6 +26,7 @@ import numpy as np
 
 from attn_cli.backend import available_host_bytes, format_bytes
 from attn_cli.errors import UserError
+from attn_cli.render.numbers import shape_text
 from attn_cli.usertext import printable
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
@@ -41,21 +42,17 @@ _JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
 
 def as_matrix(value: object, name: str) -> np.ndarray:
     """A matrix input from the command line's text or from Python (an array, a tensor, lists)."""
-    if isinstance(value, str):
-        return parse_matrix(value, name)
-    return _matrix_shaped(_from_object(value, name), name)
+    return _matrix_shaped(_as_array(value, name), name)
 
 
 def as_vector(value: object, name: str) -> np.ndarray:
     """A vector input from the command line's text or from Python (an array, a tensor, a list)."""
-    if isinstance(value, str):
-        return parse_vector(value, name)
-    return _vector_shaped(_from_object(value, name), name)
+    return _vector_shaped(_as_array(value, name), name)
 
 
 def as_matrix_or_batch(value: object, name: str) -> np.ndarray:
     """A matrix (2-D) or a batch of matrices (3-D: batch × rows × columns), as float64."""
-    array = _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
+    array = _as_array(value, name)
     if array.ndim == 3:
         return _checked(array, name)
     if array.ndim > 3:
@@ -72,17 +69,22 @@ def as_vector_or_batch(value: object, name: str) -> np.ndarray:
     One row or one column is a vector; B rows of several entries are a batch of B vectors, and
     so is a batch of one-row (or one-column) matrices.
     """
-    array = _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
+    array = _as_array(value, name)
     if array.ndim == 3 and (array.shape[1] == 1 or array.shape[2] == 1):
         array = array.reshape(array.shape[0], -1)
     if array.ndim == 2 and 1 not in array.shape:
         return _checked(array, name)
     if array.ndim > 2:
         raise UserError(
-            f'{name} has shape {_shape_text(array.shape)}; give a vector such as "1,3", or a '
+            f'{name} has shape {shape_text(array.shape)}; give a vector such as "1,3", or a '
             'batch of vectors, one per row: "1,3;2,4".'
         )
     return _vector_shaped(array, name)
+
+
+def _as_array(value: object, name: str) -> np.ndarray:
+    """Text (parsed) or a Python value, as float64 of whatever rank it has."""
+    return _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
 
 
 def parse_matrix(text: str, name: str) -> np.ndarray:
@@ -108,7 +110,7 @@ def _vector_shaped(array: np.ndarray, name: str) -> np.ndarray:
         array = array.reshape(-1)
     if array.ndim != 1:
         raise UserError(
-            f'{name} has shape {_shape_text(array.shape)}; give a vector, one row such as "1,3".'
+            f'{name} has shape {shape_text(array.shape)}; give a vector, one row such as "1,3".'
         )
     return _checked(array, name)
 
@@ -137,10 +139,6 @@ def parse_names(text: str, name: str) -> tuple[str, ...]:
     if not all(names):
         raise UserError(f'{name} has an empty name; write names like "the,cat,slept".')
     return names
-
-
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return " x ".join(str(size) for size in shape)
 
 
 def _parse_any(text: str, name: str) -> np.ndarray:
@@ -174,14 +172,23 @@ def _from_rows_text(text: str, name: str, where: str) -> np.ndarray:
     return _one_rows_text(text, name, where)
 
 
-def _one_rows_text(text: str, name: str, where: str) -> np.ndarray:
+def split_rows(text: str, name: str, where: str = "") -> list[list[str]]:
+    """The rows of one matrix written as text, each a list of its entries' texts: rows by ``;``
+    or new lines (blank ones skipped), entries by ``,`` or spaces; an empty entry is refused.
+
+    The one grammar of matrix text: inputs (``--q "1,0;0,1"``) and the values a lesson file
+    says a slide printed (read by ``attn check``) and a learner's answers both use it.
+    """
     lines = [line.strip() for line in _ROW_SPLIT.split(text)]
-    rows_text = [line for line in lines if line]
+    return [_entries(line, name, where) for line in lines if line]
+
+
+def _one_rows_text(text: str, name: str, where: str) -> np.ndarray:
+    rows_text = split_rows(text, name, where)
     if not rows_text:
         raise UserError(f'{name}{where} is empty; give at least one row, e.g. "1,0;0,1".')
     rows: list[list[float]] = []
-    for row_index, row_text in enumerate(rows_text, start=1):
-        entries = _entries(row_text, name, where)
+    for row_index, entries in enumerate(rows_text, start=1):
         row = []
         for column_index, entry in enumerate(entries, start=1):
             try:
@@ -268,8 +275,8 @@ def _stacked(matrices: list[np.ndarray], name: str, where: str) -> np.ndarray:
     for index, matrix in enumerate(matrices):
         if matrix.shape != first:
             raise UserError(
-                f"{name}{where}: batch item {index} is {_shape_text(matrix.shape)} but item 0 is "
-                f"{_shape_text(first)}; every item of a batch needs the same shape."
+                f"{name}{where}: batch item {index} is {shape_text(matrix.shape)} but item 0 is "
+                f"{shape_text(first)}; every item of a batch needs the same shape."
             )
     return np.stack(matrices)
 
@@ -434,7 +441,7 @@ def _check_npy_header(path: Path, name: str, where: str) -> None:
     held = path.stat().st_size - data_start
     if declared > held:
         raise UserError(
-            f"{name}{where}: its header declares a {_shape_text(shape)} array ({entries:,} "
+            f"{name}{where}: its header declares a {shape_text(shape)} array ({entries:,} "
             f"entries, {format_bytes(declared)}) but the file holds {format_bytes(held)} of data; "
             "the file is truncated or its header is wrong: save the array again with np.save."
         )
@@ -442,7 +449,7 @@ def _check_npy_header(path: Path, name: str, where: str) -> None:
     available = available_host_bytes()
     if available is not None and needed > available:
         raise UserError(
-            f"{name}{where} holds a {_shape_text(shape)} array: reading it needs about "
+            f"{name}{where} holds a {shape_text(shape)} array: reading it needs about "
             f"{format_bytes(needed)} but only {format_bytes(available)} is free; use a smaller "
             "array."
         )

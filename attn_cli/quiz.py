@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli.errors import UserError
+from attn_cli.matrices import split_rows
 from attn_cli.model import Step, Walkthrough
 from attn_cli.render import RenderOptions
 from attn_cli.render.numbers import format_number
@@ -35,7 +36,7 @@ from attn_cli.render.rich_render import (
     step_rule,
     step_value,
 )
-from attn_cli.rounding import Rounded, parse_rounded, split_cells
+from attn_cli.rounding import Rounded, parse_rounded
 
 # A step larger than this is shown in full rather than typed in.
 MAX_ROWS = 12
@@ -112,7 +113,10 @@ def _rows(step: Step) -> np.ndarray | None:
 
 def parse_answer(line: str, width: int) -> list[Rounded] | str:
     """The numbers of one typed row, or what is wrong with the line."""
-    cells = [cell for row in split_cells(line) for cell in row]
+    try:
+        cells = [cell for row in split_rows(line, "your answer") for cell in row]
+    except UserError as error:
+        return str(error)
     numbers = [parse_rounded(cell) for cell in cells]
     bad = [cell for cell, number in zip(cells, numbers, strict=True) if number is None]
     if bad:

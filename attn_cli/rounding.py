@@ -4,18 +4,16 @@ A number written with k decimals claims to be the exact value rounded to k decim
 right when it lies within half a unit in the k-th decimal: "0.24" covers 0.235 to 0.245, "1"
 covers 0.5 to 1.5, "4e-5" covers 3.5e-5 to 4.5e-5. The decimals are counted from the text,
 which is why slide values are kept as strings. Used for slides (``attn check``) and for a
-learner's answers (``--quiz``).
+learner's answers (``--quiz``); a text of several numbers is split into rows and entries by
+:func:`attn_cli.matrices.split_rows`, the grammar of matrix inputs.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-_ENTRY_SPLIT = re.compile(r"[,\s]+")
-_ROW_SPLIT = re.compile(r"[;\n]")
 # Typographic spellings a slide or a learner may use.
 _SPELLINGS = {"−": "-", "–": "-", "∞": "inf"}
 
@@ -56,12 +54,6 @@ def parse_rounded(text: str) -> Rounded | None:
     return Rounded(
         text.strip(), float(number), 0.5 * 10.0**exponent, max(0, -exponent), has_decimals
     )
-
-
-def split_cells(text: str) -> list[list[str]]:
-    """Rows of entries in the matrix grammar: rows by ``;`` or new lines, entries by ``,``."""
-    rows = [row.strip() for row in _ROW_SPLIT.split(text)]
-    return [[entry for entry in _ENTRY_SPLIT.split(row) if entry] for row in rows if row]
 
 
 def _normal(text: str) -> str:

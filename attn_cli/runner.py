@@ -15,7 +15,13 @@ from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.model import Walkthrough
-from attn_cli.walkthroughs.base import LESSON_MODULES, InputSpec, LessonRun, lesson_module
+from attn_cli.walkthroughs.base import (
+    LESSON_MODULES,
+    InputSpec,
+    LessonRun,
+    lesson_module,
+    option_of,
+)
 
 
 @dataclass
@@ -157,7 +163,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
             raise UserError(f"--{key.replace('_', '-')} must be at least 1, not {value}.")
     if given_sizes:
         if given_inputs:
-            flags = ", ".join(_flag(module, name) for name in given_inputs)
+            flags = ", ".join(option_of(module.INPUTS, name) for name in given_inputs)
             raise UserError(f"give either sizes for random inputs or {flags}, not both.")
         shapes = module.random_shapes(given_sizes)
         inputs = None
@@ -319,15 +325,11 @@ def _check_representable(module: Any, inputs: dict[str, np.ndarray], dtype: str)
     for name, array in inputs.items():
         largest = float(np.max(np.abs(array))) if array.size else 0.0
         if largest > LARGEST[dtype]:
-            flag = next((spec.option for spec in module.INPUTS if spec.name == name), name)
+            flag = option_of(module.INPUTS, name)
             raise UserError(
                 f"{flag} has {largest:g}, beyond the largest {dtype} ({LARGEST[dtype]:g}); use "
                 "--dtype float32 or float64."
             )
-
-
-def _flag(module: Any, name: str) -> str:
-    return next(spec.option for spec in module.INPUTS if spec.name == name)
 
 
 def _parse_inputs(

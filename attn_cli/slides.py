@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from attn_cli.errors import UserError
+from attn_cli.matrices import split_rows
 from attn_cli.model import Walkthrough
 from attn_cli.render.numbers import format_number, shape_text
-from attn_cli.rounding import Rounded, parse_rounded, split_cells
+from attn_cli.rounding import Rounded, parse_rounded
 
 _KEY = re.compile(r"^\s*(?P<name>[^\[\]\s]+)\s*(?:\[\s*(?P<index>[^\]]*)\])?\s*$")
 OUTPUT = "output"
@@ -205,7 +206,7 @@ def _select(
 
 
 def _printed_numbers(text: str, field: str) -> tuple[list[Rounded], tuple[int, int]]:
-    rows = split_cells(text)
+    rows = split_rows(text, field)
     if not rows:
         raise UserError(f'{field} is empty; write the numbers the slide shows, e.g. "0.33,0.67".')
     width = len(rows[0])

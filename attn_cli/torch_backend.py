@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import array_api_compat.torch as torch_xp
 import numpy as np
 import torch
 
@@ -91,4 +90,4 @@ def make_torch_backend(device: str, dtype: str) -> TorchBackend:
     problem = device_problem(device)
     if problem:
         raise UserError(f"--device {device}: {problem}.")
-    return TorchBackend("torch", device, dtype, torch_xp)
+    return TorchBackend("torch", device, dtype)

@@ -321,7 +321,7 @@ def args(**changes: str) -> list[str]:
         ({"s": "1,nan"}, ["--s has nan", "finite"]),
         ({"v": "1,inf"}, ["--v has inf"]),
         # ("1,2;3,4" is a batch of two decoder states: tests/test_batch.py)
-        ({"s": "1,2;3,4 | 5,6;7,8"}, ["--s has shape 2 x 2 x 2", "vector"]),
+        ({"s": "1,2;3,4 | 5,6;7,8"}, ["--s has shape 2 × 2 × 2", "vector"]),
         ({"w1": "1,2,3;4,5,6"}, ["--w1 has 3 columns", "d_h = 2"]),
         ({"w2": "1,2,3;4,5,6"}, ["--w2 has 3 columns", "--s has 2 entries", "d_s = 2"]),
         ({"w2": "1,2"}, ["--w1 has 2 rows but --w2 has 1", "d_a"]),

@@ -383,7 +383,7 @@ def test_a_batch_of_vectors(invoke_json):
             ["--q", json.dumps(Q2), "--k", json.dumps([K, K, K])],
             ["--q holds a batch of 2 but --k a batch of 3", "same batch size"],
         ),
-        (["--q", "1,0;0,1 | 1,1"], ["batch item 1 is 1 x 2 but item 0 is 2 x 2"]),
+        (["--q", "1,0;0,1 | 1,1"], ["batch item 1 is 1 × 2 but item 0 is 2 × 2"]),
         (["--q", "1,0;0,1 ||"], ["batch item 1 is empty"]),
         (["--q", json.dumps([Q2])], ["nested 4 levels deep", "three for a batch"]),
         (["--q", json.dumps([Q2[0], K[0]])], ["batch item 1 is not a list of rows"]),

@@ -15,6 +15,7 @@ from attn_cli.check import check_bundled
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import bundled_lesson_names, bundled_lessons_dir, load_bundled
 from attn_cli.model import Step, Walkthrough
+from attn_cli.quiz import parse_answer
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import walkthrough_renderable
 from attn_cli.rounding import parse_rounded
@@ -355,3 +356,17 @@ def test_the_difference_is_shown_to_exceed_the_tolerance(printed, exact, shown, 
     assert erratum.tolerance_text() == allowed
     if math.isfinite(erratum.difference):
         assert float(shown) > float(allowed[1:]) and erratum.difference > erratum.tolerance
+
+
+@pytest.mark.parametrize("typo", ["1,,2", "1,2,", "1, ,2"])
+def test_an_empty_entry_is_refused_alike_in_a_printed_value_an_input_and_an_answer(
+    invoke, tmp_path, typo
+):
+    """One grammar of matrix text: a slide's printed value, --q and a quiz answer all refuse
+    an empty entry (two commas in a row, or one at an end) instead of skipping it."""
+    path = _with_printed(tmp_path, scores=typo.replace("1", "2", 1))
+    checked = invoke("check", str(path))
+    assert_user_error(checked, "printed.scores", "has an empty entry")
+    given = invoke("scaled", "--q", typo, "--k", "1,0;0,1", "--v", "1,0;0,1")
+    assert_user_error(given, "--q", "has an empty entry")
+    assert "has an empty entry" in parse_answer(typo, 2)

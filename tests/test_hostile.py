@@ -61,7 +61,7 @@ def test_a_npy_that_memory_cannot_hold_is_refused_with_its_shape(invoke, tmp_pat
     path = tmp_path / "q.npy"
     np.save(path, np.ones((64, 64)))
     monkeypatch.setattr("attn_cli.matrices.available_host_bytes", lambda: 4096)
-    assert_user_error(invoke("scaled", "--q", f"@{path}", *SMALL), "q.npy", "64 x 64", "is free")
+    assert_user_error(invoke("scaled", "--q", f"@{path}", *SMALL), "q.npy", "64 × 64", "is free")
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import available_host_bytes
+from attn_cli.backend import available_host_bytes, meminfo_bytes
 from attn_cli.bench.peaks import dense_peak_tflops, known_device
 from attn_cli.errors import UserError
 
@@ -311,11 +311,4 @@ def cpu_model() -> str:
 
 
 def total_host_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return meminfo_bytes("MemTotal")

@@ -10,16 +10,14 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import Array
 from attn_cli.bench.config import BenchConfig
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms.tiled import tiled_attention
-
-Array = Any
 
 # --impl sdpa-X -> the torch.nn.attention.SDPBackend member it forces.
 SDPA_BACKENDS = {

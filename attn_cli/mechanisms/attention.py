@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import namespace_of
-
-Array = Any
+from attn_cli.backend import Array, namespace_of
 
 
 def scores(q: Array, k: Array) -> Array:

@@ -8,11 +8,7 @@ Weights and context reuse attention.softmax and attention.weighted_sum.
 
 from __future__ import annotations
 
-from typing import Any
-
-from attn_cli.backend import namespace_of
-
-Array = Any
+from attn_cli.backend import Array, namespace_of
 
 
 def project_states(h: Array, w1: Array) -> Array:

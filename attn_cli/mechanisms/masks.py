@@ -16,9 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from attn_cli.backend import namespace_of
-
-Array = Any
+from attn_cli.backend import Array, namespace_of
 
 
 def causal_allowed(s: Array, row0: int = 0, col0: int = 0) -> Array:

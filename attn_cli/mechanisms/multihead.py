@@ -14,15 +14,11 @@ holds only what multi-head adds: the column blocks, the concatenation, the compa
 
 from __future__ import annotations
 
-from typing import Any
-
-from attn_cli.backend import namespace_of
+from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms.selfattn import project
 
 # project (X W) is re-exported: it makes each head's Q_i, K_i, V_i and the output [Y] W_O.
 __all__ = ["affine", "concat", "head_block", "parameter_count", "project", "weight_differences"]
-
-Array = Any
 
 
 def head_block(w: Array, head: int, heads: int) -> Array:

@@ -12,12 +12,11 @@ all h cosines. Shapes: positions (N,), pairs (h,), encodings (N, d_model), d_mod
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Literal
 
-from attn_cli.backend import namespace_of
+from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
 
-Array = Any
 Layout = Literal["interleaved", "split"]
 LAYOUTS: tuple[Layout, ...] = ("interleaved", "split")
 

@@ -7,12 +7,9 @@ W_Q, W_K (d, d_k); W_V (d, d_v). The attention itself is attention.attention.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from attn_cli.backend import namespace_of
+from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms.attention import AttentionResult, attention
-
-Array = Any
 
 
 def project(x: Array, w: Array) -> Array:

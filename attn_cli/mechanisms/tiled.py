@@ -22,13 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from attn_cli.backend import namespace_of
+from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms.attention import scale, scores, weighted_sum
 from attn_cli.mechanisms.masks import causal_allowed
-
-Array = Any
 
 
 @dataclass(frozen=True)

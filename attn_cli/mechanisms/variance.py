@@ -15,10 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attn_cli.backend import namespace_of
+from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
 
-Array = Any
 Draw = Callable[[tuple[int, ...]], Array]  # shape -> array of i.i.d. N(0, 1) entries
 
 # The sums kept per chunk, in this order (everything else is derived from them).

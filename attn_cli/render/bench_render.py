@@ -14,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from attn_cli.backend import format_bytes
 from attn_cli.bench.config import BenchResult, Row, is_unstable
 from attn_cli.bench.fit import Fit, contrast, diagnosis, reading
 from attn_cli.render import RenderOptions
@@ -36,15 +37,6 @@ def significant(value: float | None, digits: int) -> str:
     if abs(value) >= 10 ** (digits - 1):
         return f"{value:.0f}"
     return f"{value:.{digits}g}"
-
-
-def compact_bytes(count: float) -> str:
-    """Three significant digits: 384 KiB, 1.25 MiB, 10.5 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(count) < 1000 or unit == "GiB":
-            return f"{count:.3g} {unit}" if unit != "B" else f"{count:.0f} B"
-        count /= 1024
-    raise AssertionError("unreachable")
 
 
 def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableType:
@@ -175,7 +167,7 @@ STATUS_STYLES = {
 def _memory(row: Row) -> tuple[str, str]:
     if row.peak_mem_bytes is None:
         return "—", ""
-    text = compact_bytes(row.peak_mem_bytes)
+    text = format_bytes(row.peak_mem_bytes, significant=3)
     if row.status == "skipped":
         text = "≈" + text
     return text, MEMORY_METHODS.get(row.memory_method or "", row.memory_method or "")

@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 
 from attn_cli import lesson_specs
+from attn_cli.backend import Array
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Array, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
 INPUTS = lesson_specs.BAHDANAU
 # --wa and --values may be given on top of a lecture example (another W_a with --compare;

@@ -18,22 +18,20 @@ can run any lesson.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import Backend
+from attn_cli.backend import Array, Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
 from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
 from attn_cli.templates import fill
-
-Array = Any
 
 # Lesson name -> module computing it. The CLI commands and the generic tools read this.
 LESSON_MODULES: dict[str, str] = {
@@ -53,6 +51,11 @@ def lesson_module(name: str) -> ModuleType:
         known = ", ".join(sorted(LESSON_MODULES))
         raise UserError(f"unknown lesson {name!r}; choose one of: {known}.")
     return importlib.import_module(LESSON_MODULES[name])
+
+
+def option_of(inputs: Sequence[InputSpec], name: str) -> str:
+    """The command-line flag of input ``name`` ("--q" for "Q"); the name when none has it."""
+    return next((spec.option for spec in inputs if spec.name == name), name)
 
 
 @dataclass
@@ -238,7 +241,3 @@ def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) ->
             f"{'is 1 row' if count == 1 else f'are {count} rows'}; give one name per row."
         )
     return tuple(names)
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return " × ".join(str(size) for size in shape)

@@ -21,7 +21,7 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, option_of, row_names
 
 INPUTS = lesson_specs.CAUSAL
 OPTIONS: dict[str, Any] = {
@@ -41,10 +41,6 @@ FINITE_FILL = -1e9
 _SCORE_MATRICES = 8
 _CONVENTION_MATRICES = 14
 _PADDING_MATRICES = 4  # P, its two boolean spellings, S + M + P
-
-
-def _flag(name: str) -> str:
-    return next(spec.option for spec in INPUTS if spec.name == name)
 
 
 def _size(array: np.ndarray) -> str:
@@ -97,7 +93,7 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
     weights = [name for name in WEIGHT_NAMES if name in inputs]
     if weights and "X" not in inputs:
         raise UserError(
-            f"{_flag(weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
+            f"{option_of(INPUTS, weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
         )
     sources = [
         flag

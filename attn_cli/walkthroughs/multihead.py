@@ -21,7 +21,7 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, option_of, row_names
 
 INPUTS = lesson_specs.MULTIHEAD
 OPTIONS: dict[str, Any] = {
@@ -41,10 +41,6 @@ _SCORE_MATRICES = 7
 _MASK_MATRICES = 5  # M, P, their boolean spellings
 
 
-def _flag(name: str) -> str:
-    return next(spec.option for spec in INPUTS if spec.name == name)
-
-
 def _heads(options: dict[str, Any]) -> int:
     """The number of heads, checked: a lesson file's options may hold any TOML value."""
     heads = options.get("heads")
@@ -59,11 +55,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
         first = (given + biases)[:1]
-        needs = f"{_flag(first[0])} needs --x" if first else "X is missing; give --x"
+        needs = f"{option_of(INPUTS, first[0])} needs --x" if first else "X is missing; give --x"
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
-        flags = ", ".join(_flag(name) for name in biases)
+        flags = ", ".join(option_of(INPUTS, name) for name in biases)
         raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
     d_in = inputs["X"].shape[1]
     d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
@@ -77,7 +73,7 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
     """W_Q, W_K, W_V together or not at all (then drawn); W_O only with them, and optional."""
     projections = [name for name in PROJECTIONS if name in given]
     if projections and len(projections) < len(PROJECTIONS):
-        missing = ", ".join(_flag(name) for name in PROJECTIONS if name not in given)
+        missing = ", ".join(option_of(INPUTS, name) for name in PROJECTIONS if name not in given)
         raise UserError(
             f"missing {missing}: give W_Q, W_K and W_V together (--wq, --wk, --wv; --wo is "
             "optional) or none of them (then all four weights are drawn from --seed)."
@@ -99,7 +95,7 @@ def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: i
         if name in inputs and inputs[name].shape != (d_in, d_out):
             rows, cols = inputs[name].shape
             raise UserError(
-                f"{_flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
+                f"{option_of(INPUTS, name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
                 "like W_Q (W_Q, W_K and W_V share their shape)."
             )
     if d_out % heads:
@@ -130,7 +126,7 @@ def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
         if got != expected:
             where = "W_O's columns" if weight == "W_O" else "d_out, the columns of W_Q, W_K, W_V"
             raise UserError(
-                f"{_flag(bias)} has {got} entries but must have {expected} ({where}): one per "
+                f"{option_of(INPUTS, bias)} has {got} entries but must have {expected} ({where}): one per "
                 f"output column of {weight}."
             )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import EPSILON, EXACT_INTEGERS
+from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Part, Walkthrough
@@ -170,7 +170,7 @@ def build(run: LessonRun) -> Walkthrough:
         row_labels=rows,
         col_labels=rows,
         parts=(  # one row per distance δ = |i − j| = 0 .. N−1
-            Part("Σ cos(wₚ·δ)", backend.xp.reshape(by_lag, (n, 1))),
+            Part("Σ cos(wₚ·δ)", namespace_of(by_lag).reshape(by_lag, (n, 1))),
             Part("spread", spread.reshape(n, 1)),
         ),
         context={**context, "max_spread": float(spread.max())},

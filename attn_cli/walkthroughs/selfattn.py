@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from attn_cli import lesson_specs
-from attn_cli.backend import EPSILON
+from attn_cli.backend import EPSILON, Array
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Array, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
 
 INPUTS = lesson_specs.SELFATTN
 # Projections may be given on top of a lecture example's X (to try other weights on it).

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention
@@ -22,6 +23,8 @@ INPUTS = ()  # no matrix inputs: everything is drawn from the options below
 # d_k = 16 on (see mech.variance_standard_error); drawing and scoring all six default widths
 # takes about half a second on numpy (2-core machine, 2025).
 DEFAULT_SAMPLES = 3000
+# The defaults are the lecture's settings; lessons/variance.toml's "lecture" example relies on them
+# (one source of truth: its examples state only what differs).
 OPTIONS: dict[str, Any] = {
     "dk": [1, 4, 16, 64, 256, 1024],
     "samples": DEFAULT_SAMPLES,
@@ -288,7 +291,7 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
     def compute() -> tuple[Any, Any, Any]:
         raw = backend.asarray(np.asarray([s.spiky_scores]))  # (1, n)
         scaled = attention.scale(raw, s.spiky_dk)  # (1, n)
-        logits = backend.xp.concat((raw, scaled), axis=0)  # (2, n): raw, then scaled
+        logits = namespace_of(raw).concat((raw, scaled), axis=0)  # (2, n): raw, then scaled
         weights = attention.softmax(logits)  # (2, n)
         return logits, weights, mech.softmax_summary(logits).gradient  # (2,) w_max (1 - w_max)
 
@@ -305,7 +308,7 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
         col_labels=labels("k", len(s.spiky_scores)),
         parts=(
             Part("scores", logits),
-            Part("w_max (1 − w_max)", backend.xp.reshape(gradient, (2, 1))),
+            Part("w_max (1 − w_max)", namespace_of(gradient).reshape(gradient, (2, 1))),
         ),
         context={
             "dk": s.spiky_dk,
@@ -340,7 +343,10 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
         col_labels=labels("s", len(s.logits)),
         parts=(
             Part("s / T", tempered),
-            Part("w_max (1 − w_max)", backend.xp.reshape(gradient, (len(s.temperatures), 1))),
+            Part(
+                "w_max (1 − w_max)",
+                namespace_of(gradient).reshape(gradient, (len(s.temperatures), 1)),
+            ),
         ),
         context={"largest": max(s.dks), "root": math.sqrt(max(s.dks))},
         seconds=took if run.time_steps else None,

@@ -7,12 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from attn_cli.lesson_specs import INPUTS, InputSpec
 from attn_cli.render import Format
+
+if TYPE_CHECKING:
+    from attn_cli.runner import RunRequest
 
 INPUT_PANEL = "Inputs"
 SIZE_PANEL = "Random inputs of any size"
@@ -282,6 +285,11 @@ SHARED: dict[str, tuple[object, object]] = {
 }
 
 
+# Each lesson command's parsed parameters (click's ``ctx.params``) to its request and shared
+# options, by lesson: filled as the command modules are imported (`attn tour` reads it).
+LESSON_REQUESTS: dict[str, Callable[..., tuple[RunRequest, SharedOptions]]] = {}
+
+
 def lesson_command(
     lesson: str,
     *,
@@ -321,8 +329,7 @@ def lesson_command(
         params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own_params]
         params += [_keyword(name, *value) for name, value in shared.items()]
 
-        def command(**given: Any) -> None:
-            from attn_cli.commands.common import run_lesson_command
+        def parse(**given: Any) -> tuple[RunRequest, SharedOptions]:
             from attn_cli.runner import RunRequest
 
             converted = own(**{p.name: given[p.name] for p in own_params}) or {}
@@ -344,8 +351,14 @@ def lesson_command(
                 dtype=given["dtype"],
                 time_steps=given["time"],
             )
-            run_lesson_command(request, SharedOptions(**{n: given[n] for n in shared}))
+            return request, SharedOptions(**{n: given[n] for n in shared})
 
+        def command(**given: Any) -> None:
+            from attn_cli.commands.common import run_lesson_command
+
+            run_lesson_command(*parse(**given))
+
+        LESSON_REQUESTS[lesson] = parse
         command.__name__ = command.__qualname__ = own.__name__
         command.__doc__ = own.__doc__
         command.__module__ = own.__module__

@@ -1,27 +1,26 @@
 """``attn tour``: the lecture's lessons in order, one screen at a time.
 
 ``TOUR`` is the one place that lists the lecture's order. Each stop is a real command line
-(``attn NAME ARGS``), parsed by the real command, so a stop shows exactly what a student gets
-by typing it. A lesson is shown a screen at a time (its header and inputs, then each step);
-a command with output of its own (the bench) is shown a screenful at a time. A stop whose
-command is not installed, or that needs PyTorch where it is missing, is skipped with a note.
+(``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
+student gets by typing it. A lesson's request is computed and shown a screen at a time (its
+header and inputs, then each step); the bench stop runs its sweep and shows its table a
+screenful at a time.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import io
 import shlex
-from collections.abc import Callable, Collection, Sequence
-from contextlib import redirect_stdout
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.control import Control
 from rich.rule import Rule
-from rich.segment import ControlType
+from rich.segment import ControlType, Segments
 from rich.text import Text
 
+from attn_cli.cli import UsageError
 from attn_cli.errors import UserError
 
 
@@ -30,7 +29,6 @@ class Stop:
     name: str  # the command, and the name for --only
     title: str  # what the stop shows, in a line
     args: tuple[str, ...] = ()  # arguments after `attn NAME`
-    needs_torch: bool = False
 
     @property
     def command_line(self) -> str:
@@ -92,27 +90,6 @@ def select(only: str | None) -> list[Stop]:
     return [stop for stop in TOUR if stop.name in names]
 
 
-def torch_available() -> bool:
-    return importlib.util.find_spec("torch") is not None
-
-
-def missing(stop: Stop, commands: Collection[str]) -> str | None:
-    """Why a stop cannot run here, or None."""
-    if stop.name not in commands:
-        return "not in this version of attn"
-    if stop.needs_torch and not torch_available():
-        return "needs PyTorch: pip install 'attn-cli[torch]'"
-    return None
-
-
-def installed_commands() -> list[str]:
-    import typer.main
-
-    from attn_cli.cli import app
-
-    return list(getattr(typer.main.get_command(app), "commands", {}))
-
-
 class Pager:
     """Shows screens; with pauses on, waits for Enter before each screen (and each screenful)."""
 
@@ -121,33 +98,22 @@ class Pager:
         self.pause = pause
         self.read_key = read_key  # a key (or a line), None at the end of the input
         self.started = False
-        self.after_note = False
 
     def screen(self, renderables: Sequence[RenderableType]) -> None:
-        self.after_note = False
         if not self.pause:
             self.console.print(Group(*renderables))
             return
-        with self.console.capture() as capture:
-            self.console.print(Group(*renderables))
-        lines = capture.get().splitlines()
+        lines = self.console.render_lines(Group(*renderables), pad=False, new_lines=True)
         page = max(self.console.size.height - 2, 5)
         for start in range(0, len(lines), page):
             self._wait()
-            self.console.print(Text.from_ansi("\n".join(lines[start : start + page])))
-
-    def note(self, line: RenderableType) -> None:
-        """A line that needs no pause of its own (it goes out with the next screen's wait)."""
-        if not self.after_note:
-            self.console.print()
-        self.console.print(line)
-        self.after_note = True
+            self.console.print(
+                Segments(segment for line in lines[start : start + page] for segment in line)
+            )
 
     def _wait(self) -> None:
         if not self.started:
             self.started = True
-            return
-        if not self.pause:
             return
         self.console.print(Text(PROMPT, style="dim"), end="")
         answer = self.read_key()
@@ -160,14 +126,12 @@ class Pager:
 
 
 def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
-    commands = installed_commands()
-    reasons = [missing(stop, commands) for stop in stops]
     try:
-        pager.screen(_intro(stops, reasons))
+        pager.screen(_intro(stops))
         ran = [
             stop
-            for number, (stop, reason) in enumerate(zip(stops, reasons, strict=True), start=1)
-            if _run_stop(stop, f"Stop {number}/{len(stops)}", reason, pager)
+            for number, stop in enumerate(stops, start=1)
+            if _run_stop(stop, f"Stop {number}/{len(stops)}", pager)
         ]
     except TourQuit:
         console.print(Text("Tour stopped.", style="bold"))
@@ -178,30 +142,25 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
     )
 
 
-def _intro(stops: list[Stop], reasons: list[str | None]) -> list[RenderableType]:
+def _intro(stops: list[Stop]) -> list[RenderableType]:
     lines: list[RenderableType] = [
         Rule("A tour of attention", style="bold"),
         Text(f"The lecture in {len(stops)} stop{'s' if len(stops) > 1 else ''}, in order:"),
     ]
-    for number, (stop, reason) in enumerate(zip(stops, reasons, strict=True), start=1):
+    for number, stop in enumerate(stops, start=1):
         line = Text(f"{number:>3}. {stop.name:<10}", style="bold")
-        line.append(stop.title, style="" if reason is None else "dim")
-        if reason is not None:
-            line.append(" (skipped)", style="dim")
+        line.append(stop.title)
         lines.append(line)
     return lines
 
 
-def _run_stop(stop: Stop, label: str, reason: str | None, pager: Pager) -> bool:
-    """Show a stop; False when it was skipped."""
+def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
+    """Show a stop; False when it failed (its reason shown instead)."""
     heading = [
         Text(""),
         Rule(Text(f"{label} · {stop.title}", "rule.text"), style="bold magenta", align="left"),
+        Text(f"$ {stop.command_line}", style="dim"),
     ]
-    if reason is not None:
-        pager.note(Text(f"{label} · skipped {stop.name}: {reason}.", style="dim"))
-        return False
-    heading.append(Text(f"$ {stop.command_line}", style="dim"))
     try:
         screens = _screens(stop)
     except UserError as error:
@@ -214,37 +173,35 @@ def _run_stop(stop: Stop, label: str, reason: str | None, pager: Pager) -> bool:
 
 
 def _screens(stop: Stop) -> list[list[RenderableType]]:
-    """A lesson's screens (header and inputs, each step, notes), or a command's own output."""
-    from attn_cli.commands.common import LessonCall, lesson_call_handler
+    """A lesson's screens (header and inputs, each step, notes), or the bench's table."""
+    params = parsed(stop)
+    if stop.name == "bench":
+        from attn_cli.commands.bench import bench_config, measure
+        from attn_cli.render.bench_render import bench_renderable
+
+        config = bench_config(**{k: v for k, v in params.items() if k not in ("fmt", "plot")})
+        result, fits = measure(config)
+        if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
+            raise KeyboardInterrupt
+        return [[bench_renderable(result, fits)]]
+    from attn_cli.options import LESSON_REQUESTS
     from attn_cli.render import RenderOptions
     from attn_cli.render.rich_render import walkthrough_sections
     from attn_cli.runner import compute
 
-    calls: list[LessonCall] = []
-    output = io.StringIO()
-    token = lesson_call_handler.set(calls.append)
-    try:
-        with redirect_stdout(output):
-            code = _invoke((stop.name, *stop.args))
-    finally:
-        lesson_call_handler.reset(token)
-    if calls:
-        call = calls[0]
-        walkthrough = compute(call.request)
-        return walkthrough_sections(walkthrough, RenderOptions(call.precision, call.full))
-    if code != 0:
-        raise UserError(f"'{stop.command_line}' exited with code {code} (see above).")
-    return [[Group(Text.from_ansi(output.getvalue().rstrip("\n")))]]
+    request, shared = LESSON_REQUESTS[stop.name](**params)
+    options = RenderOptions(precision=shared.precision, full=shared.full)
+    return walkthrough_sections(compute(request), options)
 
 
-def _invoke(argv: Sequence[str]) -> int:
-    """Run ``attn ARGV`` through the real command line; its exit code."""
+def parsed(stop: Stop) -> dict[str, Any]:
+    """The stop's arguments as its command parses them (a user error if they do not parse)."""
     import typer.main
 
-    from attn_cli.cli import app
+    from attn_cli.cli import make_app
 
+    command = typer.main.get_command(make_app((stop.name,))).commands[stop.name]  # type: ignore[attr-defined]
     try:
-        typer.main.get_command(app).main(args=list(argv), prog_name="attn", standalone_mode=True)
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else int(done.code is not None)
-    return 0
+        return dict(command.make_context(stop.name, list(stop.args)).params)
+    except UsageError as error:
+        raise UserError(error.format_message()) from None

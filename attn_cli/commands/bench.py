@@ -19,6 +19,7 @@ from attn_cli.options import OUTPUT_PANEL, DeviceName, DtypeName
 if TYPE_CHECKING:
     from attn_cli.bench.config import BenchConfig, BenchResult
     from attn_cli.bench.devices import CpuOps
+    from attn_cli.bench.fit import Fit
 
 RUN_PANEL = "What to run"
 SHAPE_PANEL = "Shape"
@@ -117,10 +118,6 @@ def bench(
     dense peak, peak memory and the max error against a float64 reference, then fits how
     time and memory grow with n. See `attn flash` for the tiled algorithm step by step.
     """
-    from attn_cli.bench.config import DEFAULT_DTYPE, BenchConfig, parse_impls, parse_sizes
-    from attn_cli.bench.devices import device_ops, torch_available
-    from attn_cli.bench.fit import fit_rows
-    from attn_cli.bench.impls import default_impls, require_torch
     from attn_cli.commands.common import start_up_done, stdout_console
     from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
 
@@ -129,27 +126,8 @@ def bench(
     if plot is not None:  # before the sweep, which can take minutes
         check_plot_path(plot)
         require_matplotlib()
-    chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
-    grid = parse_sizes(sizes, device.value)
-    ops = device_ops(device.value)  # a user error off the CPU without torch
-    with_torch = torch_available()
-    impls = chosen or default_impls(device.value, with_torch)  # numpy ones only without torch
-    require_torch(impls, with_torch)
-    config = BenchConfig(
-        device=device.value,
-        sizes=grid,
-        d=d,
-        heads=heads,
-        batch=batch,
-        dtype=dtype.value if dtype else DEFAULT_DTYPE[device.value],
-        causal=causal,
-        impls=impls,
-        repeats=repeats,
-        block=block,
-        seed=seed,
-    )
-    result = _run_with_progress(config, ops)
-    fits = fit_rows(result.rows)
+    config = bench_config(device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal)
+    result, fits = measure(config)
     console = stdout_console()
     if fmt is BenchFormat.rich:
         from attn_cli.render.bench_render import bench_renderable
@@ -169,6 +147,54 @@ def bench(
             f"attn: interrupted after {count} row{'' if count == 1 else 's'}.", markup=False
         )
         raise typer.Exit(code=130)
+
+
+def bench_config(
+    device: DeviceName,
+    sizes: str | None,
+    impl: str | None,
+    repeats: int | None,
+    block: int,
+    seed: int,
+    d: int,
+    heads: int,
+    batch: int,
+    dtype: DtypeName | None,
+    causal: bool,
+) -> BenchConfig:
+    """The sweep the options ask for, checked (a user error before anything runs)."""
+    from attn_cli.bench.config import DEFAULT_DTYPE, BenchConfig, parse_impls, parse_sizes
+    from attn_cli.bench.devices import device_ops, torch_available
+    from attn_cli.bench.impls import default_impls, require_torch
+
+    chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
+    grid = parse_sizes(sizes, device.value)
+    device_ops(device.value)  # a user error off the CPU without torch
+    with_torch = torch_available()
+    impls = chosen or default_impls(device.value, with_torch)  # numpy ones only without torch
+    require_torch(impls, with_torch)
+    return BenchConfig(
+        device=device.value,
+        sizes=grid,
+        d=d,
+        heads=heads,
+        batch=batch,
+        dtype=dtype.value if dtype else DEFAULT_DTYPE[device.value],
+        causal=causal,
+        impls=impls,
+        repeats=repeats,
+        block=block,
+        seed=seed,
+    )
+
+
+def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
+    """Run the sweep (a progress bar on stderr) and fit how time and memory grow with n."""
+    from attn_cli.bench.devices import device_ops
+    from attn_cli.bench.fit import fit_rows
+
+    result = _run_with_progress(config, device_ops(config.device))
+    return result, fit_rows(result.rows)
 
 
 def _stderr() -> Console:

@@ -191,8 +191,8 @@ class LessonCall:
     quiz: bool
 
 
-# When set, lesson commands hand their parsed call to this function instead of running it:
-# `attn tour` parses its entries with the real commands, then shows them a step at a time.
+# When set, lesson commands hand their parsed call to this function instead of running it
+# (tests/test_lesson_specs.py reads the request a command line makes).
 lesson_call_handler: ContextVar[Callable[[LessonCall], None] | None] = ContextVar(
     "lesson_call_handler", default=None
 )

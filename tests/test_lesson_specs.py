@@ -54,21 +54,13 @@ def test_the_lesson_options_are_the_walkthroughs(lesson):
 
 def test_sizes_and_options_reach_the_request():
     """The request maps each flag to its input, option or size by the same declarations."""
-    from typer.testing import CliRunner
+    from attn_cli import tour
+    from attn_cli.options import LESSON_REQUESTS
 
-    from attn_cli.commands import common
-
-    seen: list[common.LessonCall] = []
-    token = common.lesson_call_handler.set(seen.append)  # the call, not run
-    argv = ["causal", "--q", "1,0;0,1", "--k", "1,1;0,1", "--fill", "zero", "--conventions"]
+    argv = ["--q", "1,0;0,1", "--k", "1,1;0,1", "--fill", "zero", "--conventions"]
     argv += ["--n", "3", "--tokens", "a,b", "--seed", "4", "--precision", "2"]
-    try:
-        result = CliRunner().invoke(app, argv)
-    finally:
-        common.lesson_call_handler.reset(token)
-    assert result.exit_code == 0, result.output
-    [call] = seen
-    request = call.request
+    params = tour.parsed(tour.Stop("causal", "", tuple(argv)))  # the command's own parser
+    request, shared = LESSON_REQUESTS["causal"](**params)
     assert request.inputs["Q"] == "1,0;0,1" and request.inputs["K"] == "1,1;0,1"
     assert request.inputs["S"] is None
     assert request.options == {
@@ -80,4 +72,4 @@ def test_sizes_and_options_reach_the_request():
     }
     assert request.sizes == {"n": 3, "dk": None}
     assert request.labels == {"tokens": ("a", "b")}
-    assert (request.seed, call.precision) == (4, 2)
+    assert (request.seed, shared.precision) == (4, 2)

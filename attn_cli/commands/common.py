@@ -7,8 +7,6 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
@@ -104,10 +102,6 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
         shared.output,
         shared.plot,
     )
-    handler = lesson_call_handler.get()
-    if handler is not None:
-        handler(LessonCall(request, fmt, precision, full, list_examples, quiz))
-        return
     from attn_cli.runner import compute, lesson_data
 
     start_up_done()
@@ -177,22 +171,3 @@ def file_console() -> Console:
         force_terminal=False,
         highlight=False,
     )
-
-
-@dataclass(frozen=True)
-class LessonCall:
-    """A lesson command's parsed request and output options."""
-
-    request: RunRequest
-    fmt: Format
-    precision: int
-    full: bool
-    list_examples: bool
-    quiz: bool
-
-
-# When set, lesson commands hand their parsed call to this function instead of running it
-# (tests/test_lesson_specs.py reads the request a command line makes).
-lesson_call_handler: ContextVar[Callable[[LessonCall], None] | None] = ContextVar(
-    "lesson_call_handler", default=None
-)

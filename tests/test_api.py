@@ -200,6 +200,7 @@ def test_repr_names_the_lesson_and_steps():
     )
 
 
+@pytest.mark.slow
 def test_importing_and_using_the_library_stays_light():
     code = textwrap.dedent(
         """

@@ -116,14 +116,13 @@ def test_cat_slept_compares_three_scores(invoke_json):
     assert weights_step["col_labels"] == ["the", "cat", "slept"]
 
 
-def test_printed_values_are_recorded_as_text_for_existing_steps(invoke_json):
+def test_printed_values_name_existing_steps(invoke_json):
     lesson = load_bundled("bahdanau")
     assert {example.name for example in lesson.examples} == {"term-by-term", "cat-slept"}
     for example in lesson.examples:
         keys = {step["key"] for step in invoke_json("bahdanau", "-e", example.name)["steps"]}
-        for key, value in example.printed.items():
+        for key in example.printed:
             assert re.sub(r"\[.*\]$", "", key) in keys, key
-            assert isinstance(value, str)
 
 
 def test_compare_defaults_w_a_to_the_identity_and_says_so(invoke_json):
@@ -403,4 +402,4 @@ def test_list_examples_and_torch_float32(invoke, invoke_json, torch):
 
 def test_time_reports_each_step(invoke_json):
     doc = invoke_json("bahdanau", "--n", "4", "--time")
-    assert all(step["seconds"] >= 0 for step in doc["steps"])
+    assert all("seconds" in step for step in doc["steps"])

@@ -250,6 +250,7 @@ def test_ctrl_c_prints_the_finished_rows(invoke, monkeypatch):
     assert "interrupted after 1 row." in result.stderr
 
 
+@pytest.mark.slow
 def test_startup_of_other_commands_does_not_import_torch_or_the_bench():
     code = (
         "import sys, attn_cli.cli; "

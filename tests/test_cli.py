@@ -48,6 +48,7 @@ def test_one_command_path_keeps_user_errors_one_line(monkeypatch, capsys):
     ]
 
 
+@pytest.mark.slow
 def test_version_and_unknown_commands_use_the_full_app():
     version = subprocess.run(
         [sys.executable, "-m", "attn_cli", "--version"], capture_output=True, text=True, check=True
@@ -56,50 +57,42 @@ def test_version_and_unknown_commands_use_the_full_app():
     unknown = subprocess.run(
         [sys.executable, "-m", "attn_cli", "nosuch"], capture_output=True, text=True
     )
-    assert unknown.returncode == 2 and "No such command 'nosuch'" in unknown.stderr
+    assert unknown.returncode == 2 and unknown.stderr.startswith("attn: error: ")
+    assert "'nosuch'" in unknown.stderr
 
 
 @pytest.mark.parametrize(
-    ("args", "line"),
+    ("args", "named", "command"),
     [
-        (
-            ("scaled", "--format", "xml"),
-            "Invalid value for '--format' / '-f': 'xml' is not one of 'rich', 'json', 'markdown', "
-            "'latex', 'svg', 'html'; see 'attn scaled --help'.",
-        ),
-        (
-            ("scaled", "--seed", "-1"),
-            "Invalid value for '--seed': Input should be greater than or equal to 0; "
-            "see 'attn scaled --help'.",
-        ),
-        (
-            ("bench", "--block", "0"),
-            "Invalid value for '--block': Input should be greater than or equal to 1; "
-            "see 'attn bench --help'.",
-        ),
-        (("scaled", "--bogus"), "No such option: --bogus; see 'attn scaled --help'."),
-        (("scaled", "--q"), "Option '--q' requires an argument; see 'attn scaled --help'."),
-        (("nosuch",), "No such command 'nosuch'; see 'attn --help'."),
-        (("--nosuch",), "No such option: --nosuch; see 'attn --help'."),
+        (("scaled", "--format", "xml"), ("--format", "'xml'"), "attn scaled"),
+        (("scaled", "--seed", "-1"), ("--seed",), "attn scaled"),
+        (("bench", "--block", "0"), ("--block",), "attn bench"),
+        (("scaled", "--bogus"), ("--bogus",), "attn scaled"),
+        (("scaled", "--q"), ("--q",), "attn scaled"),
+        (("nosuch",), ("'nosuch'",), "attn"),
+        (("--nosuch",), ("--nosuch",), "attn"),
     ],
 )
-def test_usage_errors_are_one_line_naming_the_help(invoke, args, line):
+def test_usage_errors_are_one_line_naming_the_help(invoke, args, named, command):
+    """Our frame around click's sentence (which is click's to word): one line, the prefix, the
+    option or value at fault, and where the help is."""
     result = invoke(*args)
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr.splitlines() == [f"attn: error: {line}"]
+    [line] = result.stderr.splitlines()
+    assert line.startswith("attn: error: ") and line.endswith(f"; see '{command} --help'."), line
+    assert all(name in line for name in named), (named, line)
 
 
 def test_usage_errors_are_one_line_from_the_console_script_too(monkeypatch, capsys):
     code, out, err = run_main(monkeypatch, capsys, "causal", "--precision", "99")
     assert (code, out) == (2, "")
-    assert err.splitlines() == [
-        "attn: error: Invalid value for '--precision': Input should be less than or equal to "
-        "15; see 'attn causal --help'."
-    ]
+    [line] = err.splitlines()
+    assert line.startswith("attn: error: ") and "'--precision'" in line and "15" in line, line
+    assert line.endswith("; see 'attn causal --help'."), line
 
 
 def test_attn_alone_still_prints_the_help(invoke):
     result = invoke()
     assert result.exit_code == 2  # click's code for "no command": the help is on stdout
-    assert "Usage: attn [OPTIONS] COMMAND [ARGS]..." in result.stdout
+    assert "Usage: attn " in result.stdout
     assert "scaled" in result.stdout and "error" not in result.output

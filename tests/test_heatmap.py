@@ -331,6 +331,7 @@ def test_an_input_error_writes_no_plot(invoke, tmp_path):
     assert not target.exists()
 
 
+@pytest.mark.slow
 def test_the_heatmap_module_does_not_import_matplotlib():
     probe = "import sys, attn_cli.render.heatmap; print('matplotlib' in sys.modules)"
     completed = subprocess.run(

@@ -87,6 +87,7 @@ def test_every_example_runs(line, tmp_path, monkeypatch):
     assert result.exit_code in allowed, (line, result.output)
 
 
+@pytest.mark.slow
 def test_the_console_script_help_fits_80_columns():
     completed = subprocess.run(
         [sys.executable, "-m", "attn_cli", "scaled", "--help"],

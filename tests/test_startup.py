@@ -19,6 +19,7 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib") if 
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -71,6 +72,7 @@ NOT_AT_START_UP = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"], ["scaled", "--help"]])
 def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
     completed = subprocess.run(

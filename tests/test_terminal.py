@@ -127,6 +127,7 @@ needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals
 PROMPT_BYTES = b"q: quit"
 
 
+@pytest.mark.slow
 @needs_pty
 @pytest.mark.parametrize(
     ("keys", "what"),
@@ -141,6 +142,7 @@ def test_at_a_terminal_one_key_moves_on_and_q_or_ctrl_d_quits(keys, what):
     assert "End of the tour" not in text, what
 
 
+@pytest.mark.slow
 @needs_pty
 def test_at_a_terminal_ctrl_c_ends_the_prompt_line():
     code, out = _on_a_terminal(["tour", "--only", "scaled"], [b"\x03"], PROMPT_BYTES)
@@ -152,6 +154,7 @@ def test_at_a_terminal_ctrl_c_ends_the_prompt_line():
 # --- `| head -3` ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [

@@ -23,6 +23,7 @@ def check(
     files: Annotated[
         list[Path] | None,
         typer.Argument(
+            metavar="FILE",
             help="Lesson files (TOML) to check; their format is described above.",
             show_default=False,
             dir_okay=False,

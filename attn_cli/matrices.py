@@ -45,11 +45,6 @@ def as_matrix(value: object, name: str) -> np.ndarray:
     return _matrix_shaped(_as_array(value, name), name)
 
 
-def as_vector(value: object, name: str) -> np.ndarray:
-    """A vector input from the command line's text or from Python (an array, a tensor, a list)."""
-    return _vector_shaped(_as_array(value, name), name)
-
-
 def as_matrix_or_batch(value: object, name: str) -> np.ndarray:
     """A matrix (2-D) or a batch of matrices (3-D: batch × rows × columns), as float64."""
     array = _as_array(value, name)

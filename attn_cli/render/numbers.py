@@ -73,15 +73,6 @@ def format_column(values: Any, precision: int = 4, *, unicode: bool = True) -> l
     return cells
 
 
-def format_columns(matrix: Any, precision: int = 4, *, unicode: bool = True) -> list[list[str]]:
-    """A 2-D array's cells as text, row by row, each column in one format."""
-    array = as_matrix(matrix)
-    columns = [
-        format_column(array[:, c], precision, unicode=unicode) for c in range(array.shape[1])
-    ]
-    return [[column[r] for column in columns] for r in range(array.shape[0])]
-
-
 def shape_text(shape: tuple[int, ...]) -> str:
     return " × ".join(str(size) for size in shape) if shape else "scalar"
 

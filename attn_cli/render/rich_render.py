@@ -24,6 +24,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from attn_cli.backend import EPSILON
 from attn_cli.batch import batch_line
 from attn_cli.lesson_files import LessonFile
 from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
@@ -204,15 +205,6 @@ def step_notes(step: Step) -> list[RenderableType]:
     return [Text(f"Note: {note}", style="yellow") for note in step.notes]
 
 
-# The spacing between neighbouring floating-point numbers just above 1, by dtype.
-_EPSILON = {
-    "float64": 2.0**-52,
-    "float32": 2.0**-23,
-    "float16": 2.0**-10,
-    "bfloat16": 2.0**-7,
-}
-
-
 def row_sum_note(step: Step, precision: int, dtype: str | None) -> str | None:
     """Why a weights row sums to 1.0010 rather than 1: each weight was rounded to ``dtype``.
 
@@ -221,14 +213,14 @@ def row_sum_note(step: Step, precision: int, dtype: str | None) -> str | None:
     about the printed digits, so it lives here rather than with the computation: the same
     float16 sums need no note at two decimals.
     """
-    if step.row_sums is None or dtype not in _EPSILON:
+    if step.row_sums is None or dtype not in EPSILON:
         return None
     sums = np.atleast_1d(np.asarray(step.row_sums, dtype=np.float64))
     finite = sums[np.isfinite(sums)]
     if not finite.size:
         return None
     off = float(np.max(np.abs(finite - 1.0)))
-    epsilon = _EPSILON[dtype]
+    epsilon = EPSILON[dtype]
     terms = max(int(np.shape(step.value)[-1]) if np.ndim(step.value) else 1, 1)
     if off <= 0.5 * 10.0**-precision or off > terms * epsilon:
         return None

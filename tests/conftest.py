@@ -91,3 +91,22 @@ def torch_without_cuda(torch, monkeypatch):
     """torch installed, but no CUDA device (whatever this machine has)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     return torch
+
+
+# --- references the tests compute with, independently of attn_cli's mechanisms ----------------
+
+
+def softmax_rows(scores: np.ndarray) -> np.ndarray:
+    """softmax along the last axis, in float64, with the row max subtracted."""
+    exp = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+def random_qkv(seed: int, m: int, n: int, d_k: int = 3, d_v: int = 2):
+    """Standard-normal Q (m × d_k), K (n × d_k) and V (n × d_v) from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    return (
+        rng.standard_normal((m, d_k)),
+        rng.standard_normal((n, d_k)),
+        rng.standard_normal((n, d_v)),
+    )

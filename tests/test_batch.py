@@ -17,7 +17,7 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.render.json_render import SCHEMA_VERSION, schema
-from tests.conftest import assert_user_error, data, render_plain
+from tests.conftest import assert_user_error, data, render_plain, softmax_rows
 
 VALIDATOR = jsonschema.Draft202012Validator(schema())
 # The from-scratch book's chapter 3 inputs ("Your journey starts with one step"), which it
@@ -36,11 +36,6 @@ BOOK_INPUTS = np.array(
 
 def text(array: np.ndarray) -> str:
     return json.dumps(np.asarray(array).tolist())
-
-
-def softmax(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def case(lesson: str, seed: int) -> tuple[dict[str, np.ndarray], dict]:
@@ -170,7 +165,9 @@ def test_the_books_batch_of_two_copies_in_multihead():
     q, k, v = split(w["W_Q"]), split(w["W_K"]), split(w["W_V"])
     scores = q @ k.transpose(0, 1, 3, 2)
     scores = np.where(np.triu(np.ones((n, n), dtype=bool), k=1), -np.inf, scores)
-    context = (softmax(scores / math.sqrt(head_dim)) @ v).transpose(0, 2, 1, 3).reshape(b, n, 2)
+    context = (
+        (softmax_rows(scores / math.sqrt(head_dim)) @ v).transpose(0, 2, 1, 3).reshape(b, n, 2)
+    )
     expected = context @ w["W_O"]
     got = np.stack([item.output for item in walk.items])
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
@@ -189,7 +186,7 @@ def test_scaled_over_a_batch_matches_the_formula():
         rng.standard_normal((3, 5, 2)),
     )
     walk = attn.scaled(q, k, v)
-    weights = softmax(np.einsum("bmd,bnd->bmn", q, k) / 2.0)
+    weights = softmax_rows(np.einsum("bmd,bnd->bmn", q, k) / 2.0)
     np.testing.assert_allclose(
         np.stack([item.step("weights") for item in walk.items]), weights, rtol=0, atol=1e-15
     )
@@ -433,7 +430,7 @@ def test_one_valid_length_per_item():
     q, k, v, keep = padded_case()
     walk = attn.scaled(q, k, v, valid_len="1|3")
     assert walk.to_dict()["options"]["valid_len"] == "1|3"
-    expected = softmax(np.where(keep, q @ k.transpose(0, 2, 1) / math.sqrt(2), -np.inf)) @ v
+    expected = softmax_rows(np.where(keep, q @ k.transpose(0, 2, 1) / math.sqrt(2), -np.inf)) @ v
     got = np.stack([item.output for item in walk.items])
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
     for index, length in enumerate((1, 3)):

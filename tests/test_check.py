@@ -22,14 +22,9 @@ from attn_cli.rounding import parse_rounded
 from attn_cli.runner import RunRequest, compute
 from attn_cli.slides import Erratum
 from attn_cli.walkthroughs.base import LESSON_MODULES
-from tests.conftest import assert_user_error, render_plain
+from tests.conftest import assert_user_error, render_plain, softmax_rows
 
 DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _walkthrough(**values: np.ndarray) -> Walkthrough:
@@ -146,7 +141,7 @@ def test_cat_slept_errata_are_the_ones_computed_independently():
     """Which slide numbers are wrong, decided here with plain numpy and the rounding rule."""
     q = np.array([[0.1, 0.9]])
     states = np.array([[1.0, 0.0], [0.0, 1.0], [0.2, 0.1]])
-    weights = _softmax(q @ states.T)
+    weights = softmax_rows(q @ states.T)
     context = weights @ states
     example = load_bundled("scaled").example("cat-slept")
     expected = set()
@@ -183,7 +178,7 @@ def test_every_bundled_lesson_passes_check_or_notes_its_errata(lesson):
 def test_cat_slept_output_notes_the_slide_under_its_steps(invoke):
     result = invoke("scaled", "--example", "cat-slept", "--format", "json")
     steps = {step["key"]: step for step in json.loads(result.stdout)["steps"]}
-    weights = _softmax(np.array([[0.1, 0.9, 0.11]]))
+    weights = softmax_rows(np.array([[0.1, 0.9, 0.11]]))
     expected = f"The slide prints 0.54 for (1, 2); the exact value is {weights[0, 1]:.4f}."
     assert expected in steps["weights"]["notes"]
     assert "notes" not in steps["scores"]
@@ -195,7 +190,7 @@ def test_notes_use_exact_values_at_lower_precision_and_vanish_when_options_chang
     doc = json.loads(
         invoke("scaled", "-e", "cat-slept", "--dtype", "float32", "--format", "json").stdout
     )
-    weights = _softmax(np.array([[0.1, 0.9, 0.11]]))
+    weights = softmax_rows(np.array([[0.1, 0.9, 0.11]]))
     notes = {s["key"]: s.get("notes", []) for s in doc["steps"]}
     assert f"the exact value is {weights[0, 2]:.4f}." in notes["weights"][1]
     # With --scale the example is no longer the slide's computation: no slide notes.
@@ -256,7 +251,7 @@ def _with_printed(tmp_path: Path, **printed: str) -> Path:
 
 def test_check_on_an_erroneous_file_reports_each_wrong_value_and_exits_1(invoke, tmp_path):
     # Exact values, computed here: weights = softmax([2, 1, 0] / 2); output = weights V.
-    weights = _softmax(np.array([1.0, 0.5, 0.0]))
+    weights = softmax_rows(np.array([1.0, 0.5, 0.0]))
     wrong_weight = f"{round(weights[2], 2) + 0.01:.2f}"  # off by more than half a unit
     edge_weight = f"{weights[1]:.1f}"  # one decimal: checked to ±0.05 only
     path = _with_printed(

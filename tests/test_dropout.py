@@ -14,23 +14,9 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from tests.conftest import assert_user_error
+from tests.conftest import assert_user_error, random_qkv, softmax_rows
 
 P, SEED = 0.3, 123
-
-
-def random_qkv(seed: int, m: int, n: int, d_k: int, d_v: int):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.standard_normal((m, d_k)),
-        rng.standard_normal((n, d_k)),
-        rng.standard_normal((n, d_v)),
-    )
-
-
-def softmax(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def numpy_dropout(weights: np.ndarray, p: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +34,7 @@ def test_scaled_numpy_matches_the_formula(seed, m, n, p):
     q, k, v = random_qkv(seed, m, n, 4, 3)
     walk = attn.scaled(q, k, v, dropout=p, seed=seed + 10)
     assert [step.key for step in walk.steps] == ["scores", "scaled", "weights", "dropout", "output"]
-    weights = softmax(q @ k.T / 2.0)
+    weights = softmax_rows(q @ k.T / 2.0)
     dropped, keep = numpy_dropout(weights, p, seed + 10)
     np.testing.assert_array_equal(mask_of(walk), keep.astype(np.int8))
     np.testing.assert_allclose(walk.step("dropout"), dropped, rtol=0, atol=1e-15)
@@ -152,7 +138,7 @@ def test_selfattn_and_causal(torch, backend):
     causal_walk = attn.causal(x=x, dropout=P, seed=SEED, backend=backend)
     for walk, visible in ((self_walk, np.ones((5, 5), bool)), (causal_walk, np.tri(5, dtype=bool))):
         s = np.where(visible, x @ x.T / 2.0, -np.inf)
-        weights = softmax(s)
+        weights = softmax_rows(s)
         np.testing.assert_allclose(walk.step("weights"), weights, atol=1e-15)
         if backend == "numpy":
             expected, _ = numpy_dropout(weights, P, SEED)
@@ -191,7 +177,7 @@ def test_bahdanau(torch, backend):
     given = bahdanau_inputs(11)
     walk = attn.bahdanau(**given, dropout=0.5, seed=SEED, backend=backend)
     scores = np.tanh(given["h"] @ given["w1"].T + given["w2"] @ given["s"]) @ given["v"]
-    weights = softmax(scores)
+    weights = softmax_rows(scores)
     if backend == "numpy":
         expected, _ = numpy_dropout(weights, 0.5, SEED)
     else:
@@ -269,7 +255,7 @@ def test_multihead_numpy_formula():
     for i in range(3):
         cols = slice(2 * i, 2 * i + 2)
         s = (x @ wq[:, cols]) @ (x @ wk[:, cols]).T / math.sqrt(2)
-        weights.append(softmax(np.where(np.tri(4, dtype=bool), s, -np.inf)))
+        weights.append(softmax_rows(np.where(np.tri(4, dtype=bool), s, -np.inf)))
     dropped, _ = numpy_dropout(np.stack(weights), 0.5, 2)
     heads = [dropped[i] @ (x @ wv[:, 2 * i : 2 * i + 2]) for i in range(3)]
     np.testing.assert_allclose(walk.output, np.concatenate(heads, axis=1) @ wo, atol=1e-13)

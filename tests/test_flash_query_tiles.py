@@ -14,16 +14,7 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.mechanisms import tiled
-from tests.conftest import assert_user_error
-
-
-def random_qkv(seed: int, m: int, n: int, d_k: int = 3, d_v: int = 2):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.standard_normal((m, d_k)),
-        rng.standard_normal((n, d_k)),
-        rng.standard_normal((n, d_v)),
-    )
+from tests.conftest import assert_user_error, random_qkv
 
 
 def direct(q, k, v, causal: bool = False) -> np.ndarray:

@@ -15,6 +15,7 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.api import LESSONS
+from tests.conftest import softmax_rows
 
 # A kernel in a subprocess: slow. One xdist group, so that the module-scoped notebook run
 # happens once (on one worker) rather than once on each worker that gets one of its tests.
@@ -27,11 +28,6 @@ K = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
 V = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
 X = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]])
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
-
-
-def softmax_rows(scores: np.ndarray) -> np.ndarray:
-    exp = np.exp(scores - scores.max(axis=1, keepdims=True))
-    return exp / exp.sum(axis=1, keepdims=True)
 
 
 def numbers(text: str) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from tests.conftest import assert_user_error, unwrap
+from tests.conftest import assert_user_error, random_qkv, unwrap
 
 BACKENDS = ("numpy", "torch")
 
@@ -37,15 +37,6 @@ def reference(q, k, v, visible: np.ndarray, scale: bool = True) -> tuple[np.ndar
     e = np.exp(s - s.max(axis=1, keepdims=True))
     a = e / e.sum(axis=1, keepdims=True)
     return a, a @ v
-
-
-def random_qkv(seed: int, m: int, n: int, d_k: int, d_v: int):
-    rng = np.random.default_rng(seed)
-    return (
-        rng.standard_normal((m, d_k)),
-        rng.standard_normal((n, d_k)),
-        rng.standard_normal((n, d_v)),
-    )
 
 
 CASES = [

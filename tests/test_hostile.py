@@ -6,6 +6,7 @@ Each class below was a traceback (or a memory blow-up) before; each test drives 
 from __future__ import annotations
 
 import json
+import math
 import resource
 import struct
 import subprocess
@@ -135,7 +136,7 @@ def test_plain_placeholders_specs_and_literal_braces_still_work(invoke, tmp_path
     body = '[steps.scores]\ntitle = "S over {n} keys, d_k = {dk:>3}, √ = {sqrt_dk:.2f} {{set}}"\n'
     result = invoke("scaled", "--lesson", str(lesson_file(tmp_path / "f.toml", body)))
     assert result.exit_code == 0, result.output
-    assert "S over 2 keys, d_k =   2, √ = 1.41 {set}" in result.stdout
+    assert f"S over 2 keys, d_k =   2, √ = {math.sqrt(2):.2f} {{set}}" in result.stdout
 
 
 # --- rich markup and terminal control from users ---------------------------------------------

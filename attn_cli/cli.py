@@ -27,9 +27,11 @@ from attn_cli.errors import UserError
 from attn_cli.project import docs_url
 
 try:  # Typer >= 0.2x ships its own copy of click
+    from typer._click.core import Context as ClickContext
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # older Typer runs on click itself
-    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
+    from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef]
+    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[import-not-found,no-redef]
 
 # The commands, in the order `attn --help` lists them: each is the function of the same name in
 # attn_cli.commands.<name>, imported only when the command is built.
@@ -151,7 +153,7 @@ def root(
     """Worked examples of the attention mechanism: every intermediate matrix, computed."""
 
 
-def _for_help(params: list[Any], ctx: typer.Context) -> list[Any]:
+def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
     """Options as the help should show them (parsing is unaffected):
 
     - an on/off option as the flag it is: Typer's rich help gives every boolean option a
@@ -174,7 +176,7 @@ def _for_help(params: list[Any], ctx: typer.Context) -> list[Any]:
 class AttnCommand(TyperCommand):
     """A command whose help shows flags as flags and wraps choices between them."""
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: ClickContext) -> list[Any]:
         return _for_help(super().get_params(ctx), ctx)
 
 
@@ -183,18 +185,24 @@ class OneLineUsageErrors(TyperGroup):
     one of the choices, a number out of range, an unknown command) becomes one line on stderr and
     exit code 2, like every other user error, instead of Typer's usage box."""
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: ClickContext) -> list[Any]:
         return _for_help(super().get_params(ctx), ctx)
 
-    def make_context(self, info_name: str | None, args: list[str], **extra: Any) -> typer.Context:
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: ClickContext | None = None,
+        **extra: Any,
+    ) -> ClickContext:
         try:  # attn's own options: attn --nosuch
-            return super().make_context(info_name, args, **extra)
+            return super().make_context(info_name, args, parent, **extra)
         except NoArgsIsHelpError:  # `attn` alone prints the help, as it should
             raise
         except UsageError as error:
             raise _one_line(error, info_name or "attn") from None
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         try:  # the command's name and options: attn nosuch, attn scaled --format xml
             return super().invoke(ctx)
         except UsageError as error:

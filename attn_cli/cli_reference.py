@@ -49,7 +49,9 @@ def _params_by_panel(command: Any, ctx: typer.Context) -> dict[str, list[Any]]:
         panel = getattr(param, "rich_help_panel", None) or default
         panels.setdefault(panel, []).append(param)
     # Typer's order: Arguments, then Options, then the named panels as they come.
-    ordered = {name: panels.pop(name) for name in ("Arguments", "Options") if name in panels}
+    ordered: dict[str, list[Any]] = {
+        name: panels.pop(name) for name in ("Arguments", "Options") if name in panels
+    }
     return {**ordered, **panels}
 
 

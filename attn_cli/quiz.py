@@ -80,6 +80,7 @@ def questions(walkthrough: Walkthrough) -> list[Question]:
         if rows is None:
             out.append(Question(number, step, None))
             continue
+        names: tuple[str, ...]
         if rows.shape[0] == 1 and np.ndim(step.value) < 2:
             names = ("value",) if np.ndim(step.value) == 0 else ("values",)
         elif step.row_labels and len(step.row_labels) == rows.shape[0]:

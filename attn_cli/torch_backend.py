@@ -70,7 +70,8 @@ class TorchBackend(Backend):
         a Python caller's own random stream is left as it was.
         """
         functional = torch.nn.functional
-        forked = [] if self.device == "cpu" else None  # None: fork every device of that type
+        # None: fork every device of that type
+        forked: list[int] | None = [] if self.device == "cpu" else None
         device_type = "cuda" if self.device == "cpu" else self.device
         with torch.random.fork_rng(devices=forked, device_type=device_type):
             torch.manual_seed(seed)

@@ -136,10 +136,12 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
     except TourQuit:
         console.print(Text("Tour stopped.", style="bold"))
         return
-    pager.screen(
-        [Text(""), Rule("End of the tour", style="bold"), Text("Run any stop on its own:")]
-        + [Text(f"  {stop.command_line}", style="cyan") for stop in ran]
-    )
+    ending: list[RenderableType] = [
+        Text(""),
+        Rule("End of the tour", style="bold"),
+        Text("Run any stop on its own:"),
+    ]
+    pager.screen(ending + [Text(f"  {stop.command_line}", style="cyan") for stop in ran])
 
 
 def _intro(stops: list[Stop]) -> list[RenderableType]:
@@ -156,7 +158,7 @@ def _intro(stops: list[Stop]) -> list[RenderableType]:
 
 def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
     """Show a stop; False when it failed (its reason shown instead)."""
-    heading = [
+    heading: list[RenderableType] = [
         Text(""),
         Rule(Text(f"{label} · {stop.title}", "rule.text"), style="bold magenta", align="left"),
         Text(f"$ {stop.command_line}", style="dim"),

@@ -10,7 +10,7 @@ from attn_cli.options import input_option, lesson_command
 
 class LayoutName(StrEnum):
     interleaved = "interleaved"
-    split = "split"
+    split = "split"  # type: ignore[assignment]  # shadows str.split: the option value is "split"
 
 
 @lesson_command("posenc", seed=False, item=False, precision=3)

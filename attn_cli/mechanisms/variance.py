@@ -134,6 +134,7 @@ def estimate(
             )
             counts = both if counts is None else (counts[0] + both[0], counts[1] + both[1])
         done += rows
+    assert totals is not None, "samples must be at least 1"
     total = dict(zip(SUMS, totals.tolist(), strict=True))  # one transfer off the device
     scores = samples * keys
     mean_raw, mean_scaled = total["raw"] / scores, total["scaled"] / scores

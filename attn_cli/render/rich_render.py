@@ -260,7 +260,7 @@ class Heading:
 
 
 def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableType:
-    value = np.asarray(part.value) if not isinstance(part.value, list | dict) else part.value
+    value: Any = part.value if isinstance(part.value, list | dict) else np.asarray(part.value)
     columns = step.col_labels if np.shape(value)[-1:] == np.shape(step.value)[-1:] else None
     # A per-row quantity (row max, row sum) shows as one column: (m, 1), or (1,) for a vector.
     per_row = isinstance(value, np.ndarray) and (
@@ -465,7 +465,7 @@ class MatrixTable:
         strength = _strength(number, self.scale, self.shading)
         if marks and strength is not None:
             return Text(text + SHADE_MARKS[round(strength * (len(SHADE_MARKS) - 1))])
-        return Text(text, style=_shade(number, self.scale, self.shading))
+        return Text(text, style=_shade(number, self.scale, self.shading) or "")
 
     def caption(self, layout: list[int | None]) -> Text | None:
         rows_cut = None in self.shown_rows

@@ -11,8 +11,8 @@ every item; the walkthrough returned is item ``item=`` 's (default 0), and its `
 every item's. A problem with what was asked raises :class:`attn_cli.UserError` with the one-line
 message the command line prints.
 
-The functions are built from each lesson's declared inputs (``INPUTS`` in its walkthrough
-module), so the keyword names cannot drift from the command line's flags.
+The functions are built from each lesson's declared inputs (its ``LESSON`` declaration's
+``inputs``), so the keyword names cannot drift from the command line's flags.
 """
 
 from __future__ import annotations
@@ -97,11 +97,6 @@ LESSONS = tuple(LESSON_SIGNATURES)
 _BUILT: dict[str, Callable[..., Walkthrough]] = {}
 
 
-def keyword(option: str) -> str:
-    """The keyword argument for a command-line flag: ``--d-model`` -> ``d_model``."""
-    return option.lstrip("-").replace("-", "_")
-
-
 def lesson_function(name: str) -> Callable[..., Walkthrough]:
     """The Python function of lesson ``name`` (built once, from the lesson's declarations)."""
     if name not in _BUILT:
@@ -110,10 +105,10 @@ def lesson_function(name: str) -> Callable[..., Walkthrough]:
 
 
 def _build(name: str) -> Callable[..., Walkthrough]:
-    from attn_cli.walkthroughs.base import lesson_module
+    from attn_cli.walkthroughs.base import get_lesson
 
     call = LESSON_SIGNATURES[name]
-    specs = {keyword(spec.option): spec for spec in lesson_module(name).INPUTS}
+    specs = {spec.keyword: spec for spec in get_lesson(name).inputs}
     batches = bool(specs)  # a lesson with matrix inputs takes a batch of them, and item=
     order = [*call.positional, *(key for key in specs if key not in call.positional)]
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD

@@ -9,12 +9,14 @@ one shown is ``--item``'s, and the JSON holds them all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from attn_cli.errors import UserError
+from attn_cli.lesson_specs import InputSpec, flag_of
 from attn_cli.model import Walkthrough
 
 # Each item is a whole walkthrough (about 10-20 KiB of steps and texts beyond its arrays, and
@@ -22,12 +24,14 @@ from attn_cli.model import Walkthrough
 MAX_BATCH = 1024
 
 
-def split_batch(module: Any, inputs: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]] | None:
+def split_batch(
+    specs: Sequence[InputSpec], inputs: dict[str, np.ndarray]
+) -> list[dict[str, np.ndarray]] | None:
     """Each item's inputs (a batched input sliced, a shared one as given), or None when no
-    input is a batch."""
+    input is a batch (``specs``: the lesson's inputs)."""
     batched = {
         spec.name: spec.option
-        for spec in module.INPUTS
+        for spec in specs
         if spec.name in inputs and inputs[spec.name].ndim == (3 if spec.shape == "matrix" else 2)
     }
     if not batched:
@@ -61,7 +65,7 @@ def split_options(options: dict[str, Any], size: int | None) -> list[dict[str, A
         if isinstance(value, str) and "|" in value
     }
     for key, parts in per_item.items():
-        flag = "--" + key.replace("_", "-")
+        flag = flag_of(key)
         if size is None:
             raise UserError(
                 f"{flag} {options[key]!r}: '|' separates the values of batch items, but the "

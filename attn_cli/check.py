@@ -14,8 +14,9 @@ from attn_cli.lesson_files import (
     bundled_lesson_names,
     bundled_lessons_dir,
     load_bundled,
+    own_lesson_file,
 )
-from attn_cli.runner import RunRequest, build, own_lesson_file, prepare
+from attn_cli.runner import RunRequest, build, prepare
 from attn_cli.slides import Erratum
 from attn_cli.walkthroughs.base import LESSON_MODULES
 

@@ -30,7 +30,7 @@ the JSON Schema editors validate with from the same definition.
 
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
 ``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
-out from the bundled file of its lesson (``runner.own_lesson_file``). The full description, with
+out from the bundled file of its lesson (:func:`own_lesson_file`). The full description, with
 the rounding rule for printed values, is docs/lesson-files.md.
 """
 
@@ -40,7 +40,7 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,10 @@ from attn_cli.lesson_format import check_keys
 from attn_cli.matrices import as_matrix_or_batch
 from attn_cli.templates import template_fields
 from attn_cli.usertext import printable
+
+if TYPE_CHECKING:  # the lessons import this module
+    from attn_cli.lesson_specs import InputSpec
+    from attn_cli.walkthroughs.base import Lesson
 
 # What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack
 # (a 10 MB file took attn check past 20 s before these limits).
@@ -169,6 +173,100 @@ def load_lesson_file(path: Path) -> LessonFile:
     if version not in _PARSED:
         _PARSED[version] = _read_lesson_file(path, stat.st_size)
     return _PARSED[version]
+
+
+def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
+    """A lecturer's lesson file, checked against its lesson and completed from the bundled one.
+
+    What the file leaves out (title, intro, step texts, even the examples) comes from the
+    bundled lesson; every input, option and step it names must exist in the lesson.
+    """
+    own = load_lesson_file(path)  # parsed once per run (cached by the loader)
+    done = _COMPLETED.get((id(own), lesson))
+    if done is not None and done[0] is own:
+        return done[1]
+    completed = _complete_own_lesson_file(own, path, lesson)
+    _COMPLETED[(id(own), lesson)] = (own, completed)
+    return completed
+
+
+# Lecturers' files already checked and completed in this run: `attn check` runs every example
+# of a file, and each run asks for the file again (checking it each time was quadratic).
+_COMPLETED: dict[tuple[int, str | None], tuple[LessonFile, LessonFile]] = {}
+
+
+def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -> LessonFile:
+    from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson  # they import this module
+
+    if own.lesson not in LESSON_MODULES:
+        known = ", ".join(sorted(LESSON_MODULES))
+        raise UserError(
+            f'{path}: lesson = "{own.lesson}" is not a lesson attn knows; set lesson to one of: '
+            f"{known}."
+        )
+    if lesson is not None and own.lesson != lesson:
+        raise UserError(
+            f"{path}: it is a lesson for {own.lesson!r}; run it with "
+            f"'attn {own.lesson} --lesson {path}' (or 'attn check {path}')."
+        )
+    declared = get_lesson(own.lesson)
+    try:
+        bundled: LessonFile | None = load_bundled(own.lesson)
+    except UserError:
+        bundled = None
+    if bundled is not None and bundled.steps:
+        unknown = sorted(set(own.steps) - set(bundled.steps))
+        if unknown:
+            raise UserError(
+                f"{path}: [steps.{unknown[0]}]: lesson {own.lesson!r} has no step {unknown[0]!r}; "
+                f"its steps are: {', '.join(bundled.steps)}."
+            )
+    for example in own.examples:
+        _check_example_fields(declared, example, f"{path}: example {example.name!r}")
+    return own.over(bundled) if bundled is not None else own
+
+
+def _check_example_fields(declared: Lesson, example: Example, where: str) -> None:
+    """Every input, label and option an example names must be one the lesson takes."""
+    names = [spec.name for spec in declared.inputs]
+    for name in example.inputs:
+        if name not in names:
+            raise UserError(
+                f"{where}, inputs.{name}: lesson {declared.name!r} takes no "
+                f"input {name!r}; its inputs are: {', '.join(names)}."
+            )
+    for spec in declared.inputs:
+        if spec.required and spec.name not in example.inputs:
+            raise missing_input(spec, where)
+    for name in example.labels:
+        if name not in declared.labels:
+            lesson = declared.name
+            known = ", ".join(declared.labels) or "none"
+            raise UserError(
+                f"{where}, labels.{name}: lesson {lesson!r} reads no labels {name!r}; the labels "
+                f"it reads are: {known}."
+            )
+    for name, value in example.options.items():
+        if name not in declared.options:
+            known = ", ".join(declared.options) or "none"
+            raise UserError(
+                f"{where}, options.{name}: this lesson has no option {name!r}; its options are: "
+                f"{known}."
+            )
+        default = declared.options[name]
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise UserError(
+                f"{where}, options.{name}: expected true or false, got {value!r}; e.g. "
+                f"options = {{ {name} = {str(default).lower()} }}."
+            )
+
+
+def missing_input(spec: InputSpec, where: str) -> UserError:
+    """The error for a required input an example leaves out."""
+    return UserError(
+        f"{where}: input {spec.name!r} ({spec.description}) is missing; add "
+        f"{spec.name} = {'[...]' if spec.shape == 'vector' else '[[...]]'} under [examples.inputs]."
+    )
 
 
 def _read_lesson_file(path: Path, size: int) -> LessonFile:

@@ -3,8 +3,8 @@
 One definition serves two readers: the loader refuses a key the format does not have
 (:func:`check_keys`, with a did-you-mean), and :mod:`attn_cli.lesson_schema` writes the JSON Schema
 that editors (taplo, VS Code's Even Better TOML) validate lesson files with. What depends on the
-lesson (its step keys, inputs, options) is checked by the runner against the lesson module; the
-schema generator reads the same modules.
+lesson (its step keys, inputs, options) is checked against the lesson's declaration
+(``own_lesson_file``); the schema generator reads the same declarations.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ STEP = Table(
     aliases={"description": "explanation", "text": "explanation", "heading": "title"},
 )
 
-# Every lesson's LABELS together (a test checks they agree); the runner checks each lesson's own.
+# Every lesson's labels together (a test checks they agree); lesson_files checks each lesson's own.
 LABEL_NAMES = ("queries", "keys", "states", "tokens")
 
 EXAMPLE = Table(

@@ -16,7 +16,7 @@ from typing import Any
 
 from attn_cli.lesson_files import load_bundled
 from attn_cli.lesson_format import LESSON_FILE, ListOf, Node, Numbers, Setting, Table, Text
-from attn_cli.walkthroughs.base import LESSON_MODULES, lesson_module
+from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
 
 REGENERATE = "python -m attn_cli.lesson_schema > attn_cli/schema/lesson.schema.json"
 
@@ -89,17 +89,17 @@ def _option_schema(option: str, default: Any) -> dict[str, Any]:
 
 def _lesson_rule(name: str) -> dict[str, Any]:
     """What a file for lesson ``name`` may name: the runner's checks, as a schema."""
-    module = lesson_module(name)
-    inputs = [spec.name for spec in module.INPUTS]
-    required = [spec.name for spec in module.INPUTS if spec.required]
+    lesson = get_lesson(name)
+    inputs = [spec.name for spec in lesson.inputs]
+    required = [spec.name for spec in lesson.inputs if spec.required]
     options: dict[str, Any] = {
-        option: _option_schema(option, default) for option, default in module.OPTIONS.items()
+        option: _option_schema(option, default) for option, default in lesson.options.items()
     }
     example: dict[str, Any] = {
         "properties": {
             "inputs": {"propertyNames": {"enum": inputs}, "required": required},
             "options": {"propertyNames": {"enum": list(options)}, "properties": options},
-            "labels": {"propertyNames": {"enum": list(module.LABELS)}},
+            "labels": {"propertyNames": {"enum": list(lesson.labels)}},
         }
     }
     if required:

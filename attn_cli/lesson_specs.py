@@ -8,6 +8,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 
+def keyword_of(flag: str) -> str:
+    """The parameter (and library keyword) of a command-line flag: ``--d-model`` -> ``d_model``."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def flag_of(keyword: str) -> str:
+    """The command-line flag of a lesson option or size: ``d_model`` -> ``--d-model``."""
+    return "--" + keyword.replace("_", "-")
+
+
 @dataclass(frozen=True)
 class InputSpec:
     name: str  # key in inputs and in lesson files, e.g. "Q"
@@ -20,7 +30,7 @@ class InputSpec:
     @property
     def keyword(self) -> str:
         """The command's parameter (and the library function's keyword): --wq -> wq."""
-        return self.option.lstrip("-").replace("-", "_")
+        return keyword_of(self.option)
 
 
 def _optional(name: str, option: str, shape: Literal["matrix", "vector"], description: str,

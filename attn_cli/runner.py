@@ -9,18 +9,26 @@ from typing import Any
 import numpy as np
 
 from attn_cli import slides
-from attn_cli.backend import LARGEST, get_backend
+from attn_cli.backend import LARGEST, Backend, get_backend
 from attn_cli.batch import check_item, select_item, split_batch, split_options
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
+from attn_cli.lesson_files import (
+    Example,
+    LessonFile,
+    load_bundled,
+    missing_input,
+    own_lesson_file,
+)
+from attn_cli.lesson_specs import flag_of
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.model import Walkthrough
 from attn_cli.walkthroughs.base import (
-    LESSON_MODULES,
+    Inputs,
     InputSpec,
+    Lesson,
     LessonRun,
-    lesson_module,
-    option_of,
+    Shapes,
+    get_lesson,
 )
 
 
@@ -51,90 +59,6 @@ def lesson_data(request: RunRequest) -> LessonFile:
     return own_lesson_file(request.lesson_file, request.lesson)
 
 
-def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
-    """A lecturer's lesson file, checked against its lesson and completed from the bundled one.
-
-    What the file leaves out (title, intro, step texts, even the examples) comes from the
-    bundled lesson; every input, option and step it names must exist in the lesson.
-    """
-    own = load_lesson_file(path)  # parsed once per run (cached by the loader)
-    done = _COMPLETED.get((id(own), lesson))
-    if done is not None and done[0] is own:
-        return done[1]
-    completed = _complete_own_lesson_file(own, path, lesson)
-    _COMPLETED[(id(own), lesson)] = (own, completed)
-    return completed
-
-
-# Lecturers' files already checked and completed in this run: `attn check` runs every example
-# of a file, and each run asks for the file again (checking it each time was quadratic).
-_COMPLETED: dict[tuple[int, str | None], tuple[LessonFile, LessonFile]] = {}
-
-
-def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -> LessonFile:
-    if own.lesson not in LESSON_MODULES:
-        known = ", ".join(sorted(LESSON_MODULES))
-        raise UserError(
-            f'{path}: lesson = "{own.lesson}" is not a lesson attn knows; set lesson to one of: '
-            f"{known}."
-        )
-    if lesson is not None and own.lesson != lesson:
-        raise UserError(
-            f"{path}: it is a lesson for {own.lesson!r}; run it with "
-            f"'attn {own.lesson} --lesson {path}' (or 'attn check {path}')."
-        )
-    module = lesson_module(own.lesson)
-    try:
-        bundled: LessonFile | None = load_bundled(own.lesson)
-    except UserError:
-        bundled = None
-    if bundled is not None and bundled.steps:
-        unknown = sorted(set(own.steps) - set(bundled.steps))
-        if unknown:
-            raise UserError(
-                f"{path}: [steps.{unknown[0]}]: lesson {own.lesson!r} has no step {unknown[0]!r}; "
-                f"its steps are: {', '.join(bundled.steps)}."
-            )
-    for example in own.examples:
-        _check_example_fields(module, example, f"{path}: example {example.name!r}")
-    return own.over(bundled) if bundled is not None else own
-
-
-def _check_example_fields(module: Any, example: Example, where: str) -> None:
-    """Every input, label and option an example names must be one the lesson takes."""
-    names = [spec.name for spec in module.INPUTS]
-    for name in example.inputs:
-        if name not in names:
-            raise UserError(
-                f"{where}, inputs.{name}: lesson {module.__name__.rsplit('.', 1)[-1]!r} takes no "
-                f"input {name!r}; its inputs are: {', '.join(names)}."
-            )
-    for spec in module.INPUTS:
-        if spec.required and spec.name not in example.inputs:
-            raise _missing_input(spec, where)
-    for name in example.labels:
-        if name not in module.LABELS:
-            lesson = module.__name__.rsplit(".", 1)[-1]
-            known = ", ".join(module.LABELS) or "none"
-            raise UserError(
-                f"{where}, labels.{name}: lesson {lesson!r} reads no labels {name!r}; the labels "
-                f"it reads are: {known}."
-            )
-    for name, value in example.options.items():
-        if name not in module.OPTIONS:
-            known = ", ".join(module.OPTIONS) or "none"
-            raise UserError(
-                f"{where}, options.{name}: this lesson has no option {name!r}; its options are: "
-                f"{known}."
-            )
-        default = module.OPTIONS[name]
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise UserError(
-                f"{where}, options.{name}: expected true or false, got {value!r}; e.g. "
-                f"options = {{ {name} = {str(default).lower()} }}."
-            )
-
-
 def prepare(request: RunRequest) -> LessonRun:
     """Resolve inputs (random, user's, or an example), validate them, and check memory.
 
@@ -147,83 +71,27 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     """The run of every item of a batch, or the one run of unbatched inputs; whether the
     inputs were a batch (a 3-D matrix input: even a batch of one is one); and the options as
     given (an option with one value per item, "2|3", split into the items' runs)."""
-    module = lesson_module(request.lesson)
-    lesson = lesson_data(request)
+    lesson = get_lesson(request.lesson)
+    data = lesson_data(request)
     backend = get_backend(request.backend, request.device, request.dtype)
-    given_sizes = {key: value for key, value in request.sizes.items() if value is not None}
-    given_inputs = {name: text for name, text in request.inputs.items() if text is not None}
-    given_options = {key: value for key, value in request.options.items() if value is not None}
-    example = None
-    labels: dict[str, tuple[str, ...]] = {}
-    # Inputs a lesson lets the user give on top of an example (e.g. W_a for bahdanau --compare).
-    overrides = set(getattr(module, "EXAMPLE_OVERRIDES", ()))
-    on_example = bool(given_inputs) and set(given_inputs) <= overrides
-    for key, value in given_sizes.items():
-        if value < 1:
-            raise UserError(f"--{key.replace('_', '-')} must be at least 1, not {value}.")
-    if given_sizes:
-        if given_inputs:
-            flags = ", ".join(option_of(module.INPUTS, name) for name in given_inputs)
-            raise UserError(f"give either sizes for random inputs or {flags}, not both.")
-        shapes = module.random_shapes(given_sizes)
-        inputs = None
-    elif given_inputs and not on_example:
-        inputs = _parse_inputs(module, given_inputs)
-        shapes = {name: array.shape for name, array in inputs.items()}
-    elif not module.INPUTS and given_options and request.example is None:
-        # A lesson without matrix inputs (posenc, variance) takes its options as the user's
-        # inputs: given any, the run is the user's own, not the default example.
-        inputs, shapes = {}, {}
-    else:
-        try:
-            example = lesson.example(request.example)
-        except UserError as error:
-            if request.lesson_file is None:
-                raise
-            raise UserError(f"{request.lesson_file}: {error}") from None
-        if example is None:
-            raise UserError(f"{lesson.path}: has no examples; add one, or give the inputs.")
-        inputs = _example_inputs(module, example, _where(lesson, example))
-        inputs.update(_parse_inputs(module, given_inputs, check_missing=False))
-        shapes = {name: array.shape for name, array in inputs.items()}
-        labels = dict(example.labels)
-    if request.example is not None and example is None:
-        raise UserError("--example picks a lecture example; leave it out with your own inputs.")
-    options = dict(module.OPTIONS)
-    if example is not None:
-        options.update(example.options)
-    options.update(given_options)
-    batch = None if inputs is None else split_batch(module, inputs)
-    items = [inputs] if batch is None else batch
+    given = Given.of(request)
+    source = resolve_inputs(lesson, data, request, given)
+    options = lesson.options_with(source.example_options, given.options)
+    batch = None if source.inputs is None else split_batch(lesson.inputs, source.inputs)
     item_options = split_options(options, None if batch is None else len(batch))
-    if inputs is not None:
-        for item, settings in zip(items, item_options, strict=True):
-            try:
-                module.validate(item, settings)
-            except UserError as error:
-                if example is None or given_inputs or given_options:
-                    raise  # the user's own inputs or options are at fault, not the lesson file
-                raise UserError(f"{_where(lesson, example)}, inputs: {error}") from None
-    if inputs:
-        _check_representable(module, inputs, backend.dtype)
-    input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
-    item_shapes = shapes if batch is None else {k: v.shape for k, v in batch[0].items()}
-    needed = input_bytes + len(items) * module.estimate_bytes(
-        item_shapes, options, backend.itemsize
-    )
-    fix = getattr(module, "MEMORY_FIX", "choose smaller sizes")
-    backend.ensure_fits(needed, f"this {request.lesson} walkthrough", fix)
+    if source.inputs is not None:
+        items = [source.inputs] if batch is None else batch
+        validate_inputs(lesson, data, source, items, item_options, backend.dtype, given.any)
+    guard_memory(lesson, backend, source.shapes, batch, options)
     drawn: frozenset[str] = frozenset()
-    if inputs is None:
-        inputs = _draw_random(module, shapes, request.seed)
-        drawn = frozenset(inputs)
-        module.validate(inputs, options)
-        items = [inputs]
-    labels.update(request.labels)
+    if source.inputs is None:
+        items = [draw_inputs(lesson, source.shapes, request.seed, options)]
+        drawn = frozenset(items[0])
+    labels = {**source.example_labels, **request.labels}
     runs = [
         LessonRun(
-            lesson,
-            example,
+            data,
+            source.example,
             item,
             settings,
             backend,
@@ -237,14 +105,140 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     return runs, batch is not None, options
 
 
-def _draw_random(module: Any, shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, Any]:
-    """Random inputs of the given shapes: N(0, 1) from default_rng(seed), unless the lesson
-    draws its own (multihead scales its weights and draws them from a separate stream)."""
-    draw = getattr(module, "draw_random", None)
-    if draw is not None:
-        return dict(draw(shapes, seed))
-    rng = np.random.default_rng(seed)
-    return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+@dataclass(frozen=True)
+class Given:
+    """What a request gives: the sizes, inputs and options that are not None."""
+
+    sizes: dict[str, int]
+    inputs: dict[str, Any]
+    options: dict[str, Any]
+
+    @classmethod
+    def of(cls, request: RunRequest) -> Given:
+        """The given values, each size checked to be at least 1."""
+        sizes = {key: value for key, value in request.sizes.items() if value is not None}
+        for key, value in sizes.items():
+            if value < 1:
+                raise UserError(f"{flag_of(key)} must be at least 1, not {value}.")
+        return cls(
+            sizes,
+            {name: text for name, text in request.inputs.items() if text is not None},
+            {key: value for key, value in request.options.items() if value is not None},
+        )
+
+    @property
+    def any(self) -> bool:
+        """Whether the user gave inputs or options of their own (on top of an example or not)."""
+        return bool(self.inputs or self.options)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a run's inputs come from, resolved."""
+
+    inputs: Inputs | None  # None: drawn at random (of ``shapes``) once they are known to fit
+    shapes: Shapes
+    example: Example | None = None  # the lecture example they come from
+
+    @property
+    def example_options(self) -> dict[str, Any]:
+        return {} if self.example is None else self.example.options
+
+    @property
+    def example_labels(self) -> dict[str, tuple[str, ...]]:
+        return {} if self.example is None else dict(self.example.labels)
+
+
+def resolve_inputs(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:
+    """Where the inputs come from: sizes (random), the user's own, the options alone (a lesson
+    without matrix inputs), or a lecture example (with inputs the lesson lets one give on top)."""
+    if given.sizes:
+        source = _random_source(lesson, given)
+    elif given.inputs and not set(given.inputs) <= lesson.example_overrides:
+        inputs = _parse_inputs(lesson, given.inputs)
+        source = Source(inputs, _shapes(inputs))
+    elif not lesson.inputs and given.options and request.example is None:
+        # A lesson without matrix inputs (posenc, variance) takes its options as the user's
+        # inputs: given any, the run is the user's own, not the default example.
+        source = Source({}, {})
+    else:
+        return _example_source(lesson, data, request, given)
+    if request.example is not None:
+        raise UserError("--example picks a lecture example; leave it out with your own inputs.")
+    return source
+
+
+def _random_source(lesson: Lesson, given: Given) -> Source:
+    if given.inputs:
+        flags = ", ".join(lesson.flag(name) for name in given.inputs)
+        raise UserError(f"give either sizes for random inputs or {flags}, not both.")
+    return Source(None, lesson.random_shapes(given.sizes))
+
+
+def _example_source(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:
+    """The example --example names (else the file's default), with the inputs given on top."""
+    try:
+        example = data.example(request.example)
+    except UserError as error:
+        if request.lesson_file is None:
+            raise
+        raise UserError(f"{request.lesson_file}: {error}") from None
+    if example is None:
+        raise UserError(f"{data.path}: has no examples; add one, or give the inputs.")
+    inputs = _example_inputs(lesson, example, _where(data, example))
+    inputs.update(_parse_inputs(lesson, given.inputs, check_missing=False))
+    return Source(inputs, _shapes(inputs), example)
+
+
+def _shapes(inputs: Inputs) -> Shapes:
+    return {name: array.shape for name, array in inputs.items()}
+
+
+def validate_inputs(
+    lesson: Lesson,
+    data: LessonFile,
+    source: Source,
+    items: list[Inputs],
+    item_options: list[dict[str, Any]],
+    dtype: str,
+    users_own: bool,
+) -> None:
+    """Each item's inputs and options checked by the lesson, then every input against the
+    dtype's range. A lecture example the user changed nothing of is at fault itself: its
+    error names the lesson file and the example."""
+    for item, settings in zip(items, item_options, strict=True):
+        try:
+            lesson.validate(item, settings)
+        except UserError as error:
+            if source.example is None or users_own:
+                raise  # the user's own inputs or options are at fault, not the lesson file
+            raise UserError(f"{_where(data, source.example)}, inputs: {error}") from None
+    if source.inputs:
+        _check_representable(lesson, source.inputs, dtype)
+
+
+def guard_memory(
+    lesson: Lesson,
+    backend: Backend,
+    shapes: Shapes,
+    batch: list[Inputs] | None,
+    options: dict[str, Any],
+) -> None:
+    """Refuse a run whose inputs (with their float64 copies) and walkthrough, item by item,
+    would not fit the backend's memory."""
+    input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
+    item_shapes = shapes if batch is None else _shapes(batch[0])
+    count = 1 if batch is None else len(batch)
+    needed = input_bytes + count * lesson.estimate_bytes(item_shapes, options, backend.itemsize)
+    backend.ensure_fits(needed, f"this {lesson.name} walkthrough", lesson.memory_fix)
+
+
+def draw_inputs(lesson: Lesson, shapes: Shapes, seed: int, options: dict[str, Any]) -> Inputs:
+    """Random inputs of the resolved shapes from ``seed`` (N(0, 1) unless the lesson draws its
+    own), checked by the lesson."""
+    inputs = dict(lesson.draw_random(shapes, seed))
+    lesson.validate(inputs, options)
+    return inputs
 
 
 def compute(request: RunRequest) -> Walkthrough:
@@ -280,7 +274,7 @@ def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
 
 
 def build(run: LessonRun) -> Walkthrough:
-    return lesson_module(run.lesson.lesson).build(run)
+    return get_lesson(run.lesson.lesson).build(run)
 
 
 def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunRequest) -> Walkthrough:
@@ -292,7 +286,7 @@ def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunReque
     example = run.example
     if example is None or not example.printed:
         return walkthrough
-    as_printed = {**lesson_module(request.lesson).OPTIONS, **example.options}
+    as_printed = get_lesson(request.lesson).options_with(example.options)
     if any(v is not None and as_printed.get(k) != v for k, v in request.options.items()):
         return walkthrough
     reference = walkthrough
@@ -309,57 +303,52 @@ def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunReque
     return slides.with_notes(walkthrough, comparison.errata)
 
 
-def _missing_input(spec: InputSpec, where: str) -> UserError:
-    return UserError(
-        f"{where}: input {spec.name!r} ({spec.description}) is missing; add "
-        f"{spec.name} = {'[...]' if spec.shape == 'vector' else '[[...]]'} under [examples.inputs]."
-    )
-
-
 def _where(lesson: LessonFile, example: Example) -> str:
     return f"{lesson.path or lesson.lesson}: example {example.name!r}"
 
 
-def _check_representable(module: Any, inputs: dict[str, np.ndarray], dtype: str) -> None:
+def _check_representable(lesson: Lesson, inputs: Inputs, dtype: str) -> None:
     """Refuse an input that the chosen dtype would turn into infinity (never silently)."""
     for name, array in inputs.items():
         largest = float(np.max(np.abs(array))) if array.size else 0.0
         if largest > LARGEST[dtype]:
-            flag = option_of(module.INPUTS, name)
+            flag = lesson.flag(name)
             raise UserError(
                 f"{flag} has {largest:g}, beyond the largest {dtype} ({LARGEST[dtype]:g}); use "
                 "--dtype float32 or float64."
             )
 
 
-def _parse_inputs(
-    module: Any, given: dict[str, Any], check_missing: bool = True
-) -> dict[str, np.ndarray]:
-    missing = [spec.option for spec in module.INPUTS if spec.name not in given and spec.required]
+def _parse_inputs(lesson: Lesson, given: dict[str, Any], check_missing: bool = True) -> Inputs:
+    missing = [spec.option for spec in lesson.inputs if spec.name not in given and spec.required]
     if missing and check_missing:
-        required = ", ".join(spec.option for spec in module.INPUTS if spec.required)
+        required = ", ".join(spec.option for spec in lesson.inputs if spec.required)
         raise UserError(
             f"{', '.join(missing)} missing: give every required input ({required})"
             " or none of them to run the lecture example."
         )
-    parsed = {}
-    for spec in module.INPUTS:
-        if spec.name in given:
-            convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
-            parsed[spec.name] = convert(given[spec.name], spec.option)
-    return parsed
+    return {
+        spec.name: _as_input(spec, given[spec.name], spec.option)
+        for spec in lesson.inputs
+        if spec.name in given
+    }
 
 
-def _example_inputs(module: Any, example: Example, where: str) -> dict[str, np.ndarray]:
+def _example_inputs(lesson: Lesson, example: Example, where: str) -> Inputs:
     """An example's inputs with each reshaped as its spec says (matrix 2-D, vector 1-D; a batch
     one dimension more)."""
     inputs = {}
-    for spec in module.INPUTS:
+    for spec in lesson.inputs:
         if spec.name not in example.inputs:
             if spec.required:
-                raise _missing_input(spec, where)
+                raise missing_input(spec, where)
             continue
         array = np.asarray(example.inputs[spec.name], dtype=np.float64)
-        convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
-        inputs[spec.name] = convert(array, f"{where}, inputs.{spec.name}")
+        inputs[spec.name] = _as_input(spec, array, f"{where}, inputs.{spec.name}")
     return inputs
+
+
+def _as_input(spec: InputSpec, value: Any, where: str) -> np.ndarray:
+    """A matrix input 2-D, a vector input 1-D (a batch: one dimension more)."""
+    convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
+    return convert(value, where)

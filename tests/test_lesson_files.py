@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attn_cli.errors import UserError
-from attn_cli.runner import own_lesson_file
+from attn_cli.lesson_files import own_lesson_file
 from tests.conftest import assert_user_error, data
 
 DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"

@@ -1,4 +1,4 @@
-"""A lesson is declared once: its command's flags agree with its walkthrough's INPUTS and OPTIONS."""
+"""A lesson is declared once: its command's flags agree with its LESSON's inputs and options."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from attn_cli import lesson_specs
 from attn_cli.api import LESSONS
 from attn_cli.cli import app
 from attn_cli.options import INPUT_PANEL
-from attn_cli.walkthroughs.base import lesson_module
+from attn_cli.walkthroughs.base import get_lesson
 
 GROUP = typer.main.get_command(app)
 # Options of the Inputs panel that are not the lesson's own: where its data comes from.
@@ -23,7 +23,7 @@ def command_options(lesson: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_the_walkthrough_reads_the_declared_inputs(lesson):
-    assert lesson_module(lesson).INPUTS is lesson_specs.INPUTS[lesson]
+    assert get_lesson(lesson).inputs is lesson_specs.INPUTS[lesson]
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -46,7 +46,7 @@ def test_the_lesson_options_are_the_walkthroughs(lesson):
         for name, option in command_options(lesson).items()
         if option.rich_help_panel == INPUT_PANEL and name not in inputs | SOURCES  # type: ignore[attr-defined]
     }
-    declared = set(lesson_module(lesson).OPTIONS)
+    declared = set(get_lesson(lesson).options)
     assert own <= declared
     if lesson != "variance":
         assert own == declared

@@ -16,16 +16,11 @@ from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, row_names
 
 INPUTS = lesson_specs.BAHDANAU
-# --wa and --values may be given on top of a lecture example (another W_a with --compare;
-# values that differ from the keys H).
-EXAMPLE_OVERRIDES = ("W_a", "values")
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
 OPTIONS: dict[str, Any] = {"compare": None, "dropout": None}
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ("states",)
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
 _SATURATION = 2.0
 _DECODER = ("s_t",)
@@ -321,3 +316,18 @@ def _saturation_notes(summed: np.ndarray) -> tuple[str, ...]:
         f"{1 - math.tanh(_SATURATION):.0%} of ±1 and its slope 1 − tanh² is below {slope:.3f}: "
         "saturated, so training barely moves them.",
     )
+
+
+LESSON = Lesson(
+    name="bahdanau",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("states",),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    # --wa and --values may be given on top of a lecture example (another W_a with --compare;
+    # values that differ from the keys H).
+    example_overrides=frozenset(("W_a", "values")),
+)

@@ -1,27 +1,17 @@
 """What every lesson shares: the run request, the step recorder and the lesson registry.
 
-A lesson module (``attn_cli/walkthroughs/<name>.py``) defines
-
-* ``INPUTS``: the inputs it takes, in order (:class:`InputSpec`, declared in
-  ``attn_cli/lesson_specs.py``, from which the command's --q, --k, ... options are made);
-* ``OPTIONS``: its options and their defaults (e.g. ``{"scale": True}``);
-* ``validate(inputs, options)``: raise :class:`UserError` for shapes that do not fit;
-* ``random_shapes(sizes)``: the shapes of random N(0, 1) inputs for ``--n`` and friends
-  (optionally ``draw_random(shapes, seed)``: draw them another way, e.g. scaled weights);
-* ``estimate_bytes(inputs, options, itemsize)``: the memory the walkthrough will hold;
-* ``build(run) -> Walkthrough``: compute every step.
-
-so that one generic path (CLI commands, ``attn check``, quizzes, lesson files of one's own)
-can run any lesson.
+A lesson module (``attn_cli/walkthroughs/<name>.py``) ends with its declaration,
+``LESSON = Lesson(...)`` (:class:`Lesson`): its inputs, options, labels and the functions that
+check, size and compute it. One generic path (CLI commands, ``attn check``, quizzes, lesson
+files of one's own, the Python API) runs any lesson through :func:`get_lesson`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -33,7 +23,8 @@ from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
 from attn_cli.templates import fill
 
-# Lesson name -> module computing it. The CLI commands and the generic tools read this.
+# Lesson name -> module computing it (and declaring it as LESSON). The CLI commands and the
+# generic tools read this.
 LESSON_MODULES: dict[str, str] = {
     "scaled": "attn_cli.walkthroughs.scaled",
     "bahdanau": "attn_cli.walkthroughs.bahdanau",
@@ -45,12 +36,58 @@ LESSON_MODULES: dict[str, str] = {
     "flash": "attn_cli.walkthroughs.flash",
 }
 
+Inputs = dict[str, np.ndarray]
+Shapes = dict[str, tuple[int, ...]]
 
-def lesson_module(name: str) -> ModuleType:
+
+def draw_standard_normal(shapes: Shapes, seed: int) -> Inputs:
+    """Random inputs of the given shapes, in order: N(0, 1) from numpy's default_rng(seed)."""
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson, declared once at the bottom of its module: ``LESSON = Lesson(...)``."""
+
+    name: str  # the command and the lesson files' lesson = "..."
+    inputs: tuple[InputSpec, ...]  # in order (lesson_specs, from which the flags are made)
+    options: Mapping[str, Any]  # every option and its default, e.g. {"scale": True}
+    labels: tuple[str, ...]  # the example labels (lesson files' labels = {...}) it reads
+    # Raise UserError for inputs (each 2-D, one batch item) and options that do not fit.
+    validate: Callable[[Inputs, dict[str, Any]], None]
+    # The shapes of random inputs for --n and friends (only the sizes given).
+    random_shapes: Callable[[dict[str, int]], Shapes]
+    # The memory the walkthrough will hold: (shapes, options, itemsize) -> bytes.
+    estimate_bytes: Callable[[Shapes, dict[str, Any], int], int]
+    build: Callable[[LessonRun], Walkthrough]  # compute every step
+    # Random inputs of those shapes from a seed (multihead scales its weights).
+    draw_random: Callable[[Shapes, int], Inputs] = draw_standard_normal
+    # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
+    example_overrides: frozenset[str] = frozenset()
+    memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
+
+    def flag(self, name: str) -> str:
+        """The command-line flag of input ``name`` ("--q" for "Q")."""
+        return option_of(self.inputs, name)
+
+    def options_with(self, *layers: Mapping[str, Any]) -> dict[str, Any]:
+        """The defaults with each layer (an example's options, then the user's) on top."""
+        options = dict(self.options)
+        for layer in layers:
+            options.update(layer)
+        return options
+
+
+def get_lesson(name: str) -> Lesson:
+    """Lesson ``name``'s declaration (its module imported now); a UserError lists the names."""
     if name not in LESSON_MODULES:
         known = ", ".join(sorted(LESSON_MODULES))
         raise UserError(f"unknown lesson {name!r}; choose one of: {known}.")
-    return importlib.import_module(LESSON_MODULES[name])
+    declared = importlib.import_module(LESSON_MODULES[name]).LESSON
+    if not isinstance(declared, Lesson) or declared.name != name:
+        raise TypeError(f"{LESSON_MODULES[name]}.LESSON must be Lesson({name!r}, ...)")
+    return declared
 
 
 def option_of(inputs: Sequence[InputSpec], name: str) -> str:
@@ -222,6 +259,18 @@ class StepRecorder:
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
         )
+
+
+def is_whole(value: object) -> TypeGuard[int]:
+    """Whether an option is a whole number (a lesson file's ``true`` is not 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def whole_option(value: object, flag: str) -> int:
+    """An option that must be a whole number, else a UserError naming its ``flag``."""
+    if not is_whole(value):
+        raise UserError(f"{flag} {value!r}: give a whole number.")
+    return value
 
 
 def labels(prefix: str, count: int) -> tuple[str, ...]:

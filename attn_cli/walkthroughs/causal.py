@@ -21,7 +21,7 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, option_of, row_names
+from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, option_of, row_names
 
 INPUTS = lesson_specs.CAUSAL
 OPTIONS: dict[str, Any] = {
@@ -31,8 +31,6 @@ OPTIONS: dict[str, Any] = {
     "valid_len": None,
     "dropout": None,
 }
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ("tokens",)
 FILLS = ("-inf", "zero")
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 # The finite fill of the last fix: large enough that exp() underflows to 0 in float32/64.
@@ -383,3 +381,15 @@ def _labelled_inputs(
             )
         )
     return tuple(items)
+
+
+LESSON = Lesson(
+    name="causal",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("tokens",),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+)

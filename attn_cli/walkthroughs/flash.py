@@ -18,12 +18,10 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, is_whole, row_names
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
 OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False, "query_block": None}
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ("queries", "keys")
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.
 MAX_BLOCKS = 16
 # With --query-block, every query tile visits the key blocks: at most this many visits.
@@ -37,7 +35,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
     block = options.get("block")
-    if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+    if not is_whole(block) or block < 1:
         raise UserError(f"--block must be a whole number >= 1, not {block!r}.")
     blocks = math.ceil(n / block)
     if blocks > MAX_BLOCKS:
@@ -48,7 +46,7 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         )
     query_block = options.get("query_block")
     if query_block is not None:
-        if not isinstance(query_block, int) or isinstance(query_block, bool) or query_block < 1:
+        if not is_whole(query_block) or query_block < 1:
             raise UserError(
                 f"--query-block must be a whole number >= 1 (query rows per tile), not "
                 f"{query_block!r}."
@@ -292,3 +290,15 @@ def _inner_loop(
         state = update.state
     assert state is not None  # n >= 1 keys make at least one block, and a tile meets key 1
     return state
+
+
+LESSON = Lesson(
+    name="flash",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("queries", "keys"),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+)

@@ -21,7 +21,14 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, option_of, row_names
+from attn_cli.walkthroughs.base import (
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    is_whole,
+    option_of,
+    row_names,
+)
 
 INPUTS = lesson_specs.MULTIHEAD
 OPTIONS: dict[str, Any] = {
@@ -31,8 +38,6 @@ OPTIONS: dict[str, Any] = {
     "bias": False,
     "dropout": None,
 }
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ("tokens",)
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 PROJECTIONS = ("W_Q", "W_K", "W_V")
 BIAS_OF = {"W_Q": "b_Q", "W_K": "b_K", "W_V": "b_V", "W_O": "b_O"}
@@ -44,7 +49,7 @@ _MASK_MATRICES = 5  # M, P, their boolean spellings
 def _heads(options: dict[str, Any]) -> int:
     """The number of heads, checked: a lesson file's options may hold any TOML value."""
     heads = options.get("heads")
-    if not isinstance(heads, int) or isinstance(heads, bool) or heads < 1:
+    if not is_whole(heads) or heads < 1:
         raise UserError(f"--heads (options.heads) must be a whole number >= 1, not {heads!r}.")
     return heads
 
@@ -545,3 +550,16 @@ def _labelled_inputs(
 def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
     """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1."""
     return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
+
+
+LESSON = Lesson(
+    name="multihead",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("tokens",),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    draw_random=draw_random,
+)

@@ -12,7 +12,7 @@ from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Part, Walkthrough
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder
+from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, whole_option
 
 INPUTS = ()  # no matrix inputs: the sizes below are the lesson's options
 OPTIONS: dict[str, Any] = {
@@ -22,9 +22,6 @@ OPTIONS: dict[str, Any] = {
     "offset": 3,
     "layout": "interleaved",
 }
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ()
-MEMORY_FIX = "lower --positions or --d-model"
 
 
 @dataclass(frozen=True)
@@ -38,9 +35,9 @@ class Settings:
 
 def settings(options: dict[str, Any]) -> Settings:
     """The lesson options, checked: every problem names the option and the fix."""
-    positions = _whole(options, "positions", "--positions")
-    d_model = _whole(options, "d_model", "--d-model")
-    offset = _whole(options, "offset", "--offset")
+    positions = whole_option(options["positions"], "--positions")
+    d_model = whole_option(options["d_model"], "--d-model")
+    offset = whole_option(options["offset"], "--offset")
     if positions < 1:
         raise UserError(f"--positions {positions}: give at least 1 position (rows 0 .. N−1).")
     if d_model < 2 or d_model % 2:
@@ -61,13 +58,6 @@ def settings(options: dict[str, Any]) -> Settings:
     if layout not in mech.LAYOUTS:
         raise UserError(f"--layout {layout!r}: choose {' or '.join(mech.LAYOUTS)}.")
     return Settings(positions, d_model, float(base), offset, layout)
-
-
-def _whole(options: dict[str, Any], key: str, flag: str) -> int:
-    value = options[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UserError(f"{flag} {value!r}: give a whole number.")
-    return value
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -220,3 +210,16 @@ def frequency_table(
             (positions - 1) / lengths,  # full turns from position 0 to position N - 1
         )
     ).astype(np.float64)
+
+
+LESSON = Lesson(
+    name="posenc",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=(),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    memory_fix="lower --positions or --d-model",
+)

@@ -12,12 +12,10 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, row_names
 
 INPUTS = lesson_specs.SCALED
 OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None, "dropout": None}
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ("queries", "keys")
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
 # (and with --valid-len: the mask P, its two boolean spellings, the masked scores).
 _SCORE_MATRICES = 5
@@ -108,3 +106,15 @@ def labelled_inputs(
         InputValue("K", run.inputs["K"], row_labels=keys, description=INPUTS[1].description),
         InputValue("V", run.inputs["V"], row_labels=keys, description=INPUTS[2].description),
     )
+
+
+LESSON = Lesson(
+    name="scaled",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("queries", "keys"),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+)

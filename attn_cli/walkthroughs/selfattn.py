@@ -14,14 +14,10 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, is_whole, row_names
 
 INPUTS = lesson_specs.SELFATTN
-# Projections may be given on top of a lecture example's X (to try other weights on it).
-EXAMPLE_OVERRIDES = ("W_Q", "W_K", "W_V")
 OPTIONS: dict[str, Any] = {"scale": True, "permute": None, "dropout": None}
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ("tokens",)
 _WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
 # Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.
 _SCORE_MATRICES = 5
@@ -71,9 +67,7 @@ def check_permutation(order: Any, n: int) -> None:
     if order is None:
         return
     hint = f"e.g. {','.join(str(i) for i in reversed(range(n)))}" if n <= 10 else "e.g. 1,0,2,…"
-    if not isinstance(order, list | tuple) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in order
-    ):
+    if not isinstance(order, list | tuple) or not all(is_whole(i) for i in order):
         raise UserError(
             f"--permute must be whole numbers separated by commas, {hint} (in a lesson file, a "
             f"list: permute = [{', '.join(str(i) for i in reversed(range(min(n, 10))))}])."
@@ -248,3 +242,17 @@ def _permuted(
         f"{context['order']} only reorders the output rows the same way{sentence}. Order has to "
         "be written into X itself, which is what positional encoding does: see attn posenc."
     ]
+
+
+LESSON = Lesson(
+    name="selfattn",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("tokens",),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    # Projections may be given on top of a lecture example's X (to try other weights on it).
+    example_overrides=frozenset(("W_Q", "W_K", "W_V")),
+)

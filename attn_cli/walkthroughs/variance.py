@@ -15,7 +15,14 @@ from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention
 from attn_cli.mechanisms import variance as mech
 from attn_cli.model import Part, Walkthrough
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder, labels
+from attn_cli.walkthroughs.base import (
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    is_whole,
+    labels,
+    whole_option,
+)
 
 INPUTS = ()  # no matrix inputs: everything is drawn from the options below
 # Samples per d_k (each one query and `keys` keys). The standard error of the variance
@@ -35,9 +42,6 @@ OPTIONS: dict[str, Any] = {
     "logits": [2.0, 1.0, 0.5],
     "temperatures": [1.0, 4.0, 0.1],
 }
-# The example labels (lesson files' labels = {...}) this lesson reads, by row_names.
-LABELS: tuple[str, ...] = ()
-MEMORY_FIX = "lower --samples, --keys or the largest --dk"
 # Entries of the arrays one chunk of samples holds at once (bounded, whatever --samples is). A
 # fixed chunk keeps the draws, and so the estimates, the same for a seed on every machine.
 CHUNK_ENTRIES = 1 << 21
@@ -67,16 +71,16 @@ def settings(options: dict[str, Any]) -> Settings:
                 f"--dk: {dk} is not a width; every d_k must be a whole number of at least 1, "
                 'e.g. --dk 64 or --dk "1,4,16,64".'
             )
-    samples = _whole(options["samples"], "--samples")
+    samples = whole_option(options["samples"], "--samples")
     if samples < 2:
         raise UserError(f"--samples {samples}: a variance needs at least 2 samples; try 3000.")
-    keys = _whole(options["keys"], "--keys")
+    keys = whole_option(options["keys"], "--keys")
     if keys < 2:
         raise UserError(
             f"--keys {keys}: a softmax over fewer than 2 keys is always [1], so there is nothing "
             "to compare; give --keys 2 or more (the default is 8)."
         )
-    spiky_dk = _whole(options["spiky_dk"], "spiky_dk")
+    spiky_dk = whole_option(options["spiky_dk"], "spiky_dk")
     if spiky_dk < 1:
         raise UserError(f"spiky_dk {spiky_dk}: d_k must be at least 1.")
     temperatures = _numbers(options["temperatures"], "temperatures")
@@ -96,21 +100,11 @@ def settings(options: dict[str, Any]) -> Settings:
 def _dk_list(value: Any) -> tuple[int, ...]:
     if isinstance(value, str):
         return tuple(parse_int_list(value, "--dk"))
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_whole(value):
         return (value,)
-    if isinstance(value, list) and value and all(_is_int(v) for v in value):
+    if isinstance(value, list) and value and all(is_whole(v) for v in value):
         return tuple(value)
     raise UserError(f'--dk {value!r}: give whole numbers, e.g. 64 or "1,4,16,64".')
-
-
-def _whole(value: Any, flag: str) -> int:
-    if not _is_int(value):
-        raise UserError(f"{flag} {value!r}: give a whole number.")
-    return value
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _numbers(value: Any, name: str) -> tuple[float, ...]:
@@ -370,3 +364,16 @@ def _plain_settings(s: Settings) -> dict[str, Any]:
         "logits": list(s.logits),
         "temperatures": list(s.temperatures),
     }
+
+
+LESSON = Lesson(
+    name="variance",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=(),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    memory_fix="lower --samples, --keys or the largest --dk",
+)

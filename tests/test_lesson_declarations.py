@@ -1,0 +1,191 @@
+"""Each lesson is declared once (``LESSON = Lesson(...)``), and the runner's steps read only that:
+where the inputs come from, whether they are valid, whether they fit in memory."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attn_cli import lesson_specs
+from attn_cli.backend import get_backend
+from attn_cli.errors import UserError
+from attn_cli.lesson_files import bundled_lessons_dir, load_bundled, own_lesson_file
+from attn_cli.lesson_format import LABEL_NAMES
+from attn_cli.runner import (
+    Given,
+    RunRequest,
+    Source,
+    draw_inputs,
+    guard_memory,
+    resolve_inputs,
+    validate_inputs,
+)
+from attn_cli.walkthroughs import base
+from attn_cli.walkthroughs.base import LESSON_MODULES, Lesson, get_lesson
+
+
+@pytest.mark.parametrize("name", sorted(LESSON_MODULES))
+def test_every_lesson_is_declared_completely_and_consistently(name):
+    lesson = get_lesson(name)
+    assert isinstance(lesson, Lesson) and lesson.name == name
+    assert lesson.inputs is lesson_specs.INPUTS[name]  # the specs the command's flags come from
+    names = [spec.name for spec in lesson.inputs]
+    assert len(set(names)) == len(names)
+    assert set(lesson.labels) <= set(LABEL_NAMES)
+    # Inputs given on top of an example are inputs the example may leave out.
+    optional = {spec.name for spec in lesson.inputs if not spec.required}
+    assert lesson.example_overrides <= optional
+    assert all(key.isidentifier() for key in lesson.options)
+    assert lesson.memory_fix
+    for spec in lesson.inputs:
+        assert lesson.flag(spec.name) == spec.option
+
+
+@pytest.mark.parametrize("name", sorted(LESSON_MODULES))
+def test_random_inputs_follow_the_declaration(name):
+    """The default random shapes name declared inputs; the draw has those shapes and passes
+    the lesson's own validate with the default options; the estimate is a positive size."""
+    lesson = get_lesson(name)
+    shapes = lesson.random_shapes({})
+    assert set(shapes) <= {spec.name for spec in lesson.inputs}
+    inputs = draw_inputs(lesson, shapes, 0, dict(lesson.options))
+    assert {key: value.shape for key, value in inputs.items()} == shapes
+    assert lesson.estimate_bytes(shapes, dict(lesson.options), 8) > 0
+
+
+@pytest.mark.parametrize("path", sorted(bundled_lessons_dir().glob("*.toml")), ids=lambda p: p.stem)
+def test_every_bundled_file_passes_the_checks_a_lecturers_file_gets(path: Path):
+    own_lesson_file(path, path.stem)  # its inputs, labels and options are the lesson's
+
+
+def test_an_unknown_lesson_names_the_known_ones():
+    known = ", ".join(sorted(LESSON_MODULES))
+    with pytest.raises(UserError) as error:
+        get_lesson("scaeld")
+    assert str(error.value) == f"unknown lesson 'scaeld'; choose one of: {known}."
+
+
+def test_a_module_declaring_another_lesson_is_refused(monkeypatch):
+    monkeypatch.setitem(LESSON_MODULES, "copy", LESSON_MODULES["scaled"])
+    with pytest.raises(TypeError, match=r"LESSON must be Lesson\('copy'"):
+        get_lesson("copy")
+
+
+def test_options_with_puts_each_layer_over_the_defaults():
+    lesson = get_lesson("scaled")
+    merged = lesson.options_with({"scale": False, "dropout": 0.5}, {"dropout": 0.1})
+    assert merged == {"scale": False, "valid_len": None, "dropout": 0.1}
+    assert lesson.options["scale"] is True  # the declaration is not changed
+
+
+def test_given_drops_what_was_not_given_and_refuses_a_size_below_one():
+    request = RunRequest("multihead", inputs={"X": None}, options={"heads": 2, "causal": None})
+    given = Given.of(replace(request, sizes={"n": 3, "d_model": None}))
+    assert (given.sizes, given.inputs, given.options) == ({"n": 3}, {}, {"heads": 2})
+    assert given.any
+    with pytest.raises(UserError, match=r"^--d-model must be at least 1, not 0\.$"):
+        Given.of(replace(request, sizes={"d_model": 0}))
+
+
+def resolved(request: RunRequest) -> Source:
+    lesson = get_lesson(request.lesson)
+    return resolve_inputs(lesson, load_bundled(request.lesson), request, Given.of(request))
+
+
+def test_sizes_resolve_to_random_shapes_drawn_later():
+    source = resolved(RunRequest("scaled", sizes={"n": 3, "dk": 2}))
+    assert source.inputs is None and source.example is None
+    assert source.shapes == {"Q": (3, 2), "K": (3, 2), "V": (3, 2)}
+
+
+def test_an_override_alone_is_added_to_the_lecture_example():
+    """bahdanau --values on top of the default example: the example's inputs plus the values."""
+    values = [[1.0], [2.0], [3.0]]
+    source = resolved(RunRequest("bahdanau", inputs={"values": values}))
+    example = load_bundled("bahdanau").example(None)
+    assert source.example == example
+    assert set(source.inputs or {}) == set(example.inputs) | {"values"}
+    np.testing.assert_array_equal((source.inputs or {})["values"], np.array(values))
+
+
+def test_options_alone_are_the_users_own_run_of_a_lesson_without_inputs():
+    source = resolved(RunRequest("posenc", options={"positions": 4}))
+    assert (source.inputs, source.shapes, source.example) == ({}, {}, None)
+
+
+def test_an_example_with_the_users_own_inputs_is_refused():
+    request = RunRequest("scaled", inputs={"Q": "1", "K": "1", "V": "1"}, example="x")
+    with pytest.raises(UserError, match="--example picks a lecture example"):
+        resolved(request)
+
+
+def test_a_lecture_examples_own_fault_names_its_file_and_example():
+    lesson, data = get_lesson("scaled"), load_bundled("scaled")
+    example = data.example(None)
+    assert example is not None
+    bad = {"Q": np.ones((1, 2)), "K": np.ones((2, 3)), "V": np.ones((2, 1))}
+    source = Source(bad, {}, example)
+    options = [dict(lesson.options)]
+    with pytest.raises(UserError) as error:
+        validate_inputs(lesson, data, source, [bad], options, "float64", users_own=False)
+    assert str(error.value).startswith(f"{data.path}: example {example.name!r}, inputs: Q has 2")
+    with pytest.raises(UserError) as error:
+        validate_inputs(lesson, data, source, [bad], options, "float64", users_own=True)
+    assert str(error.value).startswith("Q has 2 columns but K has 3")
+
+
+def test_an_input_beyond_the_dtype_is_refused_by_its_flag():
+    lesson, data = get_lesson("scaled"), load_bundled("scaled")
+    inputs = {"Q": np.full((1, 1), 1e6), "K": np.ones((1, 1)), "V": np.ones((1, 1))}
+    with pytest.raises(UserError, match=r"^--q has 1e\+06, beyond the largest float16"):
+        validate_inputs(lesson, data, Source(inputs, {}), [inputs], [{}], "float16", users_own=True)
+
+
+def test_memory_is_the_inputs_and_each_items_walkthrough(monkeypatch):
+    """A batch of three needs its inputs (and their float64 copies) and three items' estimates;
+    one byte less than that free is refused with the lesson's fix."""
+    lesson, backend = get_lesson("scaled"), get_backend("numpy")
+    item = {"Q": np.ones((2, 4)), "K": np.ones((5, 4)), "V": np.ones((5, 3))}
+    batch = [item] * 3
+    shapes = {name: (3, *array.shape) for name, array in item.items()}
+    entries = 3 * (2 * 4 + 5 * 4 + 5 * 3)
+    item_shapes = {name: array.shape for name, array in item.items()}
+    options = dict(lesson.options)
+    needed = entries * (8 + 8) + 3 * lesson.estimate_bytes(item_shapes, options, 8)
+    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: needed)
+    guard_memory(lesson, backend, shapes, batch, options)
+    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: needed - 1)
+    with pytest.raises(UserError, match=r"^this scaled walkthrough needs about .*; choose smaller"):
+        guard_memory(lesson, backend, shapes, batch, options)
+
+
+def test_a_lessons_own_memory_fix_is_named(monkeypatch):
+    lesson, backend = get_lesson("posenc"), get_backend("numpy")
+    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 1)
+    with pytest.raises(UserError, match=r"lower --positions or --d-model\.$"):
+        guard_memory(lesson, backend, {}, None, dict(lesson.options))
+
+
+def test_random_inputs_are_standard_normal_from_the_seed_unless_the_lesson_draws_its_own():
+    shapes = {"Q": (2, 3), "K": (4, 3), "V": (4, 2)}
+    drawn = draw_inputs(get_lesson("scaled"), shapes, 7, {})
+    rng = np.random.default_rng(7)
+    for name, shape in shapes.items():  # drawn in the order of the shapes
+        np.testing.assert_array_equal(drawn[name], rng.standard_normal(shape))
+    multihead = get_lesson("multihead")
+    assert multihead.draw_random is not base.draw_standard_normal
+    shapes = multihead.random_shapes({"n": 3, "d_model": 4})
+    mine = draw_inputs(multihead, shapes, 7, dict(multihead.options))
+    np.testing.assert_array_equal(mine["X"], np.random.default_rng(7).standard_normal((3, 4)))
+    assert not np.array_equal(mine["W_Q"], np.random.default_rng(7).standard_normal((4, 4)))
+
+
+def test_a_drawn_input_the_lesson_refuses_is_a_user_error():
+    """Random inputs are checked with the options too: 3 heads do not divide d_model = 4."""
+    multihead = get_lesson("multihead")
+    shapes = multihead.random_shapes({"n": 3, "d_model": 4})
+    with pytest.raises(UserError, match="heads"):
+        draw_inputs(multihead, shapes, 0, multihead.options_with({"heads": 3}))

@@ -77,6 +77,8 @@ def test_dims_needs_one_size(invoke):
     result = invoke("bench", "--impl", "linear-numpy", "--sizes", "64,128", "--dims", "4,8")
     assert_user_error(result, "--dims sweeps d at one n", "--sizes 2048 --dims 16..256")
     assert_user_error(invoke("bench", "--dims", "4,x", "--sizes", "64"), "--dims '4,x'")
+    plot = invoke("bench", "--sizes", "64", "--dims", "4,8", "--plot", "out.png")
+    assert_user_error(plot, "--plot draws time and memory against n", "--dims")
 
 
 def test_table_verdicts():

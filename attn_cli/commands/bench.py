@@ -146,6 +146,12 @@ def bench(
 
     start_up_done()
 
+    if plot is not None and dims is not None:
+        from attn_cli.errors import UserError
+
+        raise UserError(
+            "--plot draws time and memory against n, but --dims sweeps d; leave out one of them."
+        )
     if plot is not None:  # before the sweep, which can take minutes
         check_plot_path(plot)
         require_matplotlib()

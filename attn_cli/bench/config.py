@@ -25,10 +25,17 @@ IMPLS = (
     "tiled",
     "numpy",
     "tiled-numpy",
+    "sdpa-window",
+    "flex-window",
+    "window",
+    "window-numpy",
+    "linear",
+    "linear-numpy",
 )
 DEFAULT_SIZES = {"cpu": (128, 2048), "cuda": (512, 16384), "mps": (512, 8192)}
 DEFAULT_DTYPE = {"cpu": "float32", "cuda": "bfloat16", "mps": "float32"}
 DEFAULT_BLOCK = 128
+DEFAULT_WINDOW = 64
 # A row is unstable when the interquartile range of its timed runs exceeds this share of their
 # median: the rule of torch.utils.benchmark, whose Measurement warns past a tenth.
 UNSTABLE_SPREAD = 0.1
@@ -59,6 +66,19 @@ class BenchConfig:
     repeats: int | None = None  # None: enough for a stable median (see devices.auto_repeats)
     block: int = DEFAULT_BLOCK
     seed: int = 0
+    window: int = DEFAULT_WINDOW  # w of the window implementations: |i − j| ≤ w
+    dims: tuple[int, ...] = ()  # head dimensions to sweep at one n instead of sweeping n
+
+    @property
+    def variable(self) -> str:
+        """What the sweep varies: "n", or "d" with --dims."""
+        return "d" if self.dims else "n"
+
+    def points(self) -> list[tuple[int, int]]:
+        """The (n, d) of every size of the sweep, in order."""
+        if self.dims:
+            return [(n, d) for n in self.sizes for d in self.dims]
+        return [(n, self.d) for n in self.sizes]
 
     def flops(self, n: int) -> float:
         """Forward-pass FLOPs: Q Kᵀ and A V are 2·n²·d each; causal does half the pairs."""
@@ -133,21 +153,22 @@ def doubling(low: int, high: int) -> tuple[int, ...]:
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 
 
-def parse_sizes(text: str | None, device: str) -> tuple[int, ...]:
-    """--sizes: "512,1024,4096" or a doubling range "128..2048"; None: the device's default."""
+def parse_sizes(text: str | None, device: str, option: str = "--sizes") -> tuple[int, ...]:
+    """--sizes: "512,1024,4096" or a doubling range "128..2048"; None: the device's default.
+    (--dims takes the same forms; ``option`` names the option in errors.)"""
     if text is None:
         return doubling(*DEFAULT_SIZES[device])
     match = _RANGE.match(text)
     if match:
         low, high = int(match[1]), int(match[2])
         if low < 1 or high < low:
-            raise UserError(f"--sizes {text!r}: a range needs 1 <= low <= high, e.g. 128..2048.")
+            raise UserError(f"{option} {text!r}: a range needs 1 <= low <= high, e.g. 128..2048.")
         return doubling(low, high)
     sizes = []
     for part in re.split(r"[,\s]+", text.strip()):
         if not part.isdigit() or int(part) < 1:
             raise UserError(
-                f"--sizes {text!r}: {part!r} is not a positive whole number; write e.g. "
+                f"{option} {text!r}: {part!r} is not a positive whole number; write e.g. "
                 "512,1024,2048 or 128..2048."
             )
         sizes.append(int(part))

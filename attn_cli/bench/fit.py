@@ -43,26 +43,102 @@ def loglog_slope(ns: Sequence[float], values: Sequence[float]) -> float | None:
     return float(np.sum(x_centred * (y - y.mean())) / np.sum(x_centred**2))
 
 
-def fit_rows(rows: Sequence[Row]) -> dict[str, Fit]:
-    """One fit per implementation, over its successful rows."""
+def fit_rows(rows: Sequence[Row], variable: str = "n") -> dict[str, Fit]:
+    """One fit per implementation, over its successful rows, against ``variable`` (n or d)."""
     fits: dict[str, Fit] = {}
     for impl in dict.fromkeys(row.impl for row in rows):
         ok = [row for row in rows if row.impl == impl and row.status == "ok"]
-        ns = [row.n for row in ok]
-        time_exp = loglog_slope(ns, [row.ms_median for row in ok])
-        memory_exp = loglog_slope(ns, [row.peak_mem_bytes for row in ok])
-        unstable = tuple(row.n for row in ok if row.unstable)
+        xs = [getattr(row, variable) for row in ok]
+        time_exp = loglog_slope(xs, [row.ms_median for row in ok])
+        memory_exp = loglog_slope(xs, [row.peak_mem_bytes for row in ok])
+        unstable = tuple(getattr(row, variable) for row in ok if row.unstable)
         fits[impl] = Fit(time_exp, memory_exp, not unstable, unstable)
     return fits
 
 
+@dataclass(frozen=True)
+class TableRow:
+    """A row of seed 002's complexity table, and the exponents it predicts."""
+
+    name: str
+    time: str  # as the table writes it
+    memory: str
+    n_exponents: tuple[int, int]  # (time, memory) in n, with d and w fixed
+    d_time_exponent: int  # time in d, with n fixed
+
+
+# Seed 002: "Vanilla O(n²d) / O(n²); FlashAttention O(n²d) / O(n); Linear attention O(nd²) /
+# O(nd); Sliding window O(nwd) / O(nw)".
+SEED_TABLE = {
+    "vanilla": TableRow("Vanilla", "O(n²d)", "O(n²)", (2, 2), 1),
+    "flash": TableRow("FlashAttention", "O(n²d)", "O(n)", (2, 1), 1),
+    "linear": TableRow("Linear attention", "O(nd²)", "O(nd)", (1, 1), 2),
+    "window": TableRow("Sliding window", "O(nwd)", "O(nw)", (1, 1), 1),
+}
+# Which row each implementation is an instance of. sdpa-window masks a dense n × n matrix: a
+# window mask alone does not make attention local, so it is Vanilla. sdpa's row depends on the
+# kernel it dispatches to, so it has none.
+IMPL_ROWS = {
+    "naive": "vanilla",
+    "numpy": "vanilla",
+    "sdpa-math": "vanilla",
+    "sdpa-window": "vanilla",
+    "sdpa-flash": "flash",
+    "sdpa-efficient": "flash",
+    "sdpa-cudnn": "flash",
+    "tiled": "flash",
+    "tiled-numpy": "flash",
+    "window": "window",
+    "window-numpy": "window",
+    "flex-window": "window",
+    "linear": "linear",
+    "linear-numpy": "linear",
+}
+# A measured exponent confirms the table's when it is this close.
+TABLE_TOLERANCE = 0.2
+
+
+def table_verdict(impl: str, fit: Fit, variable: str = "n") -> str | None:
+    """Which row of seed 002's table the measurement is checked against, and whether it
+    confirms it (each exponent within TABLE_TOLERANCE); None for an impl with no row."""
+    key = IMPL_ROWS.get(impl)
+    if key is None:
+        return None
+    row = SEED_TABLE[key]
+    if variable == "d":  # memory in d is not in the table (O(n²) has no d), time is
+        checks = [("time", fit.time_exponent, row.d_time_exponent, fit.time_reliable)]
+    else:
+        checks = [
+            ("time", fit.time_exponent, row.n_exponents[0], fit.time_reliable),
+            ("memory", fit.memory_exponent, row.n_exponents[1], True),
+        ]
+    parts, confirmed, unread = [], True, []
+    for what, measured, expected, reliable in checks:
+        if measured is None or not reliable:
+            unread.append(what)
+            continue
+        parts.append(f"{what} {variable}^{measured:.2f} (table: {variable}^{expected})")
+        confirmed = confirmed and abs(measured - expected) <= TABLE_TOLERANCE
+    if not parts:
+        return None
+    verdict = "confirms" if confirmed else "does not confirm"
+    text = (
+        f"{impl}: {', '.join(parts)}: {verdict} seed 002's row {row.name} "
+        f"({row.time} time, {row.memory} memory)"
+    )
+    if unread:
+        text += f"; {' and '.join(unread)} not read (unstable or missing)"
+    return text + "."
+
+
 def reading(impl: str, fit: Fit) -> str:
-    """One sentence that reads an implementation's exponents."""
+    """One sentence that reads an implementation's exponents (in n)."""
     parts = []
     if fit.memory_exponent is not None:
         parts.append(f"memory grows as n^{fit.memory_exponent:.1f} ({_memory_word(fit)})")
     if fit.time_exponent is not None:
-        parts.append(f"time as n^{fit.time_exponent:.1f} ({_time_word(fit)})")
+        word = _linear_time_word(fit) if _linear_in_n(impl) else _time_word(fit)
+        parts.append(f"time as n^{fit.time_exponent:.1f} ({word})")
     if not parts:
         return f"{impl}: fewer than two successful sizes, no exponent."
     return f"{impl}: " + "; ".join(parts) + "."
@@ -146,8 +222,7 @@ def _time_word(fit: Fit) -> str:
     exponent = fit.time_exponent
     assert exponent is not None
     if not fit.time_reliable:
-        sizes = ",".join(str(n) for n in fit.unstable_sizes)
-        return f"unreliable: unstable timings at n={sizes}"
+        return _unreliable(fit)
     if not math.isfinite(exponent) or exponent < FLAT_TIME:
         return "flat: not measuring the n² work"
     if exponent >= QUADRATIC:
@@ -155,3 +230,26 @@ def _time_word(fit: Fit) -> str:
     if exponent < LINEAR:
         return "fixed costs still weigh: larger n shows n² better"
     return "on its way to n²"
+
+
+def _linear_in_n(impl: str) -> bool:
+    """The algorithm's work grows as n, not n² (window, linear attention)."""
+    key = IMPL_ROWS.get(impl)
+    return key is not None and SEED_TABLE[key].n_exponents[0] == 1
+
+
+def _linear_time_word(fit: Fit) -> str:
+    exponent = fit.time_exponent
+    assert exponent is not None
+    if not fit.time_reliable:
+        return _unreliable(fit)
+    if abs(exponent - 1) <= TABLE_TOLERANCE:
+        return "linear: the work per token does not grow with n"
+    if exponent < 1:
+        return "below linear: fixed costs still weigh"
+    return "above linear at these sizes"
+
+
+def _unreliable(fit: Fit) -> str:
+    sizes = ",".join(str(n) for n in fit.unstable_sizes)
+    return f"unreliable: unstable timings at n={sizes}"

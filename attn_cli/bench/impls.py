@@ -17,6 +17,8 @@ from attn_cli.backend import Array
 from attn_cli.bench.config import BenchConfig
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import linear as linear_mech
+from attn_cli.mechanisms.local import window_attention, window_pairs
 from attn_cli.mechanisms.tiled import tiled_attention
 
 # --impl sdpa-X -> the torch.nn.attention.SDPBackend member it forces.
@@ -40,12 +42,28 @@ DESCRIPTIONS = {
     "tiled": "torch: key blocks with an online softmax (mechanisms/tiled.py)",
     "numpy": "numpy: the lesson code (mechanisms/attention.py)",
     "tiled-numpy": "numpy: key blocks with an online softmax (mechanisms/tiled.py)",
+    "sdpa-window": "torch sdpa with the n × n boolean band mask |i − j| ≤ w (dense: for contrast)",
+    "flex-window": "torch FlexAttention (compiled) with the band as a block mask",
+    "window": "torch: the band block by block, O(n·w) scores (mechanisms/local.py)",
+    "window-numpy": "numpy: the band block by block, O(n·w) scores (mechanisms/local.py)",
+    "linear": "torch: φ(Q)(φ(K)ᵀV), φ = elu + 1 (mechanisms/linear.py)",
+    "linear-numpy": "numpy: φ(Q)(φ(K)ᵀV), φ = elu + 1 (mechanisms/linear.py)",
 }
+# What each implementation computes, so its output is checked against the right float64 one.
+WINDOW_IMPLS = ("sdpa-window", "flex-window", "window", "window-numpy")
+LINEAR_IMPLS = ("linear", "linear-numpy")
+
+
+def reference_kind(impl: str) -> str:
+    """softmax (full attention), window (banded softmax) or linear (linear attention)."""
+    if impl in WINDOW_IMPLS:
+        return "window"
+    return "linear" if impl in LINEAR_IMPLS else "softmax"
 
 
 def family(impl: str) -> str:
     """numpy or torch: the array library the implementation computes with."""
-    return "numpy" if impl in NUMPY_IMPLS else "torch"
+    return "numpy" if impl in (*NUMPY_IMPLS, "window-numpy", "linear-numpy") else "torch"
 
 
 def require_torch(impls: Sequence[str], with_torch: bool) -> None:
@@ -56,6 +74,14 @@ def require_torch(impls: Sequence[str], with_torch: bool) -> None:
             f"--impl {','.join(needing)} needs PyTorch, which is not installed; install it with: "
             f"{TORCH_INSTALL} (or run --impl {','.join(NUMPY_IMPLS)}, which needs only numpy)."
         )
+
+
+def has_flex_attention() -> bool:
+    try:
+        from torch.nn.attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def has_sdpa_backend(member: str) -> bool:
@@ -92,6 +118,8 @@ def static_problem(impl: str, device: str, dtype: str) -> str | None:
             return "numpy has no bfloat16; use --dtype float32"
     if impl in SDPA_BACKENDS and not has_sdpa_backend(SDPA_BACKENDS[impl]):
         return f"this PyTorch has no {SDPA_BACKENDS[impl]} backend"
+    if impl == "flex-window" and not has_flex_attention():
+        return "this PyTorch has no torch.nn.attention.flex_attention (it needs 2.5 or later)"
     if impl in CUDA_ONLY and device == "cpu":
         return (
             f"{SHORT_NAMES[SDPA_BACKENDS[impl]]} is a CUDA-only kernel (PyTorch has no CPU version)"
@@ -188,8 +216,17 @@ def estimate_bytes(
         return heads * ((2 + causal) * square * itemsize + rows * itemsize) + causal * square
     if impl == "sdpa-math":
         return heads * ((3 + causal) * square * itemsize + 2 * rows * itemsize)
+    if impl == "sdpa-window":  # the math path, plus the n × n boolean mask
+        return heads * ((4 + causal) * square * itemsize + 2 * rows * itemsize) + square
     # tracemalloc also counts numpy's small Python-side allocations: a fixed allowance
     overhead = PYTHON_OVERHEAD if family(impl) == "numpy" else 0
+    if impl in ("window", "window-numpy", "flex-window"):  # output + one block's scores (×5)
+        span = min(n, config.block + 2 * config.window)
+        per_head = itemsize * (2 * rows + 5 * min(config.block, n) * span)
+        return heads * per_head + overhead
+    if impl in LINEAR_IMPLS:  # φ(Q), φ(K), output (n × d each), φ(K)ᵀV (d × d), a chunk
+        per_head = itemsize * (4 * rows + config.d**2 + causal * 3 * config.block**2)
+        return heads * per_head + overhead
     if impl == "numpy":  # scores, scaled, (masked,) shifted, exp, weights held together
         per_head = (5 + causal) * square * itemsize + rows * itemsize
         return heads * per_head + causal * square * itemsize + overhead
@@ -202,7 +239,15 @@ def estimate_bytes(
 
 def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], Array]:
     """A zero-argument function that computes the attention output once."""
-    causal, block = config.causal, config.block
+    causal, block, window = config.causal, config.block, config.window
+    if impl in ("window", "window-numpy"):
+        q, k, v = inputs.numpy() if impl == "window-numpy" else (inputs.q, inputs.k, inputs.v)
+        return lambda: window_attention(q, k, v, window, causal=causal, block=block)
+    if impl in LINEAR_IMPLS:
+        q, k, v = inputs.numpy() if impl == "linear-numpy" else (inputs.q, inputs.k, inputs.v)
+        if causal:
+            return lambda: linear_mech.chunked_causal_linear(q, k, v, chunk=block)
+        return lambda: linear_mech.linear_attention(q, k, v).output
     if impl == "numpy":
         q, k, v = inputs.numpy()
         return lambda: _numpy_lesson(q, k, v, causal)
@@ -218,6 +263,11 @@ def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], 
 
     if impl == "sdpa":
         return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    if impl == "sdpa-window":
+        band = _band(q.shape[-2], window, causal, q.device)  # built once, like the inputs
+        return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=band)
+    if impl == "flex-window":
+        return _flex_window(q, k, v, window, causal)
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     backend = getattr(SDPBackend, SDPA_BACKENDS[impl])
@@ -227,6 +277,46 @@ def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], 
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     return forced
+
+
+def _band(n: int, window: int, causal: bool, device: Array) -> Array:
+    """The (n, n) boolean band: True where |i − j| ≤ w (causal: 0 ≤ i − j ≤ w)."""
+    import torch
+
+    offset = torch.arange(n, device=device)[:, None] - torch.arange(n, device=device)[None, :]
+    return (offset >= 0) & (offset <= window) if causal else offset.abs() <= window
+
+
+def _flex_window(q: Array, k: Array, v: Array, window: int, causal: bool) -> Callable[[], Array]:
+    """FlexAttention with the band as a block mask: blocks outside the band are skipped.
+
+    Compiled (eager FlexAttention materialises the n × n scores); the first call compiles, in
+    the uncounted warm-up.
+    """
+    import torch
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    def band(_b: Array, _h: Array, i: Array, j: Array) -> Array:
+        return ((i - j >= 0) & (i - j <= window)) if causal else (i - j).abs() <= window
+
+    n = q.shape[-2]
+    block_mask = create_block_mask(band, None, None, n, n, device=str(q.device))
+    compiled = torch.compile(flex_attention, dynamic=False)
+    return lambda: compiled(q, k, v, block_mask=block_mask)
+
+
+def work_flops(impl: str, config: BenchConfig, n: int) -> float:
+    """The FLOPs an implementation's algorithm needs (the useful work, for TFLOP/s).
+
+    Softmax attention: config.flops. A window: 4·d per allowed pair (Q Kᵀ and A V). Linear
+    attention: the linear order's count (mechanisms/linear.py) with r = d_v = d.
+    """
+    lanes = config.batch * config.heads
+    if impl in WINDOW_IMPLS and impl != "sdpa-window":
+        return 4.0 * lanes * config.d * window_pairs(n, config.window, config.causal)
+    if impl in LINEAR_IMPLS:
+        return float(lanes * linear_mech.linear_flops(n, n, config.d, config.d))
+    return config.flops(n)
 
 
 def _naive(q: Array, k: Array, v: Array, causal: bool) -> Array:
@@ -286,13 +376,28 @@ def reference_rows(n: int, count: int = 16) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(n, count)).round().astype(int))
 
 
-def reference_output(inputs: Inputs, rows: np.ndarray, causal: bool) -> np.ndarray:
-    """float64 attention for batch 0, every head, the given query rows: (heads, rows, d)."""
+def reference_output(
+    inputs: Inputs, rows: np.ndarray, causal: bool, kind: str = "softmax", window: int = 0
+) -> np.ndarray:
+    """float64 attention for batch 0, every head, the given query rows: (heads, rows, d).
+
+    ``kind`` (see reference_kind): full softmax attention, the banded one (|i − j| ≤ window),
+    or linear attention (the rows one by one over their prefix when causal).
+    """
     q, k, v = (_float64(t[0]) for t in (inputs.q, inputs.k, inputs.v))  # (heads, n, d)
-    mask = None
-    if causal:
-        keys = np.arange(k.shape[-2])
-        mask = np.where(keys[None, :] <= rows[:, None], 0.0, -np.inf)  # (rows, n)
+    if kind == "linear":
+        if not causal:
+            return linear_mech.linear_attention(q[:, rows], k, v).output
+        parts = [
+            linear_mech.linear_attention(q[:, [i]], k[:, : i + 1], v[:, : i + 1]).output
+            for i in rows
+        ]
+        return np.concatenate(parts, axis=-2)
+    offset = rows[:, None] - np.arange(k.shape[-2])[None, :]  # (rows, n): i − j
+    allowed = offset >= 0 if causal else np.ones(offset.shape, dtype=bool)
+    if kind == "window":
+        allowed &= np.abs(offset) <= window
+    mask = None if allowed.all() else np.where(allowed, 0.0, -np.inf)  # (rows, n)
     return mech.attention(q[:, rows], k, v, mask=mask).output
 
 

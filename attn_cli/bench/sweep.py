@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -54,12 +55,13 @@ def run_sweep(
     failed_at: dict[str, int] = {}  # impl -> the n where it ran out of memory
     peak = ops.peak_tflops(config.dtype)
     try:
-        for n in config.sizes:
-            context = _SizeContext(config, ops, n)
+        for n, d in config.points():
+            point = replace(config, d=d)  # the d of this size (--dims sweeps it)
+            context = _SizeContext(point, ops, n)
             for impl in config.impls:
                 if on_start:
                     on_start(impl, n)
-                row = _run_one(config, ops, impl, n, context, failed_at, peak)
+                row = _run_one(point, ops, impl, n, context, failed_at, peak)
                 result.rows.append(row)
                 now = load_average()
                 if now is not None:
@@ -80,7 +82,7 @@ class _SizeContext:
         self.itemsize = ITEMSIZE[config.dtype]
         self.input_bytes = 3 * config.batch * config.heads * n * config.d * self.itemsize
         self._inputs: registry.Inputs | None = None
-        self._reference: tuple[np.ndarray, np.ndarray] | None = None
+        self._references: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     @property
     def inputs(self) -> registry.Inputs:
@@ -88,16 +90,16 @@ class _SizeContext:
             self._inputs = registry.make_inputs(self.config, self.n, self.ops.tensor_device)
         return self._inputs
 
-    @property
-    def reference(self) -> tuple[np.ndarray, np.ndarray]:
-        """(query rows checked, their float64 outputs)."""
-        if self._reference is None:
+    def reference(self, impl: str) -> tuple[np.ndarray, np.ndarray]:
+        """(query rows checked, their float64 outputs) for what ``impl`` computes."""
+        kind = registry.reference_kind(impl)
+        if kind not in self._references:
             rows = registry.reference_rows(self.n)
-            self._reference = (
-                rows,
-                registry.reference_output(self.inputs, rows, self.config.causal),
+            output = registry.reference_output(
+                self.inputs, rows, self.config.causal, kind, self.config.window
             )
-        return self._reference
+            self._references[kind] = (rows, output)
+        return self._references[kind]
 
 
 def _run_one(
@@ -188,7 +190,7 @@ def _measure(
     peak: float | None,
 ) -> Row:
     run = registry.make_runner(impl, config, context.inputs)
-    rows, expected = context.reference
+    rows, expected = context.reference(impl)
     output, one_run_ms = ops.clock_ms(run)  # warm-up 1: also the one checked for accuracy
     error_max = float(np.max(np.abs(registry.output_rows(output, rows) - expected)))
     del output
@@ -204,7 +206,8 @@ def _measure(
     notes = [f"dispatched to {dispatched}"] if dispatched else []
     if unstable:
         notes.append(UNSTABLE_NOTE)
-    tflops = config.flops(n) / (median / 1e3) / 1e12 if median > 0 else None
+    work = registry.work_flops(impl, config, n)
+    tflops = work / (median / 1e3) / 1e12 if median > 0 else None
     return Row.for_run(
         config,
         impl,

@@ -52,7 +52,10 @@ def bench(
             "--impl",
             help="Comma-separated: naive, sdpa, sdpa-flash, sdpa-efficient, sdpa-cudnn, "
             "sdpa-math, tiled, numpy, tiled-numpy (default: all the device supports; "
-            "numpy,tiled-numpy when PyTorch is not installed).",
+            "numpy,tiled-numpy when PyTorch is not installed); beyond the n² wall, never by "
+            "default: window, window-numpy (the band |i − j| ≤ w block by block), sdpa-window "
+            "(sdpa with the dense band mask), flex-window (FlexAttention's block mask, compiled), "
+            "linear, linear-numpy (linear attention, φ = elu + 1).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),
@@ -74,6 +77,26 @@ def bench(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the random inputs.", rich_help_panel=RUN_PANEL)
     ] = 0,
+    window: Annotated[
+        int,
+        typer.Option(
+            "--window",
+            min=0,
+            help="Window w of the window implementations: query i sees key j when |i − j| ≤ w "
+            "(with --causal, 0 ≤ i − j ≤ w).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = 64,
+    dims: Annotated[
+        str | None,
+        typer.Option(
+            "--dims",
+            help="Sweep the head dimension d instead of n, at the one n of --sizes: "
+            "'16,32,64' or a doubling range '16..256' (shows linear attention's d² term).",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
     d: Annotated[
         int, typer.Option("--d", min=1, help="Head dimension.", rich_help_panel=SHAPE_PANEL)
     ] = 64,
@@ -123,10 +146,18 @@ def bench(
 
     start_up_done()
 
+    if plot is not None and dims is not None:
+        from attn_cli.errors import UserError
+
+        raise UserError(
+            "--plot draws time and memory against n, but --dims sweeps d; leave out one of them."
+        )
     if plot is not None:  # before the sweep, which can take minutes
         check_plot_path(plot)
         require_matplotlib()
-    config = bench_config(device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal)
+    config = bench_config(
+        device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal, window, dims
+    )
     result, fits = measure(config)
     console = stdout_console()
     if fmt is BenchFormat.rich:
@@ -161,14 +192,23 @@ def bench_config(
     batch: int,
     dtype: DtypeName | None,
     causal: bool,
+    window: int = 64,
+    dims: str | None = None,
 ) -> BenchConfig:
     """The sweep the options ask for, checked (a user error before anything runs)."""
     from attn_cli.bench.config import DEFAULT_DTYPE, BenchConfig, parse_impls, parse_sizes
     from attn_cli.bench.devices import device_ops, torch_available
     from attn_cli.bench.impls import default_impls, require_torch
+    from attn_cli.errors import UserError
 
     chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
     grid = parse_sizes(sizes, device.value)
+    swept = parse_sizes(dims, device.value, "--dims") if dims is not None else ()
+    if swept and len(grid) != 1:
+        raise UserError(
+            f"--dims sweeps d at one n, but --sizes gives {len(grid)}; give one, e.g. "
+            "--sizes 2048 --dims 16..256."
+        )
     device_ops(device.value)  # a user error off the CPU without torch
     with_torch = torch_available()
     impls = chosen or default_impls(device.value, with_torch)  # numpy ones only without torch
@@ -185,6 +225,8 @@ def bench_config(
         repeats=repeats,
         block=block,
         seed=seed,
+        window=window,
+        dims=swept,
     )
 
 
@@ -194,7 +236,7 @@ def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
     from attn_cli.bench.fit import fit_rows
 
     result = _run_with_progress(config, device_ops(config.device))
-    return result, fit_rows(result.rows)
+    return result, fit_rows(result.rows, config.variable)
 
 
 def _stderr() -> Console:

@@ -16,7 +16,8 @@ from rich.text import Text
 
 from attn_cli.backend import format_bytes
 from attn_cli.bench.config import BenchResult, Row, is_unstable
-from attn_cli.bench.fit import Fit, contrast, diagnosis, reading
+from attn_cli.bench.fit import Fit, contrast, diagnosis, reading, table_verdict
+from attn_cli.bench.impls import WINDOW_IMPLS
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.rich_render import records_table
@@ -54,10 +55,12 @@ def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableTyp
         parts.append(Text(f"[{index}] {impl} ({where}): {note}", style="yellow"))
     parts.append(Text(LEGEND, style="dim"))
     fitted = {impl: fit for impl, fit in fits.items() if _has_exponent(fit)}
+    variable = result.config.variable
     if fitted:
-        parts += [Text(""), Text("How time and memory grow with n (log-log slope)", style="bold")]
+        title = f"How time and memory grow with {variable} (log-log slope)"
+        parts += [Text(""), Text(title, style="bold")]
         parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2)))
-        parts.extend(Text(sentence) for sentence in readings(fitted))
+        parts.extend(Text(sentence) for sentence in readings(fitted, variable))
     warnings = diagnosis(result, fitted)
     if warnings:
         parts.append(Text(""))
@@ -87,17 +90,24 @@ def _count(rows: list[Row], impl: str) -> int:
 def _header(result: BenchResult) -> RenderableType:
     config, info = result.config, result.device_info
     title = Text(f"attn bench · {info.get('name', config.device)}", style="bold")
+    shape = f"d {config.d}" if not config.dims else f"d swept at n {_joined(config.sizes)}"
     details = (
         f"device {config.device} · {config.dtype} · batch {config.batch} · heads "
-        f"{config.heads} · d {config.d} · {'causal' if config.causal else 'not causal'} · "
+        f"{config.heads} · {shape} · {'causal' if config.causal else 'not causal'} · "
         f"block {config.block}"
     )
+    if any(impl in WINDOW_IMPLS for impl in config.impls):
+        details += f" · window w {config.window}"
     if info.get("peak_tflops"):
         details += f" · dense peak {info['peak_tflops']:g} TFLOP/s ({info.get('peak_label')})"
     lines = [title, Text(details, style="dim")]
     if result.load is not None:
         lines.append(Text(_load_line(result), style="dim"))
     return Group(*lines)
+
+
+def _joined(values: tuple[int, ...]) -> str:
+    return ",".join(str(value) for value in values)
 
 
 def _load_line(result: BenchResult) -> str:
@@ -122,7 +132,18 @@ def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, s
         collapse_padding=True,
         show_edge=False,
     )
-    columns = ["impl", "n", "ms", "±", "TFLOP/s", *(["% peak"] if with_peak else []), "mem", "by"]
+    swept = result.config.variable
+    columns = [
+        "impl",
+        swept,
+        *(["n"] if swept == "d" else []),
+        "ms",
+        "±",
+        "TFLOP/s",
+        *(["% peak"] if with_peak else []),
+        "mem",
+        "by",
+    ]
     for column in [*columns, "err"]:
         table.add_column(column, justify="left" if column == "impl" else "right", no_wrap=True)
     table.add_column("status")  # the only column that may wrap on a narrow terminal
@@ -131,7 +152,7 @@ def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, s
         ok = row.status == "ok"
         cells = [
             row.impl if row.impl != previous else "",
-            str(row.n),
+            *([str(row.d), str(row.n)] if swept == "d" else [str(row.n)]),
             significant(row.ms_median, 3) if ok else "—",
             _spread(row) if ok else "",
             significant(row.tflops, 3) if ok else "—",
@@ -173,10 +194,16 @@ def _memory(row: Row) -> tuple[str, str]:
     return text, MEMORY_METHODS.get(row.memory_method or "", row.memory_method or "")
 
 
-def readings(fits: dict[str, Fit]) -> list[str]:
-    """The contrast line first (when there is one), then one sentence per implementation."""
+def readings(fits: dict[str, Fit], variable: str = "n") -> list[str]:
+    """The contrast line first (when there is one), then one sentence per implementation, then
+    which row of seed 002's complexity table each confirms. Over d (--dims), only the last."""
+    verdicts = [table_verdict(impl, fit, variable) for impl, fit in fits.items()]
+    table = [verdict for verdict in verdicts if verdict]
+    if variable == "d":
+        return table
     first = contrast(fits)
-    return ([first] if first else []) + [reading(impl, fit) for impl, fit in fits.items()]
+    per_impl = [reading(impl, fit) for impl, fit in fits.items()]
+    return ([first] if first else []) + per_impl + table
 
 
 def _has_exponent(fit: Fit) -> bool:
@@ -226,7 +253,7 @@ def to_document(result: BenchResult, fits: dict[str, Fit]) -> dict[str, Any]:
 def _all_readings(result: BenchResult, fits: dict[str, Fit]) -> list[str]:
     """The sentences under the rich table, in order: the readings, then the warnings."""
     fitted = {impl: fit for impl, fit in fits.items() if _has_exponent(fit)}
-    return readings(fitted) + diagnosis(result, fitted)
+    return readings(fitted, result.config.variable) + diagnosis(result, fitted)
 
 
 def to_csv(result: BenchResult) -> str:

@@ -1,0 +1,70 @@
+"""Generation with a key-value cache: each new token appends one key and one value row and
+attends once, instead of recomputing attention over the whole prefix.
+
+Step t (0-based) has query q_t; the cache holds k_0..k_t and v_0..v_t after the append. Its
+output, softmax(q_t K_{≤t}ᵀ / √d_k) V_{≤t}, is row t of full causal attention: the future keys
+that the causal mask sends to −∞ are simply not in the cache yet. The arithmetic differs (a
+1 × (t+1) product instead of row t of an n × n one, so BLAS may sum in another order), which
+is why the two agree to rounding rather than bit for bit; see tests/test_mech_kvcache.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attn_cli.backend import ITEMSIZE, Array, namespace_of
+from attn_cli.mechanisms.attention import attention
+
+
+@dataclass(frozen=True)
+class CacheStep:
+    t: int  # 0-based position of the new token
+    keys: Array  # (t + 1, d_k) the cache after appending k_t
+    values: Array  # (t + 1, d_v)
+    scaled: Array  # (1, t + 1) q_t K_{≤t}ᵀ / √d_k
+    weights: Array  # (1, t + 1) sums to 1
+    output: Array  # (1, d_v)
+
+
+def generate(q: Array, k: Array, v: Array, *, use_scale: bool = True) -> list[CacheStep]:
+    """Token by token: append (k_t, v_t) to the cache, then attend with q_t over it."""
+    xp = namespace_of(q, k, v)
+    keys, values = k[..., :0, :], v[..., :0, :]  # (0, d_k), (0, d_v): the empty cache
+    steps = []
+    for t in range(q.shape[-2]):
+        keys = xp.concat([keys, k[..., t : t + 1, :]], axis=-2)  # (t + 1, d_k)
+        values = xp.concat([values, v[..., t : t + 1, :]], axis=-2)  # (t + 1, d_v)
+        result = attention(q[..., t : t + 1, :], keys, values, use_scale=use_scale)
+        steps.append(CacheStep(t, keys, values, result.scaled, result.weights, result.output))
+    return steps
+
+
+def cached_outputs(steps: list[CacheStep]) -> Array:
+    """The steps' outputs stacked: (n, d_v), comparable with full causal attention."""
+    xp = namespace_of(steps[0].output)
+    return xp.concat([step.output for step in steps], axis=-2)
+
+
+def scores_with_cache(n: int) -> int:
+    """Query-key dot products to generate n tokens with a cache: 1 + 2 + ... + n (O(n) each)."""
+    return n * (n + 1) // 2
+
+
+def scores_without_cache(n: int) -> int:
+    """The same without a cache: step t recomputes causal attention over its whole prefix,
+    (t + 1)(t + 2)/2 dot products, so Σ_t = n(n + 1)(n + 2)/6 in all (O(n²) per token)."""
+    return n * (n + 1) * (n + 2) // 6
+
+
+def cache_bytes_per_token(
+    layers: int, heads: int, d_head: int, dtype: str = "float16", kv_heads: int | None = None
+) -> int:
+    """Bytes the cache grows by per token: a key and a value (2) per layer per K/V head.
+
+    Multi-head attention has one K/V head per query head (kv_heads = heads); grouped-query
+    attention shares each K/V head among heads / kv_heads query heads; multi-query, kv_heads = 1.
+    """
+    kv = heads if kv_heads is None else kv_heads
+    if kv < 1 or heads % kv:
+        raise ValueError(f"kv_heads must divide heads ({heads}); got {kv}")
+    return 2 * layers * kv * d_head * ITEMSIZE[dtype]

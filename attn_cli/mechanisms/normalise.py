@@ -1,0 +1,92 @@
+"""Softmax's alternatives: other row-wise maps from scores to weights that sum to 1.
+
+* sparsemax (Martins & Astudillo, 2016): the Euclidean projection of the scores onto the
+  probability simplex, p = max(s − τ, 0) with the threshold τ chosen so that Σ p = 1. Scores
+  below τ get weight exactly 0.
+* sigmoid, then normalise: w_j = σ(s_j) / Σ_k σ(s_k). Every weight positive, like softmax, but
+  not unchanged by adding a constant to the row.
+* hardmax: all weight on the row's maximum. Ties share it evenly (the limit of softmax(s / T)
+  as T → 0, and symmetric in the tied keys). Piecewise constant: its gradient is 0 almost
+  everywhere, undefined at ties, so nothing can be learnt through it.
+
+Masked (−∞) scores get weight exactly 0 in all three; a row with no finite score is NaN, as
+softmax gives (0 / 0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from attn_cli.backend import Array, namespace_of
+from attn_cli.mechanisms.attention import softmax
+
+
+@dataclass(frozen=True)
+class SparsemaxParts:
+    tau: Array  # (m, 1) the threshold: weights are max(s − τ, 0)
+    support: Array  # (m, 1) how many keys have a nonzero weight (k(z) of the paper)
+    weights: Array  # (m, n) rows sum to 1; some entries exactly 0
+
+
+def sparsemax_parts(s: Array) -> SparsemaxParts:
+    """Sparsemax by sorting (Martins & Astudillo's algorithm 1), row-wise.
+
+    Sort each row decreasingly: z_(1) ≥ z_(2) ≥ ... The support size is the largest k with
+    1 + k·z_(k) > z_(1) + ... + z_(k) (that condition holds exactly for k = 1..k(z)); then
+    τ = (z_(1) + ... + z_(k) − 1) / k. −∞ entries sort last and never meet the condition.
+    """
+    xp = namespace_of(s)
+    ordered = -xp.sort(-s, axis=-1)  # (m, n) decreasing
+    cumulative = xp.cumulative_sum(ordered, axis=-1)  # (m, n) z_(1) + ... + z_(k)
+    ks = xp.arange(1, s.shape[-1] + 1, dtype=s.dtype, device=s.device)  # (n,) 1..n
+    inside = 1 + ks * ordered > cumulative  # (m, n) True for k = 1..k(z)
+    support = xp.sum(xp.astype(inside, s.dtype), axis=-1, keepdims=True)  # (m, 1)
+    at_support = ks == support  # (m, n) True in column k(z) only
+    candidates = (cumulative - 1) / ks  # (m, n)
+    picked = xp.where(at_support, candidates, xp.zeros_like(candidates))
+    tau = xp.sum(picked, axis=-1, keepdims=True)  # (m, 1)
+    tau = xp.where(support > 0, tau, xp.full_like(tau, math.nan))  # no finite score: NaN row
+    zero = xp.zeros_like(s)
+    return SparsemaxParts(tau, support, xp.maximum(s - tau, zero))  # (m, n)
+
+
+def sparsemax(s: Array) -> Array:
+    """Row-wise sparsemax weights (m, n)."""
+    return sparsemax_parts(s).weights
+
+
+def sigmoid(s: Array) -> Array:
+    """σ(s) = 1 / (1 + e^−s), computed without overflow: e^−|s| is at most 1. σ(−∞) = 0."""
+    xp = namespace_of(s)
+    e = xp.exp(-xp.abs(s))  # (m, n) in [0, 1]
+    return xp.where(s >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def sigmoid_normalise(s: Array) -> Array:
+    """w_j = σ(s_j) / Σ_k σ(s_k), row-wise: each row sums to 1."""
+    xp = namespace_of(s)
+    gates = sigmoid(s)  # (m, n) in [0, 1)
+    with np.errstate(invalid="ignore"):  # an all −∞ row is the documented NaN row
+        return gates / xp.sum(gates, axis=-1, keepdims=True)
+
+
+def hardmax(s: Array) -> Array:
+    """1 on each row's maximum, 0 elsewhere; a tie of c keys gives each 1/c."""
+    xp = namespace_of(s)
+    row_max = xp.max(s, axis=-1, keepdims=True)  # (m, 1)
+    top = xp.logical_and(s == row_max, row_max > -math.inf)  # (m, n): an all −∞ row has no max
+    hits = xp.astype(top, s.dtype)  # (m, n) 1 on the maxima
+    with np.errstate(invalid="ignore"):  # 0 / 0 = NaN when the row has no max
+        return hits / xp.sum(hits, axis=-1, keepdims=True)  # (m, n)
+
+
+NORMALISERS: dict[str, Callable[[Array], Array]] = {
+    "softmax": softmax,
+    "sparsemax": sparsemax,
+    "sigmoid": sigmoid_normalise,
+    "hardmax": hardmax,
+}

@@ -1,0 +1,124 @@
+"""attn bench beyond the n² wall: window, linear and sdpa-window rows, the d sweep, and the
+exponents of seed 002's complexity table measured on the CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attn_cli.bench import impls as registry
+from attn_cli.bench.config import BenchConfig
+from attn_cli.bench.fit import Fit, table_verdict
+from attn_cli.mechanisms.local import window_pairs
+from tests.conftest import assert_user_error
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ("--heads", "1", "--repeats", "2", "--block", "16", "--window", "5", "--format", "json")
+
+
+def slope(ns, values) -> float:
+    """Least-squares slope of log(value) against log(n), computed here with numpy.polyfit."""
+    return float(np.polyfit(np.log(ns), np.log(values), 1)[0])
+
+
+def test_numpy_window_and_linear_rows_check_against_their_own_float64(invoke):
+    for causal in ((), ("--causal",)):
+        result = invoke(
+            "bench", "--impl", "window-numpy,linear-numpy", "--sizes", "32,64", "--d", "8",
+            *FAST, *causal,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        for row in doc["rows"]:
+            assert row["status"] == "ok", row["note"]
+            assert row["max_abs_err"] < 1e-5  # float32 against float64 of the same algorithm
+        window = next(row for row in doc["rows"] if row["impl"] == "window-numpy")
+        pairs = window_pairs(window["n"], 5, bool(causal))
+        flops = 4 * 8 * pairs / (window["ms_median"] / 1e3) / 1e12
+        assert window["tflops"] == pytest.approx(flops)
+
+
+def test_torch_window_sdpa_window_and_linear(invoke, torch):
+    result = invoke(
+        "bench", "--impl", "sdpa-window,window,linear", "--sizes", "48", "--d", "8", *FAST
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
+    assert [row["impl"] for row in rows] == ["sdpa-window", "window", "linear"]
+    for row in rows:
+        assert row["status"] == "ok" and row["max_abs_err"] < 1e-5, row
+
+
+def test_the_d_sweep_fits_against_d(invoke):
+    result = invoke(
+        "bench", "--impl", "linear-numpy", "--sizes", "64", "--dims", "4,8", "--d", "8", *FAST
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [(row["n"], row["d"]) for row in doc["rows"]] == [(64, 4), (64, 8)]
+    rows = doc["rows"]
+    expected = slope([4, 8], [row["ms_median"] for row in rows])
+    assert doc["fit"]["linear-numpy"]["time_exponent"] == pytest.approx(expected)
+    assert not any("grows as n^" in line for line in doc["reading"])  # read against d, not n
+    table = invoke(
+        "bench", "--impl", "linear-numpy", "--sizes", "64", "--dims", "4,8", "--heads", "1",
+        "--repeats", "2",
+    )  # fmt: skip
+    assert "How time and memory grow with d" in table.stdout
+
+
+def test_dims_needs_one_size(invoke):
+    result = invoke("bench", "--impl", "linear-numpy", "--sizes", "64,128", "--dims", "4,8")
+    assert_user_error(result, "--dims sweeps d at one n", "--sizes 2048 --dims 16..256")
+    assert_user_error(invoke("bench", "--dims", "4,x", "--sizes", "64"), "--dims '4,x'")
+    plot = invoke("bench", "--sizes", "64", "--dims", "4,8", "--plot", "out.png")
+    assert_user_error(plot, "--plot draws time and memory against n", "--dims")
+
+
+def test_table_verdicts():
+    assert "confirms seed 002's row Sliding window" in table_verdict("window", Fit(1.1, 0.9))
+    assert "does not confirm seed 002's row Vanilla" in table_verdict("numpy", Fit(1.2, 2.0))
+    assert "confirms seed 002's row FlashAttention" in table_verdict("tiled", Fit(2.1, 1.0))
+    assert "table: d^2" in table_verdict("linear", Fit(1.9, 1.0), "d")
+    assert table_verdict("sdpa", Fit(2.0, 2.0)) is None
+
+
+def test_work_flops_of_each_kind():
+    config = BenchConfig(d=8, heads=2, window=3)
+    assert registry.work_flops("window", config, 10) == 4 * 2 * 8 * window_pairs(10, 3)
+    assert registry.work_flops("linear-numpy", config, 10) == 2 * (2 * 8 * 20 * 9 + 10 * 8)
+    assert registry.work_flops("sdpa-window", config, 10) == config.flops(10)
+
+
+def _sweep(impls: str, sizes: str, *extra: str) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "attn_cli", "bench", "--impl", impls, "--sizes", sizes]
+    command += ["--heads", "1", "--d", "64", "--repeats", "5", "--format", "json", *extra]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_the_exponents_of_seed_002s_table_on_the_cpu():
+    """Window (w fixed) and linear attention (d fixed) grow as n¹ in time and memory; vanilla
+    as n². One thread, medians of 5 runs, loose bounds on time (a shared machine adds noise:
+    under load 6.7 on 2 cores linear-numpy once gave 1.5 at n = 1024..16384), ±0.2 on memory."""
+    local = _sweep("window-numpy,linear-numpy", "2048..32768", "--window", "16", "--block", "64")
+    vanilla = _sweep("numpy", "256..2048")
+    for impl, (time_low, time_high), memory in [
+        ("window-numpy", (0.7, 1.5), 1.0),
+        ("linear-numpy", (0.7, 1.5), 1.0),
+        ("numpy", (1.6, 2.6), 2.0),
+    ]:
+        rows = [row for row in (local["rows"] + vanilla["rows"]) if row["impl"] == impl]
+        ns = [row["n"] for row in rows]
+        time_exponent = slope(ns, [row["ms_median"] for row in rows])
+        memory_exponent = slope(ns, [row["peak_mem_bytes"] for row in rows])
+        assert time_low <= time_exponent <= time_high, (impl, time_exponent)
+        assert abs(memory_exponent - memory) <= 0.2, (impl, memory_exponent)

@@ -1,0 +1,123 @@
+"""Linear attention: feature maps, both orders of the product, FLOPs, the causal running sum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attn_cli.mechanisms import linear
+from tests.conftest import random_qkv
+
+
+def elu1(x: np.ndarray) -> np.ndarray:
+    return np.array([[xi + 1 if xi > 0 else np.exp(xi) for xi in row] for row in x])
+
+
+def direct(q, k, v, phi):
+    """out_i = Σ_j (φ(q_i)·φ(k_j)) v_j / Σ_j φ(q_i)·φ(k_j), with loops, in float64."""
+    fq, fk = phi(q), phi(k)
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        sims = [float(fq[i] @ fk[j]) for j in range(k.shape[0])]
+        out[i] = sum(s * v[j] for j, s in enumerate(sims)) / sum(sims)
+    return out
+
+
+def direct_causal(q, k, v, phi):
+    fq, fk = phi(q), phi(k)
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        sims = [float(fq[i] @ fk[j]) for j in range(i + 1)]
+        out[i] = sum(s * v[j] for j, s in enumerate(sims)) / sum(sims)
+    return out
+
+
+def test_elu_plus_one_by_hand():
+    x = np.array([[-1.0, 0.0, 2.0, -800.0]])
+    np.testing.assert_array_equal(linear.elu_plus_one(x), [[np.exp(-1.0), 1.0, 3.0, 0.0]])
+
+
+def test_a_small_case_by_hand():
+    # φ(Q) = [[2, 1]] (q = [1, 0]), φ(K) = [[1, 1], [2, 1]] (k = [0, 0], [1, 0]); V = [[1], [3]]
+    q, k, v = np.array([[1.0, 0.0]]), np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[1.0], [3.0]])
+    result = linear.linear_attention(q, k, v)
+    np.testing.assert_array_equal(result.kv, [[7.0], [4.0]])  # φ(K)ᵀV = [1+6, 1+3]
+    np.testing.assert_array_equal(result.k_sum, [[3.0], [2.0]])
+    np.testing.assert_array_equal(result.normaliser, [[8.0]])  # 2·3 + 1·2
+    np.testing.assert_array_equal(result.output, [[18.0 / 8.0]])  # (2·7 + 1·4) / 8
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_both_orders_equal_the_direct_sum(seed):
+    rng = np.random.default_rng(seed)
+    m, n, d = (int(x) for x in rng.integers(1, 12, size=3))
+    q, k, v = random_qkv(seed, m, n, d_k=d, d_v=int(rng.integers(1, 6)))
+    expected = direct(q, k, v, elu1)
+    np.testing.assert_allclose(linear.linear_attention(q, k, v).output, expected, rtol=1e-13)
+    quadratic = linear.quadratic_order(q, k, v)
+    np.testing.assert_allclose(quadratic.output, expected, rtol=1e-13)
+    np.testing.assert_allclose(quadratic.weights.sum(axis=-1), 1.0, rtol=1e-14)
+
+
+def test_random_features_are_seeded_positive_and_approximate_the_softmax_kernel():
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 4, 3)) * 0.5
+    phi = linear.feature_map("random", features=20000, d=3, seed=7)
+    again = linear.feature_map("random", features=20000, d=3, seed=7)
+    np.testing.assert_array_equal(phi(q), again(q))
+    assert (phi(q) > 0).all()
+    np.testing.assert_allclose(phi(q) @ phi(k).T, np.exp(q @ k.T), rtol=0.05)
+    v = rng.standard_normal((4, 2))
+    small = linear.feature_map("random", features=8, d=3, seed=1)
+    np.testing.assert_allclose(
+        linear.linear_attention(q, k, v, small).output, direct(q, k, v, small), rtol=1e-13
+    )
+
+
+def test_torch_agrees_with_the_direct_float64_sum(torch):
+    q, k, v = random_qkv(11, 9, 13, d_k=4, d_v=3)
+    expected = direct(q, k, v, elu1)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    np.testing.assert_allclose(
+        linear.linear_attention(tq, tk, tv).output.numpy(), expected, rtol=1e-13
+    )
+    q, k, v = random_qkv(12, 10, 10, d_k=4, d_v=3)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    causal = direct_causal(q, k, v, elu1)
+    np.testing.assert_allclose(
+        linear.causal_linear_attention(tq, tk, tv).output.numpy(), causal, rtol=1e-13
+    )
+    np.testing.assert_allclose(
+        linear.chunked_causal_linear(tq, tk, tv, chunk=3).numpy(), causal, rtol=1e-13
+    )
+
+
+def test_flop_counts_term_by_term():
+    m, n, r, d_v = 3, 5, 2, 4
+    linear_terms = 2 * n * r * d_v + 2 * n * r + 2 * m * r * d_v + 2 * m * r + m * d_v
+    quadratic_terms = 2 * m * n * r + 2 * m * n + 2 * m * n * d_v + m * d_v
+    assert linear.linear_flops(m, n, r, d_v) == linear_terms
+    assert linear.quadratic_flops(m, n, r, d_v) == quadratic_terms
+    # doubling n doubles the linear order's n-terms and the quadratic order's n² terms ×4
+    assert (
+        linear.linear_flops(1024, 1024, 64, 64) * 2 < linear.linear_flops(2048, 2048, 64, 64) * 1.01
+    )
+    assert linear.quadratic_flops(2048, 2048, 64, 64) > 3.9 * linear.quadratic_flops(
+        1024, 1024, 64, 64
+    )
+
+
+@pytest.mark.parametrize(("n", "chunk"), [(1, 4), (7, 3), (16, 16), (20, 6)])
+def test_causal_running_sum_and_its_state(n, chunk):
+    q, k, v = random_qkv(n, n, n, d_k=3, d_v=2)
+    running = linear.causal_linear_attention(q, k, v)
+    expected = direct_causal(q, k, v, elu1)
+    np.testing.assert_allclose(running.output, expected, rtol=1e-13)
+    np.testing.assert_allclose(
+        linear.chunked_causal_linear(q, k, v, chunk=chunk), expected, rtol=1e-12
+    )
+    fk = elu1(k)
+    t = n - 1  # the last state holds every key: S_t = Σ_j φ(k_j) v_jᵀ, z_t = Σ_j φ(k_j)
+    np.testing.assert_allclose(running.states[t], fk.T @ v, rtol=1e-13)
+    np.testing.assert_allclose(running.sums[t], fk.sum(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(running.states[0], np.outer(fk[0], v[0]), rtol=0)

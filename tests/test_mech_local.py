@@ -1,0 +1,118 @@
+"""Local (sliding-window), global and graph masks, and blockwise window attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attn_cli.mechanisms import local
+from tests.conftest import random_qkv, softmax_rows
+
+
+def band_by_loops(n: int, w: int, causal: bool) -> np.ndarray:
+    """The band written out entry by entry."""
+    mask = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for j in range(n):
+            mask[i, j] = (0 <= i - j <= w) if causal else abs(i - j) <= w
+    return mask
+
+
+def masked_attention(q, k, v, allowed):
+    """softmax over the allowed keys only, in float64, written without the mechanism."""
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    return softmax_rows(np.where(allowed, s, -np.inf)) @ v
+
+
+def test_window_of_one_on_four_tokens_by_hand():
+    s = np.zeros((4, 4))
+    assert local.window_allowed(s, 1).tolist() == [
+        [True, True, False, False],
+        [True, True, True, False],
+        [False, True, True, True],
+        [False, False, True, True],
+    ]
+    assert local.window_allowed(s, 1, causal=True).tolist() == [
+        [True, False, False, False],
+        [True, True, False, False],
+        [False, True, True, False],
+        [False, False, True, True],
+    ]
+    # 4 + 2·3 = 10 of 16 scores; causal 4 + 3 = 7
+    assert local.computed_scores(local.window_allowed(s, 1)) == (10, 16)
+    assert local.window_pairs(4, 1) == 10 and local.window_pairs(4, 1, causal=True) == 7
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_mask_and_pair_count_match_loops(seed):
+    rng = np.random.default_rng(seed)
+    n, w = int(rng.integers(1, 30)), int(rng.integers(0, 35))
+    for causal in (False, True):
+        expected = band_by_loops(n, w, causal)
+        got = local.window_allowed(np.zeros((n, n)), w, causal=causal)
+        assert np.array_equal(got, expected)
+        assert local.window_pairs(n, w, causal) == int(expected.sum())
+
+
+def test_a_block_of_the_window_mask_is_that_block_of_the_full_mask():
+    full = band_by_loops(20, 3, False)
+    block = local.window_allowed(np.zeros((5, 7)), 3, row0=8, col0=6)
+    assert np.array_equal(block, full[8:13, 6:13])
+
+
+def test_global_tokens_open_their_rows_and_columns():
+    allowed = local.with_global(local.window_allowed(np.zeros((6, 6)), 0), [0, 4])
+    expected = np.eye(6, dtype=bool)
+    expected[[0, 4], :] = True
+    expected[:, [0, 4]] = True
+    assert np.array_equal(allowed, expected)
+
+
+def test_graph_mask_from_edges_and_from_adjacency():
+    like = np.zeros((4, 4))
+    edges = [(0, 1), (1, 2), (2, 0), (2, 3)]
+    allowed = local.graph_allowed(like, edges)
+    assert local.neighbours(allowed) == [[1, 2], [0, 2], [0, 1, 3], [2]]
+    directed = local.graph_allowed(like, edges, directed=True)
+    assert local.neighbours(directed) == [[1], [2], [0, 3], []]  # node 3 has no neighbour
+    looped = local.graph_allowed(like, edges, directed=True, self_loops=True)
+    assert local.neighbours(looped) == [[0, 1], [1, 2], [0, 2, 3], [3]]
+    adjacency = np.array([[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 1], [0, 0, 1, 0]])
+    assert np.array_equal(local.adjacency_allowed(adjacency), allowed)
+
+
+@pytest.mark.parametrize(("n", "w", "block"), [(1, 0, 4), (13, 2, 4), (37, 5, 8), (20, 50, 7)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_blockwise_window_attention_equals_the_dense_masked_one(n, w, block, causal):
+    q, k, v = random_qkv(n * 7 + w, n, n, d_k=5, d_v=3)
+    expected = masked_attention(q, k, v, band_by_loops(n, w, causal))
+    got = local.window_attention(q, k, v, w, causal=causal, block=block)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
+
+
+def test_window_and_graph_masks_agree_with_torch_sdpa(torch):
+    F = torch.nn.functional
+    rng = np.random.default_rng(3)
+    for n, w, causal in [(9, 2, False), (16, 3, True), (12, 0, False)]:
+        q, k, v = (rng.standard_normal((2, n, 4)) for _ in range(3))  # (heads, n, d)
+        allowed = local.window_allowed(np.zeros((n, n)), w, causal=causal)
+        expected = F.scaled_dot_product_attention(
+            *(torch.from_numpy(a) for a in (q, k, v)), attn_mask=torch.from_numpy(allowed)
+        ).numpy()
+        np.testing.assert_allclose(
+            local.window_attention(q, k, v, w, causal=causal, block=4), expected, atol=1e-14
+        )
+        tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+        torch_mask = local.window_allowed(torch.zeros(n, n, dtype=torch.float64), w, causal=causal)
+        assert torch.equal(torch_mask, torch.from_numpy(allowed))
+        torch_out = local.window_attention(tq, tk, tv, w, causal=causal, block=5)
+        np.testing.assert_allclose(torch_out.numpy(), expected, atol=1e-14)
+    edges = [(0, 1), (1, 2), (2, 0), (2, 3), (4, 4)]
+    graph = local.graph_allowed(np.zeros((5, 5)), edges, self_loops=True)
+    q, k, v = (rng.standard_normal((5, 3)) for _ in range(3))
+    expected = F.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), attn_mask=torch.from_numpy(graph)
+    ).numpy()
+    np.testing.assert_allclose(masked_attention(q, k, v, graph), expected, atol=1e-14)
+    torch_graph = local.graph_allowed(torch.zeros(5, 5), edges, self_loops=True)
+    assert torch.equal(torch_graph, torch.from_numpy(graph))

@@ -14,7 +14,7 @@ from attn_cli.batch import check_item, select_item, split_batch, split_options
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile, load_bundled, load_lesson_file
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
-from attn_cli.model import Walkthrough
+from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs.base import (
     LESSON_MODULES,
     InputSpec,
@@ -95,6 +95,18 @@ def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -
                 f"{path}: [steps.{unknown[0]}]: lesson {own.lesson!r} has no step {unknown[0]!r}; "
                 f"its steps are: {', '.join(bundled.steps)}."
             )
+    if bundled is not None:
+        for table, own_keys, names in (
+            ("notes", own.notes, bundled.notes),
+            ("headings", own.headings, bundled.headings),
+        ):
+            unknown = sorted(set(own_keys) - set(names))
+            if unknown:
+                raise UserError(
+                    f"{path}: [{table}] {unknown[0]}: lesson {own.lesson!r} has no "
+                    f"{table.rstrip('s')} {unknown[0]!r}; its {table} are: "
+                    f"{', '.join(names) or 'none'}."
+                )
     for example in own.examples:
         _check_example_fields(module, example, f"{path}: example {example.name!r}")
     return own.over(bundled) if bundled is not None else own
@@ -276,7 +288,7 @@ def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
         f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
         f"({LARGEST[dtype]:g}) and overflowed; use {fix}."
     )
-    return replace(walkthrough, notes=(*walkthrough.notes, note))
+    return replace(walkthrough, notes=(*walkthrough.notes, Note.fixed("overflow", note)))
 
 
 def build(run: LessonRun) -> Walkthrough:

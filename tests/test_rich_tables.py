@@ -11,9 +11,9 @@ from __future__ import annotations
 import io
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np

@@ -661,7 +661,7 @@ class FittedTable:
         )
         for column, width in zip(columns, widths, strict=True):
             table.add_column(
-                column.header,
+                Text(column.header),  # a lesson file's words, not rich markup
                 justify=column.justify,  # type: ignore[arg-type]
                 style=column.style,
                 width=width,

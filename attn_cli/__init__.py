@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from attn_cli.errors import UserError
 
 if TYPE_CHECKING:
-    from attn_cli.model import Step, Walkthrough
+    from attn_cli.model import Note, Step, Walkthrough
 
 __version__ = "0.1.0"
 
 # The lesson functions (see attn_cli.api), resolved on first use.
 _LESSONS = ("scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance", "flash")
 
-__all__ = ["Step", "UserError", "Walkthrough", "__version__", *_LESSONS]
+__all__ = ["Note", "Step", "UserError", "Walkthrough", "__version__", *_LESSONS]
 
 
 def __getattr__(name: str) -> Any:
@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
         function = lesson_function(name)
         globals()[name] = function  # later look-ups find it directly
         return function
-    if name in ("Walkthrough", "Step"):
+    if name in ("Walkthrough", "Step", "Note"):
         from attn_cli import model
 
         return getattr(model, name)

@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.lesson_specs import InputSpec, flag_of
-from attn_cli.model import Walkthrough
+from attn_cli.model import Note, Walkthrough
 
 # Each item is a whole walkthrough (about 10-20 KiB of steps and texts beyond its arrays, and
 # about half a millisecond to compute): a batch is for reading a few items, not for a dataset.
@@ -104,7 +104,7 @@ def select_item(items: tuple[Walkthrough, ...], item: int, options: dict[str, An
     shown = items[item]
     notes = shown.notes
     if options.get("dropout") and len(items) > 1:
-        notes = (*notes, DROPOUT_IN_A_BATCH)
+        notes = (*notes, Note.fixed("dropout_in_a_batch", DROPOUT_IN_A_BATCH))
     return replace(
         shown, items=items, item_index=item, notes=notes, meta={**shown.meta, "options": options}
     )

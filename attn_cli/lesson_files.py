@@ -12,6 +12,12 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     explanation = "Text; {placeholders} are filled by the lesson (e.g. {dk})."
     latex = "S = QK^\\top"
 
+    [notes]                            # the words of the lesson's notes, by key
+    no_scale = "Scores are not scaled here (--no-scale)."
+
+    [headings]                         # the display heading of a table column, by key
+    max_abs_diff = "max |Δ|"
+
     [[examples]]
     name = "two-tokens"
     description = "..."
@@ -103,6 +109,9 @@ class LessonFile:
     path: Path | None = None
     # The top-level fields the file itself gives (the rest are defaults).
     fields: frozenset[str] = frozenset()
+    # Note key -> its words (a template); column key of a records table -> its heading.
+    notes: dict[str, str] = field(default_factory=dict)
+    headings: dict[str, str] = field(default_factory=dict)
 
     def example(self, name: str | None) -> Example | None:
         """The named example (or the default one); a UserError lists the names."""
@@ -116,7 +125,8 @@ class LessonFile:
         raise UserError(f"no example {name!r} in lesson {self.lesson!r}; choose one of: {names}.")
 
     def over(self, base: LessonFile) -> LessonFile:
-        """This file, with what it leaves out (title, intro, step texts, examples) from ``base``."""
+        """This file, with what it leaves out (title, intro, step texts, notes, headings,
+        examples) from ``base``."""
         own_examples = bool(self.examples)
         return replace(
             self,
@@ -126,6 +136,8 @@ class LessonFile:
                 **base.steps,
                 **{key: text.over(base.steps.get(key)) for key, text in self.steps.items()},
             },
+            notes={**base.notes, **self.notes},
+            headings={**base.headings, **self.headings},
             examples=self.examples if own_examples else base.examples,
             default_example=self.default_example if own_examples else base.default_example,
         )
@@ -221,6 +233,18 @@ def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -
                 f"{path}: [steps.{unknown[0]}]: lesson {own.lesson!r} has no step {unknown[0]!r}; "
                 f"its steps are: {', '.join(bundled.steps)}."
             )
+    if bundled is not None:
+        for table, own_keys, names in (
+            ("notes", own.notes, bundled.notes),
+            ("headings", own.headings, bundled.headings),
+        ):
+            unknown = sorted(set(own_keys) - set(names))
+            if unknown:
+                raise UserError(
+                    f"{path}: [{table}] {unknown[0]}: lesson {own.lesson!r} has no "
+                    f"{table.rstrip('s')} {unknown[0]!r}; its {table} are: "
+                    f"{', '.join(names) or 'none'}."
+                )
     for example in own.examples:
         _check_example_fields(declared, example, f"{path}: example {example.name!r}")
     return own.over(bundled) if bundled is not None else own
@@ -318,6 +342,8 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
             explanation=None if explanation is None else printable(explanation.strip()),
             latex=None if latex is None else printable(latex),
         )
+    notes = _words_table(data, "notes", where, check_placeholders=True)
+    headings = _words_table(data, "headings", where, check_placeholders=False)
     raw_examples = data.get("examples", [])
     if not isinstance(raw_examples, list):
         raise UserError(f"{where}: examples must be an array of tables, written [[examples]].")
@@ -345,7 +371,26 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
         default_example=default,
         path=path,
         fields=frozenset(data),
+        notes=notes,
+        headings=headings,
     )
+
+
+def _words_table(
+    data: dict[str, Any], name: str, where: str, *, check_placeholders: bool
+) -> dict[str, str]:
+    """[notes] or [headings]: key = "text", each text checked (and its placeholders, for notes)."""
+    raw = data.get(name, {})
+    if not isinstance(raw, dict):
+        raise UserError(f'{where}: [{name}] must be a table of key = "text" lines.')
+    words = {}
+    for key, text in raw.items():
+        if not isinstance(text, str):
+            raise UserError(f"{where}: [{name}] {key} must be text in quotes, not {text!r}.")
+        if check_placeholders:
+            template_fields(text, f"{where}: [{name}] {key}")
+        words[key] = printable(text.strip())
+    return words
 
 
 def _parse_example(raw: Any, where: str) -> Example:

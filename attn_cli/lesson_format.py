@@ -105,6 +105,15 @@ LESSON_FILE = Table(
             Table(any_key=STEP, names="a step key of the lesson"),
             "The words for each step, one [steps.KEY] table per step.",
         ),
+        "notes": Key(
+            Table(any_key=Text(), names="a note key of the lesson"),
+            'The words of the lesson\'s notes, one KEY = "..." each; {placeholders} read the '
+            "note's values (a float in a plain {x} is shown with --precision decimals).",
+        ),
+        "headings": Key(
+            Table(any_key=Text(), names="a column key of the lesson's tables"),
+            "The heading shown for each column of the lesson's tables (JSON keeps the key).",
+        ),
         "examples": Key(ListOf(EXAMPLE), "The worked examples, one [[examples]] table each."),
     }
 )

@@ -105,9 +105,16 @@ def _lesson_rule(name: str) -> dict[str, Any]:
     if required:
         example["required"] = ["inputs"]
     then: dict[str, Any] = {"properties": {"examples": {"items": example}}}
-    steps = list(load_bundled(name).steps)
-    if steps:
-        then["properties"]["steps"] = {"propertyNames": {"enum": steps}}
+    bundled = load_bundled(name)
+    for table, keys in (
+        ("steps", bundled.steps),
+        ("notes", bundled.notes),
+        ("headings", bundled.headings),
+    ):
+        if keys:
+            then["properties"][table] = {"propertyNames": {"enum": list(keys)}}
+        elif table != "steps":  # a lesson without notes or tables takes none
+            then["properties"][table] = {"maxProperties": 0}
     return {
         "if": {"properties": {"lesson": {"const": name}}, "required": ["lesson"]},
         "then": then,

@@ -7,6 +7,7 @@ moved off any GPU), Python numbers, or plain records (lists of dicts) for tables
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,6 +26,36 @@ if TYPE_CHECKING:  # matplotlib is optional and imported only when a plot is dra
 #   histogram  {"edges": [...], "series": {name: counts}}: bars per bin
 #   text     a paragraph
 Kind = Literal["matrix", "weights", "heatmap", "scalar", "records", "histogram", "text"]
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note shown with a step or under the walkthrough: the words of ``[notes] KEY`` in the
+    lesson file, with the raw values its placeholders read.
+
+    Renderers fill it at their precision (:meth:`text`): a plain ``{x}`` holding a float is
+    written as the tables write numbers, with ``--precision`` decimals; a placeholder with a
+    spec (``{x:.1e}``) as the lesson file wrote it. ``str(note)`` is the text at 4 decimals.
+    """
+
+    key: str
+    template: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def text(self, precision: int = 4) -> str:
+        """The note's words with its values filled in, floats to ``precision`` decimals."""
+        from attn_cli.templates import fill
+
+        return fill(self.template, dict(self.values), f"[notes] {self.key}", precision=precision)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    @classmethod
+    def fixed(cls, key: str, text: str) -> Note:
+        """A note whose words are made elsewhere (a slide's erratum, an overflow): the text as
+        it is, with no placeholder."""
+        return cls(key, text.replace("{", "{{").replace("}", "}}"))
 
 
 @dataclass(frozen=True)
@@ -49,11 +80,13 @@ class Step:
     # Facts computed with the value that the reader should see (e.g. weight row sums).
     row_sums: np.ndarray | None = None
     # Notes shown under the value: where the slide and the exact value differ, and similar.
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     # Wall time of the computation, with --time.
     seconds: float | None = None
     # LaTeX for the left-hand side, e.g. "S = QK^\\top" (LaTeX output only).
     latex: str | None = None
+    # A records table's display heading of each (snake_case) key, from the lesson file.
+    headings: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,7 +122,7 @@ class Walkthrough:
     steps: tuple[Step, ...]
     output: Any
     example_description: str = ""
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     # Anything else a machine reader needs (JSON only), e.g. options that were used.
     meta: dict[str, Any] = field(default_factory=dict)
     # A batch: every item's walkthrough (each unbatched), and which of them this one is.

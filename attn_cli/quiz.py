@@ -166,9 +166,9 @@ def run_quiz(
                 _show_value(item.step, console, options)
         else:
             _show_value(item.step, console, options)
-        _print_notes(item.step, console)
+        _print_notes(item.step, console, precision)
     if walkthrough.notes:
-        console.print(Group(*notes_renderables(walkthrough)))
+        console.print(Group(*notes_renderables(walkthrough, precision)))
     console.print()
     console.print(_score_line(score))
     return score
@@ -200,13 +200,13 @@ def _handout(
     for item in items:
         console.print(Text(""), step_rule(item.step, item.number))
         _show_value(item.step, console, options)
-        _print_notes(item.step, console)
+        _print_notes(item.step, console, options.precision)
     if walkthrough.notes:
-        console.print(Group(*notes_renderables(walkthrough)))
+        console.print(Group(*notes_renderables(walkthrough, options.precision)))
 
 
-def _print_notes(step: Step, console: Console) -> None:
-    for note in step_notes(step):
+def _print_notes(step: Step, console: Console, precision: int) -> None:
+    for note in step_notes(step, precision):
         console.print(note)
 
 

@@ -21,7 +21,7 @@ from attn_cli.lesson_files import (
 )
 from attn_cli.lesson_specs import flag_of
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
-from attn_cli.model import Walkthrough
+from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs.base import (
     Inputs,
     InputSpec,
@@ -270,7 +270,7 @@ def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
         f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
         f"({LARGEST[dtype]:g}) and overflowed; use {fix}."
     )
-    return replace(walkthrough, notes=(*walkthrough.notes, note))
+    return replace(walkthrough, notes=(*walkthrough.notes, Note.fixed("overflow", note)))
 
 
 def build(run: LessonRun) -> Walkthrough:

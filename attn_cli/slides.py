@@ -26,7 +26,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.matrices import split_rows
-from attn_cli.model import Walkthrough
+from attn_cli.model import Note, Walkthrough
 from attn_cli.render.numbers import format_number, shape_text
 from attn_cli.rounding import Rounded, parse_rounded
 
@@ -121,18 +121,28 @@ def compare(walkthrough: Walkthrough, printed: dict[str, str], where: str) -> Co
 
 
 def with_notes(walkthrough: Walkthrough, errata: Iterable[Erratum]) -> Walkthrough:
-    """The walkthrough with a note under each step whose slide value is wrong."""
+    """The walkthrough with a note under each step whose slide value is wrong.
+
+    The note gives the slide's digits and the exact value at the slide's own rounding, not at
+    --precision, and its words are the same for every lesson: it is fixed text.
+    """
     by_step: dict[str, list[str]] = {}
     for erratum in errata:
         by_step.setdefault(erratum.step, []).append(erratum.note())
     if not by_step:
         return walkthrough
+
+    def noted(texts: list[str], prefix: str = "") -> tuple[Note, ...]:
+        return tuple(Note.fixed("slide_erratum", prefix + text) for text in texts)
+
     steps = tuple(
-        replace(step, notes=(*step.notes, *by_step.pop(step.key))) if step.key in by_step else step
+        replace(step, notes=(*step.notes, *noted(by_step.pop(step.key))))
+        if step.key in by_step
+        else step
         for step in walkthrough.steps
     )
     # What no step holds is the walkthrough's output ("output" with no step of that key).
-    leftover = tuple(f"Output: {note}" for notes in by_step.values() for note in notes)
+    leftover = tuple(note for texts in by_step.values() for note in noted(texts, "Output: "))
     return replace(walkthrough, steps=steps, notes=(*walkthrough.notes, *leftover))
 
 

@@ -15,13 +15,22 @@ from typing import Any
 from attn_cli.errors import UserError
 
 
-def fill(template: str, context: dict[str, Any] | None, where: str = "lesson text") -> str:
+def fill(
+    template: str,
+    context: dict[str, Any] | None,
+    where: str = "lesson text",
+    *,
+    precision: int | None = None,
+) -> str:
     """Fill the ``{name}`` and ``{name:spec}`` placeholders of a lesson text.
 
     A lesson file is user input, so this is not ``str.format``: a placeholder reads one of the
     values the lesson hands over (``context``) and nothing else (no ``{n.attr}``, ``{n[0]}`` or
     ``{n!r}``), and a spec has a bounded width and precision. Anything else is a UserError that
     names the file and field (``where``) and the placeholder.
+
+    With ``precision`` (a renderer filling a note), a plain ``{name}`` holding a float is
+    written as the tables write a number, with ``precision`` decimals; a spec is kept as written.
     """
     context = context or {}
     pieces = []
@@ -35,8 +44,14 @@ def fill(template: str, context: dict[str, Any] | None, where: str = "lesson tex
                 f"{where}: unknown placeholder {{{name}}}; the placeholders here are: {known} "
                 "(write {{ and }} for a literal brace)."
             )
+        value = context[name]
+        if precision is not None and not spec and isinstance(value, float):
+            from attn_cli.render.numbers import format_number  # the tables' own rule
+
+            pieces.append(format_number(value, precision))
+            continue
         try:
-            pieces.append(format(context[name], spec))
+            pieces.append(format(value, spec))
         except (ValueError, TypeError):
             raise UserError(
                 f"{where}: placeholder {{{name}:{spec}}}: the format {spec!r} does not apply to "

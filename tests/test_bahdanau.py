@@ -71,7 +71,7 @@ def test_term_by_term_is_the_default_and_matches_a_hand_computation(invoke_json)
     assert got["scores"] == pytest.approx(additive_by_hand([1, 3], [[2, 1]]), abs=1e-15)
     assert got["weights"] == [1.0]  # one state: the softmax is exactly 1
     assert got["context"] == [2.0, 1.0] == data(doc["output"])
-    assert any("weight is exactly 1" in note for note in doc["notes"])
+    assert any("weight is exactly 1" in note["text"] for note in doc["notes"])
     # The slide rounds tanh U before the last product and prints 0.991: the exact score differs.
     assert abs(score - 0.991) > 5e-4
 
@@ -99,19 +99,19 @@ def test_cat_slept_compares_three_scores(invoke_json):
     assert got["general.weights"] == pytest.approx(softmax_by_hand(general), abs=1e-14)
     table = got["compare.table"]
     assert [row["state"] for row in table] == ["the", "cat", "slept"]
-    assert [row["dot e"] for row in table] == pytest.approx([0.1, 0.9, 0.11], abs=1e-15)
-    assert [row["additive α"] for row in table] == pytest.approx(weights, abs=1e-14)
+    assert [row["dot_e"] for row in table] == pytest.approx([0.1, 0.9, 0.11], abs=1e-15)
+    assert [row["additive_alpha"] for row in table] == pytest.approx(weights, abs=1e-14)
     np.testing.assert_allclose(
         got["compare.contexts"], [context, dot_context, got["general.context"]], atol=1e-14
     )
     cost = {row["score"]: row for row in got["compare.cost"]}
     # n = 3, d = 2, d_a = 2: additive 3*2*2 + 2*2 + 3*2 multiply-adds, 3*2 tanh.
-    assert cost["additive"]["multiply-adds"] == 22 and cost["additive"]["tanh"] == 6
+    assert cost["additive"]["multiply_adds"] == 22 and cost["additive"]["tanh"] == 6
     assert cost["additive"]["parameters"] == 2 * (2 + 2 + 1)
-    assert cost["dot"]["multiply-adds"] == 6 and cost["dot"]["parameters"] == 0
-    assert cost["general"]["multiply-adds"] == 4 + 6 and cost["general"]["parameters"] == 4
+    assert cost["dot"]["multiply_adds"] == 6 and cost["dot"]["parameters"] == 0
+    assert cost["general"]["multiply_adds"] == 4 + 6 and cost["general"]["parameters"] == 4
     assert data(doc["inputs"]["W_a"]) == [[0.0, 1.0], [1.0, 0.0]]
-    assert any("additive → cat, dot → cat, general → the" in note for note in doc["notes"])
+    assert any("additive → cat, dot → cat, general → the" in note["text"] for note in doc["notes"])
     weights_step = next(step for step in doc["steps"] if step["key"] == "weights")
     assert weights_step["col_labels"] == ["the", "cat", "slept"]
 
@@ -127,12 +127,12 @@ def test_printed_values_name_existing_steps(invoke_json):
 
 def test_compare_defaults_w_a_to_the_identity_and_says_so(invoke_json):
     doc = invoke_json("bahdanau", "-e", "cat-slept")
-    assert "identity" not in " ".join(doc["notes"])
+    assert "identity" not in " ".join(note["text"] for note in doc["notes"])
     doc = invoke_json("bahdanau", "--compare")
     got = steps(doc)
     assert data(doc["inputs"]["W_a"]) == [[1.0, 0.0], [0.0, 1.0]]
     assert got["general.scores"] == got["dot.scores"] == [2 * 1 + 1 * 3]
-    assert any("identity" in note for note in doc["notes"])
+    assert any("identity" in note["text"] for note in doc["notes"])
 
 
 def test_wa_on_top_of_an_example_turns_compare_on(invoke_json):

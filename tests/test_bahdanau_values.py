@@ -109,7 +109,7 @@ def test_values_on_top_of_an_example_with_compare(invoke_json):
         np.testing.assert_allclose(context, weights.reshape(-1) @ np.asarray(values), atol=1e-14)
     contexts = np.asarray(unwrap(steps["compare.contexts"]["value"]))
     assert contexts.shape == (3, 3)
-    assert any("averages the values vᵢ" in note for note in doc["notes"])
+    assert any("averages the values vᵢ" in note["text"] for note in doc["notes"])
 
 
 def test_values_in_a_lesson_file(invoke_json, tmp_path):

@@ -255,14 +255,14 @@ def test_conventions_show_three_spellings_and_the_nan_row(invoke_json):
     lower = np.tril(np.ones((3, 3), dtype=bool))
     assert unwrap(steps["sdpa_mask"]["value"]) == lower.tolist()
     assert unwrap(steps["mha_mask"]["value"]) == (~lower).tolist()
-    assert [row["max |Δ|"] for row in unwrap(steps["agree"]["value"])] == [0.0, 0.0, 0.0]
+    assert [row["max_abs_diff"] for row in unwrap(steps["agree"]["value"])] == [0.0, 0.0, 0.0]
     assert unwrap(steps["swapped"]["value"])[2] == ["nan"] * 3  # the last token sees no future key
     assert unwrap(steps["padding_mask"]["value"])[0] == ["-inf"] * 3
     assert unwrap(steps["padding_mask"]["parts"]["key_padding_mask (True = pad)"]) == [
         [True, False, False]
     ]
     assert unwrap(steps["padded_weights"]["value"])[0] == ["nan"] * 3
-    assert steps["padded_weights"]["notes"] == ["Rows that are NaN: t1."]
+    assert [n["text"] for n in steps["padded_weights"]["notes"]] == ["Rows that are NaN: t1."]
     # Row 2 loses the pad key and attends to itself only; row 3 splits between tokens 2 and 3.
     assert unwrap(steps["padded_weights"]["value"])[1] == [0.0, 1.0, 0.0]
     np.testing.assert_allclose(

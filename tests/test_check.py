@@ -164,8 +164,8 @@ def test_every_bundled_lesson_passes_check_or_notes_its_errata(lesson):
     (result,) = [r for r in check_bundled() if r.lesson == lesson]
     for example in result.examples:
         walkthrough = compute(RunRequest(lesson=lesson, example=example.name))
-        noted = {note for step in walkthrough.steps for note in step.notes}
-        noted |= set(walkthrough.notes)
+        noted = {str(note) for step in walkthrough.steps for note in step.notes}
+        noted |= {str(note) for note in walkthrough.notes}
         slide_notes = {note for note in noted if note.startswith("The slide prints")}
         assert slide_notes == {erratum.note() for erratum in example.errata}, example.name
         if example.errata:
@@ -180,7 +180,7 @@ def test_cat_slept_output_notes_the_slide_under_its_steps(invoke):
     steps = {step["key"]: step for step in json.loads(result.stdout)["steps"]}
     weights = softmax_rows(np.array([[0.1, 0.9, 0.11]]))
     expected = f"The slide prints 0.54 for (1, 2); the exact value is {weights[0, 1]:.4f}."
-    assert expected in steps["weights"]["notes"]
+    assert expected in [note["text"] for note in steps["weights"]["notes"]]
     assert "notes" not in steps["scores"]
     rich = " ".join(invoke("scaled", "--example", "cat-slept").stdout.split())
     assert expected in rich
@@ -192,7 +192,7 @@ def test_notes_use_exact_values_at_lower_precision_and_vanish_when_options_chang
     )
     weights = softmax_rows(np.array([[0.1, 0.9, 0.11]]))
     notes = {s["key"]: s.get("notes", []) for s in doc["steps"]}
-    assert f"the exact value is {weights[0, 2]:.4f}." in notes["weights"][1]
+    assert f"the exact value is {weights[0, 2]:.4f}." in notes["weights"][1]["text"]
     # With --scale the example is no longer the slide's computation: no slide notes.
     doc = json.loads(invoke("scaled", "-e", "cat-slept", "--scale", "--format", "json").stdout)
     assert all("notes" not in step for step in doc["steps"])
@@ -222,7 +222,7 @@ def test_check_on_a_correct_file_exits_0(invoke):
     assert "agree with the exact values" in result.stdout
     doc = json.loads(invoke("check", str(DOC_EXAMPLE), "-f", "json").stdout)
     assert doc == {
-        "schema_version": "1.2",
+        "schema_version": "2.0",
         "attn_version": __version__,
         "kind": "check",
         "ok": True,
@@ -309,7 +309,9 @@ def test_a_note_on_the_walkthrough_output_goes_with_the_walkthrough_notes():
     errata = slides.compare(base, {"output": "1, 2"}, "x.toml").errata
     noted = slides.with_notes(base, errata)
     assert noted.steps[0].notes == ()
-    assert noted.notes == ("Output: The slide prints 2 for (1, 2); the exact value is 3.",)
+    assert [str(note) for note in noted.notes] == [
+        "Output: The slide prints 2 for (1, 2); the exact value is 3."
+    ]
 
 
 def test_an_erratum_shows_enough_digits_to_be_one(invoke, tmp_path):

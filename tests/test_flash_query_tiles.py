@@ -75,7 +75,7 @@ def test_causal_tiles_skip_the_future_and_say_so():
     assert (
         "The last 2 key blocks lie wholly in the future" in walk.find("tile1.queries").explanation
     )
-    assert "3 of 9 tile × block visits were never computed" in " ".join(walk.notes)
+    assert "3 of 9 tile × block visits were never computed" in " ".join(map(str, walk.notes))
 
 
 def test_without_query_block_nothing_changes():

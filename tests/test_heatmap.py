@@ -211,7 +211,7 @@ def test_variance_plots_the_measured_variances_against_dk(mpl):
     moments = walkthrough.step("moments")
     raw = next(line for line in spread.lines if line.get_label() == "q·k")
     assert list(raw.get_xdata()) == [4, 16, 64]
-    assert list(raw.get_ydata()) == [row["var q·k"] for row in moments]
+    assert list(raw.get_ydata()) == [row["var_raw"] for row in moments]
     assert spread.get_xlabel().startswith("d_k") and spread.get_ylabel() == "variance of the score"
     assert spread.get_yscale() == "log"
     assert "64" in scores.get_title() and scores.get_xlabel() == "score"

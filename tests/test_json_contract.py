@@ -290,7 +290,7 @@ def _no_version(doc):
 
 
 def _next_major(doc):
-    doc["schema_version"] = "2.0"
+    doc["schema_version"] = "3.0"
 
 
 def _unknown_key(doc):

@@ -123,7 +123,7 @@ def test_a_key_without_a_near_match_lists_the_allowed_ones(invoke, tmp_path):
     assert_user_error(
         result,
         '"colour" at the top level; the keys allowed there are: lesson, title, intro, '
-        "default_example, steps, examples.",
+        "default_example, steps, notes, headings, examples.",
     )
     assert "did you mean" not in result.stderr
 

@@ -95,12 +95,12 @@ def test_default_example_by_hand(invoke_json):
 def test_split_parameter_count_and_notes(invoke_json):
     doc = invoke_json("multihead")
     split = steps_of(doc)["split"]
-    assert [row["columns of W_Q, W_K, W_V"] for row in unwrap(split["value"])] == ["1–2", "3–4"]
-    assert [row["concat columns = W_O rows"] for row in unwrap(split["value"])] == ["1–2", "3–4"]
-    assert split["notes"][0] == "d_k = d_v = d_model / h = 4 / 2 = 2."
-    assert "4 · 4² = 64 without biases" in split["notes"][1]
+    assert [row["qkv_columns"] for row in unwrap(split["value"])] == ["1–2", "3–4"]
+    assert [row["concat_wo_rows"] for row in unwrap(split["value"])] == ["1–2", "3–4"]
+    assert split["notes"][0]["text"] == "d_k = d_v = d_model / h = 4 / 2 = 2."
+    assert "4 · 4² = 64 without biases" in split["notes"][1]["text"]
     assert doc["meta"]["parameters"] == 64
-    assert doc["notes"][0].startswith("Heads 1 and 2 attend differently")
+    assert doc["notes"][0]["text"].startswith("Heads 1 and 2 attend differently")
     assert steps_of(doc)["concat"]["col_labels"] == ["h1·1", "h1·2", "h2·1", "h2·2"]
 
 
@@ -133,7 +133,7 @@ def test_drawn_weights_differ_from_the_random_tokens_and_are_scaled(invoke_json)
 def test_weights_drawn_for_given_tokens(invoke_json):
     doc = invoke_json("multihead", "--x", "[[1,0,0,0],[0,1,0,0],[1,1,0,0]]", "--seed", "2")
     assert list(doc["inputs"]) == ["X", *NAMES]
-    assert any("drawn from seed 2" in note for note in doc["notes"])
+    assert any("drawn from seed 2" in note["text"] for note in doc["notes"])
 
 
 # --- properties and PyTorch ----------------------------------------------------------------

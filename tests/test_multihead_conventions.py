@@ -128,11 +128,11 @@ def test_without_w_o_the_concatenation_is_the_result_and_says_so():
     walk = run(x, p, 2)
     np.testing.assert_array_equal(walk.output, walk.step("concat"))
     assert [step.key for step in walk.steps][-2:] == ["differences", "concat"]
-    assert any("MultiHeadAttentionWrapper" in note for note in walk.find("concat").notes)
-    assert any("no output projection" in note for note in walk.notes)
+    assert any("MultiHeadAttentionWrapper" in str(note) for note in walk.find("concat").notes)
+    assert any("no output projection" in str(note) for note in walk.notes)
     assert "no W_O was given" in walk.find("split").explanation
     split = walk.step("split")
-    assert "concat columns" in split[0] and "concat columns = W_O rows" not in split[0]
+    assert "concat_columns" in split[0] and "concat_wo_rows" not in split[0]
 
 
 def test_a_vaswani_w_o_back_to_d_in():
@@ -317,7 +317,7 @@ def test_random_rectangular_with_drawn_biases(invoke_json):
     assert x.shape == (5, 3) and p["W_Q"].shape == (3, 4) and p["W_O"].shape == (4, 4)
     assert p["b_Q"].shape == (4,) and p["b_O"].shape == (4,)
     np.testing.assert_allclose(data(doc["output"]), reference(x, p, 2, causal=True)[0], atol=1e-12)
-    assert any("weights and biases were drawn from seed 3" in note for note in doc["notes"])
+    assert any("weights and biases were drawn from seed 3" in note["text"] for note in doc["notes"])
     # --bias draws from its own stream: X and the weights are those of the run without it.
     plain = invoke_json(*args[:-1], "--causal", "--seed", "3")
     for name in ("X", *WEIGHTS):

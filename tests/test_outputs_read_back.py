@@ -455,7 +455,8 @@ def _value_tables(step: Step) -> list[Table]:
     if step.kind == "records":
         if not step.value:
             return []
-        keys = [" ".join(str(k).split()) for k in step.value[0]]
+        # Each column is headed by the lesson file's heading of its key.
+        keys = [" ".join(str(step.headings.get(k, k)).split()) for k in step.value[0]]
         return [Table(keys, [[""] for _ in step.value])]
     if step.kind == "histogram":
         bins = len(step.value["edges"]) - 1
@@ -475,9 +476,10 @@ def check_markdown(walk: Walkthrough, markdown: str, where: str) -> None:
             assert len(row) == len(want.header), label  # no cell lost or split off
             if want_row[0]:
                 assert row[0] == want_row[0], label
-    notes = [" ".join(note.split()) for step in walk.steps for note in step.notes]
+    precision = walk._precision(None)
+    notes = [" ".join(note.text(precision).split()) for step in walk.steps for note in step.notes]
     assert quotes == [[f"Note: {note}"] for note in notes], where  # one paragraph per note
-    assert items == [" ".join(note.split()) for note in walk.notes], where
+    assert items == [" ".join(note.text(precision).split()) for note in walk.notes], where
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: case.id)

@@ -291,4 +291,4 @@ def test_json_is_one_document(invoke):
     doc = json.loads(result.stdout)
     assert doc["lesson"] == "posenc" and doc["inputs"] == {}
     assert doc["steps"][1]["col_labels"][:2] == ["sin0", "sin1"]
-    assert doc["notes"] and "Split layout" in doc["notes"][0]
+    assert doc["notes"] and "Split layout" in doc["notes"][0]["text"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -226,14 +227,21 @@ def assert_matrix_table(
 
 
 def assert_records_tables(
-    tables: list[ReadTable], records: list[dict[str, Any]], precision: int, where: str
+    tables: list[ReadTable],
+    records: list[dict[str, Any]],
+    precision: int,
+    where: str,
+    headings: Mapping[str, str] | None = None,
 ) -> None:
     """Numbers never wrap, so a number column holds one non-empty line per record, in order.
-    The tables are the record table's column groups (one when it fits)."""
+    The tables are the record table's column groups (one when it fits); a column is headed by
+    the lesson file's heading of its key (``headings``), or by the key."""
     assert tables, where
+    key_of = {heading: key for key, heading in (headings or {}).items()}
     seen: set[str] = set()
     for table in tables:
-        for position, name in enumerate(table.headers()):
+        for position, heading in enumerate(table.headers()):
+            name = key_of.get(heading, heading)
             assert name in records[0], (where, name)
             seen.add(name)
             values = [record[name] for record in records]
@@ -310,7 +318,7 @@ def assert_sections_show_the_values(walk: Walkthrough, text: str, where: str) ->
         if not shows_a_table(step.value, step.kind):
             assert not tables, label
         elif step.kind == "records":
-            assert_records_tables(tables, step.value, precision, label)
+            assert_records_tables(tables, step.value, precision, label, step.headings)
             checked += 1
         else:
             (table,) = tables

@@ -52,7 +52,7 @@ def test_an_overflow_inside_the_computation_is_noted_not_warned(invoke):
     assert result.stderr == ""  # no RuntimeWarning leaks out
     doc = json.loads(result.stdout)
     assert doc["output"] == {"shape": [1, 1], "data": [["nan"]]}
-    assert "exceeded the largest float16 (65504)" in doc["notes"][-1]
+    assert "exceeded the largest float16 (65504)" in doc["notes"][-1]["text"]
     plain = json.loads(
         invoke("scaled", "--q", "1", "--k", "1", "--v", "1", "--format", "json").stdout
     )

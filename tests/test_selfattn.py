@@ -46,7 +46,7 @@ def test_identity_example_by_hand(invoke_json):
     np.testing.assert_allclose(got["output"], output, atol=1e-15)
     np.testing.assert_allclose(data(doc["output"]), output, atol=1e-15)
     assert data(doc["inputs"]["W_Q"]) == [[1.0, 0.0], [0.0, 1.0]]  # the default, recorded
-    notes = " ".join(doc["notes"])
+    notes = " ".join(note["text"] for note in doc["notes"])
     assert "W_Q, W_K and W_V were not given" in notes and "Q = K = V = X" in notes
     # The slide calls these weights symmetric; they are not (each row has its own sum).
     assert a != pytest.approx(weights[2][0])
@@ -65,7 +65,7 @@ def test_projection_example_by_hand(invoke_json):
     assert got["scaled"][0] == pytest.approx([49 / math.sqrt(2)], abs=1e-13)
     assert got["weights"] == [[1.0]] and got["output"] == [v]
     assert doc["steps"][0]["row_labels"] == ["cat"]
-    assert any("One token" in note for note in doc["notes"])
+    assert any("One token" in note["text"] for note in doc["notes"])
 
 
 def test_given_weights_on_top_of_the_example_and_no_scale(invoke_json):
@@ -74,8 +74,8 @@ def test_given_weights_on_top_of_the_example_and_no_scale(invoke_json):
     assert "scaled" not in got
     assert got["V"] == [[0, 1], [1, 0], [1, 1]]  # columns of X swapped
     assert data(doc["inputs"]["W_V"]) == [[0.0, 1.0], [1.0, 0.0]]
-    assert any("W_Q and W_K were not given" in note for note in doc["notes"])
-    assert any("not scaled" in note for note in doc["notes"])
+    assert any("W_Q and W_K were not given" in note["text"] for note in doc["notes"])
+    assert any("not scaled" in note["text"] for note in doc["notes"])
 
 
 def test_only_missing_weights_default(invoke_json):
@@ -83,7 +83,7 @@ def test_only_missing_weights_default(invoke_json):
     doc = invoke_json("selfattn", "--x", "1,2,3;0,1,0", "--wq", "0,0,1;0,1,0;1,0,0")
     got = steps(doc)
     assert got["Q"] == [[3, 2, 1], [0, 1, 0]] and got["K"] == [[1, 2, 3], [0, 1, 0]]
-    assert any("W_K and W_V were not given" in note for note in doc["notes"])
+    assert any("W_K and W_V were not given" in note["text"] for note in doc["notes"])
 
 
 # --- permutation equivariance -------------------------------------------------------------
@@ -102,7 +102,7 @@ def test_permute_reorders_outputs_the_same_way(invoke_json):
     labels = {step["key"]: step.get("row_labels") for step in doc["steps"]}
     assert labels["permuted.output"] == ["slept", "the", "cat"]
     assert labels["output"] == ["the", "cat", "slept"]
-    notes = " ".join(doc["notes"])
+    notes = " ".join(note["text"] for note in doc["notes"])
     assert "does not know word order" in notes and "attn posenc" in notes
     np.testing.assert_array_equal(data(doc["output"]), output)  # the output stays the original one
 

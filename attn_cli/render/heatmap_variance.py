@@ -48,11 +48,11 @@ def _variance(ax: Axes, moments: list[dict[str, Any]]) -> None:
     span = [min(dks), max(dks)]
     ax.plot(span, span, ":", color="grey", label="theory: d_k and 1")
     ax.plot(span, [1, 1], ":", color="grey")
-    ax.plot(dks, [row["var q·k"] for row in moments], "o-", color=RAW_COLOUR, label=RAW)
+    ax.plot(dks, [row["var_raw"] for row in moments], "o-", color=RAW_COLOUR, label=RAW)
     ax.errorbar(
         dks,
-        [row["var scaled"] for row in moments],
-        yerr=[row["± s.e."] for row in moments],
+        [row["var_scaled"] for row in moments],
+        yerr=[row["var_scaled_se"] for row in moments],
         fmt="s-",
         color=SCALED_COLOUR,
         capsize=3,
@@ -80,8 +80,8 @@ def _histogram(ax: Axes, histogram: dict[str, Any], largest: int) -> None:
 def _largest_weight(ax: Axes, softmax: list[dict[str, Any]]) -> None:
     dks = [int(row["d_k"]) for row in softmax]
     for key, label, colour in (
-        ("max w raw", RAW, RAW_COLOUR),
-        ("max w scaled", SCALED, SCALED_COLOUR),
+        ("max_weight_raw", RAW, RAW_COLOUR),
+        ("max_weight_scaled", SCALED, SCALED_COLOUR),
     ):
         ax.plot(dks, [row[key] for row in softmax], "o-", color=colour, label=f"softmax({label})")
     _dk_axis(ax, dks)

@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attn_cli.model import Step, Walkthrough, summary
+from attn_cli.model import Note, Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "2.0"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
@@ -63,27 +63,35 @@ def to_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, A
         "device": walkthrough.device,
         "dtype": walkthrough.dtype,
         "options": plain(settings, full),
-        **_item_document(walkthrough, full),
+        **_item_document(walkthrough, options),
     }
     if walkthrough.items:  # a batch: the item shown above, then every item (schema 1.1)
         document["batch"] = {"size": len(walkthrough.items), "item": walkthrough.item_index}
-        document["items"] = [_item_document(item, full) for item in walkthrough.items]
+        document["items"] = [_item_document(item, options) for item in walkthrough.items]
     return document
 
 
-def _item_document(walkthrough: Walkthrough, full: bool) -> dict[str, Any]:
+def _item_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
     """What differs between the items of a batch: inputs, steps, output, notes, meta."""
+    full = options.full
     meta = {key: value for key, value in walkthrough.meta.items() if key != "options"}
     return {
         "inputs": {item.name: array_value(item.value, full) for item in walkthrough.inputs},
-        "steps": [_step(step, full) for step in walkthrough.steps],
+        "steps": [_step(step, options) for step in walkthrough.steps],
         "output": _output(walkthrough.output, full),
-        "notes": list(walkthrough.notes),
+        "notes": [note_object(note, options.precision) for note in walkthrough.notes],
         "meta": plain(meta, full),
     }
 
 
-def _step(step: Step, full: bool) -> dict[str, Any]:
+def note_object(note: Note, precision: int) -> dict[str, Any]:
+    """A note as ``{"key", "text", "values"}``: its key in the lesson file, its words as the
+    terminal shows them at ``precision``, and the values it reads at full precision (schema 2.0)."""
+    return {"key": note.key, "text": note.text(precision), "values": plain(dict(note.values))}
+
+
+def _step(step: Step, options: RenderOptions) -> dict[str, Any]:
+    full = options.full
     item: dict[str, Any] = {
         "key": step.key,
         "title": step.title,
@@ -100,7 +108,7 @@ def _step(step: Step, full: bool) -> dict[str, Any]:
     if step.parts:
         item["parts"] = {part.label: _number_or_array(part.value, full) for part in step.parts}
     if step.notes:
-        item["notes"] = list(step.notes)
+        item["notes"] = [note_object(note, options.precision) for note in step.notes]
     if step.seconds is not None:
         item["seconds"] = step.seconds
     return item

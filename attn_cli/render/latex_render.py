@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,7 @@ def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
         lines += step_lines(step, number, options)
     if walkthrough.notes:
         lines += ["\\subsection*{Notes}", "", "\\begin{itemize}"]
-        lines += [f"\\item {tex_text(note)}" for note in walkthrough.notes]
+        lines += [f"\\item {tex_text(note.text(options.precision))}" for note in walkthrough.notes]
         lines += ["\\end{itemize}", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -99,7 +99,7 @@ def step_lines(step: Step, number: int, options: RenderOptions) -> list[str]:
     lines += parts_lines(step.parts, options)
     lines += value_lines(step, options)
     for note in step.notes:
-        lines += [f"\\emph{{Note:}} {tex_text(note)}", ""]
+        lines += [f"\\emph{{Note:}} {tex_text(note.text(options.precision))}", ""]
     return lines
 
 
@@ -109,7 +109,7 @@ def value_lines(step: Step, options: RenderOptions) -> list[str]:
     if step.kind == "text":
         return [tex_paragraph(str(step.value)), ""]
     if step.kind == "records":
-        return [*records_tabular(step.value, options), ""]
+        return [*records_tabular(step.value, options, step.headings), ""]
     if step.kind == "histogram":
         return [*histogram_tabular(step.value), ""]
     if step.latex is None and np.ndim(step.value) > 0:
@@ -360,11 +360,16 @@ def matrix_tabular(
     return lines
 
 
-def records_tabular(records: list[dict[str, Any]], options: RenderOptions) -> list[str]:
-    """A list of records as a table: a heading per key, one row per record."""
+def records_tabular(
+    records: list[dict[str, Any]],
+    options: RenderOptions,
+    headings: Mapping[str, str] | None = None,
+) -> list[str]:
+    """A list of records as a table: a heading per key (``headings[key]``, else the key), one
+    row per record."""
     if not records:
         return ["(no rows)"]
-    columns = record_columns(records, options.precision, unicode=False)
+    columns = record_columns(records, options.precision, unicode=False, headings=headings)
     spec = "".join("r" if column.numeric else "l" for column in columns)
     lines = [
         "\\begin{center}",

@@ -9,7 +9,7 @@ emphasis; each note is a block quote of its own.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,8 @@ def to_markdown(walkthrough: Walkthrough, options: RenderOptions) -> str:
     for number, step in enumerate(walkthrough.steps, start=1):
         lines += step_lines(step, number, options)
     if walkthrough.notes:
-        lines += ["### Notes", ""] + [f"- {md_text(note)}" for note in walkthrough.notes] + [""]
+        notes = [f"- {md_text(note.text(options.precision))}" for note in walkthrough.notes]
+        lines += ["### Notes", "", *notes, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -68,12 +69,18 @@ def step_lines(step: Step, number: int, options: RenderOptions) -> list[str]:
     for part in step.parts:
         lines += [*part_lines(part, step, options), ""]
     lines += value_lines(
-        step.value, step.kind, options, step.row_labels, step.col_labels, step.row_sums
+        step.value,
+        step.kind,
+        options,
+        step.row_labels,
+        step.col_labels,
+        step.row_sums,
+        step.headings,
     )
     lines.append("")
     for note in step.notes:
         # A blank line between quotes: adjacent `>` lines would merge into one paragraph.
-        lines += [f"> **Note:** {md_text(note)}", ""]
+        lines += [f"> **Note:** {md_text(note.text(options.precision))}", ""]
     return lines
 
 
@@ -95,11 +102,12 @@ def value_lines(
     row_labels: Sequence[str] | None = None,
     col_labels: Sequence[str] | None = None,
     row_sums: Any = None,
+    headings: Mapping[str, str] | None = None,
 ) -> list[str]:
     if kind == "text":
         return [md_paragraph(str(value))]
     if kind == "records":
-        return records_lines(value, options)
+        return records_lines(value, options, headings)
     if kind == "histogram":
         return histogram_lines(value)
     if kind == "scalar" or np.ndim(value) == 0:
@@ -205,9 +213,15 @@ class RecordColumn:
 
 
 def record_columns(
-    records: list[dict[str, Any]], precision: int, *, unicode: bool = False
+    records: list[dict[str, Any]],
+    precision: int,
+    *,
+    unicode: bool = False,
+    headings: Mapping[str, str] | None = None,
 ) -> list[RecordColumn]:
-    """The columns of a records table; the numbers of a column share one format."""
+    """The columns of a records table; the numbers of a column share one format. A column is
+    headed by ``headings[key]`` (the lesson file's words), or by its key."""
+    headings = headings or {}
     columns = []
     for name in records[0]:
         items = [record.get(name) for record in records]
@@ -228,14 +242,18 @@ def record_columns(
             None if item is None else next(numbers) if number else str(item)
             for item, number in zip(items, is_number, strict=True)
         ]
-        columns.append(RecordColumn(str(name), cells, is_number))
+        columns.append(RecordColumn(str(headings.get(name, name)), cells, is_number))
     return columns
 
 
-def records_lines(records: list[dict[str, Any]], options: RenderOptions) -> list[str]:
+def records_lines(
+    records: list[dict[str, Any]],
+    options: RenderOptions,
+    headings: Mapping[str, str] | None = None,
+) -> list[str]:
     if not records:
         return ["(no rows)"]
-    columns = record_columns(records, options.precision, unicode=False)
+    columns = record_columns(records, options.precision, unicode=False, headings=headings)
     lines = [
         "| " + " | ".join(md_text(column.name) for column in columns) + " |",
         "|" + "".join("---:|" if column.numeric else "---|" for column in columns),

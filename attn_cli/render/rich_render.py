@@ -8,7 +8,7 @@ Records tables wrap their words and split into column groups rather than shorten
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,7 +108,7 @@ def walkthrough_sections(
     for number, step in enumerate(walkthrough.steps, start=1):
         sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))
     if walkthrough.notes:
-        sections.append(notes_renderables(walkthrough))
+        sections.append(notes_renderables(walkthrough, options.precision))
     return sections
 
 
@@ -127,11 +127,11 @@ def side_by_side(blocks: list[RenderableType]) -> Columns:
     return Columns(blocks, padding=(0, GUTTER))
 
 
-def notes_renderables(walkthrough: Walkthrough) -> list[RenderableType]:
+def notes_renderables(walkthrough: Walkthrough, precision: int) -> list[RenderableType]:
     return [
         Text(""),
         Rule("Notes", align="left", style="dim"),
-        *(Text(f"• {note}", style="yellow") for note in walkthrough.notes),
+        *(Text(f"• {note.text(precision)}", style="yellow") for note in walkthrough.notes),
     ]
 
 
@@ -182,7 +182,7 @@ def step_renderables(
     if step.parts:
         out.append(side_by_side([_part_block(part, step, options) for part in step.parts]))
     out.append(step_value(step, options))
-    out.extend(step_notes(step))
+    out.extend(step_notes(step, options.precision))
     sums_note = row_sum_note(step, options.precision, dtype)
     if sums_note:
         out.append(Text(f"Note: {sums_note}", style="yellow"))
@@ -198,11 +198,12 @@ def step_value(step: Step, options: RenderOptions) -> RenderableType:
         row_labels=step.row_labels,
         col_labels=step.col_labels,
         row_sums=step.row_sums,
+        headings=step.headings,
     )
 
 
-def step_notes(step: Step) -> list[RenderableType]:
-    return [Text(f"Note: {note}", style="yellow") for note in step.notes]
+def step_notes(step: Step, precision: int) -> list[RenderableType]:
+    return [Text(f"Note: {note.text(precision)}", style="yellow") for note in step.notes]
 
 
 def row_sum_note(step: Step, precision: int, dtype: str | None) -> str | None:
@@ -286,11 +287,12 @@ def value_renderable(
     row_labels: Sequence[str] | None = None,
     col_labels: Sequence[str] | None = None,
     row_sums: np.ndarray | None = None,
+    headings: Mapping[str, str] | None = None,
 ) -> RenderableType:
     if kind == "text":
         return Padding(Text(str(value)), (0, 0, 0, 2))
     if kind == "records":
-        return records_table(value, options)
+        return records_table(value, options, headings)
     if kind == "histogram":
         return histogram(value)
     if kind == "scalar" or np.ndim(value) == 0:
@@ -659,7 +661,7 @@ class FittedTable:
         )
         for column, width in zip(columns, widths, strict=True):
             table.add_column(
-                column.header,
+                Text(column.header),  # a lesson file's words, not rich markup
                 justify=column.justify,  # type: ignore[arg-type]
                 style=column.style,
                 width=width,
@@ -685,13 +687,21 @@ def _fit_widths(columns: list[FitColumn], max_width: int) -> list[int]:
     return widths
 
 
-def records_table(records: list[dict[str, Any]], options: RenderOptions) -> RenderableType:
+def records_table(
+    records: list[dict[str, Any]],
+    options: RenderOptions,
+    headings: Mapping[str, str] | None = None,
+) -> RenderableType:
+    """A records table; each column headed by ``headings[key]`` (the lesson file's words), or
+    by its key."""
     if not records:
         return Text("(no rows)", style="dim")
-    names = list(records[0])
+    headings = headings or {}
     columns = [
-        _record_column(name, [record.get(name) for record in records], options.precision)
-        for name in names
+        _record_column(
+            headings.get(name, name), [record.get(name) for record in records], options.precision
+        )
+        for name in records[0]
     ]
     return Padding(FittedTable(columns), (0, 0, 0, 2))
 

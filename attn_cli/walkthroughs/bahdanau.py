@@ -14,7 +14,7 @@ from attn_cli.backend import Array
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
-from attn_cli.model import InputValue, Walkthrough
+from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
 from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, row_names
 
@@ -125,7 +125,7 @@ def build(run: LessonRun) -> Walkthrough:
         "tanh",
         activated,
         seconds=seconds if run.time_steps else None,
-        notes=_saturation_notes(record.to_numpy(summed)),
+        notes=_saturation_notes(record, record.to_numpy(summed)),
         **by_state,
     )
     scores = record.compute("scores", lambda: mech.additive_scores(activated, v), **grid)
@@ -140,13 +140,9 @@ def build(run: LessonRun) -> Walkthrough:
         text=dropout.output_text(p, "context_values" if given_values else "context"),
     )
 
-    notes: list[str] = []
+    notes: list[Note] = []
     if n == 1:
-        notes.append(
-            "With one encoder state the softmax has a single entry, so its weight is exactly 1 "
-            "and the context is h_1 itself; the lesson here is the score. Try --example "
-            "cat-slept for several states."
-        )
+        notes.append(record.note("single_state"))
     shown = [
         InputValue(
             "s_t", run.inputs["s_t"], row_labels=_DECODER, description=INPUTS[0].description
@@ -168,28 +164,19 @@ def build(run: LessonRun) -> Walkthrough:
         wa = run.inputs.get("W_a")
         if wa is None:
             wa = np.eye(d_s, d_h)
-            notes.append(
-                f"--wa not given: W_a is the {d_s} × {d_h} identity, so the general score equals "
-                "the dot score here; give --wa to see a learned bilinear score."
-            )
+            notes.append(record.note("wa_identity", d_s=d_s, d_h=d_h))
         shown.append(InputValue("W_a", wa, description=INPUTS[5].description))
         # The scores are compared as scores: with the weights and context before dropout.
         before = output if p is None else attn.weighted_sum(weights, values)
         if p is not None:
-            notes.append(
-                "The comparison uses the additive weights and context before dropout: dropout "
-                "is a training step on top of the score, not part of it."
-            )
+            notes.append(record.note("compare_before_dropout"))
         additive = _Scored("additive", scores, weights, before)
         compared = _compare(
             record, run, additive, s, h, values, backend.asarray(wa), states, context
         )
         notes.extend(compared)
         if given_values:
-            notes.append(
-                "With --values, every context here (additive, dot, general) averages the values "
-                "vᵢ; the scores still compare sₜ with the keys hᵢ."
-            )
+            notes.append(record.note("compare_values"))
     return record.walkthrough(
         output,
         inputs=tuple(shown),
@@ -242,7 +229,7 @@ def _compare(
     wa: Array,
     states: tuple[str, ...],
     context: dict[str, Any],
-) -> list[str]:
+) -> list[Note]:
     """Luong's dot and general scores for the same s_t and h_i, then the three side by side."""
     forms = (
         additive,
@@ -257,8 +244,8 @@ def _compare(
     for i, state in enumerate(states):
         row: dict[str, Any] = {"state": state}
         for name, (scores, weights, _) in values.items():
-            row[f"{name} e"] = float(scores[i])
-            row[f"{name} α"] = float(weights[i])
+            row[f"{name}_e"] = float(scores[i])
+            row[f"{name}_alpha"] = float(weights[i])
         table.append(row)
     record.add("compare.table", table, kind="records", context=context)
     record.add(
@@ -272,9 +259,9 @@ def _compare(
         return []
     favourites = {name: states[int(np.argmax(weights))] for name, (_, weights, _) in values.items()}
     if len(set(favourites.values())) == 1:
-        return [f"All three scores give the most weight to {next(iter(favourites.values()))}."]
+        return [record.note("scores_agree", state=next(iter(favourites.values())))]
     picks = ", ".join(f"{name} → {state}" for name, state in favourites.items())
-    return [f"The scores disagree on the most relevant state: {picks}."]
+    return [record.note("scores_disagree", picks=picks)]
 
 
 def _costs(context: dict[str, Any]) -> list[dict[str, Any]]:
@@ -285,37 +272,40 @@ def _costs(context: dict[str, Any]) -> list[dict[str, Any]]:
             "score": "additive",
             "formula": "vᵀ tanh(W1 hᵢ + W2 sₜ)",
             "parameters": d_a * (d_h + d_s + 1),
-            "multiply-adds": n * d_a * d_h + d_a * d_s + n * d_a,
+            "multiply_adds": n * d_a * d_h + d_a * d_s + n * d_a,
             "tanh": n * d_a,
         },
         {
             "score": "dot",
             "formula": "sₜ · hᵢ",
             "parameters": 0,
-            "multiply-adds": n * d_h,
+            "multiply_adds": n * d_h,
             "tanh": 0,
         },
         {
             "score": "general",
             "formula": "sₜᵀ Wₐ hᵢ",
             "parameters": d_s * d_h,
-            "multiply-adds": d_s * d_h + n * d_h,
+            "multiply_adds": d_s * d_h + n * d_h,
             "tanh": 0,
         },
     ]
 
 
-def _saturation_notes(summed: np.ndarray) -> tuple[str, ...]:
+def _saturation_notes(record: StepRecorder, summed: np.ndarray) -> tuple[Note, ...]:
     """Say how many entries of U sit where tanh is flat (little gradient passes there)."""
     flat = int(np.sum(np.abs(summed) >= _SATURATION))
     if not flat:
         return ()
-    slope = 1 - math.tanh(_SATURATION) ** 2
-    return (
-        f"{flat} of {summed.size} entries have |U| ≥ {_SATURATION:g}, where tanh is within "
-        f"{1 - math.tanh(_SATURATION):.0%} of ±1 and its slope 1 − tanh² is below {slope:.3f}: "
-        "saturated, so training barely moves them.",
+    note = record.note(
+        "saturated",
+        flat=flat,
+        entries=int(summed.size),
+        bound=_SATURATION,
+        gap=1 - math.tanh(_SATURATION),  # how far tanh is from ±1 there
+        slope=1 - math.tanh(_SATURATION) ** 2,
     )
+    return (note,)
 
 
 LESSON = Lesson(

@@ -20,7 +20,7 @@ from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
 from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.mechanisms.attention import softmax_parts
-from attn_cli.model import InputValue, Kind, Part, Step, Walkthrough
+from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
 from attn_cli.templates import fill
 
 # Lesson name -> module computing it (and declaring it as LESSON). The CLI commands and the
@@ -128,7 +128,7 @@ class StepRecorder:
         col_labels: tuple[str, ...] | None = None,
         parts: tuple[Part, ...] = (),
         row_sums: bool = False,
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
         text: str | None = None,
     ) -> Array:
         """Compute a step's value on the backend, record it, and return the backend array."""
@@ -160,7 +160,7 @@ class StepRecorder:
         parts: tuple[Part, ...] = (),
         row_sums: bool = False,
         seconds: float | None = None,
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
         text: str | None = None,
     ) -> None:
         """Record a step whose value is already computed.
@@ -188,8 +188,33 @@ class StepRecorder:
                 seconds=seconds,
                 latex=words.latex,
                 notes=notes,
+                headings=self.headings(shown) if kind == "records" else {},
             )
         )
+
+    def note(self, key: str, **values: Any) -> Note:
+        """The note ``[notes] key`` of the lesson file with the raw values its placeholders read
+        (numpy numbers become Python ones); renderers fill it at their precision.
+
+        It is filled once here, so that a placeholder the values lack (in a lecturer's file) is
+        a user error naming the file and key when the note is made, not when it is shown.
+        """
+        lesson = self.run.lesson
+        where = f"{lesson.path or lesson.lesson}: [notes] {key}"
+        template = lesson.notes.get(key)
+        if template is None:
+            raise UserError(f'{where}: the lesson file has no such note; add {key} = "...".')
+        plain = {
+            name: value.item() if isinstance(value, np.generic) else value
+            for name, value in values.items()
+        }
+        fill(template, plain, where, precision=4)
+        return Note(key, template, plain)
+
+    def headings(self, records: Any) -> dict[str, str]:
+        """The display heading of each key of a records table (``[headings]``; else the key)."""
+        names = records[0] if isinstance(records, list) and records else {}
+        return {name: self.run.lesson.headings.get(name, name) for name in names}
 
     def softmax(
         self,
@@ -200,7 +225,7 @@ class StepRecorder:
         row_labels: tuple[str, ...] | None = None,
         col_labels: tuple[str, ...] | None = None,
         text: str | None = None,
-        notes_of: Callable[[np.ndarray], tuple[str, ...]] | None = None,
+        notes_of: Callable[[np.ndarray], tuple[Note, ...]] | None = None,
     ) -> Array:
         """Record a row-wise softmax as a weights step, with its stable-softmax intermediates.
 
@@ -238,7 +263,7 @@ class StepRecorder:
         output: Any,
         *,
         inputs: tuple[InputValue, ...] | None = None,
-        notes: tuple[str, ...] = (),
+        notes: tuple[Note, ...] = (),
         meta: dict[str, Any] | None = None,
     ) -> Walkthrough:
         run = self.run

@@ -19,7 +19,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
-from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
 from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, option_of, row_names
 
@@ -162,11 +162,11 @@ def build(run: LessonRun) -> Walkthrough:
         output = _masked(record, logits, v, grid, lengths)
         if run.options.get("conventions"):
             _conventions(record, logits, grid)
-    notes = ()
+    notes: tuple[Note, ...] = ()
     if "S" in inputs:
-        notes = ("The scores are used as given: no scaling (the slides' examples have d_k = 1).",)
+        notes = (record.note("scores_given"),)
     elif not run.options.get("scale", True):
-        notes = ("Scores are not scaled here (--no-scale).",)
+        notes = (record.note("no_scale"),)
     meta = dropout.meta(run, dropout.probability(run.options.get("dropout")))
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)
@@ -228,7 +228,9 @@ def _masked(
     mask = record.compute("mask", lambda: masks.causal_additive(logits), **grid)
     if lengths is None:
         masked = record.compute("masked", lambda: logits + mask, **grid)
-        weights = record.softmax("weights", masked, notes_of=_zero_future_note, **grid)
+        weights = record.softmax(
+            "weights", masked, notes_of=lambda w: _zero_future_note(record, w), **grid
+        )
     else:
         pad = padding.record_padding(record, logits, lengths, grid, causal=True)
         masked = record.compute("masked", lambda: logits + mask + pad, text="masked_valid", **grid)
@@ -247,19 +249,20 @@ def _masked(
     )
 
 
-def _zero_future_note(weights: np.ndarray) -> tuple[str, ...]:
+def _zero_future_note(record: StepRecorder, weights: np.ndarray) -> tuple[Note, ...]:
     above = weights[np.triu_indices(weights.shape[0], k=1)]
     exact = int(np.count_nonzero(above == 0))
     drift = float(np.max(np.abs(np.sum(weights, axis=-1) - 1.0)))
-    return (
-        f"{exact} of the {above.size} weights above the diagonal are exactly 0; every row sums "
-        f"to 1 (largest |row sum − 1| = {drift:.1e}).",
-    )
+    return (record.note("zero_future", exact=exact, above=int(above.size), drift=drift),)
 
 
-def _nan_rows_note(weights: np.ndarray, tokens: tuple[str, ...]) -> tuple[str, ...]:
+def _nan_rows_note(
+    record: StepRecorder, weights: np.ndarray, tokens: tuple[str, ...]
+) -> tuple[Note, ...]:
     rows = [token for token, row in zip(tokens, weights, strict=True) if np.isnan(row).any()]
-    return (f"Rows that are NaN: {', '.join(rows) or 'none'}.",)
+    if not rows:
+        return (record.note("no_nan_rows"),)
+    return (record.note("nan_rows", rows=", ".join(rows)),)
 
 
 def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any:
@@ -294,8 +297,12 @@ def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> 
         col_labels=tuple(names),
         context=grid["context"],
         notes=(
-            f"Worst row: {tokens[worst]} puts {leak[worst, 0]:.4f} of its weight on tokens after "
-            f"it; with −∞ that weight is exactly {leak[worst, 1]:g}.",
+            record.note(
+                "worst_leak",
+                token=tokens[worst],
+                leaked=float(leak[worst, 0]),
+                masked=float(leak[worst, 1]),
+            ),
         ),
     )
     return output
@@ -332,7 +339,13 @@ def _conventions(record: StepRecorder, logits: Any, grid: dict) -> None:
 
 
 def _convention(name: str, attend: str, block: str, call: str, gap: float) -> dict[str, Any]:
-    return {"convention": name, "attend": attend, "blocked": block, "call": call, "max |Δ|": gap}
+    return {
+        "convention": name,
+        "attend": attend,
+        "blocked": block,
+        "call": call,
+        "max_abs_diff": gap,
+    }
 
 
 def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> None:
@@ -347,7 +360,10 @@ def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> Non
     )
     tokens = grid["row_labels"]
     weights = record.softmax(
-        "padded_weights", logits + mask, notes_of=lambda w: _nan_rows_note(w, tokens), **grid
+        "padded_weights",
+        logits + mask,
+        notes_of=lambda w: _nan_rows_note(record, w, tokens),
+        **grid,
     )
     fixes = {
         "fix_keep_self": lambda: mech.softmax(

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.errors import UserError
-from attn_cli.model import Part
+from attn_cli.model import Note, Part
 from attn_cli.walkthroughs.base import LessonRun, StepRecorder
 
 OPTION = "--dropout"
@@ -120,7 +120,7 @@ def record_dropout(
             Part("weights before dropout", weights),
         ),
         seconds=seconds if run.time_steps else None,
-        notes=(_sums_note(sums, p),),
+        notes=(_sums_note(record, sums, p),),
         text=text,
         row_labels=grid.get("row_labels"),
         col_labels=grid.get("col_labels"),
@@ -129,16 +129,14 @@ def record_dropout(
     return drawn.weights
 
 
-def _sums_note(sums: np.ndarray, p: float) -> str:
+def _sums_note(record: StepRecorder, sums: np.ndarray, p: float) -> Note:
     """How far the row sums moved from 1 (they are 1 only in expectation now)."""
     low, high = float(np.min(sums)), float(np.max(sums))
-    spread = f"{low:.4g}" if math.isclose(low, high) else f"from {low:.4g} to {high:.4g}"
     if p == 0:
-        return "p = 0 keeps every weight: the rows still sum to 1."
-    return (
-        f"The row sums are now {spread}, not 1: each weight is kept with probability 1 − p and "
-        "then worth w / (1 − p), so only the expected row sum is 1."
-    )
+        return record.note("dropout_none")
+    if math.isclose(low, high):
+        return record.note("dropout_sums_equal", low=low)
+    return record.note("dropout_sums", low=low, high=high)
 
 
 def dropout_bytes(options: dict[str, Any], entries: int, itemsize: int) -> int:

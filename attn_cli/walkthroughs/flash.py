@@ -105,11 +105,11 @@ def build(run: LessonRun) -> Walkthrough:
         output = record.compute(
             "output", lambda: tiled.finish(final), row_labels=queries, context=base
         )
-        largest = f"{m} × {min(block, n)} (one block)"
+        largest = {"key": "largest_block", "rows": m}
         skipped = 0
     else:
         output, skipped = _both_loops(record, (q, k, v), int(query_block), queries, keys, base)
-        largest = f"{min(int(query_block), m)} × {min(block, n)} (one tile by one block)"
+        largest = {"key": "largest_tile", "rows": min(int(query_block), m)}
     mask = masks.causal_additive(mech.scores(q, k)) if causal else None  # (m, m), m = n
     plain = mech.attention(q, k, v, use_scale=use_scale, mask=mask).output
     difference = float(np.max(np.abs(backend.to_numpy(output) - backend.to_numpy(plain))))
@@ -118,20 +118,13 @@ def build(run: LessonRun) -> Walkthrough:
         plain,
         row_labels=queries,
         context=base,
-        notes=(f"max |tiled − plain| = {difference:.1e}: the same numbers, up to rounding.",),
+        notes=(record.note("tiled_check", difference=difference),),
     )
-    notes = [
-        f"The largest score array held at once was {largest}; the plain computation holds all "
-        f"{m} × {n} scores."
-    ]
+    notes = [record.note(str(largest["key"]), rows=largest["rows"], cols=min(block, n), m=m, n=n)]
     if skipped:
-        notes.append(
-            f"Causal tiles skip the key blocks that lie wholly in their future: {skipped} of "
-            f"{base['tiles'] * blocks} tile × block visits were never computed, the work "
-            "FlashAttention saves on a causal mask."
-        )
+        notes.append(record.note("causal_skipped", skipped=skipped, visits=base["tiles"] * blocks))
     if not use_scale:
-        notes.append("Scores are not scaled here (the example uses the plain dot product).")
+        notes.append(record.note("no_scale"))
     return record.walkthrough(
         output,
         inputs=scaled.labelled_inputs(run, queries, keys),

@@ -19,7 +19,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
-from attn_cli.model import InputValue, Part, Walkthrough
+from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
 from attn_cli.walkthroughs.base import (
     Lesson,
@@ -242,7 +242,7 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected),
         kind="records",
         context=base,
-        notes=_split_notes(heads, d_in, d_out, d_k),
+        notes=_split_notes(record, heads, d_in, d_out, d_k),
     )
     mask = _mask_steps(record, x, run.options, tokens, base)
     p = dropout.probability(run.options.get("dropout"))
@@ -287,7 +287,7 @@ def build(run: LessonRun) -> Walkthrough:
         row_labels=tokens,
         col_labels=concat_labels,
         context=base,
-        notes=() if projected else (_CONCAT_ONLY,),
+        notes=() if projected else (record.note("concat_only"),),
     )
     output = joined
     if projected:
@@ -302,15 +302,11 @@ def build(run: LessonRun) -> Walkthrough:
             text="output" if bo is None else "output_bias",
         )
     inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
-    notes = _difference_notes(record.to_numpy(differences))
+    notes = _difference_notes(record, record.to_numpy(differences))
     if not projected:
-        notes += (_CONCAT_ONLY,)
+        notes += (record.note("concat_only"),)
     if drawn:
-        notes += (
-            f"The {_drawn_what(drawn)} drawn from seed {run.seed} (N(0, 1/rows) entries: 1/d_in "
-            "for W_Q, W_K, W_V and their biases, 1/d_out for W_O and b_O); they are listed with "
-            "the inputs, so the run can be recomputed from them.",
-        )
+        notes += (record.note(_drawn_key(drawn), seed=run.seed),)
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
     meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
     lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
@@ -321,11 +317,6 @@ def build(run: LessonRun) -> Walkthrough:
 
 _THEN_WO = ", and W_O turns the concatenation into the output"
 _NO_WO = "; no W_O was given, so the concatenation is the result"
-_CONCAT_ONLY = (
-    "No W_O was given, so the result is the concatenation of the heads, with no output "
-    "projection: the from-scratch book's MultiHeadAttentionWrapper, which stacks its heads' "
-    "outputs side by side (its MultiHeadAttention class adds out_proj, W_O with a bias)."
-)
 
 
 def _parameters(
@@ -350,12 +341,13 @@ def _parameters(
     return weights, biases, frozenset(drawn)
 
 
-def _drawn_what(drawn: frozenset[str]) -> str:
+def _drawn_key(drawn: frozenset[str]) -> str:
+    """The note on what was drawn from --seed: weights, biases, or both."""
     weights = any(name in drawn for name in WEIGHT_NAMES)
     biases = any(name in drawn for name in BIAS_OF.values())
     if weights and biases:
-        return "weights and biases were"
-    return "weights were" if weights else "biases were"
+        return "drawn_both"
+    return "drawn_weights" if weights else "drawn_biases"
 
 
 def _mask_steps(
@@ -385,12 +377,12 @@ def _mask_steps(
 
 
 def _split_records(heads: int, d_k: int, projected: bool) -> list[dict[str, Any]]:
-    concat = "concat columns = W_O rows" if projected else "concat columns"
+    concat = "concat_wo_rows" if projected else "concat_columns"
     return [
         {
             "head": index + 1,
-            "columns of W_Q, W_K, W_V": _span(index, d_k),
-            "d_k = d_v": d_k,
+            "qkv_columns": _span(index, d_k),
+            "d_k": d_k,
             concat: _span(index, d_k),
         }
         for index in range(heads)
@@ -402,19 +394,14 @@ def _span(index: int, d_k: int) -> str:
     return str(first) if first == last else f"{first}–{last}"
 
 
-def _split_notes(heads: int, d_in: int, d_out: int, d_k: int) -> tuple[str, ...]:
+def _split_notes(
+    record: StepRecorder, heads: int, d_in: int, d_out: int, d_k: int
+) -> tuple[Note, ...]:
     if d_in != d_out:
-        return (
-            f"d_k = d_v = d_out / h = {d_out} / {heads} = {d_k}: W_Q, W_K and W_V project the "
-            f"d_in = {d_in} columns of X to d_out = {d_out} (the from-scratch book's d_in → "
-            "d_out, head_dim = d_out // num_heads).",
-        )
-    count = mh.parameter_count(d_in)
+        return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
     return (
-        f"d_k = d_v = d_model / h = {d_in} / {heads} = {d_k}.",
-        f"Parameters: W_Q, W_K, W_V and W_O are each {d_in} × {d_in}, so 4 · {d_in}² = "
-        f"{count:,} without biases, for any number of heads: more heads are narrower, not "
-        "more expensive.",
+        record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),
+        record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in)),
     )
 
 
@@ -499,23 +486,28 @@ def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) 
     )
 
 
-def _difference_notes(differences: np.ndarray) -> tuple[str, ...]:
+def _difference_notes(record: StepRecorder, differences: np.ndarray) -> tuple[Note, ...]:
     heads = differences.shape[0]
     if heads < 2:
-        return ("One head: nothing to compare; with h = 1 this is plain self-attention.",)
-    pairs = [(differences[i, j], i + 1, j + 1) for i in range(heads) for j in range(i + 1, heads)]
+        return (record.note("one_head"),)
+    pairs = [
+        (float(differences[i, j]), i + 1, j + 1) for i in range(heads) for j in range(i + 1, heads)
+    ]
     most, least = max(pairs), min(pairs)
     if least[0] == 0:
-        return (
-            f"Heads {least[1]} and {least[2]} have exactly the same weights: their blocks of "
-            "W_Q and W_K match the tokens the same way.",
-        )
+        return (record.note("heads_same", first=least[1], second=least[2]),)
     if heads == 2:
-        return (f"Heads 1 and 2 attend differently: their weights differ by up to {most[0]:.4f}.",)
+        return (record.note("two_heads_differ", most=most[0]),)
     return (
-        f"Every pair of heads attends differently: the most different pair (heads {most[1]} and "
-        f"{most[2]}) differs by up to {most[0]:.4f}, the most alike (heads {least[1]} and "
-        f"{least[2]}) still by {least[0]:.4f}.",
+        record.note(
+            "heads_differ",
+            most=most[0],
+            most_first=most[1],
+            most_second=most[2],
+            least=least[0],
+            least_first=least[1],
+            least_second=least[2],
+        ),
     )
 
 

@@ -166,19 +166,12 @@ def build(run: LessonRun) -> Walkthrough:
         context={**context, "max_spread": float(spread.max())},
         seconds=took if run.time_steps else None,
     )
-    notes = () if s.layout == "interleaved" else (_SPLIT_NOTE.format(h=h, last=h - 1, d=d - 1),)
+    notes = () if s.layout == "interleaved" else (record.note("split", h=h, last=h - 1, d=d - 1),)
     return record.walkthrough(
         pe,
         notes=notes,
         meta={"shift_max_error": error, "similarity_max_spread": float(spread.max())},
     )
-
-
-_SPLIT_NOTE = (
-    "Split layout: columns 0–{last} are the sines and {h}–{d} the cosines; the paper's "
-    "interleaved layout alternates sin, cos. The numbers are the same, in another column order, "
-    "so encodings from code using one layout do not match code using the other column by column."
-)
 
 
 def _with_wavelengths(omega: Any) -> tuple[Any, Any]:

@@ -87,9 +87,7 @@ def build(run: LessonRun) -> Walkthrough:
         context=context,
         text=dropout.output_text(p),
     )
-    notes = (
-        () if use_scale else ("Scores are not scaled here (the slide uses the plain dot product).",)
-    )
+    notes = () if use_scale else (record.note("no_scale"),)
     meta = dropout.meta(run, p)
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)

@@ -12,7 +12,7 @@ from attn_cli.backend import EPSILON, Array
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
-from attn_cli.model import InputValue, Walkthrough
+from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
 from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, is_whole, row_names
 
@@ -137,14 +137,11 @@ def build(run: LessonRun) -> Walkthrough:
         "output", lambda: mech.weighted_sum(used, v), text=dropout.output_text(p), **rows
     )
 
-    notes = _default_notes(defaulted, d)
+    notes = _default_notes(record, defaulted, d)
     if n == 1:
-        notes.append(
-            "One token: the softmax over its single score is exactly 1, so the output is its own "
-            "value row v; what this example shows is the three projections q, k and v of one x."
-        )
+        notes.append(record.note("one_token"))
     if not use_scale:
-        notes.append("Scores are not scaled here (--no-scale).")
+        notes.append(record.note("no_scale"))
     notes.extend(_symmetry_notes(record, scores, weights, tokens))
     order = run.options.get("permute")
     if order is not None:
@@ -159,21 +156,26 @@ def build(run: LessonRun) -> Walkthrough:
     return record.walkthrough(output, inputs=inputs, notes=tuple(notes), meta=dropout.meta(run, p))
 
 
-def _default_notes(defaulted: list[str], d: int) -> list[str]:
+def _default_notes(record: StepRecorder, defaulted: list[str], d: int) -> list[Note]:
     if not defaulted:
         return []
-    names = (
-        defaulted[-1] if len(defaulted) == 1 else f"{', '.join(defaulted[:-1])} and {defaulted[-1]}"
-    )
     results = " = ".join(letter for name, _, letter in _WEIGHTS if name in defaulted)
-    verb = "was" if len(defaulted) == 1 else "were"
-    each = "it is" if len(defaulted) == 1 else "each is"
-    return [f"{names} {verb} not given: {each} the {d} × {d} identity, so {results} = X."]
+    if len(defaulted) == 1:
+        return [record.note("identity_one", name=defaulted[0], d=d, results=results)]
+    return [
+        record.note(
+            "identity_several",
+            names=", ".join(defaulted[:-1]),
+            last=defaulted[-1],
+            d=d,
+            results=results,
+        )
+    ]
 
 
 def _symmetry_notes(
     record: StepRecorder, scores: Array, weights: Array, tokens: tuple[str, ...]
-) -> list[str]:
+) -> list[Note]:
     """With Q = K the scores are symmetric, but the weights are not: say so with numbers."""
     s, a = record.to_numpy(scores), record.to_numpy(weights)
     if len(tokens) < 2 or not np.array_equal(s, s.T):
@@ -181,12 +183,15 @@ def _symmetry_notes(
     gap = np.abs(a - a.T)
     i, j = (int(index) for index in np.unravel_index(np.argmax(gap), gap.shape))
     if gap[i, j] == 0:
-        return ["The scores and the weights are both symmetric here."]
+        return [record.note("both_symmetric")]
     return [
-        f"The scores are symmetric (score[{tokens[i]}, {tokens[j]}] = score[{tokens[j]}, "
-        f"{tokens[i]}]), but the weights are not: weight[{tokens[i]}, {tokens[j]}] = "
-        f"{a[i, j]:.4f} while weight[{tokens[j]}, {tokens[i]}] = {a[j, i]:.4f}, because each "
-        "row is divided by its own sum of exps."
+        record.note(
+            "weights_asymmetric",
+            row=tokens[i],
+            col=tokens[j],
+            weight=float(a[i, j]),
+            mirrored=float(a[j, i]),
+        )
     ]
 
 
@@ -198,7 +203,7 @@ def _permuted(
     output: Array,
     weights: tuple[Array, Array, Array],
     context: dict[str, Any],
-) -> list[str]:
+) -> list[Note]:
     """Run the same attention on the reordered tokens and measure against the reordered output."""
     backend = run.backend
     moved = tuple(tokens[i] for i in order)
@@ -223,25 +228,22 @@ def _permuted(
     difference = float(np.max(np.abs(record.to_numpy(result.attention.output) - expected)))
     tolerance = 64 * EPSILON[backend.dtype] * max(1.0, float(np.max(np.abs(expected))))
     if difference == 0:
-        verdict = "Exactly 0: every output row is bit for bit the row its token had before."
+        verdict = record.note("permuted_exact")
     elif difference <= tolerance:
-        verdict = (
-            f"{difference:.1e}, float rounding only: the softmax adds the same numbers in "
-            "another order."
-        )
+        verdict = record.note("permuted_rounding", difference=difference)
     else:
-        verdict = f"{difference:.3g}, more than rounding; this should not happen."
+        verdict = record.note("permuted_wrong", difference=difference)
     record.add("permuted.difference", difference, kind="scalar", context=context, notes=(verdict,))
-    sentence = ""
     if len(tokens) <= 8:
-        sentence = (
-            f" ('{' '.join(moved)}' gives each token the output it had in '{' '.join(tokens)}')"
-        )
-    return [
-        f"Self-attention alone does not know word order: reordering the tokens as "
-        f"{context['order']} only reorders the output rows the same way{sentence}. Order has to "
-        "be written into X itself, which is what positional encoding does: see attn posenc."
-    ]
+        return [
+            record.note(
+                "word_order_tokens",
+                order=context["order"],
+                moved=" ".join(moved),
+                tokens=" ".join(tokens),
+            )
+        ]
+    return [record.note("word_order", order=context["order"])]
 
 
 LESSON = Lesson(

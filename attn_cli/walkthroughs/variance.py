@@ -178,7 +178,7 @@ def build(run: LessonRun) -> Walkthrough:
         kind="histogram",
         context=context,
         notes=tuple(
-            f"{count} {name} score(s) fell outside ±{HISTOGRAM_SIGMAS:g}√d_k and are not drawn."
+            record.note("outside_histogram", count=count, series=name, sigmas=HISTOGRAM_SIGMAS)
             for name, count in outside.items()
             if count
         ),
@@ -233,12 +233,12 @@ def _moments_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
     return [
         {
             "d_k": result.dk,
-            "mean q·k": result.mean_raw,
-            "var q·k": result.var_raw,
-            "std q·k": math.sqrt(result.var_raw),
-            "mean scaled": result.mean_scaled,
-            "var scaled": result.var_scaled,
-            "± s.e.": mech.variance_standard_error(result.dk, result.keys, result.samples),
+            "mean_raw": result.mean_raw,
+            "var_raw": result.var_raw,
+            "std_raw": math.sqrt(result.var_raw),
+            "mean_scaled": result.mean_scaled,
+            "var_scaled": result.var_scaled,
+            "var_scaled_se": mech.variance_standard_error(result.dk, result.keys, result.samples),
         }
         for result in results
     ]
@@ -248,10 +248,10 @@ def _softmax_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
     return [
         {
             "d_k": result.dk,
-            "max w raw": result.max_weight_raw,
-            "max w scaled": result.max_weight_scaled,
-            "H raw": result.entropy_raw,
-            "H scaled": result.entropy_scaled,
+            "max_weight_raw": result.max_weight_raw,
+            "max_weight_scaled": result.max_weight_scaled,
+            "entropy_raw": result.entropy_raw,
+            "entropy_scaled": result.entropy_scaled,
         }
         for result in results
     ]
@@ -261,9 +261,9 @@ def _gradient_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
     return [
         {
             "d_k": result.dk,
-            "w(1−w) raw": result.grad_raw,
-            "w(1−w) scaled": result.grad_scaled,
-            "scaled / raw": result.grad_scaled / result.grad_raw if result.grad_raw else math.inf,
+            "grad_raw": result.grad_raw,
+            "grad_scaled": result.grad_scaled,
+            "grad_ratio": result.grad_scaled / result.grad_raw if result.grad_raw else math.inf,
         }
         for result in results
     ]

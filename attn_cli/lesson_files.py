@@ -67,6 +67,15 @@ MAX_EXAMPLES = 500
 
 
 @dataclass(frozen=True)
+class StepWords:
+    """The words a step is shown with (LessonFile.text): title and explanation always given."""
+
+    title: str
+    explanation: str
+    latex: str | None
+
+
+@dataclass(frozen=True)
 class StepText:
     """The words of one step; a field a lecturer's file leaves out is None (the bundled one is
     used, see :meth:`LessonFile.over`)."""
@@ -142,14 +151,14 @@ class LessonFile:
             default_example=self.default_example if own_examples else base.default_example,
         )
 
-    def text(self, key: str) -> StepText:
+    def text(self, key: str) -> StepWords:
         """The words for step ``key``, every field filled: a step without a title is headed by
         its key, one without an explanation has none."""
         words = self.steps.get(key) or StepText()
-        return replace(
-            words,
+        return StepWords(
             title=key if words.title is None else words.title,
             explanation=words.explanation or "",
+            latex=words.latex,
         )
 
 

@@ -332,7 +332,7 @@ def _from_object(value: object, name: str) -> np.ndarray:
     later, explicitly.
     """
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor (torch not imported)
-        value = value.detach().cpu()  # type: ignore[attr-defined]
+        value = value.detach().cpu()
         if str(value.dtype) == "torch.bfloat16":  # type: ignore[attr-defined]
             value = value.float()  # type: ignore[attr-defined]  # numpy has no bfloat16
     if isinstance(value, list | tuple):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Mapping
 from typing import Any
 
 from attn_cli.errors import UserError
@@ -17,7 +18,7 @@ from attn_cli.errors import UserError
 
 def fill(
     template: str,
-    context: dict[str, Any] | None,
+    context: Mapping[str, Any] | None,
     where: str = "lesson text",
     *,
     precision: int | None = None,

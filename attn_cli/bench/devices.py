@@ -266,7 +266,8 @@ def torch_profiler_peak(fn: Callable[[], Any]) -> tuple[Any, int | None, str]:
         from torch._C._profiler import _EventType
 
         events = []
-        stack = list(prof.profiler.kineto_results.experimental_event_tree())
+        # Profiler internals (typed Optional): any failure here falls back, see below.
+        stack = list(prof.profiler.kineto_results.experimental_event_tree())  # type: ignore[union-attr]
         while stack:
             node = stack.pop()
             stack.extend(node.children)

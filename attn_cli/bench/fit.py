@@ -32,7 +32,7 @@ class Fit:
     unstable_sizes: tuple[int, ...] = ()  # the n of those rows
 
 
-def loglog_slope(ns: Sequence[float], values: Sequence[float]) -> float | None:
+def loglog_slope(ns: Sequence[float], values: Sequence[float | None]) -> float | None:
     """Least-squares slope b of log(value) = a + b·log(n); None with fewer than two sizes."""
     points = [(n, v) for n, v in zip(ns, values, strict=True) if v is not None and v > 0]
     if len({n for n, _ in points}) < 2:

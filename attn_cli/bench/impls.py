@@ -172,7 +172,7 @@ def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
         arrays = [
             rng.standard_normal(shape, dtype=np.float32).astype(config.dtype) for _ in range(3)
         ]
-        return Inputs(*arrays)
+        return Inputs(arrays[0], arrays[1], arrays[2])
     import torch
 
     from attn_cli.torch_backend import TORCH_DTYPES
@@ -184,7 +184,7 @@ def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
         )
         for _ in range(3)
     ]
-    return Inputs(*tensors)
+    return Inputs(tensors[0], tensors[1], tensors[2])
 
 
 def sdpa_choice(inputs: Inputs, causal: bool) -> str | None:

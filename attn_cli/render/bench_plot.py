@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,11 @@ def line_style(index: int) -> dict[str, Any]:
 def reference_slopes(rows: list[Row], time: bool) -> list[tuple[str, list[int], list[float]]]:
     """The n and n² guide lines: (label, ns, values), through the median value at the
     smallest n (so they start among the data), over the sizes measured."""
-    values = [
-        (row.n, row.ms_median if time else (row.peak_mem_bytes or 0) / 2**20)
-        for row in rows
-        if (row.ms_median if time else row.peak_mem_bytes)
-    ]
+    values: list[tuple[int, float]] = []
+    for row in rows:
+        value = row.ms_median if time else (row.peak_mem_bytes or 0) / 2**20
+        if value:  # not measured (None) or nothing to draw on a log axis (0)
+            values.append((row.n, value))
     if len({n for n, _ in values}) < 2:
         return []
     ns = sorted({n for n, _ in values})
@@ -103,7 +104,8 @@ def bench_figure(result: BenchResult) -> Any:
         ns = [row.n for row in rows]
         style = line_style(index)
         time_axis.plot(ns, [row.ms_median for row in rows], label=impl, **style)
-        memory_axis.plot(ns, [row.peak_mem_bytes / 2**20 for row in rows], label=impl, **style)
+        memory = [math.nan if b is None else b / 2**20 for b in (r.peak_mem_bytes for r in rows)]
+        memory_axis.plot(ns, memory, label=impl, **style)
     config = result.config
     for axis in (time_axis, memory_axis):
         draw_reference_slopes(

@@ -16,7 +16,7 @@ from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, row_names
 
 INPUTS = lesson_specs.BAHDANAU
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
@@ -112,31 +112,32 @@ def build(run: LessonRun) -> Walkthrough:
     states = row_names(run, "states", n, "h", "--tokens")
     context = {"n": n, "d_h": d_h, "d_s": d_s, "d_a": d_a, "d_v": values.shape[1]}
     record = StepRecorder(run)
-    by_state = {"row_labels": states, "context": context}
-    grid = {"row_labels": _DECODER, "col_labels": states, "context": context}
+    by_state = Grid(states, context=context)
+    grid = Grid(_DECODER, states, context)
 
-    w1h = record.compute("W1h", lambda: mech.project_states(h, w1), **by_state)
+    w1h = record.compute("W1h", lambda: mech.project_states(h, w1), grid=by_state)
     w2s = record.compute(
-        "W2s", lambda: mech.project_decoder(s, w2), row_labels=_DECODER, context=context
+        "W2s",
+        lambda: mech.project_decoder(s, w2),
+        grid=Grid(_DECODER, context=context),
     )
-    summed = record.compute("sum", lambda: mech.combine(w1h, w2s), **by_state)
+    summed = record.compute("sum", lambda: mech.combine(w1h, w2s), grid=by_state)
     activated, seconds = backend.timed(lambda: mech.squash(summed))
     record.add(
         "tanh",
         activated,
         seconds=seconds if run.time_steps else None,
         notes=_saturation_notes(record, record.to_numpy(summed)),
-        **by_state,
+        grid=by_state,
     )
-    scores = record.compute("scores", lambda: mech.additive_scores(activated, v), **grid)
-    weights = record.softmax("weights", scores, **grid)
+    scores = record.compute("scores", lambda: mech.additive_scores(activated, v), grid=grid)
+    weights = record.softmax("weights", scores, grid=grid)
     p = dropout.probability(run.options.get("dropout"))
     used = weights if p is None else dropout.record_dropout(record, weights, p, grid)
     output = record.compute(
         "context",
         lambda: attn.weighted_sum(used, values),
-        row_labels=_CONTEXT,
-        context=context,
+        grid=Grid(_CONTEXT, context=context),
         text=dropout.output_text(p, "context_values" if given_values else "context"),
     )
 
@@ -205,16 +206,15 @@ def _luong(
     context: dict[str, Any],
 ) -> _Scored:
     """Record one of Luong's score forms: scores, weights and context."""
-    grid = {"row_labels": _DECODER, "col_labels": states, "context": context}
-    scores = record.compute(f"{name}.scores", score, **grid)
+    grid = Grid(_DECODER, states, context)
+    scores = record.compute(f"{name}.scores", score, grid=grid)
     weights = record.compute(
-        f"{name}.weights", lambda: attn.softmax(scores), kind="weights", row_sums=True, **grid
+        f"{name}.weights", lambda: attn.softmax(scores), kind="weights", row_sums=True, grid=grid
     )
     output = record.compute(
         f"{name}.context",
         lambda: attn.weighted_sum(weights, values),
-        row_labels=_CONTEXT,
-        context=context,
+        grid=Grid(_CONTEXT, context=context),
     )
     return _Scored(name, scores, weights, output)
 
@@ -247,14 +247,13 @@ def _compare(
             row[f"{name}_e"] = float(scores[i])
             row[f"{name}_alpha"] = float(weights[i])
         table.append(row)
-    record.add("compare.table", table, kind="records", context=context)
+    record.add("compare.table", table, kind="records", grid=Grid(context=context))
     record.add(
         "compare.contexts",
         np.stack([values[name][2] for name in values]),
-        row_labels=tuple(values),
-        context=context,
+        grid=Grid(tuple(values), context=context),
     )
-    record.add("compare.cost", _costs(context), kind="records", context=context)
+    record.add("compare.cost", _costs(context), kind="records", grid=Grid(context=context))
     if len(states) == 1:
         return []
     favourites = {name: states[int(np.argmax(weights))] for name, (_, weights, _) in values.items()}

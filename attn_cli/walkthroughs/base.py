@@ -110,6 +110,19 @@ class LessonRun:
     drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
 
 
+@dataclass(frozen=True)
+class Grid:
+    """Where a step's values sit: its row and column labels (None: numbered), and the values
+    its title and explanation read (``{n}``, ``{dk}``...). Steps over the same axes share one."""
+
+    rows: tuple[str, ...] | None = None
+    cols: tuple[str, ...] | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+NO_GRID = Grid()
+
+
 class StepRecorder:
     """Computes steps in order, timing them with --time, and collects them as plain data."""
 
@@ -122,10 +135,8 @@ class StepRecorder:
         key: str,
         compute: Callable[[], Array],
         *,
+        grid: Grid = NO_GRID,
         kind: Kind = "matrix",
-        context: dict[str, Any] | None = None,
-        row_labels: tuple[str, ...] | None = None,
-        col_labels: tuple[str, ...] | None = None,
         parts: tuple[Part, ...] = (),
         row_sums: bool = False,
         notes: tuple[Note, ...] = (),
@@ -136,10 +147,8 @@ class StepRecorder:
         self.add(
             key,
             value,
+            grid=grid,
             kind=kind,
-            context=context,
-            row_labels=row_labels,
-            col_labels=col_labels,
             parts=parts,
             row_sums=row_sums,
             seconds=seconds if self.run.time_steps else None,
@@ -153,10 +162,8 @@ class StepRecorder:
         key: str,
         value: Any,
         *,
+        grid: Grid = NO_GRID,
         kind: Kind = "matrix",
-        context: dict[str, Any] | None = None,
-        row_labels: tuple[str, ...] | None = None,
-        col_labels: tuple[str, ...] | None = None,
         parts: tuple[Part, ...] = (),
         row_sums: bool = False,
         seconds: float | None = None,
@@ -177,12 +184,12 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title=fill(words.title, context, f"{where} title"),
-                explanation=fill(words.explanation, context, f"{where} explanation"),
+                title=fill(words.title, grid.context, f"{where} title"),
+                explanation=fill(words.explanation, grid.context, f"{where} explanation"),
                 value=shown,
                 kind=kind,
-                row_labels=row_labels,
-                col_labels=col_labels,
+                row_labels=grid.rows,
+                col_labels=grid.cols,
                 parts=tuple(Part(p.label, self.to_numpy(p.value), p.kind) for p in parts),
                 row_sums=sums,
                 seconds=seconds,
@@ -221,9 +228,7 @@ class StepRecorder:
         key: str,
         logits: Array,
         *,
-        context: dict[str, Any] | None = None,
-        row_labels: tuple[str, ...] | None = None,
-        col_labels: tuple[str, ...] | None = None,
+        grid: Grid = NO_GRID,
         text: str | None = None,
         notes_of: Callable[[np.ndarray], tuple[Note, ...]] | None = None,
     ) -> Array:
@@ -245,9 +250,7 @@ class StepRecorder:
                 Part("row sum of exp", softmax.row_sum),
             ),
             seconds=seconds if self.run.time_steps else None,
-            context=context,
-            row_labels=row_labels,
-            col_labels=col_labels,
+            grid=grid,
             notes=notes,
             text=text,
         )

@@ -10,6 +10,7 @@ PyTorch and what a row with no visible key does.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
-from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, option_of, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, option_of, row_names
 
 INPUTS = lesson_specs.CAUSAL
 OPTIONS: dict[str, Any] = {
@@ -154,7 +155,7 @@ def build(run: LessonRun) -> Walkthrough:
     record = StepRecorder(run)
     context: dict[str, Any] = {"n": n, "last": tokens[-1]}
     logits, v = _logits(record, inputs, tokens, context)
-    grid = {"row_labels": tokens, "col_labels": tokens, "context": context}
+    grid = Grid(tokens, tokens, context)
     lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
     if run.options.get("fill") == "zero":
         output = _zero_fill(record, logits, v, grid)
@@ -195,46 +196,48 @@ def _logits(
 ) -> tuple[Any, Any | None]:
     """The scores to be masked (scaled when they come from Q and K) and the values, if any."""
     backend = record.run.backend
-    rows = {"row_labels": tokens, "context": context}
-    grid = {**rows, "col_labels": tokens}
+    rows = Grid(tokens, context=context)
+    grid = replace(rows, cols=tokens)
     if "S" in inputs:
         s = backend.asarray(inputs["S"])
-        record.add("scores", s, text="scores_given", **grid)
+        record.add("scores", s, text="scores_given", grid=grid)
         return s, backend.asarray(inputs["V"]) if "V" in inputs else None
     if "X" in inputs:
         x, wq, wk, wv = (backend.asarray(inputs[name]) for name in ("X", *WEIGHT_NAMES))
-        q = record.compute("Q", lambda: project(x, wq), **rows)
-        k = record.compute("K", lambda: project(x, wk), **rows)
-        v = record.compute("V", lambda: project(x, wv), **rows)
+        q = record.compute("Q", lambda: project(x, wq), grid=rows)
+        k = record.compute("K", lambda: project(x, wk), grid=rows)
+        v = record.compute("V", lambda: project(x, wv), grid=rows)
     else:
         q, k = backend.asarray(inputs["Q"]), backend.asarray(inputs["K"])
         v = backend.asarray(inputs["V"]) if "V" in inputs else None
     d_k = q.shape[-1]
     context.update(dk=d_k, sqrt_dk=math.sqrt(d_k))
-    scores = record.compute("scores", lambda: mech.scores(q, k), **grid)
+    scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
     if not record.run.options.get("scale", True):
         return scores, v
-    return record.compute("scaled", lambda: mech.scale(scores, d_k), **grid), v
+    return record.compute("scaled", lambda: mech.scale(scores, d_k), grid=grid), v
 
 
 def _masked(
     record: StepRecorder,
     logits: Any,
     v: Any | None,
-    grid: dict,
+    grid: Grid,
     lengths: tuple[int, ...] | None = None,
 ) -> Any:
     """The correct walkthrough: M (and the padding P), S + M, softmax, A V when there are values."""
-    mask = record.compute("mask", lambda: masks.causal_additive(logits), **grid)
+    mask = record.compute("mask", lambda: masks.causal_additive(logits), grid=grid)
     if lengths is None:
-        masked = record.compute("masked", lambda: logits + mask, **grid)
+        masked = record.compute("masked", lambda: logits + mask, grid=grid)
         weights = record.softmax(
-            "weights", masked, notes_of=lambda w: _zero_future_note(record, w), **grid
+            "weights", masked, notes_of=lambda w: _zero_future_note(record, w), grid=grid
         )
     else:
         pad = padding.record_padding(record, logits, lengths, grid, causal=True)
-        masked = record.compute("masked", lambda: logits + mask + pad, text="masked_valid", **grid)
-        weights = record.softmax("weights", masked, text="weights_valid", **grid)
+        masked = record.compute(
+            "masked", lambda: logits + mask + pad, text="masked_valid", grid=grid
+        )
+        weights = record.softmax("weights", masked, text="weights_valid", grid=grid)
     p = dropout.probability(record.run.options.get("dropout"))
     if p is not None:
         weights = dropout.record_dropout(record, weights, p, grid)
@@ -243,8 +246,7 @@ def _masked(
     return record.compute(
         "output",
         lambda: mech.weighted_sum(weights, v),
-        row_labels=grid["row_labels"],
-        context=grid["context"],
+        grid=Grid(grid.rows, context=grid.context),
         text=dropout.output_text(p),
     )
 
@@ -265,13 +267,13 @@ def _nan_rows_note(
     return (record.note("nan_rows", rows=", ".join(rows)),)
 
 
-def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> Any:
+def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: Grid) -> Any:
     """The bug: future scores overwritten with 0 rather than -inf, and the weight that leaks."""
-    future = record.compute("future", lambda: masks.causal_blocked(logits), **grid)
+    future = record.compute("future", lambda: masks.causal_blocked(logits), grid=grid)
     filled = record.compute(
-        "masked", lambda: masks.fill_blocked(logits, future, 0.0), text="masked_zero", **grid
+        "masked", lambda: masks.fill_blocked(logits, future, 0.0), text="masked_zero", grid=grid
     )
-    leaky = record.softmax("weights", filled, text="weights_zero", **grid)
+    leaky = record.softmax("weights", filled, text="weights_zero", grid=grid)
     correct = mech.softmax(logits + masks.causal_additive(logits))
     table = [_to_numpy(record, masks.weight_on(w, future)) for w in (leaky, correct)]
     names = ["future weight, fill 0", "future weight, fill −∞"]
@@ -280,8 +282,7 @@ def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> 
         output = record.compute(
             "output",
             lambda: mech.weighted_sum(leaky, v),
-            row_labels=grid["row_labels"],
-            context=grid["context"],
+            grid=Grid(grid.rows, context=grid.context),
             text="output_zero",
         )
         right = _to_numpy(record, mech.weighted_sum(correct, v))
@@ -289,13 +290,11 @@ def _zero_fill(record: StepRecorder, logits: Any, v: Any | None, grid: dict) -> 
         names.append("max |Δ output|")
     leak = np.stack(table, axis=-1)  # (n, 2 or 3)
     worst = int(np.argmax(leak[:, 0]))
-    tokens = grid["row_labels"]
+    tokens = grid.rows or ()
     record.add(
         "leak",
         leak,
-        row_labels=tokens,
-        col_labels=tuple(names),
-        context=grid["context"],
+        grid=Grid(tokens, tuple(names), context=grid.context),
         notes=(
             record.note(
                 "worst_leak",
@@ -312,10 +311,10 @@ def _to_numpy(record: StepRecorder, array: Any) -> np.ndarray:
     return np.asarray(record.run.backend.to_numpy(array), dtype=np.float64)
 
 
-def _conventions(record: StepRecorder, logits: Any, grid: dict) -> None:
+def _conventions(record: StepRecorder, logits: Any, grid: Grid) -> None:
     """The same mask in PyTorch's boolean conventions, and rows that can see no key."""
-    allowed = record.compute("sdpa_mask", lambda: masks.causal_allowed(logits), **grid)
-    blocked = record.compute("mha_mask", lambda: masks.causal_blocked(logits), **grid)
+    allowed = record.compute("sdpa_mask", lambda: masks.causal_allowed(logits), grid=grid)
+    blocked = record.compute("mha_mask", lambda: masks.causal_blocked(logits), grid=grid)
     reference = _to_numpy(record, mech.softmax(logits + masks.causal_additive(logits)))
 
     def gap(weights: Any) -> float:
@@ -331,10 +330,10 @@ def _conventions(record: StepRecorder, logits: Any, grid: dict) -> None:
             _convention("MHA bool", "False", "True", "mha(…, attn_mask=B)", gap(from_blocked)),
         ],
         kind="records",
-        context=grid["context"],
+        grid=Grid(context=grid.context),
     )
     swapped = mech.softmax(masks.fill_blocked(logits, allowed, -math.inf))  # last row: NaN
-    record.add("swapped", swapped, kind="weights", row_sums=True, **grid)
+    record.add("swapped", swapped, kind="weights", row_sums=True, grid=grid)
     _padding(record, logits, blocked, grid)
 
 
@@ -348,7 +347,7 @@ def _convention(name: str, attend: str, block: str, call: str, gap: float) -> di
     }
 
 
-def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> None:
+def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: Grid) -> None:
     """Left padding: token 1 is a pad, so query 1 (which may see only key 1) sees nothing."""
     padded = masks.with_left_padding(blocked, 1)  # (n, n) True = blocked
     pad_row = record.to_numpy(masks.leading_keys(logits, 1))[:1]  # (1, n) True = pad
@@ -356,14 +355,14 @@ def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> Non
         "padding_mask",
         lambda: masks.additive(masks.negate(padded), logits),
         parts=(Part("key_padding_mask (True = pad)", pad_row),),
-        **grid,
+        grid=grid,
     )
-    tokens = grid["row_labels"]
+    tokens = grid.rows or ()
     weights = record.softmax(
         "padded_weights",
         logits + mask,
         notes_of=lambda w: _nan_rows_note(record, w, tokens),
-        **grid,
+        grid=grid,
     )
     fixes = {
         "fix_keep_self": lambda: mech.softmax(
@@ -373,7 +372,7 @@ def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: dict) -> Non
         "fix_finite": lambda: mech.softmax(masks.fill_blocked(logits, padded, FINITE_FILL)),
     }
     for key, compute in fixes.items():
-        record.compute(key, compute, kind="weights", row_sums=True, **grid)
+        record.compute(key, compute, kind="weights", row_sums=True, grid=grid)
 
 
 def _labelled_inputs(

@@ -26,7 +26,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.model import Note, Part
-from attn_cli.walkthroughs.base import LessonRun, StepRecorder
+from attn_cli.walkthroughs.base import Grid, LessonRun, StepRecorder
 
 OPTION = "--dropout"
 GENERATORS = {
@@ -80,7 +80,7 @@ def record_dropout(
     record: StepRecorder,
     weights: Any,
     p: float,
-    grid: dict[str, Any],
+    grid: Grid,
     *,
     key: str = "dropout",
     text: str = "dropout",
@@ -91,15 +91,16 @@ def record_dropout(
     Returns the dropped weights on the backend, for the output to use.
     """
     run = record.run
+    seconds: float | None = None
     if drawn is None:
-        drawn, seconds = run.backend.timed(lambda: draw(record, weights, p))
+        dropped, seconds = run.backend.timed(lambda: draw(record, weights, p))
     else:
-        seconds = None
-    keep = record.to_numpy(drawn.keep)
+        dropped = drawn
+    keep = record.to_numpy(dropped.keep)
     kept = int(np.count_nonzero(keep))
     generator = GENERATORS[run.backend.name].format(seed=run.seed, p=f"{p:g}")
     context = {
-        **grid.get("context", {}),
+        **grid.context,
         "p": f"{p:g}",
         "keep": f"{1 - p:g}",
         "scale": f"{1 / (1 - p):.4g}",
@@ -109,10 +110,10 @@ def record_dropout(
         "total": int(keep.size),
         "generator": generator,
     }
-    sums = np.sum(np.asarray(record.to_numpy(drawn.weights), dtype=np.float64), axis=-1)
+    sums = np.sum(np.asarray(record.to_numpy(dropped.weights), dtype=np.float64), axis=-1)
     record.add(
         key,
-        drawn.weights,
+        dropped.weights,
         kind="weights",
         row_sums=True,
         parts=(
@@ -122,11 +123,9 @@ def record_dropout(
         seconds=seconds if run.time_steps else None,
         notes=(_sums_note(record, sums, p),),
         text=text,
-        row_labels=grid.get("row_labels"),
-        col_labels=grid.get("col_labels"),
-        context=context,
+        grid=Grid(grid.rows, grid.cols, context=context),
     )
-    return drawn.weights
+    return dropped.weights
 
 
 def _sums_note(record: StepRecorder, sums: np.ndarray, p: float) -> Note:

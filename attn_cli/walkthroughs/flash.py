@@ -7,7 +7,9 @@ acc / ℓ, and the plain softmax attention beside it to show they agree.
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +20,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, is_whole, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, is_whole, row_names
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
 OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False, "query_block": None}
@@ -103,7 +105,9 @@ def build(run: LessonRun) -> Walkthrough:
         steps = tiled.block_steps(q, k, v, block=block, causal=causal, use_scale=use_scale)
         final = _inner_loop(record, steps, queries, keys, base)
         output = record.compute(
-            "output", lambda: tiled.finish(final), row_labels=queries, context=base
+            "output",
+            lambda: tiled.finish(final),
+            grid=Grid(queries, context=base),
         )
         largest = {"key": "largest_block", "rows": m}
         skipped = 0
@@ -116,8 +120,7 @@ def build(run: LessonRun) -> Walkthrough:
     record.add(
         "check",
         plain,
-        row_labels=queries,
-        context=base,
+        grid=Grid(queries, context=base),
         notes=(record.note("tiled_check", difference=difference),),
     )
     notes = [record.note(str(largest["key"]), rows=largest["rows"], cols=min(block, n), m=m, n=n)]
@@ -172,8 +175,7 @@ def _both_loops(
             f"{prefix}queries",
             q[tile.start : tile.stop],
             text="tile" if number == 1 else "tile_again",
-            row_labels=names,
-            context=context,
+            grid=Grid(names, context=context),
         )
         # The inner loop's texts speak of the tile's rows: m is the tile's row count here.
         inner = {**context, "m": len(names)}
@@ -181,10 +183,9 @@ def _both_loops(
         rows_out.append(
             record.compute(
                 f"{prefix}output",
-                lambda final=final: tiled.finish(final),
+                functools.partial(tiled.finish, final),
                 text="tile_output",
-                row_labels=names,
-                context=context,
+                grid=Grid(names, context=context),
             )
         )
         skipped += tile.skipped
@@ -193,8 +194,7 @@ def _both_loops(
         "output",
         lambda: xp.concat(rows_out, axis=0),
         text="output_tiles",
-        row_labels=queries,
-        context=base,
+        grid=Grid(queries, context=base),
     )
     return output, skipped
 
@@ -232,7 +232,7 @@ def _inner_loop(
         where = f"Block {number}" if tile is None else f"Tile {tile} · block {number}"
         context = {**base, "b": number, "first": columns[0], "last": columns[-1]}
         context.update(width=len(columns), where=where)
-        rows = {"row_labels": queries, "context": context}
+        rows = Grid(queries, context=context)
         # The long texts once, for the first block of the first tile; then the short ones.
         again = "" if number == 1 and tile in (None, 1) else "_again"
         key = f"{prefix}block{number}"
@@ -240,45 +240,46 @@ def _inner_loop(
             f"{key}.scores",
             update.scores,
             text="scores" + again,
-            col_labels=columns,
-            **rows,
+            grid=replace(rows, cols=columns),
         )
         record.add(
             f"{key}.max",
             update.state.row_max,
             text="max" + again,
-            col_labels=("m",),
+            grid=replace(rows, cols=("m",)),
             parts=(
                 Part("m before", before.row_max),
                 Part(f"row max of S{number}", update.block_max),
             ),
-            **rows,
         )
         record.add(
             f"{key}.rescale",
             update.rescale,
             text="rescale" + again,
-            col_labels=("c",),
-            **rows,
+            grid=replace(rows, cols=("c",)),
         )
-        record.add(f"{key}.p", update.p, text="p" + again, col_labels=columns, **rows)
+        record.add(
+            f"{key}.p",
+            update.p,
+            text="p" + again,
+            grid=replace(rows, cols=columns),
+        )
         record.add(
             f"{key}.sum",
             update.state.row_sum,
             text="sum" + again,
-            col_labels=("ℓ",),
+            grid=replace(rows, cols=("ℓ",)),
             parts=(
                 Part("ℓ before", before.row_sum),
                 Part(f"row sum of P{number}", update.block_sum),
             ),
-            **rows,
         )
         record.add(
             f"{key}.acc",
             update.state.acc,
             text="acc" + again,
             parts=(Part("acc before", before.acc), Part(f"P{number} V{number}", update.pv)),
-            **rows,
+            grid=rows,
         )
         state = update.state
     assert state is not None  # n >= 1 keys make at least one block, and a tile meets key 1

@@ -7,8 +7,9 @@ its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
 from attn_cli.walkthroughs.base import (
+    Grid,
     Lesson,
     LessonRun,
     StepRecorder,
@@ -199,7 +201,7 @@ def draw_biases(seed: int, weights: dict[str, np.ndarray]) -> dict[str, np.ndarr
     """
     rng = np.random.default_rng(seed).spawn(2)[1]
     return {
-        BIAS_OF[name]: rng.standard_normal(w.shape[1]) / math.sqrt(w.shape[0])
+        BIAS_OF[name]: rng.standard_normal((w.shape[1],)) / math.sqrt(w.shape[0])
         for name, w in weights.items()
     }
 
@@ -241,7 +243,7 @@ def build(run: LessonRun) -> Walkthrough:
         "split",
         _split_records(heads, d_k, projected),
         kind="records",
-        context=base,
+        grid=Grid(context=base),
         notes=_split_notes(record, heads, d_in, d_out, d_k),
     )
     mask = _mask_steps(record, x, run.options, tokens, base)
@@ -260,7 +262,7 @@ def build(run: LessonRun) -> Walkthrough:
         # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
         draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
         for index, head in enumerate(computed):
-            grid = {**head.rows, "col_labels": tokens}
+            grid = replace(head.rows, cols=tokens)
             dropped = dropout.record_dropout(
                 record,
                 head.weights,
@@ -276,17 +278,13 @@ def build(run: LessonRun) -> Walkthrough:
     differences = record.compute(
         "differences",
         lambda: mh.weight_differences(head_weights),
-        row_labels=head_names,
-        col_labels=head_names,
-        context=base,
+        grid=Grid(head_names, head_names, context=base),
     )
     concat_labels = _split_labels(d_out, d_k)
     joined = record.compute(
         "concat",
         lambda: mh.concat(outputs),
-        row_labels=tokens,
-        col_labels=concat_labels,
-        context=base,
+        grid=Grid(tokens, concat_labels, context=base),
         notes=() if projected else (record.note("concat_only"),),
     )
     output = joined
@@ -297,8 +295,7 @@ def build(run: LessonRun) -> Walkthrough:
         output = record.compute(
             "output",
             lambda: mh.affine(joined, wo, bo),
-            row_labels=tokens,
-            context=output_context,
+            grid=Grid(tokens, context=output_context),
             text="output" if bo is None else "output_bias",
         )
     inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
@@ -363,12 +360,12 @@ def _mask_steps(
     lengths = padding.valid_lengths(options.get("valid_len"), n, n)
     if not causal and lengths is None:
         return None
-    grid = {"row_labels": tokens, "col_labels": tokens, "context": base}
+    grid = Grid(tokens, tokens, base)
     xp = namespace_of(x)
     like = xp.zeros((n, n), dtype=x.dtype, device=x.device)  # (n, n): a mask's shape and dtype
     mask = None
     if causal:
-        mask = record.compute("mask", lambda: masks.causal_additive(like), **grid)
+        mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid)
     if lengths is not None:
         pad = padding.record_padding(record, like, lengths, grid, causal=causal)
         mask = pad if mask is None else mask + pad
@@ -419,18 +416,14 @@ def _head_steps(
     is recorded by _head_output, after dropout when there is dropout)."""
     d_k = base["dk"]
     context = {**base, "head": index + 1, "cols": _span(index, d_k)}
-    rows = {"row_labels": tokens, "context": context}
+    rows = Grid(tokens, context=context)
     prefix = f"head{index + 1}"
     qkv = [
         record.compute(
             f"{prefix}.{letter}",
-            lambda w=w, b=b: mh.affine(
-                x,
-                mh.head_block(w, index, heads),
-                None if b is None else mh.head_block(b, index, heads),
-            ),
+            functools.partial(_head_affine, x, w, b, index, heads),
             text=f"head_{letter}" if b is None else f"head_{letter}_bias",
-            **rows,
+            grid=rows,
         )
         for letter, (w, b) in zip("QKV", projections, strict=True)
     ]
@@ -443,8 +436,7 @@ def _head_steps(
             f"{prefix}.masked",
             result.scaled + mask,
             text="head_masked",
-            col_labels=tokens,
-            **rows,
+            grid=replace(rows, cols=tokens),
         )
         weights_text = "head_weights_masked"
     record.add(
@@ -454,10 +446,16 @@ def _head_steps(
         row_sums=True,
         parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
         text=weights_text,
-        col_labels=tokens,
-        **rows,
+        grid=replace(rows, cols=tokens),
     )
     return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
+
+
+def _head_affine(x: Any, w: Any, b: Any | None, index: int, heads: int) -> Any:
+    """Head ``index``'s projection: X times its block of W's columns, plus its block of b."""
+    return mh.affine(
+        x, mh.head_block(w, index, heads), None if b is None else mh.head_block(b, index, heads)
+    )
 
 
 @dataclass
@@ -465,7 +463,7 @@ class _Head:
     """One head's results, for its output step (recorded after dropout when there is any)."""
 
     prefix: str  # "head1"
-    rows: dict[str, Any]  # row labels and the step context
+    rows: Grid  # row labels and the step context
     weights: Any  # (n, n)
     v: Any  # (n, d_k)
     output: Any  # (n, d_k) A V, replaced by Ã V after dropout
@@ -482,7 +480,7 @@ def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) 
         head.output,
         seconds=seconds if record.run.time_steps else None,
         text="head_output" if dropped is None else "head_output_dropout",
-        **head.rows,
+        grid=head.rows,
     )
 
 

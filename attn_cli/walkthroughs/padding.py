@@ -17,7 +17,7 @@ from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import masks
 from attn_cli.model import Part
-from attn_cli.walkthroughs.base import StepRecorder
+from attn_cli.walkthroughs.base import Grid, StepRecorder
 
 OPTION = "--valid-len"
 # What --valid-len and options.valid_len accept: one length, or one per query row.
@@ -83,7 +83,7 @@ def record_padding(
     record: StepRecorder,
     like: Any,
     lengths: tuple[int, ...],
-    grid: dict[str, Any],
+    grid: Grid,
     *,
     causal: bool,
 ) -> Any:
@@ -104,7 +104,7 @@ def record_padding(
     label = "SDPA attn_mask (True = may attend)" + (", causal included" if causal else "")
     parts.append(Part(label, sdpa))
     context = {
-        **grid["context"],
+        **grid.context,
         "lengths": describe(lengths),
         "causal_sdpa": _CAUSAL_SDPA if causal else "",
     }
@@ -113,9 +113,7 @@ def record_padding(
         lambda: masks.additive(allowed, like),
         parts=tuple(parts),
         text="padding" if one_length else "padding_rows",
-        row_labels=grid["row_labels"],
-        col_labels=grid["col_labels"],
-        context=context,
+        grid=Grid(grid.rows, grid.cols, context=context),
     )
 
 

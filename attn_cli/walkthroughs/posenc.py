@@ -12,7 +12,7 @@ from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Part, Walkthrough
-from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, whole_option
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, whole_option
 
 INPUTS = ()  # no matrix inputs: the sizes below are the lesson's options
 OPTIONS: dict[str, Any] = {
@@ -116,18 +116,18 @@ def build(run: LessonRun) -> Walkthrough:
     record.add(
         "frequencies",
         frequency_table(backend.to_numpy(omega), lengths, s.layout, n),
-        row_labels=tuple(f"pair {i}" for i in range(h)),
-        col_labels=("sin col", "cos col", "ω rad/pos", "wavelength", "× pair 0", "turns"),
-        context=context,
+        grid=Grid(
+            tuple(f"pair {i}" for i in range(h)),
+            ("sin col", "cos col", "ω rad/pos", "wavelength", "× pair 0", "turns"),
+            context=context,
+        ),
         seconds=took if run.time_steps else None,
     )
     pe = record.compute(
         "pe",
         lambda: mech.encoding(positions, omega, s.layout),
         kind="heatmap",
-        row_labels=rows,
-        col_labels=columns,
-        context=context,
+        grid=Grid(rows, columns, context=context),
     )
 
     def shift() -> tuple[Any, Any]:
@@ -140,10 +140,10 @@ def build(run: LessonRun) -> Walkthrough:
         "shift",
         m_k,
         kind="matrix",  # mostly zeros: a table (its corner when large) shows the 2 × 2 blocks
-        row_labels=columns,
-        col_labels=columns,
+        grid=Grid(
+            columns, columns, context={**context, "max_error": error, "eps": EPSILON[backend.dtype]}
+        ),
         parts=(Part(f"largest |PE(pos+{s.offset}) − M_{s.offset} PE(pos)|", error, "scalar"),),
-        context={**context, "max_error": error, "eps": EPSILON[backend.dtype]},
         seconds=took if run.time_steps else None,
     )
 
@@ -157,13 +157,11 @@ def build(run: LessonRun) -> Walkthrough:
         "similarity",
         s_matrix,
         kind="heatmap",
-        row_labels=rows,
-        col_labels=rows,
+        grid=Grid(rows, rows, context={**context, "max_spread": float(spread.max())}),
         parts=(  # one row per distance δ = |i − j| = 0 .. N−1
             Part("Σ cos(wₚ·δ)", namespace_of(by_lag).reshape(by_lag, (n, 1))),
             Part("spread", spread.reshape(n, 1)),
         ),
-        context={**context, "max_spread": float(spread.max())},
         seconds=took if run.time_steps else None,
     )
     notes = () if s.layout == "interleaved" else (record.note("split", h=h, last=h - 1, d=d - 1),)

@@ -12,7 +12,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, row_names
 
 INPUTS = lesson_specs.SCALED
 OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None, "dropout": None}
@@ -64,27 +64,26 @@ def build(run: LessonRun) -> Walkthrough:
     keys = row_names(run, "keys", n, "k", "the lesson file")
     context = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
-    grid = {"row_labels": queries, "col_labels": keys, "context": context}
+    grid = Grid(queries, keys, context)
 
-    scores = record.compute("scores", lambda: mech.scores(q, k), **grid)
+    scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
     logits = scores
     if use_scale:
-        logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
+        logits = record.compute("scaled", lambda: mech.scale(scores, d_k), grid=grid)
     lengths = padding.valid_lengths(run.options.get("valid_len"), m, n)
     if lengths is not None:
         unmasked = logits
         pad = padding.record_padding(record, unmasked, lengths, grid, causal=False)
         context["logits"] = "S / √d_k" if use_scale else "S"
-        logits = record.compute("masked", lambda: unmasked + pad, **grid)
-    weights = record.softmax("weights", logits, **grid)
+        logits = record.compute("masked", lambda: unmasked + pad, grid=grid)
+    weights = record.softmax("weights", logits, grid=grid)
     p = dropout.probability(run.options.get("dropout"))
     if p is not None:
         weights = dropout.record_dropout(record, weights, p, grid)
     output = record.compute(
         "output",
         lambda: mech.weighted_sum(weights, v),
-        row_labels=queries,
-        context=context,
+        grid=Grid(queries, context=context),
         text=dropout.output_text(p),
     )
     notes = () if use_scale else (record.note("no_scale"),)

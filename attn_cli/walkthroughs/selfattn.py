@@ -14,7 +14,7 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Lesson, LessonRun, StepRecorder, is_whole, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, is_whole, row_names
 
 INPUTS = lesson_specs.SELFATTN
 OPTIONS: dict[str, Any] = {"scale": True, "permute": None, "dropout": None}
@@ -120,21 +120,21 @@ def build(run: LessonRun) -> Walkthrough:
     tokens = row_names(run, "tokens", n, "x", "--tokens")
     context = {"n": n, "d": d, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
-    rows = {"row_labels": tokens, "context": context}
-    grid = {"row_labels": tokens, "col_labels": tokens, "context": context}
+    rows = Grid(tokens, context=context)
+    grid = Grid(tokens, tokens, context)
 
-    q = record.compute("Q", lambda: proj.project(x, wq), **rows)
-    k = record.compute("K", lambda: proj.project(x, wk), **rows)
-    v = record.compute("V", lambda: proj.project(x, wv), **rows)
-    scores = record.compute("scores", lambda: mech.scores(q, k), **grid)
+    q = record.compute("Q", lambda: proj.project(x, wq), grid=rows)
+    k = record.compute("K", lambda: proj.project(x, wk), grid=rows)
+    v = record.compute("V", lambda: proj.project(x, wv), grid=rows)
+    scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
     logits = scores
     if use_scale:
-        logits = record.compute("scaled", lambda: mech.scale(scores, d_k), **grid)
-    weights = record.softmax("weights", logits, **grid)
+        logits = record.compute("scaled", lambda: mech.scale(scores, d_k), grid=grid)
+    weights = record.softmax("weights", logits, grid=grid)
     p = dropout.probability(run.options.get("dropout"))
     used = weights if p is None else dropout.record_dropout(record, weights, p, grid)
     output = record.compute(
-        "output", lambda: mech.weighted_sum(used, v), text=dropout.output_text(p), **rows
+        "output", lambda: mech.weighted_sum(used, v), text=dropout.output_text(p), grid=rows
     )
 
     notes = _default_notes(record, defaulted, d)
@@ -210,18 +210,23 @@ def _permuted(
     shown = order if len(order) <= 12 else [*order[:8], "…"]
     context = {**context, "order": ",".join(str(i) for i in shown)}
     x_moved = run.inputs["X"][order]  # row p is the token that was at position order[p]
-    record.add("permuted.X", x_moved, row_labels=moved, context=context)
+    record.add(
+        "permuted.X",
+        x_moved,
+        grid=Grid(moved, context=context),
+    )
     use_scale = bool(run.options.get("scale", True))
     result, seconds = backend.timed(
         lambda: proj.self_attention(backend.asarray(x_moved), *weights, use_scale=use_scale)
     )
-    grid = {"row_labels": moved, "col_labels": moved, "context": context}
-    record.add("permuted.weights", result.attention.weights, kind="weights", row_sums=True, **grid)
+    grid = Grid(moved, moved, context)
+    record.add(
+        "permuted.weights", result.attention.weights, kind="weights", row_sums=True, grid=grid
+    )
     record.add(
         "permuted.output",
         result.attention.output,
-        row_labels=moved,
-        context=context,
+        grid=Grid(moved, context=context),
         seconds=seconds if run.time_steps else None,
     )
     expected = record.to_numpy(output)[order]
@@ -233,7 +238,13 @@ def _permuted(
         verdict = record.note("permuted_rounding", difference=difference)
     else:
         verdict = record.note("permuted_wrong", difference=difference)
-    record.add("permuted.difference", difference, kind="scalar", context=context, notes=(verdict,))
+    record.add(
+        "permuted.difference",
+        difference,
+        kind="scalar",
+        grid=Grid(context=context),
+        notes=(verdict,),
+    )
     if len(tokens) <= 8:
         return [
             record.note(

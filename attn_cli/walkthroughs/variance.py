@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from attn_cli.mechanisms import attention
 from attn_cli.mechanisms import variance as mech
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs.base import (
+    Grid,
     Lesson,
     LessonRun,
     StepRecorder,
@@ -166,17 +168,22 @@ def build(run: LessonRun) -> Walkthrough:
         "three_sigma": 3 * sigma,
         "seed": run.seed,
     }
-    timing = {"seconds": sum(seconds)} if run.time_steps else {}
-    record.add("moments", _moments_table(results), kind="records", context=context, **timing)
-    record.add("softmax", _softmax_table(results), kind="records", context=context)
-    record.add("gradient", _gradient_table(results), kind="records", context=context)
+    record.add(
+        "moments",
+        _moments_table(results),
+        kind="records",
+        grid=Grid(context=context),
+        seconds=sum(seconds) if run.time_steps else None,
+    )
+    record.add("softmax", _softmax_table(results), kind="records", grid=Grid(context=context))
+    record.add("gradient", _gradient_table(results), kind="records", grid=Grid(context=context))
     histogram = next(result.histogram for result in results if result.histogram is not None)
     outside = {name: scores - sum(counts) for name, counts in histogram.items()}
     record.add(
         "histogram",
         {"edges": list(edges), "series": histogram},
         kind="histogram",
-        context=context,
+        grid=Grid(context=context),
         notes=tuple(
             record.note("outside_histogram", count=count, series=name, sigmas=HISTOGRAM_SIGMAS)
             for name, count in outside.items()
@@ -215,7 +222,8 @@ def _measure(
         seed = int(np.random.SeedSequence([run.seed, dk]).generate_state(1)[0])
         draw = run.backend.normal_sampler(seed)
         result, took = run.backend.timed(
-            lambda dk=dk, index=index, draw=draw: mech.estimate(
+            functools.partial(
+                mech.estimate,
                 draw,
                 dk,
                 s.keys,
@@ -298,21 +306,23 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
         weights,
         kind="weights",
         row_sums=True,
-        row_labels=rows,
-        col_labels=labels("k", len(s.spiky_scores)),
+        grid=Grid(
+            rows,
+            labels("k", len(s.spiky_scores)),
+            context={
+                "dk": s.spiky_dk,
+                "root": root,
+                "top_raw": float(top[0]),
+                "top_scaled": float(top[1]),
+                "grad_raw": float(grads[0]),
+                "grad_scaled": float(grads[1]),
+                "gain": float(grads[1] / grads[0]) if grads[0] else math.inf,
+            },
+        ),
         parts=(
             Part("scores", logits),
             Part("w_max (1 − w_max)", namespace_of(gradient).reshape(gradient, (2, 1))),
         ),
-        context={
-            "dk": s.spiky_dk,
-            "root": root,
-            "top_raw": float(top[0]),
-            "top_scaled": float(top[1]),
-            "grad_raw": float(grads[0]),
-            "grad_scaled": float(grads[1]),
-            "gain": float(grads[1] / grads[0]) if grads[0] else math.inf,
-        },
         seconds=took if run.time_steps else None,
     )
 
@@ -333,8 +343,11 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
         weights,
         kind="weights",
         row_sums=True,
-        row_labels=tuple(_temperature_label(t) for t in s.temperatures),
-        col_labels=labels("s", len(s.logits)),
+        grid=Grid(
+            tuple(_temperature_label(t) for t in s.temperatures),
+            labels("s", len(s.logits)),
+            context={"largest": max(s.dks), "root": math.sqrt(max(s.dks))},
+        ),
         parts=(
             Part("s / T", tempered),
             Part(
@@ -342,7 +355,6 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
                 namespace_of(gradient).reshape(gradient, (len(s.temperatures), 1)),
             ),
         ),
-        context={"largest": max(s.dks), "root": math.sqrt(max(s.dks))},
         seconds=took if run.time_steps else None,
     )
 

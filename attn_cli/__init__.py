@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import UserError
+from attn_cli.lesson_specs import LESSONS as _LESSONS
 
 if TYPE_CHECKING:
     from attn_cli.model import Note, Step, Walkthrough
 
 __version__ = "0.1.0"
 
-# The lesson functions (see attn_cli.api), resolved on first use.
-_LESSONS = ("scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance", "flash")
+# The lesson functions (see attn_cli.api, one per name in _LESSONS) are resolved on first use.
 
 __all__ = ["Note", "Step", "UserError", "Walkthrough", "__version__", *_LESSONS]
 

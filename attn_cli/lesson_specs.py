@@ -126,3 +126,7 @@ INPUTS: dict[str, tuple[InputSpec, ...]] = {
     "variance": (),
     "flash": SCALED,  # the same inputs and checks as attn scaled
 }
+
+# Every lesson, in the order `attn --help` lists them: the package's lesson functions, the
+# lesson registry (walkthroughs.base) and the Python API read this one list.
+LESSONS: tuple[str, ...] = tuple(INPUTS)

@@ -189,3 +189,15 @@ def test_a_drawn_input_the_lesson_refuses_is_a_user_error():
     shapes = multihead.random_shapes({"n": 3, "d_model": 4})
     with pytest.raises(UserError, match="heads"):
         draw_inputs(multihead, shapes, 0, multihead.options_with({"heads": 3}))
+
+
+def test_one_list_of_lessons():
+    """The package's lesson functions, the Python API and the lesson registry list the same
+    lessons as lesson_specs, in its order."""
+    import attn_cli
+    from attn_cli.api import LESSONS as API_LESSONS
+    from attn_cli.lesson_specs import LESSONS
+    from attn_cli.walkthroughs.base import LESSON_MODULES
+
+    assert API_LESSONS == LESSONS == tuple(LESSON_MODULES)
+    assert [name for name in attn_cli.__all__ if name in LESSONS] == list(LESSONS)

@@ -18,6 +18,7 @@ import numpy as np
 from attn_cli.backend import Array, Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
+from attn_cli.lesson_specs import LESSONS
 from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
@@ -25,16 +26,7 @@ from attn_cli.templates import fill
 
 # Lesson name -> module computing it (and declaring it as LESSON). The CLI commands and the
 # generic tools read this.
-LESSON_MODULES: dict[str, str] = {
-    "scaled": "attn_cli.walkthroughs.scaled",
-    "bahdanau": "attn_cli.walkthroughs.bahdanau",
-    "selfattn": "attn_cli.walkthroughs.selfattn",
-    "causal": "attn_cli.walkthroughs.causal",
-    "multihead": "attn_cli.walkthroughs.multihead",
-    "posenc": "attn_cli.walkthroughs.posenc",
-    "variance": "attn_cli.walkthroughs.variance",
-    "flash": "attn_cli.walkthroughs.flash",
-}
+LESSON_MODULES: dict[str, str] = {name: f"attn_cli.walkthroughs.{name}" for name in LESSONS}
 
 Inputs = dict[str, np.ndarray]
 Shapes = dict[str, tuple[int, ...]]

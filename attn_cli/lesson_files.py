@@ -36,7 +36,9 @@ the JSON Schema editors validate with from the same definition.
 
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
 ``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
-out from the bundled file of its lesson (:func:`own_lesson_file`). The full description, with
+out from the bundled file of its lesson (:func:`own_lesson_file`). Every file's step texts and
+notes, bundled or not, are checked against the texts its lesson declares (their keys and
+placeholders, :mod:`attn_cli.lesson_texts`) before it runs. The full description, with
 the rounding rule for printed values, is docs/lesson-files.md.
 """
 
@@ -52,6 +54,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.lesson_format import check_keys
+from attn_cli.lesson_texts import check_texts
 from attn_cli.matrices import as_matrix_or_batch
 from attn_cli.templates import template_fields
 from attn_cli.usertext import printable
@@ -176,7 +179,28 @@ def bundled_lesson_names() -> list[str]:
 
 
 def load_bundled(lesson: str) -> LessonFile:
+    """The bundled file of ``lesson``, read (see :func:`bundled_for_run` for one to run)."""
     return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml")
+
+
+def bundled_for_run(lesson: str) -> LessonFile:
+    """The bundled file of ``lesson``, its texts checked against the lesson's declaration."""
+    return with_checked_texts(load_bundled(lesson))
+
+
+def with_checked_texts(file: LessonFile) -> LessonFile:
+    """``file``, once its step texts and notes are checked against its lesson's declaration
+    (:func:`attn_cli.lesson_texts.check_texts`; once per file read)."""
+    if _TEXTS_CHECKED.get(id(file)) is not file:
+        from attn_cli.walkthroughs.base import get_lesson  # the lessons import this module
+
+        check_texts(file, get_lesson(file.lesson).texts)
+        _TEXTS_CHECKED[id(file)] = file
+    return file
+
+
+# Files whose texts were checked in this run (kept, so that their ids stay theirs).
+_TEXTS_CHECKED: dict[int, LessonFile] = {}
 
 
 # Parsed lesson files by (path, modification time, size): one run reads each file once, even
@@ -231,29 +255,19 @@ def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -
             f"'attn {own.lesson} --lesson {path}' (or 'attn check {path}')."
         )
     declared = get_lesson(own.lesson)
+    with_checked_texts(own)  # its step and note keys, and their placeholders
     try:
         bundled: LessonFile | None = load_bundled(own.lesson)
-    except UserError:
+    except UserError:  # not installed: the lecturer's file stands alone
         bundled = None
-    if bundled is not None and bundled.steps:
-        unknown = sorted(set(own.steps) - set(bundled.steps))
+    if bundled is not None:
+        with_checked_texts(bundled)  # what the own file leaves out comes from it
+        unknown = sorted(set(own.headings) - set(bundled.headings))
         if unknown:
             raise UserError(
-                f"{path}: [steps.{unknown[0]}]: lesson {own.lesson!r} has no step {unknown[0]!r}; "
-                f"its steps are: {', '.join(bundled.steps)}."
+                f"{path}: [headings] {unknown[0]}: lesson {own.lesson!r} has no heading "
+                f"{unknown[0]!r}; its headings are: {', '.join(bundled.headings) or 'none'}."
             )
-    if bundled is not None:
-        for table, own_keys, names in (
-            ("notes", own.notes, bundled.notes),
-            ("headings", own.headings, bundled.headings),
-        ):
-            unknown = sorted(set(own_keys) - set(names))
-            if unknown:
-                raise UserError(
-                    f"{path}: [{table}] {unknown[0]}: lesson {own.lesson!r} has no "
-                    f"{table.rstrip('s')} {unknown[0]!r}; its {table} are: "
-                    f"{', '.join(names) or 'none'}."
-                )
     for example in own.examples:
         _check_example_fields(declared, example, f"{path}: example {example.name!r}")
     return own.over(bundled) if bundled is not None else own

@@ -4,8 +4,9 @@
     cp attn_cli/schema/lesson.schema.json docs/
 
 Its structure is the loader's own definition (:data:`attn_cli.lesson_format.LESSON_FILE`); what
-depends on the lesson (its step keys, input names, options) comes from the lesson modules and
-bundled files the runner checks a lecturer's file against. Draft-07, which taplo and VS Code's
+depends on the lesson (its step and note keys, input names, options) comes from the lesson's
+declaration (``LESSON = Lesson(...)``), its column headings from the bundled file: what the
+loader checks a lesson file against. Draft-07, which taplo and VS Code's
 Even Better TOML read. tests/test_lesson_schema.py fails when the committed file is stale.
 """
 
@@ -105,11 +106,10 @@ def _lesson_rule(name: str) -> dict[str, Any]:
     if required:
         example["required"] = ["inputs"]
     then: dict[str, Any] = {"properties": {"examples": {"items": example}}}
-    bundled = load_bundled(name)
     for table, keys in (
-        ("steps", bundled.steps),
-        ("notes", bundled.notes),
-        ("headings", bundled.headings),
+        ("steps", lesson.texts.steps),  # the lesson's declaration
+        ("notes", lesson.texts.notes),
+        ("headings", load_bundled(name).headings),
     ):
         if keys:
             then["properties"][table] = {"propertyNames": {"enum": list(keys)}}

@@ -15,7 +15,7 @@ from attn_cli.errors import UserError
 from attn_cli.lesson_files import (
     Example,
     LessonFile,
-    load_bundled,
+    bundled_for_run,
     missing_input,
     own_lesson_file,
 )
@@ -55,7 +55,7 @@ class RunRequest:
 def lesson_data(request: RunRequest) -> LessonFile:
     """The bundled lesson file, or the user's own (which must be for this lesson)."""
     if request.lesson_file is None:
-        return load_bundled(request.lesson)
+        return bundled_for_run(request.lesson)
     return own_lesson_file(request.lesson_file, request.lesson)
 
 

@@ -2,15 +2,16 @@
 
 Lesson files are user input (a lecturer's own file, or one downloaded), so a text is not handed
 to ``str.format``, which would allow attribute and index access (``{n.__class__}``), conversions
-and unbounded widths. One mechanism checks a text when its file is loaded (the forms allowed)
-and when it is filled (the names the lesson hands over).
+and unbounded widths. One mechanism checks a text when its file is loaded (the forms allowed
+here; the names, against what the lesson declares it hands over, in
+:func:`attn_cli.lesson_texts.check_texts`) and again when it is filled.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from attn_cli.errors import UserError
@@ -40,11 +41,7 @@ def fill(
         if name is None:
             continue
         if name not in context:
-            known = ", ".join(f"{{{key}}}" for key in sorted(context)) or "none"
-            raise UserError(
-                f"{where}: unknown placeholder {{{name}}}; the placeholders here are: {known} "
-                "(write {{ and }} for a literal brace)."
-            )
+            raise unknown_placeholder(name, context, where)
         value = context[name]
         if precision is not None and not spec and isinstance(value, float):
             from attn_cli.render.numbers import format_number  # the tables' own rule
@@ -59,6 +56,15 @@ def fill(
                 f"{context[name]!r}; write {{{name}}}."
             ) from None
     return "".join(pieces)
+
+
+def unknown_placeholder(name: str, known: Iterable[str], where: str) -> UserError:
+    """The error for a placeholder ``{name}`` that is not one of the ``known`` names."""
+    listed = ", ".join(f"{{{key}}}" for key in sorted(known)) or "none"
+    return UserError(
+        f"{where}: unknown placeholder {{{name}}}; the placeholders here are: {listed} "
+        "(write {{ and }} for a literal brace)."
+    )
 
 
 # A format spec a lesson text may use: align, sign, width and precision of at most two digits

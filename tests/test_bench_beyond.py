@@ -107,18 +107,30 @@ def _sweep(impls: str, sizes: str, *extra: str) -> dict:
 @pytest.mark.slow
 def test_the_exponents_of_seed_002s_table_on_the_cpu():
     """Window (w fixed) and linear attention (d fixed) grow as n¹ in time and memory; vanilla
-    as n². One thread, medians of 5 runs, loose bounds on time (a shared machine adds noise:
-    under load 6.7 on 2 cores linear-numpy once gave 1.5 at n = 1024..16384), ±0.2 on memory."""
-    local = _sweep("window-numpy,linear-numpy", "2048..32768", "--window", "16", "--block", "64")
-    vanilla = _sweep("numpy", "256..2048")
-    for impl, (time_low, time_high), memory in [
-        ("window-numpy", (0.7, 1.5), 1.0),
-        ("linear-numpy", (0.7, 1.5), 1.0),
-        ("numpy", (1.6, 2.6), 2.0),
-    ]:
-        rows = [row for row in (local["rows"] + vanilla["rows"]) if row["impl"] == impl]
+    as n². One thread, medians of 5 runs, loose bounds on time, ±0.2 on memory. Load from other
+    processes only adds time, so a time exponent outside its bounds is measured once more and
+    fitted on the smaller median of the two sweeps at each n (under load 6.7 on 2 cores, one
+    sweep of linear-numpy gave 1.5 at n = 1024..16384, one of vanilla 2.9 at n = 256..2048)."""
+    sweeps = {
+        "window-numpy": ("2048..32768", "--window", "16", "--block", "64"),
+        "linear-numpy": ("2048..32768",),
+        "numpy": ("512..4096",),
+    }
+    bounds = {
+        "window-numpy": (0.7, 1.5, 1.0),
+        "linear-numpy": (0.7, 1.5, 1.0),
+        "numpy": (1.6, 2.6, 2.0),
+    }
+    for impl, (sizes, *extra) in sweeps.items():
+        time_low, time_high, memory = bounds[impl]
+        rows = _sweep(impl, sizes, *extra)["rows"]
         ns = [row["n"] for row in rows]
-        time_exponent = slope(ns, [row["ms_median"] for row in rows])
+        times = [row["ms_median"] for row in rows]
+        time_exponent = slope(ns, times)
+        if not time_low <= time_exponent <= time_high:
+            again = _sweep(impl, sizes, *extra)["rows"]
+            times = [min(a, row["ms_median"]) for a, row in zip(times, again, strict=True)]
+            time_exponent = slope(ns, times)
         memory_exponent = slope(ns, [row["peak_mem_bytes"] for row in rows])
         assert time_low <= time_exponent <= time_high, (impl, time_exponent)
         assert abs(memory_exponent - memory) <= 0.2, (impl, memory_exponent)

@@ -16,7 +16,7 @@ from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, row_names
 
 INPUTS = lesson_specs.BAHDANAU
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
@@ -307,6 +307,33 @@ def _saturation_notes(record: StepRecorder, summed: np.ndarray) -> tuple[Note, .
     return (note,)
 
 
+# What every step's text reads: the sizes.
+SIZES = ("n", "d_h", "d_s", "d_a", "d_v")
+TEXTS = Texts(
+    steps={
+        **dict.fromkeys(("W1h", "W2s", "sum", "tanh", "scores", "weights"), SIZES),
+        # The context: of H, or of --values; with --dropout, of the dropped weights.
+        **dict.fromkeys(("context", "context_values"), SIZES),
+        "dropout": (*SIZES, *dropout.STEP_NAMES),
+        **dict.fromkeys(("context_dropout", "context_values_dropout"), SIZES),
+        # --compare: Luong's dot and general scores, then the three side by side.
+        **dict.fromkeys(("dot.scores", "dot.weights", "dot.context"), SIZES),
+        **dict.fromkeys(("general.scores", "general.weights", "general.context"), SIZES),
+        **dict.fromkeys(("compare.table", "compare.contexts", "compare.cost"), SIZES),
+    },
+    notes={
+        "saturated": ("flat", "entries", "bound", "gap", "slope"),
+        "single_state": (),
+        "wa_identity": ("d_s", "d_h"),
+        "compare_before_dropout": (),
+        "compare_values": (),
+        "scores_agree": ("state",),
+        "scores_disagree": ("picks",),
+        # One decoder step: the dropped weights are one row, whose sums never differ.
+        **{key: dropout.NOTES[key] for key in ("dropout_none", "dropout_sums_equal")},
+    },
+)
+
 LESSON = Lesson(
     name="bahdanau",
     inputs=INPUTS,
@@ -319,4 +346,5 @@ LESSON = Lesson(
     # --wa and --values may be given on top of a lecture example (another W_a with --compare;
     # values that differ from the keys H).
     example_overrides=frozenset(("W_a", "values")),
+    texts=TEXTS,
 )

@@ -1,9 +1,10 @@
 """What every lesson shares: the run request, the step recorder and the lesson registry.
 
 A lesson module (``attn_cli/walkthroughs/<name>.py``) ends with its declaration,
-``LESSON = Lesson(...)`` (:class:`Lesson`): its inputs, options, labels and the functions that
-check, size and compute it. One generic path (CLI commands, ``attn check``, quizzes, lesson
-files of one's own, the Python API) runs any lesson through :func:`get_lesson`.
+``LESSON = Lesson(...)`` (:class:`Lesson`): its inputs, options, labels, the functions that
+check, size and compute it, and its texts (:class:`~attn_cli.lesson_texts.Texts`). One generic
+path (CLI commands, ``attn check``, quizzes, lesson files of one's own, the Python API) runs any
+lesson through :func:`get_lesson`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
 from attn_cli.lesson_specs import LESSONS
 from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
+from attn_cli.lesson_texts import Texts as Texts  # declared where the loader reads it
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
 from attn_cli.templates import fill
@@ -53,6 +55,8 @@ class Lesson:
     # The memory the walkthrough will hold: (shapes, options, itemsize) -> bytes.
     estimate_bytes: Callable[[Shapes, dict[str, Any], int], int]
     build: Callable[[LessonRun], Walkthrough]  # compute every step
+    # Every step text and note it records, with the placeholder names it hands over to each.
+    texts: Texts
     # Random inputs of those shapes from a seed (multihead scales its weights).
     draw_random: Callable[[Shapes, int], Inputs] = draw_standard_normal
     # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
@@ -167,6 +171,7 @@ class StepRecorder:
         ``text`` names the lesson text to use when it is not the step's key: steps that repeat
         (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
         """
+        self.check_declared("steps", text or key, grid.context)
         words = self.run.lesson.text(text or key)
         where = f"{self.run.lesson.path or self.run.lesson.lesson}: [steps.{text or key}]"
         shown = self.to_numpy(value)
@@ -198,6 +203,7 @@ class StepRecorder:
         It is filled once here, so that a placeholder the values lack (in a lecturer's file) is
         a user error naming the file and key when the note is made, not when it is shown.
         """
+        self.check_declared("notes", key, values)
         lesson = self.run.lesson
         where = f"{lesson.path or lesson.lesson}: [notes] {key}"
         template = lesson.notes.get(key)
@@ -209,6 +215,28 @@ class StepRecorder:
         }
         fill(template, plain, where, precision=4)
         return Note(key, template, plain)
+
+    def check_declared(self, table: str, key: str, names: Mapping[str, Any]) -> None:
+        """Refuse a text the lesson does not declare (``LESSON.texts``), or one missing a name
+        the declaration promises it; a note must hand over exactly its declared values.
+
+        The lesson file was checked against the declaration when it was loaded, so a text that
+        passes here can be filled; failing here is a bug in the lesson, not in the file.
+        """
+        lesson = self.run.lesson.lesson
+        texts = get_lesson(lesson).texts
+        promised = (texts.steps if table == "steps" else texts.notes).get(key)
+        if promised is None:
+            raise TypeError(
+                f"lesson {lesson!r} records {table} text {key!r} but its texts do not declare it"
+            )
+        missing = sorted(set(promised) - set(names))
+        extra = sorted(set(names) - set(promised)) if table == "notes" else []
+        if missing or extra:
+            raise TypeError(
+                f"lesson {lesson!r}, {table} text {key!r}: declared {list(promised)}, but the code "
+                f"hands over {sorted(names)} (missing {missing}, undeclared {extra})"
+            )
 
     def headings(self, records: Any) -> dict[str, str]:
         """The display heading of each key of a records table (``[headings]``; else the key)."""

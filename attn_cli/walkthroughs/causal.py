@@ -22,7 +22,15 @@ from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, option_of, row_names
+from attn_cli.walkthroughs.base import (
+    Grid,
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    Texts,
+    option_of,
+    row_names,
+)
 
 INPUTS = lesson_specs.CAUSAL
 OPTIONS: dict[str, Any] = {
@@ -398,6 +406,38 @@ def _labelled_inputs(
     return tuple(items)
 
 
+# What every step's text reads: n and the last token's name; the scores from Q and K add d_k.
+TOKENS = ("n", "last")
+SCALED = (*TOKENS, "dk", "sqrt_dk")
+TEXTS = Texts(
+    steps={
+        **dict.fromkeys(("Q", "K", "V", "scores_given"), TOKENS),
+        "scores": SCALED,
+        "scaled": SCALED,
+        **dict.fromkeys(("mask", "masked", "weights"), TOKENS),
+        **dict.fromkeys(padding.TEXTS, (*TOKENS, *padding.STEP_NAMES)),
+        **dict.fromkeys(("masked_valid", "weights_valid", "output"), TOKENS),
+        "dropout": (*TOKENS, *dropout.STEP_NAMES),
+        "output_dropout": TOKENS,
+        # --fill zero
+        **dict.fromkeys(("future", "masked_zero", "weights_zero", "output_zero", "leak"), TOKENS),
+        # --conventions
+        **dict.fromkeys(
+            ("sdpa_mask", "mha_mask", "agree", "swapped", "padding_mask", "padded_weights"), TOKENS
+        ),
+        **dict.fromkeys(("fix_keep_self", "fix_zero_row", "fix_finite"), TOKENS),
+    },
+    notes={
+        "scores_given": (),
+        "no_scale": (),
+        "zero_future": ("exact", "above", "drift"),
+        "worst_leak": ("token", "leaked", "masked"),
+        "nan_rows": ("rows",),
+        "no_nan_rows": (),
+        **dropout.NOTES,
+    },
+)
+
 LESSON = Lesson(
     name="causal",
     inputs=INPUTS,
@@ -407,4 +447,5 @@ LESSON = Lesson(
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
+    texts=TEXTS,
 )

@@ -29,6 +29,10 @@ from attn_cli.model import Note, Part
 from attn_cli.walkthroughs.base import Grid, LessonRun, StepRecorder
 
 OPTION = "--dropout"
+# What the dropout step's texts read, on top of the lesson's own names (each lesson declares its
+# "dropout" text with them), and the notes on its row sums (with the values each hands over).
+STEP_NAMES = ("p", "keep", "scale", "seed", "kept", "dropped", "total", "generator")
+NOTES = {"dropout_none": (), "dropout_sums_equal": ("low",), "dropout_sums": ("low", "high")}
 GENERATORS = {
     "numpy": "numpy's np.random.default_rng({seed}): a uniform draw below 1 − p keeps a weight; "
     "this is not torch's mask, --backend torch draws that one",

@@ -20,7 +20,15 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, is_whole, row_names
+from attn_cli.walkthroughs.base import (
+    Grid,
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    Texts,
+    is_whole,
+    row_names,
+)
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
 OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False, "query_block": None}
@@ -234,18 +242,18 @@ def _inner_loop(
         context.update(width=len(columns), where=where)
         rows = Grid(queries, context=context)
         # The long texts once, for the first block of the first tile; then the short ones.
-        again = "" if number == 1 and tile in (None, 1) else "_again"
+        texts = BLOCK_TEXTS if number == 1 and tile in (None, 1) else BLOCK_TEXTS_AGAIN
         key = f"{prefix}block{number}"
         record.add(
             f"{key}.scores",
             update.scores,
-            text="scores" + again,
+            text=texts["scores"],
             grid=replace(rows, cols=columns),
         )
         record.add(
             f"{key}.max",
             update.state.row_max,
-            text="max" + again,
+            text=texts["max"],
             grid=replace(rows, cols=("m",)),
             parts=(
                 Part("m before", before.row_max),
@@ -255,19 +263,19 @@ def _inner_loop(
         record.add(
             f"{key}.rescale",
             update.rescale,
-            text="rescale" + again,
+            text=texts["rescale"],
             grid=replace(rows, cols=("c",)),
         )
         record.add(
             f"{key}.p",
             update.p,
-            text="p" + again,
+            text=texts["p"],
             grid=replace(rows, cols=columns),
         )
         record.add(
             f"{key}.sum",
             update.state.row_sum,
-            text="sum" + again,
+            text=texts["sum"],
             grid=replace(rows, cols=("ℓ",)),
             parts=(
                 Part("ℓ before", before.row_sum),
@@ -277,7 +285,7 @@ def _inner_loop(
         record.add(
             f"{key}.acc",
             update.state.acc,
-            text="acc" + again,
+            text=texts["acc"],
             parts=(Part("acc before", before.acc), Part(f"P{number} V{number}", update.pv)),
             grid=rows,
         )
@@ -285,6 +293,43 @@ def _inner_loop(
     assert state is not None  # n >= 1 keys make at least one block, and a tile meets key 1
     return state
 
+
+# What the texts read: attn scaled's sizes and the blocks; each block's steps add the block;
+# each query tile's steps add the tile (with --query-block).
+SIZES = (*scaled.SIZES, "block", "blocks")
+BLOCK = (*SIZES, "b", "first", "last", "width", "where")
+TILES = (*SIZES, "tiles", "query_block")
+TILE = (*TILES, "t", "q_range", "rows", "visited", "skipped", "skip_text")
+# A block's six steps: the long texts explain the first block (of the first tile), the short
+# ones ("..._again") every block after it.
+BLOCK_TEXTS = {key: key for key in ("scores", "max", "rescale", "p", "sum", "acc")}
+BLOCK_TEXTS_AGAIN = {
+    "scores": "scores_again",
+    "max": "max_again",
+    "rescale": "rescale_again",
+    "p": "p_again",
+    "sum": "sum_again",
+    "acc": "acc_again",
+}
+TEXTS = Texts(
+    steps={
+        **dict.fromkeys(BLOCK_TEXTS.values(), BLOCK),
+        **dict.fromkeys(BLOCK_TEXTS_AGAIN.values(), BLOCK),
+        "tile": TILE,
+        "tile_again": TILE,
+        "tile_output": TILE,
+        "output_tiles": TILES,
+        "output": SIZES,
+        "check": SIZES,
+    },
+    notes={
+        "tiled_check": ("difference",),
+        "largest_block": ("rows", "cols", "m", "n"),
+        "largest_tile": ("rows", "cols", "m", "n"),
+        "causal_skipped": ("skipped", "visits"),
+        "no_scale": (),
+    },
+)
 
 LESSON = Lesson(
     name="flash",
@@ -295,4 +340,5 @@ LESSON = Lesson(
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
+    texts=TEXTS,
 )

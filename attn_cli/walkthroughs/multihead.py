@@ -27,6 +27,7 @@ from attn_cli.walkthroughs.base import (
     Lesson,
     LessonRun,
     StepRecorder,
+    Texts,
     is_whole,
     option_of,
     row_names,
@@ -422,7 +423,7 @@ def _head_steps(
         record.compute(
             f"{prefix}.{letter}",
             functools.partial(_head_affine, x, w, b, index, heads),
-            text=f"head_{letter}" if b is None else f"head_{letter}_bias",
+            text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
             grid=rows,
         )
         for letter, (w, b) in zip("QKV", projections, strict=True)
@@ -542,6 +543,51 @@ def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
     return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
 
 
+# What every step's text reads: the sizes and words of both conventions; each head's steps add
+# the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
+SIZES = (
+    *("n", "h", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
+    *("then_wo", "width", "weight_shape"),
+)
+HEAD = (*SIZES, "head", "cols")
+MASKED = (*HEAD, "mask_name")
+# Head i's Q, K and V: one text each, and one when the projection adds a bias.
+PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}
+BIASED_TEXTS = {"Q": "head_Q_bias", "K": "head_K_bias", "V": "head_V_bias"}
+TEXTS = Texts(
+    steps={
+        "split": SIZES,
+        "mask": SIZES,
+        **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
+        **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
+        "head_masked": MASKED,
+        "head_weights_masked": MASKED,
+        "head_weights": HEAD,
+        "head_output": HEAD,
+        "head_dropout": (*HEAD, *dropout.STEP_NAMES),
+        "head_output_dropout": HEAD,
+        "differences": SIZES,
+        "concat": SIZES,
+        "output": (*SIZES, "d_o"),
+        "output_bias": (*SIZES, "d_o"),
+    },
+    notes={
+        "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
+        "split_square": ("d_model", "heads", "d_k"),
+        "parameters": ("d_model", "count"),
+        "concat_only": (),
+        "one_head": (),
+        "heads_same": ("first", "second"),
+        "two_heads_differ": ("most",),
+        "heads_differ": (
+            *("most", "most_first", "most_second"),
+            *("least", "least_first", "least_second"),
+        ),
+        **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
+        **dropout.NOTES,
+    },
+)
+
 LESSON = Lesson(
     name="multihead",
     inputs=INPUTS,
@@ -552,4 +598,5 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     draw_random=draw_random,
+    texts=TEXTS,
 )

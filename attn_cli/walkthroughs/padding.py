@@ -20,6 +20,10 @@ from attn_cli.model import Part
 from attn_cli.walkthroughs.base import Grid, StepRecorder
 
 OPTION = "--valid-len"
+# The padding step's texts: "padding" (one length for every row) and "padding_rows" (one per
+# row); each reads these names on top of the lesson's own.
+TEXTS = ("padding", "padding_rows")
+STEP_NAMES = ("lengths", "causal_sdpa")
 # What --valid-len and options.valid_len accept: one length, or one per query row.
 _EXAMPLES = '"2" for every query row, or one per row such as "2,3,1"'
 

@@ -12,7 +12,7 @@ from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Part, Walkthrough
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, whole_option
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, whole_option
 
 INPUTS = ()  # no matrix inputs: the sizes below are the lesson's options
 OPTIONS: dict[str, Any] = {
@@ -203,6 +203,21 @@ def frequency_table(
     ).astype(np.float64)
 
 
+# What every step's text reads: the sizes and settings.
+SETTINGS = (
+    *("n", "last_pos", "d_model", "pairs", "last_pair"),
+    *("base", "ratio", "fastest", "slowest", "k", "layout"),
+)
+TEXTS = Texts(
+    steps={
+        "frequencies": SETTINGS,
+        "pe": SETTINGS,
+        "shift": (*SETTINGS, "max_error", "eps"),
+        "similarity": (*SETTINGS, "max_spread"),
+    },
+    notes={"split": ("h", "last", "d")},
+)
+
 LESSON = Lesson(
     name="posenc",
     inputs=INPUTS,
@@ -213,4 +228,5 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     memory_fix="lower --positions or --d-model",
+    texts=TEXTS,
 )

@@ -12,7 +12,7 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, row_names
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, row_names
 
 INPUTS = lesson_specs.SCALED
 OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None, "dropout": None}
@@ -105,6 +105,22 @@ def labelled_inputs(
     )
 
 
+# What every step's text reads: the sizes (flash reads them too).
+SIZES = ("m", "n", "dk", "dv", "sqrt_dk")
+TEXTS = Texts(
+    steps={
+        "scores": SIZES,
+        "scaled": SIZES,
+        **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
+        "masked": (*SIZES, "logits"),  # what P is added to: "S / √d_k" or "S"
+        "weights": SIZES,
+        "output": SIZES,
+        "dropout": (*SIZES, *dropout.STEP_NAMES),
+        "output_dropout": SIZES,
+    },
+    notes={"no_scale": (), **dropout.NOTES},
+)
+
 LESSON = Lesson(
     name="scaled",
     inputs=INPUTS,
@@ -114,4 +130,5 @@ LESSON = Lesson(
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
+    texts=TEXTS,
 )

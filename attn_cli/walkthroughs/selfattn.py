@@ -14,7 +14,15 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, is_whole, row_names
+from attn_cli.walkthroughs.base import (
+    Grid,
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    Texts,
+    is_whole,
+    row_names,
+)
 
 INPUTS = lesson_specs.SELFATTN
 OPTIONS: dict[str, Any] = {"scale": True, "permute": None, "dropout": None}
@@ -257,6 +265,34 @@ def _permuted(
     return [record.note("word_order", order=context["order"])]
 
 
+# What every step's text reads: the sizes; --permute's steps add the order.
+SIZES = ("n", "d", "dk", "dv", "sqrt_dk")
+PERMUTED = (*SIZES, "order")
+TEXTS = Texts(
+    steps={
+        **dict.fromkeys(("Q", "K", "V", "scores", "scaled", "weights", "output"), SIZES),
+        "dropout": (*SIZES, *dropout.STEP_NAMES),
+        "output_dropout": SIZES,
+        **dict.fromkeys(
+            ("permuted.X", "permuted.weights", "permuted.output", "permuted.difference"), PERMUTED
+        ),
+    },
+    notes={
+        "identity_one": ("name", "d", "results"),
+        "identity_several": ("names", "last", "d", "results"),
+        "one_token": (),
+        "no_scale": (),
+        "both_symmetric": (),
+        "weights_asymmetric": ("row", "col", "weight", "mirrored"),
+        "permuted_exact": (),
+        "permuted_rounding": ("difference",),
+        "permuted_wrong": ("difference",),
+        "word_order_tokens": ("order", "moved", "tokens"),
+        "word_order": ("order",),
+        **dropout.NOTES,
+    },
+)
+
 LESSON = Lesson(
     name="selfattn",
     inputs=INPUTS,
@@ -268,4 +304,5 @@ LESSON = Lesson(
     build=build,
     # Projections may be given on top of a lecture example's X (to try other weights on it).
     example_overrides=frozenset(("W_Q", "W_K", "W_V")),
+    texts=TEXTS,
 )

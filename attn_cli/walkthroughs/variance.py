@@ -21,6 +21,7 @@ from attn_cli.walkthroughs.base import (
     Lesson,
     LessonRun,
     StepRecorder,
+    Texts,
     is_whole,
     labels,
     whole_option,
@@ -378,6 +379,20 @@ def _plain_settings(s: Settings) -> dict[str, Any]:
     }
 
 
+# What the texts of the measured steps read; the lecture's numerics have their own.
+MEASURED = (
+    *("samples", "keys", "scores", "uniform", "log_n", "uniform_grad"),
+    *("largest", "sqrt_largest", "three_sigma", "seed"),
+)
+TEXTS = Texts(
+    steps={
+        **dict.fromkeys(("moments", "softmax", "gradient", "histogram"), MEASURED),
+        "spiky": ("dk", "root", "top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
+        "temperature": ("largest", "root"),
+    },
+    notes={"outside_histogram": ("count", "series", "sigmas")},
+)
+
 LESSON = Lesson(
     name="variance",
     inputs=INPUTS,
@@ -388,4 +403,5 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     memory_fix="lower --samples, --keys or the largest --dk",
+    texts=TEXTS,
 )

@@ -1,0 +1,367 @@
+"""Each lesson declares its texts (``LESSON.texts``): the step texts and notes it records and the
+placeholder names it hands each one. Every lesson file is checked against the declaration when
+it is loaded, the bundled ones as a lecturer's; the recorder holds the code to it while it runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from attn_cli import lesson_files
+from attn_cli.errors import UserError
+from attn_cli.lesson_files import load_bundled, load_lesson_file
+from attn_cli.lesson_texts import BEGIN, END, Texts, check_texts, declarations, markdown
+from attn_cli.runner import RunRequest, prepare
+from attn_cli.templates import template_fields
+from attn_cli.walkthroughs.base import LESSON_MODULES, Grid, StepRecorder, get_lesson
+from tests.conftest import assert_user_error
+
+LESSONS = sorted(LESSON_MODULES)
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "lesson-files.md"
+
+
+def placeholders(template: str | None) -> set[str]:
+    """The names a text reads, parsed independently of the checks under test."""
+    return {name for _, name, _, _ in template_fields(template or "", "test") if name}
+
+
+# --- the declarations and the bundled files agree -------------------------------------------
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_every_declared_key_is_in_the_bundled_file_and_vice_versa(name):
+    texts, bundled = get_lesson(name).texts, load_bundled(name)
+    assert isinstance(texts, Texts)
+    assert list(texts.steps) == list(bundled.steps)  # the same keys, in the file's order
+    assert list(texts.notes) == list(bundled.notes)
+    for key, words in bundled.steps.items():
+        used = placeholders(words.title) | placeholders(words.explanation)
+        assert used <= set(texts.steps[key]), (key, used - set(texts.steps[key]))
+    for key, template in bundled.notes.items():
+        assert placeholders(template) <= set(texts.notes[key]), key
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_every_bundled_file_passes_the_load_time_check(name):
+    check_texts(load_bundled(name), get_lesson(name).texts)  # raises UserError if not
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_declared_names_are_identifiers_listed_once(name):
+    texts = get_lesson(name).texts
+    for names in (*texts.steps.values(), *texts.notes.values()):
+        assert all(n.isidentifier() for n in names)
+        assert len(set(names)) == len(names)
+
+
+# --- a broken file fails when it is loaded, bundled or a lecturer's -------------------------
+
+
+@pytest.fixture
+def bundled_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the bundled lessons that the app reads as its bundled files."""
+    copy = tmp_path / "lessons"
+    shutil.copytree(lesson_files.bundled_lessons_dir(), copy)
+    monkeypatch.setattr(lesson_files, "bundled_lessons_dir", lambda: copy)
+    return copy
+
+
+def replace_in(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_a_bundled_file_with_an_undeclared_placeholder_fails_naming_file_and_field(
+    invoke, bundled_copy
+):
+    path = bundled_copy / "scaled.toml"
+    replace_in(path, 'one column per key."""', 'one column per {nn}."""')
+    expected = (
+        f"{path}: [steps.scores] explanation: unknown placeholder {{nn}}; the placeholders here "
+        "are: {dk}, {dv}, {m}, {n}, {sqrt_dk}"
+    )
+    assert_user_error(invoke("scaled"), expected)
+    assert_user_error(invoke("check", "--all"), expected)
+
+
+def test_a_bundled_placeholder_of_a_step_that_does_not_run_still_fails(invoke, bundled_copy):
+    """Only --valid-len runs [steps.masked], whose {logits} no other step hands over: a plain
+    run refuses the file all the same (at load time, not when the step runs)."""
+    path = bundled_copy / "scaled.toml"
+    text = path.read_text(encoding="utf-8")
+    weights = text.index("[steps.weights]")
+    title = text.index("title = ", weights)
+    path.write_text(
+        text[:title] + 'title = "Weights of {logits}"\n' + text[title:].split("\n", 1)[1]
+    )
+    assert_user_error(
+        invoke("scaled"), f"{path}: [steps.weights] title: unknown placeholder {{logits}}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("[steps.weights]", "[steps.weight]", "[steps.weight]: lesson 'scaled' has no step"),
+        ("no_scale =", "no_scaling =", "[notes] no_scaling: lesson 'scaled' has no note"),
+        ("[steps.weights]", "[steps.dropped]", "its steps are: scores, scaled, padding"),
+    ],
+)
+def test_a_bundled_file_with_an_undeclared_key_fails_naming_file_and_key(
+    invoke, bundled_copy, old, new, message
+):
+    path = bundled_copy / "scaled.toml"
+    replace_in(path, old, new)
+    assert_user_error(invoke("scaled"), str(path), message)
+
+
+def test_a_lecturers_placeholder_is_checked_for_its_own_step_at_load_time(invoke, tmp_path):
+    """{logits} is handed to [steps.masked] only; in [steps.weights] it is refused before any
+    step runs, with the names that step has."""
+    path = tmp_path / "mine.toml"
+    path.write_text('lesson = "scaled"\n[steps.weights]\ntitle = "A of {logits}"\n')
+    for result in (invoke("scaled", "--lesson", str(path)), invoke("check", str(path))):
+        assert_user_error(
+            result,
+            f"{path}: [steps.weights] title: unknown placeholder {{logits}}; the placeholders "
+            "here are: {dk}, {dv}, {m}, {n}, {sqrt_dk}",
+        )
+    path.write_text('lesson = "scaled"\n[steps.masked]\ntitle = "{logits} + P"\n')
+    assert invoke("scaled", "--lesson", str(path)).exit_code == 0
+
+
+def test_a_lecturers_note_is_checked_even_when_it_does_not_apply(invoke, tmp_path):
+    """worst_leak is made only with --fill zero; its placeholders are checked on every run."""
+    path = tmp_path / "mine.toml"
+    path.write_text('lesson = "causal"\n[notes]\nworst_leak = "{token} leaks {leakd}"\n')
+    assert_user_error(
+        invoke("causal", "--lesson", str(path)),
+        f"{path}: [notes] worst_leak: unknown placeholder {{leakd}}; the placeholders here are: "
+        "{leaked}, {masked}, {token}",
+    )
+
+
+def test_the_declaration_not_the_bundled_file_is_the_reference(monkeypatch, tmp_path):
+    """A step key the lesson declares is accepted in a lecturer's file, and one it does not is
+    refused, whatever the bundled file holds."""
+    lesson = get_lesson("scaled")
+    path = tmp_path / "mine.toml"
+    path.write_text('lesson = "scaled"\n[steps.extra]\ntitle = "{n} and {extra}"\n')
+    with pytest.raises(UserError, match=r"\[steps\.extra\]: lesson 'scaled' has no step"):
+        check_texts(load_lesson_file(path), lesson.texts)
+    declared = Texts(steps={**lesson.texts.steps, "extra": ("n", "extra")}, notes={})
+    check_texts(load_lesson_file(path), declared)
+
+
+# --- the recorder holds the code to the declaration ------------------------------------------
+
+
+@pytest.fixture
+def recorder() -> StepRecorder:
+    return StepRecorder(prepare(RunRequest(lesson="scaled")))
+
+
+def test_the_recorder_refuses_a_text_the_lesson_does_not_declare(recorder):
+    with pytest.raises(TypeError, match=r"'scoers'.*do not declare"):
+        recorder.add("scoers", np.zeros((1, 1)))
+    with pytest.raises(TypeError, match=r"'no_scaling'.*do not declare"):
+        recorder.note("no_scaling")
+
+
+def test_the_recorder_refuses_a_step_missing_a_declared_name(recorder):
+    context = {"m": 1, "n": 2, "dk": 2, "dv": 2}  # no sqrt_dk
+    with pytest.raises(TypeError, match=r"'scores'.*missing \['sqrt_dk'\]"):
+        recorder.add("scores", np.zeros((1, 2)), grid=Grid(context=context))
+    recorder.add(
+        "scores", np.zeros((1, 2)), grid=Grid(context={**context, "sqrt_dk": 1.4, "more": 1})
+    )
+
+
+def test_the_recorder_refuses_a_note_with_other_values_than_declared(recorder):
+    with pytest.raises(TypeError, match=r"undeclared \['low'\]"):
+        recorder.note("no_scale", low=1.0)
+    with pytest.raises(TypeError, match=r"missing \['high'\]"):
+        recorder.note("dropout_sums", low=0.5)
+
+
+# --- every example and the main options: declarations and code agree ------------------------
+
+RANDOM = ("--n", "3", "--dk", "2")
+VARIANTS: dict[str, list[tuple[str, ...]]] = {
+    "scaled": [
+        RANDOM,
+        (*RANDOM, "--no-scale"),
+        (*RANDOM, "--valid-len", "2"),
+        (*RANDOM, "--valid-len", "1,2,3"),
+        (*RANDOM, "--no-scale", "--valid-len", "2"),
+        (*RANDOM, "--dropout", "0.5"),
+        (*RANDOM, "--dropout", "0"),
+        ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
+    ],
+    "flash": [
+        ("--n", "5", "--dk", "2"),
+        ("--n", "5", "--dk", "2", "--no-scale"),
+        ("--n", "5", "--dk", "2", "--query-block", "2"),
+        ("--n", "5", "--dk", "2", "--query-block", "2", "--causal"),
+        ("--n", "4", "--dk", "2", "--block", "1", "--query-block", "1", "--causal"),
+    ],
+    "causal": [
+        ("--n", "4"),
+        ("--n", "4", "--dk", "2"),
+        ("--n", "4", "--dk", "2", "--no-scale"),
+        ("--x", "1,0;0,1;1,1", "--wq", "1,0;0,1"),
+        ("--n", "4", "--fill", "zero"),
+        ("--n", "4", "--dk", "2", "--fill", "zero"),
+        ("--n", "4", "--conventions"),
+        ("--n", "4", "--valid-len", "2"),
+        ("--n", "4", "--dk", "2", "--valid-len", "1,2,3,4"),
+        ("--n", "4", "--valid-len", "1,2,3,4"),
+        ("--scores", "1,2;3,4", "--v", "1;2"),
+        ("--scores", "1,2;3,4", "--v", "1;2", "--dropout", "0.5"),
+        ("--scores", "1,2;3,4", "--v", "1;2", "--fill", "zero"),
+        ("--n", "4", "--dk", "2", "--dropout", "0.5"),
+        ("--n", "4", "--dropout", "0"),
+        ("--n", "1", "--dropout", "0.5"),
+    ],
+    "multihead": [
+        (),
+        ("--causal",),
+        ("--valid-len", "3"),
+        ("--causal", "--valid-len", "1,2,3,4"),
+        ("--bias",),
+        ("--dropout", "0.3"),
+        ("--dropout", "0"),
+        ("--n", "1", "--d-model", "4", "--dropout", "0.5"),
+        ("--n", "3", "--d-model", "4", "--bias"),
+        ("--heads", "1"),
+        ("--heads", "4"),
+        ("--d-in", "4", "--d-out", "6"),
+        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"),
+        # Two heads with the same columns: the same weights.
+        ("--x", "1,0;0,1", *(arg for w in "qkv" for arg in (f"--w{w}", "1,0,1,0;0,1,0,1"))),
+        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "0,1;1,0", "--bq", "1,1"),
+    ],
+    "bahdanau": [
+        (),
+        ("--compare",),
+        ("--compare", "--dropout", "0.5"),
+        ("--dropout", "0.5"),
+        ("--dropout", "0"),
+        ("--n", "1", "--compare"),
+        # The three scores favour the same state.
+        (
+            "--s",
+            "1,0",
+            "--h",
+            "2,0;0,1",
+            "--w1",
+            "1,0;0,1",
+            "--w2",
+            "1,0;0,1",
+            "--v",
+            "1,0",
+            "--compare",
+        ),
+        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--compare"),
+        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--dropout", "0.2"),
+    ],
+    "selfattn": [
+        ("--n", "3", "--d", "2"),
+        ("--n", "3", "--d", "2", "--permute", "2,0,1"),
+        ("--n", "9", "--d", "2", "--permute", "8,7,6,5,4,3,2,1,0"),
+        ("--n", "3", "--d", "2", "--dropout", "0.5", "--no-scale"),
+        ("--n", "3", "--d", "2", "--dropout", "0"),
+        ("--n", "1", "--d", "2", "--dropout", "0.5"),
+        ("--x", "1,0;0,1", "--permute", "1,0"),
+        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "0,1;1,0"),
+        ("--x", "1,0;0,1", "--tokens", "a,b"),
+        ("--x", "1,0", "--wq", "1,0;0,1"),
+    ],
+    "posenc": [(), ("--layout", "split")],
+    "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
+}
+# Notes no input makes: permuted_wrong would report a bug (a permuted output that is not the
+# output permuted, beyond rounding); --conventions pads token 1, whose query (it sees only key 1)
+# is always left with no key, so its rows are never all free of NaN.
+NEVER_MADE = {("selfattn", "permuted_wrong"), ("causal", "no_nan_rows")}
+
+
+def runs(lesson: str) -> Iterator[tuple[str, ...]]:
+    """Every bundled example of ``lesson``, then the option variants above."""
+    for example in load_bundled(lesson).examples:
+        yield ("--example", example.name)
+    yield from VARIANTS[lesson]
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, dict[tuple[str, str], list[frozenset[str]]]]:
+    """For each lesson: (table, text key) -> the names handed over, once per time it was made,
+    over every run; each run succeeds (the recorder's own check passes)."""
+    from typer.testing import CliRunner
+
+    from attn_cli.cli import app
+
+    seen: dict[str, dict[tuple[str, str], list[frozenset[str]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    original = StepRecorder.check_declared
+
+    def spy(self: StepRecorder, table: str, key: str, names: Any) -> None:
+        seen[self.run.lesson.lesson][table, key].append(frozenset(names))
+        original(self, table, key, names)
+
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StepRecorder, "check_declared", spy)
+        for lesson in LESSONS:
+            for args in runs(lesson):
+                result = runner.invoke(app, [lesson, *args, "--format", "json"])
+                assert result.exit_code == 0, (lesson, args, result.output)
+    return seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LESSONS)
+def test_every_declared_text_is_made_by_some_run_with_the_names_declared(recorded, name):
+    """Every declared step text is made by an example or option above, and its declared names
+    are exactly those it is handed every time (nothing always handed is left undeclared)."""
+    texts, made = get_lesson(name).texts, recorded[name]
+    assert {key for table, key in made if table == "steps"} == set(texts.steps)
+    for key, names in texts.steps.items():
+        always = frozenset.intersection(*made["steps", key])
+        assert always == set(names), (key, sorted(always - set(names)))
+    notes = {key for table, key in made if table == "notes"}
+    assert notes <= set(texts.notes)
+    assert set(texts.notes) - notes == {note for lesson, note in NEVER_MADE if lesson == name}
+
+
+# --- docs/lesson-files.md lists them --------------------------------------------------------
+
+
+def test_the_docs_table_is_the_generated_one():
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    assert section == markdown(declarations()), (
+        "docs/lesson-files.md is stale: python -m attn_cli.lesson_texts docs/lesson-files.md"
+    )
+
+
+def test_the_docs_table_names_every_key_and_placeholder():
+    table = markdown(declarations())
+    for name in LESSONS:
+        texts = get_lesson(name).texts
+        lesson_part = table.split(f"#### `{name}`", 1)[1].split("####", 1)[0]
+        for key, names in texts.steps.items():
+            row = next(line for line in lesson_part.splitlines() if f"`[steps.{key}]`" in line)
+            assert all(f"`{{{n}}}`" in row for n in names), (name, key)
+        for key, names in texts.notes.items():
+            row = next(line for line in lesson_part.splitlines() if f"`[notes] {key}`" in line)
+            assert all(f"`{{{n}}}`" in row for n in names) if names else "none" in row

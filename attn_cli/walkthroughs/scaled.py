@@ -13,7 +13,7 @@ import numpy as np
 from attn_cli import lesson_specs
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
-from attn_cli.model import InputValue, Walkthrough
+from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout, normalisers, padding
 from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, row_names
 
@@ -97,7 +97,7 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(queries, context=context),
         text=dropout.output_text(p),
     )
-    notes = () if use_scale else (record.note("no_scale"),)
+    notes: tuple[Note, ...] = () if use_scale else (record.note("no_scale"),)
     if normaliser == "hardmax":
         notes += (record.note("hardmax_gradient"),)
     if normaliser != "softmax" and p is not None:

@@ -103,7 +103,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "kinds": (
         "attn kinds",
-        "attn kinds --format markdown > kinds.md",
+        "attn kinds --format markdown",
     ),
 }
 

@@ -43,7 +43,7 @@ class LessonSignature:
 LESSON_SIGNATURES: dict[str, LessonSignature] = {
     "scaled": LessonSignature(
         "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
-        options=("scale", "valid_len", "dropout"),
+        options=("scale", "valid_len", "dropout", "normalise"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),

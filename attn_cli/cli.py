@@ -47,6 +47,7 @@ COMMANDS: tuple[str, ...] = (
     "tour",
     "flash",
     "bench",
+    "kinds",
 )
 
 # The last lines of each command's --help: two or three command lines to try (each one runs as
@@ -99,6 +100,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn bench --sizes 128..1024 --impl naive,tiled-numpy",
         "attn bench --device cuda --causal --format csv > bench.csv",
         "attn bench --plot bench.png",
+    ),
+    "kinds": (
+        "attn kinds",
+        "attn kinds --format markdown",
     ),
 }
 

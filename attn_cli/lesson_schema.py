@@ -17,6 +17,7 @@ from typing import Any
 
 from attn_cli.lesson_files import load_bundled
 from attn_cli.lesson_format import LESSON_FILE, ListOf, Node, Numbers, Setting, Table, Text
+from attn_cli.mechanisms.normalise import NORMALISERS
 from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
 
 REGENERATE = "python -m attn_cli.lesson_schema > attn_cli/schema/lesson.schema.json"
@@ -73,6 +74,7 @@ _OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
     "fill": {"enum": ["-inf", "zero"]},
     "dropout": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
     "query_block": _POSITIVE_INT,
+    "normalise": {"enum": list(NORMALISERS)},
 }
 
 

@@ -163,7 +163,8 @@ def test_the_documented_example_runs(invoke):
             [
                 "[steps.score]",
                 "no step 'score'",
-                "scores, scaled, padding, padding_rows, masked, weights, output",
+                "scores, scaled, padding, padding_rows, masked, weights, weights_sparsemax, "
+                "weights_sigmoid, weights_hardmax, output",
             ],
         ),
         (

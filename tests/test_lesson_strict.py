@@ -254,6 +254,14 @@ TWO_EXAMPLES = (
     + ("[examples.inputs]\nQ = [[0, 1]]\nK = [[1, 0], [0, 1]]\nV = [[1, 1], [2, 2]]\n")
 )
 
+# attn scaled --normalise's worked examples, after the three softmax ones.
+NORMALISE_EXAMPLES = [
+    "library-sparsemax",
+    "cat-slept-sparsemax",
+    "library-sigmoid",
+    "two-tokens-hardmax",
+]
+
 
 def complete(lesson: Path | None, incomplete: str = "") -> list[str]:
     context = SimpleNamespace(params={"lesson": lesson}, info_name="scaled")
@@ -264,9 +272,17 @@ def test_example_completion_offers_the_lesson_files_examples(tmp_path):
     path = write(tmp_path, TWO_EXAMPLES)
     assert complete(path) == ["mine", "second"]
     assert complete(path, "se") == ["second"]
-    assert complete(None) == ["two-tokens", "cat-slept", "library"]  # no --lesson: the bundled
+    assert complete(None) == [
+        "two-tokens",
+        "cat-slept",
+        "library",
+        *NORMALISE_EXAMPLES,
+    ]  # no --lesson: the bundled
     # A file without examples runs the bundled ones, so it offers those.
-    assert complete(write(tmp_path, PARTIAL, "partial.toml"), "c") == ["cat-slept"]
+    assert complete(write(tmp_path, PARTIAL, "partial.toml"), "c") == [
+        "cat-slept",
+        "cat-slept-sparsemax",
+    ]
     # A file that cannot be read offers nothing rather than names that would fail.
     assert complete(tmp_path / "gone.toml") == []
     assert complete(write(tmp_path, "lesson = [", "broken.toml")) == []
@@ -292,4 +308,9 @@ def test_example_completion_through_the_shell_protocol(tmp_path):
 
     assert offered("attn scaled --lesson mine.toml --example ", 5) == ["mine", "second"]
     assert offered("attn scaled --lesson mine.toml -e s", 5) == ["second"]
-    assert offered("attn scaled --example ", 3) == ["two-tokens", "cat-slept", "library"]
+    assert offered("attn scaled --example ", 3) == [
+        "two-tokens",
+        "cat-slept",
+        "library",
+        *NORMALISE_EXAMPLES,
+    ]

@@ -205,6 +205,11 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         (*RANDOM, "--dropout", "0.5"),
         (*RANDOM, "--dropout", "0"),
         ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
+        *((*RANDOM, "--normalise", name) for name in ("sparsemax", "sigmoid", "hardmax")),
+        (*RANDOM, "--normalise", "sparsemax", "--valid-len", "2", "--dropout", "0.5"),
+        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
+        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
+        ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
     ],
     "flash": [
         ("--n", "5", "--dk", "2"),

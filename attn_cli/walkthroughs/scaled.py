@@ -1,4 +1,7 @@
-"""The scaled dot-product lesson: scores, scaled scores, softmax weights, output."""
+"""The scaled dot-product lesson: scores, scaled scores, softmax weights, output.
+
+--normalise swaps softmax for one of its alternatives (sparsemax, sigmoid, hardmax): see
+walkthroughs/normalisers.py."""
 
 from __future__ import annotations
 
@@ -10,12 +13,17 @@ import numpy as np
 from attn_cli import lesson_specs
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
-from attn_cli.model import InputValue, Walkthrough
-from attn_cli.walkthroughs import dropout, padding
+from attn_cli.model import InputValue, Note, Walkthrough
+from attn_cli.walkthroughs import dropout, normalisers, padding
 from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, row_names
 
 INPUTS = lesson_specs.SCALED
-OPTIONS: dict[str, Any] = {"scale": True, "valid_len": None, "dropout": None}
+OPTIONS: dict[str, Any] = {
+    "scale": True,
+    "valid_len": None,
+    "dropout": None,
+    "normalise": "softmax",
+}
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
 # (and with --valid-len: the mask P, its two boolean spellings, the masked scores).
 _SCORE_MATRICES = 5
@@ -36,6 +44,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         )
     padding.valid_lengths(options.get("valid_len"), q.shape[0], k.shape[0])
     dropout.probability(options.get("dropout"))
+    normalisers.choice(options.get("normalise"))
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -51,6 +60,7 @@ def estimate_bytes(
 ) -> int:
     (m, _d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
     count = _SCORE_MATRICES + (_PADDING_MATRICES if options.get("valid_len") is not None else 0)
+    count += normalisers.EXTRA_MATRICES.get(options.get("normalise") or "softmax", 0)
     extra = dropout.dropout_bytes(options, m * n, itemsize)
     return (count * m * n + 2 * m * d_v) * itemsize + extra
 
@@ -76,7 +86,8 @@ def build(run: LessonRun) -> Walkthrough:
         pad = padding.record_padding(record, unmasked, lengths, grid, causal=False)
         context["logits"] = "S / √d_k" if use_scale else "S"
         logits = record.compute("masked", lambda: unmasked + pad, grid=grid)
-    weights = record.softmax("weights", logits, grid=grid)
+    normaliser = normalisers.choice(run.options.get("normalise"))
+    weights = normalisers.record_weights(record, logits, normaliser, grid)
     p = dropout.probability(run.options.get("dropout"))
     if p is not None:
         weights = dropout.record_dropout(record, weights, p, grid)
@@ -86,7 +97,11 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(queries, context=context),
         text=dropout.output_text(p),
     )
-    notes = () if use_scale else (record.note("no_scale"),)
+    notes: tuple[Note, ...] = () if use_scale else (record.note("no_scale"),)
+    if normaliser == "hardmax":
+        notes += (record.note("hardmax_gradient"),)
+    if normaliser != "softmax" and p is not None:
+        notes += (record.note("dropout_normalised", normaliser=normaliser),)
     meta = dropout.meta(run, p)
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)
@@ -114,11 +129,22 @@ TEXTS = Texts(
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
         "masked": (*SIZES, "logits"),  # what P is added to: "S / √d_k" or "S"
         "weights": SIZES,
+        # --normalise: the weights step of each alternative to softmax
+        **{f"weights_{name}": SIZES for name in normalisers.ALTERNATIVES},
         "output": SIZES,
         "dropout": (*SIZES, *dropout.STEP_NAMES),
         "output_dropout": SIZES,
     },
-    notes={"no_scale": (), **dropout.NOTES},
+    notes={
+        "no_scale": (),
+        **dropout.NOTES,
+        # --normalise: how many weights are exactly 0 ("_zeros"), or that none is ("_dense")
+        **{f"{name}_zeros": ("zeros", "total") for name in normalisers.ALTERNATIVES},
+        **{f"{name}_dense": ("zeros", "total") for name in normalisers.ALTERNATIVES},
+        "masked_zeros": ("masked", "normaliser"),
+        "hardmax_gradient": (),
+        "dropout_normalised": ("normaliser",),
+    },
 )
 
 LESSON = Lesson(

@@ -25,11 +25,11 @@ from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, is
 
 INPUTS = lesson_specs.SCALED  # Q, K, V of one sequence: row t is token t's query, key, value
 # The cache's size is asked of a model like Llama 3 8B: 32 layers, 32 query heads sharing 8 K/V
-# heads of width 128, in float16.
+# heads of width 128, in float16. kv_heads None: a quarter of the heads where 4 divides them.
 OPTIONS: dict[str, Any] = {
     "layers": 32,
     "heads": 32,
-    "kv_heads": 8,
+    "kv_heads": None,
     "d_head": 128,
     "cache_dtype": "float16",
 }
@@ -57,10 +57,12 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         )
     for name in ("layers", "heads", "kv_heads", "d_head"):
         value = options.get(name, OPTIONS[name])
+        if name == "kv_heads" and value is None:
+            continue
         if not is_whole(value) or value < 1:
             flag = "--" + name.replace("_", "-")
             raise UserError(f"{flag} must be a whole number >= 1, not {value!r}.")
-    heads, kv_heads = options.get("heads", 32), options.get("kv_heads", 8)
+    heads, kv_heads = options.get("heads", 32), _kv_heads(options)
     if heads % kv_heads:
         raise UserError(
             f"--kv-heads {kv_heads} does not divide --heads {heads}: each K/V head is shared by "
@@ -69,6 +71,14 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
     dtype = options.get("cache_dtype", "float16")
     if dtype not in CACHE_DTYPES:
         raise UserError(f"--cache-dtype {dtype!r}: choose one of {', '.join(CACHE_DTYPES)}.")
+
+
+def _kv_heads(options: dict[str, Any]) -> int:
+    """--kv-heads, else a quarter of the heads where 4 divides them (8 of 32), else all."""
+    heads, given = int(options.get("heads", 32)), options.get("kv_heads")
+    if given is not None:
+        return int(given)
+    return heads // 4 if heads % 4 == 0 else heads
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -187,7 +197,7 @@ def _cache_bytes(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
     layers, heads, d_head = (int(options[name]) for name in ("layers", "heads", "d_head"))
     dtype = str(options["cache_dtype"])
     table = []
-    for kv_heads in sorted({heads, int(options["kv_heads"]), 1}, reverse=True):
+    for kv_heads in sorted({heads, _kv_heads(options), 1}, reverse=True):
         per_token = kvcache.cache_bytes_per_token(layers, heads, d_head, dtype, kv_heads)
         table.append(
             {

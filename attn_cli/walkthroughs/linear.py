@@ -55,7 +55,9 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         raise UserError(f"--feature-map {name!r} is not a feature map; choose elu or random.")
     features = options.get("features", 16)
     if not is_whole(features) or features < 1:
-        raise UserError(f"--features must be a whole number >= 1 (random features r), not {features!r}.")
+        raise UserError(
+            f"--features must be a whole number >= 1 (random features r), not {features!r}."
+        )
     seed = options.get("feature_seed", 0)
     if not is_whole(seed) or seed < 0:
         raise UserError(f"--feature-seed must be a whole number >= 0, not {seed!r}.")
@@ -105,7 +107,9 @@ def build(run: LessonRun) -> Walkthrough:
     rows = Grid(queries, features, context)
     map_text = "phi_random" if options.get("feature_map") == "random" else "phi_elu"
     record.compute("phi_q", lambda: phi(q), grid=rows, text=f"{map_text}_q")
-    record.compute("phi_k", lambda: phi(k), grid=Grid(keys, features, context), text=f"{map_text}_k")
+    record.compute(
+        "phi_k", lambda: phi(k), grid=Grid(keys, features, context), text=f"{map_text}_k"
+    )
     if causal:
         output, weights, check = _running_sum(record, (q, k, v), phi, rows)
     else:
@@ -183,7 +187,9 @@ def _running_sum(
     reads = xp.sum(phi_q[:, :, None] * running.states, axis=-2)  # row t: φ(q_t)ᵀ S_t
     normaliser = xp.sum(phi_q * running.sums, axis=-1, keepdims=True)  # φ(q_t)ᵀ z_t
     record.add("reads", reads, grid=Grid(tokens, context=context))
-    record.add("normaliser", normaliser, grid=Grid(tokens, context=context), text="normaliser_causal")
+    record.add(
+        "normaliser", normaliser, grid=Grid(tokens, context=context), text="normaliser_causal"
+    )
     # The same attention in the quadratic order, masked to j ≤ i: the weights it implies.
     similarity = mech.scores(phi_q, phi(k))  # φ(Q) φ(K)ᵀ
     kept = masks.fill_blocked(similarity, masks.negate(masks.causal_allowed(similarity)), 0.0)
@@ -195,6 +201,14 @@ def _running_sum(
         grid=Grid(tokens, context=context),
         text="output_causal",
         notes=(record.note("same_as_masked", difference=check),),
+    )
+    record.add(
+        "weights",
+        weights,
+        kind="weights",
+        row_sums=True,
+        grid=Grid(tokens, tokens, context),
+        text="weights_causal",
     )
     return running.output, weights, check
 
@@ -241,16 +255,18 @@ def _versus_softmax(
     soft_out = mech.weighted_sum(soft, v)
     a, b = record.to_numpy(weights), record.to_numpy(soft)
     out, soft_np = record.to_numpy(output), record.to_numpy(soft_out)
-    table = [
+    weight_gaps = np.max(np.abs(a - b), axis=-1)  # (m,)
+    output_gaps = np.max(np.abs(out - soft_np), axis=-1)  # (m,)
+    table: list[dict[str, Any]] = [
         {
             "query": name,
-            "max_weight_gap": float(np.max(np.abs(a[i] - b[i]))),
+            "max_weight_gap": float(weight_gaps[i]),
             "total_variation": float(np.sum(np.abs(a[i] - b[i])) / 2),
-            "max_output_gap": float(np.max(np.abs(out[i] - soft_np[i]))),
+            "max_output_gap": float(output_gaps[i]),
         }
         for i, name in enumerate(grid.rows or ())
     ]
-    gap = max(row["max_output_gap"] for row in table)
+    gap = float(np.max(output_gaps))
     record.add(
         "versus_softmax",
         table,
@@ -259,7 +275,7 @@ def _versus_softmax(
         notes=(
             record.note(
                 "softmax_gap",
-                weights=max(row["max_weight_gap"] for row in table),
+                weights=float(np.max(weight_gaps)),
                 output=gap,
             ),
         ),

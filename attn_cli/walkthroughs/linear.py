@@ -111,7 +111,7 @@ def build(run: LessonRun) -> Walkthrough:
         "phi_k", lambda: phi(k), grid=Grid(keys, features, context), text=f"{map_text}_k"
     )
     if causal:
-        output, weights, check = _running_sum(record, (q, k, v), phi, rows)
+        output, weights, check = _running_sum(record, (q, k, v), phi, rows, keys)
     else:
         output, weights, check = _reassociated(record, (q, k, v), phi, rows, keys)
     _flops(record, m, n, r, d_v, context)
@@ -172,6 +172,7 @@ def _running_sum(
     qkv: tuple[Any, Any, Any],
     phi: linear.FeatureMap,
     rows: Grid,
+    keys: tuple[str, ...],
 ) -> tuple[Any, Any, float]:
     """The causal form as a recurrence: the state S_t and z_t after each token, then the reads."""
     q, k, v = qkv
@@ -207,7 +208,7 @@ def _running_sum(
         weights,
         kind="weights",
         row_sums=True,
-        grid=Grid(tokens, tokens, context),
+        grid=Grid(tokens, keys, context),
         text="weights_causal",
     )
     return running.output, weights, check

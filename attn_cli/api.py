@@ -91,6 +91,18 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
+    "linear": LessonSignature(
+        "Linear attention φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1): the n × n matrix reassociated away.",
+        options=("feature_map", "features", "feature_seed", "causal"),
+        sizes=("n", "m", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "kvcache": LessonSignature(
+        "Generation token by token with a KV cache: one new key and value row per step.",
+        options=("layers", "heads", "kv_heads", "d_head", "cache_dtype"),
+        sizes=("n", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
 }
 
 LESSONS = tuple(LESSON_SIGNATURES)

@@ -47,6 +47,8 @@ COMMANDS: tuple[str, ...] = (
     "tour",
     "flash",
     "bench",
+    "linear",
+    "kvcache",
     "kinds",
 )
 
@@ -100,6 +102,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn bench --sizes 128..1024 --impl naive,tiled-numpy",
         "attn bench --device cuda --causal --format csv > bench.csv",
         "attn bench --plot bench.png",
+    ),
+    "linear": (
+        "attn linear",
+        "attn linear --example causal-three",
+        "attn linear --n 6 --feature-map random --features 64",
+    ),
+    "kvcache": (
+        "attn kvcache",
+        "attn kvcache --n 6 --dk 4 --seed 2",
+        "attn kvcache --layers 32 --heads 32 --kv-heads 8 --d-head 128",
     ),
     "kinds": (
         "attn kinds",

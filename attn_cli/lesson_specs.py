@@ -125,6 +125,8 @@ INPUTS: dict[str, tuple[InputSpec, ...]] = {
     "posenc": (),
     "variance": (),
     "flash": SCALED,  # the same inputs and checks as attn scaled
+    "linear": SCALED,
+    "kvcache": SCALED,
 }
 
 # Every lesson, in the order `attn --help` lists them: the package's lesson functions, the

@@ -45,12 +45,12 @@ def case(lesson: str, seed: int) -> tuple[dict[str, np.ndarray], dict]:
     def draw(*shape: int) -> np.ndarray:
         return rng.standard_normal(shape)
 
-    if lesson in ("scaled", "flash"):
+    if lesson in ("scaled", "flash", "linear"):
         options = {"block": 2} if lesson == "flash" else {}
         return {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, options
     if lesson == "selfattn":
         return {"x": draw(3, 4), "wq": draw(4, 2), "wk": draw(4, 2), "wv": draw(4, 3)}, {}
-    if lesson == "causal":
+    if lesson in ("causal", "kvcache"):
         return {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)}, {}
     if lesson == "multihead":
         weights = {name: draw(4, 4) / 2 for name in ("wq", "wk", "wv", "wo")}
@@ -68,6 +68,8 @@ BATCHED = {
     "causal": ("q", "k", "v"),
     "multihead": ("x",),
     "bahdanau": ("s", "h"),
+    "linear": ("q", "k", "v"),
+    "kvcache": ("q", "k", "v"),
 }
 
 

@@ -10,7 +10,18 @@ import pytest
 
 from tests.conftest import assert_user_error
 
-LESSONS = ["scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance", "flash"]
+LESSONS = [
+    "scaled",
+    "bahdanau",
+    "selfattn",
+    "causal",
+    "multihead",
+    "posenc",
+    "variance",
+    "flash",
+    "linear",
+    "kvcache",
+]
 
 
 @pytest.mark.parametrize("command", LESSONS)

@@ -30,6 +30,8 @@ LESSONS = {
     "multihead": (["multihead"], ["cats", "sat", "dogs", "ran", "head 1", "head 2"]),
     "posenc": (["posenc"], ["sin0", "cos3", "position", "dimension"]),
     "variance": (["variance", "--dk", "4,64", "--samples", "50"], ["d_k (width of q and k)"]),
+    "linear": (["linear", "--example", "causal-three"], ["q1", "q3", "k1", "k3"]),
+    "kvcache": (["kvcache"], ["q1", "q4", "k1", "k4", "cached key"]),
 }
 
 

@@ -292,6 +292,8 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
     ],
     "posenc": [(), ("--layout", "split")],
     "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
+    "linear": [RANDOM, (*RANDOM, "--causal"), (*RANDOM, "--feature-map", "random")],
+    "kvcache": [RANDOM, (*RANDOM, "--heads", "6")],
 }
 # Notes no input makes: permuted_wrong would report a bug (a permuted output that is not the
 # output permuted, beyond rounding); --conventions pads token 1, whose query (it sees only key 1)

@@ -113,6 +113,13 @@ def test_flash_cell_equals_plain_attention(executed):
     assert error < 1e-12
 
 
+def test_linear_and_kvcache_cells(executed):
+    (gap,) = numbers(executed["linear"]["result"])
+    assert gap == round(attn.linear(Q, K, V).meta["softmax_gap"], 4) > 0
+    (error,) = numbers(executed["kvcache"]["result"])
+    assert error < 1e-12  # the cached rows are causal attention's
+
+
 def test_bahdanau_and_multihead_cells_match_this_process(executed):
     np.testing.assert_array_equal(
         numbers(executed["bahdanau"]["result"]), attn.bahdanau().output.round(4).ravel()

@@ -17,7 +17,18 @@ from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import HTML_WIDTH, print_walkthrough
 from tests.conftest import assert_user_error
 
-LESSONS = ("scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance", "flash")
+LESSONS = (
+    "scaled",
+    "bahdanau",
+    "selfattn",
+    "causal",
+    "multihead",
+    "posenc",
+    "variance",
+    "flash",
+    "linear",
+    "kvcache",
+)
 NUMBER = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?")
 SVG = "{http://www.w3.org/2000/svg}"
 

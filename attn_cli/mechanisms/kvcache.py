@@ -10,10 +10,12 @@ is why the two agree to rounding rather than bit for bit; see tests/test_mech_kv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from attn_cli.backend import ITEMSIZE, Array, namespace_of
 from attn_cli.mechanisms.attention import attention
+from attn_cli.mechanisms.masks import causal_additive
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,37 @@ def cached_outputs(steps: list[CacheStep]) -> Array:
     """The steps' outputs stacked: (n, d_v), comparable with full causal attention."""
     xp = namespace_of(steps[0].output)
     return xp.concat([step.output for step in steps], axis=-2)
+
+
+def ordered_attention(
+    q: Array, k: Array, v: Array, *, use_scale: bool = True, causal: bool = False
+) -> tuple[Array, Array]:
+    """(weights, output) of softmax(Q Kᵀ / √d_k [+ M]) V with every sum taken left to right.
+
+    Each score sums its d_k products in order c = 1..d_k, each row sum and each output entry
+    sums over the keys in order j = 1..n; no BLAS, whose blocking depends on the shapes. Then
+    row t of the causal n × n computation and the cache's 1 × (t + 1) step are the same
+    operations on the same numbers: the masked keys j > t come after the visible ones and add
+    exact zeros (exp(−∞) = 0, 0·v = ±0, x + ±0 = x), so the two agree bit for bit.
+    """
+    xp = namespace_of(q, k, v)
+    k_t = xp.matrix_transpose(k)  # (d_k, n)
+    s = q[..., :, 0:1] * k_t[..., 0:1, :]  # (m, n): the first product of every dot product
+    for c in range(1, q.shape[-1]):
+        s = s + q[..., :, c : c + 1] * k_t[..., c : c + 1, :]
+    if use_scale:
+        s = s / math.sqrt(q.shape[-1])
+    if causal:
+        s = s + causal_additive(s)
+    e = xp.exp(s - xp.max(s, axis=-1, keepdims=True))  # (m, n); the max is exact in any order
+    total = e[..., :, 0:1]
+    for j in range(1, e.shape[-1]):
+        total = total + e[..., :, j : j + 1]  # (m, 1), keys in order
+    weights = e / total
+    output = weights[..., :, 0:1] * v[..., 0:1, :]  # (m, d_v)
+    for j in range(1, v.shape[-2]):
+        output = output + weights[..., :, j : j + 1] * v[..., j : j + 1, :]
+    return weights, output
 
 
 def scores_with_cache(n: int) -> int:

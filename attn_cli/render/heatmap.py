@@ -276,6 +276,43 @@ def variance_figure(walkthrough: Walkthrough, precision: int) -> Figure:
     )
 
 
+def linear_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """The kernel's weights, φ(q_i)·φ(k_j) normalised (causal: future keys grey, weight 0)."""
+    step = _step(walkthrough, "weights")
+    values = _matrix(step.value)
+    causal = walkthrough.meta.get("options", {}).get("causal")
+    options: dict[str, Any] = {}
+    if causal:
+        options["masked"] = ~np.tril(np.ones(values.shape, dtype=bool))
+        options["note"] = "grey: a future key, not yet in the running state"
+    return _single(
+        walkthrough, _grid(step, xlabel="keys", ylabel="queries", precision=precision, **options)
+    )
+
+
+def kvcache_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """Each generation step's weights as one row: the lower triangle of causal attention."""
+    rows = [step for step in walkthrough.steps if step.key.startswith("token")]
+    if not rows:
+        _step(walkthrough, "token1")  # the one-line error
+    n = len(rows)
+    values = np.zeros((n, n))
+    for i, step in enumerate(rows):
+        values[i, : i + 1] = _matrix(step.value)[0]
+    grid = Grid(
+        values=values,
+        row_labels=_labels(tuple(label for s in rows for label in s.row_labels or ()), n),
+        col_labels=_labels(rows[-1].col_labels, n),
+        title=f"Weights, one generation step per row ({n} steps)",
+        xlabel="cached key",
+        ylabel="new query",
+        precision=precision,
+        masked=~np.tril(np.ones((n, n), dtype=bool)),
+        note="grey: not in the cache yet",
+    )
+    return _single(walkthrough, grid)
+
+
 FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "scaled": scaled_figure,
     "bahdanau": bahdanau_figure,
@@ -285,6 +322,8 @@ FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "multihead": multihead_figure,
     "posenc": posenc_figure,
     "variance": variance_figure,
+    "linear": linear_figure,
+    "kvcache": kvcache_figure,
 }
 
 

@@ -1,0 +1,334 @@
+"""The linear attention lesson: φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1), reassociated step by step.
+
+First the quadratic order, (φ(Q)φ(K)ᵀ)V with its n × n weights; then the same numbers through
+the r × d_v matrix φ(K)ᵀV and the r-vector φ(K)ᵀ1; the FLOPs of both orders; and how far the
+kernel's weights and output are from softmax attention's on the same inputs. With ``causal``
+the sums run over j ≤ i as a running state S_t, z_t (the RNN view).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from attn_cli import lesson_specs
+from attn_cli.backend import namespace_of
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import linear, masks
+from attn_cli.model import Walkthrough
+from attn_cli.walkthroughs import scaled
+from attn_cli.walkthroughs.base import (
+    Grid,
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    Texts,
+    is_whole,
+    labels,
+    row_names,
+)
+
+INPUTS = lesson_specs.SCALED  # Q, K, V: the same inputs and checks as attn scaled
+FEATURE_MAPS = ("elu", "random")
+OPTIONS: dict[str, Any] = {
+    "feature_map": "elu",
+    "features": 16,  # r, for the random features (elu + 1 keeps r = d_k)
+    "feature_seed": 0,
+    "causal": False,
+}
+# The FLOP table also counts the two orders at this length, where n² has long taken over.
+LONG_N = 4096
+# (m × n) matrices alive at once: φ(Q)φ(K)ᵀ, its weights, scores, softmax parts and weights.
+_SCORE_MATRICES = 8
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    scaled.validate(inputs, {})  # Q and K share d_k; K and V share n
+    _check_options(inputs["Q"].shape[0], inputs["K"].shape[0], options)
+
+
+def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
+    name = options.get("feature_map", "elu")
+    if name not in FEATURE_MAPS:
+        raise UserError(f"--feature-map {name!r} is not a feature map; choose elu or random.")
+    features = options.get("features", 16)
+    if not is_whole(features) or features < 1:
+        raise UserError(
+            f"--features must be a whole number >= 1 (random features r), not {features!r}."
+        )
+    seed = options.get("feature_seed", 0)
+    if not is_whole(seed) or seed < 0:
+        raise UserError(f"--feature-seed must be a whole number >= 0, not {seed!r}.")
+    if options.get("causal") and m != n:
+        raise UserError(
+            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
+            f"rows and K has {n}."
+        )
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """attn scaled's shapes with smaller defaults, so that φ(Q) and φ(K)ᵀV stay readable: n = 6
+    (or m when only m is given) and d_k = 4."""
+    return scaled.random_shapes({"n": sizes.get("m") or 6, "dk": 4, **sizes})
+
+
+def _width(d_k: int, options: dict[str, Any]) -> int:
+    """r, the number of features: d_k for elu + 1, --features for random features."""
+    return int(options.get("features", 16)) if options.get("feature_map") == "random" else d_k
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    (m, d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
+    _check_options(m, n, options)
+    r = _width(d_k, options)
+    states = n * r * (d_v + 1) if options.get("causal") else r * (d_v + 1)
+    return (_SCORE_MATRICES * m * n + (m + n) * r + states + 6 * m * d_v) * itemsize
+
+
+def build(run: LessonRun) -> Walkthrough:
+    backend = run.backend
+    q, k, v = (backend.asarray(run.inputs[name]) for name in ("Q", "K", "V"))
+    (m, d_k), n, d_v = q.shape, k.shape[0], v.shape[1]
+    options = run.options
+    causal = bool(options.get("causal", False))
+    r = _width(d_k, options)
+    queries = row_names(run, "queries", m, "q", "the lesson file")
+    keys = row_names(run, "keys", n, "k", "the lesson file")
+    features = labels("f", r)
+    context: dict[str, Any] = {"m": m, "n": n, "dk": d_k, "dv": d_v, "r": r}
+    context["sqrt_dk"] = math.sqrt(d_k)
+    context["seed"] = options.get("feature_seed", 0)
+    phi = _feature_map(options, d_k)
+    record = StepRecorder(run)
+    rows = Grid(queries, features, context)
+    map_text = "phi_random" if options.get("feature_map") == "random" else "phi_elu"
+    record.compute("phi_q", lambda: phi(q), grid=rows, text=f"{map_text}_q")
+    record.compute(
+        "phi_k", lambda: phi(k), grid=Grid(keys, features, context), text=f"{map_text}_k"
+    )
+    if causal:
+        output, weights, check = _running_sum(record, (q, k, v), phi, rows, keys)
+    else:
+        output, weights, check = _reassociated(record, (q, k, v), phi, rows, keys)
+    _flops(record, m, n, r, d_v, context)
+    gap = _versus_softmax(record, (q, k, v), weights, output, causal, Grid(queries, keys, context))
+    return record.walkthrough(
+        output,
+        inputs=scaled.labelled_inputs(run, queries, keys),
+        meta={"max_abs_difference": check, "softmax_gap": gap},
+    )
+
+
+def _feature_map(options: dict[str, Any], d_k: int) -> linear.FeatureMap:
+    if options.get("feature_map") != "random":
+        return linear.elu_plus_one
+    projection = linear.random_projection(
+        d_k, int(options.get("features", 16)), int(options.get("feature_seed", 0))
+    )
+    root = d_k**0.25  # q·k / √d_k = (q / d_k^¼)·(k / d_k^¼): the features then aim at softmax's
+    return lambda x: linear.positive_random_features(x / root, projection)
+
+
+def _difference(record: StepRecorder, a: Any, b: Any) -> float:
+    return float(np.max(np.abs(record.to_numpy(a) - record.to_numpy(b))))
+
+
+def _reassociated(
+    record: StepRecorder,
+    qkv: tuple[Any, Any, Any],
+    phi: linear.FeatureMap,
+    rows: Grid,
+    keys: tuple[str, ...],
+) -> tuple[Any, Any, float]:
+    """Both orders: (φ(Q)φ(K)ᵀ)V through the m × n weights, then φ(Q)(φ(K)ᵀV) without them."""
+    q, k, v = qkv
+    queries, features, context = rows.rows, rows.cols, rows.context
+    grid = Grid(queries, keys, context)
+    quadratic = linear.quadratic_order(q, k, v, phi)
+    record.add("similarity", quadratic.similarity, grid=grid)
+    record.add("weights", quadratic.weights, kind="weights", row_sums=True, grid=grid)
+    record.add("output_quadratic", quadratic.output, grid=Grid(queries, context=context))
+    result = linear.linear_attention(q, k, v, phi)
+    record.add("kv", result.kv, grid=Grid(features, context=context))
+    record.add("k_sum", result.k_sum, grid=Grid(features, context=context))
+    record.add("numerator", result.numerator, grid=Grid(queries, context=context))
+    record.add("normaliser", result.normaliser, grid=Grid(queries, context=context))
+    check = _difference(record, result.output, quadratic.output)
+    record.add(
+        "output",
+        result.output,
+        grid=Grid(queries, context=context),
+        notes=(record.note("same_numbers", difference=check),),
+    )
+    return result.output, quadratic.weights, check
+
+
+def _running_sum(
+    record: StepRecorder,
+    qkv: tuple[Any, Any, Any],
+    phi: linear.FeatureMap,
+    rows: Grid,
+    keys: tuple[str, ...],
+) -> tuple[Any, Any, float]:
+    """The causal form as a recurrence: the state S_t and z_t after each token, then the reads."""
+    q, k, v = qkv
+    tokens, features, context = rows.rows, rows.cols or (), rows.context
+    xp = namespace_of(q, k, v)
+    running = linear.causal_linear_attention(q, k, v, phi)
+    n, r, d_v = running.states.shape
+    flat = record.to_numpy(running.states).reshape(n, r * d_v)  # row t: S_t entry by entry
+    cells = tuple(f"S[{f},{c}]" for f in features for c in range(1, d_v + 1))
+    record.add("states", flat, grid=Grid(tokens, cells, context))
+    record.add("sums", running.sums, grid=Grid(tokens, features, context))
+    phi_q = phi(q)  # (n, r)
+    reads = xp.sum(phi_q[:, :, None] * running.states, axis=-2)  # row t: φ(q_t)ᵀ S_t
+    normaliser = xp.sum(phi_q * running.sums, axis=-1, keepdims=True)  # φ(q_t)ᵀ z_t
+    record.add("reads", reads, grid=Grid(tokens, context=context))
+    record.add(
+        "normaliser", normaliser, grid=Grid(tokens, context=context), text="normaliser_causal"
+    )
+    # The same attention in the quadratic order, masked to j ≤ i: the weights it implies.
+    similarity = mech.scores(phi_q, phi(k))  # φ(Q) φ(K)ᵀ
+    kept = masks.fill_blocked(similarity, masks.negate(masks.causal_allowed(similarity)), 0.0)
+    weights = kept / xp.sum(kept, axis=-1, keepdims=True)
+    check = _difference(record, running.output, mech.weighted_sum(weights, v))
+    record.add(
+        "output",
+        running.output,
+        grid=Grid(tokens, context=context),
+        text="output_causal",
+        notes=(record.note("same_as_masked", difference=check),),
+    )
+    record.add(
+        "weights",
+        weights,
+        kind="weights",
+        row_sums=True,
+        grid=Grid(tokens, keys, context),
+        text="weights_causal",
+    )
+    return running.output, weights, check
+
+
+def _flops(record: StepRecorder, m: int, n: int, r: int, d_v: int, context: dict) -> None:
+    """Both orders' FLOPs here and at n = m = LONG_N, with their largest intermediate."""
+    table = []
+    for rows, keys in ((m, n), (LONG_N, LONG_N)):
+        table.append(
+            {
+                "m": rows,
+                "n": keys,
+                "quadratic_flops": linear.quadratic_flops(rows, keys, r, d_v),
+                "linear_flops": linear.linear_flops(rows, keys, r, d_v),
+                "quadratic_largest": rows * keys,
+                "linear_largest": r * d_v,
+            }
+        )
+    long = table[-1]
+    ratio = long["quadratic_flops"] / long["linear_flops"]
+    record.add(
+        "flops",
+        table,
+        kind="records",
+        grid=Grid(context=context),
+        notes=(record.note("flops_ratio", n=LONG_N, ratio=ratio),),
+    )
+
+
+def _versus_softmax(
+    record: StepRecorder,
+    qkv: tuple[Any, Any, Any],
+    weights: Any,
+    output: Any,
+    causal: bool,
+    grid: Grid,
+) -> float:
+    """Softmax attention on the same inputs, and how far the kernel's weights and output are."""
+    q, k, v = qkv
+    logits = mech.scale(mech.scores(q, k), q.shape[-1])
+    if causal:
+        logits = logits + masks.causal_additive(logits)
+    soft = record.softmax("softmax", logits, grid=grid, text="softmax_causal" if causal else None)
+    soft_out = mech.weighted_sum(soft, v)
+    a, b = record.to_numpy(weights), record.to_numpy(soft)
+    out, soft_np = record.to_numpy(output), record.to_numpy(soft_out)
+    weight_gaps = np.max(np.abs(a - b), axis=-1)  # (m,)
+    output_gaps = np.max(np.abs(out - soft_np), axis=-1)  # (m,)
+    table: list[dict[str, Any]] = [
+        {
+            "query": name,
+            "max_weight_gap": float(weight_gaps[i]),
+            "total_variation": float(np.sum(np.abs(a[i] - b[i])) / 2),
+            "max_output_gap": float(output_gaps[i]),
+        }
+        for i, name in enumerate(grid.rows or ())
+    ]
+    gap = float(np.max(output_gaps))
+    record.add(
+        "versus_softmax",
+        table,
+        kind="records",
+        grid=Grid(context=grid.context),
+        notes=(
+            record.note(
+                "softmax_gap",
+                weights=float(np.max(weight_gaps)),
+                output=gap,
+            ),
+        ),
+    )
+    return gap
+
+
+# The values every step text of this lesson may read.
+CONTEXT = ("m", "n", "dk", "dv", "r", "sqrt_dk", "seed")
+
+TEXTS = Texts(
+    steps={
+        "phi_elu_q": CONTEXT,
+        "phi_elu_k": CONTEXT,
+        "phi_random_q": CONTEXT,
+        "phi_random_k": CONTEXT,
+        "similarity": CONTEXT,
+        "weights": CONTEXT,
+        "output_quadratic": CONTEXT,
+        "kv": CONTEXT,
+        "k_sum": CONTEXT,
+        "numerator": CONTEXT,
+        "normaliser": CONTEXT,
+        "output": CONTEXT,
+        "states": CONTEXT,
+        "sums": CONTEXT,
+        "reads": CONTEXT,
+        "normaliser_causal": CONTEXT,
+        "output_causal": CONTEXT,
+        "weights_causal": CONTEXT,
+        "flops": CONTEXT,
+        "softmax": CONTEXT,
+        "softmax_causal": CONTEXT,
+        "versus_softmax": CONTEXT,
+    },
+    notes={
+        "same_numbers": ("difference",),
+        "same_as_masked": ("difference",),
+        "flops_ratio": ("n", "ratio"),
+        "softmax_gap": ("weights", "output"),
+    },
+)
+
+LESSON = Lesson(
+    name="linear",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("queries", "keys"),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    texts=TEXTS,
+)

@@ -1,0 +1,167 @@
+"""attn kvcache: each step by hand, the cached rows against full causal attention (bit for bit
+with left-to-right sums), the work, the cache bytes with MHA/GQA/MQA, torch, user errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attn_cli.mechanisms import kvcache
+from tests.conftest import assert_user_error, data, unwrap
+
+Q = np.array([[1.0, 0], [0, 1], [1, 1], [0, 2]])
+K = np.array([[1.0, 0], [0, 1], [1, 1], [1, -1]])
+V = np.array([[1.0, 0], [0, 1], [1, 1], [2, 0]])
+
+
+def causal_attention(q, k, v):
+    """Full causal attention with loops: row t over keys 1..t, scaled by √d_k."""
+    out = np.zeros((q.shape[0], v.shape[1]))
+    weights = []
+    for t in range(q.shape[0]):
+        s = [float(q[t] @ k[j]) / math.sqrt(q.shape[1]) for j in range(t + 1)]
+        e = [math.exp(x - max(s)) for x in s]
+        w = [x / sum(e) for x in e]
+        weights.append(w)
+        out[t] = sum(wj * v[j] for j, wj in enumerate(w))
+    return weights, out
+
+
+def steps_by_key(doc):
+    return {step["key"]: step for step in doc["steps"]}
+
+
+def test_four_tokens_step_by_step(invoke_json):
+    doc = invoke_json("kvcache")
+    assert doc["lesson"] == "kvcache" and doc["example"] == "four-tokens"
+    steps = steps_by_key(doc)
+    weights, output = causal_attention(Q, K, V)
+    for t in range(1, 5):
+        step = steps[f"token{t}"]
+        assert step["col_labels"] == [f"k{j}" for j in range(1, t + 1)]  # the cache: t keys
+        assert step["row_labels"] == [f"q{t}"]
+        np.testing.assert_allclose(unwrap(step["value"]), [weights[t - 1]], atol=1e-15)
+        assert unwrap(step["parts"][f"K cache ({t} × 2)"]) == K[:t].tolist()
+        assert unwrap(step["parts"][f"V cache ({t} × 2)"]) == V[:t].tolist()
+    assert unwrap(steps["token1"]["value"]) == [[1.0]]  # one key: all the weight
+    np.testing.assert_allclose(data(doc["output"]), output, atol=1e-15)
+    np.testing.assert_allclose(unwrap(steps["full"]["value"]), output, atol=1e-15)
+    assert doc["meta"]["ordered_max_abs_difference"] == 0.0
+    assert doc["meta"]["max_abs_difference"] < 1e-15
+
+
+def test_work_with_and_without_the_cache(invoke_json):
+    rows = steps_by_key(invoke_json("kvcache", "--n", "6", "--dk", "2"))["work"]["value"]
+    for t, row in enumerate(rows, start=1):
+        assert row["with_cache"] == t
+        assert row["without_cache"] == sum(range(1, t + 1))  # causal attention over t tokens
+        assert row["total_with_cache"] == sum(range(1, t + 1))
+        assert row["total_without_cache"] == sum(sum(range(1, s + 1)) for s in range(1, t + 1))
+
+
+def test_cache_bytes_mha_gqa_mqa(invoke_json):
+    args = ("--layers", "32", "--heads", "32", "--kv-heads", "8", "--d-head", "128")
+    rows = steps_by_key(invoke_json("kvcache", *args))["cache_bytes"]["value"]
+    assert [(r["attention"], r["kv_heads"], r["queries_per_kv_head"]) for r in rows] == [
+        ("MHA", 32, 1),
+        ("GQA", 8, 4),
+        ("MQA", 1, 32),
+    ]
+    # 2 (a key and a value) · layers · K/V heads · d_head · 2 bytes (float16)
+    assert [r["bytes_per_token"] for r in rows] == [2 * 32 * h * 128 * 2 for h in (32, 8, 1)]
+    assert rows[0]["bytes_per_token"] == 512 * 1024
+    assert all(r["bytes_long"] == 4096 * r["bytes_per_token"] for r in rows)
+    mqa = steps_by_key(invoke_json("kvcache", "--example", "mqa"))["cache_bytes"]["value"]
+    assert [(r["attention"], r["bytes_per_token"]) for r in mqa] == [
+        ("MHA", 2 * 32 * 32 * 128 * 2),
+        ("MQA", 2 * 32 * 1 * 128 * 2),
+    ]
+    f32 = steps_by_key(invoke_json("kvcache", "--cache-dtype", "float32", "--layers", "2",
+                                   "--heads", "4", "--kv-heads", "4", "--d-head", "8"))  # fmt: skip
+    assert [(r["attention"], r["bytes_per_token"]) for r in f32["cache_bytes"]["value"]] == [
+        ("MHA", 2 * 2 * 4 * 8 * 4),
+        ("MQA", 2 * 2 * 1 * 8 * 4),
+    ]
+
+
+@pytest.mark.parametrize(("n", "d_k", "d_v", "seed"), [(1, 2, 3, 0), (9, 5, 3, 1), (32, 16, 8, 2)])
+def test_random_inputs_equal_causal_attention(invoke_json, n, d_k, d_v, seed):
+    doc = invoke_json(
+        "kvcache", "--n", str(n), "--dk", str(d_k), "--dv", str(d_v), "--seed", str(seed)
+    )
+    q, k, v = (np.array(data(doc["inputs"][name])) for name in ("Q", "K", "V"))
+    _, expected = causal_attention(q, k, v)
+    output = np.array(data(doc["output"]))
+    assert output.shape == (n, d_v)
+    np.testing.assert_allclose(output, expected, rtol=1e-12, atol=1e-15)
+    assert doc["meta"]["max_abs_difference"] < 1e-14  # BLAS: equal up to the last bits
+    assert doc["meta"]["ordered_max_abs_difference"] == 0.0  # left-to-right sums: bit for bit
+
+
+@pytest.mark.parametrize("n", [1, 7, 20])
+def test_ordered_attention_is_bit_for_bit(n):
+    """Row t of the masked n × n computation and the cache's step t, both summing left to right:
+    identical bits; and both equal to the loops to rounding."""
+    rng = np.random.default_rng(n)
+    q, k, v = rng.standard_normal((n, 6)), rng.standard_normal((n, 6)), rng.standard_normal((n, 3))
+    weights, full = kvcache.ordered_attention(q, k, v, causal=True)
+    for t in range(n):
+        w_t, out_t = kvcache.ordered_attention(q[t : t + 1], k[: t + 1], v[: t + 1])
+        np.testing.assert_array_equal(out_t[0], full[t])
+        np.testing.assert_array_equal(w_t[0], weights[t, : t + 1])
+        assert np.all(weights[t, t + 1 :] == 0)
+    np.testing.assert_allclose(full, causal_attention(q, k, v)[1], rtol=1e-12)
+
+
+def test_torch_agrees_with_causal_sdpa_and_is_bit_for_bit_in_float64(invoke_json, torch):
+    doc = invoke_json("kvcache", "--backend", "torch", "--n", "12", "--dk", "4", "--dv", "3")
+    q, k, v = (torch.tensor(data(doc["inputs"][name]), dtype=torch.float64) for name in "QKV")
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    np.testing.assert_allclose(data(doc["output"]), expected.numpy(), rtol=1e-12)
+    assert doc["meta"]["ordered_max_abs_difference"] == 0.0
+
+
+def test_quiz_and_check(invoke):
+    quiz = invoke("kvcache", "--quiz")
+    assert quiz.exit_code == 0, quiz.output
+    assert "Quiz · KV caching" in quiz.stdout
+    check = invoke("check", "lessons/kvcache.toml")
+    assert check.exit_code == 0, check.output
+
+
+def test_rich_output(invoke):
+    result = invoke("kvcache")
+    assert result.exit_code == 0, result.output
+    assert "Token 4: append k4" in result.stdout
+    assert "bit for bit" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--q", "1,0;0,1", "--k", "1,0", "--v", "1"), ("generation is over one sequence",)),
+        (("--n", "40"), ("at most 32",)),
+        (("--heads", "32", "--kv-heads", "5"), ("--kv-heads 5 does not divide --heads 32",)),
+        (("--layers", "0"), ("--layers must be a whole number",)),
+        (("--q", "1,0", "--k", "1,0,0", "--v", "1"), ("Q and K must share d_k",)),
+    ],
+)
+def test_user_errors(invoke, args, fragments):
+    assert_user_error(invoke("kvcache", *args), *fragments)
+
+
+def test_kv_heads_default_to_a_quarter_of_the_heads(invoke_json):
+    def kv_heads(*args):
+        rows = steps_by_key(invoke_json("kvcache", *args))["cache_bytes"]["value"]
+        return [row["kv_heads"] for row in rows]
+
+    assert kv_heads() == [32, 8, 1]  # 32 heads: 8 K/V heads, as Llama 3 8B
+    assert kv_heads("--heads", "12") == [12, 3, 1]
+    assert kv_heads("--heads", "6") == [6, 1]  # 4 does not divide 6: MHA and MQA only
+
+
+def test_unknown_cache_dtype(invoke):
+    result = invoke("kvcache", "--cache-dtype", "int8")
+    assert result.exit_code == 2 and result.stdout == ""

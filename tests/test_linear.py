@@ -1,0 +1,205 @@
+"""attn linear: the worked example by hand, both orders, the running state, the FLOPs, the gap
+from softmax, torch, and the user errors; every reference written out here with loops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.conftest import assert_user_error, data, unwrap
+
+Q = np.array([[1.0, 0], [0, 1]])
+K = np.array([[1.0, 0], [0, 1], [1, 1]])
+V = np.array([[1.0, 0], [0, 2], [1, 1]])
+
+
+def elu1(x: np.ndarray) -> np.ndarray:
+    return np.array([[xi + 1 if xi > 0 else math.exp(xi) for xi in row] for row in x])
+
+
+def kernel_attention(q, k, v, phi, *, causal=False):
+    """(weights, output): w_ij = φ(q_i)·φ(k_j) / Σ_j', j ≤ i when causal; loops only."""
+    fq, fk = phi(q), phi(k)
+    weights = np.zeros((q.shape[0], k.shape[0]))
+    for i in range(q.shape[0]):
+        visible = range(i + 1) if causal else range(k.shape[0])
+        sims = {j: sum(fq[i, c] * fk[j, c] for c in range(fq.shape[1])) for j in visible}
+        total = sum(sims.values())
+        for j, s in sims.items():
+            weights[i, j] = s / total
+    return weights, weights @ v
+
+
+def softmax_attention(q, k, v, *, causal=False):
+    s = q @ k.T / math.sqrt(q.shape[1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    w = e / e.sum(axis=1, keepdims=True)
+    return w, w @ v
+
+
+def steps_by_key(doc):
+    return {step["key"]: step for step in doc["steps"]}
+
+
+def test_two_queries_by_hand(invoke_json):
+    doc = invoke_json("linear")
+    assert doc["lesson"] == "linear" and doc["example"] == "two-queries"
+    steps = steps_by_key(doc)
+    # elu + 1 of 0 and 1 is 1 and 2: φ(K) = [[2,1],[1,2],[2,2]], integers throughout.
+    assert unwrap(steps["phi_k"]["value"]) == [[2, 1], [1, 2], [2, 2]]
+    # φ(K)ᵀV = Σ_j φ(k_j) v_jᵀ = [[2·1+1·0+2·1, 2·0+1·2+2·1], [1·1+2·0+2·1, 1·0+2·2+2·1]]
+    assert unwrap(steps["kv"]["value"]) == [[4, 4], [3, 6]]
+    assert unwrap(steps["k_sum"]["value"]) == [[5], [5]]
+    assert unwrap(steps["numerator"]["value"]) == [[11, 14], [10, 16]]
+    assert unwrap(steps["normaliser"]["value"]) == [[15], [15]]
+    np.testing.assert_allclose(data(doc["output"]), [[11 / 15, 14 / 15], [10 / 15, 16 / 15]])
+    weights, output = kernel_attention(Q, K, V, elu1)
+    np.testing.assert_allclose(unwrap(steps["weights"]["value"]), weights, atol=1e-15)
+    np.testing.assert_allclose(unwrap(steps["output_quadratic"]["value"]), output, atol=1e-15)
+    assert doc["meta"]["max_abs_difference"] < 1e-15
+    assert [step["key"] for step in doc["steps"]] == [
+        "phi_q", "phi_k", "similarity", "weights", "output_quadratic", "kv", "k_sum",
+        "numerator", "normaliser", "output", "flops", "softmax", "versus_softmax",
+    ]  # fmt: skip
+
+
+def test_flops_of_both_orders(invoke_json):
+    (here, long) = steps_by_key(invoke_json("linear"))["flops"]["value"]
+    m, n, r, d_v = 2, 3, 2, 2
+    # (φQ φKᵀ): 2mnr; its row sums: 2mn (as the mechanism counts); · V: 2mn·d_v; m·d_v divisions
+    assert here["quadratic_flops"] == 2 * m * n * r + 2 * m * n + 2 * m * n * d_v + m * d_v
+    # φKᵀV 2nr·d_v, φKᵀ1 2nr, φQ(·) 2mr·d_v and 2mr, then m·d_v divisions
+    assert (
+        here["linear_flops"] == 2 * n * r * d_v + 2 * n * r + 2 * m * r * d_v + 2 * m * r + m * d_v
+    )
+    assert (here["quadratic_largest"], here["linear_largest"]) == (m * n, r * d_v)
+    assert long["m"] == long["n"] == 4096
+    assert long["quadratic_flops"] > 1000 * long["linear_flops"]
+
+
+def test_gap_from_softmax_is_measured(invoke_json):
+    doc = invoke_json("linear")
+    steps = steps_by_key(doc)
+    kernel_w, kernel_out = kernel_attention(Q, K, V, elu1)
+    soft_w, soft_out = softmax_attention(Q, K, V)
+    np.testing.assert_allclose(unwrap(steps["softmax"]["value"]), soft_w, atol=1e-15)
+    for i, row in enumerate(steps["versus_softmax"]["value"]):
+        assert row["query"] == f"q{i + 1}"
+        assert row["max_weight_gap"] == pytest.approx(np.max(np.abs(kernel_w[i] - soft_w[i])))
+        assert row["total_variation"] == pytest.approx(np.sum(np.abs(kernel_w[i] - soft_w[i])) / 2)
+        assert row["max_output_gap"] == pytest.approx(np.max(np.abs(kernel_out[i] - soft_out[i])))
+    assert doc["meta"]["softmax_gap"] == pytest.approx(np.max(np.abs(kernel_out - soft_out)))
+    assert doc["meta"]["softmax_gap"] > 0.1  # elu + 1 is not softmax: "approximation, weaker"
+
+
+def test_causal_running_state_by_hand(invoke_json):
+    doc = invoke_json("linear", "--example", "causal-three")
+    steps = steps_by_key(doc)
+    x = np.array([[1.0, 0], [0, 1], [1, 1]])
+    fk, fq = elu1(K), elu1(x)
+    state, total = np.zeros((2, 2)), np.zeros(2)
+    states, sums, outputs = [], [], []
+    for t in range(3):
+        state = state + np.outer(fk[t], V[t])  # S_t = S_{t−1} + φ(k_t) v_tᵀ
+        total = total + fk[t]
+        states.append(state.reshape(-1))
+        sums.append(total)
+        outputs.append(fq[t] @ state / (fq[t] @ total))
+    np.testing.assert_allclose(unwrap(steps["states"]["value"]), states, atol=1e-15)
+    np.testing.assert_allclose(unwrap(steps["sums"]["value"]), sums, atol=1e-15)
+    np.testing.assert_allclose(data(doc["output"]), outputs, atol=1e-15)
+    assert unwrap(steps["states"]["value"])[0] == [2, 0, 1, 0]  # φ(k1) v1ᵀ = [2,1]ᵀ[1,0]
+    assert steps["states"]["col_labels"] == ["S[f1,1]", "S[f1,2]", "S[f2,1]", "S[f2,2]"]
+    weights, output = kernel_attention(x, K, V, elu1, causal=True)
+    np.testing.assert_allclose(unwrap(steps["weights"]["value"]), weights, atol=1e-15)
+    np.testing.assert_allclose(outputs, output, atol=1e-15)
+    soft_w, _ = softmax_attention(x, K, V, causal=True)
+    np.testing.assert_allclose(unwrap(steps["softmax"]["value"]), soft_w, atol=1e-15)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_random_inputs_against_loops(invoke_json, causal):
+    flag = "--causal" if causal else "--no-causal"
+    doc = invoke_json("linear", "--n", "7", "--dk", "3", "--dv", "2", "--seed", "5", flag)
+    q, k, v = (np.array(data(doc["inputs"][name])) for name in ("Q", "K", "V"))
+    _, expected = kernel_attention(q, k, v, elu1, causal=causal)
+    output = np.array(data(doc["output"]))
+    assert output.shape == (7, 2)
+    np.testing.assert_allclose(output, expected, rtol=1e-12, atol=1e-14)
+
+
+def random_features(x, w):
+    """Performer's φ(x) = exp(x'W − |x'|²/2) / √r with x' = x / d_k^¼, by loops."""
+    d_k, r = w.shape
+    out = np.zeros((x.shape[0], r))
+    for i, row in enumerate(x / d_k**0.25):
+        for f in range(r):
+            out[i, f] = math.exp(sum(row[c] * w[c, f] for c in range(d_k)) - row @ row / 2)
+    return out / math.sqrt(r)
+
+
+def test_random_features_are_seeded_and_approach_softmax(invoke_json):
+    args = ("--feature-map", "random", "--feature-seed", "3")
+    doc = invoke_json("linear", *args, "--features", "8")
+    w = np.random.default_rng(3).standard_normal((2, 8))
+    steps = steps_by_key(doc)
+    np.testing.assert_allclose(unwrap(steps["phi_q"]["value"]), random_features(Q, w), rtol=1e-13)
+    _, expected = kernel_attention(Q, K, V, lambda x: random_features(x, w))
+    np.testing.assert_allclose(data(doc["output"]), expected, rtol=1e-12)
+    assert invoke_json("linear", *args, "--features", "8") == doc  # the same seed, the same run
+    # E[φ(q)·φ(k)] = exp(q·k/√d_k): with many features the gap from softmax shrinks.
+    many = invoke_json("linear", *args, "--features", "20000")["meta"]["softmax_gap"]
+    elu = invoke_json("linear")["meta"]["softmax_gap"]
+    assert many < 0.02 < elu
+
+
+def test_torch_agrees_with_a_direct_float64_computation(invoke_json, torch):
+    doc = invoke_json("linear", "--backend", "torch", "--n", "6", "--m", "4", "--dk", "3")
+    q, k, v = (torch.tensor(data(doc["inputs"][name]), dtype=torch.float64) for name in "QKV")
+    fq, fk = (torch.nn.functional.elu(x) + 1 for x in (q, k))
+    expected = (fq @ fk.T) @ v / (fq @ fk.T).sum(dim=-1, keepdim=True)
+    np.testing.assert_allclose(data(doc["output"]), expected.numpy(), rtol=1e-12)
+    causal = invoke_json("linear", "--backend", "torch", "--n", "5", "--dk", "3", "--causal")
+    q, k, v = (torch.tensor(data(causal["inputs"][name]), dtype=torch.float64) for name in "QKV")
+    fq, fk = (torch.nn.functional.elu(x) + 1 for x in (q, k))
+    sims = torch.tril(fq @ fk.T)
+    np.testing.assert_allclose(
+        data(causal["output"]), (sims @ v / sims.sum(-1, keepdim=True)).numpy(), rtol=1e-12
+    )
+
+
+def test_quiz_and_check(invoke):
+    quiz = invoke("linear", "--quiz")
+    assert quiz.exit_code == 0, quiz.output
+    assert "Quiz · Linear attention" in quiz.stdout
+    check = invoke("check", "lessons/linear.toml")
+    assert check.exit_code == 0, check.output
+
+
+def test_rich_output(invoke):
+    result = invoke("linear")
+    assert result.exit_code == 0, result.output
+    assert "Reassociate:  φ(K)ᵀ V" in result.stdout
+    assert "How far from softmax attention" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--n", "5", "--m", "3", "--causal"), ("--causal needs as many queries as keys",)),
+        (("--features", "0", "--feature-map", "random"), ("--features", "not 0")),
+        (("--feature-seed", "-1"), ("--feature-seed",)),
+        (("--q", "1,0", "--k", "1,0,0", "--v", "1"), ("Q and K must share d_k",)),
+    ],
+)
+def test_user_errors(invoke, args, fragments):
+    assert_user_error(invoke("linear", *args), *fragments)
+
+
+def test_unknown_feature_map(invoke):
+    result = invoke("linear", "--feature-map", "cosine")
+    assert result.exit_code == 2 and result.stdout == ""

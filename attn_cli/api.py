@@ -91,6 +91,12 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
+    "window": LessonSignature(
+        "Sliding-window attention: each token attends to the keys within w of it.",
+        options=("window", "causal", "global_tokens"),
+        sizes=("n", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
 }
 
 LESSONS = tuple(LESSON_SIGNATURES)

@@ -47,6 +47,7 @@ COMMANDS: tuple[str, ...] = (
     "tour",
     "flash",
     "bench",
+    "window",
 )
 
 # The last lines of each command's --help: two or three command lines to try (each one runs as
@@ -94,6 +95,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn flash",
         "attn flash --example causal-three",
         "attn flash --n 8 --block 4 --causal",
+    ),
+    "window": (
+        "attn window",
+        "attn window --example global-first",
+        "attn window --n 16 --window 2 --causal --global 0",
     ),
     "bench": (
         "attn bench --sizes 128..1024 --impl naive,tiled-numpy",

@@ -97,6 +97,13 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
         sizes=("n", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
+    "graph": LessonSignature(
+        "Graph attention: node i attends only to its neighbours N(i).",
+        options=("edges", "self_loops", "directed"),
+        sizes=("n", "d", "dk"),
+        positional=("h",),
+        labels="tokens",
+    ),
 }
 
 LESSONS = tuple(LESSON_SIGNATURES)

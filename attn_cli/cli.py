@@ -48,6 +48,7 @@ COMMANDS: tuple[str, ...] = (
     "flash",
     "bench",
     "window",
+    "graph",
 )
 
 # The last lines of each command's --help: two or three command lines to try (each one runs as
@@ -100,6 +101,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn window",
         "attn window --example global-first",
         "attn window --n 16 --window 2 --causal --global 0",
+    ),
+    "graph": (
+        "attn graph",
+        "attn graph --example lonely-node",
+        'attn graph --h "1,0;0,1;1,1" --edges "0-1,1-2" --self-loops',
     ),
     "bench": (
         "attn bench --sizes 128..1024 --impl naive,tiled-numpy",

@@ -54,6 +54,8 @@ def size_options(lesson: str, size: int) -> dict[str, Any]:
         "flash": {"n": size, "dk": size, "block": math.ceil(size / 2)},  # two blocks
         "posenc": {"positions": size, "d_model": size + size % 2},  # d_model even
         "variance": {"dk": str(size), "keys": max(size, 2), "samples": 200},
+        "window": {"n": size, "dk": size, "window": 1, "global_tokens": "0"},
+        "graph": {"n": size, "d": size},
     }[lesson]
 
 

@@ -76,8 +76,9 @@ def test_worked_example_matches_loops(invoke_json, example, causal, global_token
     needed = sum(map(sum, mask))
     assert doc["meta"]["scores_computed"] == needed and doc["meta"]["scores_full"] == 25
     assert [row["computed"] for row in steps["count"]["value"]] == [sum(row) for row in mask]
-    (note,) = steps["count"]["notes"]
-    assert note["values"]["band"] == needed  # the closed form agrees with the count
+    count, band = steps["count"]["notes"]
+    assert count["values"]["computed"] == needed
+    assert band["values"]["band"] == needed  # the closed form agrees with the count
 
 
 def test_worked_example_by_hand_first_row(invoke_json):
@@ -101,7 +102,7 @@ def test_global_tokens_see_and_are_seen(invoke_json):
     # Global token 0 sees every key: its row equals full attention's (no difference).
     assert unwrap(steps["difference"]["value"])[0] == pytest.approx([0, 0], abs=1e-12)
     assert doc["meta"]["global"] == [0]
-    extra = steps["count"]["notes"][1]["values"]["extra"]
+    extra = steps["count"]["notes"][2]["values"]["extra"]
     assert extra == sum(map(sum, mask)) - sum(map(sum, allowed_by_hand(6, 1, False)))
 
 

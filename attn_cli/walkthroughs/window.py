@@ -139,14 +139,8 @@ def build(run: LessonRun) -> Walkthrough:
     computed, total = local.computed_scores(allowed)
     band_only = local.window_pairs(n, window, causal)
     count_notes = [
-        record.note(
-            "count",
-            computed=computed,
-            total=total,
-            percent=100.0 * computed / total,
-            band=band_only,
-            w=window,
-        )
+        record.note("count", computed=computed, total=total, percent=100.0 * computed / total),
+        record.note("band_pairs_causal" if causal else "band_pairs", band=band_only, n=n, w=window),
     ]
     if chosen:
         count_notes.append(record.note("count_global", extra=computed - band_only))
@@ -189,9 +183,7 @@ def build(run: LessonRun) -> Walkthrough:
         "scores_full": total,
         "max_abs_difference_from_full": float(np.max(change)),
     }
-    return record.walkthrough(
-        output, inputs=scaled.labelled_inputs(run, queries, keys), meta=meta
-    )
+    return record.walkthrough(output, inputs=scaled.labelled_inputs(run, queries, keys), meta=meta)
 
 
 def _with_notes(step: Step, *notes: Note) -> Step:

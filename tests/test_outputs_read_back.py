@@ -90,7 +90,7 @@ def walkthrough(case: Case) -> Walkthrough:
 
 
 def test_every_lesson_has_examples_and_sizes():
-    assert len(LESSONS) == 8
+    assert len(LESSONS) == 10
     for lesson in LESSONS:
         assert len(lesson_cases(lesson)) == len(load_bundled(lesson).examples) + len(SIZES)
 

@@ -177,7 +177,8 @@ def build(run: LessonRun) -> Walkthrough:
         )
     output = record.compute("output", lambda: mech.weighted_sum(weights, v), grid=rows)
     meta = {
-        "edges": [[int(i), int(j)] for i, j in zip(*np.nonzero(mask_np), strict=True)],
+        # N(i) by node index (from 0): JSON facts hold no bare list of lists.
+        "neighbours": {str(i): np.flatnonzero(mask_np[i]).tolist() for i in range(n)},
         "isolated": [i for i in range(n) if not mask_np[i].any()],
         "scores_used": used,
         "scores_full": total,

@@ -109,7 +109,6 @@ def build(run: LessonRun) -> Walkthrough:
     queries, keys = names(run, "queries", n, "q"), names(run, "keys", n, "k")
     context: dict[str, Any] = {"n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     context.update(w=window, reach=(window + 1) if causal else (2 * window + 1))
-    context["globals"] = ", ".join(keys[t] for t in chosen)
     record = StepRecorder(run)
     grid = Grid(queries, keys, context)
 
@@ -120,7 +119,9 @@ def build(run: LessonRun) -> Walkthrough:
         band = local.window_allowed(logits, window, causal=causal)  # (n, n) True = may attend
         return local.with_global(band, chosen) if chosen else band
 
-    band_notes = (record.note("global", tokens=context["globals"]),) if chosen else ()
+    band_notes = (
+        (record.note("global", tokens=", ".join(keys[t] for t in chosen)),) if chosen else ()
+    )
     allowed = record.compute(
         "band",
         band_mask,

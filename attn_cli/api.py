@@ -91,6 +91,19 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),
+    "window": LessonSignature(
+        "Sliding-window attention: each token attends to the keys within w of it.",
+        options=("window", "causal", "global_tokens"),
+        sizes=("n", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "graph": LessonSignature(
+        "Graph attention: node i attends only to its neighbours N(i).",
+        options=("edges", "self_loops", "directed"),
+        sizes=("n", "d", "dk"),
+        positional=("h",),
+        labels="tokens",
+    ),
     "linear": LessonSignature(
         "Linear attention φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1): the n × n matrix reassociated away.",
         options=("feature_map", "features", "feature_seed", "causal"),

@@ -47,6 +47,8 @@ COMMANDS: tuple[str, ...] = (
     "tour",
     "flash",
     "bench",
+    "window",
+    "graph",
     "linear",
     "kvcache",
     "kinds",
@@ -97,6 +99,16 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn flash",
         "attn flash --example causal-three",
         "attn flash --n 8 --block 4 --causal",
+    ),
+    "window": (
+        "attn window",
+        "attn window --example global-first",
+        "attn window --n 16 --window 2 --causal --global 0",
+    ),
+    "graph": (
+        "attn graph",
+        "attn graph --example lonely-node",
+        'attn graph --h "1,0;0,1;1,1" --edges "0-1,1-2" --self-loops',
     ),
     "bench": (
         "attn bench --sizes 128..1024 --impl naive,tiled-numpy",

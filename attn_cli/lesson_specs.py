@@ -115,6 +115,21 @@ MULTIHEAD = (
     _optional("b_O", "--bo", "vector", "output bias", "Bias b_O added to Concat · W_O, d_o wide."),
 )  # fmt: skip
 
+GRAPH = (
+    InputSpec(
+        "H", "--h", "matrix", "node features h_i (rows)",
+        help='Node features h_i, one row per node: N × d, "1,0;0,1;1,1;0,2", JSON or @file.',
+    ),
+    _optional("W_Q", "--wq", "matrix", "query projection",
+              "W_Q, d_k × d, as the seed writes it: q_i = W_Q h_i (default: identity)."),
+    _optional("W_K", "--wk", "matrix", "key projection",
+              "W_K, d_k × d: k_j = W_K h_j (default: identity)."),
+    _optional("W_V", "--wv", "matrix", "value projection",
+              "W_V, d_v × d: v_j = W_V h_j (default: identity)."),
+    _optional("A", "--adjacency", "matrix", "adjacency (0/1)",
+              "Adjacency, N × N of 0/1: row i has 1 at j when j ∈ N(i) (instead of --edges)."),
+)  # fmt: skip
+
 # Lesson name -> its inputs, in order (posenc and variance draw everything from their options).
 INPUTS: dict[str, tuple[InputSpec, ...]] = {
     "scaled": SCALED,
@@ -125,6 +140,8 @@ INPUTS: dict[str, tuple[InputSpec, ...]] = {
     "posenc": (),
     "variance": (),
     "flash": SCALED,  # the same inputs and checks as attn scaled
+    "window": SCALED,  # the same inputs as attn scaled, one sequence (m = n)
+    "graph": GRAPH,
     "linear": SCALED,
     "kvcache": SCALED,
 }

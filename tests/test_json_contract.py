@@ -32,6 +32,8 @@ RANDOM = {
     "posenc": ("--positions", "7", "--d-model", "6", "--offset", "2"),
     "flash": ("--n", "7", "--m", "5", "--dk", "3", "--block", "3", "--seed", "3"),
     "variance": ("--dk", "4,16", "--samples", "200", "--keys", "5", "--seed", "3"),
+    "window": ("--n", "6", "--dk", "3", "--dv", "2", "--window", "1", "--global", "0"),
+    "graph": ("--n", "5", "--d", "3", "--dk", "2", "--seed", "3"),
     "linear": ("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
     "kvcache": ("--n", "5", "--dk", "3", "--dv", "2", "--seed", "3"),
 }
@@ -43,6 +45,8 @@ LARGE = {
     "multihead": ("--n", "101", "--d-model", "4", "--heads", "2"),
     "posenc": ("--positions", "100", "--d-model", "128"),
     "flash": ("--n", "150", "--block", "75", "--dk", "2"),
+    "window": ("--n", "101", "--dk", "2", "--window", "3"),
+    "graph": ("--n", "101", "--d", "2"),
     "linear": ("--n", "120", "--dk", "4"),
     "kvcache": ("--n", "32", "--dk", "2", "--dv", "400"),
 }

@@ -292,6 +292,13 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
     ],
     "posenc": [(), ("--layout", "split")],
     "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
+    "window": [
+        (*RANDOM, "--window", "1"),
+        (*RANDOM, "--window", "1", "--causal"),
+        (*RANDOM, "--window", "1", "--global", "0"),
+        (*RANDOM, "--window", "1", "--causal", "--global", "0"),
+    ],
+    "graph": [("--n", "4", "--d", "2"), ("--n", "4", "--d", "2", "--edges", "0-1", "--self-loops")],
     "linear": [RANDOM, (*RANDOM, "--causal"), (*RANDOM, "--feature-map", "random")],
     "kvcache": [RANDOM, (*RANDOM, "--heads", "6")],
 }

@@ -134,3 +134,19 @@ def test_errors_and_json_cell(executed):
     (last,) = [cell for name, cell in executed.items() if "UserError" in cell["stdout"]]
     assert "scaled ['scores', 'scaled', 'weights', 'output']" in last["stdout"]
     assert "UserError: Q has 3 columns but K has 2" in last["stdout"]
+
+
+def test_window_cell(executed):
+    """Window 1 over three tokens: token 0 and token 2 do not see each other."""
+    scores = X @ X.T / np.sqrt(4)
+    band = np.abs(np.subtract.outer(np.arange(3), np.arange(3))) <= 1
+    weights = softmax_rows(np.where(band, scores, -np.inf))
+    np.testing.assert_array_equal(numbers(executed["window"]["result"]), weights.round(4).ravel())
+
+
+def test_graph_cell(executed):
+    """The path 0-1-2: node 0 and node 2 see only node 1, node 1 sees both ends."""
+    scores = X @ X.T / np.sqrt(4)
+    path = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=bool)
+    weights = softmax_rows(np.where(path, scores, -np.inf))
+    np.testing.assert_array_equal(numbers(executed["graph"]["result"]), weights.round(4).ravel())

@@ -54,6 +54,8 @@ def size_options(lesson: str, size: int) -> dict[str, Any]:
         "flash": {"n": size, "dk": size, "block": math.ceil(size / 2)},  # two blocks
         "posenc": {"positions": size, "d_model": size + size % 2},  # d_model even
         "variance": {"dk": str(size), "keys": max(size, 2), "samples": 200},
+        "window": {"n": size, "dk": size, "window": 1, "global_tokens": "0"},
+        "graph": {"n": size, "d": size},
         "linear": {"n": size, "dk": size, "causal": size % 2 == 1},
         "kvcache": {"n": min(size, 32), "dk": size},  # one step per token: at most 32
     }[lesson]
@@ -90,7 +92,9 @@ def walkthrough(case: Case) -> Walkthrough:
 
 
 def test_every_lesson_has_examples_and_sizes():
-    assert len(LESSONS) == 10
+    from attn_cli.lesson_specs import LESSONS as DECLARED
+
+    assert sorted(LESSONS) == sorted(DECLARED)  # every lesson declared is read back here
     for lesson in LESSONS:
         assert len(lesson_cases(lesson)) == len(load_bundled(lesson).examples) + len(SIZES)
 

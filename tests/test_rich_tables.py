@@ -58,6 +58,8 @@ SIZED: dict[str, Any] = {
     "variance": lambda s: {"dk": s},
     # a few blocks (at most MAX_BLOCKS): each block is six more steps of the same kinds
     "flash": lambda s: {"n": s, "dk": s, "block": max(2, -(-s // 4), -(-s // MAX_BLOCKS))},
+    "window": lambda s: {"n": s, "dk": s, "window": 2, "causal": True, "global_tokens": "0"},
+    "graph": lambda s: {"n": s, "d": s},
     "linear": lambda s: {"n": s, "dk": s},
     "kvcache": lambda s: {"n": min(s, 32), "dk": s},  # one step per token: at most 32
 }

@@ -1,0 +1,267 @@
+"""The sliding-window (local) attention lesson: the band mask, the weights, the scores a band
+needs against the full n², and how far the output moves from full attention.
+
+Query i sees key j when |i − j| ≤ w (causal: 0 ≤ i − j ≤ w); global tokens (Longformer) see
+and are seen by every position. Positions count from 0, as --global does. Scores are scaled
+by √d_k, as in attn scaled, so that the output compares with its output on the same matrices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from attn_cli import lesson_specs
+from attn_cli.errors import UserError
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import local
+from attn_cli.mechanisms.masks import additive
+from attn_cli.model import Note, Step, Walkthrough
+from attn_cli.walkthroughs import scaled
+from attn_cli.walkthroughs.base import (
+    Grid,
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    Texts,
+    is_whole,
+    row_names,
+)
+
+INPUTS = lesson_specs.SCALED  # Q, K, V as attn scaled takes them
+OPTIONS: dict[str, Any] = {"window": 2, "causal": False, "global_tokens": None}
+# (n × n) matrices alive at once: scores, scaled, band, M, masked, softmax parts, weights, the
+# full attention's weights for the comparison.
+_SCORE_MATRICES = 10
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    q, k = inputs["Q"], inputs["K"]
+    if q.shape[0] != k.shape[0]:
+        raise UserError(
+            f"Q has {q.shape[0]} rows but K has {k.shape[0]}: a sliding window runs over one "
+            "sequence (query i and key i are the same position), so give Q and K the same n."
+        )
+    scaled.validate({name: inputs[name] for name in ("Q", "K", "V")}, {})
+    window_of(options)
+    global_tokens(options.get("global_tokens"), k.shape[0])
+
+
+def window_of(options: dict[str, Any]) -> int:
+    """The half-width w: a whole number ≥ 0 (w = 0: each token sees only itself)."""
+    window = options.get("window")
+    if not is_whole(window) or window < 0:
+        raise UserError(
+            f"--window must be a whole number ≥ 0 (keys within that distance), not {window!r}."
+        )
+    return window
+
+
+def global_tokens(value: Any, n: int) -> tuple[int, ...]:
+    """The global positions of --global ("0,5", or a list in a lesson file), each 0..n − 1."""
+    if value is None or value == "" or value == []:
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    items = items if isinstance(items, list | tuple) else [items]
+    positions = []
+    for item in items:
+        text = str(item).strip()
+        if not text.isdigit() or isinstance(item, bool | float):
+            raise UserError(
+                f"--global {value!r}: give positions from 0 separated by commas, e.g. --global 0,5."
+            )
+        position = int(text)
+        if position >= n:
+            raise UserError(
+                f"--global position {position} is past the last token: positions run 0..{n - 1}."
+            )
+        positions.append(position)
+    return tuple(sorted(set(positions)))
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Q, K, V of n = 8 tokens (m is n: one sequence), d_k = 4 by default."""
+    n = sizes.get("n") or 8
+    return scaled.random_shapes({"dk": 4, **sizes, "n": n, "m": n})
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    (n, _d_k), (_, d_v) = shapes["K"], shapes["V"]
+    return (_SCORE_MATRICES * n * n + 4 * n * d_v) * itemsize
+
+
+def positions(prefix: str, count: int) -> tuple[str, ...]:
+    """Labels from 0 (q0, q1, ...), as --global and --edges count."""
+    return tuple(f"{prefix}{index}" for index in range(count))
+
+
+def names(run: LessonRun, key: str, count: int, prefix: str) -> tuple[str, ...]:
+    """The example's names for ``key`` when it has them, else prefix0, prefix1, ..."""
+    if run.labels.get(key):
+        return row_names(run, key, count, prefix, "the lesson file")
+    return positions(prefix, count)
+
+
+def build(run: LessonRun) -> Walkthrough:
+    backend = run.backend
+    q, k, v = (backend.asarray(run.inputs[name]) for name in ("Q", "K", "V"))
+    (n, d_k), d_v = q.shape, v.shape[1]
+    window = window_of(run.options)
+    causal = bool(run.options.get("causal"))
+    chosen = global_tokens(run.options.get("global_tokens"), n)
+    queries, keys = names(run, "queries", n, "q"), names(run, "keys", n, "k")
+    context: dict[str, Any] = {"n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
+    context.update(w=window, reach=(window + 1) if causal else (2 * window + 1))
+    record = StepRecorder(run)
+    grid = Grid(queries, keys, context)
+
+    scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
+    logits = record.compute("scaled", lambda: mech.scale(scores, d_k), grid=grid)
+
+    def band_mask() -> Any:
+        band = local.window_allowed(logits, window, causal=causal)  # (n, n) True = may attend
+        return local.with_global(band, chosen) if chosen else band
+
+    band_notes = (
+        (record.note("global", tokens=", ".join(keys[t] for t in chosen)),) if chosen else ()
+    )
+    allowed = record.compute(
+        "band",
+        band_mask,
+        grid=grid,
+        text="band_causal" if causal else "band",
+        notes=band_notes,
+    )
+    masked = record.compute("masked", lambda: logits + additive(allowed, logits), grid=grid)
+    weights = record.softmax("weights", masked, grid=grid)
+    rows = Grid(queries, context=context)
+    output = record.compute("output", lambda: mech.weighted_sum(weights, v), grid=rows)
+    if not chosen:
+        record.steps[-1] = _with_notes(
+            record.steps[-1], _blockwise_note(record, (q, k, v), output, window, causal)
+        )
+    computed, total = local.computed_scores(allowed)
+    band_only = local.window_pairs(n, window, causal)
+    count_notes = [
+        record.note("count", computed=computed, total=total, percent=100.0 * computed / total),
+        record.note("band_pairs_causal" if causal else "band_pairs", band=band_only, n=n, w=window),
+    ]
+    if chosen:
+        count_notes.append(record.note("count_global", extra=computed - band_only))
+    mask = backend.to_numpy(allowed)
+    record.add(
+        "count",
+        [
+            {
+                "query": queries[i],
+                "keys": _spans(keys, np.flatnonzero(mask[i]).tolist()),
+                "computed": int(np.count_nonzero(mask[i])),
+                "full": n,
+            }
+            for i in range(n)
+        ],
+        kind="records",
+        grid=Grid(context=context),
+        notes=tuple(count_notes),
+    )
+    full_weights = mech.softmax(logits)  # attn scaled's weights on the same matrices
+    full = mech.weighted_sum(full_weights, v)
+    outside = np.sum(np.where(mask, 0.0, backend.to_numpy(full_weights)), axis=-1)  # (n,)
+    difference = record.compute("difference", lambda: output - full, grid=rows)
+    change = np.max(np.abs(backend.to_numpy(difference)), axis=-1)  # (n,)
+    worst = int(np.argmax(change))
+    record.steps[-1] = _with_notes(
+        record.steps[-1],
+        record.note(
+            "worst_row",
+            query=queries[worst],
+            outside=float(outside[worst]),
+            change=float(change[worst]),
+        ),
+    )
+    meta = {
+        "window": window,
+        "causal": causal,
+        "global": list(chosen),
+        "scores_computed": computed,
+        "scores_full": total,
+        "max_abs_difference_from_full": float(np.max(change)),
+    }
+    return record.walkthrough(output, inputs=scaled.labelled_inputs(run, queries, keys), meta=meta)
+
+
+def _with_notes(step: Step, *notes: Note) -> Step:
+    """A recorded step with notes that need its value (computed after it) added."""
+    return replace(step, notes=(*step.notes, *notes))
+
+
+def _blockwise_note(
+    record: StepRecorder, qkv: tuple[Any, Any, Any], output: Any, window: int, causal: bool
+) -> Note:
+    """The blockwise computation (the bench's --impl window), which never forms the n × n
+    scores, gives the same output: each block of queries is scored against its key slice."""
+    q, k, v = qkv
+    block = window + 1
+    blocks = local.window_attention(q, k, v, window, causal=causal, block=block)
+    backend = record.run.backend
+    gap = float(np.max(np.abs(backend.to_numpy(blocks) - backend.to_numpy(output))))
+    n = q.shape[-2]
+    largest = min(block, n) * min(n, block + (window if causal else 2 * window))
+    return record.note("blockwise", block=block, largest=largest, difference=gap)
+
+
+def _spans(names: tuple[str, ...], indices: list[int]) -> str:
+    """Key indices as runs: [0, 1, 2, 5] -> "k0–k2, k5"."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(
+        names[run[0]] if len(run) == 1 else f"{names[run[0]]}–{names[run[-1]]}" for run in runs
+    )
+
+
+# The values every step text of this lesson may read.
+CONTEXT = ("n", "dk", "dv", "sqrt_dk", "w", "reach")
+
+TEXTS = Texts(
+    steps={
+        "scores": CONTEXT,
+        "scaled": CONTEXT,
+        "band": CONTEXT,
+        "band_causal": CONTEXT,
+        "masked": CONTEXT,
+        "weights": CONTEXT,
+        "output": CONTEXT,
+        "count": CONTEXT,
+        "difference": CONTEXT,
+    },
+    notes={
+        "global": ("tokens",),
+        "blockwise": ("block", "largest", "difference"),
+        "count": ("computed", "total", "percent"),
+        "band_pairs": ("band", "n", "w"),
+        "band_pairs_causal": ("band", "n", "w"),
+        "count_global": ("extra",),
+        "worst_row": ("query", "outside", "change"),
+    },
+)
+
+LESSON = Lesson(
+    name="window",
+    inputs=INPUTS,
+    options=OPTIONS,
+    labels=("queries", "keys"),
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    texts=TEXTS,
+)

@@ -85,6 +85,25 @@ class Step:
     seconds: float | None = None
     # LaTeX for the left-hand side, e.g. "S = QK^\\top" (LaTeX output only).
     latex: str | None = None
+    # The lesson file's title and explanation and the raw values they read: title and
+    # explanation above are filled at the lesson's default precision, a renderer refills them
+    # at its own (--precision) with at_precision.
+    templates: tuple[str, str] | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    def at_precision(self, precision: int) -> Step:
+        """This step with a plain ``{x}`` number of its title and explanation written with
+        ``precision`` decimals, as the tables write numbers (a ``{x:.3f}`` stays as written)."""
+        if self.templates is None:
+            return self
+        from attn_cli.templates import fill
+
+        title, explanation = (
+            fill(template, self.context, f"[steps.{self.key}]", precision=precision)
+            for template in self.templates
+        )
+        return replace(self, title=title, explanation=explanation)
+
     # A records table's display heading of each (snake_case) key, from the lesson file.
     headings: Mapping[str, str] = field(default_factory=dict)
 
@@ -129,6 +148,15 @@ class Walkthrough:
     items: tuple[Walkthrough, ...] = ()
     item_index: int = 0
 
+    def at_precision(self, precision: int) -> Walkthrough:
+        """This walkthrough with its steps' texts written at ``precision`` (Step.at_precision),
+        every batch item's too: what each renderer shows."""
+        return replace(
+            self,
+            steps=tuple(step.at_precision(precision) for step in self.steps),
+            items=tuple(item.at_precision(precision) for item in self.items),
+        )
+
     def item(self, index: int) -> Walkthrough:
         """Item ``index`` of a batch (counting from 0), shown as ``--item index`` shows it."""
         size = len(self.items) or 1
@@ -156,7 +184,7 @@ class Walkthrough:
         from attn_cli.render import Format, RenderOptions, ensure_output_fits
         from attn_cli.render.json_render import to_document
 
-        options = RenderOptions(full=full)
+        options = RenderOptions(full=full, precision=self._precision(None))
         ensure_output_fits(self, Format.json, options)
         return to_document(self, options)
 

@@ -373,3 +373,41 @@ def test_the_quiz_handout_fills_notes_at_its_precision(invoke):
     result = invoke("causal", "--fill", "zero", "--quiz", "--precision", "2")
     assert result.exit_code == 0, result.output
     assert f"Worst row: {token} puts {leak:.2f} of its weight" in flat(result.stdout)
+
+
+# --- step texts: a plain {x} number follows --precision too ---------------------------------
+
+
+def test_a_computed_number_in_an_explanation_follows_precision(invoke, invoke_json):
+    """scaled.toml writes √d_k as a plain {sqrt_dk}: every exit shows it at --precision."""
+    root = math.sqrt(2)  # the default example has d_k = 2
+    for precision in (2, 4, 6):
+        shown = f"√d_k = √2 = {root:.{precision}f}."
+        rich = invoke("scaled", "--precision", str(precision))
+        assert rich.exit_code == 0 and shown in flat(rich.stdout), precision
+        for fmt in ("markdown", "latex"):
+            out = invoke("scaled", "--precision", str(precision), "--format", fmt).stdout
+            assert f"{root:.{precision}f}" in out, (fmt, precision)
+        doc = invoke_json("scaled", "--precision", str(precision))
+        assert shown in step_of(doc, "scaled")["explanation"], precision
+    walkthrough = attn.scaled()
+    assert f"{root:.4f}" in walkthrough.find("scaled").explanation  # the lesson's default
+    assert f"√2 = {root:.3f}." in flat(walkthrough.to_markdown(precision=3))
+    assert f"√2 = {root:.3f}." in flat(walkthrough.at_precision(3).find("scaled").explanation)
+
+
+def test_an_explicit_spec_in_a_step_text_is_kept_at_any_precision(invoke, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'lesson = "scaled"\n[steps.scaled]\nexplanation = "Divided by {sqrt_dk:.1f}."\n',
+        encoding="utf-8",
+    )
+    for precision in ("2", "6"):
+        result = invoke("scaled", "--lesson", str(path), "--precision", precision)
+        assert result.exit_code == 0 and "Divided by 1.4." in result.stdout, precision
+
+
+def test_an_integer_in_a_step_text_prints_as_the_tables_print_it(invoke_json):
+    """d_k = 4 gives √d_k = 2 exactly: written 2, as a table cell writes an exact integer."""
+    doc = invoke_json("scaled", "--n", "2", "--dk", "4", "--precision", "3")
+    assert "√d_k = √4 = 2." in step_of(doc, "scaled")["explanation"]

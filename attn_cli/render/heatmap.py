@@ -75,7 +75,7 @@ def heatmap_figure(walkthrough: Walkthrough, precision: int | None = None) -> Fi
         from attn_cli.api import default_precision
 
         precision = default_precision(walkthrough.lesson)
-    return draw(walkthrough, precision)
+    return draw(walkthrough.at_precision(precision), precision)
 
 
 def _step(walkthrough: Walkthrough, key: str) -> Step:

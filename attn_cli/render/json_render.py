@@ -53,6 +53,7 @@ def to_json(walkthrough: Walkthrough, options: RenderOptions) -> str:
 
 def to_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
     """The JSON document as plain Python data (what ``Walkthrough.to_dict`` returns)."""
+    walkthrough = walkthrough.at_precision(options.precision)
     full = options.full
     settings = walkthrough.meta.get("options", {})
     document = {

@@ -53,6 +53,7 @@ FIRST_LINE = f"% attn LaTeX: compile with {PREAMBLE}"
 
 
 def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
+    walkthrough = walkthrough.at_precision(options.precision)
     title = tex_text(walkthrough.title)
     if walkthrough.example:
         title += f", example \\texttt{{{tex_text(walkthrough.example)}}}"

@@ -29,6 +29,7 @@ CORNER_COLS = 10
 
 
 def to_markdown(walkthrough: Walkthrough, options: RenderOptions) -> str:
+    walkthrough = walkthrough.at_precision(options.precision)
     title = md_text(walkthrough.title) + (
         f" — example {_code(walkthrough.example)}" if walkthrough.example else ""
     )

@@ -104,6 +104,7 @@ def walkthrough_sections(
     walkthrough: Walkthrough, options: RenderOptions
 ) -> list[list[RenderableType]]:
     """The walkthrough in screens: header and inputs, each step, then the notes (if any)."""
+    walkthrough = walkthrough.at_precision(options.precision)
     sections = [[header(walkthrough), *inputs_renderables(walkthrough, options)]]
     for number, step in enumerate(walkthrough.steps, start=1):
         sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from attn_cli.api import default_precision
 from attn_cli.backend import Array, Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
@@ -173,6 +174,7 @@ class StepRecorder:
         """
         self.check_declared("steps", text or key, grid.context)
         words = self.run.lesson.text(text or key)
+        precision = default_precision(self.run.lesson.lesson)  # renderers refill at theirs
         where = f"{self.run.lesson.path or self.run.lesson.lesson}: [steps.{text or key}]"
         shown = self.to_numpy(value)
         sums = None
@@ -181,8 +183,12 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title=fill(words.title, grid.context, f"{where} title"),
-                explanation=fill(words.explanation, grid.context, f"{where} explanation"),
+                title=fill(words.title, grid.context, f"{where} title", precision=precision),
+                explanation=fill(
+                    words.explanation, grid.context, f"{where} explanation", precision=precision
+                ),
+                templates=(words.title, words.explanation),
+                context=dict(grid.context),
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,

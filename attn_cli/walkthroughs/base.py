@@ -327,6 +327,24 @@ def whole_option(value: object, flag: str) -> int:
     return value
 
 
+def whole_at_least(value: object, flag: str, minimum: int = 1, meaning: str = "") -> int:
+    """An option that must be a whole number >= ``minimum``, else a UserError naming ``flag``
+    (and what the number counts, ``meaning``)."""
+    if not is_whole(value) or value < minimum:
+        counts = f" ({meaning})" if meaning else ""
+        raise UserError(f"{flag} must be a whole number >= {minimum}{counts}, not {value!r}.")
+    return value
+
+
+def check_causal_square(m: int, n: int) -> None:
+    """--causal pairs query i with keys 1..i: it needs as many queries as keys."""
+    if m != n:
+        raise UserError(
+            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
+            f"rows and K has {n}."
+        )
+
+
 def labels(prefix: str, count: int) -> tuple[str, ...]:
     """Row or column labels: q1, q2, ... (1-based, as on the slides)."""
     return tuple(f"{prefix}{index}" for index in range(1, count + 1))

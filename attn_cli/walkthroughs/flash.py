@@ -26,8 +26,9 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
-    is_whole,
+    check_causal_square,
     row_names,
+    whole_at_least,
 )
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
@@ -44,9 +45,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 
 def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
-    block = options.get("block")
-    if not is_whole(block) or block < 1:
-        raise UserError(f"--block must be a whole number >= 1, not {block!r}.")
+    block = whole_at_least(options.get("block"), "--block")
     blocks = math.ceil(n / block)
     if blocks > MAX_BLOCKS:
         raise UserError(
@@ -56,11 +55,7 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         )
     query_block = options.get("query_block")
     if query_block is not None:
-        if not is_whole(query_block) or query_block < 1:
-            raise UserError(
-                f"--query-block must be a whole number >= 1 (query rows per tile), not "
-                f"{query_block!r}."
-            )
+        whole_at_least(query_block, "--query-block", meaning="query rows per tile")
         tiles = math.ceil(m / query_block)
         if tiles * blocks > MAX_VISITS:
             raise UserError(
@@ -69,11 +64,8 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
                 f"steps; use at most {MAX_VISITS}: raise --query-block or --block, or give "
                 "fewer queries or keys."
             )
-    if options.get("causal") and m != n:
-        raise UserError(
-            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
-            f"rows and K has {n}."
-        )
+    if options.get("causal"):
+        check_causal_square(m, n)
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:

@@ -27,8 +27,8 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
-    is_whole,
     row_names,
+    whole_at_least,
 )
 
 INPUTS = lesson_specs.SCALED  # Q, K, V of one sequence: row t is token t's query, key, value
@@ -67,9 +67,7 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         value = options.get(name, OPTIONS[name])
         if name == "kv_heads" and value is None:
             continue
-        if not is_whole(value) or value < 1:
-            flag = "--" + name.replace("_", "-")
-            raise UserError(f"{flag} must be a whole number >= 1, not {value!r}.")
+        whole_at_least(value, "--" + name.replace("_", "-"))
     heads, kv_heads = options.get("heads", 32), _kv_heads(options)
     if heads % kv_heads:
         raise UserError(

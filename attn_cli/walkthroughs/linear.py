@@ -26,9 +26,10 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
-    is_whole,
+    check_causal_square,
     labels,
     row_names,
+    whole_at_least,
 )
 
 INPUTS = lesson_specs.SCALED  # Q, K, V: the same inputs and checks as attn scaled
@@ -54,19 +55,10 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
     name = options.get("feature_map", "elu")
     if name not in FEATURE_MAPS:
         raise UserError(f"--feature-map {name!r} is not a feature map; choose elu or random.")
-    features = options.get("features", 16)
-    if not is_whole(features) or features < 1:
-        raise UserError(
-            f"--features must be a whole number >= 1 (random features r), not {features!r}."
-        )
-    seed = options.get("feature_seed", 0)
-    if not is_whole(seed) or seed < 0:
-        raise UserError(f"--feature-seed must be a whole number >= 0, not {seed!r}.")
-    if options.get("causal") and m != n:
-        raise UserError(
-            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
-            f"rows and K has {n}."
-        )
+    whole_at_least(options.get("features", 16), "--features", meaning="random features r")
+    whole_at_least(options.get("feature_seed", 0), "--feature-seed", minimum=0)
+    if options.get("causal"):
+        check_causal_square(m, n)
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:

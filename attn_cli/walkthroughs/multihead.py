@@ -28,9 +28,9 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
-    is_whole,
     option_of,
     row_names,
+    whole_at_least,
 )
 
 INPUTS = lesson_specs.MULTIHEAD
@@ -51,10 +51,7 @@ _MASK_MATRICES = 5  # M, P, their boolean spellings
 
 def _heads(options: dict[str, Any]) -> int:
     """The number of heads, checked: a lesson file's options may hold any TOML value."""
-    heads = options.get("heads")
-    if not is_whole(heads) or heads < 1:
-        raise UserError(f"--heads (options.heads) must be a whole number >= 1, not {heads!r}.")
-    return heads
+    return whole_at_least(options.get("heads"), "--heads (options.heads)")
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:

@@ -69,6 +69,19 @@ TOUR: tuple[Stop, ...] = (
     Stop("variance", "Why divide by √d_k: the variance of a dot product", ("--dk", "4,64,512")),
     Stop("bench", "The O(n²) wall, measured: a small run on the CPU", BENCH_ARGS),
     Stop("flash", "Tiled attention: the online softmax that avoids the n × n matrix"),
+    # Beyond the wall, as the lectures list it: local, graph and linear attention, KV caching.
+    Stop(
+        "window",
+        "Sliding-window attention: a band of keys, plus a global token",
+        ("--example", "global-first"),
+    ),
+    Stop(
+        "graph",
+        "Graph attention: a node attends only to its neighbours",
+        ("--example", "lonely-node"),
+    ),
+    Stop("linear", "Linear attention: the n × n matrix reassociated away"),
+    Stop("kvcache", "KV caching: one new key and value per generated token"),
 )
 PROMPT = "── Enter: next · q: quit ──"
 

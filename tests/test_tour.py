@@ -18,6 +18,10 @@ LECTURE_ORDER = [
     "variance",
     "bench",
     "flash",
+    "window",
+    "graph",
+    "linear",
+    "kvcache",
 ]
 
 
@@ -40,14 +44,16 @@ def test_without_a_terminal_it_runs_straight_through(invoke):
     out = result.stdout
     assert PROMPT not in out
     assert "A tour of attention" in out
-    assert "Stop 1/8 · Attention as retrieval" in out
+    total = len(LECTURE_ORDER) - 1
+    assert f"Stop 1/{total} · Attention as retrieval" in out
     assert "$ attn scaled --example library" in out
     assert "Step 3 · Output" in out
     assert "End of the tour" in out
     for name in LECTURE_ORDER[1:]:  # every lesson is installed: none is skipped
         assert f"skipped {name}" not in out
-    assert "Stop 7/8 · Why divide by √d_k" in out
-    assert "Stop 8/8 · Tiled attention" in out
+    assert f"Stop 7/{total} · Why divide by √d_k" in out
+    assert f"Stop 8/{total} · Tiled attention" in out
+    assert f"Stop {total}/{total} · KV caching" in out and "$ attn kvcache" in out
     assert "$ attn flash" in out and "Step 1 · Block 1" in out
     assert max(len(line) for line in out.splitlines()) <= 80
 

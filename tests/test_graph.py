@@ -168,12 +168,6 @@ def test_random_features_on_a_given_graph(invoke_json):
     assert doc["output"]["shape"] == [4, 2]
 
 
-def test_quiz_runs(invoke):
-    result = invoke("graph", "--quiz")
-    assert result.exit_code == 0, result.output
-    assert "Neighbourhoods" in result.stdout
-
-
 def test_check_passes_on_the_bundled_file(invoke):
     result = invoke("check", str(bundled_lessons_dir() / "graph.toml"))
     assert result.exit_code == 0, result.output

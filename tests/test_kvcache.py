@@ -123,10 +123,7 @@ def test_torch_agrees_with_causal_sdpa_and_is_bit_for_bit_in_float64(invoke_json
     assert doc["meta"]["ordered_max_abs_difference"] == 0.0
 
 
-def test_quiz_and_check(invoke):
-    quiz = invoke("kvcache", "--quiz")
-    assert quiz.exit_code == 0, quiz.output
-    assert "Quiz · KV caching" in quiz.stdout
+def test_check_passes_on_the_bundled_file(invoke):  # its --quiz: tests/test_quiz.py
     check = invoke("check", "lessons/kvcache.toml")
     assert check.exit_code == 0, check.output
 

@@ -172,10 +172,7 @@ def test_torch_agrees_with_a_direct_float64_computation(invoke_json, torch):
     )
 
 
-def test_quiz_and_check(invoke):
-    quiz = invoke("linear", "--quiz")
-    assert quiz.exit_code == 0, quiz.output
-    assert "Quiz · Linear attention" in quiz.stdout
+def test_check_passes_on_the_bundled_file(invoke):  # its --quiz: tests/test_quiz.py
     check = invoke("check", "lessons/linear.toml")
     assert check.exit_code == 0, check.output
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from attn_cli import terminal
-from attn_cli.quiz import mark, parse_answer
+from attn_cli.api import LESSONS, lesson_function
+from attn_cli.quiz import mark, parse_answer, questions
 from attn_cli.rounding import parse_rounded
 from tests.conftest import assert_user_error
 
@@ -144,3 +145,17 @@ def test_someone_is_there_only_when_stdin_and_stdout_are_terminals(
     monkeypatch.setattr("sys.stdin", _Stream(bool(stdin)))
     monkeypatch.setattr("sys.stdout", _Stream(bool(stdout)))
     assert terminal.interactive() is expected
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_lesson_makes_a_handout_asking_its_steps(invoke, lesson):
+    """Off a terminal, `attn LESSON --quiz` is a handout titled by the lesson that asks at least
+    one step and heads every step, asked or shown for reading, with its title."""
+    result = invoke(lesson, "--quiz")
+    assert result.exit_code == 0, result.output
+    walkthrough = lesson_function(lesson)()
+    assert result.stdout.startswith(f"Quiz · {walkthrough.title}")
+    assert any(question.asked for question in questions(walkthrough)), lesson
+    text = " ".join(result.stdout.split())
+    for step in walkthrough.steps:  # asked, or shown for reading: each under its own title
+        assert " ".join(step.title.split()) in text, (lesson, step.title)

@@ -152,12 +152,6 @@ def test_blockwise_note_agrees(invoke_json):
     assert note["key"] == "blockwise" and note["values"]["difference"] < 1e-12
 
 
-def test_quiz_runs(invoke):
-    result = invoke("window", "--quiz")
-    assert result.exit_code == 0, result.output
-    assert "Band mask" in result.stdout
-
-
 def test_check_passes_on_the_bundled_file(invoke):
     result = invoke("check", str(bundled_lessons_dir() / "window.toml"))
     assert result.exit_code == 0, result.output

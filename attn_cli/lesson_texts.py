@@ -15,16 +15,26 @@ reference for every reader:
 * the lesson schema (its step and note keys) and the table of docs/lesson-files.md
   (:func:`markdown`, regenerated with ``python -m attn_cli.lesson_texts docs/lesson-files.md``).
 
+A note that states a property of the numbers on screen (falls, flatter, zero, largest,
+symmetric, grows with) is a **claim**: the lesson declares, beside the note's key, the condition
+under which its words are true, ``Texts(notes={...}, claims={"falls": falls_with_distance})``.
+The condition reads the finished walkthrough (the values a reader sees) and the note's own
+values; when the walkthrough is finished, a note whose condition does not hold is withheld
+(:attr:`~attn_cli.model.Walkthrough.withheld`), never printed. The words stay in the lesson file,
+next to the others; the condition is code, so a lecturer's rewording cannot remove it. A step's
+explanation says only what is true of every input (or states its assumption); a sentence about
+this input's numbers is a note.
+
 This module is light (no numpy): the lessons import it, and the loader reads it.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import UserError
 from attn_cli.templates import template_fields, unknown_placeholder
@@ -32,8 +42,12 @@ from attn_cli.usertext import printable
 
 if TYPE_CHECKING:  # lesson_files imports this module
     from attn_cli.lesson_files import LessonFile
+    from attn_cli.model import Walkthrough
 
 Names = tuple[str, ...]
+
+# A claim's condition: (the finished walkthrough, the note's values) -> whether its words hold.
+Claim = Callable[["Walkthrough", Mapping[str, Any]], bool]
 
 
 def _names(names: Iterable[str]) -> Names:
@@ -48,12 +62,17 @@ class Texts:
 
     steps: Mapping[str, Names] = field(default_factory=dict)
     notes: Mapping[str, Names] = field(default_factory=dict)
+    # Note key -> the condition under which its words are true of the walkthrough (a claim).
+    claims: Mapping[str, Claim] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Accept any iterable of names (a tuple constant, a set expression) and keep a tuple.
         for table in ("steps", "notes"):
             given: Mapping[str, Iterable[str]] = getattr(self, table)
             object.__setattr__(self, table, {key: _names(n) for key, n in given.items()})
+        undeclared = sorted(set(self.claims) - set(self.notes))
+        if undeclared:
+            raise TypeError(f"claims {undeclared} name no declared note")
 
 
 def check_texts(file: LessonFile, texts: Texts) -> None:
@@ -121,6 +140,9 @@ def markdown(declared: Mapping[str, Texts]) -> str:
                 )
                 placeholders = " ".join(f"`{{{name}}}`" for name in names) or "none"
                 lines.append(f"| {shown} | {placeholders} |")
+        if texts.claims:
+            claimed = ", ".join(f"`{key}`" for key in texts.claims)
+            lines += ["", f"Printed only when what they say holds for the numbers: {claimed}."]
     return "\n".join(lines[1:])
 
 

@@ -147,6 +147,9 @@ class Walkthrough:
     # A batch: every item's walkthrough (each unbatched), and which of them this one is.
     items: tuple[Walkthrough, ...] = ()
     item_index: int = 0
+    # Notes whose claim does not hold for these numbers (lesson_texts.Texts.claims): never
+    # shown by any renderer, kept so that a reader (and the tests) can see what was held back.
+    withheld: tuple[Note, ...] = ()
 
     def at_precision(self, precision: int) -> Walkthrough:
         """This walkthrough with its steps' texts written at ``precision`` (Step.at_precision),

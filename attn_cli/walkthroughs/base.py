@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -298,7 +298,7 @@ class StepRecorder:
         run = self.run
         if inputs is None:
             inputs = tuple(InputValue(name, value) for name, value in run.inputs.items())
-        return Walkthrough(
+        drafted = Walkthrough(
             lesson=run.lesson.lesson,
             title=run.lesson.title,
             intro=run.lesson.intro,
@@ -313,6 +313,30 @@ class StepRecorder:
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
         )
+        return keep_true_claims(drafted, get_lesson(run.lesson.lesson).texts)
+
+
+def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
+    """``walkthrough`` without the notes whose declared claim (``texts.claims``) does not hold
+    for its numbers; those move to ``withheld``. Each condition reads the walkthrough as drafted,
+    every note still in it, so the order of the checks does not matter."""
+    withheld: list[Note] = []
+
+    def true_ones(notes: tuple[Note, ...]) -> tuple[Note, ...]:
+        kept = []
+        for note in notes:
+            claim = texts.claims.get(note.key)
+            if claim is None or claim(walkthrough, note.values):
+                kept.append(note)
+            else:
+                withheld.append(note)
+        return tuple(kept)
+
+    steps = tuple(replace(step, notes=true_ones(step.notes)) for step in walkthrough.steps)
+    notes = true_ones(walkthrough.notes)
+    if not withheld:
+        return walkthrough
+    return replace(walkthrough, steps=steps, notes=notes, withheld=tuple(withheld))
 
 
 def is_whole(value: object) -> TypeGuard[int]:

@@ -386,3 +386,9 @@ def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) ->
             f"{'is 1 row' if count == 1 else f'are {count} rows'}; give one name per row."
         )
     return tuple(names)
+
+
+def on_an_example(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """A claim's condition for a note about a lecture's slide or a worked example: true only
+    when the walkthrough runs one of the lesson file's examples, not the user's own inputs."""
+    return walkthrough.example is not None

@@ -26,7 +26,7 @@ import numpy as np
 
 from attn_cli.backend import available_host_bytes, format_bytes
 from attn_cli.errors import UserError
-from attn_cli.render.numbers import shape_text
+from attn_cli.numbers import shape_text
 from attn_cli.usertext import printable
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.

@@ -27,8 +27,8 @@ from rich.text import Text
 from attn_cli.errors import UserError
 from attn_cli.matrices import split_rows
 from attn_cli.model import Step, Walkthrough
+from attn_cli.numbers import format_number
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import format_number
 from attn_cli.render.rich_render import (
     inputs_renderables,
     notes_renderables,

@@ -28,9 +28,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from attn_cli.api import LESSON_SIGNATURES, lesson_function
+from attn_cli.api import lesson_function
 from attn_cli.cli import app
 from attn_cli.errors import UserError
+from attn_cli.lesson_specs import LESSON_SIGNATURES
 from attn_cli.lesson_texts import Texts
 from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs import base

@@ -13,7 +13,7 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.errors import UserError
-from attn_cli.render.numbers import format_number
+from attn_cli.numbers import format_number
 from tests.conftest import assert_user_error
 
 NEEDS = "--plot draws with matplotlib, the optional extra attn-cli[plot]"

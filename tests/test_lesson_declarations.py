@@ -195,9 +195,8 @@ def test_one_list_of_lessons():
     """The package's lesson functions, the Python API and the lesson registry list the same
     lessons as lesson_specs, in its order."""
     import attn_cli
-    from attn_cli.api import LESSONS as API_LESSONS
-    from attn_cli.lesson_specs import LESSONS
+    from attn_cli.lesson_specs import LESSON_SIGNATURES, LESSONS
     from attn_cli.walkthroughs.base import LESSON_MODULES
 
-    assert API_LESSONS == LESSONS == tuple(LESSON_MODULES)
+    assert tuple(LESSON_SIGNATURES) == LESSONS == tuple(LESSON_MODULES)
     assert [name for name in attn_cli.__all__ if name in LESSONS] == list(LESSONS)

@@ -29,10 +29,10 @@ from markdown_it.token import Token
 from attn_cli.api import lesson_function
 from attn_cli.lesson_files import bundled_lesson_names, load_bundled
 from attn_cli.model import Step, Walkthrough
+from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
 from attn_cli.render.latex_render import tex_text
-from attn_cli.render.numbers import as_matrix, format_column
 
 SIZES = (2, 11, 40)
 LESSONS = bundled_lesson_names()

@@ -72,9 +72,7 @@ def heatmap_figure(walkthrough: Walkthrough, precision: int | None = None) -> Fi
     if draw is None:
         raise UserError(f"--plot: the {walkthrough.lesson} lesson has no figure to draw.")
     if precision is None:
-        from attn_cli.api import default_precision
-
-        precision = default_precision(walkthrough.lesson)
+        precision = walkthrough.precision
     return draw(walkthrough.at_precision(precision), precision)
 
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
+from attn_cli.numbers import as_matrix, format_column, shape_text
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import as_matrix, format_column, shape_text
 
 # A matrix larger than this shows its first CORNER_ROWS rows (CORNER_COLS columns), an
 # ellipsis row (column) and the last one, then a line with its shape and statistics.

@@ -16,11 +16,10 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from attn_cli.api import default_precision
 from attn_cli.backend import Array, Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
-from attn_cli.lesson_specs import LESSONS
+from attn_cli.lesson_specs import LESSONS, default_precision
 from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.lesson_texts import Texts as Texts  # declared where the loader reads it
 from attn_cli.mechanisms.attention import softmax_parts
@@ -174,8 +173,6 @@ class StepRecorder:
         """
         self.check_declared("steps", text or key, grid.context)
         words = self.run.lesson.text(text or key)
-        precision = default_precision(self.run.lesson.lesson)  # renderers refill at theirs
-        where = f"{self.run.lesson.path or self.run.lesson.lesson}: [steps.{text or key}]"
         shown = self.to_numpy(value)
         sums = None
         if row_sums:
@@ -183,12 +180,10 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title=fill(words.title, grid.context, f"{where} title", precision=precision),
-                explanation=fill(
-                    words.explanation, grid.context, f"{where} explanation", precision=precision
-                ),
-                templates=(words.title, words.explanation),
+                title_template=words.title,
+                explanation_template=words.explanation,
                 context=dict(grid.context),
+                precision=default_precision(self.run.lesson.lesson),  # renderers: --precision
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,
@@ -312,6 +307,7 @@ class StepRecorder:
             output=self.to_numpy(output),
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
+            precision=default_precision(run.lesson.lesson),
         )
         return keep_true_claims(drafted, get_lesson(run.lesson.lesson).texts)
 

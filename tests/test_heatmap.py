@@ -47,9 +47,8 @@ def figure_of(walkthrough, precision=None):
 
 
 def panels(figure):
-    from attn_cli.render.heatmap import axes_of
-
-    return axes_of(figure)
+    """The panels of a figure, not its colour bars."""
+    return [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
 
 
 def ticks(labels) -> list[str]:

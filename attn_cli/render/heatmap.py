@@ -21,7 +21,6 @@ from attn_cli.outputs import check_writable, require_matplotlib
 from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 HEATMAP_FORMATS = ("png", "svg", "pdf")
@@ -324,7 +323,3 @@ FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "kvcache": kvcache_figure,
 }
 
-
-def axes_of(figure: Figure) -> list[Axes]:
-    """The panels of a figure (not its colour bars): what the tests read back."""
-    return [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]

@@ -290,7 +290,7 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         ("--x", "1,0;0,1", "--tokens", "a,b"),
         ("--x", "1,0", "--wq", "1,0;0,1"),
     ],
-    "posenc": [(), ("--layout", "split")],
+    "posenc": [(), ("--layout", "split"), ("--positions", "8", "--d-model", "512")],
     "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
     "window": [
         (*RANDOM, "--window", "1"),

@@ -210,6 +210,8 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
         ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
+        ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
+        ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
     ],
     "flash": [
         ("--n", "5", "--dk", "2"),

@@ -326,3 +326,21 @@ def test_the_quiz_gives_the_numbers_it_asks_about(invoke):
     assert "Spiky scores at" not in text
     scaled = invoke("scaled", "--quiz")  # a lesson with inputs keeps its words
     assert "Fill in every blank from the inputs" in " ".join(scaled.stdout.split())
+
+
+def test_nearly_one_hot_is_said_only_of_a_nearly_one_hot_row(invoke_json):
+    """The spiky step's "nearly one-hot ... learning can go on" was fixed text in its
+    explanation, whatever spiky_scores a lesson file gives: now a note with a claim."""
+    lecture = invoke_json("variance", "--dk", "4", "--samples", "50")
+    spiky = lecture["steps"][4]
+    assert "nearly one-hot" not in spiky["explanation"]
+    notes = {note["key"]: note for note in spiky["notes"]}
+    assert "spiky_peaked" in notes and "spiky_mild" not in notes
+    e = math.e
+    top = 1 / (1 + e ** (-16.1 - 15.5) + e ** (2.3 - 15.5))  # softmax of [15.5, −16.1, 2.3]
+    assert notes["spiky_peaked"]["values"]["top_raw"] == pytest.approx(top, rel=1e-12)
+    mild = invoke_json("variance", "--example", "mild", "--samples", "50")
+    notes = {note["key"]: note for note in mild["steps"][4]["notes"]}
+    assert "spiky_mild" in notes and "spiky_peaked" not in notes
+    exps = [e**1.2, e**-0.8, e**0.3]
+    assert notes["spiky_mild"]["values"]["top_raw"] == pytest.approx(exps[0] / sum(exps))

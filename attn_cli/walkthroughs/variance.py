@@ -317,6 +317,13 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
     top = np.max(backend.to_numpy(weights).astype(np.float64), axis=-1)  # (2,)
     grads = backend.to_numpy(gradient).astype(np.float64)  # (2,)
     rows = ("s", f"s / {root:g}")  # the scores of each row, then their softmax
+    compared = {
+        "root": root,
+        "top_raw": float(top[0]),
+        "top_scaled": float(top[1]),
+        "grad_raw": float(grads[0]),
+        "grad_scaled": float(grads[1]),
+    }
     record.add(
         "spiky",
         weights,
@@ -327,12 +334,8 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
             labels("k", len(s.spiky_scores)),
             context={
                 "dk": s.spiky_dk,
-                "root": root,
                 "scores": _numbers_text(s.spiky_scores),
-                "top_raw": float(top[0]),
-                "top_scaled": float(top[1]),
-                "grad_raw": float(grads[0]),
-                "grad_scaled": float(grads[1]),
+                **compared,
                 "gain": float(grads[1] / grads[0]) if grads[0] else math.inf,
             },
         ),
@@ -341,6 +344,15 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
             Part("w_max (1 − w_max)", namespace_of(gradient).reshape(gradient, (2, 1))),
         ),
         seconds=took if run.time_steps else None,
+        # Both recorded: the claims keep the one that describes these two rows.
+        notes=(
+            record.note(
+                "spiky_peaked",
+                **compared,
+                gain=float(grads[1] / grads[0]) if grads[0] else math.inf,
+            ),
+            record.note("spiky_mild", **compared),
+        ),
     )
 
 
@@ -415,6 +427,34 @@ MEASURED = (
 NEARLY_ALL = 0.99
 
 
+# The unscaled softmax is "nearly one-hot" when its largest weight is at least this.
+NEARLY_ONE_HOT = 0.99
+
+
+def _spiky_tops(walkthrough: Walkthrough) -> tuple[float, float]:
+    """The largest weight of the spiky step's raw row and of its scaled row (NaN if absent)."""
+    weights = np.asarray(walkthrough.step("spiky"), dtype=np.float64)
+    if weights.ndim != 2 or weights.shape[0] != 2 or weights.shape[1] == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):
+        raw, scaled = np.max(weights, axis=1)
+    return float(raw), float(scaled)
+
+
+def spiky_is_peaked(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``spiky_peaked``: the raw row is nearly one-hot, the scaled one softer, and the
+    gradient of the largest weight larger once scaled."""
+    raw, scaled = _spiky_tops(walkthrough)
+    gain = values.get("grad_scaled", math.nan) > values.get("grad_raw", math.nan)
+    return bool(raw >= NEARLY_ONE_HOT and scaled < raw and gain)
+
+
+def spiky_is_mild(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``spiky_mild``: the raw row is not nearly one-hot."""
+    raw, _ = _spiky_tops(walkthrough)
+    return bool(raw < NEARLY_ONE_HOT)
+
+
 def _share_within_three(values: Mapping[str, Any]) -> float:
     inside, scores = values.get("inside"), values.get("scores")
     if not isinstance(inside, int) or not isinstance(scores, int) or scores <= 0:
@@ -446,8 +486,15 @@ TEXTS = Texts(
         "outside_histogram": ("count", "series", "sigmas"),
         "within_three": ("inside", "scores", "share", "bound"),
         "beyond_three": ("inside", "scores", "share", "bound"),
+        "spiky_peaked": ("root", "top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
+        "spiky_mild": ("root", "top_raw", "top_scaled", "grad_raw", "grad_scaled"),
     },
-    claims={"within_three": nearly_all_within_three, "beyond_three": fewer_within_three},
+    claims={
+        "within_three": nearly_all_within_three,
+        "beyond_three": fewer_within_three,
+        "spiky_peaked": spiky_is_peaked,
+        "spiky_mild": spiky_is_mild,
+    },
 )
 
 LESSON = Lesson(

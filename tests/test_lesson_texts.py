@@ -211,6 +211,8 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
         ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
+        ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
+        ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
     ],
     "flash": [
         ("--n", "5", "--dk", "2"),
@@ -291,7 +293,7 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         ("--x", "1,0;0,1", "--tokens", "a,b"),
         ("--x", "1,0", "--wq", "1,0;0,1"),
     ],
-    "posenc": [(), ("--layout", "split")],
+    "posenc": [(), ("--layout", "split"), ("--positions", "8", "--d-model", "512")],
     "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
     "window": [
         (*RANDOM, "--window", "1"),

@@ -193,7 +193,7 @@ class StepRecorder:
                 kind=kind,
                 row_labels=grid.rows,
                 col_labels=grid.cols,
-                parts=tuple(Part(p.label, self.to_numpy(p.value), p.kind) for p in parts),
+                parts=tuple(replace(p, value=self.to_numpy(p.value)) for p in parts),
                 row_sums=sums,
                 seconds=seconds,
                 latex=words.latex,

@@ -1,6 +1,6 @@
 """The multi-head lesson: h heads on column blocks of W_Q, W_K, W_V, concatenated, projected.
 
-Both conventions: the transformer paper's square d_model × d_model weights, and the from-scratch
+Both conventions: the transformer paper's square d_model × d_model weights, and Raschka's
 book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
 its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
 """
@@ -222,13 +222,14 @@ def build(run: LessonRun) -> Walkthrough:
     base = {
         "n": n,
         "h": heads,
+        "h_heads": f"{heads} head{'s' * (heads != 1)}",
         "d_model": d_in,
         "d_in": d_in,
         "d_out": d_out,
         "dk": d_k,
         "sqrt_dk": math.sqrt(d_k),
         "then_wo": _THEN_WO if projected else _NO_WO,
-        # The transformer paper's name for square weights, the from-scratch book's otherwise.
+        # The transformer paper's name for square weights, Raschka's book's otherwise.
         "width": "d_model" if d_in == d_out else "d_out",
         "weight_shape": (
             f"d_model × d_model = {d_in} × {d_in}"
@@ -242,7 +243,7 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, heads, d_in, d_out, d_k),
+        notes=_split_notes(record, n, heads, d_in, d_out, d_k),
     )
     mask = _mask_steps(record, x, run.options, tokens, base)
     p = dropout.probability(run.options.get("dropout"))
@@ -256,7 +257,7 @@ def build(run: LessonRun) -> Walkthrough:
             _head_output(record, head)
     head_weights = [head.weights for head in computed]
     if p is not None:
-        # One draw for all heads at once, as nn.Dropout on the (h, n, n) weights of the book's
+        # One draw for all heads at once, as nn.Dropout on the (h, n, n) weights of Raschka's
         # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
         draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
         for index, head in enumerate(computed):
@@ -390,14 +391,28 @@ def _span(index: int, d_k: int) -> str:
 
 
 def _split_notes(
-    record: StepRecorder, heads: int, d_in: int, d_out: int, d_k: int
+    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int
 ) -> tuple[Note, ...]:
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
-    return (
+    notes = (
         record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),
         record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in)),
     )
+    if heads == 1:
+        return notes
+    cost = record.note(
+        "heads_cost",
+        n=n,
+        heads=heads,
+        d_model=d_in,
+        d_k=d_k,
+        weights=heads * n * n,  # each head its own n × n scores and softmax
+        one=n * n,
+        dots=heads * n * n,
+        score_flops=2 * heads * n * n * d_k,  # h · n² dot products, each d_k long
+    )
+    return (*notes, cost)
 
 
 def _head_steps(
@@ -522,14 +537,14 @@ def _labelled_inputs(
     for name in WEIGHT_NAMES:
         if name not in weights:
             continue
-        description = descriptions[name] + (f" (drawn, seed {run.seed})" if name in drawn else "")
+        description = descriptions[name] + (f" (drawn, random seed {run.seed})" if name in drawn else "")
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
         if bias in biases:
             description = descriptions[bias] + (
-                f" (drawn, seed {run.seed})" if bias in drawn else ""
+                f" (drawn, random seed {run.seed})" if bias in drawn else ""
             )
             items.append(InputValue(bias, biases[bias], description=description))
     return tuple(items)
@@ -543,7 +558,7 @@ def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
 # What every step's text reads: the sizes and words of both conventions; each head's steps add
 # the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
 SIZES = (
-    *("n", "h", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
+    *("n", "h", "h_heads", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
     *("then_wo", "width", "weight_shape"),
 )
 HEAD = (*SIZES, "head", "cols")
@@ -572,6 +587,7 @@ TEXTS = Texts(
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
+        "heads_cost": ("n", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
         "concat_only": (),
         "one_head": (),
         "heads_same": ("first", "second"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -522,6 +523,43 @@ def _difference_notes(record: StepRecorder, differences: np.ndarray) -> tuple[No
     )
 
 
+def _pair_gaps(walkthrough: Walkthrough) -> dict[tuple[int, int], float] | None:
+    """(i, j) -> max |A_i − A_j| for every pair of heads i < j (1-based), from the walkthrough's
+    differences step; None when it cannot be read or holds a NaN."""
+    try:
+        differences = np.asarray(walkthrough.step("differences"), dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if differences.ndim != 2 or not np.all(np.isfinite(differences)):
+        return None
+    heads = differences.shape[0]
+    return {
+        (i + 1, j + 1): float(differences[i, j]) for i in range(heads) for j in range(i + 1, heads)
+    }
+
+
+def heads_have_same_weights(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The two named heads' weights differ nowhere."""
+    gaps = _pair_gaps(walkthrough)
+    return gaps is not None and gaps.get((values.get("first"), values.get("second"))) == 0.0
+
+
+def two_heads_differ(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Two heads whose weights differ, by the note's amount."""
+    gaps = _pair_gaps(walkthrough)
+    return gaps is not None and list(gaps) == [(1, 2)] and 0 < gaps[1, 2] == values.get("most")
+
+
+def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Every pair of heads differs, and the note's most and least different pairs are so."""
+    gaps = _pair_gaps(walkthrough)
+    if not gaps or min(gaps.values()) <= 0:
+        return False
+    most = gaps.get((values.get("most_first"), values.get("most_second")))
+    least = gaps.get((values.get("least_first"), values.get("least_second")))
+    return most == max(gaps.values()) and least == min(gaps.values())
+
+
 def _labelled_inputs(
     run: LessonRun,
     weights: dict[str, np.ndarray],
@@ -537,7 +575,9 @@ def _labelled_inputs(
     for name in WEIGHT_NAMES:
         if name not in weights:
             continue
-        description = descriptions[name] + (f" (drawn, random seed {run.seed})" if name in drawn else "")
+        description = descriptions[name] + (
+            f" (drawn, random seed {run.seed})" if name in drawn else ""
+        )
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
@@ -598,6 +638,11 @@ TEXTS = Texts(
         ),
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
         **dropout.NOTES,
+    },
+    claims={
+        "heads_same": heads_have_same_weights,
+        "two_heads_differ": two_heads_differ,
+        "heads_differ": every_pair_differs,
     },
 )
 

@@ -96,6 +96,7 @@ def build(run: LessonRun) -> Walkthrough:
     context: dict[str, Any] = {"m": m, "n": n, "dk": d_k, "dv": d_v, "r": r}
     context["sqrt_dk"] = math.sqrt(d_k)
     context["seed"] = options.get("feature_seed", 0)
+    context["long"] = LONG_N
     phi = _feature_map(options, d_k)
     record = StepRecorder(run)
     rows = Grid(queries, features, context)
@@ -358,7 +359,7 @@ def the_same_numbers(walkthrough: Walkthrough, values: Mapping[str, Any]) -> boo
 
 
 # The values every step text of this lesson may read.
-CONTEXT = ("m", "n", "dk", "dv", "r", "sqrt_dk", "seed")
+CONTEXT = ("m", "n", "dk", "dv", "r", "sqrt_dk", "seed", "long")
 
 TEXTS = Texts(
     steps={

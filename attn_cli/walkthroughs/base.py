@@ -344,6 +344,11 @@ def is_whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """A count and its noun, singular for exactly one: 1 head, 2 heads."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
 def whole_option(value: object, flag: str) -> int:
     """An option that must be a whole number, else a UserError naming its ``flag``."""
     if not is_whole(value):

@@ -28,6 +28,7 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
+    counted,
     row_names,
     whole_at_least,
 )
@@ -116,7 +117,7 @@ def build(run: LessonRun) -> Walkthrough:
     for step in steps:
         t = step.t + 1
         context = {**base, "t": t, "query": queries[step.t], "key": keys[step.t]}
-        context["cached_keys"] = f"{t} cached key{'s' * (t != 1)}"
+        context["cached_keys"] = counted(t, "cached key")
         cached_rows, query = keys[:t], (queries[step.t],)
         record.add(
             f"token{t}",
@@ -208,6 +209,15 @@ def numbered(count: int) -> tuple[str, ...]:
     return tuple(str(index) for index in range(1, count + 1))
 
 
+def _counted_sizes(layers: int, heads: int, kv_heads: int | None = None) -> dict[str, str]:
+    """The model's sizes as words for the titles: "32 layers", "1 K/V head"..."""
+    words = {"layers_text": counted(layers, "layer"), "heads_text": counted(heads, "head")}
+    if kv_heads is not None:
+        words["query_heads_text"] = counted(heads, "query head")
+        words["kv_heads_text"] = counted(kv_heads, "K/V head")
+    return words
+
+
 def _model_sizes(options: Mapping[str, Any]) -> dict[str, int]:
     """The model the cache is asked of: layers, query heads, K/V heads, d_head, d_model."""
     layers, heads, d_head = (int(options[name]) for name in ("layers", "heads", "d_head"))
@@ -253,7 +263,14 @@ def _work_in_a_model(record: StepRecorder, n: int, base: dict[str, Any]) -> None
         "work_model",
         table,
         kind="records",
-        grid=Grid(context={**base, **sizes, "long": LONG_N}),
+        grid=Grid(
+            context={
+                **base,
+                **sizes,
+                **_counted_sizes(sizes["layers"], sizes["heads"], sizes["kv_heads"]),
+                "long": LONG_N,
+            }
+        ),
         notes=(
             record.note("model_saving", **values),
             record.note("projections_larger", t=LONG_N, ratio=projections / max(scores, 1)),
@@ -314,6 +331,7 @@ def _cache_bytes(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
         "dtype": dtype,
         "itemsize": ITEMSIZE[dtype],
         "long": LONG_N,
+        **_counted_sizes(layers, heads),
     }
     width = base["dk"] + base["dv"]  # one key and one value per token, one layer, one head
     backend = record.run.backend
@@ -345,8 +363,14 @@ TEXTS = Texts(
         "cached": SIZES,
         "full": SIZES,
         "work": SIZES,
-        "work_model": (*SIZES, "layers", "heads", "kv_heads", "d_head", "d_model", "long"),
-        "cache_bytes": (*SIZES, "layers", "heads", "d_head", "dtype", "itemsize", "long"),
+        "work_model": (
+            *(*SIZES, "layers", "heads", "kv_heads", "d_head", "d_model", "long"),
+            *("layers_text", "query_heads_text", "kv_heads_text", "heads_text"),
+        ),
+        "cache_bytes": (
+            *(*SIZES, "layers", "heads", "d_head", "dtype", "itemsize", "long"),
+            *("layers_text", "heads_text"),
+        ),
     },
     notes={
         "blas_gap": ("difference",),

@@ -29,6 +29,7 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
+    counted,
     option_of,
     row_names,
     whole_at_least,
@@ -223,7 +224,9 @@ def build(run: LessonRun) -> Walkthrough:
     base = {
         "n": n,
         "h": heads,
-        "h_heads": f"{heads} head{'s' * (heads != 1)}",
+        "h_heads": counted(heads, "head"),
+        "dk_columns": counted(d_k, "column"),
+        "dk_numbers": counted(d_k, "number"),
         "d_model": d_in,
         "d_in": d_in,
         "d_out": d_out,
@@ -429,7 +432,14 @@ def _head_steps(
     """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
     is recorded by _head_output, after dropout when there is dropout)."""
     d_k = base["dk"]
-    context = {**base, "head": index + 1, "cols": _span(index, d_k)}
+    span = _span(index, d_k)
+    context = {
+        **base,
+        "head": index + 1,
+        "cols": span,
+        "cols_word": ("column " if d_k == 1 else "columns ") + span,
+        "entries_word": ("entry " if d_k == 1 else "entries ") + span,
+    }
     rows = Grid(tokens, context=context)
     prefix = f"head{index + 1}"
     qkv = [
@@ -598,10 +608,10 @@ def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
 # What every step's text reads: the sizes and words of both conventions; each head's steps add
 # the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
 SIZES = (
-    *("n", "h", "h_heads", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
+    *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
     *("then_wo", "width", "weight_shape"),
 )
-HEAD = (*SIZES, "head", "cols")
+HEAD = (*SIZES, "head", "cols", "cols_word", "entries_word")
 MASKED = (*HEAD, "mask_name")
 # Head i's Q, K and V: one text each, and one when the projection adds a bias.
 PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}

@@ -533,7 +533,7 @@ def _difference_notes(record: StepRecorder, differences: np.ndarray) -> tuple[No
     )
 
 
-def _pair_gaps(walkthrough: Walkthrough) -> dict[tuple[int, int], float] | None:
+def _pair_gaps(walkthrough: Walkthrough) -> dict[tuple[Any, Any], float] | None:
     """(i, j) -> max |A_i − A_j| for every pair of heads i < j (1-based), from the walkthrough's
     differences step; None when it cannot be read or holds a NaN."""
     try:

@@ -121,7 +121,7 @@ GRAPH = (
         help='Node features h_i, one row per node: N × d, "1,0;0,1;1,1;0,2", JSON or @file.',
     ),
     _optional("W_Q", "--wq", "matrix", "query projection",
-              "W_Q, d_k × d, as the seed writes it: q_i = W_Q h_i (default: identity)."),
+              "W_Q, d_k × d, as the lecture writes it: q_i = W_Q h_i (default: identity)."),
     _optional("W_K", "--wk", "matrix", "key projection",
               "W_K, d_k × d: k_j = W_K h_j (default: identity)."),
     _optional("W_V", "--wv", "matrix", "value projection",

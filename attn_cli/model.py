@@ -65,6 +65,9 @@ class Part:
     label: str
     value: Any
     kind: Kind = "matrix"
+    # Its own row and column labels; None: the step's, where the shapes match.
+    rows: tuple[str, ...] | None = None
+    cols: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

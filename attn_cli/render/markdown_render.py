@@ -93,6 +93,8 @@ def part_lines(part: Part, step: Step, options: RenderOptions) -> list[str]:
     rows = step.row_labels if np.ndim(part.value) == 2 else None
     same_width = np.shape(part.value)[-1:] == np.shape(step.value)[-1:]
     columns = step.col_labels if same_width else None
+    rows = rows if part.rows is None else part.rows
+    columns = columns if part.cols is None else part.cols
     return [label, "", *value_lines(part.value, part.kind, options, rows, columns)]
 
 

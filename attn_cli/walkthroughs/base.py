@@ -188,7 +188,7 @@ class StepRecorder:
                 kind=kind,
                 row_labels=grid.rows,
                 col_labels=grid.cols,
-                parts=tuple(Part(p.label, self.to_numpy(p.value), p.kind) for p in parts),
+                parts=tuple(replace(p, value=self.to_numpy(p.value)) for p in parts),
                 row_sums=sums,
                 seconds=seconds,
                 latex=words.latex,
@@ -338,6 +338,11 @@ def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
 def is_whole(value: object) -> TypeGuard[int]:
     """Whether an option is a whole number (a lesson file's ``true`` is not 1)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """A count and its noun, singular for exactly one: 1 head, 2 heads."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 def whole_option(value: object, flag: str) -> int:

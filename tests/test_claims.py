@@ -70,6 +70,8 @@ OPTIONS: dict[str, list[dict[str, Any]]] = {
     "selfattn": [{"scale": False}],
     "bahdanau": [{"compare": True}],
     "graph": [{"self_loops": True}],
+    # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
+    "kvcache": [{"heads": 1, "kv_heads": 1, "d_head": 4}],
 }
 # Lessons without matrix inputs: option sweeps instead.
 OPTION_SWEEPS: dict[str, list[dict[str, Any]]] = {

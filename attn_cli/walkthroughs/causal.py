@@ -10,6 +10,7 @@ PyTorch and what a row with no visible key does.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +29,7 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
+    on_an_example,
     option_of,
     row_names,
 )
@@ -173,7 +175,8 @@ def build(run: LessonRun) -> Walkthrough:
             _conventions(record, logits, grid)
     notes: tuple[Note, ...] = ()
     if "S" in inputs:
-        notes = (record.note("scores_given"),)
+        # Both are recorded; the claims keep the one for a slide's example or the user's scores.
+        notes = (record.note("scores_given"), record.note("scores_given_slide"))
     elif not run.options.get("scale", True):
         notes = (record.note("no_scale"),)
     meta = dropout.meta(run, dropout.probability(run.options.get("dropout")))
@@ -406,6 +409,11 @@ def _labelled_inputs(
     return tuple(items)
 
 
+def on_your_own_scores(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The note for scores the user gave (not one of the lesson file's examples)."""
+    return not on_an_example(walkthrough, values)
+
+
 # What every step's text reads: n and the last token's name; the scores from Q and K add d_k.
 TOKENS = ("n", "last")
 SCALED = (*TOKENS, "dk", "sqrt_dk")
@@ -429,6 +437,7 @@ TEXTS = Texts(
     },
     notes={
         "scores_given": (),
+        "scores_given_slide": (),
         "no_scale": (),
         "zero_future": ("exact", "above", "drift"),
         "worst_leak": ("token", "leaked", "masked"),
@@ -436,6 +445,7 @@ TEXTS = Texts(
         "no_nan_rows": (),
         **dropout.NOTES,
     },
+    claims={"scores_given": on_your_own_scores, "scores_given_slide": on_an_example},
 )
 
 LESSON = Lesson(

@@ -84,9 +84,12 @@ def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableTyp
 
 
 LEGEND = (
-    "ms: median, ± its interquartile range (yellow: above a tenth of the median) · mem: peak bytes allocated by one call, inputs "
-    "excluded, measured by (trace) tracemalloc, (prof) the torch profiler, (cuda) the CUDA "
-    "allocator, or (est) estimated · err: max |output − float64 reference| on sampled rows"
+    "ms: median time of one call, ± the spread of the middle half of the runs (yellow: above "
+    "a tenth of the median) · TFLOP/s: the attention's floating-point operations (Q Kᵀ and "
+    "A V, 4·n²·d per head) per second, in trillions · mem: peak bytes allocated by one call, "
+    "inputs excluded, measured by (trace) Python's tracemalloc, (prof) the torch profiler, "
+    "(cuda) the CUDA allocator, or (est) estimated · err: max |output − float64 reference| on "
+    "sampled rows"
 )
 
 

@@ -443,3 +443,18 @@ def test_causal_texts_name_their_sources(invoke):
     shown = " ".join(invoke("causal", "--valid-len", "2", "--dropout", "0.5").stdout.split())
     assert "textbooks'" not in shown and "from-scratch book" not in shown
     assert "Dive into Deep Learning" in shown and "Build a Large Language Model" in shown
+
+
+def test_every_row_sums_to_one_is_a_claim_on_the_drift():
+    from attn_cli.walkthroughs.causal import rows_sum_to_one
+
+    class Fake:
+        dtype = "float64"
+
+        @staticmethod
+        def step(key):
+            return np.eye(3)
+
+    assert rows_sum_to_one(Fake(), {"drift": 2.2e-16})
+    assert not rows_sum_to_one(Fake(), {"drift": float("nan")})  # a NaN row sums to nothing
+    assert not rows_sum_to_one(Fake(), {"drift": 0.5}) and not rows_sum_to_one(Fake(), {})

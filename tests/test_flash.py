@@ -280,3 +280,23 @@ def test_sram_sets_m_and_the_papers_blocks(invoke, invoke_json):
     assert "here 16 and 2" in step["explanation"]  # B_c = ⌈128 / 8⌉, B_r = min(16, 2)
     assert "sram_default" not in io_note_keys(doc)
     assert_user_error(invoke("flash", "--sram", "0"), "--sram")
+
+
+def test_the_check_claims_agreement_only_when_it_is_rounding():
+    from attn_cli.walkthroughs.flash import same_up_to_rounding
+
+    doc_steps = {"difference": 2.2e-16}
+
+    class Fake:  # the claim reads the check step, the keys and the dtype
+        dtype = "float64"
+        inputs = (type("I", (), {"name": "K", "value": np.zeros((4, 2))})(),)
+
+        @staticmethod
+        def step(key):
+            assert key == "check"
+            return np.array([[1.0, 2.0]])
+
+    assert same_up_to_rounding(Fake(), doc_steps)
+    assert not same_up_to_rounding(Fake(), {"difference": 0.5})  # not rounding: withheld
+    assert not same_up_to_rounding(Fake(), {"difference": float("nan")})
+    assert not same_up_to_rounding(Fake(), {})  # degenerate: a plain False, never an error

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli import lesson_specs
+from attn_cli.backend import EPSILON
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
@@ -409,6 +410,18 @@ def _labelled_inputs(
     return tuple(items)
 
 
+def rows_sum_to_one(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Every row of the weights sums to 1 up to rounding in the run's dtype (not when a score
+    overflowed and a row became NaN)."""
+    try:
+        drift = float(values["drift"])
+        n = max(1, int(np.shape(walkthrough.step("weights"))[-1]))
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False
+    tolerance = 4 * n * EPSILON.get(walkthrough.dtype, 2.0**-7)
+    return math.isfinite(drift) and drift <= tolerance
+
+
 def on_your_own_scores(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The note for scores the user gave (not one of the lesson file's examples)."""
     return not on_an_example(walkthrough, values)
@@ -445,7 +458,11 @@ TEXTS = Texts(
         "no_nan_rows": (),
         **dropout.NOTES,
     },
-    claims={"scores_given": on_your_own_scores, "scores_given_slide": on_an_example},
+    claims={
+        "scores_given": on_your_own_scores,
+        "scores_given_slide": on_an_example,
+        "zero_future": rows_sum_to_one,
+    },
 )
 
 LESSON = Lesson(

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import namespace_of
+from attn_cli.backend import EPSILON, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
@@ -371,6 +371,22 @@ def _totals(walkthrough: Walkthrough) -> tuple[int, int, int] | None:
     return standard, shown, paper
 
 
+def same_up_to_rounding(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The tiled and the plain output differ by no more than rounding in the run's dtype:
+    a few ulps of the largest output entry per key (not when a score overflowed to NaN)."""
+    try:
+        difference = float(values["difference"])
+        plain = np.abs(np.asarray(walkthrough.step("check"), dtype=float))
+        keys = next(item.value for item in walkthrough.inputs if item.name == "K")
+        n = max(1, int(np.shape(keys)[0]))  # each output entry adds n terms
+    except (KeyError, TypeError, ValueError, IndexError, StopIteration):
+        return False
+    if not math.isfinite(difference) or plain.size == 0 or not np.all(np.isfinite(plain)):
+        return False
+    scale = max(1.0, float(np.max(plain)))
+    return difference <= 4 * n * EPSILON.get(walkthrough.dtype, 2.0**-7) * scale
+
+
 def tiled_moves_fewer(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     totals = _totals(walkthrough)
     return totals is not None and totals[1] < totals[0]
@@ -435,6 +451,7 @@ TEXTS = Texts(
         "io_paper_more": ("paper", "standard", "n"),
     },
     claims={
+        "tiled_check": same_up_to_rounding,
         "io_fewer": tiled_moves_fewer,
         "io_more": tiled_moves_more,
         "io_paper_fewer": paper_blocks_move_fewer,

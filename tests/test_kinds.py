@@ -137,3 +137,5 @@ def test_masked_local_points_at_local_attention_not_a_padding_mask(invoke_json):
         far = [(i, j) for i in range(n) for j in range(n) if abs(i - j) > 1 and 0 not in (i, j)]
         assert far and all(weights[i, j] == 0.0 for i, j in far)  # outside the band: exactly 0
         assert all(weights[i, j] > 0 for i in range(n) for j in range(n) if abs(i - j) <= 1)
+        if "global-first" in line:  # the global token: every query sees it, it sees every key
+            assert np.all(weights[0] > 0) and np.all(weights[:, 0] > 0)

@@ -1,7 +1,7 @@
 """``attn tour``: the lecture's lessons in order, one screen at a time.
 
-``TOUR`` (read from lessons/overview/tour.toml) is the one place that lists the lecture's
-order. Each stop is a real command line
+``TOUR`` (attn_cli/itinerary.py, with each stop's bridge) is the one place that lists the
+lecture's order. Each stop is a real command line
 (``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
 student gets by typing it. A lesson's request is computed and shown a screen at a time (its
 header and inputs, then each step); the bench stop runs its sweep and shows its table a
@@ -21,13 +21,11 @@ from rich.text import Text
 
 from attn_cli.cli import UsageError
 from attn_cli.errors import UserError
-from attn_cli.tour_stops import Stop, bundled_tour
+from attn_cli.itinerary import CLOSING, INTRO, TOUR, Stop
 
 __all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "run_tour", "select"]
 
 
-# The lecture's order, its stops' titles, arguments and bridges: lessons/overview/tour.toml.
-TOUR: tuple[Stop, ...] = bundled_tour().stops
 PROMPT = "── Enter: next · q: quit ──"
 
 
@@ -99,7 +97,7 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
     ending: list[RenderableType] = [
         Text(""),
         Rule("End of the tour", style="bold"),
-        Text(bundled_tour().closing),
+        Text(CLOSING),
     ]
     pager.screen(ending + [Text(f"  {stop.command_line}", style="cyan") for stop in ran])
 
@@ -118,7 +116,7 @@ def bridges_to(stop: Stop, following: Stop | None) -> bool:
 def _intro(stops: list[Stop]) -> list[RenderableType]:
     lines: list[RenderableType] = [
         Rule("A tour of attention", style="bold"),
-        Text(bundled_tour().intro.format(count=len(stops), s="s" if len(stops) > 1 else "")),
+        Text(INTRO.format(count=len(stops), s="s" if len(stops) > 1 else "")),
     ]
     for number, stop in enumerate(stops, start=1):
         line = Text(f"{number:>3}. {stop.name:<10}", style="bold")

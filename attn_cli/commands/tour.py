@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import start_up_done, stdout_console
-from attn_cli.tour_stops import help_text
+from attn_cli.itinerary import help_text
 
 
 def tour(

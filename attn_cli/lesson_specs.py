@@ -214,7 +214,7 @@ LESSON_SIGNATURES: dict[str, LessonSignature] = {
     ),
     "flash": LessonSignature(
         "The tiled (FlashAttention) algorithm step by step: running max, running sum.",
-        options=("block", "causal", "scale", "query_block"),
+        options=("block", "causal", "scale", "query_block", "sram"),
         sizes=("n", "m", "dk", "dv"),
         positional=("q", "k", "v"),
     ),

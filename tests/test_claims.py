@@ -52,18 +52,21 @@ TRANSFORMS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "tiny": lambda a: a * 1e-150,
     "integers": lambda a: np.round(a * 2),
 }
-# Sizes of the random inputs: every size name a lesson takes gets the value (m ≠ n included).
+# Sizes of the random inputs: every size name a lesson takes gets the value (m ≠ n and m = n).
 SIZE_SETS: tuple[dict[str, int], ...] = (
     {"n": 1, "m": 1, "dk": 1, "dv": 1, "d": 1, "da": 1, "d_model": 2, "d_in": 2, "d_out": 2},
     {"n": 2, "m": 3, "dk": 2, "dv": 1, "d": 2, "da": 2, "d_model": 4, "d_in": 3, "d_out": 4},
     {"n": 5, "m": 2, "dk": 3, "dv": 2, "d": 3, "da": 3, "d_model": 4, "d_in": 4, "d_out": 2},
+    # Square (m = n), the usual case and the only one --causal takes.
+    {"n": 5, "m": 5, "dk": 3, "dv": 3, "d": 2, "da": 2, "d_model": 6, "d_in": 2, "d_out": 6},
 )
 # Options each drawn input also runs with (besides the defaults): those that change what the
 # notes can say. A combination a shape cannot take (--causal with m ≠ n) is refused: counted.
 OPTIONS: dict[str, list[dict[str, Any]]] = {
     "scaled": [{"scale": False}, {"normalise": "sparsemax"}, {"normalise": "hardmax"}],
     "causal": [{"fill": "zero"}, {"scale": False}],
-    "flash": [{"causal": True}, {"block": 1}],
+    # One-row query tiles re-read every key block per query: more traffic than the standard way.
+    "flash": [{"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}],
     "window": [{"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}],
     "linear": [{"feature_map": "random"}, {"causal": True}],
     "multihead": [{"causal": True}],

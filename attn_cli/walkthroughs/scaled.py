@@ -164,9 +164,10 @@ def is_still_peaked(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
 
 
 def has_one_key(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """Claim of ``one_key``: the weights have one column, so every weight is 1."""
+    """Claim of ``one_key``: the weights have one column and every weight is exactly 1 (not
+    when the scores overflowed to NaN, nor a masked or dropped-out row)."""
     weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
-    return bool(weights.ndim == 2 and weights.shape[1] == 1)
+    return bool(weights.ndim == 2 and weights.shape[1] == 1 and np.all(weights == 1.0))
 
 
 def on_own_inputs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:

@@ -324,24 +324,24 @@ def _rows_compared(walkthrough: Walkthrough) -> tuple[tuple[str, ...], tuple[str
     )
 
 
-def flatter_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """The rows the note names are exactly those whose kernel weights have the higher entropy,
-    and there is at least one."""
+def _names_exactly(side: int, walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The rows the note names are exactly those on ``side`` (0 flatter, 1 sharper) of
+    :func:`_rows_compared`, and there is at least one."""
     try:
-        flatter = _rows_compared(walkthrough)[0]
+        rows = _rows_compared(walkthrough)[side]
     except (KeyError, ValueError, TypeError):
         return False
-    return bool(flatter) and ", ".join(flatter) == values.get("queries")
+    return bool(rows) and ", ".join(rows) == values.get("queries")
+
+
+def flatter_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The rows the note names have the higher entropy than softmax's: exactly those."""
+    return _names_exactly(0, walkthrough, values)
 
 
 def sharper_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """The rows the note names are exactly those whose kernel weights have the lower entropy,
-    and there is at least one."""
-    try:
-        sharper = _rows_compared(walkthrough)[1]
-    except (KeyError, ValueError, TypeError):
-        return False
-    return bool(sharper) and ", ".join(sharper) == values.get("queries")
+    """The rows the note names have the lower entropy than softmax's: exactly those."""
+    return _names_exactly(1, walkthrough, values)
 
 
 def the_same_numbers(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:

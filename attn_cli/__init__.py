@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import UserError
 from attn_cli.lesson_specs import LESSONS as _LESSONS
+from attn_cli.version import __version__
 
 if TYPE_CHECKING:
     from attn_cli.model import Note, Step, Walkthrough
 
-__version__ = "0.1.0"
 
 # The lesson functions (see attn_cli.api, one per name in _LESSONS) are resolved on first use.
 
@@ -35,8 +35,9 @@ def __getattr__(name: str) -> Any:
         globals()[name] = function  # later look-ups find it directly
         return function
     if name in ("Walkthrough", "Step", "Note"):
-        from attn_cli import model
+        from attn_cli import api, model  # api hands the walkthrough's hooks their renderer
 
+        del api
         return getattr(model, name)
     raise AttributeError(f"module 'attn_cli' has no attribute {name!r}")
 

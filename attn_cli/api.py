@@ -26,6 +26,17 @@ from attn_cli.errors import UserError
 from attn_cli.lesson_specs import LESSON_SIGNATURES
 from attn_cli.model import Walkthrough
 
+
+def _show(walkthrough: Walkthrough, view: str, **options: Any) -> Any:
+    """A walkthrough's hooks render through attn_cli.render.show, loaded on first use."""
+    from attn_cli.render import show
+
+    return show(walkthrough, view, **options)
+
+
+# The data model imports no renderer: its hooks (w.to_markdown(), w.plot()...) are handed this.
+Walkthrough.view = staticmethod(_show)
+
 _BUILT: dict[str, Callable[..., Walkthrough]] = {}
 
 

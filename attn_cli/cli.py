@@ -30,8 +30,8 @@ try:  # Typer >= 0.2x ships its own copy of click
     from typer._click.core import Context as ClickContext
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # older Typer runs on click itself
-    from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef]
-    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[import-not-found,no-redef]
+    from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
 # The commands, in the order `attn --help` lists them: each is the function of the same name in
 # attn_cli.commands.<name>, imported only when the command is built.

@@ -7,16 +7,15 @@ moved off any GPU), Python numbers, or plain records (lists of dicts) for tables
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from attn_cli.templates import fill
 
-if TYPE_CHECKING:  # matplotlib is optional and imported only when a plot is drawn
+if TYPE_CHECKING:  # numpy is imported by what computes; the data model only names its arrays
+    import numpy as np  # matplotlib is optional and imported only when a plot is drawn
     from matplotlib.figure import Figure
 
 # How a value is meant to be shown:
@@ -194,72 +193,46 @@ class Walkthrough:
         """The value of the step with this key: a numpy array for a matrix."""
         return self.find(key).value
 
+    # The thin hooks below (to_dict, to_markdown, plot, __rich__...) call ``view``, which the
+    # Python API (attn_cli/api.py) sets to attn_cli.render.show: the data imports no renderer.
+    view: ClassVar[Callable[..., Any]]
+
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         """The JSON document of ``--format json`` as Python data (``full``: no summaries)."""
-        from attn_cli.render import Format, RenderOptions, ensure_output_fits
-        from attn_cli.render.json_render import to_document
-
-        options = RenderOptions(full=full, precision=self._precision(None))
-        ensure_output_fits(self, Format.json, options)
-        return to_document(self, options)
+        return self.view(self, "dict", precision=self.precision, full=full)
 
     def to_markdown(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
-        from attn_cli.render import RenderOptions
-        from attn_cli.render.markdown_render import to_markdown
-
-        return to_markdown(self, RenderOptions(precision=self._precision(precision)))
+        return self.view(self, "markdown", precision=self._precision(precision))
 
     def to_latex(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format latex`` prints it (``precision``: decimals shown)."""
-        from attn_cli.render import RenderOptions
-        from attn_cli.render.latex_render import to_latex
-
-        return to_latex(self, RenderOptions(precision=self._precision(precision)))
+        return self.view(self, "latex", precision=self._precision(precision))
 
     def to_html(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and
         shading as a whole HTML page."""
-        return self._render_text("html", precision)
+        return self.view(self, "html", precision=self._precision(precision))
 
     def to_svg(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format svg`` writes it: the terminal's tables, colours and
         shading as an SVG picture (for slides)."""
-        return self._render_text("svg", precision)
-
-    def _render_text(self, format_name: str, precision: int | None) -> str:
-        from attn_cli.render import Format, RenderOptions, render_text
-
-        options = RenderOptions(precision=self._precision(precision))
-        return render_text(self, Format(format_name), options)
+        return self.view(self, "svg", precision=self._precision(precision))
 
     def plot(
         self, path: str | Path | None = None, *, precision: int | None = None
     ) -> Figure | None:
         """The figure of ``--plot`` (needs matplotlib): written to ``path`` (.png, .svg or .pdf)
         when given, else returned as a matplotlib Figure (a notebook shows it)."""
-        from attn_cli.render.heatmap import check_heatmap_path, heatmap_figure, save_figure
-
-        if path is None:
-            return heatmap_figure(self, self._precision(precision))
-        target = Path(path)
-        check_heatmap_path(target)
-        save_figure(heatmap_figure(self, self._precision(precision)), target)
-        return None
+        return self.view(self, "plot", precision=self._precision(precision), path=path)
 
     def __rich__(self) -> Any:
         """The terminal's tables, for ``rich.print(walkthrough)``."""
-        from attn_cli.render import RenderOptions
-        from attn_cli.render.rich_render import walkthrough_renderable
-
-        return walkthrough_renderable(self, RenderOptions(precision=self._precision(None)))
+        return self.view(self, "rich", precision=self.precision)
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the terminal's tables and shading, as HTML."""
-        from attn_cli.render import RenderOptions
-        from attn_cli.render.rich_render import walkthrough_html
-
-        return walkthrough_html(self, RenderOptions(precision=self._precision(None)))
+        return self.view(self, "notebook", precision=self.precision)
 
     def _precision(self, precision: int | None) -> int:
         return self.precision if precision is None else precision
@@ -273,6 +246,8 @@ class Walkthrough:
 
 def summary(array: np.ndarray) -> dict[str, float | int]:
     """Statistics that describe a matrix too large to print (finite entries only)."""
+    import numpy as np
+
     values = np.asarray(array, dtype=np.float64)
     finite = values[np.isfinite(values)]
     stats: dict[str, float | int] = {"count": int(values.size)}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,6 +30,42 @@ class Format(StrEnum):
 class RenderOptions:
     precision: int = 4
     full: bool = False  # JSON: every entry even of large matrices
+
+
+def show(
+    walkthrough: Walkthrough,
+    view: str,
+    *,
+    precision: int,
+    full: bool = False,
+    path: str | Path | None = None,
+) -> Any:
+    """The one entry point of the Walkthrough's hooks (``w.to_dict()``, ``w.to_markdown()``,
+    ``w.plot()``, ``rich.print(w)``, Jupyter's view): ``view`` is "dict", "markdown", "latex",
+    "html", "svg", "plot" (a Figure, or saved to ``path``), "rich" or "notebook"."""
+    options = RenderOptions(precision=precision, full=full)
+    if view == "dict":
+        from attn_cli.render.json_render import to_document
+
+        ensure_output_fits(walkthrough, Format.json, options)
+        return to_document(walkthrough, options)
+    if view in ("markdown", "latex", "html", "svg"):
+        return render_text(walkthrough, Format(view), options)
+    if view == "plot":
+        from attn_cli.render.heatmap import check_heatmap_path, heatmap_figure, save_figure
+
+        if path is None:
+            return heatmap_figure(walkthrough, precision)
+        check_heatmap_path(Path(path))
+        save_figure(heatmap_figure(walkthrough, precision), Path(path))
+        return None
+    from attn_cli.render.rich_render import walkthrough_html, walkthrough_renderable
+
+    if view == "rich":
+        return walkthrough_renderable(walkthrough, options)
+    if view == "notebook":
+        return walkthrough_html(walkthrough, options)
+    raise ValueError(f"no view {view!r} of a walkthrough")
 
 
 def render_text(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 
 from attn_cli.model import Note, Step, Walkthrough, summary
 from attn_cli.render import RenderOptions
+from attn_cli.version import __version__
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
@@ -32,8 +33,6 @@ ARRAY_KINDS = frozenset({"matrix", "weights", "heatmap"})
 
 def envelope(kind: DocumentKind) -> dict[str, Any]:
     """The keys every document starts with."""
-    from attn_cli import __version__  # here: attn_cli/__init__ may import the renderers
-
     return {"schema_version": SCHEMA_VERSION, "attn_version": __version__, "kind": kind}
 
 

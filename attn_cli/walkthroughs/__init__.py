@@ -1,0 +1,1 @@
+"""The lessons: each module computes one walkthrough and declares its lesson (LESSON)."""

@@ -18,7 +18,6 @@ the CPU through numpy: slowly, but step for step (the tests do this).
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import triton
@@ -203,8 +202,7 @@ def _launch(
     # The interpreter (numpy) holds bfloat16 as 16-bit integers and its tl.dot would multiply
     # those: there, and only there, bfloat16 tiles are widened to float32 for the products
     # (the same products: two bfloat16 numbers multiply exactly in float32).
-    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-    dot = tl.float32 if interpreted and q.dtype == torch.bfloat16 else _TL_TYPES[q.dtype]
+    dot = tl.float32 if interpreted() and q.dtype == torch.bfloat16 else _TL_TYPES[q.dtype]
     tile_m, tile_n = _tile(query_block), _tile(block)
     grid = (math.ceil(m / query_block), lanes)
     flash_forward[grid](
@@ -224,6 +222,12 @@ def _launch(
 
 
 _TL_TYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+
+
+def interpreted() -> bool:
+    """Whether the kernel runs on Triton's interpreter: triton was asked for it
+    (TRITON_INTERPRET=1) when this module was imported and the kernel was decorated."""
+    return not isinstance(flash_forward, triton.runtime.JITFunction)
 
 
 def _tile(size: int) -> int:

@@ -180,6 +180,39 @@ def test_the_kernel_refuses_what_it_cannot_run(kernel):
         kernel.flash_attention(wide, wide, wide)
 
 
+DOCS = ROOT / "docs" / "kernel.md"
+
+
+def test_the_docs_show_the_kernels_own_code():
+    text = DOCS.read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    loop = next(block for block in blocks if "for start in range" in block)
+    assert loop in KERNEL_FILE.read_text(encoding="utf-8")
+
+
+def test_the_docs_example_prints_what_the_kernel_computes(kernel):
+    """docs/kernel.md's numbers for the two-blocks example, recomputed."""
+    import ast
+
+    import torch
+
+    text = DOCS.read_text(encoding="utf-8")
+    shown = {
+        name: np.array(ast.literal_eval(value))
+        for name, value in re.findall(r"^# (m|l|out) += (\[\[.*?\]\])", text, re.MULTILINE)
+    }
+    inputs = {
+        name: torch.tensor(ast.literal_eval(value))
+        for name, value in re.findall(r"^(Q|K|V) = torch.tensor\((.*)\)$", text, re.MULTILINE)
+    }
+    out, m, ell = kernel.flash_attention_traced(
+        inputs["Q"].float(), inputs["K"].float(), inputs["V"].float(), block=2, scale=False
+    )
+    assert set(shown) == {"m", "l", "out"}
+    for name, value in (("m", m), ("l", ell), ("out", out)):
+        np.testing.assert_array_equal(value.double().numpy().round(4), shown[name])
+
+
 # --- attn bench --impl triton-flash ---------------------------------------------------------
 
 

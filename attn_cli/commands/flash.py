@@ -78,12 +78,17 @@ def flash(
 
 
 def _current_params() -> dict[str, object]:
-    """The running command's parsed parameters (click's context; Typer >= 0.2x has its own)."""
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:  # older Typer runs on click itself
-        from click.globals import get_current_context  # type: ignore[import-not-found,no-redef]
-    return dict(get_current_context().params)
+    """The running command's parsed parameters, from the context of the click that Typer runs
+    on (Typer >= 0.2x ships its own copy; older Typer runs on click itself)."""
+    import importlib
+
+    for name in ("typer._click.globals", "click.globals"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return dict(module.get_current_context().params)
+    raise RuntimeError("Typer runs on no click that this code knows")
 
 
 def show_kernel(fmt: Format, output: Path | None) -> None:

@@ -149,7 +149,8 @@ def flash_attention(
     """softmax(Q Kᵀ / √d_k) V by the kernel: q (..., m, d), k (..., n, d), v (..., n, d_v).
 
     ``block`` and ``query_block`` are `attn flash`'s --block and --query-block (None: one tile
-    holding every query, as the lesson without --query-block). The output has q's type.
+    holding every query, as the lesson without --query-block). The output has q's type. On a
+    GPU, give a query_block (attn bench uses 128): one tile of every query fits only a small m.
     """
     return _launch(q, k, v, block, query_block, causal, scale, trace=False)[0]
 

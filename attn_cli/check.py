@@ -18,7 +18,7 @@ from attn_cli.lesson_files import (
 )
 from attn_cli.runner import RunRequest, build, prepare
 from attn_cli.slides import Erratum
-from attn_cli.walkthroughs.base import LESSON_MODULES
+from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class FileCheck:
 
 def check_file(path: Path) -> FileCheck:
     """Check a lecturer's file; a malformed one raises UserError naming the file and field."""
-    lesson = own_lesson_file(path)
+    lesson = own_lesson_file(path, get_lesson)
     return _check(lesson, RunRequest(lesson=lesson.lesson, lesson_file=path))
 
 

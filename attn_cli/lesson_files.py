@@ -54,14 +54,20 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.lesson_format import check_keys
-from attn_cli.lesson_texts import check_texts
+from attn_cli.lesson_specs import LESSONS
+from attn_cli.lesson_texts import Texts, check_texts
 from attn_cli.matrices import as_matrix_or_batch
 from attn_cli.templates import template_fields
 from attn_cli.usertext import printable
 
-if TYPE_CHECKING:  # the lessons import this module
+if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
+    from collections.abc import Callable
+
     from attn_cli.lesson_specs import InputSpec
     from attn_cli.walkthroughs.base import Lesson
+
+    # Lesson name -> its declaration (walkthroughs.base.get_lesson): the loader is told it.
+    Declarations = Callable[[str], Lesson]
 
 # What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack
 # (a 10 MB file took attn check past 20 s before these limits).
@@ -183,18 +189,16 @@ def load_bundled(lesson: str) -> LessonFile:
     return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml")
 
 
-def bundled_for_run(lesson: str) -> LessonFile:
-    """The bundled file of ``lesson``, its texts checked against the lesson's declaration."""
-    return with_checked_texts(load_bundled(lesson))
+def bundled_for_run(lesson: str, texts: Texts) -> LessonFile:
+    """The bundled file of ``lesson``, its texts checked against the lesson's declared ones."""
+    return with_checked_texts(load_bundled(lesson), texts)
 
 
-def with_checked_texts(file: LessonFile) -> LessonFile:
-    """``file``, once its step texts and notes are checked against its lesson's declaration
-    (:func:`attn_cli.lesson_texts.check_texts`; once per file read)."""
+def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
+    """``file``, once its step texts and notes are checked against its lesson's declared
+    ``texts`` (:func:`attn_cli.lesson_texts.check_texts`; once per file read)."""
     if _TEXTS_CHECKED.get(id(file)) is not file:
-        from attn_cli.walkthroughs.base import get_lesson  # the lessons import this module
-
-        check_texts(file, get_lesson(file.lesson).texts)
+        check_texts(file, texts)
         _TEXTS_CHECKED[id(file)] = file
     return file
 
@@ -220,8 +224,11 @@ def load_lesson_file(path: Path) -> LessonFile:
     return _PARSED[version]
 
 
-def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
-    """A lecturer's lesson file, checked against its lesson and completed from the bundled one.
+def own_lesson_file(
+    path: Path, declarations: Declarations, lesson: str | None = None
+) -> LessonFile:
+    """A lecturer's lesson file, checked against its lesson's declaration (``declarations``
+    gives it by name) and completed from the bundled file.
 
     What the file leaves out (title, intro, step texts, even the examples) comes from the
     bundled lesson; every input, option and step it names must exist in the lesson.
@@ -230,7 +237,7 @@ def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
     done = _COMPLETED.get((id(own), lesson))
     if done is not None and done[0] is own:
         return done[1]
-    completed = _complete_own_lesson_file(own, path, lesson)
+    completed = _complete_own_lesson_file(own, path, lesson, declarations)
     _COMPLETED[(id(own), lesson)] = (own, completed)
     return completed
 
@@ -240,11 +247,11 @@ def own_lesson_file(path: Path, lesson: str | None = None) -> LessonFile:
 _COMPLETED: dict[tuple[int, str | None], tuple[LessonFile, LessonFile]] = {}
 
 
-def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -> LessonFile:
-    from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson  # they import this module
-
-    if own.lesson not in LESSON_MODULES:
-        known = ", ".join(sorted(LESSON_MODULES))
+def _complete_own_lesson_file(
+    own: LessonFile, path: Path, lesson: str | None, declarations: Declarations
+) -> LessonFile:
+    if own.lesson not in LESSONS:
+        known = ", ".join(sorted(LESSONS))
         raise UserError(
             f'{path}: lesson = "{own.lesson}" is not a lesson attn knows; set lesson to one of: '
             f"{known}."
@@ -254,14 +261,14 @@ def _complete_own_lesson_file(own: LessonFile, path: Path, lesson: str | None) -
             f"{path}: it is a lesson for {own.lesson!r}; run it with "
             f"'attn {own.lesson} --lesson {path}' (or 'attn check {path}')."
         )
-    declared = get_lesson(own.lesson)
-    with_checked_texts(own)  # its step and note keys, and their placeholders
+    declared = declarations(own.lesson)
+    with_checked_texts(own, declared.texts)  # its step and note keys, and their placeholders
     try:
         bundled: LessonFile | None = load_bundled(own.lesson)
     except UserError:  # not installed: the lecturer's file stands alone
         bundled = None
     if bundled is not None:
-        with_checked_texts(bundled)  # what the own file leaves out comes from it
+        with_checked_texts(bundled, declared.texts)  # what the own file leaves out comes from it
         unknown = sorted(set(own.headings) - set(bundled.headings))
         if unknown:
             raise UserError(

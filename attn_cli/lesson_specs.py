@@ -121,7 +121,7 @@ GRAPH = (
         help='Node features h_i, one row per node: N × d, "1,0;0,1;1,1;0,2", JSON or @file.',
     ),
     _optional("W_Q", "--wq", "matrix", "query projection",
-              "W_Q, d_k × d, as the seed writes it: q_i = W_Q h_i (default: identity)."),
+              "W_Q, d_k × d, as the lecture writes it: q_i = W_Q h_i (default: identity)."),
     _optional("W_K", "--wk", "matrix", "key projection",
               "W_K, d_k × d: k_j = W_K h_j (default: identity)."),
     _optional("W_V", "--wv", "matrix", "value projection",
@@ -149,3 +149,104 @@ INPUTS: dict[str, tuple[InputSpec, ...]] = {
 # Every lesson, in the order `attn --help` lists them: the package's lesson functions, the
 # lesson registry (walkthroughs.base) and the Python API read this one list.
 LESSONS: tuple[str, ...] = tuple(INPUTS)
+
+
+# --- what each lesson's Python function takes besides its inputs ---------------------------
+
+
+@dataclass(frozen=True)
+class LessonSignature:
+    """What a lesson function takes besides the inputs its walkthrough module declares."""
+
+    summary: str
+    options: tuple[str, ...] = ()  # the lesson's options, as on the command line
+    sizes: tuple[str, ...] = ()  # sizes of random inputs (--n, --dk, ...)
+    positional: tuple[str, ...] = ()  # inputs that may be given by position, in order
+    labels: str | None = None  # the row names that ``tokens=`` gives (run.labels key)
+    seed: bool = True  # whether the lesson draws anything at random
+    precision: int = 4  # the decimals its command prints by default
+
+
+LESSON_SIGNATURES: dict[str, LessonSignature] = {
+    "scaled": LessonSignature(
+        "Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
+        options=("scale", "valid_len", "dropout", "normalise"),
+        sizes=("n", "m", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "bahdanau": LessonSignature(
+        "Additive (Bahdanau) attention for one decoder step, term by term.",
+        options=("compare", "dropout"),
+        sizes=("n", "d", "da"),
+        positional=("s", "h", "w1", "w2", "v"),
+        labels="states",
+    ),
+    "selfattn": LessonSignature(
+        "Self-attention: Q, K and V projected from one sequence X.",
+        options=("scale", "permute", "dropout"),
+        sizes=("n", "d", "dk", "dv"),
+        positional=("x", "wq", "wk", "wv"),
+        labels="tokens",
+    ),
+    "causal": LessonSignature(
+        "Causal (masked) attention: each token attends to itself and the tokens before it.",
+        options=("scale", "fill", "conventions", "valid_len", "dropout"),
+        sizes=("n", "dk"),
+        positional=("q", "k", "v"),
+        labels="tokens",
+    ),
+    "multihead": LessonSignature(
+        "Multi-head attention: split into heads, attend, concatenate, project.",
+        options=("heads", "causal", "valid_len", "bias", "dropout"),
+        sizes=("n", "d_model", "d_in", "d_out"),
+        positional=("x", "wq", "wk", "wv", "wo"),
+        labels="tokens",
+    ),
+    "posenc": LessonSignature(
+        "Sinusoidal positional encoding and the rotation behind PE(pos+k) = M_k PE(pos).",
+        options=("positions", "d_model", "base", "offset", "layout"),
+        seed=False,
+        precision=3,  # as `attn posenc` prints: eight signed columns fit in 80
+    ),
+    "variance": LessonSignature(
+        "Why scores are divided by √d_k: the variance of q·k, the softmax and its gradient.",
+        options=("dk", "samples", "keys"),
+    ),
+    "flash": LessonSignature(
+        "The tiled (FlashAttention) algorithm step by step: running max, running sum.",
+        options=("block", "causal", "scale", "query_block", "sram"),
+        sizes=("n", "m", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "window": LessonSignature(
+        "Sliding-window attention: each token attends to the keys within w of it.",
+        options=("window", "causal", "global_tokens"),
+        sizes=("n", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "graph": LessonSignature(
+        "Graph attention: node i attends only to its neighbours N(i).",
+        options=("edges", "self_loops", "directed"),
+        sizes=("n", "d", "dk"),
+        positional=("h",),
+        labels="tokens",
+    ),
+    "linear": LessonSignature(
+        "Linear attention φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1): the n × n matrix reassociated away.",
+        options=("feature_map", "features", "feature_seed", "causal"),
+        sizes=("n", "m", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+    "kvcache": LessonSignature(
+        "Generation token by token with a KV cache: one new key and value row per step.",
+        options=("layers", "heads", "kv_heads", "d_head", "cache_dtype"),
+        sizes=("n", "dk", "dv"),
+        positional=("q", "k", "v"),
+    ),
+}
+
+
+def default_precision(lesson: str) -> int:
+    """The decimals the lesson's command prints unless --precision says otherwise."""
+    signature = LESSON_SIGNATURES.get(lesson)
+    return signature.precision if signature else 4

@@ -26,7 +26,7 @@ import numpy as np
 
 from attn_cli.backend import available_host_bytes, format_bytes
 from attn_cli.errors import UserError
-from attn_cli.render.numbers import shape_text
+from attn_cli.numbers import shape_text
 from attn_cli.usertext import printable
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
@@ -82,22 +82,12 @@ def _as_array(value: object, name: str) -> np.ndarray:
     return _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
 
 
-def parse_matrix(text: str, name: str) -> np.ndarray:
-    """Parse a matrix option into a finite 2-D float64 array (a single row is 1 x d)."""
-    return _matrix_shaped(_parse_any(text, name), name)
-
-
 def _matrix_shaped(array: np.ndarray, name: str) -> np.ndarray:
     if array.ndim == 1:
         array = array[np.newaxis, :]
     if array.ndim != 2:
         raise UserError(f"{name} has {array.ndim} dimensions; give a matrix (rows of numbers).")
     return _checked(array, name)
-
-
-def parse_vector(text: str, name: str) -> np.ndarray:
-    """Parse a vector option (one row or one column) into a finite 1-D float64 array."""
-    return _vector_shaped(_parse_any(text, name), name)
 
 
 def _vector_shaped(array: np.ndarray, name: str) -> np.ndarray:

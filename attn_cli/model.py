@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from attn_cli.templates import fill
+
 if TYPE_CHECKING:  # matplotlib is optional and imported only when a plot is drawn
     from matplotlib.figure import Figure
 
@@ -44,8 +46,6 @@ class Note:
 
     def text(self, precision: int = 4) -> str:
         """The note's words with its values filled in, floats to ``precision`` decimals."""
-        from attn_cli.templates import fill
-
         return fill(self.template, dict(self.values), f"[notes] {self.key}", precision=precision)
 
     def __str__(self) -> str:
@@ -65,13 +65,21 @@ class Part:
     label: str
     value: Any
     kind: Kind = "matrix"
+    # Its own row and column labels; None: the step's, where the shapes match.
+    rows: tuple[str, ...] | None = None
+    cols: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Step:
+    """One step of a walkthrough. Its title and explanation are the lesson file's templates with
+    the values they read (``context``), filled when read, at ``precision`` decimals: a renderer
+    reads them after :meth:`at_precision` with its own --precision, so they are filled once,
+    when shown."""
+
     key: str
-    title: str
-    explanation: str
+    title_template: str
+    explanation_template: str
     value: Any
     kind: Kind = "matrix"
     row_labels: tuple[str, ...] | None = None
@@ -85,27 +93,28 @@ class Step:
     seconds: float | None = None
     # LaTeX for the left-hand side, e.g. "S = QK^\\top" (LaTeX output only).
     latex: str | None = None
-    # The lesson file's title and explanation and the raw values they read: title and
-    # explanation above are filled at the lesson's default precision, a renderer refills them
-    # at its own (--precision) with at_precision.
-    templates: tuple[str, str] | None = None
+    # The values the title and explanation read, and the decimals a plain {x} is written with.
     context: Mapping[str, Any] = field(default_factory=dict)
+    precision: int = 4
+    # A records table's display heading of each (snake_case) key, from the lesson file.
+    headings: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return self._filled(self.title_template, "title")
+
+    @property
+    def explanation(self) -> str:
+        return self._filled(self.explanation_template, "explanation")
+
+    def _filled(self, template: str, field_name: str) -> str:
+        where = f"[steps.{self.key}] {field_name}"
+        return fill(template, self.context, where, precision=self.precision)
 
     def at_precision(self, precision: int) -> Step:
         """This step with a plain ``{x}`` number of its title and explanation written with
         ``precision`` decimals, as the tables write numbers (a ``{x:.3f}`` stays as written)."""
-        if self.templates is None:
-            return self
-        from attn_cli.templates import fill
-
-        title, explanation = (
-            fill(template, self.context, f"[steps.{self.key}]", precision=precision)
-            for template in self.templates
-        )
-        return replace(self, title=title, explanation=explanation)
-
-    # A records table's display heading of each (snake_case) key, from the lesson file.
-    headings: Mapping[str, str] = field(default_factory=dict)
+        return replace(self, precision=precision)
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,8 @@ class Walkthrough:
     # A batch: every item's walkthrough (each unbatched), and which of them this one is.
     items: tuple[Walkthrough, ...] = ()
     item_index: int = 0
+    # The decimals its lesson's command prints by default (renderers take --precision instead).
+    precision: int = 4
     # Notes whose claim does not hold for these numbers (lesson_texts.Texts.claims): never
     # shown by any renderer, kept so that a reader (and the tests) can see what was held back.
     withheld: tuple[Note, ...] = ()
@@ -156,6 +167,7 @@ class Walkthrough:
         every batch item's too: what each renderer shows."""
         return replace(
             self,
+            precision=precision,
             steps=tuple(step.at_precision(precision) for step in self.steps),
             items=tuple(item.at_precision(precision) for item in self.items),
         )
@@ -250,11 +262,7 @@ class Walkthrough:
         return walkthrough_html(self, RenderOptions(precision=self._precision(None)))
 
     def _precision(self, precision: int | None) -> int:
-        if precision is not None:
-            return precision
-        from attn_cli.api import default_precision
-
-        return default_precision(self.lesson)
+        return self.precision if precision is None else precision
 
     def __repr__(self) -> str:
         example = f", example {self.example!r}" if self.example else ""

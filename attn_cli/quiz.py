@@ -27,8 +27,8 @@ from rich.text import Text
 from attn_cli.errors import UserError
 from attn_cli.matrices import split_rows
 from attn_cli.model import Step, Walkthrough
+from attn_cli.numbers import format_number
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import format_number
 from attn_cli.render.rich_render import (
     inputs_renderables,
     notes_renderables,
@@ -178,11 +178,13 @@ def _title(walkthrough: Walkthrough, interactive: bool) -> RenderableType:
     title = Text(f"Quiz · {walkthrough.title}", style="bold")
     if walkthrough.example:
         title.append(f" · example {walkthrough.example}", style="bold cyan")
+    # A lesson without matrix inputs (variance, posenc) gives its numbers in each step's title.
+    source = "the inputs" if walkthrough.inputs else "the numbers in its step's title"
     how = (
         "Type each row's numbers separated by commas or spaces and press Enter; rounding is "
         "fine (0.33 for 0.3333). An empty line skips a row; q stops."
         if interactive
-        else "Fill in every blank from the inputs; the answer key follows the blanks."
+        else f"Fill in every blank from {source}; the answer key follows the blanks."
     )
     return Text.assemble(title, "\n", Text(how, style="italic"))
 

@@ -55,8 +55,8 @@ class RunRequest:
 def lesson_data(request: RunRequest) -> LessonFile:
     """The bundled lesson file, or the user's own (which must be for this lesson)."""
     if request.lesson_file is None:
-        return bundled_for_run(request.lesson)
-    return own_lesson_file(request.lesson_file, request.lesson)
+        return bundled_for_run(request.lesson, get_lesson(request.lesson).texts)
+    return own_lesson_file(request.lesson_file, get_lesson, request.lesson)
 
 
 def prepare(request: RunRequest) -> LessonRun:

@@ -27,7 +27,7 @@ import numpy as np
 from attn_cli.errors import UserError
 from attn_cli.matrices import split_rows
 from attn_cli.model import Note, Walkthrough
-from attn_cli.render.numbers import format_number, shape_text
+from attn_cli.numbers import format_number, shape_text
 from attn_cli.rounding import Rounded, parse_rounded
 
 _KEY = re.compile(r"^\s*(?P<name>[^\[\]\s]+)\s*(?:\[\s*(?P<index>[^\]]*)\])?\s*$")

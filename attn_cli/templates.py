@@ -44,7 +44,7 @@ def fill(
             raise unknown_placeholder(name, context, where)
         value = context[name]
         if precision is not None and not spec and isinstance(value, float):
-            from attn_cli.render.numbers import format_number  # the tables' own rule
+            from attn_cli.numbers import format_number  # the tables' own rule
 
             pieces.append(format_number(value, precision))
             continue

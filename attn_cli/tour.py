@@ -1,6 +1,7 @@
 """``attn tour``: the lecture's lessons in order, one screen at a time.
 
-``TOUR`` is the one place that lists the lecture's order. Each stop is a real command line
+``TOUR`` (attn_cli/itinerary.py, with each stop's bridge) is the one place that lists the
+lecture's order. Each stop is a real command line
 (``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
 student gets by typing it. A lesson's request is computed and shown a screen at a time (its
 header and inputs, then each step); the bench stop runs its sweep and shows its table a
@@ -9,9 +10,7 @@ screenful at a time.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -22,67 +21,11 @@ from rich.text import Text
 
 from attn_cli.cli import UsageError
 from attn_cli.errors import UserError
+from attn_cli.itinerary import CLOSING, INTRO, TOUR, Stop
+
+__all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "run_tour", "select"]
 
 
-@dataclass(frozen=True)
-class Stop:
-    name: str  # the command, and the name for --only
-    title: str  # what the stop shows, in a line
-    args: tuple[str, ...] = ()  # arguments after `attn NAME`
-
-    @property
-    def command_line(self) -> str:
-        return shlex.join(("attn", self.name, *self.args))
-
-
-# The bench stop: the lesson's own numpy code (every n × n score in memory) against the tiled
-# loop (one key block of 64 at a time), on every machine, with or without PyTorch. Memory grows
-# as n² against n from the first size; time needs n in the hundreds to leave fixed costs behind.
-# About 10 s on a 2-core laptop (see docs/benchmarks.md).
-BENCH_ARGS = (
-    "--device",
-    "cpu",
-    "--impl",
-    "numpy,tiled-numpy",
-    "--sizes",
-    "256..2048",
-    "--d",
-    "32",
-    "--heads",
-    "1",
-    "--block",
-    "64",
-)
-
-# The lecture's order.
-TOUR: tuple[Stop, ...] = (
-    Stop("scaled", "Attention as retrieval: queries look up keys", ("--example", "library")),
-    Stop("bahdanau", "Additive attention: a decoder scores each encoder state"),
-    Stop("selfattn", "Self-attention: Q, K and V from one sequence"),
-    Stop("causal", "The causal mask: no peeking at later tokens"),
-    Stop("multihead", "Multi-head attention: heads side by side"),
-    Stop(
-        "posenc",
-        "Positional encoding: giving tokens an order",
-        ("--positions", "8", "--d-model", "6"),
-    ),
-    Stop("variance", "Why divide by √d_k: the variance of a dot product", ("--dk", "4,64,512")),
-    Stop("bench", "The O(n²) wall, measured: a small run on the CPU", BENCH_ARGS),
-    Stop("flash", "Tiled attention: the online softmax that avoids the n × n matrix"),
-    # Beyond the wall, as the lectures list it: local, graph and linear attention, KV caching.
-    Stop(
-        "window",
-        "Sliding-window attention: a band of keys, plus a global token",
-        ("--example", "global-first"),
-    ),
-    Stop(
-        "graph",
-        "Graph attention: a node attends only to its neighbours",
-        ("--example", "lonely-node"),
-    ),
-    Stop("linear", "Linear attention: the n × n matrix reassociated away"),
-    Stop("kvcache", "KV caching: one new key and value per generated token"),
-)
 PROMPT = "── Enter: next · q: quit ──"
 
 
@@ -141,26 +84,39 @@ class Pager:
 def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
     try:
         pager.screen(_intro(stops))
-        ran = [
-            stop
-            for number, stop in enumerate(stops, start=1)
-            if _run_stop(stop, f"Stop {number}/{len(stops)}", pager)
-        ]
+        ran = []
+        for number, stop in enumerate(stops, start=1):
+            if _run_stop(stop, f"Stop {number}/{len(stops)}", pager):
+                ran.append(stop)
+                following = stops[number] if number < len(stops) else None
+                if bridges_to(stop, following):
+                    pager.screen([Text(""), Text(stop.bridge, style="italic")])
     except TourQuit:
         console.print(Text("Tour stopped.", style="bold"))
         return
     ending: list[RenderableType] = [
         Text(""),
         Rule("End of the tour", style="bold"),
-        Text("Run any stop on its own:"),
+        Text(CLOSING),
     ]
     pager.screen(ending + [Text(f"  {stop.command_line}", style="cyan") for stop in ran])
+
+
+def bridges_to(stop: Stop, following: Stop | None) -> bool:
+    """Whether ``stop``'s bridge applies: it leads to the stop after it in the lecture, so it is
+    shown only when that stop comes next (or, for the last stop, when the tour ends there)."""
+    order = [each.name for each in TOUR]
+    if stop.name not in order:
+        return bool(stop.bridge) and following is None
+    position = order.index(stop.name)
+    lecture_next = order[position + 1] if position + 1 < len(order) else None
+    return bool(stop.bridge) and (following.name if following else None) == lecture_next
 
 
 def _intro(stops: list[Stop]) -> list[RenderableType]:
     lines: list[RenderableType] = [
         Rule("A tour of attention", style="bold"),
-        Text(f"The lecture in {len(stops)} stop{'s' if len(stops) > 1 else ''}, in order:"),
+        Text(INTRO.format(count=len(stops), s="s" if len(stops) > 1 else "")),
     ]
     for number, stop in enumerate(stops, start=1):
         line = Text(f"{number:>3}. {stop.name:<10}", style="bold")

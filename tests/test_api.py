@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.api import LESSONS
+from attn_cli.lesson_specs import LESSONS
 from tests.conftest import render_plain
 
 Q = [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0]]

@@ -403,3 +403,32 @@ def test_list_examples_and_torch_float32(invoke, invoke_json, torch):
 def test_time_reports_each_step(invoke_json):
     doc = invoke_json("bahdanau", "--n", "4", "--time")
     assert all("seconds" in step for step in doc["steps"])
+
+
+# --- issue 22: every sentence true for the numbers on screen ---------------------------------
+
+
+def test_saturation_says_how_small_the_gradient_through_tanh_is(invoke_json):
+    """Issue 22 #19: "saturated, so training barely moves them" becomes the gradient's factor."""
+    doc = invoke_json("bahdanau")
+    step = next(step for step in doc["steps"] if step["key"] == "sum")
+    tanh = next(step for step in doc["steps"] if step["key"] == "tanh")
+    note = next(note for note in tanh["notes"] if note["key"] == "saturated")
+    assert "barely moves" not in note["text"]
+    assert "multiplied by that slope" in note["text"]
+    assert note["values"]["slope"] == pytest.approx(1 - math.tanh(2.0) ** 2)
+    u = np.asarray(unwrap(step["value"]), dtype=float)
+    np.testing.assert_allclose(u.reshape(-1), [2.7, 4.1], atol=1e-12)  # W1 h + W2 s
+    assert note["values"]["flat"] == 2
+
+
+def test_the_context_says_convex_combination_plainly(invoke_json):
+    """Issue 22 #9: "hull", "the textbook", "seed NNN"."""
+    doc = invoke_json("bahdanau", "--example", "cat-slept", "--dropout", "0.5")
+    text = " ".join(step["explanation"] for step in doc["steps"])
+    for word in ("hull", "the textbook", "comes from seed"):
+        assert word not in text, word
+    plain = invoke_json("bahdanau", "--example", "cat-slept")
+    context = next(step for step in plain["steps"] if step["key"] == "context")
+    assert "between the smallest and the largest" in context["explanation"]
+    assert "Dive into Deep Learning" in context["explanation"]

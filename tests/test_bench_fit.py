@@ -15,9 +15,20 @@ from attn_cli.bench.config import (
     is_unstable,
     spread_ratio,
 )
-from attn_cli.bench.fit import Fit, contrast, diagnosis, fit_rows, loglog_slope, reading
+from attn_cli.bench.fit import (
+    COMPLEXITY_TABLE,
+    IMPL_ROWS,
+    Fit,
+    contrast,
+    diagnosis,
+    fit_rows,
+    judge,
+    loglog_slope,
+    reading,
+    table_verdict,
+)
 from attn_cli.bench.machine import Load, busy
-from attn_cli.render.bench_render import to_document
+from attn_cli.render.bench_render import bench_renderable, to_document
 
 
 def test_slope_of_exact_power_laws():
@@ -202,3 +213,76 @@ def test_steady_quadratic_timings_raise_no_warning():
     ns = (256, 512, 1024, 2048)
     rows = [_timed_row("naive", n, 1e-5 * n * n, 12 * n * n) for n in ns]
     assert diagnosis(_result(rows, IDLE), fit_rows(rows)) == []
+
+
+# --- the verdict against the lectures' complexity table (issue 22, 2): synthetic fits ---------
+
+
+def test_a_time_slope_above_two_with_n_squared_memory_is_the_wall():
+    # The issue's run: time n^2.35, memory n^1.99, once read as "does not confirm ... Vanilla".
+    text = table_verdict("numpy", Fit(2.35, 1.99))
+    assert "does not confirm" not in text and "seed" not in text
+    assert "numpy is the table's Vanilla row (O(n²d) time, O(n²) memory)." in text
+    assert "Memory grew as n^1.99: the row's n²." in text
+    assert "Time grew as n^2.35: at least the row's n², the quadratic wall" in text
+    assert judge("time", 2.35, 2) == "at least" and judge("memory", 1.99, 2) == "matches"
+
+
+@pytest.mark.parametrize(
+    ("impl", "time", "memory", "time_judged", "memory_judged"),
+    [
+        ("numpy", 2.35, 1.99, "at least", "matches"),
+        ("tiled-numpy", 1.95, 1.0, "matches", "matches"),
+        ("numpy", 1.0, 1.0, "below", "below"),  # fixed costs; memory not n²: says so
+        ("window-numpy", 1.0, 1.0, "matches", "matches"),
+        ("linear-numpy", 2.35, 1.0, "above", "matches"),  # steeper than n is not the row
+        ("tiled-numpy", 2.0, 2.0, "matches", "above"),  # n² memory is not FlashAttention's
+    ],
+)
+def test_time_and_memory_are_judged_separately(impl, time, memory, time_judged, memory_judged):
+    row = COMPLEXITY_TABLE[IMPL_ROWS[impl]]
+    assert judge("time", time, row.n_exponents[0]) == time_judged
+    assert judge("memory", memory, row.n_exponents[1]) == memory_judged
+    text = table_verdict(impl, Fit(time, memory))
+    words = {
+        "matches": "the row's",
+        "at least": "at least the row's",
+        "above": "steeper than the row's",
+        "below": "below the row's",
+    }
+    assert f"Time grew as n^{time:.2f}: {words[time_judged]}" in text
+    assert f"Memory grew as n^{memory:.2f}: {words[memory_judged]}" in text
+    assert "wall" not in text or time_judged == "at least"  # the wall is named only when seen
+
+
+def test_an_unreliable_time_is_not_judged_but_memory_is():
+    text = table_verdict("numpy", Fit(3.8, 2.0, time_reliable=False, unstable_sizes=(256,)))
+    assert "Memory grew as n^2.00: the row's n²." in text
+    assert "Time grew" not in text and "time slope is not read" in text
+    assert table_verdict("numpy", Fit(None, None)) is None
+
+
+def test_the_verdicts_come_under_the_complexity_table_they_read():
+    from rich.console import Console
+
+    config = BenchConfig(impls=("numpy",), sizes=(256, 512, 1024))
+    rows = [
+        Row.for_run(config, "numpy", n, ms_median=1e-6 * n**2.35, peak_mem_bytes=8 * n**2)
+        for n in config.sizes
+    ]
+    result = BenchResult(config=config, device_info={"name": "cpu"}, rows=rows)
+    console = Console(width=200, record=True)
+    console.print(bench_renderable(result, fit_rows(rows)))
+    shown = console.export_text()
+    table = shown.index("the complexity table of the lecture note 'Attention is all you need'")
+    for variant, time, memory in [
+        ("Vanilla", "O(n²d)", "O(n²)"),
+        ("FlashAttention", "O(n²d)", "O(n)"),
+        ("Linear attention", "O(nd²)", "O(nd)"),
+        ("Sliding window", "O(nwd)", "O(nw)"),
+    ]:
+        line = next(line for line in shown.splitlines() if f" {variant} " in line)
+        assert time in line and memory in line
+    assert shown.index("numpy is the table's Vanilla row") > table
+    assert "Time grew as n^2.35: at least the row's n²" in shown
+    assert "seed" not in shown and "does not confirm" not in shown

@@ -418,3 +418,43 @@ def test_tokens_name_rows_and_columns(invoke_json):
     doc = invoke_json("causal", "--tokens", "the,cat,sat")
     weights = steps_of(doc)["weights"]
     assert weights["row_labels"] == weights["col_labels"] == ["the", "cat", "sat"]
+
+
+def _note_texts(doc: dict) -> list[str]:
+    return [note["text"] for note in doc["notes"]]
+
+
+def test_a_slide_remark_only_on_the_lectures_examples(invoke_json):
+    # Issue 22 (4): `attn causal --scores "1,5;2,-3"` said "(the slides' examples have d_k = 1)".
+    own = invoke_json("causal", "--scores", "1,5;2,-3")
+    assert _note_texts(own) == ["The scores are used as given: no scaling by √d_k."]
+    assert not any("slide" in text for text in _note_texts(own))
+    weights = as_array(data(steps_of(own)["weights"]["value"]))
+    np.testing.assert_allclose(weights[1], softmax_by_hand([2, -3]), rtol=1e-14)  # unscaled
+    for example in ("three-tokens", "signals"):
+        doc = invoke_json("causal", "--example", example)
+        assert _note_texts(doc) == [
+            "The scores are used as given, with no scaling by √d_k, as the slide does."
+        ]
+
+
+def test_causal_texts_name_their_sources(invoke):
+    # Issue 22 (9): "the textbooks'" and "the from-scratch book" name no book a student knows.
+    shown = " ".join(invoke("causal", "--valid-len", "2", "--dropout", "0.5").stdout.split())
+    assert "textbooks'" not in shown and "from-scratch book" not in shown
+    assert "Dive into Deep Learning" in shown and "Build a Large Language Model" in shown
+
+
+def test_every_row_sums_to_one_is_a_claim_on_the_drift():
+    from attn_cli.walkthroughs.causal import rows_sum_to_one
+
+    class Fake:
+        dtype = "float64"
+
+        @staticmethod
+        def step(key):
+            return np.eye(3)
+
+    assert rows_sum_to_one(Fake(), {"drift": 2.2e-16})
+    assert not rows_sum_to_one(Fake(), {"drift": float("nan")})  # a NaN row sums to nothing
+    assert not rows_sum_to_one(Fake(), {"drift": 0.5}) and not rows_sum_to_one(Fake(), {})

@@ -36,7 +36,7 @@ def test_two_blocks_example(invoke_json):
         f"block{b}.{name}"
         for b in (1, 2)
         for name in ("scores", "max", "rescale", "p", "sum", "acc")
-    ] + ["output", "check"]
+    ] + ["output", "check", "io"]
     # Block 1 starts from nothing: m = −∞ before, the rescale factor is 0.
     assert unwrap(steps["block1.max"]["parts"]["m before"]) == [["-inf"], ["-inf"]]
     assert unwrap(steps["block1.rescale"]["value"]) == [[0.0], [0.0]]
@@ -78,7 +78,7 @@ def test_random_inputs_equal_plain_attention(invoke_json, n, block, causal):
     expected = plain_attention(q, k, v, use_scale=True, causal=causal)
     np.testing.assert_allclose(data(doc["output"]), expected, rtol=0, atol=1e-12)
     blocks = math.ceil(n / block)
-    assert len(doc["steps"]) == 6 * blocks + 2
+    assert len(doc["steps"]) == 6 * blocks + 3  # and output, check, io
 
 
 def test_torch_backend_agrees(invoke_json, torch):
@@ -165,3 +165,138 @@ def test_random_shapes_defaults(invoke_json, sizes, shapes):
     doc = invoke_json("flash", *args, "--block", "4")
     got = tuple(np.array(data(doc["inputs"][name])).shape for name in ("Q", "K", "V"))
     assert got == shapes
+
+
+# --- Step 1 says what this run does to the scores (issue 22, 8) --------------------------------
+
+
+def test_step_one_says_only_what_the_options_do(invoke_json):
+    # The default example neither scales nor masks; Step 1 used to say it did both.
+    doc = invoke_json("flash")
+    first = steps_by_key(doc)["block1.scores"]
+    assert "Scaling by √d_k and the causal mask" not in first["explanation"]
+    assert [note["key"] for note in first.get("notes", [])] == ["block_unscaled"]
+    np.testing.assert_allclose(data(first["value"]), [[1, 0], [0, 1]])  # plain q·k
+    causal = steps_by_key(invoke_json("flash", "--example", "causal-three"))["block1.scores"]
+    assert [note["key"] for note in causal.get("notes", [])] == ["block_scaled", "block_causal"]
+    assert causal["notes"][0]["values"]["sqrt_dk"] == pytest.approx(math.sqrt(2), abs=1e-15)
+    scores = data(causal["value"])  # q1·k2 is in q1's future: −∞; q2·k2 = 1 / √2
+    assert scores[0][1] in ("-inf", -math.inf) and scores[1][1] == pytest.approx(1 / math.sqrt(2))
+    assert not any(
+        step.get("notes") for key, step in steps_by_key(doc).items() if key != "block1.scores"
+        and key.endswith(".scores")
+    )  # fmt: skip
+
+
+# --- Why it is faster: HBM reads and writes (issue 22, 8) ---------------------------------------
+
+
+@pytest.mark.parametrize(("m", "n", "d_k", "d_v"), [(2, 4, 2, 2), (5, 7, 3, 2), (64, 64, 16, 16)])
+def test_standard_traffic_is_the_papers_algorithm_0(m, n, d_k, d_v):
+    from attn_cli.mechanisms.tiled import standard_traffic
+
+    traffic = standard_traffic(m, n, d_k, d_v)
+    assert traffic.reads == m * d_k + n * d_k + 2 * m * n + n * d_v  # Q, K; S; P, V
+    assert traffic.writes == 2 * m * n + m * d_v  # S, P, O
+    if m == n and d_k == d_v:  # Θ(Nd + N²): exactly 4Nd + 4N²
+        assert traffic.total == 4 * n * d_k + 4 * n * n
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "d_k", "d_v", "block", "query_block"),
+    [(2, 4, 2, 2, 2, 2), (5, 7, 3, 2, 3, 2), (64, 64, 16, 16, 8, 16), (3, 3, 4, 4, 1, 1)],
+)
+def test_tiled_traffic_reads_k_and_v_once_per_query_tile(m, n, d_k, d_v, block, query_block):
+    from attn_cli.mechanisms.tiled import tiled_traffic
+
+    traffic = tiled_traffic(m, n, d_k, d_v, block=block, query_block=query_block)
+    tiles = math.ceil(m / query_block)
+    assert traffic.reads == m * d_k + tiles * n * (d_k + d_v)
+    assert traffic.writes == m * d_v  # O once; no n × n matrix ever reaches HBM
+    causal = tiled_traffic(m, n, d_k, d_v, block=block, query_block=query_block, causal=True)
+    visited = sum(  # a causal tile reads the key blocks up to its last row only
+        min(block, n - first) * (d_k + d_v)
+        for start in range(0, m, query_block)
+        for first in range(0, n, block)
+        if first <= min(start + query_block, m) - 1
+    )
+    assert causal.reads == m * d_k + visited and causal.writes == m * d_v
+
+
+@pytest.mark.parametrize(("n", "d", "sram"), [(4, 2, 29184), (1000, 16, 4096), (4096, 64, 116736)])
+def test_paper_traffic_is_algorithm_1_and_theorem_2(n, d, sram):
+    from attn_cli.mechanisms.tiled import paper_blocks, paper_traffic
+
+    b_c, b_r = paper_blocks(sram, d)
+    assert b_c == math.ceil(sram / (4 * d)) and b_r == min(b_c, d)
+    t_c = math.ceil(n / b_c)
+    traffic = paper_traffic(n, n, d, d, sram=sram)
+    assert traffic.reads == 2 * n * d + t_c * n * (2 * d + 2)  # K, V once; Q, O, ℓ, m per j
+    assert traffic.writes == (t_c + 1) * n * (d + 2)  # O, ℓ, m: initialised, then per j
+    if n >= 1000:  # Θ(N²d²/M): T_c ≈ 4Nd/M blocks, each moving about 3Nd elements
+        assert 8 <= traffic.total / (n * n * d * d / sram) <= 16
+
+
+def io_table(doc) -> dict[str, dict]:
+    return {row["algorithm"]: row for row in steps_by_key(doc)["io"]["value"]}
+
+
+def io_note_keys(doc) -> list[str]:
+    return [note["key"] for note in steps_by_key(doc)["io"].get("notes", [])]
+
+
+def test_the_io_step_counts_the_sizes_on_screen(invoke_json):
+    doc = invoke_json("flash")  # m = 2 queries, n = 4 keys, d = 2, blocks of 2, float64
+    table = io_table(doc)
+    assert [(row["reads"], row["writes"], row["total"]) for row in table.values()] == [
+        (2 * 2 + 4 * 2 + 2 * 8 + 4 * 2, 2 * 8 + 2 * 2, 56),  # standard
+        (2 * 2 + 4 * (2 + 2), 2 * 2, 24),  # one tile of both queries, K and V read once
+        (4 * 4 + 1 * 2 * (2 + 2 + 2), 2 * 2 * (2 + 2), 44),  # Algorithm 1: one K, V block
+    ]
+    assert all(row["bytes"] == 8 * row["total"] for row in table.values())
+    step = steps_by_key(doc)["io"]
+    assert "M = 228 KiB" in step["title"] and "29184 elements of 8 bytes" in step["explanation"]
+    assert io_note_keys(doc) == ["io_fewer", "io_paper_fewer", "sram_default"]
+    assert step["notes"][0]["values"]["ratio"] == pytest.approx(56 / 24)
+
+
+def test_a_sentence_comparing_the_counts_is_true_for_them(invoke_json):
+    # One query per tile with wide rows: every tile re-reads K and V, more than S and P cost.
+    doc = invoke_json("flash", "--n", "8", "--dk", "8", "--block", "8", "--query-block", "1")
+    table = io_table(doc)
+    assert table["tiled, on screen"]["total"] == 8 * 8 + 8 * 8 * 16 + 8 * 8  # 1152
+    assert table["standard"]["total"] == 512
+    assert "io_fewer" not in io_note_keys(doc) and "io_more" in io_note_keys(doc)
+    one = invoke_json("flash", "--n", "1", "--dk", "4")  # one key: no n × n matrix to avoid
+    totals = {name: row["total"] for name, row in io_table(one).items()}
+    assert totals["tiled, paper's M"] >= totals["standard"]
+    assert "io_paper_fewer" not in io_note_keys(one) and "io_paper_more" in io_note_keys(one)
+
+
+def test_sram_sets_m_and_the_papers_blocks(invoke, invoke_json):
+    doc = invoke_json("flash", "--sram", "1")  # 1 KiB = 128 float64 elements
+    step = steps_by_key(doc)["io"]
+    assert "M = 1 KiB" in step["title"] and "128 elements of 8 bytes" in step["explanation"]
+    assert "here 16 and 2" in step["explanation"]  # B_c = ⌈128 / 8⌉, B_r = min(16, 2)
+    assert "sram_default" not in io_note_keys(doc)
+    assert_user_error(invoke("flash", "--sram", "0"), "--sram")
+
+
+def test_the_check_claims_agreement_only_when_it_is_rounding():
+    from attn_cli.walkthroughs.flash import same_up_to_rounding
+
+    doc_steps = {"difference": 2.2e-16}
+
+    class Fake:  # the claim reads the check step, the keys and the dtype
+        dtype = "float64"
+        inputs = (type("I", (), {"name": "K", "value": np.zeros((4, 2))})(),)
+
+        @staticmethod
+        def step(key):
+            assert key == "check"
+            return np.array([[1.0, 2.0]])
+
+    assert same_up_to_rounding(Fake(), doc_steps)
+    assert not same_up_to_rounding(Fake(), {"difference": 0.5})  # not rounding: withheld
+    assert not same_up_to_rounding(Fake(), {"difference": float("nan")})
+    assert not same_up_to_rounding(Fake(), {})  # degenerate: a plain False, never an error

@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL_FILE = ROOT / "attn_cli" / "kernels" / "flash_triton.py"
 # The lesson steps the kernel implements, in the order a tile meets them.
 KERNEL_STEPS = ["tile", "scores", "max", "rescale", "p", "sum", "acc", "tile_output"]
+# The lesson's options the kernel takes (the lesson has more, e.g. --sram for its HBM count).
+KERNEL_OPTIONS = ("block", "query_block", "causal", "scale")
 NO_TRITON = "triton is not installed (pip install 'attn-cli[kernel]'): the kernel tests need it"
 
 
@@ -117,7 +119,8 @@ def trace_against_walkthrough(kernel, q64, k64, v64, **options) -> int:
     import torch
 
     q, k, v = (torch.from_numpy(a).float() for a in (q64, k64, v64))
-    out, m_after, l_after = kernel.flash_attention_traced(q, k, v, **options)
+    kernel_options = {name: options[name] for name in KERNEL_OPTIONS if name in options}
+    out, m_after, l_after = kernel.flash_attention_traced(q, k, v, **kernel_options)
     m_after, l_after = m_after.double().numpy(), l_after.double().numpy()
     walkthrough = attn.flash(q64, k64, v64, **options)
     rows, block = q.shape[0], options["block"]

@@ -40,7 +40,7 @@ def test_output_equals_direct_attention(m, n, block, query_block, causal):
     tiles = math.ceil(m / query_block)
     blocks = math.ceil(n / block)
     keys = [step.key for step in walk.steps]
-    assert keys[-2:] == ["output", "check"]
+    assert keys[-3:] == ["output", "check", "io"]
     for t in range(1, tiles + 1):
         rows = range((t - 1) * query_block, min(t * query_block, m))
         np.testing.assert_array_equal(walk.step(f"tile{t}.queries"), q[rows.start : rows.stop])
@@ -84,7 +84,7 @@ def test_without_query_block_nothing_changes():
     keys = [step.key for step in walk.steps]
     assert keys == [f"block{b}.{name}" for b in (1, 2, 3) for name in (
         "scores", "max", "rescale", "p", "sum", "acc"
-    )] + ["output", "check"]  # fmt: skip
+    )] + ["output", "check", "io"]  # fmt: skip
     assert walk.find("block1.scores").title == "Block 1 · scores of keys k1..k2"
     assert walk.meta["options"]["query_block"] is None
     np.testing.assert_allclose(walk.output, direct(q, k, v), atol=1e-14)

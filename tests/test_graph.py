@@ -61,7 +61,7 @@ def graph_attention_by_hand(h, wq, wk, wv, hood) -> tuple[list, list]:
     return weights, updates
 
 
-def test_worked_example_reproduces_the_seed_formulas(invoke_json):
+def test_worked_example_reproduces_the_lecture_formulas(invoke_json):
     doc = invoke_json("graph")
     assert doc["example"] == "four-nodes"
     steps = steps_of(doc)
@@ -190,3 +190,24 @@ def test_check_passes_on_the_bundled_file(invoke):
 )
 def test_user_errors(invoke, args, fragment):
     assert_user_error(invoke("graph", *args), fragment)
+
+
+def test_says_which_score_and_neighbourhood_it_uses(invoke_json):
+    """Issue 22: N(i) leaves i out by default without saying that GAT adds self-loops, and the
+    score is the dot-product one, not GAT's additive LeakyReLU score; "the seed's formulas"
+    (seed is also the random seed) names nothing a student knows."""
+    from attn_cli.lesson_files import bundled_lessons_dir, load_bundled
+
+    text = (bundled_lessons_dir() / "graph.toml").read_text(encoding="utf-8")
+    assert "seed's" not in text and "the seed writes" not in text
+    intro = load_bundled("graph").intro
+    assert "Veličković et al., 2018" in intro and "LeakyReLU" in intro
+    assert "here N(i) holds i only with --self-loops" in intro
+    doc = invoke_json("graph")
+    steps = steps_of(doc)
+    assert "GAT's own" in steps["scores"]["explanation"]
+    assert "only where the graph has a self-loop" in steps["neighbours"]["explanation"]
+    # The default graph has no self-loop: no node is its own neighbour (the diagonal is 0).
+    assert not np.diag(np.array(unwrap(steps["adjacency"]["value"]), dtype=bool)).any()
+    looped = steps_of(invoke_json("graph", "--example", "lonely-node-self-loops"))
+    assert np.diag(np.array(unwrap(looped["adjacency"]["value"]), dtype=bool)).all()

@@ -13,7 +13,7 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.errors import UserError
-from attn_cli.render.numbers import format_number
+from attn_cli.numbers import format_number
 from tests.conftest import assert_user_error
 
 NEEDS = "--plot draws with matplotlib, the optional extra attn-cli[plot]"
@@ -47,9 +47,8 @@ def figure_of(walkthrough, precision=None):
 
 
 def panels(figure):
-    from attn_cli.render.heatmap import axes_of
-
-    return axes_of(figure)
+    """The panels of a figure, not its colour bars."""
+    return [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
 
 
 def ticks(labels) -> list[str]:

@@ -106,3 +106,36 @@ def test_a_broken_data_file_is_refused(tmp_path: Path):
     broken.write_text(text.replace('commands = ["attn causal"]', 'commands = ["causal"]'), "utf-8")
     with pytest.raises(ValueError, match="commands must be attn command lines"):
         load_overview(broken)
+
+
+def _row(kind: str) -> dict:
+    (row,) = [row for row in load_overview().rows if row["kind"] == kind]
+    return row
+
+
+def _weights(invoke_json, line: str) -> np.ndarray:
+    doc = invoke_json(*shlex.split(line)[1:])
+    return np.array(data({s["key"]: s for s in doc["steps"]}["weights"]["value"]), dtype=float)
+
+
+def test_cross_attention_points_at_several_encoder_states(invoke_json):
+    # Issue 22 (15): `attn bahdanau` alone has one encoder state, whose softmax weight is 1.
+    (line,) = [line for line in _row("Cross-attention")["commands"] if "bahdanau" in line]
+    weights = _weights(invoke_json, line)
+    assert weights.shape[-1] >= 3
+    assert np.all(weights < 0.99) and np.all(weights > 0)  # no state takes all the weight
+    assert "three encoder states" in _row("Cross-attention")["shows"]
+
+
+def test_masked_local_points_at_local_attention_not_a_padding_mask(invoke_json):
+    # Issue 22 (15): `attn causal --valid-len 2` is a padding mask, not local attention.
+    commands = _row("Masked/local attention")["commands"]
+    assert all(shlex.split(line)[1] == "window" for line in commands)
+    for line in commands:
+        weights = _weights(invoke_json, line)
+        n = weights.shape[0]
+        far = [(i, j) for i in range(n) for j in range(n) if abs(i - j) > 1 and 0 not in (i, j)]
+        assert far and all(weights[i, j] == 0.0 for i, j in far)  # outside the band: exactly 0
+        assert all(weights[i, j] > 0 for i in range(n) for j in range(n) if abs(i - j) <= 1)
+        if "global-first" in line:  # the global token: every query sees it, it sees every key
+            assert np.all(weights[0] > 0) and np.all(weights[:, 0] > 0)

@@ -162,3 +162,62 @@ def test_kv_heads_default_to_a_quarter_of_the_heads(invoke_json):
 def test_unknown_cache_dtype(invoke):
     result = invoke("kvcache", "--cache-dtype", "int8")
     assert result.exit_code == 2 and result.stdout == ""
+
+
+def test_cache_and_output_labels_are_tokens_and_dimensions():
+    """Issue 22: the cache's rows were labelled q1 and the output's columns k1, k2 (they are
+    value dimensions). Each part now carries its own labels."""
+    import attn_cli as attn
+
+    walkthrough = attn.kvcache(Q, K, V)
+    for t in range(1, 5):
+        parts = {part.label: part for part in walkthrough.find(f"token{t}").parts}
+        keys = tuple(f"k{j}" for j in range(1, t + 1))
+        for name in (f"K cache ({t} × 2)", f"V cache ({t} × 2)"):
+            assert (parts[name].rows, parts[name].cols) == (keys, ("1", "2"))
+        assert (parts["output"].rows, parts["output"].cols) == ((f"q{t}",), ("1", "2"))
+        assert parts["scores q Kᵀ / √d_k"].cols == keys
+
+
+def test_rich_cache_tables_are_labelled_by_token(invoke):
+    out = invoke("kvcache").stdout
+    token2 = out[out.index("Step 2 ") : out.index("Step 3 ")]
+    assert "│ k2 │ 0 │ 1 │" in token2  # K cache row k2 = [0, 1], columns 1, 2
+    assert "│ q2 │ 0.3302 │ 0.6698 │" in token2  # the output row
+
+
+def test_work_in_a_model_counts_the_projections(invoke_json):
+    """Issue 22: the Work table counted only query·key products; recomputing also re-projects
+    the prefix's queries, keys and values in every layer, the larger saving here."""
+    args = ("--layers", "2", "--heads", "4", "--kv-heads", "2", "--d-head", "3")
+    step = steps_by_key(invoke_json("kvcache", *args))["work_model"]
+    d_model, rows_per_token = 4 * 3, 4 + 2 * 2  # 4 query rows, 2 key and 2 value rows
+    per_token = 2 * rows_per_token * 2 * d_model * 3  # layers · rows · 2·d_model·d_head
+    for row in step["value"]:
+        t = row["token"]
+        assert row["scores_with_cache"] == 2 * 4 * t * 2 * 3  # layers · heads · t · 2·d_head
+        assert row["scores_without_cache"] == 2 * 4 * (t * (t + 1) // 2) * 2 * 3
+        assert row["projections_with_cache"] == per_token
+        assert row["projections_without_cache"] == t * per_token
+    assert [row["token"] for row in step["value"]] == [1, 2, 3, 4, 4096]
+    notes = {note["key"]: note for note in step["notes"]}
+    saved_projections, saved_scores = 4095 * per_token, 2 * 4 * 2 * 3 * (4096 * 4097 // 2 - 4096)
+    assert notes["model_saving"]["values"] == {
+        "t": 4096,
+        "projections": saved_projections,
+        "scores": saved_scores,
+    }
+    # Here re-scoring costs more at t = 4096 (d_model is only 12): the other note, not this one.
+    assert saved_scores > saved_projections
+    assert "projections_larger" not in notes and "scores_larger" in notes
+    default = {n["key"] for n in steps_by_key(invoke_json("kvcache"))["work_model"]["notes"]}
+    assert "projections_larger" in default and "scores_larger" not in default
+
+
+def test_own_cache_bytes_follow_the_dtype_they_name(invoke_json):
+    """Issue 22: "32 bytes" assumed float64 right after a float16 table; the note names it."""
+    note = steps_by_key(invoke_json("kvcache"))["cache_bytes"]["notes"][0]
+    assert note["values"]["dtype"] == "float64" and note["values"]["per_token"] == 4 * 8
+    assert "in float64" in note["text"] and "32 bytes" in note["text"]
+    small = steps_by_key(invoke_json("kvcache", "--dtype", "float32"))["cache_bytes"]["notes"][0]
+    assert small["values"]["per_token"] == 4 * 4 and "in float32" in small["text"]

@@ -58,7 +58,7 @@ def test_random_inputs_follow_the_declaration(name):
 
 @pytest.mark.parametrize("path", sorted(bundled_lessons_dir().glob("*.toml")), ids=lambda p: p.stem)
 def test_every_bundled_file_passes_the_checks_a_lecturers_file_gets(path: Path):
-    own_lesson_file(path, path.stem)  # its inputs, labels and options are the lesson's
+    own_lesson_file(path, get_lesson, path.stem)  # its inputs, labels and options are the lesson's
 
 
 def test_an_unknown_lesson_names_the_known_ones():
@@ -195,9 +195,8 @@ def test_one_list_of_lessons():
     """The package's lesson functions, the Python API and the lesson registry list the same
     lessons as lesson_specs, in its order."""
     import attn_cli
-    from attn_cli.api import LESSONS as API_LESSONS
-    from attn_cli.lesson_specs import LESSONS
+    from attn_cli.lesson_specs import LESSON_SIGNATURES, LESSONS
     from attn_cli.walkthroughs.base import LESSON_MODULES
 
-    assert API_LESSONS == LESSONS == tuple(LESSON_MODULES)
+    assert tuple(LESSON_SIGNATURES) == LESSONS == tuple(LESSON_MODULES)
     assert [name for name in attn_cli.__all__ if name in LESSONS] == list(LESSONS)

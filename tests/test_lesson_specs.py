@@ -6,8 +6,8 @@ import pytest
 import typer.main
 
 from attn_cli import lesson_specs
-from attn_cli.api import LESSONS
 from attn_cli.cli import app
+from attn_cli.lesson_specs import LESSONS
 from attn_cli.options import INPUT_PANEL
 from attn_cli.walkthroughs.base import get_lesson
 

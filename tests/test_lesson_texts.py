@@ -16,8 +16,9 @@ import pytest
 
 from attn_cli import lesson_files
 from attn_cli.errors import UserError
+from attn_cli.generated import declared_texts
 from attn_cli.lesson_files import load_bundled, load_lesson_file
-from attn_cli.lesson_texts import BEGIN, END, Texts, check_texts, declarations, markdown
+from attn_cli.lesson_texts import BEGIN, END, Texts, check_texts, markdown
 from attn_cli.runner import RunRequest, prepare
 from attn_cli.templates import template_fields
 from attn_cli.walkthroughs.base import LESSON_MODULES, Grid, StepRecorder, get_lesson
@@ -210,6 +211,8 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
         ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
+        ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
+        ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
     ],
     "flash": [
         ("--n", "5", "--dk", "2"),
@@ -290,7 +293,7 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         ("--x", "1,0;0,1", "--tokens", "a,b"),
         ("--x", "1,0", "--wq", "1,0;0,1"),
     ],
-    "posenc": [(), ("--layout", "split")],
+    "posenc": [(), ("--layout", "split"), ("--positions", "8", "--d-model", "512")],
     "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
     "window": [
         (*RANDOM, "--window", "1"),
@@ -363,13 +366,13 @@ def test_every_declared_text_is_made_by_some_run_with_the_names_declared(recorde
 def test_the_docs_table_is_the_generated_one():
     text = DOCS.read_text(encoding="utf-8")
     section = text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
-    assert section == markdown(declarations()), (
-        "docs/lesson-files.md is stale: python -m attn_cli.lesson_texts docs/lesson-files.md"
+    assert section == markdown(declared_texts()), (
+        "docs/lesson-files.md is stale: python -m attn_cli.generated texts docs/lesson-files.md"
     )
 
 
 def test_the_docs_table_names_every_key_and_placeholder():
-    table = markdown(declarations())
+    table = markdown(declared_texts())
     for name in LESSONS:
         texts = get_lesson(name).texts
         lesson_part = table.split(f"#### `{name}`", 1)[1].split("####", 1)[0]

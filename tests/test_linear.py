@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from attn_cli.lesson_files import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
 
 Q = np.array([[1.0, 0], [0, 1]])
@@ -200,3 +201,52 @@ def test_user_errors(invoke, args, fragments):
 def test_unknown_feature_map(invoke):
     result = invoke("linear", "--feature-map", "cosine")
     assert result.exit_code == 2 and result.stdout == ""
+
+
+def entropy(row) -> float:
+    return -sum(a * math.log(a) for a in row if a > 0)
+
+
+def note_texts(doc, key: str) -> dict[str, str]:
+    """The notes printed under step ``key``: note key -> text."""
+    return {note["key"]: note["text"] for note in steps_by_key(doc)[key]["notes"]}
+
+
+def test_sharper_than_softmax_is_said_when_it_is(invoke_json):
+    """Issue 22: 'Nothing is exponentiated, so they are flatter than softmax's' printed over
+    weights 0.5255/0.4745 against softmax's 0.5035/0.4965. Flatness is now each row's entropy,
+    and the note says sharper where the kernel's row has the lower entropy."""
+    doc = invoke_json("linear", "--q", "0.1,0", "--k", "0.1,0;-0.1,0", "--v", "1;0")
+    steps = steps_by_key(doc)
+    assert "flatter than softmax" not in steps["weights"]["explanation"]
+    assert "Nothing is exponentiated" not in steps["weights"]["explanation"]
+    q, k, v = np.array([[0.1, 0]]), np.array([[0.1, 0], [-0.1, 0]]), np.array([[1.0], [0]])
+    weights, _ = kernel_attention(q, k, v, elu1)
+    soft, _ = softmax_attention(q, k, v)
+    np.testing.assert_allclose(weights[0], [1.1 / 2.0933, 0.9933 / 2.0933], atol=1e-4)
+    assert entropy(weights[0]) < entropy(soft[0])  # 0.6918 < 0.6931: sharper
+    (row,) = steps["versus_softmax"]["value"]
+    assert row["entropy"] == pytest.approx(entropy(weights[0]))
+    assert row["entropy_softmax"] == pytest.approx(entropy(soft[0]))
+    notes = note_texts(doc, "versus_softmax")
+    assert "flatter" not in notes
+    assert notes["sharper"].startswith("Sharper than softmax's (a lower entropy H) for q1:")
+
+
+def test_flatter_than_softmax_is_said_when_it_is(invoke_json):
+    doc = invoke_json("linear")  # two-queries: both kernel rows flatter
+    weights, _ = kernel_attention(Q, K, V, elu1)
+    soft, _ = softmax_attention(Q, K, V)
+    assert all(entropy(weights[i]) > entropy(soft[i]) for i in range(2))
+    notes = note_texts(doc, "versus_softmax")
+    assert "sharper" not in notes
+    assert notes["flatter"].startswith("Flatter than softmax's (a higher entropy H) for q1, q2:")
+    assert "softer" not in load_bundled("linear").intro
+
+
+def test_no_flatness_note_where_the_rows_tie(invoke_json):
+    """causal-three: query 1 sees one key in both (entropy 0 each): named in neither note."""
+    doc = invoke_json("linear", "--example", "causal-three")
+    notes = note_texts(doc, "versus_softmax")
+    assert "q1" not in notes.get("flatter", "") and "sharper" not in notes
+    assert notes["flatter"].startswith("Flatter than softmax's (a higher entropy H) for q2, q3:")

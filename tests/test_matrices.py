@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attn_cli.errors import UserError
-from attn_cli.matrices import parse_int_list, parse_matrix, parse_vector
+from attn_cli.matrices import as_matrix, as_vector_or_batch, parse_int_list
 from tests.conftest import assert_user_error
 
 
@@ -17,16 +17,16 @@ from tests.conftest import assert_user_error
     ["1,0;0,1", "1 0; 0 1", " 1, 0 ;\n0 ,1 ", "[[1,0],[0,1]]", "1,0\n0,1", "1.0,0e0;-0,1"],
 )
 def test_matrix_text_forms(text):
-    parsed = parse_matrix(text, "--q")
+    parsed = as_matrix(text, "--q")
     assert parsed.dtype == np.float64
     np.testing.assert_array_equal(parsed, [[1, 0], [0, 1]])
 
 
 def test_one_row_is_a_matrix_and_a_vector():
-    assert parse_matrix("1,3", "--q").shape == (1, 2)
-    np.testing.assert_array_equal(parse_vector("1,3", "--s"), [1, 3])
-    np.testing.assert_array_equal(parse_vector("1;3", "--s"), [1, 3])  # a column works too
-    np.testing.assert_array_equal(parse_vector("[1,3]", "--s"), [1, 3])
+    assert as_matrix("1,3", "--q").shape == (1, 2)
+    np.testing.assert_array_equal(as_vector_or_batch("1,3", "--s"), [1, 3])
+    np.testing.assert_array_equal(as_vector_or_batch("1;3", "--s"), [1, 3])  # a column works too
+    np.testing.assert_array_equal(as_vector_or_batch("[1,3]", "--s"), [1, 3])
 
 
 def test_files(tmp_path):
@@ -36,9 +36,9 @@ def test_files(tmp_path):
     (tmp_path / "m.txt").write_text("1.5 -2\n0.25 4\n")
     (tmp_path / "m.json").write_text(json.dumps(expected.tolist()))
     for name in ("m.npy", "m.csv", "m.txt", "m.json"):
-        np.testing.assert_array_equal(parse_matrix(f"@{tmp_path / name}", "--k"), expected)
+        np.testing.assert_array_equal(as_matrix(f"@{tmp_path / name}", "--k"), expected)
     np.save(tmp_path / "ints.npy", np.array([[1, 2]], dtype=np.int32))
-    assert parse_matrix(f"@{tmp_path / 'ints.npy'}", "--k").dtype == np.float64
+    assert as_matrix(f"@{tmp_path / 'ints.npy'}", "--k").dtype == np.float64
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_files(tmp_path):
 )
 def test_matrix_errors_name_the_option_and_problem(text, fragment):
     with pytest.raises(UserError) as error:
-        parse_matrix(text, "--q")
+        as_matrix(text, "--q")
     assert fragment in str(error.value)
     assert str(error.value).startswith("--q")
 
@@ -70,21 +70,21 @@ def test_matrix_errors_name_the_option_and_problem(text, fragment):
 def test_pickled_and_non_numeric_npy_are_refused(tmp_path):
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(UserError, match="pickled array"):
-        parse_matrix(f"@{tmp_path / 'objects.npy'}", "--v")
+        as_matrix(f"@{tmp_path / 'objects.npy'}", "--v")
     np.save(tmp_path / "text.npy", np.array(["a", "b"]))
     with pytest.raises(UserError, match="save a real numeric array"):
-        parse_matrix(f"@{tmp_path / 'text.npy'}", "--v")
+        as_matrix(f"@{tmp_path / 'text.npy'}", "--v")
     np.save(tmp_path / "cube.npy", np.zeros((2, 2, 2)))
     with pytest.raises(UserError, match="3 dimensions"):
-        parse_matrix(f"@{tmp_path / 'cube.npy'}", "--v")
+        as_matrix(f"@{tmp_path / 'cube.npy'}", "--v")
     (tmp_path / "bad.npy").write_bytes(b"not an npy file")
     with pytest.raises(UserError, match=r"not a valid \.npy file"):
-        parse_matrix(f"@{tmp_path / 'bad.npy'}", "--v")
+        as_matrix(f"@{tmp_path / 'bad.npy'}", "--v")
 
 
-def test_vector_refuses_a_matrix():
-    with pytest.raises(UserError, match="give a vector"):
-        parse_vector("1,2;3,4", "--s")
+def test_vector_refuses_a_batch_of_matrices():
+    with pytest.raises(UserError, match=r"shape 1 × 2 × 2; give a vector"):
+        as_vector_or_batch("[[[1,2],[3,4]]]", "--s")
 
 
 def test_int_lists():
@@ -123,7 +123,7 @@ def test_cli_pickled_npy_is_a_user_error(invoke, tmp_path):
 @pytest.mark.parametrize("text", ["1,,2", "1,2,", ",1,2", "1, ,2"])
 def test_an_empty_entry_is_a_typo_not_a_skip(text):
     with pytest.raises(UserError, match="has an empty entry"):
-        parse_matrix(text, "--q")
+        as_matrix(text, "--q")
     with pytest.raises(UserError, match="has an empty entry"):
         parse_int_list(text, "--dk")
 

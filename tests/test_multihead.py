@@ -133,7 +133,7 @@ def test_drawn_weights_differ_from_the_random_tokens_and_are_scaled(invoke_json)
 def test_weights_drawn_for_given_tokens(invoke_json):
     doc = invoke_json("multihead", "--x", "[[1,0,0,0],[0,1,0,0],[1,1,0,0]]", "--seed", "2")
     assert list(doc["inputs"]) == ["X", *NAMES]
-    assert any("drawn from seed 2" in note["text"] for note in doc["notes"])
+    assert any("drawn with random seed 2" in note["text"] for note in doc["notes"])
 
 
 # --- properties and PyTorch ----------------------------------------------------------------
@@ -289,3 +289,32 @@ def test_json_output_is_one_document(invoke):
 def test_list_examples(invoke):
     result = invoke("multihead", "--list-examples")
     assert result.exit_code == 0 and "two-heads (default)" in result.stdout
+
+
+def test_more_heads_cost_weights_not_parameters(invoke_json):
+    """Issue 22: "more heads are narrower, not more expensive" is true of parameters only; each
+    head has its own n × n scores and softmax. And "1 heads"."""
+    doc = invoke_json("multihead")  # two-heads: n = 4, d_model = 4, h = 2
+    split = doc["steps"][0]
+    notes = {note["key"]: note for note in split["notes"]}
+    assert "not more expensive" not in notes["parameters"]["text"]
+    assert notes["parameters"]["values"] == {"d_model": 4, "count": 4 * 4 * 4}
+    cost = notes["heads_cost"]["values"]
+    # 2 heads × 4 × 4 weights; one head of width 4 would hold 4 × 4; the scores: 2·h·n²·d_k.
+    assert (cost["weights"], cost["one"], cost["dots"]) == (2 * 16, 16, 2 * 16)
+    assert cost["score_flops"] == 2 * 2 * 16 * 2 == 2 * 16 * 4  # the same as one head's
+    assert "the 2 heads hold 32 weights" in notes["heads_cost"]["text"]
+    one = invoke_json("multihead", "--heads", "1")
+    split = one["steps"][0]
+    assert split["title"].startswith("The split: 1 head of width")
+    assert "heads_cost" not in {note["key"] for note in split["notes"]}
+
+
+def test_sources_are_named_for_a_student():
+    """Issue 22: "the from-scratch book" and "the textbooks'" name nothing a student can find."""
+    from attn_cli.lesson_files import bundled_lessons_dir
+
+    text = (bundled_lessons_dir() / "multihead.toml").read_text(encoding="utf-8")
+    assert "from-scratch book" not in text and "textbooks'" not in text
+    assert 'Sebastian Raschka\'s book "Build a Large Language Model (From Scratch)"' in text
+    assert '"Dive into Deep Learning", Zhang, Lipton, Li and Smola' in text

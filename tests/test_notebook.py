@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.api import LESSONS
+from attn_cli.lesson_specs import LESSONS
 from tests.conftest import softmax_rows
 
 # A kernel in a subprocess: slow. One xdist group, so that the module-scoped notebook run

@@ -100,7 +100,7 @@ def test_json_notes_are_objects_with_full_precision_values(invoke_json):
     assert note["values"]["masked"] == 0
     assert f"puts {leak:.2f} of" in note["text"]
     assert texts(doc["notes"]) == [
-        "The scores are used as given: no scaling (the slides' examples have d_k = 1)."
+        "The scores are used as given, with no scaling by √d_k, as the slide does."
     ]
     jsonschema.validate(doc, schema())
 

@@ -29,10 +29,10 @@ from markdown_it.token import Token
 from attn_cli.api import lesson_function
 from attn_cli.lesson_files import bundled_lesson_names, load_bundled
 from attn_cli.model import Step, Walkthrough
+from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
 from attn_cli.render.latex_render import tex_text
-from attn_cli.render.numbers import as_matrix, format_column
 
 SIZES = (2, 11, 40)
 LESSONS = bundled_lesson_names()
@@ -440,11 +440,13 @@ def expected_tables(walk: Walkthrough) -> list[Table]:
             if part.kind == "scalar" or np.ndim(part.value) == 0 or part.kind == "text":
                 continue
             same_width = np.shape(part.value)[-1:] == np.shape(step.value)[-1:]
-            tables.append(
+            rows = step.row_labels if np.ndim(part.value) == 2 else None
+            cols = step.col_labels if same_width else None
+            tables.append(  # a part's own labels, where it has them, win
                 expected_matrix(
                     part.value,
-                    step.row_labels if np.ndim(part.value) == 2 else None,
-                    step.col_labels if same_width else None,
+                    rows if part.rows is None else part.rows,
+                    cols if part.cols is None else part.cols,
                 )
             )
         tables += _value_tables(step)

@@ -292,3 +292,49 @@ def test_json_is_one_document(invoke):
     assert doc["lesson"] == "posenc" and doc["inputs"] == {}
     assert doc["steps"][1]["col_labels"][:2] == ["sin0", "sin1"]
     assert doc["notes"] and "Split layout" in doc["notes"][0]["text"]
+
+
+def similarity_notes(doc: dict) -> dict[str, dict]:
+    step = next(step for step in doc["steps"] if step["key"] == "similarity")
+    return {note["key"]: note for note in step.get("notes", [])}
+
+
+@pytest.mark.parametrize(
+    ("args", "low_at", "low", "high"),
+    [((), 3, 1.9648895, 2.2666095), (("--positions", "8", "--d-model", "6"), 3, 1.0003073, 1.3292)],
+)
+def test_similarity_does_not_claim_it_falls_where_it_rises_again(
+    invoke_json, args, low_at, low, high
+):
+    """Issue 22: "The value falls, with ripples, as positions move apart" was printed under a
+    table where PE(0)·PE(6) = 3.784 beats the neighbours' 3.535 (2.922 vs 2.539 at d_model 6)."""
+    doc = invoke_json("posenc", *args)
+    assert "falls, with ripples" not in json.dumps(doc)
+    notes = similarity_notes(doc)
+    assert set(notes) == {"rises_again"}
+    values = notes["rises_again"]["values"]
+    assert (values["low_at"], values["high_at"]) == (low_at, low_at + 1)
+    assert values["low"] == pytest.approx(low, abs=1e-4)
+    assert values["high"] == pytest.approx(high, abs=1e-4)
+    lag = np.asarray(unwrap(similarity_step_part(doc, "Σ cos")), dtype=float).reshape(-1)
+    assert lag[6] > lag[1]  # the issue's counter-example: distance 6 beats the neighbours
+
+
+def similarity_step_part(doc: dict, prefix: str):
+    step = next(step for step in doc["steps"] if step["key"] == "similarity")
+    return next(value for label, value in step["parts"].items() if label.startswith(prefix))
+
+
+def test_similarity_says_it_falls_where_it_falls_at_every_distance(invoke_json):
+    doc = invoke_json("posenc", "--positions", "8", "--d-model", "512")
+    notes = similarity_notes(doc)
+    assert set(notes) == {"falls"}
+    lag = np.asarray(unwrap(similarity_step_part(doc, "Σ cos")), dtype=float).reshape(-1)
+    assert np.all(np.diff(lag) < 0)
+    assert notes["falls"]["values"]["top"] == 256
+    assert notes["falls"]["values"]["bottom"] == pytest.approx(lag[7])
+    assert "falls at every step" in notes["falls"]["text"]
+
+
+def test_one_position_makes_no_distance_note(invoke_json):
+    assert similarity_notes(invoke_json("posenc", "--positions", "1")) == {}

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from attn_cli import terminal
-from attn_cli.api import LESSONS, lesson_function
+from attn_cli.api import lesson_function
+from attn_cli.lesson_specs import LESSONS
 from attn_cli.quiz import mark, parse_answer, questions
 from attn_cli.rounding import parse_rounded
 from tests.conftest import assert_user_error

@@ -21,11 +21,11 @@ import pytest
 from rich.console import Console
 
 import attn_cli as attn
-from attn_cli.api import LESSONS, default_precision
 from attn_cli.lesson_files import load_bundled
+from attn_cli.lesson_specs import LESSONS
 from attn_cli.model import InputValue, Step, Walkthrough
+from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import as_matrix, format_column
 from attn_cli.render.rich_render import (
     HEATMAP_MAX_COLS,
     HEATMAP_MAX_ROWS,
@@ -296,7 +296,7 @@ def sections(text: str) -> list[str]:
 def assert_sections_show_the_values(walk: Walkthrough, text: str, where: str) -> int:
     """Each section's tables, in reading order, against the values it shows: the inputs;
     a step's intermediates, then its value. Returns the number of tables checked."""
-    precision = default_precision(walk.lesson)
+    precision = walk.precision
     parts = sections(text)
     assert len(parts) == len(walk.steps) + 1, where
     checked = 0

@@ -53,8 +53,10 @@ def test_an_overflow_inside_the_computation_is_noted_not_warned(invoke):
     doc = json.loads(result.stdout)
     assert doc["output"] == {"shape": [1, 1], "data": [["nan"]]}
     assert "exceeded the largest float16 (65504)" in doc["notes"][-1]["text"]
+    # One key: "every weight is exactly 1" would be false of the NaN weight, so it is withheld.
+    assert "one_key" not in [note["key"] for note in doc["notes"]]
     plain = json.loads(
-        invoke("scaled", "--q", "1", "--k", "1", "--v", "1", "--format", "json").stdout
+        invoke("scaled", "--q", "1", "--k", "1;2", "--v", "1;2", "--format", "json").stdout
     )
     assert plain["notes"] == []  # always present, empty when there is nothing to note
 

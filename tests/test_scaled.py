@@ -345,3 +345,96 @@ def test_tab_completion_offers_the_example_names():
     )
     assert '"cat-slept"' in completed.stdout
     assert "two-tokens" not in completed.stdout
+
+
+# --- issue 22: every sentence true for the numbers on screen ---------------------------------
+
+
+def note_keys(doc: dict) -> set[str]:
+    """The keys of every note printed: under the walkthrough and under each step."""
+    keys = {note["key"] for note in doc.get("notes", [])}
+    for step in doc["steps"]:
+        keys |= {note["key"] for note in step.get("notes", [])}
+    return keys
+
+
+def all_text(doc: dict) -> str:
+    """Every explanation and note a reader sees, and the example's description."""
+    texts = [step["explanation"] for step in doc["steps"]]
+    texts += [note["text"] for note in doc.get("notes", [])]
+    texts += [note["text"] for step in doc["steps"] for note in step.get("notes", [])]
+    return "\n".join(texts)
+
+
+def test_the_slides_plain_dot_product_is_mentioned_only_for_a_slide_example(invoke_json):
+    """Issue 22 #4: "(the slide uses the plain dot product)" was printed for the user's own
+    matrices with --no-scale."""
+    own = invoke_json(
+        "scaled", "--q", "1,0", "--k", "3,0;1,0;0,0;-2,0", "--v", "1;2;3;4", "--no-scale"
+    )
+    assert "the slide" not in all_text(own)
+    assert "no_scale" not in note_keys(own) and "no_scale_asked" in note_keys(own)
+    scores = np.array(data(own["steps"][0]["value"]))
+    np.testing.assert_array_equal(scores, [[3, 1, 0, -2]])  # used as they are: not scaled
+    slide = invoke_json("scaled", "--example", "cat-slept")
+    assert "no_scale" in note_keys(slide) and "no_scale_asked" not in note_keys(slide)
+    assert "(the slide uses the plain dot product)" in all_text(slide)
+
+
+def test_the_library_example_says_the_weights_differ_and_the_answers_do_not(invoke_json):
+    """Issue 22 #5: "Each query gets its own weights and its own answer", both answers [5, 5]."""
+    doc = invoke_json("scaled", "--example", "library")
+    output = np.array(data(doc["output"]))
+    np.testing.assert_allclose(output, [[5, 5], [5, 5]], atol=1e-12)
+    weights = np.array(data(doc["steps"][1]["value"]))
+    assert np.argmax(weights[0]) in (0, 1) and np.argmax(weights[1]) == 2  # another key dominates
+    from attn_cli.lesson_files import load_bundled
+
+    description = next(e for e in load_bundled("scaled").examples if e.name == "library")
+    assert "its own answer" not in description.description
+    assert "Both answers are still [5, 5]" in description.description
+
+
+def test_the_scaling_step_states_its_assumption_and_a_peaked_row_is_a_note(invoke_json):
+    """Issue 22 #13: "stays soft whatever the width" was said of scaled weights 0.993 / 0.998."""
+    doc = invoke_json("scaled", "--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2")
+    scaled = next(step for step in doc["steps"] if step["key"] == "scaled")
+    assert "stays soft whatever" not in scaled["explanation"]
+    assert "independent, with mean 0 and variance 1" in scaled["explanation"]
+    weights = np.array(data(next(s for s in doc["steps"] if s["key"] == "weights")["value"]))
+    # Two keys: the larger weight is σ(score gap / √2); gaps 7 (q1) and 9 (q2).
+    expected = [1 / (1 + math.exp(-7 / math.sqrt(2))), 1 / (1 + math.exp(-9 / math.sqrt(2)))]
+    np.testing.assert_allclose(weights.max(axis=1)[:2], expected, rtol=1e-12)
+    peaked = next(note for note in doc["notes"] if note["key"] == "still_peaked")
+    assert peaked["values"]["row"] == "q2"
+    assert peaked["values"]["top"] == pytest.approx(expected[1], rel=1e-12)
+    soft = invoke_json("scaled")  # the slide's two tokens: 0.67 at most
+    assert "still_peaked" not in note_keys(soft)
+
+
+def test_a_masked_row_with_one_key_left_is_not_called_peaked(invoke_json):
+    doc = invoke_json(
+        "scaled", "--q", "0,0;0,0", "--k", "1,0;0,1", "--v", "1;2", "--valid-len", "1"
+    )
+    assert "still_peaked" not in note_keys(doc)
+
+
+def test_sparsemax_keeps_the_order_of_the_scores_only_weakly(invoke_json):
+    """Issue 22 #17: every score below τ ties at 0."""
+    doc = invoke_json("scaled", "--example", "library-sparsemax")
+    step = next(step for step in doc["steps"] if step["key"] == "weights")
+    assert "the order of the scores is kept." not in step["explanation"]
+    assert "only weakly" in step["explanation"]
+    weights = np.array(data(step["value"]))
+    np.testing.assert_array_equal(weights[1], [0, 0, 1])  # scores −1, −1, 2: two tie at 0
+
+
+def test_one_key_gets_weight_one_and_says_so(invoke_json):
+    """Issue 22 #19: "a probability distribution over the 1 keys", without saying that one key
+    always gets weight 1."""
+    doc = invoke_json("scaled", "--q", "3;-2", "--k", "5", "--v", "7")
+    assert "the 1 keys" not in all_text(doc)
+    assert "one_key" in note_keys(doc)
+    np.testing.assert_array_equal(data(doc["steps"][2]["value"]), [[1.0], [1.0]])
+    np.testing.assert_array_equal(data(doc["output"]), [[7.0], [7.0]])
+    assert "one_key" not in note_keys(invoke_json("scaled"))

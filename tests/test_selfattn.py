@@ -239,3 +239,54 @@ def test_missing_gpu_is_a_user_error(invoke, torch, monkeypatch, command):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert_user_error(invoke(command, "--device", "cuda"), "--device cuda", "CUDA is not available")
     assert_user_error(invoke(command, "--device", "cuda", "--backend", "numpy"), "CPU only")
+
+
+# --- issue 22: every sentence true for the numbers on screen ---------------------------------
+
+
+def step_of(doc: dict, key: str) -> dict:
+    return next(step for step in doc["steps"] if step["key"] == key)
+
+
+def test_values_step_does_not_claim_a_different_projection_when_w_v_is_w_k(invoke_json):
+    """Issue 22 #10: Step 3 said values come "through a different projection" while the
+    example has W_K = W_V = I; the slide's "these weights are symmetric" was corrected silently."""
+    doc = invoke_json("selfattn")
+    values = step_of(doc, "V")
+    assert "through a different projection" not in values["explanation"]
+    assert [note["key"] for note in values["notes"]] == ["values_are_keys"]
+    assert steps(doc)["V"] == steps(doc)["K"] == [[1, 0], [0, 1], [1, 1]]
+    erratum = next(note for note in doc["notes"] if note["key"] == "slide_symmetric")
+    r = 1 / math.sqrt(2)
+    assert erratum["values"]["weight"] == pytest.approx(math.exp(r) / (2 * math.exp(r) + 1))
+    assert erratum["values"]["mirrored"] == pytest.approx(
+        math.exp(r) / (2 * math.exp(r) + math.exp(2 * r))
+    )
+    assert erratum["text"].startswith("The slide calls this weight matrix symmetric")
+    # Another W_V: no note on V; the same X as the user's own input: no note about the slide.
+    other = invoke_json("selfattn", "--wv", "0,1;1,0")
+    assert "notes" not in step_of(other, "V") or not step_of(other, "V")["notes"]
+    own = invoke_json("selfattn", "--x", "1,0;0,1;1,1")
+    keys = [note["key"] for note in own["notes"]]
+    assert "weights_asymmetric" in keys and "slide_symmetric" not in keys
+
+
+def test_the_scaling_step_states_its_assumption(invoke_json):
+    """Issue 22 #13: "stays soft whatever the width" without the assumption."""
+    doc = invoke_json("selfattn", "--x", "-1,-2;3,0;0,0", "--wk", "-1,0;2,2")
+    scaled = step_of(doc, "scaled")
+    assert "stays soft" not in scaled["explanation"]
+    assert "independent, with mean 0 and variance 1" in scaled["explanation"]
+    assert max(max(row) for row in steps(doc)["weights"]) > 0.95  # not soft on this input
+
+
+def test_words_a_student_can_know(invoke_json):
+    """Issue 22 #9: no "from-scratch book", no "seed NNN", "convex combination" defined."""
+    doc = invoke_json("selfattn", "--dropout", "0.5")
+    text = " ".join(step["explanation"] for step in doc["steps"])
+    assert "from-scratch book" not in text and "comes from seed" not in text
+    assert "random seed 0 (set it with --seed)" in text
+    assert (
+        "sum to 1 (a convex combination)"
+        in step_of(invoke_json("selfattn"), "output")["explanation"]
+    )

@@ -2,32 +2,65 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from attn_cli import terminal, tour
 from attn_cli.tour import PROMPT, TOUR, Stop
 from tests.conftest import assert_user_error
 
-LECTURE_ORDER = [
-    "scaled",
-    "bahdanau",
-    "selfattn",
-    "causal",
-    "multihead",
-    "posenc",
-    "variance",
-    "bench",
-    "flash",
-    "window",
-    "graph",
-    "linear",
-    "kvcache",
-]
+NAMES = [stop.name for stop in TOUR]
+
+
+def position(name: str) -> int:
+    return NAMES.index(name)
 
 
 def test_the_tour_follows_the_lecture_order():
-    assert [stop.name for stop in TOUR] == LECTURE_ORDER
-    assert TOUR[0].args == ("--example", "library")  # the retrieval view
+    # The lectures' order: retrieval, then √d_k right after scaled dot-product (issue 22, 14:
+    # √d_k was used from stop 3 and explained at stop 7), Bahdanau, self-attention, the causal
+    # mask, heads, positions, the O(n²) wall, then the ways past it.
+    assert TOUR[0].name == "scaled" and TOUR[0].args == ("--example", "library")
+    assert position("variance") == position("scaled") + 1
+    assert position("variance") < position("bahdanau") < position("selfattn")
+    assert position("selfattn") < position("causal") < position("multihead") < position("posenc")
+    assert position("posenc") < position("bench") == position("flash") - 1
+    assert position("flash") < position("window") < position("linear") < position("kvcache")
+    assert len(set(NAMES)) == len(NAMES) == 13
+
+
+def test_the_bahdanau_stop_scores_several_encoder_states():
+    # Issue 22 (14): the default has one encoder state, whose softmax weight is trivially 1.
+    from attn_cli.options import LESSON_REQUESTS
+    from attn_cli.runner import compute
+
+    stop = TOUR[position("bahdanau")]
+    request, _ = LESSON_REQUESTS["bahdanau"](**tour.parsed(stop))
+    walkthrough = compute(request)
+    weights = walkthrough.step("weights")
+    assert weights.shape[-1] == 3
+    assert weights.min() > 0 and weights.max() < 0.99
+    assert walkthrough.example == "cat-slept"
+
+
+def test_every_stop_has_a_bridge_to_the_next():
+    for stop, following in itertools.pairwise(TOUR):
+        assert stop.bridge and "next" in stop.bridge, stop.name
+        assert tour.bridges_to(stop, following)
+        assert not tour.bridges_to(stop, None)  # --only may end the tour early: no bridge
+    assert tour.bridges_to(TOUR[-1], None) and "next" not in TOUR[-1].bridge
+    assert not tour.bridges_to(TOUR[0], TOUR[2])  # a bridge speaks of the lecture's next stop
+
+
+def test_the_help_lists_every_stop_from_the_tour(invoke):
+    # Issue 22 (14): `attn --help` listed 9 of the 13 stops, written out by hand.
+    for args in (("--help",), ("tour", "--help")):
+        shown = " ".join(invoke(*args).stdout.replace("│", " ").split())
+        listed = shown[shown.index(f"{len(TOUR)} stops:") :]
+        at = 0
+        for stop in TOUR:  # every stop's topic, in the tour's order
+            at = listed.index(stop.topic, at) + len(stop.topic)
 
 
 def test_every_stop_parses_with_its_command():
@@ -38,21 +71,30 @@ def test_every_stop_parses_with_its_command():
 
 def test_without_a_terminal_it_runs_straight_through(invoke):
     # Every stop but the bench (timings are not for the test suite).
-    only = ",".join(name for name in LECTURE_ORDER if name != "bench")
-    result = invoke("tour", "--only", only)
+    shown = [stop for stop in TOUR if stop.name != "bench"]
+    result = invoke("tour", "--only", ",".join(stop.name for stop in shown))
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert PROMPT not in out
     assert "A tour of attention" in out
-    total = len(LECTURE_ORDER) - 1
+    total = len(shown)
     assert f"Stop 1/{total} · Attention as retrieval" in out
     assert "$ attn scaled --example library" in out
     assert "Step 3 · Output" in out
     assert "End of the tour" in out
-    for name in LECTURE_ORDER[1:]:  # every lesson is installed: none is skipped
-        assert f"skipped {name}" not in out
-    assert f"Stop 7/{total} · Why divide by √d_k" in out
-    assert f"Stop 8/{total} · Tiled attention" in out
+    for stop in shown[1:]:  # every lesson is installed: none is skipped
+        assert f"skipped {stop.name}" not in out
+    assert f"Stop 2/{total} · Why divide by √d_k" in out
+    flat = " ".join(out.split())
+    for number, stop in enumerate(shown, start=1):
+        assert f"Stop {number}/{total} · {stop.title}" in out
+        assert f"$ {stop.command_line}" in out
+        if number < total:  # the bridge comes after its stop, before the next one
+            after = flat[flat.index(f"Stop {number}/{total}") : flat.index(f"Stop {number + 1}/")]
+            following = shown[number]
+            assert (stop.bridge in after) == tour.bridges_to(stop, following), stop.name
+    assert TOUR[position("posenc")].bridge not in flat  # its next stop, the bench, is left out
+    assert TOUR[-1].bridge in flat[flat.index(f"Stop {total}/{total}") :]
     assert f"Stop {total}/{total} · KV caching" in out and "$ attn kvcache" in out
     assert "$ attn flash" in out and "Step 1 · Block 1" in out
     assert max(len(line) for line in out.splitlines()) <= 80
@@ -69,7 +111,7 @@ def test_only_picks_stops_in_lecture_order(invoke):
 
 def test_an_unknown_stop_is_a_user_error_listing_the_valid_ones(invoke):
     assert_user_error(
-        invoke("tour", "--only", "scaled,nope"), "no tour stop 'nope'", ", ".join(LECTURE_ORDER)
+        invoke("tour", "--only", "scaled,nope"), "no tour stop 'nope'", ", ".join(NAMES)
     )
     assert_user_error(invoke("tour", "--only", ","), "--only names no stop")
 

@@ -275,3 +275,72 @@ def test_lesson_file_with_dk_as_text(invoke_json, tmp_path):
     doc = invoke_json("variance", "--lesson", str(path))
     assert [record["dk"] for record in doc["output"]] == [2, 8]
     assert doc["output"][0]["keys"] == 3 and doc["example"] == "mine"
+
+
+# --- issue 22: every sentence true for the numbers on screen ---------------------------------
+
+
+def test_the_histogram_says_within_three_only_with_the_count_that_shows_it(invoke_json):
+    """Issue 22 #18: "the scaled ones stay within about ±3" stood under bins 16 wide, where
+    nothing showed ±3. Now a note counts the scaled scores within ±3, and "nearly all" is
+    printed only when at least 99% of them are."""
+    doc = invoke_json("variance", "--dk", "4,1024", "--samples", "500")
+    step = doc["steps"][3]
+    assert "stay within about ±3" not in step["explanation"]
+    assert "each 16 wide" in step["explanation"]
+    notes = {note["key"]: note for note in step["notes"]}
+    assert set(notes) == {"within_three"}
+    values = notes["within_three"]["values"]
+    # The same stream as the lesson's (seeded from --seed and d_k), counted here by hand.
+    seed = int(np.random.SeedSequence([0, 1024]).generate_state(1)[0])
+    from attn_cli.backend import get_backend
+
+    draw = get_backend("numpy").normal_sampler(seed)
+    chunk, inside, done = chunk_rows(500, 8, 1024), 0, 0
+    while done < 500:  # drawn chunk by chunk, as the lesson draws them
+        raw = mech.sample_scores(draw, min(chunk, 500 - done), 8, 1024)
+        inside += int(np.sum(np.abs(raw / 32) <= 3))
+        done += raw.shape[0]
+    assert values["inside"] == inside and values["scores"] == 4000
+    assert values["share"] >= 0.99 and values["bound"] == 96
+
+
+def test_heavy_tails_at_d_k_1_are_not_called_nearly_all(invoke_json):
+    doc = invoke_json("variance", "--dk", "1")
+    notes = {note["key"]: note for note in doc["steps"][3]["notes"]}
+    assert "within_three" not in notes and "beyond_three" in notes
+    assert notes["beyond_three"]["values"]["share"] < 0.99
+    assert notes["beyond_three"]["text"].startswith("Only ")
+
+
+def test_the_quiz_gives_the_numbers_it_asks_about(invoke):
+    """Issue 22 #7: "fill in every blank from the inputs" with no inputs shown, and blanks
+    titled "scores" that expect weights."""
+    result = invoke("variance", "--quiz", "--dk", "4", "--samples", "50")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "from the inputs" not in text
+    assert "Fill in every blank from the numbers in its step's title" in text
+    assert "softmax of s = [15.5, −16.1, 2.3] and of s / 16 (d_k = 256)" in text
+    assert "softmax(s / T) for s = [2, 1, 0.5], T = 1, 4, 0.1" in text
+    assert "Spiky scores at" not in text
+    scaled = invoke("scaled", "--quiz")  # a lesson with inputs keeps its words
+    assert "Fill in every blank from the inputs" in " ".join(scaled.stdout.split())
+
+
+def test_nearly_one_hot_is_said_only_of_a_nearly_one_hot_row(invoke_json):
+    """The spiky step's "nearly one-hot ... learning can go on" was fixed text in its
+    explanation, whatever spiky_scores a lesson file gives: now a note with a claim."""
+    lecture = invoke_json("variance", "--dk", "4", "--samples", "50")
+    spiky = lecture["steps"][4]
+    assert "nearly one-hot" not in spiky["explanation"]
+    notes = {note["key"]: note for note in spiky["notes"]}
+    assert "spiky_peaked" in notes and "spiky_mild" not in notes
+    e = math.e
+    top = 1 / (1 + e ** (-16.1 - 15.5) + e ** (2.3 - 15.5))  # softmax of [15.5, −16.1, 2.3]
+    assert notes["spiky_peaked"]["values"]["top_raw"] == pytest.approx(top, rel=1e-12)
+    mild = invoke_json("variance", "--example", "mild", "--samples", "50")
+    notes = {note["key"]: note for note in mild["steps"][4]["notes"]}
+    assert "spiky_mild" in notes and "spiky_peaked" not in notes
+    exps = [e**1.2, e**-0.8, e**0.3]
+    assert notes["spiky_mild"]["values"]["top_raw"] == pytest.approx(exps[0] / sum(exps))

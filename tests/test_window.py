@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.lesson_files import bundled_lessons_dir
+from attn_cli.lesson_files import bundled_lessons_dir, load_bundled
 from tests.conftest import assert_user_error, unwrap
 
 # The bundled default example (lessons/window.toml, "five-tokens").
@@ -68,7 +68,9 @@ def test_worked_example_matches_loops(invoke_json, example, causal, global_token
     weights, output = attention_by_hand(X, X, V, mask)
     np.testing.assert_allclose(unwrap(steps["weights"]["value"]), weights, atol=1e-12)
     np.testing.assert_allclose(unwrap(doc["output"]), output, atol=1e-12)
-    full_mask = [[True] * 5 for _ in range(5)]
+    # Compared with full attention of the same kind: causal attention over every earlier key
+    # when the window is causal (a causal window hides no future key that it would see).
+    full_mask = [[j <= i or not causal for j in range(5)] for i in range(5)]
     _, full = attention_by_hand(X, X, V, full_mask)
     np.testing.assert_allclose(
         unwrap(steps["difference"]["value"]), np.subtract(output, full), atol=1e-12
@@ -170,3 +172,81 @@ def test_check_passes_on_the_bundled_file(invoke):
 )
 def test_user_errors(invoke, args, fragment):
     assert_user_error(invoke("window", *args), fragment)
+
+
+# global-first (lessons/window.toml): six tokens, w = 1, token 0 global.
+X6 = [[1, 1], [1, 0], [0, 1], [1, 1], [1, 0], [0, 1]]
+V6 = [[1, 1], [1, 0], [0, 1], [2, 0], [0, 2], [1, -1]]
+
+
+def hidden_and_change(x, v, mask, full_mask) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the weight full attention (over ``full_mask``) gives the keys ``mask`` hides,
+    and the largest |window output − full output|."""
+    _, output = attention_by_hand(x, x, v, mask)
+    full_weights, full = attention_by_hand(x, x, v, full_mask)
+    hidden = np.sum(np.where(mask, 0.0, full_weights), axis=1)
+    return hidden, np.max(np.abs(np.subtract(output, full)), axis=1)
+
+
+def notes_of(step: dict) -> dict[str, dict]:
+    return {note["key"]: note for note in step.get("notes", ())}
+
+
+def test_global_first_says_only_what_its_numbers_show(invoke_json):
+    """Issue 22: "grows with the weight the window hides" printed where q1 hides 0.50 and moves
+    0.099 while q3 hides 0.248 and moves 0.330; "weights outside the band are exactly 0" where
+    q3 -> k0 (the global token) is 0.3349; "values inside its window only" where every row sees
+    the global token."""
+    doc = invoke_json("window", "--example", "global-first")
+    steps = steps_of(doc)
+    mask = allowed_by_hand(6, 1, False, (0,))
+    weights, _ = attention_by_hand(X6, X6, V6, mask)
+    hidden, change = hidden_and_change(X6, V6, mask, [[True] * 6 for _ in range(6)])
+    assert hidden[1] == pytest.approx(0.5) and change[1] == pytest.approx(0.0989, abs=1e-4)
+    assert hidden[3] == pytest.approx(0.2483, abs=1e-4)
+    assert change[3] == pytest.approx(0.3302, abs=1e-4)
+    assert weights[3][0] == pytest.approx(0.3349, abs=1e-4)  # q3 -> k0, outside q3's band
+    everything = " ".join(step["explanation"] for step in doc["steps"])
+    assert "grows with the weight" not in everything
+    assert "outside the band are" not in everything
+    assert "inside its window only" not in everything
+    assert "[CLS]" not in load_bundled("window").examples[2].description
+    notes = notes_of(steps["difference"])
+    assert "grows_with_hidden" not in notes
+    follows = notes["not_with_hidden"]["values"]
+    assert (follows["first"], follows["second"]) == ("q3", "q1")
+    assert follows["first_hidden"] == pytest.approx(hidden[3])
+    assert follows["second_change"] == pytest.approx(change[1])
+    assert notes["worst_row"]["values"]["query"] == "q3"
+
+
+def test_change_grows_with_hidden_weight_where_it_does(invoke_json):
+    doc = invoke_json("window")  # five-tokens: ordered by weight hidden, changes never fall
+    hidden, change = hidden_and_change(X, V, allowed_by_hand(5, 1, False), [[True] * 5] * 5)
+    # q1 and q3 hide the same weight (0.3746): a tie, in no order; every other pair is ordered.
+    assert all(
+        change[a] <= change[b] for a in range(5) for b in range(5) if hidden[a] < hidden[b] - 1e-9
+    )
+    notes = notes_of(steps_of(doc)["difference"])
+    assert "grows_with_hidden" in notes and "not_with_hidden" not in notes
+
+
+def test_causal_window_is_compared_with_causal_attention(invoke_json):
+    """A causal window hides no future key from causal attention: rows whose window reaches
+    key 0 (q0, q1 with w = 1) do not move at all."""
+    doc = invoke_json("window", "--example", "five-tokens-causal")
+    step = steps_of(doc)["difference"]
+    assert step["title"].startswith("Difference from causal full attention")
+    difference = np.array(unwrap(step["value"]))
+    assert np.all(difference[:2] == 0) and np.all(np.abs(difference[2:]).max(axis=1) > 0.2)
+    worst = notes_of(step)["worst_row"]["values"]
+    causal = allowed_by_hand(5, 4, True)  # every earlier key
+    hidden, change = hidden_and_change(X, V, allowed_by_hand(5, 1, True), causal)
+    np.testing.assert_allclose(np.abs(difference).max(axis=1), change, atol=1e-12)
+    assert worst["query"] == "q3" and worst["outside"] == pytest.approx(hidden[3])
+
+
+def test_no_largest_change_when_no_row_moves(invoke_json):
+    doc = invoke_json("window", "--q", "1", "--k", "1", "--v", "1", "--window", "1")
+    notes = notes_of(steps_of(doc)["difference"])
+    assert not {"worst_row", "grows_with_hidden", "not_with_hidden"} & set(notes)

@@ -46,6 +46,14 @@ def flash(
             "--scale/--no-scale", "Divide scores by √d_k (default: the example's, else on)."
         ),
     ] = None,
+    sram: Annotated[
+        int | None,
+        input_option(
+            "--sram",
+            "On-chip memory M in KiB, for the HBM traffic step (default: 228, the shared memory "
+            "of one streaming multiprocessor of an NVIDIA H100).",
+        ),
+    ] = None,
     n: Annotated[int | None, size_option("--n", "Random inputs: number of keys n.")] = None,
     m: Annotated[
         int | None, size_option("--m", "Random inputs: number of queries m (default: n).")

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.commands.common import start_up_done, stdout_console
+from attn_cli.itinerary import help_text
 
 
 def tour(
@@ -27,9 +28,7 @@ def tour(
         ),
     ] = None,
 ) -> None:
-    """The lecture in order: retrieval view, Bahdanau, self-attention, causal mask, multi-head,
-    positional encoding, variance, a small bench and tiled attention, one screen at a time.
-    At a pause: Enter (or any key) for the next screen, q or Ctrl-D to stop."""
+    # The help (this function's __doc__, set below) lists the stops from the tour itself.
     from attn_cli import terminal
     from attn_cli.tour import Pager, run_tour, select
 
@@ -40,3 +39,6 @@ def tour(
     if pause is None:
         pause = terminal.interactive()
     run_tour(stops, console, Pager(console, pause, terminal.read_key))
+
+
+tour.__doc__ = help_text()

@@ -89,6 +89,20 @@ def scores_without_cache(n: int) -> int:
     return n * (n + 1) * (n + 2) // 6
 
 
+def projection_flops(tokens: int, layers: int, heads: int, kv_heads: int, d_head: int) -> int:
+    """FLOPs to project ``tokens`` tokens' queries, keys and values in every layer: each token
+    has ``heads`` query rows and ``kv_heads`` key and value rows of width d_head, each a
+    (1 × d_model)(d_model × d_head) product, 2·d_model·d_head FLOPs, d_model = heads·d_head."""
+    d_model = heads * d_head
+    return tokens * layers * (heads + 2 * kv_heads) * 2 * d_model * d_head
+
+
+def score_flops(dot_products: int, layers: int, heads: int, d_head: int) -> int:
+    """FLOPs of ``dot_products`` query-key dot products per head, in every layer and query
+    head: 2·d_head each (d_head multiplications and d_head additions, counted as 2·d_head)."""
+    return dot_products * layers * heads * 2 * d_head
+
+
 def cache_bytes_per_token(
     layers: int, heads: int, d_head: int, dtype: str = "float16", kv_heads: int | None = None
 ) -> int:

@@ -5,7 +5,7 @@ into h blocks of d_k = d_out / h (block i belongs to head i), with optional bias
 (d_out,) split the same way; W_O (d_out, d_o) with optional bias b_O (d_o,), or no W_O at all.
 Row convention: Q = X W_Q + b_Q. Head i: Y_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i, (n, d_k);
 MultiHead(X) = [Y_1 | ... | Y_h] W_O + b_O, (n, d_o); without W_O the concatenation itself,
-(n, d_out). The transformer paper has d_in = d_out = d_model; the from-scratch book's
+(n, d_out). The transformer paper has d_in = d_out = d_model; Raschka's book's
 MultiHeadAttention projects d_in to d_out and its wrapper has no W_O.
 
 Inside a head nothing is new: it is attention.attention on Q_i = X W_Q^(i), K_i, V_i. This module

@@ -122,10 +122,8 @@ def block_steps(
     FlashAttention kernel skips such blocks; every later block is in the future too.
     """
     state = initial_state(q, v)
-    last_row = row0 + q.shape[-2] - 1
-    for start in range(0, k.shape[-2], block):
-        if causal and skip_future and start > last_row:
-            return
+    last_row = row0 + q.shape[-2] - 1 if causal and skip_future else None
+    for start in visited_blocks(k.shape[-2], block, last_row=last_row):
         stop = min(start + block, k.shape[-2])
         s = block_scores(
             q, k[..., start:stop, :], use_scale=use_scale, causal=causal, row0=row0, col0=start
@@ -220,3 +218,87 @@ def _set_rows(state: OnlineState, first: int, rows: OnlineState) -> OnlineState:
     state.row_sum[..., first:, :] = rows.row_sum
     state.acc[..., first:, :] = rows.acc
     return state
+
+
+# --- HBM traffic: the FlashAttention paper's IO analysis (Dao et al., 2022) ------------------
+# On a GPU, Q, K, V and O live in HBM (the large off-chip memory); arithmetic runs on data
+# copied into SRAM (the small on-chip memory of M elements). Each function below runs an
+# algorithm's loops and counts the elements it reads from HBM and writes to HBM.
+
+
+@dataclass(frozen=True)
+class Traffic:
+    reads: int  # elements read from HBM
+    writes: int  # elements written to HBM
+    on_chip: int  # elements one tile holds on chip at once (0: not tiled, S lives in HBM)
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.writes
+
+
+def visited_blocks(n: int, block: int, *, last_row: int | None = None) -> Iterator[int]:
+    """The first key of each key block the loop visits; with ``last_row`` (causal), it stops
+    before the first block lying wholly after that query row."""
+    for start in range(0, n, block):
+        if last_row is not None and start > last_row:
+            return
+        yield start
+
+
+def standard_traffic(m: int, n: int, d_k: int, d_v: int) -> Traffic:
+    """The standard implementation (the paper's Algorithm 0), pass by pass: read Q and K, write
+    S = QKᵀ; read S, write P = softmax(S); read P and V, write O = PV. Θ(nd + n²) accesses."""
+    reads = writes = 0
+    reads += m * d_k + n * d_k  # pass 1: Q and K in ...
+    writes += m * n  # ... S out
+    reads += m * n  # pass 2: S in ...
+    writes += m * n  # ... P out
+    reads += m * n + n * d_v  # pass 3: P and V in ...
+    writes += m * d_v  # ... O out
+    return Traffic(reads, writes, 0)
+
+
+def tiled_traffic(
+    m: int, n: int, d_k: int, d_v: int, *, block: int, query_block: int, causal: bool = False
+) -> Traffic:
+    """The loops of this lesson: for each tile of ``query_block`` queries, read the tile's Q,
+    then every key block it visits (its K and V rows), then write the tile's O rows. Scores and
+    exponentials stay on chip; causal tiles skip the key blocks wholly in their future."""
+    reads = writes = 0
+    for start in range(0, m, query_block):
+        rows = min(query_block, m - start)
+        reads += rows * d_k  # Q tile
+        last_row = start + rows - 1 if causal else None
+        for first in visited_blocks(n, block, last_row=last_row):
+            reads += min(block, n - first) * (d_k + d_v)  # K and V block
+        writes += rows * d_v  # O tile, once
+    return Traffic(reads, writes, _working_set(min(query_block, m), min(block, n), d_k, d_v))
+
+
+def paper_blocks(sram: int, d: int) -> tuple[int, int]:
+    """The paper's block sizes for M = ``sram`` elements: B_c = ⌈M / 4d⌉ keys, B_r =
+    min(B_c, d) queries (Algorithm 1, line 1)."""
+    b_c = max(1, math.ceil(sram / (4 * d)))
+    return b_c, min(b_c, d)
+
+
+def paper_traffic(m: int, n: int, d_k: int, d_v: int, *, sram: int) -> Traffic:
+    """The paper's Algorithm 1 with its block sizes for M = ``sram`` elements: O, ℓ and m
+    start in HBM; the outer loop reads each K, V block once; the inner loop reads every Q, O,
+    ℓ, m block and writes O, ℓ, m back. Θ(n²d²/M) accesses (its Theorem 2)."""
+    b_c, b_r = paper_blocks(sram, max(d_k, d_v))
+    reads = 0
+    writes = m * d_v + 2 * m  # O = 0, ℓ = 0, m = −∞ initialised in HBM
+    for first in visited_blocks(n, b_c):
+        reads += min(b_c, n - first) * (d_k + d_v)  # K_j, V_j
+        for start in range(0, m, b_r):
+            rows = min(b_r, m - start)
+            reads += rows * (d_k + d_v + 2)  # Q_i, O_i, ℓ_i, m_i
+            writes += rows * (d_v + 2)  # O_i, ℓ_i, m_i
+    return Traffic(reads, writes, _working_set(min(b_r, m), min(b_c, n), d_k, d_v))
+
+
+def _working_set(rows: int, keys: int, d_k: int, d_v: int) -> int:
+    """On chip at once: a Q tile, a K and a V block, its scores (then exponentials), acc, m, ℓ."""
+    return rows * d_k + keys * (d_k + d_v) + rows * keys + rows * d_v + 2 * rows

@@ -110,6 +110,8 @@ class Estimates:
     grad_raw: float
     grad_scaled: float
     histogram: dict[str, list[int]] | None = None  # {"raw": counts, "scaled": counts}
+    # With the histogram: how many scaled scores lie within ±3 (the raw ones within ±3√d_k).
+    within_three: int | None = None
 
 
 def estimate(
@@ -121,7 +123,7 @@ def estimate(
     edges: tuple[float, ...] | None = None,
 ) -> Estimates:
     """Draw ``samples`` rows ``chunk`` at a time (memory stays bounded) and summarise them."""
-    totals, counts, done = None, None, 0
+    totals, counts, inside, done = None, None, None, 0
     while done < samples:
         rows = min(chunk, samples - done)
         raw = sample_scores(draw, rows, keys, d_k)  # (rows, n)
@@ -133,6 +135,8 @@ def estimate(
                 histogram_counts(attention.scale(raw, d_k), edges),
             )
             counts = both if counts is None else (counts[0] + both[0], counts[1] + both[1])
+            near = count_within_three(raw, d_k)
+            inside = near if inside is None else inside + near
         done += rows
     assert totals is not None, "samples must be at least 1"
     total = dict(zip(SUMS, totals.tolist(), strict=True))  # one transfer off the device
@@ -141,9 +145,10 @@ def estimate(
     # Unbiased sample variance from the sums; no cancellation to fear since the mean is ~0.
     var_raw = (total["raw_sq"] - scores * mean_raw**2) / (scores - 1)
     var_scaled = (total["scaled_sq"] - scores * mean_scaled**2) / (scores - 1)
-    histogram = None
-    if counts is not None:
+    histogram, within_three = None, None
+    if counts is not None and inside is not None:
         histogram = {"raw": counts[0].tolist(), "scaled": counts[1].tolist()}
+        within_three = inside
     means = {name: total[name] / samples for name in SUMS[4:]}  # per sample (softmax row)
     return Estimates(
         dk=d_k,
@@ -155,7 +160,15 @@ def estimate(
         var_scaled=var_scaled,
         **means,
         histogram=histogram,
+        within_three=within_three,
     )
+
+
+def count_within_three(raw: Array, d_k: int) -> int:
+    """How many scaled scores raw / √d_k lie within ±3 (so raw ones within ±3√d_k): three
+    standard deviations, if the entries are independent with mean 0 and variance 1."""
+    xp = namespace_of(raw)
+    return int(xp.sum(xp.astype(xp.abs(attention.scale(raw, d_k)) <= 3, xp.int64)))
 
 
 def _wide(xp: Any, value: Array) -> Array:

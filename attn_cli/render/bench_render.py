@@ -16,7 +16,15 @@ from rich.text import Text
 
 from attn_cli.backend import format_bytes
 from attn_cli.bench.config import BenchResult, Row, is_unstable
-from attn_cli.bench.fit import Fit, contrast, diagnosis, reading, table_verdict
+from attn_cli.bench.fit import (
+    COMPLEXITY_SOURCE,
+    Fit,
+    complexity_rows,
+    contrast,
+    diagnosis,
+    reading,
+    table_verdict,
+)
 from attn_cli.bench.impls import WINDOW_IMPLS
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope, plain
@@ -60,7 +68,12 @@ def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableTyp
         title = f"How time and memory grow with {variable} (log-log slope)"
         parts += [Text(""), Text(title, style="bold")]
         parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2)))
-        parts.extend(Text(sentence) for sentence in readings(fitted, variable))
+        parts.extend(Text(sentence) for sentence in growth_readings(fitted, variable))
+        verdicts = table_verdicts(fitted, variable)
+        if verdicts:  # the table the verdicts read, shown where they refer to it
+            parts += [Text(""), Text(COMPLEXITY_TITLE, style="bold")]
+            parts.append(records_table(complexity_rows(), RenderOptions(precision=2)))
+            parts.extend(Text(sentence) for sentence in verdicts)
     warnings = diagnosis(result, fitted)
     if warnings:
         parts.append(Text(""))
@@ -71,9 +84,12 @@ def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableTyp
 
 
 LEGEND = (
-    "ms: median, ± its interquartile range (yellow: above a tenth of the median) · mem: peak bytes allocated by one call, inputs "
-    "excluded, measured by (trace) tracemalloc, (prof) the torch profiler, (cuda) the CUDA "
-    "allocator, or (est) estimated · err: max |output − float64 reference| on sampled rows"
+    "ms: median time of one call, ± the spread of the middle half of the runs (yellow: above "
+    "a tenth of the median) · TFLOP/s: the attention's floating-point operations (Q Kᵀ and "
+    "A V, 4·n²·d per head) per second, in trillions · mem: peak bytes allocated by one call, "
+    "inputs excluded, measured by (trace) Python's tracemalloc, (prof) the torch profiler, "
+    "(cuda) the CUDA allocator, or (est) estimated · err: max |output − float64 reference| on "
+    "sampled rows"
 )
 
 
@@ -194,16 +210,33 @@ def _memory(row: Row) -> tuple[str, str]:
     return text, MEMORY_METHODS.get(row.memory_method or "", row.memory_method or "")
 
 
+# The heading over the complexity table the verdicts are read against.
+COMPLEXITY_TITLE = (
+    f"What the lectures predict: the complexity table of {COMPLEXITY_SOURCE} (n tokens, d the "
+    "width of a head, w the window)"
+)
+
+
 def readings(fits: dict[str, Fit], variable: str = "n") -> list[str]:
-    """The contrast line first (when there is one), then one sentence per implementation, then
-    which row of seed 002's complexity table each confirms. Over d (--dims), only the last."""
-    verdicts = [table_verdict(impl, fit, variable) for impl, fit in fits.items()]
-    table = [verdict for verdict in verdicts if verdict]
+    """The growth readings, then the verdicts against the complexity table."""
+    return growth_readings(fits, variable) + table_verdicts(fits, variable)
+
+
+def growth_readings(fits: dict[str, Fit], variable: str = "n") -> list[str]:
+    """The contrast line first (when there is one), then one sentence per implementation;
+    none over d (--dims)."""
     if variable == "d":
-        return table
+        return []
     first = contrast(fits)
     per_impl = [reading(impl, fit) for impl, fit in fits.items()]
-    return ([first] if first else []) + per_impl + table
+    return ([first] if first else []) + per_impl
+
+
+def table_verdicts(fits: dict[str, Fit], variable: str = "n") -> list[str]:
+    """For each implementation with a row in the complexity table: its time and memory
+    exponents, each judged against that row."""
+    verdicts = [table_verdict(impl, fit, variable) for impl, fit in fits.items()]
+    return [verdict for verdict in verdicts if verdict]
 
 
 def _has_exponent(fit: Fit) -> bool:

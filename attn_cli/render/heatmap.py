@@ -21,7 +21,6 @@ from attn_cli.outputs import check_writable, require_matplotlib
 from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure
 
 if TYPE_CHECKING:
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 HEATMAP_FORMATS = ("png", "svg", "pdf")
@@ -72,9 +71,7 @@ def heatmap_figure(walkthrough: Walkthrough, precision: int | None = None) -> Fi
     if draw is None:
         raise UserError(f"--plot: the {walkthrough.lesson} lesson has no figure to draw.")
     if precision is None:
-        from attn_cli.api import default_precision
-
-        precision = default_precision(walkthrough.lesson)
+        precision = walkthrough.precision
     return draw(walkthrough.at_precision(precision), precision)
 
 
@@ -326,7 +323,3 @@ FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "kvcache": kvcache_figure,
 }
 
-
-def axes_of(figure: Figure) -> list[Axes]:
-    """The panels of a figure (not its colour bars): what the tests read back."""
-    return [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]

@@ -19,9 +19,9 @@ import numpy as np
 
 from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
+from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import RenderOptions
 from attn_cli.render.markdown_render import record_columns, shown_indices
-from attn_cli.render.numbers import as_matrix, format_column
 
 # Matrices wider than MAX_COLS show their first CORNER_COLS columns, \cdots and the last one;
 # taller than MAX_ROWS, their first CORNER_ROWS rows, \vdots and the last. A bmatrix then has

@@ -17,8 +17,8 @@ import numpy as np
 
 from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
+from attn_cli.numbers import as_matrix, format_column, shape_text
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import as_matrix, format_column, shape_text
 
 # A matrix larger than this shows its first CORNER_ROWS rows (CORNER_COLS columns), an
 # ellipsis row (column) and the last one, then a line with its shape and statistics.
@@ -93,6 +93,8 @@ def part_lines(part: Part, step: Step, options: RenderOptions) -> list[str]:
     rows = step.row_labels if np.ndim(part.value) == 2 else None
     same_width = np.shape(part.value)[-1:] == np.shape(step.value)[-1:]
     columns = step.col_labels if same_width else None
+    rows = rows if part.rows is None else part.rows
+    columns = columns if part.cols is None else part.cols
     return [label, "", *value_lines(part.value, part.kind, options, rows, columns)]
 
 

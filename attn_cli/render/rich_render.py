@@ -28,8 +28,8 @@ from attn_cli.backend import EPSILON
 from attn_cli.batch import batch_line
 from attn_cli.lesson_files import LessonFile
 from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
+from attn_cli.numbers import as_matrix, format_column, format_number, shape_text
 from attn_cli.render import RenderOptions
-from attn_cli.render.numbers import as_matrix, format_column, format_number, shape_text
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
 MAX_ROWS = 12
@@ -264,6 +264,8 @@ class Heading:
 def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableType:
     value: Any = part.value if isinstance(part.value, list | dict) else np.asarray(part.value)
     columns = step.col_labels if np.shape(value)[-1:] == np.shape(step.value)[-1:] else None
+    columns = columns if part.cols is None else part.cols
+    rows = step.row_labels if part.rows is None else part.rows
     # A per-row quantity (row max, row sum) shows as one column: (m, 1), or (1,) for a vector.
     per_row = isinstance(value, np.ndarray) and (
         (value.ndim == 2 and value.shape[-1] == 1)
@@ -272,11 +274,11 @@ def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableTyp
     if per_row:
         return Group(
             Text(part.label, style="dim"),
-            _matrix_table(value.reshape(-1, 1), options, step.row_labels, (part.label,)),
+            _matrix_table(value.reshape(-1, 1), options, rows, (part.label,)),
         )
     return Group(
         Text(part.label, style="dim"),
-        value_renderable(value, part.kind, options, row_labels=step.row_labels, col_labels=columns),
+        value_renderable(value, part.kind, options, row_labels=rows, col_labels=columns),
     )
 
 

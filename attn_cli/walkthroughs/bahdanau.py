@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -307,6 +307,15 @@ def _saturation_notes(record: StepRecorder, summed: np.ndarray) -> tuple[Note, .
     return (note,)
 
 
+def has_saturated_entries(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``saturated``: ``flat`` entries of U (the sum step) have |U| ≥ ``bound``."""
+    summed = np.asarray(walkthrough.step("sum"), dtype=np.float64)
+    flat, bound = values.get("flat"), values.get("bound")
+    if not isinstance(flat, int) or not isinstance(bound, float) or flat < 1:
+        return False
+    return int(np.sum(np.abs(summed) >= bound)) == flat
+
+
 # What every step's text reads: the sizes.
 SIZES = ("n", "d_h", "d_s", "d_a", "d_v")
 TEXTS = Texts(
@@ -332,6 +341,7 @@ TEXTS = Texts(
         # One decoder step: the dropped weights are one row, whose sums never differ.
         **{key: dropout.NOTES[key] for key in ("dropout_none", "dropout_sums_equal")},
     },
+    claims={"saturated": has_saturated_entries},
 )
 
 LESSON = Lesson(

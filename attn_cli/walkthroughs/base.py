@@ -16,11 +16,10 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from attn_cli.api import default_precision
 from attn_cli.backend import Array, Backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
-from attn_cli.lesson_specs import LESSONS
+from attn_cli.lesson_specs import LESSONS, default_precision
 from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.lesson_texts import Texts as Texts  # declared where the loader reads it
 from attn_cli.mechanisms.attention import softmax_parts
@@ -174,8 +173,6 @@ class StepRecorder:
         """
         self.check_declared("steps", text or key, grid.context)
         words = self.run.lesson.text(text or key)
-        precision = default_precision(self.run.lesson.lesson)  # renderers refill at theirs
-        where = f"{self.run.lesson.path or self.run.lesson.lesson}: [steps.{text or key}]"
         shown = self.to_numpy(value)
         sums = None
         if row_sums:
@@ -183,17 +180,15 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title=fill(words.title, grid.context, f"{where} title", precision=precision),
-                explanation=fill(
-                    words.explanation, grid.context, f"{where} explanation", precision=precision
-                ),
-                templates=(words.title, words.explanation),
+                title_template=words.title,
+                explanation_template=words.explanation,
                 context=dict(grid.context),
+                precision=default_precision(self.run.lesson.lesson),  # renderers: --precision
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,
                 col_labels=grid.cols,
-                parts=tuple(Part(p.label, self.to_numpy(p.value), p.kind) for p in parts),
+                parts=tuple(replace(p, value=self.to_numpy(p.value)) for p in parts),
                 row_sums=sums,
                 seconds=seconds,
                 latex=words.latex,
@@ -312,6 +307,7 @@ class StepRecorder:
             output=self.to_numpy(output),
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
+            precision=default_precision(run.lesson.lesson),
         )
         return keep_true_claims(drafted, get_lesson(run.lesson.lesson).texts)
 
@@ -342,6 +338,11 @@ def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
 def is_whole(value: object) -> TypeGuard[int]:
     """Whether an option is a whole number (a lesson file's ``true`` is not 1)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """A count and its noun, singular for exactly one: 1 head, 2 heads."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 def whole_option(value: object, flag: str) -> int:

@@ -10,12 +10,14 @@ PyTorch and what a row with no visible key does.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from attn_cli import lesson_specs
+from attn_cli.backend import EPSILON
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
@@ -28,6 +30,7 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
+    on_an_example,
     option_of,
     row_names,
 )
@@ -173,7 +176,8 @@ def build(run: LessonRun) -> Walkthrough:
             _conventions(record, logits, grid)
     notes: tuple[Note, ...] = ()
     if "S" in inputs:
-        notes = (record.note("scores_given"),)
+        # Both are recorded; the claims keep the one for a slide's example or the user's scores.
+        notes = (record.note("scores_given"), record.note("scores_given_slide"))
     elif not run.options.get("scale", True):
         notes = (record.note("no_scale"),)
     meta = dropout.meta(run, dropout.probability(run.options.get("dropout")))
@@ -406,6 +410,23 @@ def _labelled_inputs(
     return tuple(items)
 
 
+def rows_sum_to_one(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Every row of the weights sums to 1 up to rounding in the run's dtype (not when a score
+    overflowed and a row became NaN)."""
+    try:
+        drift = float(values["drift"])
+        n = max(1, int(np.shape(walkthrough.step("weights"))[-1]))
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False
+    tolerance = 4 * n * EPSILON.get(walkthrough.dtype, 2.0**-7)
+    return math.isfinite(drift) and drift <= tolerance
+
+
+def on_your_own_scores(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The note for scores the user gave (not one of the lesson file's examples)."""
+    return not on_an_example(walkthrough, values)
+
+
 # What every step's text reads: n and the last token's name; the scores from Q and K add d_k.
 TOKENS = ("n", "last")
 SCALED = (*TOKENS, "dk", "sqrt_dk")
@@ -429,12 +450,18 @@ TEXTS = Texts(
     },
     notes={
         "scores_given": (),
+        "scores_given_slide": (),
         "no_scale": (),
         "zero_future": ("exact", "above", "drift"),
         "worst_leak": ("token", "leaked", "masked"),
         "nan_rows": ("rows",),
         "no_nan_rows": (),
         **dropout.NOTES,
+    },
+    claims={
+        "scores_given": on_your_own_scores,
+        "scores_given_slide": on_an_example,
+        "zero_future": rows_sum_to_one,
     },
 )
 

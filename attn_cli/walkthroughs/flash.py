@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import namespace_of
+from attn_cli.backend import EPSILON, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
-from attn_cli.model import Part, Walkthrough
+from attn_cli.model import Note, Part, Walkthrough
 from attn_cli.walkthroughs import scaled
 from attn_cli.walkthroughs.base import (
     Grid,
@@ -32,7 +33,14 @@ from attn_cli.walkthroughs.base import (
 )
 
 INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
-OPTIONS: dict[str, Any] = {"scale": True, "block": 2, "causal": False, "query_block": None}
+OPTIONS: dict[str, Any] = {
+    "scale": True,
+    "block": 2,
+    "causal": False,
+    "query_block": None,
+    "sram": 228,  # KiB on chip: the shared memory of one H100 streaming multiprocessor
+}
+DEFAULT_SRAM_KIB = 228
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.
 MAX_BLOCKS = 16
 # With --query-block, every query tile visits the key blocks: at most this many visits.
@@ -45,6 +53,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 
 def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
+    whole_at_least(options.get("sram", DEFAULT_SRAM_KIB), "--sram", meaning="KiB on chip")
     block = whole_at_least(options.get("block"), "--block")
     blocks = math.ceil(n / block)
     if blocks > MAX_BLOCKS:
@@ -97,13 +106,18 @@ def build(run: LessonRun) -> Walkthrough:
     queries = row_names(run, "queries", m, "q", "the lesson file")
     keys = row_names(run, "keys", n, "k", "the lesson file")
     blocks = math.ceil(n / block)
-    base = {"m": m, "n": n, "dk": d_k, "dv": d_v, "block": block, "blocks": blocks}
+    base: dict[str, Any] = {"m": m, "n": n, "dk": d_k, "dv": d_v, "block": block}
+    base["blocks"] = blocks
     base["sqrt_dk"] = math.sqrt(d_k)
     record = StepRecorder(run)
 
+    # What this run does to a block's scores, said once, on the first block's scores.
+    first = [record.note("block_scaled", sqrt_dk=math.sqrt(d_k))] if use_scale else []
+    first += [] if use_scale else [record.note("block_unscaled")]
+    first += [record.note("block_causal")] if causal else []
     if query_block is None:  # one query tile holding every query: the inner loop only
         steps = tiled.block_steps(q, k, v, block=block, causal=causal, use_scale=use_scale)
-        final = _inner_loop(record, steps, queries, keys, base)
+        final = _inner_loop(record, steps, queries, keys, base, notes=tuple(first))
         output = record.compute(
             "output",
             lambda: tiled.finish(final),
@@ -112,7 +126,9 @@ def build(run: LessonRun) -> Walkthrough:
         largest = {"key": "largest_block", "rows": m}
         skipped = 0
     else:
-        output, skipped = _both_loops(record, (q, k, v), int(query_block), queries, keys, base)
+        output, skipped = _both_loops(
+            record, (q, k, v), int(query_block), (queries, keys), base, tuple(first)
+        )
         largest = {"key": "largest_tile", "rows": min(int(query_block), m)}
     mask = masks.causal_additive(mech.scores(q, k)) if causal else None  # (m, m), m = n
     plain = mech.attention(q, k, v, use_scale=use_scale, mask=mask).output
@@ -123,11 +139,10 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(queries, context=base),
         notes=(record.note("tiled_check", difference=difference),),
     )
+    _io(record, (m, n, d_k, d_v), base)
     notes = [record.note(str(largest["key"]), rows=largest["rows"], cols=min(block, n), m=m, n=n)]
     if skipped:
         notes.append(record.note("causal_skipped", skipped=skipped, visits=base["tiles"] * blocks))
-    if not use_scale:
-        notes.append(record.note("no_scale"))
     return record.walkthrough(
         output,
         inputs=scaled.labelled_inputs(run, queries, keys),
@@ -140,9 +155,9 @@ def _both_loops(
     record: StepRecorder,
     qkv: tuple[Any, Any, Any],
     query_block: int,
-    queries: tuple[str, ...],
-    keys: tuple[str, ...],
+    names: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
+    first_notes: tuple[Note, ...],
 ) -> tuple[Any, int]:
     """The outer loop over query tiles, each with its own inner loop over the key blocks.
 
@@ -150,6 +165,7 @@ def _both_loops(
     mask let the tiles skip.
     """
     q, k, v = qkv
+    queries, keys = names
     options = record.run.options
     tiles = math.ceil(q.shape[0] / query_block)
     base.update(tiles=tiles, query_block=query_block)
@@ -165,27 +181,29 @@ def _both_loops(
     rows_out = []
     skipped = 0
     for number, tile in enumerate(loops, start=1):
-        names = queries[tile.start : tile.stop]
-        q_range = names[0] if len(names) == 1 else f"{names[0]}..{names[-1]}"
+        rows = queries[tile.start : tile.stop]
+        q_range = rows[0] if len(rows) == 1 else f"{rows[0]}..{rows[-1]}"
         context = {**base, "t": number, "q_range": q_range}
-        context.update(rows=len(names), visited=len(tile.blocks), skipped=tile.skipped)
+        context.update(rows=len(rows), visited=len(tile.blocks), skipped=tile.skipped)
         context["skip_text"] = _skip_text(tile.skipped) if tile.skipped else ""
         prefix = f"tile{number}."
         record.add(
             f"{prefix}queries",
             q[tile.start : tile.stop],
             text="tile" if number == 1 else "tile_again",
-            grid=Grid(names, context=context),
+            grid=Grid(rows, context=context),
         )
         # The inner loop's texts speak of the tile's rows: m is the tile's row count here.
-        inner = {**context, "m": len(names)}
-        final = _inner_loop(record, tile.blocks, names, keys, inner, prefix=prefix, tile=number)
+        inner = {**context, "m": len(rows)}
+        final = _inner_loop(
+            record, tile.blocks, rows, keys, inner, prefix=prefix, tile=number, notes=first_notes
+        )
         rows_out.append(
             record.compute(
                 f"{prefix}output",
                 functools.partial(tiled.finish, final),
                 text="tile_output",
-                grid=Grid(names, context=context),
+                grid=Grid(rows, context=context),
             )
         )
         skipped += tile.skipped
@@ -197,6 +215,62 @@ def _both_loops(
         grid=Grid(queries, context=base),
     )
     return output, skipped
+
+
+def _io(record: StepRecorder, sizes: tuple[int, int, int, int], base: dict[str, Any]) -> None:
+    """Why FlashAttention is faster: the HBM reads and writes of the standard algorithm, of the
+    loops on screen and of the paper's Algorithm 1 with its block sizes for M, each counted by
+    running that algorithm's loops (mechanisms/tiled.py)."""
+    m, n, d_k, d_v = sizes
+    options = record.run.options
+    itemsize = record.run.backend.itemsize
+    sram_kib = int(options.get("sram", DEFAULT_SRAM_KIB))
+    sram = sram_kib * 1024 // itemsize  # M, in elements
+    query_block = int(options.get("query_block") or m)
+    block = int(options["block"])
+    d = max(d_k, d_v)
+    b_c, b_r = tiled.paper_blocks(sram, d)
+    causal = bool(options.get("causal", False))
+    runs = {  # label, block sizes (queries × keys), traffic
+        "standard": ("standard", "—", tiled.standard_traffic(m, n, d_k, d_v)),
+        "tiled": (
+            "tiled, on screen",
+            f"{min(query_block, m)} × {min(block, n)}",
+            tiled.tiled_traffic(
+                m, n, d_k, d_v, block=block, query_block=query_block, causal=causal
+            ),
+        ),
+        "paper": (
+            "tiled, paper's M",
+            f"{min(b_r, m)} × {min(b_c, n)}",
+            tiled.paper_traffic(m, n, d_k, d_v, sram=sram),
+        ),
+    }
+    table = [
+        {
+            "algorithm": label,
+            "blocks": blocks,
+            "reads": traffic.reads,
+            "writes": traffic.writes,
+            "total": traffic.total,
+            "bytes": traffic.total * itemsize,
+            "on_chip": traffic.on_chip or None,
+        }
+        for label, blocks, traffic in runs.values()
+    ]
+    standard, shown, paper = (runs[key][2].total for key in ("standard", "tiled", "paper"))
+    tiles = math.ceil(m / query_block)
+    notes = [
+        record.note("io_fewer", tiled=shown, standard=standard, ratio=standard / shown),
+        record.note("io_more", tiled=shown, standard=standard, tiles=tiles),
+        record.note("io_paper_fewer", paper=paper, standard=standard, ratio=standard / paper),
+        record.note("io_paper_more", paper=paper, standard=standard, n=n),
+    ]
+    if sram_kib == DEFAULT_SRAM_KIB:
+        notes.append(record.note("sram_default"))
+    context = {**base, "sram_kib": sram_kib, "sram": sram, "itemsize": itemsize, "d": d}
+    context.update(b_c=b_c, b_r=b_r)
+    record.add("io", table, kind="records", grid=Grid(context=context), notes=tuple(notes))
 
 
 def _skip_text(skipped: int) -> str:
@@ -220,6 +294,7 @@ def _inner_loop(
     *,
     prefix: str = "",
     tile: int | None = None,
+    notes: tuple[Note, ...] = (),
 ) -> tiled.OnlineState:
     """The loop over key blocks for the query rows ``queries``: six steps per block.
 
@@ -241,6 +316,7 @@ def _inner_loop(
             update.scores,
             text=texts["scores"],
             grid=replace(rows, cols=columns),
+            notes=notes if texts is BLOCK_TEXTS else (),  # what this run does to the scores
         )
         record.add(
             f"{key}.max",
@@ -286,6 +362,51 @@ def _inner_loop(
     return state
 
 
+def _totals(walkthrough: Walkthrough) -> tuple[int, int, int] | None:
+    """The HBM totals (standard, tiled on screen, paper's blocks) of the io step's table."""
+    try:
+        standard, shown, paper = (int(row["total"]) for row in walkthrough.step("io"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return standard, shown, paper
+
+
+def same_up_to_rounding(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The tiled and the plain output differ by no more than rounding in the run's dtype:
+    a few ulps of the largest output entry per key (not when a score overflowed to NaN)."""
+    try:
+        difference = float(values["difference"])
+        plain = np.abs(np.asarray(walkthrough.step("check"), dtype=float))
+        keys = next(item.value for item in walkthrough.inputs if item.name == "K")
+        n = max(1, int(np.shape(keys)[0]))  # each output entry adds n terms
+    except (KeyError, TypeError, ValueError, IndexError, StopIteration):
+        return False
+    if not math.isfinite(difference) or plain.size == 0 or not np.all(np.isfinite(plain)):
+        return False
+    scale = max(1.0, float(np.max(plain)))
+    return difference <= 4 * n * EPSILON.get(walkthrough.dtype, 2.0**-7) * scale
+
+
+def tiled_moves_fewer(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    totals = _totals(walkthrough)
+    return totals is not None and totals[1] < totals[0]
+
+
+def tiled_moves_more(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    totals = _totals(walkthrough)
+    return totals is not None and totals[1] > totals[0]
+
+
+def paper_blocks_move_fewer(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    totals = _totals(walkthrough)
+    return totals is not None and totals[2] < totals[0]
+
+
+def paper_blocks_move_no_fewer(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    totals = _totals(walkthrough)
+    return totals is not None and totals[2] >= totals[0]
+
+
 # What the texts read: attn scaled's sizes and the blocks; each block's steps add the block;
 # each query tile's steps add the tile (with --query-block).
 SIZES = (*scaled.SIZES, "block", "blocks")
@@ -313,13 +434,28 @@ TEXTS = Texts(
         "output_tiles": TILES,
         "output": SIZES,
         "check": SIZES,
+        "io": (*SIZES, "sram_kib", "sram", "itemsize", "d", "b_c", "b_r"),
     },
     notes={
         "tiled_check": ("difference",),
         "largest_block": ("rows", "cols", "m", "n"),
         "largest_tile": ("rows", "cols", "m", "n"),
         "causal_skipped": ("skipped", "visits"),
-        "no_scale": (),
+        "block_scaled": ("sqrt_dk",),
+        "block_unscaled": (),
+        "block_causal": (),
+        "sram_default": (),
+        "io_fewer": ("tiled", "standard", "ratio"),
+        "io_more": ("tiled", "standard", "tiles"),
+        "io_paper_fewer": ("paper", "standard", "ratio"),
+        "io_paper_more": ("paper", "standard", "n"),
+    },
+    claims={
+        "tiled_check": same_up_to_rounding,
+        "io_fewer": tiled_moves_fewer,
+        "io_more": tiled_moves_more,
+        "io_paper_fewer": paper_blocks_move_fewer,
+        "io_paper_more": paper_blocks_move_no_fewer,
     },
 )
 

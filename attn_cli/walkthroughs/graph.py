@@ -1,8 +1,8 @@
 """The graph attention lesson: node i attends only to its neighbours N(i).
 
-Seed 001's setup (graph attention networks): N nodes with features h_i ∈ R^d, projections
-q_i = W_Q h_i, k_j = W_K h_j, v_j = W_V h_j (W_Q, W_K ∈ R^{d_k × d}, column convention, as the
-seed writes them), scores s_ij = q_iᵀ k_j / √d_k for j ∈ N(i), weights normalised over N(i),
+The lecture's setup (Understanding Attention, "Application 3: Graph Attention Networks"): N
+nodes with features h_i ∈ R^d, projections q_i = W_Q h_i, k_j = W_K h_j, v_j = W_V h_j (W_Q,
+W_K ∈ R^{d_k × d}, column convention, as the lecture writes them), scores s_ij = q_iᵀ k_j / √d_k for j ∈ N(i), weights normalised over N(i),
 update h'_i = Σ_{j ∈ N(i)} w_ij v_j. The graph is an edge list (--edges "0-1,1-2", nodes
 from 0, undirected unless --directed) or a 0/1 adjacency (--adjacency); with random features
 and neither, a random graph is drawn from --seed. A node with no neighbours has an all −∞ row:
@@ -187,7 +187,7 @@ def build(run: LessonRun) -> Walkthrough:
 
 
 def _project(h: Any, w: Any) -> Any:
-    """The seed's q_i = W_Q h_i for every node at once: row i of H W_Qᵀ."""
+    """The lecture's q_i = W_Q h_i for every node at once: row i of H W_Qᵀ."""
     return h @ namespace_of(w).matrix_transpose(w)  # (n, d) @ (d, d_k) -> (n, d_k)
 
 

@@ -10,6 +10,7 @@ layers, heads, K/V heads (MHA, GQA, MQA), head width and dtype.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
+    counted,
     row_names,
     whole_at_least,
 )
@@ -115,6 +117,8 @@ def build(run: LessonRun) -> Walkthrough:
     for step in steps:
         t = step.t + 1
         context = {**base, "t": t, "query": queries[step.t], "key": keys[step.t]}
+        context["cached_keys"] = counted(t, "cached key")
+        cached_rows, query = keys[:t], (queries[step.t],)
         record.add(
             f"token{t}",
             step.weights,
@@ -122,11 +126,13 @@ def build(run: LessonRun) -> Walkthrough:
             row_sums=True,
             text="token",
             grid=Grid((queries[step.t],), keys[:t], context),
+            # Each part's own labels: the cache's rows are the cached tokens, its columns and the
+            # output's are numbered dimensions, never keys.
             parts=(
-                Part(f"K cache ({t} × {d_k})", step.keys),
-                Part(f"V cache ({t} × {d_v})", step.values),
-                Part("scores q Kᵀ / √d_k", step.scaled),
-                Part("output", step.output),
+                Part(f"K cache ({t} × {d_k})", step.keys, rows=cached_rows, cols=numbered(d_k)),
+                Part(f"V cache ({t} × {d_v})", step.values, rows=cached_rows, cols=numbered(d_v)),
+                Part("scores q Kᵀ / √d_k", step.scaled, rows=query, cols=cached_rows),
+                Part("output", step.output, rows=query, cols=numbered(d_v)),
             ),
         )
     grid = Grid(queries, context=base)
@@ -142,6 +148,7 @@ def build(run: LessonRun) -> Walkthrough:
         notes=(record.note("blas_gap", difference=gap), record.note("ordered_gap", **exact)),
     )
     _work(record, n, base)
+    _work_in_a_model(record, n, base)
     _cache_bytes(record, n, base)
     return record.walkthrough(
         cached,
@@ -197,6 +204,108 @@ def _work(record: StepRecorder, n: int, context: dict[str, Any]) -> None:
     )
 
 
+def numbered(count: int) -> tuple[str, ...]:
+    """Column labels 1..count: dimensions of a key, a value or an output row."""
+    return tuple(str(index) for index in range(1, count + 1))
+
+
+def _counted_sizes(layers: int, heads: int, kv_heads: int | None = None) -> dict[str, str]:
+    """The model's sizes as words for the titles: "32 layers", "1 K/V head"..."""
+    words = {"layers_text": counted(layers, "layer"), "heads_text": counted(heads, "head")}
+    if kv_heads is not None:
+        words["query_heads_text"] = counted(heads, "query head")
+        words["kv_heads_text"] = counted(kv_heads, "K/V head")
+    return words
+
+
+def _model_sizes(options: Mapping[str, Any]) -> dict[str, int]:
+    """The model the cache is asked of: layers, query heads, K/V heads, d_head, d_model."""
+    layers, heads, d_head = (int(options[name]) for name in ("layers", "heads", "d_head"))
+    kv_heads = _kv_heads(dict(options))
+    return {
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "d_head": d_head,
+        "d_model": heads * d_head,
+    }
+
+
+def _model_work_row(t: int, sizes: dict[str, int]) -> dict[str, int]:
+    """FLOPs for new token t in the model, with the cache and recomputing the prefix."""
+    layers, heads, kv_heads, d_head = (sizes[k] for k in ("layers", "heads", "kv_heads", "d_head"))
+    return {
+        "token": t,
+        "scores_with_cache": kvcache.score_flops(t, layers, heads, d_head),
+        "scores_without_cache": kvcache.score_flops(
+            kvcache.scores_with_cache(t), layers, heads, d_head
+        ),
+        "projections_with_cache": kvcache.projection_flops(1, layers, heads, kv_heads, d_head),
+        "projections_without_cache": kvcache.projection_flops(t, layers, heads, kv_heads, d_head),
+    }
+
+
+def _savings(row: Mapping[str, Any]) -> tuple[int, int]:
+    """(projection FLOPs saved, dot-product FLOPs saved) by the cache for one new token."""
+    projections = int(row["projections_without_cache"]) - int(row["projections_with_cache"])
+    scores = int(row["scores_without_cache"]) - int(row["scores_with_cache"])
+    return projections, scores
+
+
+def _work_in_a_model(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
+    """The same tokens in the model the cache is sized for, in FLOPs: the dot products, and the
+    projections of the queries, keys and values that recomputing repeats for the whole prefix."""
+    sizes = _model_sizes(record.run.options)
+    table = [_model_work_row(t, sizes) for t in (*range(1, n + 1), LONG_N)]
+    projections, scores = _savings(table[-1])
+    values = {"t": LONG_N, "projections": projections, "scores": scores}
+    record.add(
+        "work_model",
+        table,
+        kind="records",
+        grid=Grid(
+            context={
+                **base,
+                **sizes,
+                **_counted_sizes(sizes["layers"], sizes["heads"], sizes["kv_heads"]),
+                "long": LONG_N,
+            }
+        ),
+        notes=(
+            record.note("model_saving", **values),
+            record.note("projections_larger", t=LONG_N, ratio=projections / max(scores, 1)),
+            record.note("scores_larger", t=LONG_N, ratio=scores / max(projections, 1)),
+        ),
+    )
+
+
+def _larger_saving(walkthrough: Walkthrough, values: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(projections, scores) saved at the note's token, read from the walkthrough's table."""
+    try:
+        rows = walkthrough.step("work_model")
+        (row,) = [row for row in rows if row["token"] == values["t"]]
+        return _savings(row)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def projections_larger(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """At the note's token the cache saves more projection FLOPs than dot-product FLOPs."""
+    saved = _larger_saving(walkthrough, values)
+    return saved is not None and saved[0] > saved[1]
+
+
+def scores_larger(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """At the note's token the cache saves more dot-product FLOPs than projection FLOPs."""
+    saved = _larger_saving(walkthrough, values)
+    return saved is not None and saved[1] > saved[0]
+
+
+def bit_for_bit(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """No entry of the left-to-right computations differs."""
+    return values.get("unequal") == 0 and values.get("difference") == 0.0
+
+
 def _cache_bytes(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
     """Bytes per token for the model asked about: all K/V heads (MHA), the given ones, one (MQA)."""
     options = record.run.options
@@ -222,15 +331,27 @@ def _cache_bytes(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
         "dtype": dtype,
         "itemsize": ITEMSIZE[dtype],
         "long": LONG_N,
+        **_counted_sizes(layers, heads),
     }
     width = base["dk"] + base["dv"]  # one key and one value per token, one layer, one head
-    own = width * record.run.backend.itemsize
+    backend = record.run.backend
+    own = width * backend.itemsize  # in the dtype this walkthrough computes in, not the table's
     record.add(
         "cache_bytes",
         table,
         kind="records",
         grid=Grid(context=context),
-        notes=(record.note("own_cache", n=n, width=width, per_token=own, total=own * n),),
+        notes=(
+            record.note(
+                "own_cache",
+                n=n,
+                width=width,
+                dtype=str(backend.dtype),
+                itemsize=backend.itemsize,
+                per_token=own,
+                total=own * n,
+            ),
+        ),
     )
 
 
@@ -238,17 +359,32 @@ SIZES = ("n", "dk", "dv", "sqrt_dk")  # what every step text may read
 
 TEXTS = Texts(
     steps={
-        "token": (*SIZES, "t", "query", "key"),
+        "token": (*SIZES, "t", "query", "key", "cached_keys"),
         "cached": SIZES,
         "full": SIZES,
         "work": SIZES,
-        "cache_bytes": (*SIZES, "layers", "heads", "d_head", "dtype", "itemsize", "long"),
+        "work_model": (
+            *(*SIZES, "layers", "heads", "kv_heads", "d_head", "d_model", "long"),
+            *("layers_text", "query_heads_text", "kv_heads_text", "heads_text"),
+        ),
+        "cache_bytes": (
+            *(*SIZES, "layers", "heads", "d_head", "dtype", "itemsize", "long"),
+            *("layers_text", "heads_text"),
+        ),
     },
     notes={
         "blas_gap": ("difference",),
         "ordered_gap": ("unequal", "entries", "difference"),
         "work_totals": ("n", "with_cache", "without_cache", "long", "ratio"),
-        "own_cache": ("n", "width", "per_token", "total"),
+        "own_cache": ("n", "width", "dtype", "itemsize", "per_token", "total"),
+        "model_saving": ("t", "projections", "scores"),
+        "projections_larger": ("t", "ratio"),
+        "scores_larger": ("t", "ratio"),
+    },
+    claims={
+        "ordered_gap": bit_for_bit,
+        "projections_larger": projections_larger,
+        "scores_larger": scores_larger,
     },
 )
 

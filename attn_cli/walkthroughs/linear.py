@@ -9,6 +9,7 @@ the sums run over j ≤ i as a running state S_t, z_t (the RNN view).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,7 @@ def build(run: LessonRun) -> Walkthrough:
     context: dict[str, Any] = {"m": m, "n": n, "dk": d_k, "dv": d_v, "r": r}
     context["sqrt_dk"] = math.sqrt(d_k)
     context["seed"] = options.get("feature_seed", 0)
+    context["long"] = LONG_N
     phi = _feature_map(options, d_k)
     record = StepRecorder(run)
     rows = Grid(queries, features, context)
@@ -251,16 +253,21 @@ def _versus_softmax(
     out, soft_np = record.to_numpy(output), record.to_numpy(soft_out)
     weight_gaps = np.max(np.abs(a - b), axis=-1)  # (m,)
     output_gaps = np.max(np.abs(out - soft_np), axis=-1)  # (m,)
+    kernel_h, softmax_h = row_entropy(a), row_entropy(b)
+    queries = tuple(grid.rows or ())
     table: list[dict[str, Any]] = [
         {
             "query": name,
             "max_weight_gap": float(weight_gaps[i]),
             "total_variation": float(np.sum(np.abs(a[i] - b[i])) / 2),
             "max_output_gap": float(output_gaps[i]),
+            "entropy": float(kernel_h[i]),
+            "entropy_softmax": float(softmax_h[i]),
         }
-        for i, name in enumerate(grid.rows or ())
+        for i, name in enumerate(queries)
     ]
     gap = float(np.max(output_gaps))
+    flatter, sharper = _flatter_and_sharper(queries, a, b)
     record.add(
         "versus_softmax",
         table,
@@ -272,13 +279,87 @@ def _versus_softmax(
                 weights=float(np.max(weight_gaps)),
                 output=gap,
             ),
+            record.note("flatter", queries=", ".join(flatter)),
+            record.note("sharper", queries=", ".join(sharper)),
         ),
     )
     return gap
 
 
+def row_entropy(weights: np.ndarray) -> np.ndarray:
+    """H = −Σ_j a_j ln a_j of each row, in nats (0 ln 0 = 0: a masked key adds nothing); NaN
+    where a row holds NaN or inf."""
+    a = np.asarray(weights, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(a > 0, -a * np.log(np.where(a > 0, a, 1.0)), 0.0)
+    terms = np.where(np.isfinite(a), terms, np.nan)
+    return np.sum(terms, axis=-1)
+
+
+# Two entropies closer than this (in nats) are the same flatness: neither note names the row.
+_ENTROPY_TIE = 1e-9
+
+
+def _flatter_and_sharper(
+    queries: tuple[str, ...], kernel: np.ndarray, soft: np.ndarray
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The queries whose kernel row has a higher entropy than softmax's row (flatter), and
+    those with a lower one (sharper); ties and rows with NaN are in neither."""
+    kernel_h, softmax_h = row_entropy(kernel), row_entropy(soft)
+    flatter = tuple(
+        q for q, hk, hs in zip(queries, kernel_h, softmax_h, strict=False) if hk > hs + _ENTROPY_TIE
+    )
+    sharper = tuple(
+        q for q, hk, hs in zip(queries, kernel_h, softmax_h, strict=False) if hk < hs - _ENTROPY_TIE
+    )
+    return flatter, sharper
+
+
+def _rows_compared(walkthrough: Walkthrough) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(flatter, sharper) recomputed from the walkthrough's own kernel and softmax weights."""
+    table = walkthrough.step("versus_softmax")
+    queries = tuple(str(row["query"]) for row in table)
+    return _flatter_and_sharper(
+        queries, np.asarray(walkthrough.step("weights")), np.asarray(walkthrough.step("softmax"))
+    )
+
+
+def _names_exactly(side: int, walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The rows the note names are exactly those on ``side`` (0 flatter, 1 sharper) of
+    :func:`_rows_compared`, and there is at least one."""
+    try:
+        rows = _rows_compared(walkthrough)[side]
+    except (KeyError, ValueError, TypeError):
+        return False
+    return bool(rows) and ", ".join(rows) == values.get("queries")
+
+
+def flatter_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The rows the note names have the higher entropy than softmax's: exactly those."""
+    return _names_exactly(0, walkthrough, values)
+
+
+def sharper_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The rows the note names have the lower entropy than softmax's: exactly those."""
+    return _names_exactly(1, walkthrough, values)
+
+
+def the_same_numbers(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The two orders agree to rounding: the gap is finite and within 1e-9 of the output's
+    scale (on huge inputs both orders overflow and the gap is NaN)."""
+    try:
+        output = np.asarray(walkthrough.output, dtype=float)
+        difference = float(values["difference"])
+    except (KeyError, ValueError, TypeError):
+        return False
+    if not np.all(np.isfinite(output)) or not math.isfinite(difference):
+        return False
+    scale = max(1.0, float(np.max(np.abs(output), initial=0.0)))
+    return difference <= 1e-9 * scale
+
+
 # The values every step text of this lesson may read.
-CONTEXT = ("m", "n", "dk", "dv", "r", "sqrt_dk", "seed")
+CONTEXT = ("m", "n", "dk", "dv", "r", "sqrt_dk", "seed", "long")
 
 TEXTS = Texts(
     steps={
@@ -310,6 +391,14 @@ TEXTS = Texts(
         "same_as_masked": ("difference",),
         "flops_ratio": ("n", "ratio"),
         "softmax_gap": ("weights", "output"),
+        "flatter": ("queries",),
+        "sharper": ("queries",),
+    },
+    claims={
+        "flatter": flatter_than_softmax,
+        "sharper": sharper_than_softmax,
+        "same_numbers": the_same_numbers,
+        "same_as_masked": the_same_numbers,
     },
 )
 

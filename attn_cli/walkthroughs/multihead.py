@@ -1,6 +1,6 @@
 """The multi-head lesson: h heads on column blocks of W_Q, W_K, W_V, concatenated, projected.
 
-Both conventions: the transformer paper's square d_model × d_model weights, and the from-scratch
+Both conventions: the transformer paper's square d_model × d_model weights, and Raschka's
 book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
 its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +29,7 @@ from attn_cli.walkthroughs.base import (
     LessonRun,
     StepRecorder,
     Texts,
+    counted,
     option_of,
     row_names,
     whole_at_least,
@@ -222,13 +224,16 @@ def build(run: LessonRun) -> Walkthrough:
     base = {
         "n": n,
         "h": heads,
+        "h_heads": counted(heads, "head"),
+        "dk_columns": counted(d_k, "column"),
+        "dk_numbers": counted(d_k, "number"),
         "d_model": d_in,
         "d_in": d_in,
         "d_out": d_out,
         "dk": d_k,
         "sqrt_dk": math.sqrt(d_k),
         "then_wo": _THEN_WO if projected else _NO_WO,
-        # The transformer paper's name for square weights, the from-scratch book's otherwise.
+        # The transformer paper's name for square weights, Raschka's book's otherwise.
         "width": "d_model" if d_in == d_out else "d_out",
         "weight_shape": (
             f"d_model × d_model = {d_in} × {d_in}"
@@ -242,7 +247,7 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, heads, d_in, d_out, d_k),
+        notes=_split_notes(record, n, heads, d_in, d_out, d_k),
     )
     mask = _mask_steps(record, x, run.options, tokens, base)
     p = dropout.probability(run.options.get("dropout"))
@@ -256,7 +261,7 @@ def build(run: LessonRun) -> Walkthrough:
             _head_output(record, head)
     head_weights = [head.weights for head in computed]
     if p is not None:
-        # One draw for all heads at once, as nn.Dropout on the (h, n, n) weights of the book's
+        # One draw for all heads at once, as nn.Dropout on the (h, n, n) weights of Raschka's
         # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
         draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
         for index, head in enumerate(computed):
@@ -390,14 +395,28 @@ def _span(index: int, d_k: int) -> str:
 
 
 def _split_notes(
-    record: StepRecorder, heads: int, d_in: int, d_out: int, d_k: int
+    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int
 ) -> tuple[Note, ...]:
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
-    return (
+    notes = (
         record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),
         record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in)),
     )
+    if heads == 1:
+        return notes
+    cost = record.note(
+        "heads_cost",
+        n=n,
+        heads=heads,
+        d_model=d_in,
+        d_k=d_k,
+        weights=heads * n * n,  # each head its own n × n scores and softmax
+        one=n * n,
+        dots=heads * n * n,
+        score_flops=2 * heads * n * n * d_k,  # h · n² dot products, each d_k long
+    )
+    return (*notes, cost)
 
 
 def _head_steps(
@@ -413,7 +432,14 @@ def _head_steps(
     """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
     is recorded by _head_output, after dropout when there is dropout)."""
     d_k = base["dk"]
-    context = {**base, "head": index + 1, "cols": _span(index, d_k)}
+    span = _span(index, d_k)
+    context = {
+        **base,
+        "head": index + 1,
+        "cols": span,
+        "cols_word": ("column " if d_k == 1 else "columns ") + span,
+        "entries_word": ("entry " if d_k == 1 else "entries ") + span,
+    }
     rows = Grid(tokens, context=context)
     prefix = f"head{index + 1}"
     qkv = [
@@ -507,6 +533,43 @@ def _difference_notes(record: StepRecorder, differences: np.ndarray) -> tuple[No
     )
 
 
+def _pair_gaps(walkthrough: Walkthrough) -> dict[tuple[Any, Any], float] | None:
+    """(i, j) -> max |A_i − A_j| for every pair of heads i < j (1-based), from the walkthrough's
+    differences step; None when it cannot be read or holds a NaN."""
+    try:
+        differences = np.asarray(walkthrough.step("differences"), dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if differences.ndim != 2 or not np.all(np.isfinite(differences)):
+        return None
+    heads = differences.shape[0]
+    return {
+        (i + 1, j + 1): float(differences[i, j]) for i in range(heads) for j in range(i + 1, heads)
+    }
+
+
+def heads_have_same_weights(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The two named heads' weights differ nowhere."""
+    gaps = _pair_gaps(walkthrough)
+    return gaps is not None and gaps.get((values.get("first"), values.get("second"))) == 0.0
+
+
+def two_heads_differ(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Two heads whose weights differ, by the note's amount."""
+    gaps = _pair_gaps(walkthrough)
+    return gaps is not None and list(gaps) == [(1, 2)] and 0 < gaps[1, 2] == values.get("most")
+
+
+def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Every pair of heads differs, and the note's most and least different pairs are so."""
+    gaps = _pair_gaps(walkthrough)
+    if not gaps or min(gaps.values()) <= 0:
+        return False
+    most = gaps.get((values.get("most_first"), values.get("most_second")))
+    least = gaps.get((values.get("least_first"), values.get("least_second")))
+    return most == max(gaps.values()) and least == min(gaps.values())
+
+
 def _labelled_inputs(
     run: LessonRun,
     weights: dict[str, np.ndarray],
@@ -522,14 +585,16 @@ def _labelled_inputs(
     for name in WEIGHT_NAMES:
         if name not in weights:
             continue
-        description = descriptions[name] + (f" (drawn, seed {run.seed})" if name in drawn else "")
+        description = descriptions[name] + (
+            f" (drawn, random seed {run.seed})" if name in drawn else ""
+        )
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
         if bias in biases:
             description = descriptions[bias] + (
-                f" (drawn, seed {run.seed})" if bias in drawn else ""
+                f" (drawn, random seed {run.seed})" if bias in drawn else ""
             )
             items.append(InputValue(bias, biases[bias], description=description))
     return tuple(items)
@@ -543,10 +608,10 @@ def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
 # What every step's text reads: the sizes and words of both conventions; each head's steps add
 # the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
 SIZES = (
-    *("n", "h", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
+    *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
     *("then_wo", "width", "weight_shape"),
 )
-HEAD = (*SIZES, "head", "cols")
+HEAD = (*SIZES, "head", "cols", "cols_word", "entries_word")
 MASKED = (*HEAD, "mask_name")
 # Head i's Q, K and V: one text each, and one when the projection adds a bias.
 PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}
@@ -572,6 +637,7 @@ TEXTS = Texts(
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
+        "heads_cost": ("n", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
         "concat_only": (),
         "one_head": (),
         "heads_same": ("first", "second"),
@@ -582,6 +648,11 @@ TEXTS = Texts(
         ),
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
         **dropout.NOTES,
+    },
+    claims={
+        "heads_same": heads_have_same_weights,
+        "two_heads_differ": two_heads_differ,
+        "heads_differ": every_pair_differs,
     },
 )
 

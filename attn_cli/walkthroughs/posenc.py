@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
-from attn_cli.model import Part, Walkthrough
+from attn_cli.model import Note, Part, Walkthrough
 from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, whole_option
 
 INPUTS = ()  # no matrix inputs: the sizes below are the lesson's options
@@ -163,6 +164,7 @@ def build(run: LessonRun) -> Walkthrough:
             Part("spread", spread.reshape(n, 1)),
         ),
         seconds=took if run.time_steps else None,
+        notes=_distance_notes(record, np.asarray(backend.to_numpy(by_lag), dtype=np.float64), d),
     )
     notes = () if s.layout == "interleaved" else (record.note("split", h=h, last=h - 1, d=d - 1),)
     return record.walkthrough(
@@ -170,6 +172,52 @@ def build(run: LessonRun) -> Walkthrough:
         notes=notes,
         meta={"shift_max_error": error, "similarity_max_spread": float(spread.max())},
     )
+
+
+def _distance_notes(record: StepRecorder, by_lag: np.ndarray, d_model: int) -> tuple[Note, ...]:
+    """Whether Σ cos(wₚ·δ) falls at every step of the distances shown: both notes are
+    recorded, and the claims (falls_with_distance, rises_again) keep the true one."""
+    values = by_lag.reshape(-1)  # (N,) one value per distance δ = 0 .. N-1
+    if values.size < 2:
+        return ()  # one position: no distance to compare
+    steps = np.diff(values)  # (N - 1,)
+    rise = int(np.argmax(steps > 0))  # the first δ whose successor is larger (0 if none)
+    return (
+        record.note(
+            "falls", top=float(values[0]), bottom=float(values[-1]), far=int(values.size - 1)
+        ),
+        record.note(
+            "rises_again",
+            low=float(values[rise]),
+            low_at=rise,
+            high=float(values[rise + 1]),
+            high_at=rise + 1,
+            d_model=d_model,
+        ),
+    )
+
+
+def _lag_values(walkthrough: Walkthrough) -> np.ndarray:
+    """The similarity step's Σ cos(wₚ·δ), one value per distance δ (empty if not found)."""
+    for part in walkthrough.find("similarity").parts:
+        if part.label.startswith("Σ cos"):
+            return np.asarray(part.value, dtype=np.float64).reshape(-1)
+    return np.zeros(0)
+
+
+def falls_with_distance(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``falls``: Σ cos(wₚ·δ) is strictly smaller at every next distance shown."""
+    lag = _lag_values(walkthrough)
+    return bool(lag.size >= 2 and np.all(np.diff(lag) < 0))
+
+
+def rises_again(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``rises_again``: the value at distance high_at exceeds the one at low_at."""
+    lag = _lag_values(walkthrough)
+    low, high = values.get("low_at"), values.get("high_at")
+    if not isinstance(low, int) or not isinstance(high, int) or not 0 <= low < high < lag.size:
+        return False
+    return bool(lag[high] > lag[low])
 
 
 def _with_wavelengths(omega: Any) -> tuple[Any, Any]:
@@ -215,7 +263,12 @@ TEXTS = Texts(
         "shift": (*SETTINGS, "max_error", "eps"),
         "similarity": (*SETTINGS, "max_spread"),
     },
-    notes={"split": ("h", "last", "d")},
+    notes={
+        "falls": ("top", "bottom", "far"),
+        "rises_again": ("low", "low_at", "high", "high_at", "d_model"),
+        "split": ("h", "last", "d"),
+    },
+    claims={"falls": falls_with_distance, "rises_again": rises_again},
 )
 
 LESSON = Lesson(

@@ -6,6 +6,7 @@ walkthroughs/normalisers.py."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,15 @@ from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout, normalisers, padding
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, row_names
+from attn_cli.walkthroughs.base import (
+    Grid,
+    Lesson,
+    LessonRun,
+    StepRecorder,
+    Texts,
+    on_an_example,
+    row_names,
+)
 
 INPUTS = lesson_specs.SCALED
 OPTIONS: dict[str, Any] = {
@@ -87,17 +96,23 @@ def build(run: LessonRun) -> Walkthrough:
         context["logits"] = "S / √d_k" if use_scale else "S"
         logits = record.compute("masked", lambda: unmasked + pad, grid=grid)
     normaliser = normalisers.choice(run.options.get("normalise"))
-    weights = normalisers.record_weights(record, logits, normaliser, grid)
+    normalised = normalisers.record_weights(record, logits, normaliser, grid)
     p = dropout.probability(run.options.get("dropout"))
-    if p is not None:
-        weights = dropout.record_dropout(record, weights, p, grid)
+    weights = normalised if p is None else dropout.record_dropout(record, normalised, p, grid)
     output = record.compute(
         "output",
         lambda: mech.weighted_sum(weights, v),
         grid=Grid(queries, context=context),
         text=dropout.output_text(p),
     )
-    notes: tuple[Note, ...] = () if use_scale else (record.note("no_scale"),)
+    # Both wordings of "not scaled" are recorded: the claims keep the slide's for an example.
+    notes: tuple[Note, ...] = (
+        () if use_scale else (record.note("no_scale"), record.note("no_scale_asked"))
+    )
+    if n == 1:
+        notes += (record.note("one_key"),)
+    if use_scale and normaliser == "softmax":
+        notes += _peaked_notes(record, record.to_numpy(normalised), queries)
     if normaliser == "hardmax":
         notes += (record.note("hardmax_gradient"),)
     if normaliser != "softmax" and p is not None:
@@ -108,6 +123,56 @@ def build(run: LessonRun) -> Walkthrough:
     return record.walkthrough(
         output, notes=notes, inputs=labelled_inputs(run, queries, keys), meta=meta
     )
+
+
+# A softmax row whose largest weight is at least this "nearly picks one key".
+PEAKED = 0.95
+
+
+def _peaked_notes(
+    record: StepRecorder, weights: np.ndarray, queries: tuple[str, ...]
+) -> tuple[Note, ...]:
+    """still_peaked: the scaled softmax's most peaked row, when it nearly picks one key."""
+    tops = _competing_tops(weights)
+    if not np.any(tops >= PEAKED):
+        return ()
+    row = int(np.argmax(tops))
+    return (record.note("still_peaked", row=queries[row], top=float(tops[row])),)
+
+
+def _competing_tops(weights: np.ndarray) -> np.ndarray:
+    """Each row's largest weight among rows with two keys or more that may be attended (a row
+    with one unmasked key has weight 1 whatever the scaling); -1 for any other row."""
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 2 or weights.shape[1] < 2:
+        return np.full(weights.shape[:1], -1.0)
+    finite = np.isfinite(weights)
+    unmasked = np.sum(finite & (weights > 0), axis=1)  # masked keys have weight exactly 0
+    tops = np.max(np.where(finite, weights, -1.0), axis=1)
+    return np.where(unmasked >= 2, tops, -1.0)
+
+
+def is_still_peaked(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``still_peaked``: the scores were scaled, and a row with two keys or more has a
+    softmax weight of at least PEAKED, the one the note names."""
+    names = [step.key for step in walkthrough.steps]
+    if "scaled" not in names or "weights" not in names:
+        return False
+    tops = _competing_tops(walkthrough.step("weights"))
+    top = values.get("top")
+    return bool(isinstance(top, float) and np.any(tops >= PEAKED) and np.any(tops == top))
+
+
+def has_one_key(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``one_key``: the weights have one column and every weight is exactly 1 (not
+    when the scores overflowed to NaN, nor a masked or dropped-out row)."""
+    weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
+    return bool(weights.ndim == 2 and weights.shape[1] == 1 and np.all(weights == 1.0))
+
+
+def on_own_inputs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``no_scale_asked``: the user's own inputs (the slide's wording is for examples)."""
+    return not on_an_example(walkthrough, values)
 
 
 def labelled_inputs(
@@ -137,6 +202,9 @@ TEXTS = Texts(
     },
     notes={
         "no_scale": (),
+        "no_scale_asked": (),
+        "one_key": (),
+        "still_peaked": ("row", "top"),
         **dropout.NOTES,
         # --normalise: how many weights are exactly 0 ("_zeros"), or that none is ("_dense")
         **{f"{name}_zeros": ("zeros", "total") for name in normalisers.ALTERNATIVES},
@@ -144,6 +212,12 @@ TEXTS = Texts(
         "masked_zeros": ("masked", "normaliser"),
         "hardmax_gradient": (),
         "dropout_normalised": ("normaliser",),
+    },
+    claims={
+        "no_scale": on_an_example,
+        "no_scale_asked": on_own_inputs,
+        "one_key": has_one_key,
+        "still_peaked": is_still_peaked,
     },
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from attn_cli.walkthroughs.base import (
     StepRecorder,
     Texts,
     is_whole,
+    on_an_example,
     row_names,
 )
 
@@ -133,7 +135,13 @@ def build(run: LessonRun) -> Walkthrough:
 
     q = record.compute("Q", lambda: proj.project(x, wq), grid=rows)
     k = record.compute("K", lambda: proj.project(x, wk), grid=rows)
-    v = record.compute("V", lambda: proj.project(x, wv), grid=rows)
+    same = np.array_equal(weights_given["W_K"], weights_given["W_V"])
+    v = record.compute(
+        "V",
+        lambda: proj.project(x, wv),
+        grid=rows,
+        notes=(record.note("values_are_keys"),) if same else (),
+    )
     scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
     logits = scores
     if use_scale:
@@ -192,15 +200,34 @@ def _symmetry_notes(
     i, j = (int(index) for index in np.unravel_index(np.argmax(gap), gap.shape))
     if gap[i, j] == 0:
         return [record.note("both_symmetric")]
-    return [
-        record.note(
-            "weights_asymmetric",
-            row=tokens[i],
-            col=tokens[j],
-            weight=float(a[i, j]),
-            mirrored=float(a[j, i]),
-        )
-    ]
+    pair = {
+        "row": tokens[i],
+        "col": tokens[j],
+        "weight": float(a[i, j]),
+        "mirrored": float(a[j, i]),
+    }
+    # The slide's erratum is recorded too; its claim keeps it for an example with one projection.
+    return [record.note("weights_asymmetric", **pair), record.note("slide_symmetric", **pair)]
+
+
+def _same(walkthrough: Walkthrough, *keys: str) -> bool:
+    """Whether the steps ``keys`` hold the same matrix."""
+    first, *others = (np.asarray(walkthrough.step(key)) for key in keys)
+    return all(first.shape == other.shape and np.array_equal(first, other) for other in others)
+
+
+def values_are_keys(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``values_are_keys``: V = K."""
+    return _same(walkthrough, "K", "V")
+
+
+def weights_not_symmetric(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``slide_symmetric``: a lesson file's example (a slide) whose queries, keys and
+    values are the same matrix, and whose weights are not symmetric."""
+    if not on_an_example(walkthrough, values) or not _same(walkthrough, "Q", "K", "V"):
+        return False
+    weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
+    return bool(weights.ndim == 2 and not np.array_equal(weights, weights.T))
 
 
 def _permuted(
@@ -284,6 +311,8 @@ TEXTS = Texts(
         "no_scale": (),
         "both_symmetric": (),
         "weights_asymmetric": ("row", "col", "weight", "mirrored"),
+        "values_are_keys": (),
+        "slide_symmetric": ("row", "col", "weight", "mirrored"),
         "permuted_exact": (),
         "permuted_rounding": ("difference",),
         "permuted_wrong": ("difference",),
@@ -291,6 +320,7 @@ TEXTS = Texts(
         "word_order": ("order",),
         **dropout.NOTES,
     },
+    claims={"values_are_keys": values_are_keys, "slide_symmetric": weights_not_symmetric},
 )
 
 LESSON = Lesson(

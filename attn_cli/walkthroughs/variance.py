@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,15 +181,29 @@ def build(run: LessonRun) -> Walkthrough:
     record.add("gradient", _gradient_table(results), kind="records", grid=Grid(context=context))
     histogram = next(result.histogram for result in results if result.histogram is not None)
     outside = {name: scores - sum(counts) for name, counts in histogram.items()}
+    inside = next(result.within_three for result in results if result.within_three is not None)
     record.add(
         "histogram",
         {"edges": list(edges), "series": histogram},
         kind="histogram",
-        grid=Grid(context=context),
-        notes=tuple(
-            record.note("outside_histogram", count=count, series=name, sigmas=HISTOGRAM_SIGMAS)
-            for name, count in outside.items()
-            if count
+        grid=Grid(context={**context, "bin_width": edges[1] - edges[0]}),
+        notes=(
+            *(
+                record.note("outside_histogram", count=count, series=name, sigmas=HISTOGRAM_SIGMAS)
+                for name, count in outside.items()
+                if count
+            ),
+            # Both recorded: the claims keep "nearly all" or "fewer" by the share.
+            *(
+                record.note(
+                    key,
+                    inside=inside,
+                    scores=scores,
+                    share=inside / scores,
+                    bound=3 * sigma,
+                )
+                for key in ("within_three", "beyond_three")
+            ),
         ),
     )
     _spiky_step(record, s, run)
@@ -280,7 +295,7 @@ def _gradient_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
 
 def _output_record(result: mech.Estimates, took: float, timed: bool) -> dict[str, Any]:
     fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-    del fields["histogram"]  # a step of its own
+    del fields["histogram"], fields["within_three"]  # the histogram step's, and its note's
     fields["var_scaled_se"] = mech.variance_standard_error(result.dk, result.keys, result.samples)
     if timed:
         fields["seconds"] = took
@@ -302,6 +317,13 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
     top = np.max(backend.to_numpy(weights).astype(np.float64), axis=-1)  # (2,)
     grads = backend.to_numpy(gradient).astype(np.float64)  # (2,)
     rows = ("s", f"s / {root:g}")  # the scores of each row, then their softmax
+    compared = {
+        "root": root,
+        "top_raw": float(top[0]),
+        "top_scaled": float(top[1]),
+        "grad_raw": float(grads[0]),
+        "grad_scaled": float(grads[1]),
+    }
     record.add(
         "spiky",
         weights,
@@ -312,11 +334,8 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
             labels("k", len(s.spiky_scores)),
             context={
                 "dk": s.spiky_dk,
-                "root": root,
-                "top_raw": float(top[0]),
-                "top_scaled": float(top[1]),
-                "grad_raw": float(grads[0]),
-                "grad_scaled": float(grads[1]),
+                "scores": _numbers_text(s.spiky_scores),
+                **compared,
                 "gain": float(grads[1] / grads[0]) if grads[0] else math.inf,
             },
         ),
@@ -325,6 +344,15 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
             Part("w_max (1 − w_max)", namespace_of(gradient).reshape(gradient, (2, 1))),
         ),
         seconds=took if run.time_steps else None,
+        # Both recorded: the claims keep the one that describes these two rows.
+        notes=(
+            record.note(
+                "spiky_peaked",
+                **compared,
+                gain=float(grads[1] / grads[0]) if grads[0] else math.inf,
+            ),
+            record.note("spiky_mild", **compared),
+        ),
     )
 
 
@@ -347,7 +375,12 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
         grid=Grid(
             tuple(_temperature_label(t) for t in s.temperatures),
             labels("s", len(s.logits)),
-            context={"largest": max(s.dks), "root": math.sqrt(max(s.dks))},
+            context={
+                "largest": max(s.dks),
+                "root": math.sqrt(max(s.dks)),
+                "logits": _numbers_text(s.logits),
+                "temperatures": ", ".join(f"{t:g}" for t in s.temperatures),
+            },
         ),
         parts=(
             Part("s / T", tempered),
@@ -358,6 +391,11 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
         ),
         seconds=took if run.time_steps else None,
     )
+
+
+def _numbers_text(numbers: tuple[float, ...]) -> str:
+    """[15.5, −16.1, 2.3]: a short list as a title writes it."""
+    return "[" + ", ".join(f"{number:g}".replace("-", "−") for number in numbers) + "]"
 
 
 def _temperature_label(temperature: float) -> str:
@@ -384,13 +422,79 @@ MEASURED = (
     *("samples", "keys", "scores", "uniform", "log_n", "uniform_grad"),
     *("largest", "sqrt_largest", "three_sigma", "seed"),
 )
+# "Nearly all" scaled scores lie within ±3 when at least this share does (a normal
+# distribution has 99.73% within three standard deviations).
+NEARLY_ALL = 0.99
+
+
+# The unscaled softmax is "nearly one-hot" when its largest weight is at least this.
+NEARLY_ONE_HOT = 0.99
+
+
+def _spiky_tops(walkthrough: Walkthrough) -> tuple[float, float]:
+    """The largest weight of the spiky step's raw row and of its scaled row (NaN if absent)."""
+    weights = np.asarray(walkthrough.step("spiky"), dtype=np.float64)
+    if weights.ndim != 2 or weights.shape[0] != 2 or weights.shape[1] == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):
+        raw, scaled = np.max(weights, axis=1)
+    return float(raw), float(scaled)
+
+
+def spiky_is_peaked(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``spiky_peaked``: the raw row is nearly one-hot, the scaled one softer, and the
+    gradient of the largest weight larger once scaled."""
+    raw, scaled = _spiky_tops(walkthrough)
+    gain = values.get("grad_scaled", math.nan) > values.get("grad_raw", math.nan)
+    return bool(raw >= NEARLY_ONE_HOT and scaled < raw and gain)
+
+
+def spiky_is_mild(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``spiky_mild``: the raw row is not nearly one-hot."""
+    raw, _ = _spiky_tops(walkthrough)
+    return bool(raw < NEARLY_ONE_HOT)
+
+
+def _share_within_three(values: Mapping[str, Any]) -> float:
+    inside, scores = values.get("inside"), values.get("scores")
+    if not isinstance(inside, int) or not isinstance(scores, int) or scores <= 0:
+        return math.nan
+    return inside / scores
+
+
+def nearly_all_within_three(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``within_three``: at least NEARLY_ALL of the scaled scores lie within ±3."""
+    return bool(_share_within_three(values) >= NEARLY_ALL)
+
+
+def fewer_within_three(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``beyond_three``: fewer than NEARLY_ALL of them do."""
+    return bool(_share_within_three(values) < NEARLY_ALL)
+
+
 TEXTS = Texts(
     steps={
-        **dict.fromkeys(("moments", "softmax", "gradient", "histogram"), MEASURED),
-        "spiky": ("dk", "root", "top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
-        "temperature": ("largest", "root"),
+        **dict.fromkeys(("moments", "softmax", "gradient"), MEASURED),
+        "histogram": (*MEASURED, "bin_width"),
+        "spiky": (
+            *("dk", "root", "scores"),
+            *("top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
+        ),
+        "temperature": ("largest", "root", "logits", "temperatures"),
     },
-    notes={"outside_histogram": ("count", "series", "sigmas")},
+    notes={
+        "outside_histogram": ("count", "series", "sigmas"),
+        "within_three": ("inside", "scores", "share", "bound"),
+        "beyond_three": ("inside", "scores", "share", "bound"),
+        "spiky_peaked": ("root", "top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
+        "spiky_mild": ("root", "top_raw", "top_scaled", "grad_raw", "grad_scaled"),
+    },
+    claims={
+        "within_three": nearly_all_within_three,
+        "beyond_three": fewer_within_three,
+        "spiky_peaked": spiky_is_peaked,
+        "spiky_mild": spiky_is_mild,
+    },
 )
 
 LESSON = Lesson(

@@ -9,6 +9,7 @@ by √d_k, as in attn scaled, so that the output compares with its output on the
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +19,7 @@ from attn_cli import lesson_specs
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local
-from attn_cli.mechanisms.masks import additive
+from attn_cli.mechanisms.masks import additive, causal_additive
 from attn_cli.model import Note, Step, Walkthrough
 from attn_cli.walkthroughs import scaled
 from attn_cli.walkthroughs.base import (
@@ -169,10 +170,17 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(context=context),
         notes=tuple(count_notes),
     )
-    full_weights = mech.softmax(logits)  # attn scaled's weights on the same matrices
+    # Full attention on the same matrices: attn scaled's, or with --causal causal attention's
+    # (every earlier key): a causal window hides only past keys, never the future ones.
+    full_weights = mech.softmax(logits + causal_additive(logits) if causal else logits)
     full = mech.weighted_sum(full_weights, v)
     outside = np.sum(np.where(mask, 0.0, backend.to_numpy(full_weights)), axis=-1)  # (n,)
-    difference = record.compute("difference", lambda: output - full, grid=rows)
+    difference = record.compute(
+        "difference",
+        lambda: output - full,
+        grid=rows,
+        text="difference_causal" if causal else "difference",
+    )
     change = np.max(np.abs(backend.to_numpy(difference)), axis=-1)  # (n,)
     worst = int(np.argmax(change))
     record.steps[-1] = _with_notes(
@@ -183,6 +191,7 @@ def build(run: LessonRun) -> Walkthrough:
             outside=float(outside[worst]),
             change=float(change[worst]),
         ),
+        *_follows_notes(record, queries, outside, change),
     )
     meta = {
         "window": window,
@@ -193,6 +202,120 @@ def build(run: LessonRun) -> Walkthrough:
         "max_abs_difference_from_full": float(np.max(change)),
     }
     return record.walkthrough(output, inputs=scaled.labelled_inputs(run, queries, keys), meta=meta)
+
+
+# Two weights (or changes, relative to the output's scale) closer than this are equal here.
+_TIE = 1e-9
+
+
+def _out_of_order(hidden: np.ndarray, change: np.ndarray) -> tuple[int, int] | None:
+    """The pair of rows (a, b) where a hides less of full attention's weight than b but moves
+    further, by the widest margin; None when ordering the rows by weight hidden orders them by
+    change too (or the numbers are not all finite)."""
+    if not (np.all(np.isfinite(hidden)) and np.all(np.isfinite(change))):
+        return None
+    tie = _TIE * max(1.0, float(np.max(change, initial=0.0)))
+    worst: tuple[float, int, int] | None = None
+    for a in range(len(hidden)):
+        for b in range(len(hidden)):
+            margin = float(change[a] - change[b])
+            if (
+                hidden[a] < hidden[b] - _TIE
+                and margin > tie
+                and (worst is None or margin > worst[0])
+            ):
+                worst = (margin, a, b)
+    return None if worst is None else (worst[1], worst[2])
+
+
+def _follows_notes(
+    record: StepRecorder, queries: tuple[str, ...], hidden: np.ndarray, change: np.ndarray
+) -> tuple[Note, ...]:
+    """Whether the change follows the weight hidden: one note either way (each a claim)."""
+    pair = _out_of_order(hidden, change)
+    if pair is None:
+        return (record.note("grows_with_hidden"),)
+    a, b = pair
+    return (
+        record.note(
+            "not_with_hidden",
+            first=queries[a],
+            first_hidden=float(hidden[a]),
+            first_change=float(change[a]),
+            second=queries[b],
+            second_hidden=float(hidden[b]),
+            second_change=float(change[b]),
+        ),
+    )
+
+
+def _hidden_and_change(walkthrough: Walkthrough) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """Recomputed from the walkthrough's own steps: the query names, the weight full attention
+    (causal when the window is) gives the keys the mask hides, and each row's largest change."""
+    logits = np.asarray(walkthrough.step("scaled"), dtype=float)
+    mask = np.asarray(walkthrough.step("band"), dtype=bool)
+    difference = np.asarray(walkthrough.step("difference"), dtype=float)
+    if walkthrough.meta.get("causal"):
+        logits = np.where(np.tril(np.ones(logits.shape, dtype=bool)), logits, -np.inf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        shifted = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
+        full = shifted / np.sum(shifted, axis=-1, keepdims=True)
+        hidden = np.sum(np.where(mask, 0.0, full), axis=-1)
+        change = np.max(np.abs(difference), axis=-1)
+    names = tuple(str(row["query"]) for row in walkthrough.step("count"))
+    return names, hidden, change
+
+
+def grows_with_hidden(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Ordered by the weight hidden, the rows' changes never decrease, and at least two rows
+    hide different weights (else there is no order to follow)."""
+    try:
+        _, hidden, change = _hidden_and_change(walkthrough)
+    except (KeyError, ValueError, TypeError):
+        return False
+    if not (np.all(np.isfinite(hidden)) and np.all(np.isfinite(change))):
+        return False
+    hidden_spread = float(np.max(hidden, initial=0.0) - np.min(hidden, initial=0.0))
+    change_spread = float(np.max(change, initial=0.0) - np.min(change, initial=0.0))
+    tie = _TIE * max(1.0, float(np.max(change, initial=0.0)))
+    moves = hidden_spread > _TIE and change_spread > tie  # both vary: an order to follow
+    return moves and _out_of_order(hidden, change) is None
+
+
+def not_with_hidden(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The note's first row hides less weight than its second and still moves further."""
+    try:
+        names, hidden, change = _hidden_and_change(walkthrough)
+        a, b = names.index(values["first"]), names.index(values["second"])
+    except (KeyError, ValueError, TypeError):
+        return False
+    tie = _TIE * max(1.0, float(np.nanmax(change, initial=0.0)))
+    return bool(hidden[a] < hidden[b] - _TIE and change[a] > change[b] + tie)
+
+
+def largest_change_at(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The named row's change is the largest of all rows', and not every row's is the same."""
+    try:
+        names, _, change = _hidden_and_change(walkthrough)
+        row = names.index(values["query"])
+    except (KeyError, ValueError, TypeError):
+        return False
+    if not np.all(np.isfinite(change)):
+        return False
+    tie = _TIE * max(1.0, float(np.max(change)))
+    return bool(change[row] >= np.max(change) and np.max(change) - np.min(change) > tie)
+
+
+def same_output(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The blockwise output agrees to rounding: a finite gap within 1e-9 of the output's scale."""
+    try:
+        output = np.asarray(walkthrough.output, dtype=float)
+        difference = float(values["difference"])
+    except (KeyError, ValueError, TypeError):
+        return False
+    if not (np.all(np.isfinite(output)) and math.isfinite(difference)):
+        return False
+    return difference <= 1e-9 * max(1.0, float(np.max(np.abs(output), initial=0.0)))
 
 
 def _with_notes(step: Step, *notes: Note) -> Step:
@@ -242,6 +365,7 @@ TEXTS = Texts(
         "output": CONTEXT,
         "count": CONTEXT,
         "difference": CONTEXT,
+        "difference_causal": CONTEXT,
     },
     notes={
         "global": ("tokens",),
@@ -251,6 +375,17 @@ TEXTS = Texts(
         "band_pairs_causal": ("band", "n", "w"),
         "count_global": ("extra",),
         "worst_row": ("query", "outside", "change"),
+        "grows_with_hidden": (),
+        "not_with_hidden": (
+            *("first", "first_hidden", "first_change"),
+            *("second", "second_hidden", "second_change"),
+        ),
+    },
+    claims={
+        "worst_row": largest_change_at,
+        "grows_with_hidden": grows_with_hidden,
+        "not_with_hidden": not_with_hidden,
+        "blockwise": same_output,
     },
 )
 

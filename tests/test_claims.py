@@ -1,0 +1,247 @@
+"""Every claim printed is true for the numbers printed, on any input (issue 22).
+
+A note that states a property of the data declares its condition (``Texts.claims``); the
+recorder withholds it when the condition is false. This module runs every lesson on its bundled
+examples, the option variants of test_lesson_texts, and seeded sweeps of random and degenerate
+inputs (n = 1, one key, ties, all-equal scores, negative values, m ≠ n, large and tiny
+magnitudes), and checks on every run:
+
+* the run ends in a walkthrough or a one-line UserError, never a traceback;
+* every claim's condition returns a bool for every note it governs, and a claim shown is true
+  (re-evaluated on the finished walkthrough, with every other withheld note gone);
+* over the sweep, every declared note is made and every claim is both evaluated and shown at
+  least once (a claim never shown is dead text; the tally of withheld ones is the "caught false"
+  count of the issue's closing note: ``ATTN_CLAIMS_REPORT=path`` writes it as JSON).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from attn_cli.api import lesson_function
+from attn_cli.cli import app
+from attn_cli.errors import UserError
+from attn_cli.lesson_specs import LESSON_SIGNATURES
+from attn_cli.lesson_texts import Texts
+from attn_cli.model import Note, Walkthrough
+from attn_cli.walkthroughs import base
+from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
+from tests.test_lesson_texts import NEVER_MADE, runs
+
+LESSONS = sorted(LESSON_MODULES)
+
+# Degenerate forms of a random input: each maps (array, rng) to another array of its shape.
+TRANSFORMS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "random": lambda a: a,
+    "negative": lambda a: -np.abs(a),
+    "ties": lambda a: np.broadcast_to(a[..., :1, :], a.shape).copy() if a.ndim >= 2 else a,
+    "zeros": np.zeros_like,
+    "ones": np.ones_like,
+    "large": lambda a: a * 1e3,
+    "huge": lambda a: a * 1e150,
+    "tiny": lambda a: a * 1e-150,
+    "integers": lambda a: np.round(a * 2),
+}
+# Sizes of the random inputs: every size name a lesson takes gets the value (m ≠ n and m = n).
+SIZE_SETS: tuple[dict[str, int], ...] = (
+    {"n": 1, "m": 1, "dk": 1, "dv": 1, "d": 1, "da": 1, "d_model": 2, "d_in": 2, "d_out": 2},
+    {"n": 2, "m": 3, "dk": 2, "dv": 1, "d": 2, "da": 2, "d_model": 4, "d_in": 3, "d_out": 4},
+    {"n": 5, "m": 2, "dk": 3, "dv": 2, "d": 3, "da": 3, "d_model": 4, "d_in": 4, "d_out": 2},
+    # Square (m = n), the usual case and the only one --causal takes.
+    {"n": 5, "m": 5, "dk": 3, "dv": 3, "d": 2, "da": 2, "d_model": 6, "d_in": 2, "d_out": 6},
+)
+# Options each drawn input also runs with (besides the defaults): those that change what the
+# notes can say. A combination a shape cannot take (--causal with m ≠ n) is refused: counted.
+OPTIONS: dict[str, list[dict[str, Any]]] = {
+    "scaled": [{"scale": False}, {"normalise": "sparsemax"}, {"normalise": "hardmax"}],
+    "causal": [{"fill": "zero"}, {"scale": False}],
+    # One-row query tiles re-read every key block per query: more traffic than the standard way.
+    "flash": [{"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}],
+    "window": [{"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}],
+    "linear": [{"feature_map": "random"}, {"causal": True}],
+    "multihead": [{"causal": True}],
+    "selfattn": [{"scale": False}],
+    "bahdanau": [{"compare": True}],
+    "graph": [{"self_loops": True}],
+    # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
+    "kvcache": [{"heads": 1, "kv_heads": 1, "d_head": 4}],
+}
+# Lessons without matrix inputs: option sweeps instead.
+OPTION_SWEEPS: dict[str, list[dict[str, Any]]] = {
+    "posenc": [
+        {"positions": p, "d_model": d, "base": b}
+        for p in (1, 2, 8, 40)
+        for d in (2, 4, 6, 8, 16, 64)
+        for b in (10000.0, 16.0, 2.0)
+    ],
+    "variance": [
+        {"dk": dk, "samples": s, "keys": k}
+        for dk in ([1], [4, 64], [2, 512])
+        for s in (20, 400)
+        for k in (1, 2, 8)
+    ],
+}
+
+
+@dataclass
+class Tally:
+    """What the sweep saw for one lesson."""
+
+    inputs: int = 0
+    refused: int = 0
+    notes: set[str] = field(default_factory=set)  # every note key made (shown or withheld)
+    shown: Counter[str] = field(default_factory=Counter)  # claims shown, by key
+    withheld: Counter[str] = field(default_factory=Counter)  # claims caught false, by key
+
+
+def every_note(walkthrough: Walkthrough) -> Iterator[Note]:
+    for step in walkthrough.steps:
+        yield from step.notes
+    yield from walkthrough.notes
+
+
+def drawn_inputs(lesson: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(description, keyword arguments of the lesson's Python function), seeded."""
+    if lesson in OPTION_SWEEPS:
+        for options in OPTION_SWEEPS[lesson]:
+            yield f"{options}", options
+        return
+    declared = get_lesson(lesson)
+    keyword = {spec.name: spec.keyword for spec in declared.inputs}
+    takes = LESSON_SIGNATURES[lesson].sizes
+    for (number, sizes), seed in itertools.product(enumerate(SIZE_SETS), (100, 200)):
+        shapes = declared.random_shapes({name: sizes[name] for name in takes if name in sizes})
+        drawn = declared.draw_random(shapes, seed + number)
+        for (name, transform), options in itertools.product(
+            TRANSFORMS.items(), ({}, *OPTIONS.get(lesson, ()))
+        ):
+            given = {keyword[key]: transform(np.asarray(value)) for key, value in drawn.items()}
+            if lesson == "graph":  # a random 0/1 graph, isolated nodes included
+                n = sizes["n"]
+                given["adjacency"] = np.random.default_rng(seed + number).integers(0, 2, (n, n))
+            yield f"{name} {dict(shapes)} {options}", {**given, **options}
+
+
+def sweep(lesson: str) -> Tally:
+    """Run ``lesson`` on every input above, checking each run's claims as it is finished."""
+    tally = Tally()
+    original = base.keep_true_claims
+
+    def checked(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
+        for note in every_note(walkthrough):
+            tally.notes.add(note.key)
+            claim = texts.claims.get(note.key)
+            if claim is not None:
+                held = claim(walkthrough, note.values)
+                assert isinstance(held, bool | np.bool_), (note.key, type(held))
+        finished = original(walkthrough, texts)
+        for note in every_note(finished):
+            claim = texts.claims.get(note.key)
+            if claim is not None:
+                assert claim(finished, note.values), (lesson, note.key, note.values)
+                tally.shown[note.key] += 1
+        for note in finished.withheld:
+            tally.withheld[note.key] += 1
+        return finished
+
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "keep_true_claims", checked)
+        for args in runs(lesson):
+            tally.inputs += 1
+            result = runner.invoke(app, [lesson, *args, "--format", "json"])
+            assert result.exit_code in (0, 2), (lesson, args, result.output)
+            tally.refused += result.exit_code == 2
+        function = lesson_function(lesson)
+        for description, given in drawn_inputs(lesson):
+            tally.inputs += 1
+            try:
+                with np.errstate(all="ignore"):
+                    function(**given)
+            except UserError:
+                tally.refused += 1
+            except Exception as error:  # a traceback: name the input
+                raise AssertionError(f"{lesson} on {description}: {error!r}") from error
+    return tally
+
+
+@pytest.fixture(scope="module")
+def tallies() -> dict[str, Tally]:
+    return {}
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_claim_shown_holds_on_any_input(lesson, tallies):
+    tally = sweep(lesson)
+    tallies[lesson] = tally
+    texts = get_lesson(lesson).texts
+    assert tally.inputs - tally.refused >= 10, "the sweep must run, not be refused"
+    expected = set(texts.notes) - {key for name, key in NEVER_MADE if name == lesson}
+    assert expected <= tally.notes, f"notes never made: {sorted(expected - tally.notes)}"
+    never_shown = sorted(set(texts.claims) - set(tally.shown))
+    assert not never_shown, f"claims never shown true by any input: {never_shown}"
+    report = os.environ.get("ATTN_CLAIMS_REPORT")
+    if report:
+        entry = {
+            "inputs": tally.inputs,
+            "refused": tally.refused,
+            "claims": {
+                key: {"shown": tally.shown[key], "withheld": tally.withheld[key]}
+                for key in texts.claims
+            },
+        }
+        path = f"{report}.{lesson}.json"
+        with open(path, "w", encoding="utf-8") as file:
+            json.dump(entry, file, indent=1)
+
+
+def test_a_false_claim_is_withheld_and_a_true_one_kept():
+    """The gate itself, on a walkthrough made by hand: the claim reads the note's values."""
+    texts = Texts(
+        notes={"big": ("x",), "plain": ()},
+        claims={"big": lambda walkthrough, values: values["x"] > 1},
+    )
+    notes = (Note("big", "x = {x} is big", {"x": 0.5}), Note("plain", "always"))
+    kept_notes = (Note("big", "x = {x} is big", {"x": 2.0}),)
+    draft = Walkthrough(
+        "scaled", "", "", None, "numpy", "cpu", "float64", (), (), None, notes=notes
+    )
+    gated = base.keep_true_claims(draft, texts)
+    assert [note.key for note in gated.notes] == ["plain"]
+    assert [note.values for note in gated.withheld] == [{"x": 0.5}]
+    kept = base.keep_true_claims(
+        Walkthrough(
+            "scaled", "", "", None, "numpy", "cpu", "float64", (), (), None, notes=kept_notes
+        ),
+        texts,
+    )
+    assert kept.notes == kept_notes and kept.withheld == ()
+
+
+def test_a_claim_must_name_a_declared_note():
+    with pytest.raises(TypeError, match="name no declared note"):
+        Texts(notes={"a": ()}, claims={"b": lambda walkthrough, values: True})
+
+
+def test_no_renderer_shows_a_withheld_note():
+    texts = Texts(notes={"big": ("x",)}, claims={"big": lambda walkthrough, values: False})
+    walkthrough = lesson_function("scaled")()
+    note = Note("big", "WITHHELD-{x}", {"x": 1.0})
+    from dataclasses import replace
+
+    gated = base.keep_true_claims(replace(walkthrough, notes=(note,)), texts)
+    assert gated.withheld == (note,)
+    assert "WITHHELD" not in json.dumps(gated.to_dict())
+    assert "WITHHELD" not in gated.to_markdown()
+    assert "WITHHELD" not in gated.to_latex()
+    assert "WITHHELD" not in gated.to_html()

@@ -295,15 +295,21 @@ def test_cuda_oom_empties_the_cache(fake_cuda, monkeypatch, torch):
     assert fake_cuda["emptied"] == 1
 
 
-def test_cuda_default_impls_and_defaults(fake_cuda):
+def test_cuda_default_impls_and_defaults(fake_cuda, monkeypatch):
     # torch 2.13 has every SDPBackend member: each forced kernel is swept, in this order.
+    monkeypatch.setattr(registry, "has_triton", lambda: False)
     assert registry.default_impls("cuda") == (
         "naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "tiled"
     )  # fmt: skip
+    # With triton installed, the flash lesson's kernel is swept too (never on the CPU).
+    monkeypatch.setattr(registry, "has_triton", lambda: True)
+    assert registry.default_impls("cuda")[-1] == "triton-flash"
+    assert "triton-flash" not in registry.default_impls("cpu")
 
 
 def test_cuda_default_impls_leave_out_kernels_this_torch_lacks(monkeypatch):
     monkeypatch.setattr(registry, "has_sdpa_backend", lambda member: member != "CUDNN_ATTENTION")
+    monkeypatch.setattr(registry, "has_triton", lambda: False)
     impls = registry.default_impls("cuda")
     assert impls == ("naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-math", "tiled")
 

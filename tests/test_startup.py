@@ -15,7 +15,7 @@ try:
     app({args!r}, prog_name="attn")
 except SystemExit:
     pass
-print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib") if m in sys.modules))
+print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib", "triton") if m in sys.modules))
 """
 
 
@@ -33,6 +33,7 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib") if 
         ["multihead", "--format", "json"],
         ["posenc", "--format", "json"],
         ["variance", "--dk", "4,64", "--samples", "50"],
+        ["flash", "--kernel", "--format", "json"],  # the kernel's source, read as text
     ],
 )
 def test_lesson_commands_do_not_import_torch(args):

@@ -23,6 +23,7 @@ IMPLS = (
     "sdpa-cudnn",
     "sdpa-math",
     "tiled",
+    "triton-flash",
     "numpy",
     "tiled-numpy",
     "sdpa-window",

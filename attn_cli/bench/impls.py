@@ -31,6 +31,9 @@ SDPA_BACKENDS = {
 SHORT_NAMES = {member: impl.removeprefix("sdpa-") for impl, member in SDPA_BACKENDS.items()}
 CUDA_ONLY = ("sdpa-efficient", "sdpa-cudnn")
 PYTHON_OVERHEAD = 64 * 1024
+# triton-flash: query rows per tile (the kernel's QUERY_BLOCK; its BLOCK is --block).
+KERNEL_QUERY_BLOCK = 128
+KERNEL_INSTALL = "pip install 'attn-cli[kernel]'"
 
 DESCRIPTIONS = {
     "naive": "torch: softmax(Q Kᵀ / √d) V, the n × n scores in memory",
@@ -40,6 +43,7 @@ DESCRIPTIONS = {
     "sdpa-cudnn": "sdpa forced to the cuDNN kernel",
     "sdpa-math": "sdpa forced to the plain math (reference) path",
     "tiled": "torch: key blocks with an online softmax (mechanisms/tiled.py)",
+    "triton-flash": "Triton: the flash lesson as a GPU kernel (kernels/flash_triton.py)",
     "numpy": "numpy: the lesson code (mechanisms/attention.py)",
     "tiled-numpy": "numpy: key blocks with an online softmax (mechanisms/tiled.py)",
     "sdpa-window": "torch sdpa with the n × n boolean band mask |i − j| ≤ w (dense: for contrast)",
@@ -106,11 +110,21 @@ def default_impls(device: str, with_torch: bool = True) -> tuple[str, ...]:
     if device == "mps":
         return ("naive", "sdpa", "sdpa-math", "tiled")
     forced = [impl for impl, member in SDPA_BACKENDS.items() if has_sdpa_backend(member)]
-    return ("naive", "sdpa", *forced, "tiled")
+    kernel = ("triton-flash",) if has_triton() else ()
+    return ("naive", "sdpa", *forced, "tiled", *kernel)
 
 
-def static_problem(impl: str, device: str, dtype: str) -> str | None:
+def has_triton() -> bool:
+    """Whether triton is installed (found, not imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec("triton") is not None
+
+
+def static_problem(impl: str, device: str, dtype: str, d: int | None = None) -> str | None:
     """Why the implementation cannot run at all here (same answer for every n), or None."""
+    if impl == "triton-flash":
+        return kernel_problem(device, dtype, d)
     if family(impl) == "numpy":
         if device != "cpu":
             return "numpy runs on the CPU only"
@@ -124,6 +138,24 @@ def static_problem(impl: str, device: str, dtype: str) -> str | None:
         return (
             f"{SHORT_NAMES[SDPA_BACKENDS[impl]]} is a CUDA-only kernel (PyTorch has no CPU version)"
         )
+    return None
+
+
+def kernel_problem(device: str, dtype: str, d: int | None) -> str | None:
+    """Why triton-flash cannot run here, or None."""
+    if device != "cuda":
+        return (
+            "Triton kernels need a CUDA GPU; TRITON_INTERPRET=1 runs them on the CPU for the "
+            "tests only, far too slowly to time"
+        )
+    if not has_triton():
+        return f"triton is not installed; install it with: {KERNEL_INSTALL}"
+    if dtype not in ("float32", "float16", "bfloat16"):
+        return "the kernel takes float32, float16 or bfloat16"
+    from attn_cli.kernels.flash_triton import MAX_D
+
+    if d is not None and d > MAX_D:
+        return f"the kernel takes d up to {MAX_D}"
     return None
 
 
@@ -259,6 +291,11 @@ def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], 
         return lambda: _naive(q, k, v, causal)
     if impl == "tiled":
         return lambda: tiled_attention(q, k, v, block=block, causal=causal)
+    if impl == "triton-flash":
+        from attn_cli.kernels.flash_triton import flash_attention
+
+        query_block = KERNEL_QUERY_BLOCK
+        return lambda: flash_attention(q, k, v, block=block, query_block=query_block, causal=causal)
     import torch.nn.functional as F
 
     if impl == "sdpa":

@@ -111,7 +111,7 @@ def _run_one(
     failed_at: dict[str, int],
     peak: float | None,
 ) -> Row:
-    problem = registry.static_problem(impl, ops.name, config.dtype)
+    problem = registry.static_problem(impl, ops.name, config.dtype, config.d)
     if problem:
         return Row.for_run(config, impl, n, status="unsupported", note=problem)
     if impl in failed_at:

@@ -51,11 +51,12 @@ def bench(
         typer.Option(
             "--impl",
             help="Comma-separated: naive, sdpa, sdpa-flash, sdpa-efficient, sdpa-cudnn, "
-            "sdpa-math, tiled, numpy, tiled-numpy (default: all the device supports; "
-            "numpy,tiled-numpy when PyTorch is not installed); beyond the n² wall, never by "
-            "default: window, window-numpy (the band |i − j| ≤ w block by block), sdpa-window "
-            "(sdpa with the dense band mask), flex-window (FlexAttention's block mask, compiled), "
-            "linear, linear-numpy (linear attention, φ = elu + 1).",
+            "sdpa-math, tiled, triton-flash (the flash lesson as a Triton kernel, CUDA only, "
+            "needs the kernel extra: attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
+            "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
+            "wall, never by default: window, window-numpy (the band |i − j| ≤ w block by "
+            "block), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
+            "block mask, compiled), linear, linear-numpy (linear attention, φ = elu + 1).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),

@@ -22,12 +22,12 @@ from attn_cli.version import __version__
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
 
-DocumentKind = Literal["lesson", "bench", "check", "kinds"]
+DocumentKind = Literal["lesson", "bench", "check", "kinds", "kernel"]
 ARRAY_KINDS = frozenset({"matrix", "weights", "heatmap"})
 
 

@@ -1,0 +1,294 @@
+"""The flash lesson as a Triton kernel (attn_cli/kernels/flash_triton.py) and `attn flash --kernel`.
+
+The kernel runs on the CPU through Triton's interpreter (TRITON_INTERPRET=1, set before the
+kernel module is imported): against the float64 attention of attn_cli's mechanisms, and against
+`attn flash`'s own walkthrough (m and ℓ after each key block). Those tests skip where triton
+(or torch) is not installed. The --kernel tests read the source as text and need neither.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+import attn_cli as attn
+from attn_cli.bench.impls import static_problem
+from attn_cli.kernel_source import MARKER, kernel_source, marked_parts, symbolic_title
+from attn_cli.lesson_files import load_bundled
+from attn_cli.mechanisms import attention as mech
+from attn_cli.render.json_render import schema
+from attn_cli.walkthroughs.base import get_lesson
+from tests.conftest import assert_user_error
+
+# Before triton is imported (nothing above imports it, nor does collecting the suite): triton
+# decorates its own library for the interpreter, or for a GPU, when it is imported, for good.
+TRITON_BEFORE = "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1"
+os.environ["TRITON_INTERPRET"] = "1"
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL_FILE = ROOT / "attn_cli" / "kernels" / "flash_triton.py"
+# The lesson steps the kernel implements, in the order a tile meets them.
+KERNEL_STEPS = ["tile", "scores", "max", "rescale", "p", "sum", "acc", "tile_output"]
+# The lesson's options the kernel takes (the lesson has more, e.g. --sram for its HBM count).
+KERNEL_OPTIONS = ("block", "query_block", "causal", "scale")
+NO_TRITON = "triton is not installed (pip install 'attn-cli[kernel]'): the kernel tests need it"
+
+
+def interpreted_kernel():
+    """The kernel module, decorated for Triton's interpreter (a clean skip without triton)."""
+    pytest.importorskip("torch", reason="torch is not installed: the kernel takes torch tensors")
+    pytest.importorskip("triton", reason=NO_TRITON)
+    if TRITON_BEFORE:
+        pytest.fail("triton was imported before this module set TRITON_INTERPRET=1")
+    module = importlib.import_module("attn_cli.kernels.flash_triton")
+    assert module.interpreted()
+    return module
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return interpreted_kernel()
+
+
+# (m = n, d, d_v, block, query_block): n = 1; n not a multiple of the block; several query
+# tiles, the last one short; the lesson's small d and the kernel's widest, 128.
+SHAPES = [
+    (1, 2, 2, 2, None),
+    (7, 5, 3, 3, 4),
+    (6, 4, 4, 2, None),
+    (9, 16, 8, 4, 2),
+    (5, 128, 128, 2, 3),
+]
+# The output against float64: float32 to rounding; float16 and bfloat16 round P and the output.
+TOLERANCE = {"float32": 2e-6, "float16": 4e-3, "bfloat16": 3e-2}
+
+
+def reference(q, k, v, *, causal: bool, scale: bool = True) -> np.ndarray:
+    """float64 softmax attention by attn_cli's own mechanism (the code of attn scaled)."""
+    n = q.shape[-2]
+    mask = np.triu(np.full((n, n), -np.inf), 1) if causal else None
+    return mech.attention(q, k, v, use_scale=scale, mask=mask).output
+
+
+def rounded(rng: np.random.Generator, shape: tuple[int, ...], dtype):
+    """Standard normal values in the kernel's dtype, and the same values in float64."""
+    import torch
+
+    tensor = torch.from_numpy(rng.standard_normal(shape)).to(getattr(torch, dtype))
+    return tensor, tensor.double().numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_kernel_is_attention_on_every_shape(kernel, dtype, causal):
+    rng = np.random.default_rng(26)
+    for n, d, d_v, block, query_block in SHAPES:
+        (q, q64), (k, k64) = (rounded(rng, (2, n, d), dtype) for _ in range(2))
+        v, v64 = rounded(rng, (2, n, d_v), dtype)
+        out = kernel.flash_attention(q, k, v, block=block, query_block=query_block, causal=causal)
+        assert out.dtype == q.dtype and out.shape == (2, n, d_v)
+        error = np.abs(out.double().numpy() - reference(q64, k64, v64, causal=causal)).max()
+        assert error < TOLERANCE[dtype], (n, d, block, query_block, error)
+
+
+def test_m_differs_from_n_and_scores_can_go_unscaled(kernel):
+    rng = np.random.default_rng(3)
+    (q, q64), (k, k64), (v, v64) = (rounded(rng, s, "float32") for s in ((3, 4), (5, 4), (5, 2)))
+    out = kernel.flash_attention(q, k, v, block=2, scale=False)
+    assert np.abs(out.double().numpy() - reference(q64, k64, v64, causal=False, scale=False)).max() < 2e-6  # fmt: skip
+
+
+def float32_values(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard normal values that float32 holds exactly, in float64 (for the lesson)."""
+    return rng.standard_normal(shape).astype(np.float32).astype(np.float64)
+
+
+def trace_against_walkthrough(kernel, q64, k64, v64, **options) -> int:
+    """Run the kernel (float32) and the lesson on the same inputs; m and ℓ after each key block
+    must agree to float32 precision, and a causal tile must skip the blocks the lesson's tile
+    skips. Returns how many (row, block) pairs were compared."""
+    import torch
+
+    q, k, v = (torch.from_numpy(a).float() for a in (q64, k64, v64))
+    kernel_options = {name: options[name] for name in KERNEL_OPTIONS if name in options}
+    out, m_after, l_after = kernel.flash_attention_traced(q, k, v, **kernel_options)
+    m_after, l_after = m_after.double().numpy(), l_after.double().numpy()
+    walkthrough = attn.flash(q64, k64, v64, **options)
+    rows, block = q.shape[0], options["block"]
+    tile = options.get("query_block") or rows
+    compared = 0
+    for t, start in enumerate(range(0, rows, tile), start=1):
+        stop = min(start + tile, rows)
+        prefix = f"tile{t}." if options.get("query_block") else ""
+        for b in range(1, math.ceil(k.shape[0] / block) + 1):
+            key = f"{prefix}block{b}"
+            shown = [step.key for step in walkthrough.steps if step.key.startswith(key + ".")]
+            if not shown:  # the lesson's tile skipped this block: so did the kernel's
+                assert np.isnan(m_after[b - 1, start:stop]).all(), (t, b)
+                continue
+            lesson_m = walkthrough.step(f"{key}.max")[:, 0]
+            lesson_l = walkthrough.step(f"{key}.sum")[:, 0]
+            np.testing.assert_allclose(m_after[b - 1, start:stop], lesson_m, rtol=2e-6, atol=2e-6)
+            np.testing.assert_allclose(l_after[b - 1, start:stop], lesson_l, rtol=2e-6, atol=2e-6)
+            compared += stop - start
+    np.testing.assert_allclose(out.double().numpy(), walkthrough.output, rtol=2e-6, atol=2e-6)
+    return compared
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_m_and_l_after_each_block_are_the_lessons(kernel, causal):
+    rng = np.random.default_rng(7)
+    for n, d, _d_v, block, query_block in SHAPES[:4]:
+        q64, k64, v64 = (float32_values(rng, (n, d)) for _ in "qkv")
+        options = {"block": block, "query_block": query_block, "causal": causal}
+        assert trace_against_walkthrough(kernel, q64, k64, v64, **options) >= n
+
+
+def test_a_causal_tile_stops_before_the_blocks_in_its_future(kernel):
+    """6 tokens, tiles of 2, blocks of 2: tile 1 visits 1 block, tile 2 two, tile 3 all three."""
+    rng = np.random.default_rng(11)
+    q64, k64, v64 = (float32_values(rng, (6, 3)) for _ in "qkv")
+    compared = trace_against_walkthrough(kernel, q64, k64, v64, block=2, query_block=2, causal=True)
+    assert compared == 2 * (1 + 2 + 3)
+
+
+@pytest.mark.parametrize("example", [e.name for e in load_bundled("flash").examples])
+def test_the_lessons_examples_give_the_numbers_on_its_screen(kernel, example):
+    """Each bundled example of `attn flash`, with its own block sizes and options."""
+    chosen = load_bundled("flash").example(example)
+    options = {**get_lesson("flash").options, **chosen.options}
+    q64, k64, v64 = (np.asarray(chosen.inputs[name], dtype=float) for name in "QKV")
+    assert trace_against_walkthrough(kernel, q64, k64, v64, **options) >= q64.shape[0]
+
+
+def test_the_kernel_refuses_what_it_cannot_run(kernel):
+    import torch
+
+    q = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="m = n"):
+        kernel.flash_attention(q, torch.zeros(4, 3), torch.zeros(4, 3), causal=True)
+    with pytest.raises(ValueError, match="float32, float16 or bfloat16"):
+        kernel.flash_attention(q.double(), q.double(), q.double())
+    with pytest.raises(ValueError, match="d, d_v <= 128"):
+        wide = torch.zeros(2, 129)
+        kernel.flash_attention(wide, wide, wide)
+
+
+DOCS = ROOT / "docs" / "kernel.md"
+
+
+def test_the_docs_show_the_kernels_own_code():
+    text = DOCS.read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    loop = next(block for block in blocks if "for start in range" in block)
+    assert loop in KERNEL_FILE.read_text(encoding="utf-8")
+
+
+def test_the_docs_example_prints_what_the_kernel_computes(kernel):
+    """docs/kernel.md's numbers for the two-blocks example, recomputed."""
+    import ast
+
+    import torch
+
+    text = DOCS.read_text(encoding="utf-8")
+    shown = {
+        name: np.array(ast.literal_eval(value))
+        for name, value in re.findall(r"^# (m|l|out) += (\[\[.*?\]\])", text, re.MULTILINE)
+    }
+    inputs = {
+        name: torch.tensor(ast.literal_eval(value))
+        for name, value in re.findall(r"^(Q|K|V) = torch.tensor\((.*)\)$", text, re.MULTILINE)
+    }
+    out, m, ell = kernel.flash_attention_traced(
+        inputs["Q"].float(), inputs["K"].float(), inputs["V"].float(), block=2, scale=False
+    )
+    assert set(shown) == {"m", "l", "out"}
+    for name, value in (("m", m), ("l", ell), ("out", out)):
+        np.testing.assert_array_equal(value.double().numpy().round(4), shown[name])
+
+
+# --- attn bench --impl triton-flash ---------------------------------------------------------
+
+
+def test_bench_on_the_cpu_is_an_unsupported_row_with_the_reason():
+    reason = static_problem("triton-flash", "cpu", "float32", 64)
+    assert reason is not None and "need a CUDA GPU" in reason and "TRITON_INTERPRET=1" in reason
+
+
+def test_bench_cli_on_the_cpu_reports_the_row_and_goes_on(invoke_json, torch):
+    doc = invoke_json("bench", "--impl", "tiled,triton-flash", "--sizes", "16", "--repeats", "1")
+    rows = {row["impl"]: row for row in doc["rows"]}
+    assert rows["tiled"]["status"] == "ok"
+    assert rows["triton-flash"]["status"] == "unsupported"
+    assert "need a CUDA GPU" in rows["triton-flash"]["note"]
+
+
+# --- attn flash --kernel: the source as text (no triton, no torch) ----------------------------
+
+
+@pytest.fixture
+def without_triton(monkeypatch):
+    """As on a machine without triton or torch: importing either raises ImportError."""
+    for name in ("triton", "torch"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_the_marks_name_the_lessons_steps_in_order():
+    parts = marked_parts(KERNEL_FILE.read_text(encoding="utf-8"))
+    assert [step for step, _, _ in parts] == KERNEL_STEPS
+    declared = get_lesson("flash").texts.steps
+    assert all(step in declared for step in KERNEL_STEPS)
+    ends = [line for _, first, last in parts for line in (first, last)]
+    assert ends == sorted(ends)  # parts in order, none overlapping
+
+
+def test_json_carries_the_source_and_every_part(invoke, without_triton):
+    result = invoke("flash", "--kernel", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    jsonschema.Draft202012Validator(schema()).validate(doc)
+    assert doc["kind"] == "kernel" and doc["lesson"] == "flash"
+    assert doc["source"] == KERNEL_FILE.read_text(encoding="utf-8")
+    lines = doc["source"].splitlines()
+    words = load_bundled("flash")
+    assert [part["step"] for part in doc["parts"]] == KERNEL_STEPS
+    for part in doc["parts"]:
+        first, last = part["lines"]
+        assert MARKER.match(lines[first - 1]).group(1) == part["step"]
+        assert all(lines[i].strip() for i in range(first - 1, last))  # no blank line inside
+        assert part["title"] == symbolic_title(words.text(part["step"]).title)
+    max_part = next(part for part in doc["parts"] if part["step"] == "max")
+    assert "m_new = tl.maximum(m_i, tl.max(s, 1))" in "\n".join(lines[slice(*max_part["lines"])])
+
+
+def test_rich_shows_each_part_with_the_lessons_title_and_the_code(invoke, without_triton):
+    result = invoke("flash", "--kernel")
+    assert result.exit_code == 0, result.output
+    kernel = kernel_source("flash")
+    for part in kernel.parts:
+        row = re.search(rf"{part.first}–{part.last}\s+{part.step}\s+(.*)", result.stdout)
+        assert row and part.title.startswith(row.group(1).strip()), part
+    assert "Block b · running max m" in result.stdout  # the lesson's title, as the kernel names
+    assert "# ── step rescale ── c = exp(m_old − m_new)" in result.stdout  # the code itself
+
+
+def test_markdown_is_the_table_and_the_code_block(invoke, tmp_path, without_triton):
+    out = tmp_path / "kernel.md"
+    result = invoke("flash", "--kernel", "--format", "markdown", "--output", str(out))
+    assert result.exit_code == 0 and result.stdout == "", result.output
+    text = out.read_text(encoding="utf-8")
+    assert "| lines | step | title |" in text and "```python\n" in text
+    assert KERNEL_FILE.read_text(encoding="utf-8").rstrip("\n") in text
+
+
+def test_kernel_with_another_format_is_a_user_error(invoke):
+    assert_user_error(invoke("flash", "--kernel", "--format", "latex"), "--kernel", "latex")

@@ -1,9 +1,9 @@
 """JSON: one document per run, full precision, non-finite numbers as strings.
 
-Every document the tool writes (a lesson, ``attn bench``, ``attn check``) starts with the same
-envelope: ``schema_version``, ``attn_version`` and ``kind``. Every array is an object
-``{"shape": [...], "data": [...]}``, or ``{"shape": [...], "summary": {...}}`` when it has more
-than MAX_ENTRIES entries and --full was not given. The contract is docs/json.md; the JSON Schema
+Every document the tool writes (a lesson, ``attn bench``, ``attn check``, ``attn kinds``, a
+lesson's ``--list-examples``) starts with the same envelope: ``schema_version``, ``attn_version``
+and ``kind``. Every array is an object ``{"shape": [...], "data": [...]}``, or ``{"shape": [...],
+"summary": {...}}`` when it has more than MAX_ENTRIES entries and --full was not given. The contract is docs/json.md; the JSON Schema
 is attn_cli/schema/output.schema.json (a copy in docs/).
 """
 
@@ -21,12 +21,12 @@ from attn_cli.render import RenderOptions
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
 
-DocumentKind = Literal["lesson", "bench", "check", "kinds"]
+DocumentKind = Literal["lesson", "bench", "check", "kinds", "examples"]
 ARRAY_KINDS = frozenset({"matrix", "weights", "heatmap"})
 
 

@@ -105,3 +105,19 @@ def test_torch_without_array_api_compat_is_one_line_naming_it(invoke, torch, mon
 
     monkeypatch.setitem(sys.modules, "array_api_compat", None)  # find_spec now finds nothing
     assert_user_error(invoke(*args), "needs array-api-compat", "pip install 'array-api-compat")
+
+
+@pytest.mark.parametrize("problem", ["old torch", "no array-api-compat"])
+def test_bench_numpy_implementations_need_neither(invoke, torch, monkeypatch, problem):
+    """The bench's numpy implementations run whatever the torch beside them; its torch ones
+    name the fix and the numpy way out."""
+    import sys
+
+    if problem == "old torch":
+        monkeypatch.setattr(torch, "__version__", "1.13.1")
+    else:
+        monkeypatch.setitem(sys.modules, "array_api_compat", None)
+    args = ("bench", "--sizes", "32", "--repeats", "1", "--format", "json")
+    result = invoke(*args, "--impl", "numpy,tiled-numpy")
+    assert result.exit_code == 0, result.output
+    assert_user_error(invoke(*args, "--impl", "naive"), "--impl naive: ", "--impl numpy,tiled-numpy")

@@ -207,11 +207,8 @@ def device_ops(device: str) -> CpuOps:
             f"--device {device} needs PyTorch, which is not installed; install it with: "
             "pip install 'attn-cli[torch]'."
         )
-    from attn_cli.torch_backend import device_problem, install_problem
+    from attn_cli.torch_backend import device_problem
 
-    missing = install_problem()
-    if missing:
-        raise UserError(f"{missing}.")
     problem = device_problem(device)
     if problem:
         raise UserError(f"--device {device}: {problem}.")

@@ -19,12 +19,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from attn_cli import __version__
 from attn_cli.commands.common import print_error, user_errors
 from attn_cli.errors import UserError
-from attn_cli.project import docs_url
 
 try:  # Typer >= 0.2x ships its own copy of click
     from typer._click.core import Context as ClickContext
@@ -131,9 +130,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Said before the examples, where a command needs more than its help can hold.
+# Said before the examples, where a command needs more than its help can hold. {docs} is the
+# folder of the docs attn carries (docs_folder): its real path in the help, "docs" in docs/cli.md.
 SEE_ALSO: dict[str, str] = {
-    "check": f"The lesson-file format in full, with a complete example:\n{docs_url('lesson-files.md')}",
+    "check": "The lesson-file format in full, with a complete example:\n{docs}/lesson-files.md",
 }
 
 # `attn -h` as well as `attn --help`, for every command.
@@ -147,13 +147,21 @@ def command_function(name: str) -> Callable[..., None]:
     return function
 
 
+def docs_folder() -> str:
+    """The docs that come with attn: inside the installed package (the wheel carries them, see
+    pyproject.toml's force-include), or, run from a source checkout, the repository's docs/."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "docs")
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), "docs")
+
+
 def epilog(name: str) -> str:
     """What ends `attn NAME --help`: its examples, one per line, indented (in "rich" markup mode
     Typer keeps line breaks; it strips the indentation common to all lines but the first, so
     the first line is left empty)."""
     text = "\n"
     if name in SEE_ALSO:
-        text += f"{escape(SEE_ALSO[name])}\n\n"
+        text += f"{escape(SEE_ALSO[name].format(docs=docs_folder()))}\n\n"
     text += "[b]Examples[/b]\n"
     return text + "\n".join(f"  {escape(line)}" for line in EXAMPLES[name])
 
@@ -189,9 +197,14 @@ def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
       `<bool>` type, which reads as if `--full true` were accepted (it is not); an empty
       metavar leaves the type column of a flag blank;
     - the choices of an option with spaces between them, `<float64 | float32 | bfloat16>`, so
-      that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`).
+      that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`);
+    - an argument that takes several values as what is typed, `FILE...`: Typer shows the
+      Python annotation, `<list[Path]>`, in the type column.
     """
     for param in params:
+        if isinstance(param, TyperArgument) and param.metavar and param.nargs != 1:
+            param.display_type_rich = _shown_as(f"{param.metavar}...")  # type: ignore[method-assign,assignment]
+            continue
         if not isinstance(param, TyperOption) or param.metavar is not None:
             continue
         descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
@@ -200,6 +213,15 @@ def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
         elif descriptor is not None and descriptor.is_choice:
             param.metavar = param.display_type(ctx).replace("|", " | ")
     return params
+
+
+def _shown_as(text: str) -> Callable[[ClickContext], str]:
+    """A parameter's display_type_rich that shows ``text`` in the help's type column."""
+
+    def display_type_rich(ctx: ClickContext) -> str:
+        return text
+
+    return display_type_rich
 
 
 class AttnCommand(TyperCommand):

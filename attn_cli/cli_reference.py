@@ -64,7 +64,7 @@ def _command_section(name: str, command: Any, parent: typer.Context) -> list[str
     for panel, params in _params_by_panel(command, ctx).items():
         out += [f"**{panel}**", "", *_option_lines(params, ctx), ""]
     if name in SEE_ALSO:
-        out += [SEE_ALSO[name].replace("\n", " "), ""]
+        out += [SEE_ALSO[name].format(docs="docs").replace("\n", " "), ""]
     out += ["Examples:", "", "```console", *(f"$ {line}" for line in EXAMPLES[name]), "```", ""]
     return out
 

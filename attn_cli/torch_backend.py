@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,12 +13,39 @@ import torch
 from attn_cli.backend import Backend
 from attn_cli.errors import UserError
 
+# The oldest PyTorch the torch paths support: the [torch] extra's "torch>=2.1" in pyproject.toml
+# (tests/test_devices.py holds the two together).
+MIN_TORCH = "2.1"
+
 TORCH_DTYPES = {
     "float64": torch.float64,
     "float32": torch.float32,
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
 }
+
+
+def install_problem(version: str | None = None) -> str | None:
+    """What to install before the torch paths can run with this torch, or None when they can.
+
+    A user who already has PyTorch installs attn without the [torch] extra, so their torch may
+    be older than the extra asks for; array-api-compat is a core dependency, missing only from
+    an install made without dependencies (pip install --no-deps).
+    """
+    version = version or str(torch.__version__)
+    found = re.match(r"(\d+)\.(\d+)", version)
+    oldest = tuple(int(part) for part in MIN_TORCH.split("."))
+    if found and tuple(int(part) for part in found.groups()) < oldest:
+        return (
+            f"PyTorch {version} is older than the {MIN_TORCH} the torch backend needs; "
+            f"upgrade it with: pip install -U 'torch>={MIN_TORCH}'"
+        )
+    if importlib.util.find_spec("array_api_compat") is None:
+        return (
+            "the torch backend needs array-api-compat, which is not installed; "
+            "install it with: pip install 'array-api-compat>=1.9'"
+        )
+    return None
 
 
 def device_problem(device: str) -> str | None:
@@ -88,6 +117,9 @@ class TorchBackend(Backend):
 
 
 def make_torch_backend(device: str, dtype: str) -> TorchBackend:
+    missing = install_problem()
+    if missing:
+        raise UserError(f"{missing}.")
     problem = device_problem(device)
     if problem:
         raise UserError(f"--device {device}: {problem}.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from pathlib import Path
 
@@ -278,6 +279,36 @@ def test_check_of_a_malformed_file_exits_2(invoke, tmp_path):
     assert_user_error(invoke("check"), "give a lesson file")
     assert_user_error(invoke("check", str(DOC_EXAMPLE), "--all"), "not both")
     assert_user_error(invoke("check", str(tmp_path / "none.toml")), "not found")
+
+
+# The exit status as the help and the README state it: "0 if every printed value agrees ...;
+# 1 if some printed values differ ...; 2 on a usage error ..." (issue 25: a lecturer read
+# `attn check --all`'s 1 as a crash).
+EXIT_STATUS = re.compile(
+    r"(\d) if every printed value agrees.*?(\d) if some\s+(?:printed values\s+)?differ"
+    r".*?(\d) on a\s+usage error",
+    re.S,
+)
+
+
+def _documented_exit_codes(text: str) -> tuple[int, int, int]:
+    found = EXIT_STATUS.search(" ".join(text.split()))
+    assert found, text
+    agree, differ, usage = (int(code) for code in found.groups())
+    return agree, differ, usage
+
+
+def test_check_exits_as_its_help_and_the_readme_say(invoke):
+    help_text = invoke("check", "--help").stdout
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    agree, differ, usage = _documented_exit_codes(help_text)
+    assert (agree, differ, usage) == _documented_exit_codes(readme) == (0, 1, 2)
+    assert invoke("check", str(DOC_EXAMPLE)).exit_code == agree
+    assert invoke("check", "--all").exit_code == differ  # the bundled slides' errata
+    assert invoke("check", "--all", str(DOC_EXAMPLE)).exit_code == usage
+    assert invoke("check", "--format", "xml").exit_code == usage
+    # and --all's own help warns that it exits 1
+    assert "exit 1" in " ".join(help_text.split()).split("--all", 1)[1]
 
 
 def test_the_bundled_lesson_files_are_where_check_looks():

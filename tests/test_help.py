@@ -64,6 +64,25 @@ def test_check_help_describes_the_lesson_file_format():
     assert "attn check --help" in help_at_80("scaled", "--help")  # where --lesson points
 
 
+def test_check_help_shows_its_argument_as_typed_and_points_at_a_real_file():
+    """`FILE...`, not Python's `<list[Path]>`; the format's description is a file that is there
+    (installed with attn, or the checkout's docs/), not a web address that does not exist."""
+    text = help_at_80("check", "--help")
+    assert "list[" not in text and "<list" not in text
+    (argument_row,) = [line for line in text.splitlines() if line.startswith("│   FILE")]
+    assert "FILE..." in argument_row
+    joined = "".join(line.strip() for line in text.splitlines())  # a long path may wrap
+    (path,) = re.findall(r"(/\S*?lesson-files\.md)", joined)
+    assert Path(path).is_file() and "[[examples]]" in Path(path).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", [(), *((name,) for name in COMMANDS)], ids=str)
+def test_no_help_prints_a_web_address(command):
+    """The project has no public address yet (pyproject.toml's [project.urls] is where it goes):
+    no help may invent one."""
+    assert "://" not in help_at_80(*command, "--help")
+
+
 def _runnable_examples() -> list[str]:
     """Every example line, less the ones that need a GPU, write files or run for long."""
     slow = ("attn bench", "attn tour")

@@ -71,13 +71,23 @@ def family(impl: str) -> str:
 
 
 def require_torch(impls: Sequence[str], with_torch: bool) -> None:
-    """A user error when an implementation that needs PyTorch is asked for without it."""
+    """A user error when an implementation that needs PyTorch is asked for without it, or with a
+    torch the torch paths cannot use (too old, or array-api-compat missing: see
+    torch_backend.install_problem); the numpy implementations need neither."""
     needing = [impl for impl in impls if family(impl) == "torch"]
-    if needing and not with_torch:
+    if not needing:
+        return
+    numpy_only = f"or run --impl {','.join(NUMPY_IMPLS)}, which needs only numpy"
+    if not with_torch:
         raise UserError(
             f"--impl {','.join(needing)} needs PyTorch, which is not installed; install it with: "
-            f"{TORCH_INSTALL} (or run --impl {','.join(NUMPY_IMPLS)}, which needs only numpy)."
+            f"{TORCH_INSTALL} ({numpy_only})."
         )
+    from attn_cli.torch_backend import install_problem
+
+    problem = install_problem()
+    if problem:
+        raise UserError(f"--impl {','.join(needing)}: {problem} ({numpy_only}).")
 
 
 def has_flex_attention() -> bool:

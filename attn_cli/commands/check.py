@@ -30,7 +30,10 @@ def check(
         ),
     ] = None,
     all_bundled: Annotated[
-        bool, typer.Option("--all", help="Check the bundled lesson files.")
+        bool,
+        typer.Option(
+            "--all", help="Check the bundled lesson files (they record some errata: exit 1)."
+        ),
     ] = False,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", "-f", help="Output format.")
@@ -47,7 +50,9 @@ def check(
 
     A value printed with k decimals must be within half a unit of its k-th decimal.
 
-    Exit 0: every slide is right; 1: errata found; 2: the file is malformed.
+    Exit status (as with diff): 0 if every printed value agrees with the exact one; 1 if some
+    printed values differ (the errata are listed: nothing crashed, and the bundled lessons record
+    some slides' errata on purpose, so --all exits 1); 2 on a usage error or a malformed file.
     """
     from attn_cli.check import check_bundled, check_file
 

@@ -107,10 +107,14 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
     start_up_done()
     check_output_options(fmt, list_examples, quiz, output, plot)
     console = stdout_console() if output is None else file_console()
-    if list_examples:
+    if list_examples and fmt is Format.rich:
         from attn_cli.render.rich_render import examples_table
 
         console.print(examples_table(lesson_data(request)))
+    elif list_examples:
+        from attn_cli.render.examples_render import examples_text
+
+        console.out(examples_text(lesson_data(request), fmt), highlight=False)
     else:
         walkthrough = compute(request)
         if quiz:

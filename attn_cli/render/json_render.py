@@ -1,9 +1,9 @@
 """JSON: one document per run, full precision, non-finite numbers as strings.
 
-Every document the tool writes (a lesson, ``attn bench``, ``attn check``) starts with the same
-envelope: ``schema_version``, ``attn_version`` and ``kind``. Every array is an object
-``{"shape": [...], "data": [...]}``, or ``{"shape": [...], "summary": {...}}`` when it has more
-than MAX_ENTRIES entries and --full was not given. The contract is docs/json.md; the JSON Schema
+Every document the tool writes (a lesson, ``attn bench``, ``attn check``, ``attn kinds``, a
+lesson's ``--list-examples``) starts with the same envelope: ``schema_version``, ``attn_version``
+and ``kind``. Every array is an object ``{"shape": [...], "data": [...]}``, or ``{"shape": [...],
+"summary": {...}}`` when it has more than MAX_ENTRIES entries and --full was not given. The contract is docs/json.md; the JSON Schema
 is attn_cli/schema/output.schema.json (a copy in docs/).
 """
 
@@ -27,7 +27,7 @@ SCHEMA_VERSION = "2.2"
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
 
-DocumentKind = Literal["lesson", "bench", "check", "kinds", "kernel"]
+DocumentKind = Literal["lesson", "bench", "check", "kinds", "kernel", "examples"]
 ARRAY_KINDS = frozenset({"matrix", "weights", "heatmap"})
 
 

@@ -63,6 +63,11 @@ _HTML_PRE = (
 
 def _recorded(walkthrough: Walkthrough, options: RenderOptions) -> Console:
     """A console that recorded the walkthrough in colour, for export as HTML or SVG."""
+    return recorded(walkthrough_renderable(walkthrough, options))
+
+
+def recorded(renderable: RenderableType) -> Console:
+    """A console that recorded ``renderable`` in colour, for export as HTML or SVG."""
     import io
 
     console = Console(
@@ -73,7 +78,7 @@ def _recorded(walkthrough: Walkthrough, options: RenderOptions) -> Console:
         force_terminal=True,
         force_jupyter=False,
     )
-    console.print(walkthrough_renderable(walkthrough, options))
+    console.print(renderable)
     return console
 
 
@@ -778,7 +783,22 @@ def examples_table(lesson: LessonFile) -> RenderableType:
     table.add_column("name", style="bold cyan", no_wrap=True)
     table.add_column("description", overflow="fold")
     table.add_column("source", style="dim", overflow="fold")
-    for example in lesson.examples:
-        name = example.name + (" (default)" if example.name == lesson.default_example else "")
-        table.add_row(Text(name), Text(example.description), Text(example.source))
+    for row in example_rows(lesson):
+        table.add_row(*(Text(row[column]) for column in EXAMPLE_COLUMNS))
     return table
+
+
+# The columns of --list-examples, in every format.
+EXAMPLE_COLUMNS = ("name", "description", "source")
+
+
+def example_rows(lesson: LessonFile) -> list[dict[str, str]]:
+    """One row per example of the lesson file, the default one marked after its name."""
+    return [
+        {
+            "name": example.name + (" (default)" if example.name == lesson.default_example else ""),
+            "description": example.description,
+            "source": example.source,
+        }
+        for example in lesson.examples
+    ]

@@ -24,6 +24,10 @@ T = TypeVar("T")
 # written once against the array API, so no narrower static type fits both.
 Array = Any
 
+# The oldest PyTorch the torch paths support: the [torch] extra's "torch>=2.1" in pyproject.toml
+# (tests/test_devices.py holds the two together; here, so that reading it needs no torch).
+MIN_TORCH = "2.1"
+
 BACKENDS = ("numpy", "torch")
 DEVICES = ("cpu", "cuda", "mps")
 NUMPY_DTYPES: dict[str, Any] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}

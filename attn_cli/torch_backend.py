@@ -10,12 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from attn_cli.backend import Backend
+from attn_cli.backend import MIN_TORCH, Backend
 from attn_cli.errors import UserError
-
-# The oldest PyTorch the torch paths support: the [torch] extra's "torch>=2.1" in pyproject.toml
-# (tests/test_devices.py holds the two together).
-MIN_TORCH = "2.1"
 
 TORCH_DTYPES = {
     "float64": torch.float64,

@@ -71,7 +71,7 @@ def test_array_api_compat_is_a_core_dependency_and_the_extra_asks_for_min_torch(
     import tomllib
     from pathlib import Path
 
-    from attn_cli.torch_backend import MIN_TORCH
+    from attn_cli.backend import MIN_TORCH
 
     project = tomllib.loads(
         (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")

@@ -382,9 +382,8 @@ def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) ->
         return labels(prefix, count)
     if len(names) != count:
         raise UserError(
-            f"{option} (or the example's labels.{key}) gives {len(names)} "
-            f"name{'s' * (len(names) != 1)} but there "
-            f"{'is 1 row' if count == 1 else f'are {count} rows'}; give one name per row."
+            f"{option} (or the example's labels.{key}) gives {counted(len(names), 'name')} but "
+            f"there {'is' if count == 1 else 'are'} {counted(count, 'row')}; give one name per row."
         )
     return tuple(names)
 

@@ -14,21 +14,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.errors import UserError
-from attn_cli.lesson_specs import LESSONS as _LESSONS
-from attn_cli.version import __version__
+from attn_cli import cards as _cards
+from attn_cli.errors import UserError as UserError
+from attn_cli.version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from attn_cli.model import Note, Step, Walkthrough
+    from attn_cli.model import Note as Note
+    from attn_cli.model import Step as Step
+    from attn_cli.model import Walkthrough as Walkthrough
 
 
-# The lesson functions (see attn_cli.api, one per name in _LESSONS) are resolved on first use.
-
-__all__ = ["Note", "Step", "UserError", "Walkthrough", "__version__", *_LESSONS]
+# The lesson functions (see attn_cli.api, one per card) are resolved on first use; so is
+# __all__, which reads every card.
+_EXPORTS = ("Note", "Step", "UserError", "Walkthrough", "__version__")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LESSONS:
+    if name == "__all__":
+        return [*_EXPORTS, *_cards.lesson_names()]
+    if _cards.is_lesson(name):
         from attn_cli.api import lesson_function
 
         function = lesson_function(name)
@@ -43,4 +47,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *_EXPORTS, *_cards.lesson_names()})

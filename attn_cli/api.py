@@ -11,8 +11,8 @@ every item; the walkthrough returned is item ``item=`` 's (default 0), and its `
 every item's. A problem with what was asked raises :class:`attn_cli.UserError` with the one-line
 message the command line prints.
 
-The functions are built from each lesson's declared inputs (its ``LESSON`` declaration's
-``inputs``), so the keyword names cannot drift from the command line's flags.
+The functions are built from each lesson's card (attn_cli.cards), as its command is, so the
+keyword names cannot drift from the command line's flags.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attn_cli.cards import card
 from attn_cli.errors import UserError
-from attn_cli.lesson_specs import LESSON_SIGNATURES
 from attn_cli.model import Walkthrough
 
 
@@ -48,11 +48,10 @@ def lesson_function(name: str) -> Callable[..., Walkthrough]:
 
 
 def _build(name: str) -> Callable[..., Walkthrough]:
-    from attn_cli.walkthroughs.base import get_lesson
-
-    call = LESSON_SIGNATURES[name]
-    specs = {spec.keyword: spec for spec in get_lesson(name).inputs}
-    batches = bool(specs)  # a lesson with matrix inputs takes a batch of them, and item=
+    call = card(name)
+    specs = {spec.keyword: spec for spec in call.inputs}
+    options = [option.name for option in call.options if option.lesson]
+    sizes = [size.name for size in call.sizes]
     order = [*call.positional, *(key for key in specs if key not in call.positional)]
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     keyword_only = inspect.Parameter.KEYWORD_ONLY
@@ -61,12 +60,12 @@ def _build(name: str) -> Callable[..., Walkthrough]:
         for key in order
     ]
     common: list[tuple[str, Any]] = [
-        *((option, None) for option in call.options),
-        *((size, None) for size in call.sizes),
+        *((option, None) for option in options),
+        *((size, None) for size in sizes),
         ("example", None),
-        *((("item", 0),) if batches else ()),
+        *((("item", 0),) if call.batches else ()),
         ("lesson", None),
-        *((("tokens", None),) if call.labels else ()),
+        *((("tokens", None),) if call.rows else ()),
         *((("seed", 0),) if call.seed else ()),
         ("backend", None),
         ("device", "cpu"),
@@ -86,14 +85,14 @@ def _build(name: str) -> Callable[..., Walkthrough]:
         bound.apply_defaults()
         given = bound.arguments
         labels = {}
-        if call.labels and given["tokens"] is not None:
-            labels[call.labels] = _names(given["tokens"])
+        if call.rows and given["tokens"] is not None:
+            labels[call.rows] = _names(given["tokens"])
         lesson_file = given["lesson"]
         request = RunRequest(
             lesson=name,
             inputs={spec.name: given[key] for key, spec in specs.items()},
-            options={option: _plain_option(given[option]) for option in call.options},
-            sizes={size: given[size] for size in call.sizes},
+            options={option: _plain_option(given[option]) for option in options},
+            sizes={size: given[size] for size in sizes},
             example=given["example"],
             item=given.get("item", 0),
             lesson_file=None if lesson_file is None else Path(lesson_file),

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from attn_cli import variants
 from attn_cli.errors import UserError
 
 T = TypeVar("T")
@@ -28,10 +29,10 @@ Array = Any
 # (tests/test_devices.py holds the two together; here, so that reading it needs no torch).
 MIN_TORCH = "2.1"
 
-BACKENDS = ("numpy", "torch")
-DEVICES = ("cpu", "cuda", "mps")
+BACKENDS = variants.BACKENDS
+DEVICES = variants.DEVICES
 NUMPY_DTYPES: dict[str, Any] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
-TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16")
+TORCH_DTYPES = variants.DTYPES
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 # Facts of each floating-point type: the gap between 1 and the next number (machine epsilon),
 # the largest finite number, and the largest n such that every integer up to n is exact.

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.cards import InputSpec, flag_of
 from attn_cli.errors import UserError
-from attn_cli.lesson_specs import InputSpec, flag_of
 from attn_cli.model import Note, Walkthrough
 
 # Each item is a whole walkthrough (about 10-20 KiB of steps and texts beyond its arrays, and

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attn_cli import slides
+from attn_cli.cards import lesson_names
 from attn_cli.lesson_files import (
     LessonFile,
     bundled_lesson_names,
@@ -18,7 +19,7 @@ from attn_cli.lesson_files import (
 )
 from attn_cli.runner import RunRequest, build, prepare
 from attn_cli.slides import Erratum
-from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
+from attn_cli.walkthroughs.base import get_lesson
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def check_bundled() -> list[FileCheck]:
     """Check every bundled lesson file (those of lessons not installed are skipped)."""
     results = []
     for name in bundled_lesson_names():
-        if name not in LESSON_MODULES:
+        if name not in lesson_names():
             path = bundled_lessons_dir() / f"{name}.toml"
             skipped = f"lesson {name!r} is not installed"
             results.append(FileCheck(path, name, skipped=skipped, bundled=True))

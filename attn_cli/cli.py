@@ -21,7 +21,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from attn_cli import __version__
+from attn_cli import __version__, cards
 from attn_cli.commands.common import print_error, user_errors
 from attn_cli.errors import UserError
 
@@ -32,60 +32,15 @@ except ImportError:  # older Typer runs on click itself
     from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
-# The commands, in the order `attn --help` lists them: each is the function of the same name in
-# attn_cli.commands.<name>, imported only when the command is built.
-COMMANDS: tuple[str, ...] = (
-    "scaled",
-    "bahdanau",
-    "selfattn",
-    "causal",
-    "multihead",
-    "posenc",
-    "variance",
-    "check",
-    "tour",
-    "flash",
-    "bench",
-    "window",
-    "graph",
-    "linear",
-    "kvcache",
-    "kinds",
-)
+# The commands besides the lessons, listed after them by `attn --help`: each is the function of
+# the same name in attn_cli.commands.<name>, imported only when the command is built. The lessons'
+# commands are made from their cards (attn_cli.cards), found where they lie.
+TOOLS: tuple[str, ...] = ("check", "tour", "bench", "kinds")
 
-# The last lines of each command's --help: two or three command lines to try (each one runs as
-# written; tests/test_help.py runs them). Kept under 76 characters so that none wraps at 80.
-EXAMPLES: dict[str, tuple[str, ...]] = {
-    "scaled": (
-        "attn scaled --example library",
-        'attn scaled --q "1,0;0,1" --k "1,1;2,0" --v "0.1,0.2;0.3,0.4"',
-        "attn scaled --n 512 --dk 64 --time --format json",
-    ),
-    "bahdanau": (
-        "attn bahdanau --example cat-slept --compare",
-        "attn bahdanau --n 4 --d 3 --seed 1",
-    ),
-    "selfattn": (
-        "attn selfattn --permute 2,0,1",
-        'attn selfattn --x "1,0;0,1;1,1" --tokens "the,cat,slept"',
-    ),
-    "causal": (
-        "attn causal",
-        "attn causal --fill zero",
-        "attn causal --n 4 --dk 8 --conventions",
-    ),
-    "multihead": (
-        "attn multihead",
-        "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
-    ),
-    "posenc": (
-        "attn posenc --example binary-counter",
-        "attn posenc --positions 16 --d-model 8 --layout split",
-    ),
-    "variance": (
-        "attn variance",
-        'attn variance --dk "4,64,512" --samples 500',
-    ),
+# The last lines of each tool's --help: two or three command lines to try (each one runs as
+# written; tests/test_help.py runs them). Kept under 76 characters so that none wraps at 80. A
+# lesson's are on its card.
+TOOL_EXAMPLES: dict[str, tuple[str, ...]] = {
     "check": (
         "attn check --all",
         "attn check my-slides.toml --format json",
@@ -94,41 +49,32 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn tour",
         "attn tour --only scaled,causal --no-pause",
     ),
-    "flash": (
-        "attn flash",
-        "attn flash --example causal-three",
-        "attn flash --n 8 --block 4 --causal",
-    ),
-    "window": (
-        "attn window",
-        "attn window --example global-first",
-        "attn window --n 16 --window 2 --causal --global 0",
-    ),
-    "graph": (
-        "attn graph",
-        "attn graph --example lonely-node",
-        'attn graph --h "1,0;0,1;1,1" --edges "0-1,1-2" --self-loops',
-    ),
     "bench": (
         "attn bench --sizes 128..1024 --impl naive,tiled-numpy",
         "attn bench --device cuda --causal --format csv > bench.csv",
         "attn bench --plot bench.png",
-    ),
-    "linear": (
-        "attn linear",
-        "attn linear --example causal-three",
-        "attn linear --n 6 --feature-map random --features 64",
-    ),
-    "kvcache": (
-        "attn kvcache",
-        "attn kvcache --n 6 --dk 4 --seed 2",
-        "attn kvcache --layers 32 --heads 32 --kv-heads 8 --d-head 128",
     ),
     "kinds": (
         "attn kinds",
         "attn kinds --format markdown",
     ),
 }
+
+
+def command_names() -> tuple[str, ...]:
+    """Every command, in the order `attn --help` lists them: the lessons, then the tools."""
+    return (*cards.lesson_names(), *TOOLS)
+
+
+def is_command(name: str) -> bool:
+    """Whether ``name`` is a command (without importing any card or command)."""
+    return name in TOOLS or cards.is_lesson(name)
+
+
+def examples(name: str) -> tuple[str, ...]:
+    """The command lines that end `attn NAME --help`."""
+    return TOOL_EXAMPLES[name] if name in TOOL_EXAMPLES else cards.card(name).examples
+
 
 # Said before the examples, where a command needs more than its help can hold. {docs} is the
 # folder of the docs attn carries (docs_folder): its real path in the help, "docs" in docs/cli.md.
@@ -141,7 +87,12 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 def command_function(name: str) -> Callable[..., None]:
-    """The function behind `attn NAME` (its module imported now)."""
+    """The function behind `attn NAME`: a tool's (its module imported now), or the command made
+    from a lesson's card."""
+    if name not in TOOLS:
+        from attn_cli.options import lesson_command
+
+        return lesson_command(cards.card(name))
     module = importlib.import_module(f"attn_cli.commands.{name}")
     function: Callable[..., None] = getattr(module, name)
     return function
@@ -163,7 +114,7 @@ def epilog(name: str) -> str:
     if name in SEE_ALSO:
         text += f"{escape(SEE_ALSO[name].format(docs=docs_folder()))}\n\n"
     text += "[b]Examples[/b]\n"
-    return text + "\n".join(f"  {escape(line)}" for line in EXAMPLES[name])
+    return text + "\n".join(f"  {escape(line)}" for line in examples(name))
 
 
 def reflowed(text: str) -> str:
@@ -274,8 +225,8 @@ def _one_line(error: UsageError, command: str) -> typer.Exit:
     return typer.Exit(code=UserError.exit_code)
 
 
-def make_app(names: tuple[str, ...] | list[str] = COMMANDS) -> typer.Typer:
-    """The Typer app with these commands (of COMMANDS), each turning a UserError into one line
+def make_app(names: tuple[str, ...] | list[str] | None = None) -> typer.Typer:
+    """The Typer app with these commands (default: every one), each turning a UserError into one line
     and exit 2, with `-h`, and its examples at the end of its help."""
     typer_app = typer.Typer(
         name="attn",
@@ -286,7 +237,7 @@ def make_app(names: tuple[str, ...] | list[str] = COMMANDS) -> typer.Typer:
         context_settings=CONTEXT_SETTINGS,
     )
     typer_app.callback()(root)
-    for name in names:
+    for name in command_names() if names is None else names:
         function = command_function(name)
         typer_app.command(
             name, cls=AttnCommand, help=reflowed(function.__doc__ or ""), epilog=epilog(name)
@@ -297,7 +248,7 @@ def make_app(names: tuple[str, ...] | list[str] = COMMANDS) -> typer.Typer:
 @functools.cache
 def full_app() -> typer.Typer:
     """The app with every command (built once, on first use)."""
-    return make_app(COMMANDS)
+    return make_app()
 
 
 def __getattr__(name: str) -> Any:
@@ -316,7 +267,7 @@ def main() -> None:
     frozen_before = gc.get_freeze_count()
     gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on
     try:
-        if chosen in COMMANDS and not completing:
+        if chosen is not None and is_command(chosen) and not completing:
             make_app((chosen,))(prog_name="attn")
         else:
             full_app()(prog_name="attn")

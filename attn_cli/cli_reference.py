@@ -15,7 +15,7 @@ import typer
 import typer.main
 from rich.text import Text
 
-from attn_cli.cli import COMMANDS, EXAMPLES, SEE_ALSO, full_app, reflowed
+from attn_cli.cli import SEE_ALSO, command_names, examples, full_app, reflowed
 
 REGENERATE = "python -m attn_cli.cli_reference > docs/cli.md"
 
@@ -65,7 +65,7 @@ def _command_section(name: str, command: Any, parent: typer.Context) -> list[str
         out += [f"**{panel}**", "", *_option_lines(params, ctx), ""]
     if name in SEE_ALSO:
         out += [SEE_ALSO[name].format(docs="docs").replace("\n", " "), ""]
-    out += ["Examples:", "", "```console", *(f"$ {line}" for line in EXAMPLES[name]), "```", ""]
+    out += ["Examples:", "", "```console", *(f"$ {line}" for line in examples(name)), "```", ""]
     return out
 
 
@@ -94,11 +94,11 @@ def reference() -> str:
         "",
         *(
             f"- [`attn {name}`](#attn-{name}): {_plain(group.commands[name].help or '').split(chr(10))[0]}"
-            for name in COMMANDS
+            for name in command_names()
         ),
         "",
     ]
-    for name in COMMANDS:
+    for name in command_names():
         out += _command_section(name, group.commands[name], ctx)
     return "\n".join(out).rstrip("\n") + "\n"
 

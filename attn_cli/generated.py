@@ -15,14 +15,15 @@ import json
 import sys
 from pathlib import Path
 
+from attn_cli.cards import lesson_names
 from attn_cli.lesson_schema import lesson_schema
 from attn_cli.lesson_texts import Texts, markdown, with_table
-from attn_cli.walkthroughs.base import LESSON_MODULES, Lesson, get_lesson
+from attn_cli.walkthroughs.base import Lesson, get_lesson
 
 
 def declarations() -> dict[str, Lesson]:
     """Every lesson's declaration, in the order the lessons are registered."""
-    return {name: get_lesson(name) for name in LESSON_MODULES}
+    return {name: get_lesson(name) for name in lesson_names()}
 
 
 def declared_texts() -> dict[str, Texts]:

@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attn_cli.cards import lesson_names
 from attn_cli.errors import UserError
 from attn_cli.lesson_format import check_keys
-from attn_cli.lesson_specs import LESSONS
 from attn_cli.lesson_texts import Texts, check_texts
 from attn_cli.matrices import as_matrix_or_batch
 from attn_cli.templates import template_fields
@@ -63,7 +63,7 @@ from attn_cli.usertext import printable
 if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
     from collections.abc import Callable
 
-    from attn_cli.lesson_specs import InputSpec
+    from attn_cli.cards import InputSpec
     from attn_cli.walkthroughs.base import Lesson
 
     # Lesson name -> its declaration (walkthroughs.base.get_lesson): the loader is told it.
@@ -250,8 +250,8 @@ _COMPLETED: dict[tuple[int, str | None], tuple[LessonFile, LessonFile]] = {}
 def _complete_own_lesson_file(
     own: LessonFile, path: Path, lesson: str | None, declarations: Declarations
 ) -> LessonFile:
-    if own.lesson not in LESSONS:
-        known = ", ".join(sorted(LESSONS))
+    if own.lesson not in lesson_names():
+        known = ", ".join(sorted(lesson_names()))
         raise UserError(
             f'{path}: lesson = "{own.lesson}" is not a lesson attn knows; set lesson to one of: '
             f"{known}."

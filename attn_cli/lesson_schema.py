@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from attn_cli.lesson_files import load_bundled
 from attn_cli.lesson_format import LESSON_FILE, ListOf, Node, Numbers, Setting, Table, Text
-from attn_cli.mechanisms.normalise import NORMALISERS
 
 if TYPE_CHECKING:  # the generator (attn_cli.generated) hands over the declarations
+    from attn_cli.cards import Option
     from attn_cli.walkthroughs.base import Lesson
 
 REGENERATE = "python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json"
@@ -69,27 +69,31 @@ def _table_schema(table: Table) -> dict[str, Any]:
     return schema
 
 
-# Options whose default does not tell their type (None, or one of a few words).
+# Options a lesson file writes otherwise than the command line (a list, not text).
 _POSITIVE_INT = {"type": "integer", "minimum": 1}
 _OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
     "valid_len": {"oneOf": [_POSITIVE_INT, {"type": "array", "items": _POSITIVE_INT}]},
-    "fill": {"enum": ["-inf", "zero"]},
     "dropout": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
     "query_block": _POSITIVE_INT,
-    "normalise": {"enum": list(NORMALISERS)},
 }
 
 
-def _option_schema(option: str, default: Any) -> dict[str, Any]:
-    if option in _OPTION_SCHEMAS:
-        return _OPTION_SCHEMAS[option]
-    if isinstance(default, bool):
-        return {"type": "boolean"}
-    if isinstance(default, int):
-        return {"type": "integer"}
-    if isinstance(default, float):
-        return {"type": "number"}
-    return {}
+def _option_schema(option: Option) -> dict[str, Any]:
+    """What a lesson file may give for an option: its card's choices, else its type."""
+    if option.name in _OPTION_SCHEMAS:
+        return _OPTION_SCHEMAS[option.name]
+    if option.choices:
+        return {"enum": list(option.choices)}
+    if isinstance(option.default, list):  # e.g. variance's widths: a list, or text
+        return {}
+    return _TYPES.get(option.type, {})
+
+
+_TYPES: dict[type, dict[str, Any]] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+}
 
 
 def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
@@ -97,7 +101,7 @@ def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
     inputs = [spec.name for spec in lesson.inputs]
     required = [spec.name for spec in lesson.inputs if spec.required]
     options: dict[str, Any] = {
-        option: _option_schema(option, default) for option, default in lesson.options.items()
+        option.name: _option_schema(option) for option in lesson.card.options if option.lesson
     }
     example: dict[str, Any] = {
         "properties": {

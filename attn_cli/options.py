@@ -7,11 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 
-from attn_cli.lesson_specs import INPUTS, InputSpec
+from attn_cli import variants
+from attn_cli.cards import Card, InputSpec, Option, Size
 from attn_cli.render import Format
 
 if TYPE_CHECKING:
@@ -23,22 +24,19 @@ OUTPUT_PANEL = "Output"
 BACKEND_PANEL = "Backend"
 
 
-class BackendName(StrEnum):
-    numpy = "numpy"
-    torch = "torch"
+def choice(name: str, values: tuple[str, ...]) -> type[StrEnum]:
+    """The choices of an option as the enum Typer offers them (values as given, in order)."""
+    return StrEnum(name, {value: value for value in values})  # type: ignore[return-value]
 
 
-class DeviceName(StrEnum):
-    cpu = "cpu"
-    cuda = "cuda"
-    mps = "mps"
-
-
-class DtypeName(StrEnum):
-    float64 = "float64"
-    float32 = "float32"
-    float16 = "float16"
-    bfloat16 = "bfloat16"
+if TYPE_CHECKING:  # a checker sees the choices as enum members: their .value is the text
+    BackendName: TypeAlias = StrEnum
+    DeviceName: TypeAlias = StrEnum
+    DtypeName: TypeAlias = StrEnum
+else:
+    BackendName = choice("BackendName", variants.BACKENDS)
+    DeviceName = choice("DeviceName", variants.DEVICES)
+    DtypeName = choice("DtypeName", variants.DTYPES)
 
 
 def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
@@ -59,11 +57,6 @@ def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str
         for example in lesson.examples
         if example.name.startswith(incomplete)
     ]
-
-
-def input_option(flag: str, help_text: str) -> object:
-    """An option in the Inputs panel: a matrix, or a lesson setting such as --positions."""
-    return typer.Option(flag, help=help_text, rich_help_panel=INPUT_PANEL, show_default=False)
 
 
 ExampleOpt = Annotated[
@@ -175,11 +168,6 @@ DtypeOpt = Annotated[
 ]
 
 
-def size_option(flag: str, help_text: str) -> object:
-    # No min=1 here: the runner checks sizes, so a bad one is our one-line error, not a usage box.
-    return typer.Option(flag, help=help_text, rich_help_panel=SIZE_PANEL, show_default=False)
-
-
 QuizOpt = Annotated[
     bool,
     typer.Option(
@@ -194,30 +182,6 @@ TokensOpt = Annotated[
     typer.Option(
         "--tokens",
         help='Names for the tokens (rows), e.g. "the,cat,slept".',
-        rich_help_panel=INPUT_PANEL,
-        show_default=False,
-    ),
-]
-ValidLenOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--valid-len",
-        help="Padding mask: keys at positions ≥ the valid length get no weight; one length for "
-        'every query row ("2") or one per row ("2,3,1"), as masked_softmax(valid_lens) or '
-        'key_padding_mask; with a batch, one per item separated by "|" ("2|3").',
-        rich_help_panel=INPUT_PANEL,
-        show_default=False,
-    ),
-]
-DropoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--dropout",
-        metavar="P",
-        help="Dropout on the weights, as in training: keep each with probability 1 − P, scale "
-        "the kept by 1/(1 − P); 0 ≤ P < 1. The mask is seeded by --seed: --backend torch draws "
-        "torch.manual_seed(seed) then nn.Dropout(P), exactly PyTorch's mask; numpy draws "
-        "np.random.default_rng(seed) (uniform < 1 − P keeps), a different mask.",
         rich_help_panel=INPUT_PANEL,
         show_default=False,
     ),
@@ -280,97 +244,128 @@ SHARED: dict[str, tuple[object, object]] = {
     "plot": (PlotOpt, None),
     "time": (TimeOpt, False),
     "backend": (BackendOpt, None),
-    "device": (DeviceOpt, DeviceName.cpu),
-    "dtype": (DtypeOpt, DtypeName.float64),
+    "device": (DeviceOpt, DeviceName("cpu")),
+    "dtype": (DtypeOpt, DtypeName("float64")),
 }
 
 
-# Each lesson command's parsed parameters (click's ``ctx.params``) to its request and shared
-# options, by lesson: filled as the command modules are imported (`attn tour` reads it).
-LESSON_REQUESTS: dict[str, Callable[..., tuple[RunRequest, SharedOptions]]] = {}
+def lesson_command(card: Card) -> Callable[..., None]:
+    """The Typer command of a lesson, made from its card.
 
-
-def lesson_command(
-    lesson: str,
-    *,
-    rows: str = "tokens",
-    seed: bool = True,
-    item: bool = True,
-    precision: int = 4,
-) -> Callable[[Callable[..., dict[str, Any] | None]], Callable[..., None]]:
-    """Make a lesson's command from the function declaring its own options.
-
-    The command takes, in this order: the lesson's inputs (from its InputSpecs), the function's
-    parameters (its lesson options in the Inputs panel, its random sizes in the sizes panel,
-    --tokens), then the shared options (without --seed or --item when told so; --seed says
-    it seeds --dropout too when the lesson has it). Its request maps each input's option to
-    the input's name, each lesson option and size to its own name, --tokens to the row labels
-    `rows`. The function is called with its own parameters and may return lesson options
-    converted from their text (e.g. a parsed --permute).
+    It takes, in this order: the lesson's inputs, its options (the Inputs panel), --tokens when
+    the lesson names rows, the sizes of random inputs, then the shared options (without --seed
+    or --item where the lesson draws nothing or takes no batch; --seed says it seeds --dropout
+    too where the lesson has it).
     """
+    params = [_keyword(spec.keyword, _input(spec), None) for spec in card.inputs]
+    params += [_keyword(option.name, *_option(option)) for option in _on_command_line(card)]
+    if card.rows:
+        params.append(_keyword("tokens", TokensOpt, None))
+    params += [_keyword(size.name, _size(size), None) for size in card.sizes]
+    params += [_keyword(name, *value) for name, value in shared_options(card).items()]
 
-    def declare(own: Callable[..., dict[str, Any] | None]) -> Callable[..., None]:
-        specs = INPUTS[lesson]
-        own_params = inspect.signature(own, eval_str=True).parameters.values()
-        sizes = [p.name for p in own_params if _panel(p.annotation) == SIZE_PANEL]
-        flags = {p.name for p in own_params if p.default is False}  # given or not: no "off"
-        options = [p.name for p in own_params if p.name not in sizes and p.name != "tokens"]
-        shared = {
-            name: value
-            for name, value in SHARED.items()
-            if (seed or name != "seed") and (item or name != "item")
-        }
-        if "dropout" in options:
-            shared["seed"] = (DropoutSeedOpt, 0)
-        shared["precision"] = (PrecisionOpt, precision)
-        params = [
-            _keyword(spec.keyword, Annotated[str | None, _input(spec)], None) for spec in specs
-        ]
-        params += [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own_params]
-        params += [_keyword(name, *value) for name, value in shared.items()]
+    def command(**given: Any) -> None:
+        from attn_cli.commands.common import run_lesson_command
 
-        def parse(**given: Any) -> tuple[RunRequest, SharedOptions]:
-            from attn_cli.runner import RunRequest
+        if card.before_run:
+            _before_run(card.before_run)(given)
+        run_lesson_command(*lesson_request(card, given))
 
-            converted = own(**{p.name: given[p.name] for p in own_params}) or {}
-            request = RunRequest(
-                lesson=lesson,
-                inputs={spec.name: given[spec.keyword] for spec in specs},
-                options={
-                    name: converted.get(name, _plain(given[name], name in flags))
-                    for name in options
-                },
-                sizes={name: given[name] for name in sizes},
-                labels=_labels(given.get("tokens"), rows),
-                example=given["example"],
-                item=given.get("item", 0),
-                lesson_file=given["lesson"],
-                seed=given.get("seed", 0),
-                backend=given["backend"],
-                device=given["device"],
-                dtype=given["dtype"],
-                time_steps=given["time"],
-            )
-            return request, SharedOptions(**{n: given[n] for n in shared})
+    command.__name__ = command.__qualname__ = card.name
+    command.__doc__ = card.summary + (f"\n\n{card.details}" if card.details else "")
+    command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
 
-        def command(**given: Any) -> None:
-            from attn_cli.commands.common import run_lesson_command
 
-            run_lesson_command(*parse(**given))
+def shared_options(card: Card) -> dict[str, tuple[object, object]]:
+    """The shared options a lesson's command takes: name -> (type, default)."""
+    shared = {
+        name: value
+        for name, value in SHARED.items()
+        if (card.seed or name != "seed") and (card.batches or name != "item")
+    }
+    if any(option.name == "dropout" for option in card.options):
+        shared["seed"] = (DropoutSeedOpt, 0)
+    shared["precision"] = (PrecisionOpt, card.precision)
+    return shared
 
-        LESSON_REQUESTS[lesson] = parse
-        command.__name__ = command.__qualname__ = own.__name__
-        command.__doc__ = own.__doc__
-        command.__module__ = own.__module__
-        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command
 
-    return declare
+def lesson_request(card: Card, given: dict[str, Any]) -> tuple[RunRequest, SharedOptions]:
+    """A lesson command's parsed parameters (click's ``ctx.params``) as the run it asks for and
+    the shared options that say how to show it."""
+    from attn_cli.runner import RunRequest
+
+    request = RunRequest(
+        lesson=card.name,
+        inputs={spec.name: given[spec.keyword] for spec in card.inputs},
+        options={
+            option.name: _plain(given[option.name], option)
+            for option in _on_command_line(card)
+            if option.lesson
+        },
+        sizes={size.name: given[size.name] for size in card.sizes},
+        labels=_labels(given.get("tokens"), card.rows),
+        example=given["example"],
+        item=given.get("item", 0),
+        lesson_file=given["lesson"],
+        seed=given.get("seed", 0),
+        backend=given["backend"],
+        device=given["device"],
+        dtype=given["dtype"],
+        time_steps=given["time"],
+    )
+    shared = SharedOptions(**{name: given[name] for name in shared_options(card)})
+    return request, shared
+
+
+def _on_command_line(card: Card) -> tuple[Option, ...]:
+    return tuple(option for option in card.options if option.command_line)
 
 
 def _input(spec: InputSpec) -> object:
-    return input_option(spec.option, spec.help)
+    option = typer.Option(
+        spec.option, help=spec.help, rich_help_panel=INPUT_PANEL, show_default=False
+    )
+    return Annotated[str | None, option]
+
+
+def _option(option: Option) -> tuple[object, object]:
+    """An option's parameter type (with its typer.Option) and default."""
+    if option.type is bool and not option.switch:  # a flag: given or not
+        flag = typer.Option(option.option, help=option.help_text, rich_help_panel=INPUT_PANEL)
+        return Annotated[bool, flag], False
+    name = option.option
+    if option.switch:
+        name = f"{name}/--no-{name.removeprefix('--')}"
+    kind: object = option.type
+    if option.choices:
+        kind = choice(option.name, option.choices)
+    parameter = typer.Option(
+        name,
+        help=option.help_text,
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+        min=option.minimum,
+        metavar=option.metavar,
+    )
+    return Annotated[kind | None, parameter], None  # type: ignore[operator]
+
+
+def _size(size: Size) -> object:
+    # No min=1 here: the runner checks sizes, so a bad one is our one-line error, not a usage box.
+    option = typer.Option(
+        size.option, help=size.help_text, rich_help_panel=SIZE_PANEL, show_default=False
+    )
+    return Annotated[int | None, option]
+
+
+def _before_run(target: str) -> Callable[[dict[str, Any]], None]:
+    import importlib
+
+    module, name = target.split(":")
+    function: Callable[[dict[str, Any]], None] = getattr(importlib.import_module(module), name)
+    return function
 
 
 def _keyword(name: str, annotation: object, default: object) -> inspect.Parameter:
@@ -379,22 +374,17 @@ def _keyword(name: str, annotation: object, default: object) -> inspect.Paramete
     )
 
 
-def _panel(annotation: object) -> str | None:
-    """The --help panel of an Annotated[..., typer.Option(...)] parameter."""
-    metadata = getattr(annotation, "__metadata__", ())
-    return next((getattr(meta, "rich_help_panel", None) for meta in metadata), None)
-
-
-def _plain(value: object, flag: bool) -> object:
-    """A lesson option as the lesson reads it: a choice as its text, a flag not given as None
-    (the example's or the lesson's default)."""
+def _plain(value: object, option: Option) -> object:
+    """An option as the lesson reads it: a choice as its text, a flag not given as None (the
+    example's or the lesson's default)."""
     if isinstance(value, StrEnum):
         return value.value
+    flag = option.type is bool and not option.switch
     return None if flag and not value else value
 
 
-def _labels(tokens: str | None, rows: str) -> dict[str, tuple[str, ...]]:
-    if tokens is None:
+def _labels(tokens: str | None, rows: str | None) -> dict[str, tuple[str, ...]]:
+    if tokens is None or rows is None:
         return {}
     from attn_cli.matrices import parse_names
 

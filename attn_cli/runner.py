@@ -11,6 +11,7 @@ import numpy as np
 from attn_cli import slides
 from attn_cli.backend import LARGEST, Backend, get_backend
 from attn_cli.batch import check_item, select_item, split_batch, split_options
+from attn_cli.cards import flag_of
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import (
     Example,
@@ -19,7 +20,6 @@ from attn_cli.lesson_files import (
     missing_input,
     own_lesson_file,
 )
-from attn_cli.lesson_specs import flag_of
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs.base import (
@@ -172,7 +172,7 @@ def _random_source(lesson: Lesson, given: Given) -> Source:
     if given.inputs:
         flags = ", ".join(lesson.flag(name) for name in given.inputs)
         raise UserError(f"give either sizes for random inputs or {flags}, not both.")
-    return Source(None, lesson.random_shapes(given.sizes))
+    return Source(None, lesson.random_shapes(lesson.card.with_size_defaults(given.sizes)))
 
 
 def _example_source(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:

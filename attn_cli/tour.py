@@ -155,12 +155,13 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
         if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
             raise KeyboardInterrupt
         return [[bench_renderable(result, fits)]]
-    from attn_cli.options import LESSON_REQUESTS
+    from attn_cli.cards import card
+    from attn_cli.options import lesson_request
     from attn_cli.render import RenderOptions
     from attn_cli.render.rich_render import walkthrough_sections
     from attn_cli.runner import compute
 
-    request, shared = LESSON_REQUESTS[stop.name](**params)
+    request, shared = lesson_request(card(stop.name), params)
     options = RenderOptions(precision=shared.precision, full=shared.full)
     return walkthrough_sections(compute(request), options)
 

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.lesson_specs import LESSONS
+from attn_cli.cards import lesson_names
 from tests.conftest import render_plain
+
+LESSONS = lesson_names()
 
 Q = [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0]]
 K = [[1.0, 1.0, 0.0], [0.0, 2.0, -1.0], [3.0, 0.0, 0.5], [-1.0, 0.5, 1.0]]
@@ -73,14 +75,16 @@ def test_file_inputs_work_as_on_the_command_line(tmp_path):
 
 
 def test_keywords_are_the_command_line_options(invoke):
-    """Each function takes exactly its command's options, less the ones that only print."""
-    import importlib
+    """Each function takes exactly its command's options, less the ones that only print (and
+    flash's --kernel, which prints the kernel), plus the settings only lesson files set."""
+    from attn_cli.cards import card
+    from attn_cli.cli import command_function
 
     for lesson in LESSONS:
-        function_of_command = getattr(
-            importlib.import_module(f"attn_cli.commands.{lesson}"), lesson
-        )
-        command = set(inspect.signature(function_of_command).parameters) - PRINTING_OPTIONS
+        options = card(lesson).options
+        command = set(inspect.signature(command_function(lesson)).parameters) - PRINTING_OPTIONS
+        command -= {option.name for option in options if not option.lesson}
+        command |= {option.name for option in options if not option.command_line}
         function = set(inspect.signature(getattr(attn, lesson)).parameters)
         assert function == command, lesson
 

@@ -109,7 +109,8 @@ def _sweep(impls: str, sizes: str, *extra: str) -> dict:
 
 
 @pytest.mark.slow
-def test_the_exponents_of_seed_002s_table_on_the_cpu():
+@pytest.mark.wallclock
+def test_the_exponents_of_the_lectures_complexity_table_on_the_cpu():
     """Window (w fixed) and linear attention (d fixed) grow as n¹ in time and memory; vanilla
     as n². One thread, medians of 5 runs, loose bounds on time, ±0.2 on memory. Load from other
     processes only adds time, so a time exponent outside its bounds is measured once more and

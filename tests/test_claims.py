@@ -29,16 +29,16 @@ import pytest
 from typer.testing import CliRunner
 
 from attn_cli.api import lesson_function
+from attn_cli.cards import card, lesson_names
 from attn_cli.cli import app
 from attn_cli.errors import UserError
-from attn_cli.lesson_specs import LESSON_SIGNATURES
 from attn_cli.lesson_texts import Texts
 from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs import base
-from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
+from attn_cli.walkthroughs.base import get_lesson
 from tests.test_lesson_texts import NEVER_MADE, runs
 
-LESSONS = sorted(LESSON_MODULES)
+LESSONS = sorted(lesson_names())
 
 # Degenerate forms of a random input: each maps (array, rng) to another array of its shape.
 TRANSFORMS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -118,7 +118,7 @@ def drawn_inputs(lesson: str) -> Iterator[tuple[str, dict[str, Any]]]:
         return
     declared = get_lesson(lesson)
     keyword = {spec.name: spec.keyword for spec in declared.inputs}
-    takes = LESSON_SIGNATURES[lesson].sizes
+    takes = [size.name for size in card(lesson).sizes]
     for (number, sizes), seed in itertools.product(enumerate(SIZE_SETS), (100, 200)):
         shapes = declared.random_shapes({name: sizes[name] for name in takes if name in sizes})
         drawn = declared.draw_random(shapes, seed + number)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from attn_cli import __version__
-from attn_cli.cli import COMMANDS, app, main
+from attn_cli.cli import app, command_names, main
 
 
 def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -23,7 +23,7 @@ def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
 def test_every_command_is_registered_in_help_order(invoke):
     from typer.main import get_command
 
-    assert list(get_command(app).commands) == list(COMMANDS)
+    assert list(get_command(app).commands) == list(command_names())
     assert invoke("--help").exit_code == 0
 
 

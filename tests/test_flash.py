@@ -155,7 +155,7 @@ def test_labels_from_a_lesson_file_name_the_blocks(invoke_json, tmp_path):
     ("sizes", "shapes"),
     [
         ({"dv": 2}, ((6, 4), (6, 4), (6, 2))),  # n = 6, m = n, d_k = 4
-        ({"m": 3}, ((3, 4), (3, 4), (3, 4))),
+        ({"m": 3}, ((3, 4), (6, 4), (6, 4))),  # n keeps its default
         ({"n": 5, "m": 2, "dv": 3}, ((2, 4), (5, 4), (5, 3))),
         ({"n": 7, "dk": 2}, ((7, 2), (7, 2), (7, 2))),
     ],

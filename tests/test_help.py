@@ -15,8 +15,10 @@ import typer.main
 from typer.core import TyperOption
 from typer.testing import CliRunner
 
-from attn_cli.cli import COMMANDS, EXAMPLES, app
+from attn_cli.cli import app, command_names, examples
 from attn_cli.cli_reference import REGENERATE, reference
+
+COMMANDS = command_names()
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = typer.main.get_command(app)
@@ -53,9 +55,9 @@ def test_help_at_80_columns(command):
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_help_ends_with_the_examples(name):
-    assert 2 <= len(EXAMPLES[name]) <= 3
+    assert 2 <= len(examples(name)) <= 3
     lines = [line.strip() for line in help_at_80(name, "--help").splitlines() if line.strip()]
-    assert lines[-len(EXAMPLES[name]) - 1 :] == ["Examples", *EXAMPLES[name]]
+    assert lines[-len(examples(name)) - 1 :] == ["Examples", *examples(name)]
 
 
 def test_check_help_describes_the_lesson_file_format():
@@ -89,7 +91,7 @@ def _runnable_examples() -> list[str]:
     return [
         line
         for name in COMMANDS
-        for line in EXAMPLES[name]
+        for line in examples(name)
         if not line.startswith(slow) or "--only" in line
     ]
 

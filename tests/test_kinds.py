@@ -10,7 +10,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from attn_cli.cli import COMMANDS
+from attn_cli.cli import is_command
 from attn_cli.kinds import COLUMNS, load_overview, overview_path
 from attn_cli.render.json_render import schema
 from tests.conftest import assert_user_error, data
@@ -39,7 +39,7 @@ def test_the_rows_are_the_slides():
 def test_each_rows_command_runs(invoke, line):
     words = shlex.split(line)
     assert words[0] == "attn"
-    if words[1] not in COMMANDS:
+    if not is_command(words[1]):
         pytest.skip(f"attn {words[1]} is not on this branch yet (being written alongside)")
     result = invoke(*words[1:])
     assert result.exit_code == 0, result.output
@@ -48,7 +48,7 @@ def test_each_rows_command_runs(invoke, line):
 
 def test_every_kind_has_a_command_that_exists_now():
     for row in load_overview().rows:
-        assert any(shlex.split(line)[1] in COMMANDS for line in row["commands"]), row["kind"]
+        assert any(is_command(shlex.split(line)[1]) for line in row["commands"]), row["kind"]
 
 
 def test_the_cross_attention_command_attends_m_queries_to_n_keys(invoke_json):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli import lesson_specs
+from attn_cli import cards
 from attn_cli.backend import get_backend
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import bundled_lessons_dir, load_bundled, own_lesson_file
@@ -24,14 +24,16 @@ from attn_cli.runner import (
     validate_inputs,
 )
 from attn_cli.walkthroughs import base
-from attn_cli.walkthroughs.base import LESSON_MODULES, Lesson, get_lesson
+from attn_cli.walkthroughs.base import Lesson, get_lesson
+
+LESSONS = cards.lesson_names()
 
 
-@pytest.mark.parametrize("name", sorted(LESSON_MODULES))
+@pytest.mark.parametrize("name", sorted(LESSONS))
 def test_every_lesson_is_declared_completely_and_consistently(name):
     lesson = get_lesson(name)
     assert isinstance(lesson, Lesson) and lesson.name == name
-    assert lesson.inputs is lesson_specs.INPUTS[name]  # the specs the command's flags come from
+    assert lesson.card is cards.card(name)  # the card the command and the API are made from
     names = [spec.name for spec in lesson.inputs]
     assert len(set(names)) == len(names)
     assert set(lesson.labels) <= set(LABEL_NAMES)
@@ -44,12 +46,12 @@ def test_every_lesson_is_declared_completely_and_consistently(name):
         assert lesson.flag(spec.name) == spec.option
 
 
-@pytest.mark.parametrize("name", sorted(LESSON_MODULES))
+@pytest.mark.parametrize("name", sorted(LESSONS))
 def test_random_inputs_follow_the_declaration(name):
     """The default random shapes name declared inputs; the draw has those shapes and passes
     the lesson's own validate with the default options; the estimate is a positive size."""
     lesson = get_lesson(name)
-    shapes = lesson.random_shapes({})
+    shapes = lesson.random_shapes(lesson.card.with_size_defaults({}))
     assert set(shapes) <= {spec.name for spec in lesson.inputs}
     inputs = draw_inputs(lesson, shapes, 0, dict(lesson.options))
     assert {key: value.shape for key, value in inputs.items()} == shapes
@@ -62,15 +64,22 @@ def test_every_bundled_file_passes_the_checks_a_lecturers_file_gets(path: Path):
 
 
 def test_an_unknown_lesson_names_the_known_ones():
-    known = ", ".join(sorted(LESSON_MODULES))
+    known = ", ".join(sorted(LESSONS))
     with pytest.raises(UserError) as error:
         get_lesson("scaeld")
     assert str(error.value) == f"unknown lesson 'scaeld'; choose one of: {known}."
 
 
 def test_a_module_declaring_another_lesson_is_refused(monkeypatch):
-    monkeypatch.setitem(LESSON_MODULES, "copy", LESSON_MODULES["scaled"])
-    with pytest.raises(TypeError, match=r"LESSON must be Lesson\('copy'"):
+    import sys
+
+    from attn_cli.walkthroughs import scaled
+
+    monkeypatch.setattr(base, "lesson_names", lambda: (*LESSONS, "copy"))
+    monkeypatch.setitem(sys.modules, "attn_cli.walkthroughs.copy", scaled)
+    with pytest.raises(
+        TypeError, match=r"LESSON must be Lesson\(CARD, ...\) with the card of 'copy'"
+    ):
         get_lesson("copy")
 
 
@@ -192,11 +201,7 @@ def test_a_drawn_input_the_lesson_refuses_is_a_user_error():
 
 
 def test_one_list_of_lessons():
-    """The package's lesson functions, the Python API and the lesson registry list the same
-    lessons as lesson_specs, in its order."""
+    """The package's lesson functions are the cards, in the cards' order."""
     import attn_cli
-    from attn_cli.lesson_specs import LESSON_SIGNATURES, LESSONS
-    from attn_cli.walkthroughs.base import LESSON_MODULES
 
-    assert tuple(LESSON_SIGNATURES) == LESSONS == tuple(LESSON_MODULES)
     assert [name for name in attn_cli.__all__ if name in LESSONS] == list(LESSONS)

@@ -13,10 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from attn_cli.cards import lesson_names
 from attn_cli.lesson_files import bundled_lessons_dir, load_lesson_file
 from attn_cli.lesson_format import LABEL_NAMES
 from attn_cli.options import complete_example
-from attn_cli.walkthroughs.base import LESSON_MODULES, get_lesson
+from attn_cli.walkthroughs.base import get_lesson
 from tests.conftest import assert_user_error
 
 ONE_EXAMPLE = """\
@@ -153,7 +154,7 @@ def test_a_label_the_lesson_does_not_read_is_an_error(invoke, tmp_path):
 
 
 def test_the_formats_label_names_are_every_lessons_labels():
-    read = {name for lesson in LESSON_MODULES for name in get_lesson(lesson).labels}
+    read = {name for lesson in lesson_names() for name in get_lesson(lesson).labels}
     assert read == set(LABEL_NAMES)
 
 

@@ -15,16 +15,17 @@ import numpy as np
 import pytest
 
 from attn_cli import lesson_files
+from attn_cli.cards import lesson_names
 from attn_cli.errors import UserError
 from attn_cli.generated import declared_texts
 from attn_cli.lesson_files import load_bundled, load_lesson_file
 from attn_cli.lesson_texts import BEGIN, END, Texts, check_texts, markdown
 from attn_cli.runner import RunRequest, prepare
 from attn_cli.templates import template_fields
-from attn_cli.walkthroughs.base import LESSON_MODULES, Grid, StepRecorder, get_lesson
+from attn_cli.walkthroughs.base import Grid, StepRecorder, get_lesson
 from tests.conftest import assert_user_error
 
-LESSONS = sorted(LESSON_MODULES)
+LESSONS = sorted(lesson_names())
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lesson-files.md"
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
+from attn_cli.cards import card
 from attn_cli.check import check_bundled
-from attn_cli.commands.scaled import Normaliser
 from attn_cli.errors import UserError
 from attn_cli.mechanisms.normalise import NORMALISERS
 from tests.conftest import assert_user_error, data, random_qkv
@@ -50,7 +50,8 @@ def steps_of(doc: dict) -> dict[str, dict]:
 
 
 def test_the_command_choices_are_the_mechanisms():
-    assert [choice.value for choice in Normaliser] == list(NORMALISERS)
+    (normalise,) = [option for option in card("scaled").options if option.name == "normalise"]
+    assert normalise.choices == tuple(NORMALISERS)
 
 
 def test_library_sparsemax_by_hand(invoke_json):

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.lesson_specs import LESSONS
+from attn_cli.cards import lesson_names
 from tests.conftest import softmax_rows
+
+LESSONS = lesson_names()
 
 # A kernel in a subprocess: slow. One xdist group, so that the module-scoped notebook run
 # happens once (on one worker) rather than once on each worker that gets one of its tests.

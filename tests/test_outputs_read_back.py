@@ -92,7 +92,9 @@ def walkthrough(case: Case) -> Walkthrough:
 
 
 def test_every_lesson_has_examples_and_sizes():
-    from attn_cli.lesson_specs import LESSONS as DECLARED
+    from attn_cli.cards import lesson_names
+
+    DECLARED = lesson_names()
 
     assert sorted(LESSONS) == sorted(DECLARED)  # every lesson declared is read back here
     for lesson in LESSONS:

@@ -7,10 +7,12 @@ import pytest
 
 from attn_cli import terminal
 from attn_cli.api import lesson_function
-from attn_cli.lesson_specs import LESSONS
+from attn_cli.cards import lesson_names
 from attn_cli.quiz import mark, parse_answer, questions
 from attn_cli.rounding import parse_rounded
 from tests.conftest import assert_user_error
+
+LESSONS = lesson_names()
 
 # The default example two-tokens, computed here: Q = I, K = [[1,1],[2,0]], V = [[.1,.2],[.3,.4]].
 Q = np.eye(2)

@@ -21,8 +21,8 @@ import pytest
 from rich.console import Console
 
 import attn_cli as attn
+from attn_cli.cards import lesson_names
 from attn_cli.lesson_files import load_bundled
-from attn_cli.lesson_specs import LESSONS
 from attn_cli.model import InputValue, Step, Walkthrough
 from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import RenderOptions
@@ -38,6 +38,8 @@ from attn_cli.render.rich_render import (
 )
 from attn_cli.walkthroughs.flash import MAX_BLOCKS
 from tests.conftest import render_plain
+
+LESSONS = lesson_names()
 
 WIDTHS = (60, 80, 120)
 SIZES = (2, 11, 40)

@@ -32,11 +32,12 @@ def test_the_tour_follows_the_lecture_order():
 
 def test_the_bahdanau_stop_scores_several_encoder_states():
     # Issue 22 (14): the default has one encoder state, whose softmax weight is trivially 1.
-    from attn_cli.options import LESSON_REQUESTS
+    from attn_cli.cards import card
+    from attn_cli.options import lesson_request
     from attn_cli.runner import compute
 
     stop = TOUR[position("bahdanau")]
-    request, _ = LESSON_REQUESTS["bahdanau"](**tour.parsed(stop))
+    request, _ = lesson_request(card("bahdanau"), tour.parsed(stop))
     walkthrough = compute(request)
     weights = walkthrough.step("weights")
     assert weights.shape[-1] == 3

@@ -75,9 +75,7 @@ COMPLEXITY_SOURCE = "the lecture note 'Attention is all you need', section Compl
 COMPLEXITY_TABLE = {
     "vanilla": TableRow("Vanilla", "O(n²d)", "O(n²)", "the baseline", (2, 2), 1),
     "flash": TableRow("FlashAttention", "O(n²d)", "O(n)", "tiling + recomputation", (2, 1), 1),
-    "linear": TableRow(
-        "Linear attention", "O(nd²)", "O(nd)", "approximation, weaker", (1, 1), 2
-    ),
+    "linear": TableRow("Linear attention", "O(nd²)", "O(nd)", "approximation, weaker", (1, 1), 2),
     "window": TableRow(
         "Sliding window", "O(nwd)", "O(nw)", "local only; common with global", (1, 1), 1
     ),
@@ -155,7 +153,9 @@ def table_verdict(impl: str, fit: Fit, variable: str = "n") -> str | None:
 
 
 def _power(variable: str, exponent: int) -> str:
-    return variable if exponent == 1 else f"{variable}{'²' if exponent == 2 else '^' + str(exponent)}"
+    return (
+        variable if exponent == 1 else f"{variable}{'²' if exponent == 2 else '^' + str(exponent)}"
+    )
 
 
 def _judged(what: str, measured: float, expected: int, variable: str) -> str:

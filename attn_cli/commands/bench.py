@@ -35,7 +35,7 @@ def bench(
     device: Annotated[
         DeviceName,
         typer.Option("--device", help="cpu, cuda or mps.", rich_help_panel=RUN_PANEL),
-    ] = DeviceName.cpu,
+    ] = DeviceName("cpu"),
     sizes: Annotated[
         str | None,
         typer.Option(

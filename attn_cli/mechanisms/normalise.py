@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attn_cli import variants
 from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms.attention import softmax
 
@@ -84,9 +85,7 @@ def hardmax(s: Array) -> Array:
         return hits / xp.sum(hits, axis=-1, keepdims=True)  # (m, n)
 
 
-NORMALISERS: dict[str, Callable[[Array], Array]] = {
-    "softmax": softmax,
-    "sparsemax": sparsemax,
-    "sigmoid": sigmoid_normalise,
-    "hardmax": hardmax,
-}
+# Each normaliser by its name (attn_cli.variants lists the names, for the command line's choices).
+NORMALISERS: dict[str, Callable[[Array], Array]] = dict(
+    zip(variants.NORMALISERS, (softmax, sparsemax, sigmoid_normalise, hardmax), strict=True)
+)

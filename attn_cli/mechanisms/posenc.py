@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from attn_cli import variants
 from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
 
 Layout = Literal["interleaved", "split"]
-LAYOUTS: tuple[Layout, ...] = ("interleaved", "split")
+LAYOUTS: tuple[str, ...] = variants.LAYOUTS  # interleaved (the paper's) first: the default
 
 
 def frequencies(pairs: Array, d_model: int, base: float) -> Array:

@@ -322,4 +322,3 @@ FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "linear": linear_figure,
     "kvcache": kvcache_figure,
 }
-

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
 from attn_cli.backend import Array
+from attn_cli.cards.bahdanau import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
@@ -18,9 +18,7 @@ from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
 from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, row_names
 
-INPUTS = lesson_specs.BAHDANAU
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
-OPTIONS: dict[str, Any] = {"compare": None, "dropout": None}
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
 _SATURATION = 2.0
 _DECODER = ("s_t",)
@@ -85,8 +83,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """n encoder states of width d (default 6 and 8), a decoder state of width d, d_a = d."""
-    n, d = sizes.get("n") or 6, sizes.get("d") or 8
+    """n encoder states of width d, a decoder state of width d, d_a = d unless given."""
+    n, d = sizes["n"], sizes["d"]
     d_a = sizes.get("da") or d
     return {"s_t": (d,), "H": (n, d), "W1": (d_a, d), "W2": (d_a, d), "v": (d_a,)}
 
@@ -146,18 +144,21 @@ def build(run: LessonRun) -> Walkthrough:
         notes.append(record.note("single_state"))
     shown = [
         InputValue(
-            "s_t", run.inputs["s_t"], row_labels=_DECODER, description=INPUTS[0].description
+            "s_t", run.inputs["s_t"], row_labels=_DECODER, description=CARD.inputs[0].description
         ),
-        InputValue("H", run.inputs["H"], row_labels=states, description=INPUTS[1].description),
+        InputValue("H", run.inputs["H"], row_labels=states, description=CARD.inputs[1].description),
         *(
             InputValue(spec.name, run.inputs[spec.name], description=spec.description)
-            for spec in INPUTS[2:5]
+            for spec in CARD.inputs[2:5]
         ),
     ]
     if given_values:
         shown.append(
             InputValue(
-                "values", run.inputs["values"], row_labels=states, description=INPUTS[6].description
+                "values",
+                run.inputs["values"],
+                row_labels=states,
+                description=CARD.inputs[6].description,
             )
         )
     compare = compares(run.inputs, run.options)
@@ -166,7 +167,7 @@ def build(run: LessonRun) -> Walkthrough:
         if wa is None:
             wa = np.eye(d_s, d_h)
             notes.append(record.note("wa_identity", d_s=d_s, d_h=d_h))
-        shown.append(InputValue("W_a", wa, description=INPUTS[5].description))
+        shown.append(InputValue("W_a", wa, description=CARD.inputs[5].description))
         # The scores are compared as scores: with the weights and context before dropout.
         before = output if p is None else attn.weighted_sum(weights, values)
         if p is not None:
@@ -345,9 +346,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="bahdanau",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("states",),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

@@ -10,25 +10,20 @@ lesson through :func:`get_lesson`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 import numpy as np
 
 from attn_cli.backend import Array, Backend
+from attn_cli.cards import Card, InputSpec, lesson_names, precision_of
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import Example, LessonFile
-from attn_cli.lesson_specs import LESSONS, default_precision
-from attn_cli.lesson_specs import InputSpec as InputSpec  # declared where the CLI reads it
 from attn_cli.lesson_texts import Texts as Texts  # declared where the loader reads it
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
 from attn_cli.templates import fill
-
-# Lesson name -> module computing it (and declaring it as LESSON). The CLI commands and the
-# generic tools read this.
-LESSON_MODULES: dict[str, str] = {name: f"attn_cli.walkthroughs.{name}" for name in LESSONS}
 
 Inputs = dict[str, np.ndarray]
 Shapes = dict[str, tuple[int, ...]]
@@ -44,9 +39,7 @@ def draw_standard_normal(shapes: Shapes, seed: int) -> Inputs:
 class Lesson:
     """A lesson, declared once at the bottom of its module: ``LESSON = Lesson(...)``."""
 
-    name: str  # the command and the lesson files' lesson = "..."
-    inputs: tuple[InputSpec, ...]  # in order (lesson_specs, from which the flags are made)
-    options: Mapping[str, Any]  # every option and its default, e.g. {"scale": True}
+    card: Card  # its name, inputs, options and their defaults (attn_cli/cards/<name>.py)
     labels: tuple[str, ...]  # the example labels (lesson files' labels = {...}) it reads
     # Raise UserError for inputs (each 2-D, one batch item) and options that do not fit.
     validate: Callable[[Inputs, dict[str, Any]], None]
@@ -63,9 +56,22 @@ class Lesson:
     example_overrides: frozenset[str] = frozenset()
     memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
 
+    @property
+    def name(self) -> str:
+        return self.card.name
+
+    @property
+    def inputs(self) -> tuple[InputSpec, ...]:
+        return self.card.inputs
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """Every option and its default, e.g. {"scale": True}."""
+        return self.card.defaults
+
     def flag(self, name: str) -> str:
         """The command-line flag of input ``name`` ("--q" for "Q")."""
-        return option_of(self.inputs, name)
+        return self.card.flag(name)
 
     def options_with(self, *layers: Mapping[str, Any]) -> dict[str, Any]:
         """The defaults with each layer (an example's options, then the user's) on top."""
@@ -77,18 +83,14 @@ class Lesson:
 
 def get_lesson(name: str) -> Lesson:
     """Lesson ``name``'s declaration (its module imported now); a UserError lists the names."""
-    if name not in LESSON_MODULES:
-        known = ", ".join(sorted(LESSON_MODULES))
+    if name not in lesson_names():
+        known = ", ".join(sorted(lesson_names()))
         raise UserError(f"unknown lesson {name!r}; choose one of: {known}.")
-    declared = importlib.import_module(LESSON_MODULES[name]).LESSON
+    module = f"attn_cli.walkthroughs.{name}"
+    declared = importlib.import_module(module).LESSON
     if not isinstance(declared, Lesson) or declared.name != name:
-        raise TypeError(f"{LESSON_MODULES[name]}.LESSON must be Lesson({name!r}, ...)")
+        raise TypeError(f"{module}.LESSON must be Lesson(CARD, ...) with the card of {name!r}")
     return declared
-
-
-def option_of(inputs: Sequence[InputSpec], name: str) -> str:
-    """The command-line flag of input ``name`` ("--q" for "Q"); the name when none has it."""
-    return next((spec.option for spec in inputs if spec.name == name), name)
 
 
 @dataclass
@@ -183,7 +185,7 @@ class StepRecorder:
                 title_template=words.title,
                 explanation_template=words.explanation,
                 context=dict(grid.context),
-                precision=default_precision(self.run.lesson.lesson),  # renderers: --precision
+                precision=precision_of(self.run.lesson.lesson),  # renderers: --precision
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,
@@ -307,7 +309,7 @@ class StepRecorder:
             output=self.to_numpy(output),
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
-            precision=default_precision(run.lesson.lesson),
+            precision=precision_of(run.lesson.lesson),
         )
         return keep_true_claims(drafted, get_lesson(run.lesson.lesson).texts)
 

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
+from attn_cli import variants
 from attn_cli.backend import EPSILON
+from attn_cli.cards.causal import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
@@ -31,19 +32,10 @@ from attn_cli.walkthroughs.base import (
     StepRecorder,
     Texts,
     on_an_example,
-    option_of,
     row_names,
 )
 
-INPUTS = lesson_specs.CAUSAL
-OPTIONS: dict[str, Any] = {
-    "scale": True,
-    "fill": "-inf",
-    "conventions": False,
-    "valid_len": None,
-    "dropout": None,
-}
-FILLS = ("-inf", "zero")
+FILLS = variants.FILLS
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 # The finite fill of the last fix: large enough that exp() underflows to 0 in float32/64.
 FINITE_FILL = -1e9
@@ -103,7 +95,7 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
     weights = [name for name in WEIGHT_NAMES if name in inputs]
     if weights and "X" not in inputs:
         raise UserError(
-            f"{option_of(INPUTS, weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
+            f"{CARD.flag(weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
         )
     sources = [
         flag
@@ -140,8 +132,7 @@ def _check_values(inputs: dict[str, np.ndarray], n: int, what: str) -> None:
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     """Scores (n × n) by default; Q, K, V (n × d_k) when --dk is given."""
-    n = sizes.get("n") or 5
-    d_k = sizes.get("dk")
+    n, d_k = sizes["n"], sizes.get("dk")
     if d_k:
         return {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_k)}
     return {"S": (n, n)}
@@ -390,7 +381,7 @@ def _padding(record: StepRecorder, logits: Any, blocked: Any, grid: Grid) -> Non
 def _labelled_inputs(
     run: LessonRun, inputs: dict[str, np.ndarray], tokens: tuple[str, ...]
 ) -> tuple[InputValue, ...]:
-    descriptions = {spec.name: spec.description for spec in INPUTS}
+    descriptions = {spec.name: spec.description for spec in CARD.inputs}
     items = []
     for name, value in inputs.items():
         is_weight = name in WEIGHT_NAMES
@@ -466,9 +457,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="causal",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("tokens",),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.backend import EPSILON, namespace_of
+from attn_cli.cards.flash import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
@@ -32,15 +33,7 @@ from attn_cli.walkthroughs.base import (
     whole_at_least,
 )
 
-INPUTS = scaled.INPUTS  # Q, K, V: the same inputs and checks as attn scaled
-OPTIONS: dict[str, Any] = {
-    "scale": True,
-    "block": 2,
-    "causal": False,
-    "query_block": None,
-    "sram": 228,  # KiB on chip: the shared memory of one H100 streaming multiprocessor
-}
-DEFAULT_SRAM_KIB = 228
+DEFAULT_SRAM_KIB = CARD.defaults["sram"]  # KiB: one H100 streaming multiprocessor's
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.
 MAX_BLOCKS = 16
 # With --query-block, every query tile visits the key blocks: at most this many visits.
@@ -78,9 +71,9 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """attn scaled's shapes with smaller defaults, so that every block stays readable: n = 6
-    (or m when only m is given) and d_k = 4."""
-    return scaled.random_shapes({"n": sizes.get("m") or 6, "dk": 4, **sizes})
+    """attn scaled's shapes, with the card's smaller defaults, so that every block stays
+    readable."""
+    return scaled.random_shapes(sizes)
 
 
 def estimate_bytes(
@@ -460,9 +453,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="flash",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("queries", "keys"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

@@ -17,17 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
 from attn_cli.backend import namespace_of
+from attn_cli.cards.graph import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local, masks
 from attn_cli.model import InputValue, Walkthrough
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, option_of
+from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts
 from attn_cli.walkthroughs.window import names
 
-INPUTS = lesson_specs.GRAPH
-OPTIONS: dict[str, Any] = {"edges": None, "self_loops": False, "directed": False}
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 # (N × N) matrices alive at once: adjacency, scores, M, masked, softmax parts, weights.
 _SCORE_MATRICES = 10
@@ -42,7 +40,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     for name in WEIGHT_NAMES:
         if name in inputs and inputs[name].shape[1] != d:
             raise UserError(
-                f"{option_of(INPUTS, name)} is {_size(inputs[name])} but the features are "
+                f"{CARD.flag(name)} is {_size(inputs[name])} but the features are "
                 f"{d} wide: W is d_k × d (q_i = W_Q h_i), so it needs {d} columns."
             )
     if "W_Q" in inputs and "W_K" in inputs and inputs["W_Q"].shape[0] != inputs["W_K"].shape[0]:
@@ -54,8 +52,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         other = "W_K" if name == "W_Q" else "W_Q"
         if name in inputs and other not in inputs and inputs[name].shape[0] != d:
             raise UserError(
-                f"{option_of(INPUTS, name)} gives d_k = {inputs[name].shape[0]} but "
-                f"{option_of(INPUTS, other)} is the identity (d_k = d = {d}); give both."
+                f"{CARD.flag(name)} gives d_k = {inputs[name].shape[0]} but "
+                f"{CARD.flag(other)} is the identity (d_k = d = {d}); give both."
             )
     if "A" in inputs:
         if options.get("edges"):
@@ -99,8 +97,8 @@ def _size(array: np.ndarray) -> str:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Features H (n × d), n = 5 and d = 3 by default; with --dk, W_Q, W_K, W_V (d_k × d)."""
-    n, d = sizes.get("n") or 5, sizes.get("d") or 3
+    """Features H (n × d); with --dk, W_Q, W_K, W_V (d_k × d)."""
+    n, d = sizes["n"], sizes["d"]
     shapes: dict[str, tuple[int, ...]] = {"H": (n, d)}
     if sizes.get("dk"):
         shapes.update({name: (sizes["dk"], d) for name in WEIGHT_NAMES})
@@ -230,7 +228,7 @@ def _labelled_inputs(run: LessonRun, nodes: tuple[str, ...]) -> tuple[InputValue
             row_labels=nodes if spec.name in ("H", "A") else None,
             description=spec.description,
         )
-        for spec in INPUTS
+        for spec in CARD.inputs
         if spec.name in run.inputs
     )
 
@@ -261,9 +259,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="graph",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("tokens",),
     validate=validate,
     random_shapes=random_shapes,

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
+from attn_cli import variants
 from attn_cli.backend import ITEMSIZE
+from attn_cli.cards.kvcache import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import kvcache, masks
@@ -33,17 +34,9 @@ from attn_cli.walkthroughs.base import (
     whole_at_least,
 )
 
-INPUTS = lesson_specs.SCALED  # Q, K, V of one sequence: row t is token t's query, key, value
 # The cache's size is asked of a model like Llama 3 8B: 32 layers, 32 query heads sharing 8 K/V
 # heads of width 128, in float16. kv_heads None: a quarter of the heads where 4 divides them.
-OPTIONS: dict[str, Any] = {
-    "layers": 32,
-    "heads": 32,
-    "kv_heads": None,
-    "d_head": 128,
-    "cache_dtype": "float16",
-}
-CACHE_DTYPES = tuple(ITEMSIZE)
+CACHE_DTYPES = variants.DTYPES
 # Every token is one step; more than this is no longer a walkthrough.
 MAX_TOKENS = 32
 # The work and bytes are also given at this length.
@@ -66,7 +59,7 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
             f"{n} tokens make {n} generation steps; use at most {MAX_TOKENS} (--n {MAX_TOKENS})."
         )
     for name in ("layers", "heads", "kv_heads", "d_head"):
-        value = options.get(name, OPTIONS[name])
+        value = options.get(name, CARD.defaults[name])
         if name == "kv_heads" and value is None:
             continue
         whole_at_least(value, "--" + name.replace("_", "-"))
@@ -90,8 +83,8 @@ def _kv_heads(options: dict[str, Any]) -> int:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Q, K, V (n × d_k, d_v) of one sequence: n = 5 and d_k = 4 by default."""
-    n, d_k = sizes.get("n") or 5, sizes.get("dk") or 4
+    """Q, K, V (n × d_k, d_v) of one sequence."""
+    n, d_k = sizes["n"], sizes["dk"]
     d_v = sizes.get("dv") or d_k
     return {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_v)}
 
@@ -389,9 +382,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="kvcache",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("queries", "keys"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
+from attn_cli import variants
 from attn_cli.backend import namespace_of
+from attn_cli.cards.linear import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear, masks
@@ -33,14 +34,7 @@ from attn_cli.walkthroughs.base import (
     whole_at_least,
 )
 
-INPUTS = lesson_specs.SCALED  # Q, K, V: the same inputs and checks as attn scaled
-FEATURE_MAPS = ("elu", "random")
-OPTIONS: dict[str, Any] = {
-    "feature_map": "elu",
-    "features": 16,  # r, for the random features (elu + 1 keeps r = d_k)
-    "feature_seed": 0,
-    "causal": False,
-}
+FEATURE_MAPS = variants.FEATURE_MAPS
 # The FLOP table also counts the two orders at this length, where n² has long taken over.
 LONG_N = 4096
 # (m × n) matrices alive at once: φ(Q)φ(K)ᵀ, its weights, scores, softmax parts and weights.
@@ -63,9 +57,9 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """attn scaled's shapes with smaller defaults, so that φ(Q) and φ(K)ᵀV stay readable: n = 6
-    (or m when only m is given) and d_k = 4."""
-    return scaled.random_shapes({"n": sizes.get("m") or 6, "dk": 4, **sizes})
+    """attn scaled's shapes, with the card's smaller defaults, so that φ(Q) and φ(K)ᵀV stay
+    readable."""
+    return scaled.random_shapes(sizes)
 
 
 def _width(d_k: int, options: dict[str, Any]) -> int:
@@ -403,9 +397,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="linear",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("queries", "keys"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
 from attn_cli.backend import namespace_of
+from attn_cli.cards.multihead import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
@@ -30,19 +30,10 @@ from attn_cli.walkthroughs.base import (
     StepRecorder,
     Texts,
     counted,
-    option_of,
     row_names,
     whole_at_least,
 )
 
-INPUTS = lesson_specs.MULTIHEAD
-OPTIONS: dict[str, Any] = {
-    "heads": 2,
-    "causal": False,
-    "valid_len": None,
-    "bias": False,
-    "dropout": None,
-}
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 PROJECTIONS = ("W_Q", "W_K", "W_V")
 BIAS_OF = {"W_Q": "b_Q", "W_K": "b_K", "W_V": "b_V", "W_O": "b_O"}
@@ -62,11 +53,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
         first = (given + biases)[:1]
-        needs = f"{option_of(INPUTS, first[0])} needs --x" if first else "X is missing; give --x"
+        needs = f"{CARD.flag(first[0])} needs --x" if first else "X is missing; give --x"
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
-        flags = ", ".join(option_of(INPUTS, name) for name in biases)
+        flags = ", ".join(CARD.flag(name) for name in biases)
         raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
     d_in = inputs["X"].shape[1]
     d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
@@ -80,7 +71,7 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
     """W_Q, W_K, W_V together or not at all (then drawn); W_O only with them, and optional."""
     projections = [name for name in PROJECTIONS if name in given]
     if projections and len(projections) < len(PROJECTIONS):
-        missing = ", ".join(option_of(INPUTS, name) for name in PROJECTIONS if name not in given)
+        missing = ", ".join(CARD.flag(name) for name in PROJECTIONS if name not in given)
         raise UserError(
             f"missing {missing}: give W_Q, W_K and W_V together (--wq, --wk, --wv; --wo is "
             "optional) or none of them (then all four weights are drawn from --seed)."
@@ -102,7 +93,7 @@ def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: i
         if name in inputs and inputs[name].shape != (d_in, d_out):
             rows, cols = inputs[name].shape
             raise UserError(
-                f"{option_of(INPUTS, name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
+                f"{CARD.flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
                 "like W_Q (W_Q, W_K and W_V share their shape)."
             )
     if d_out % heads:
@@ -133,7 +124,7 @@ def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
         if got != expected:
             where = "W_O's columns" if weight == "W_O" else "d_out, the columns of W_Q, W_K, W_V"
             raise UserError(
-                f"{option_of(INPUTS, bias)} has {got} entries but must have {expected} ({where}): one per "
+                f"{CARD.flag(bias)} has {got} entries but must have {expected} ({where}): one per "
                 f"output column of {weight}."
             )
 
@@ -144,9 +135,9 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     --d-model sets d_in and d_out together (the transformer paper's square weights); --d-in and
     --d-out set one each. draw_random() draws them (the weights scaled, from their own stream).
     """
-    n = sizes.get("n") or 6
-    d_in = sizes.get("d_in") or sizes.get("d_model") or 8
-    d_out = sizes.get("d_out") or sizes.get("d_model") or d_in
+    n, d_model = sizes["n"], sizes["d_model"]
+    d_in = sizes.get("d_in") or d_model
+    d_out = sizes.get("d_out") or d_in
     square = (d_in, d_out)
     return {
         "X": (n, d_in),
@@ -580,7 +571,7 @@ def _labelled_inputs(
 ) -> tuple[InputValue, ...]:
     """X and every weight and bias used; W_Q, W_K, W_V columns and W_O rows named by head."""
     split = _split_labels(weights["W_Q"].shape[1], d_k)
-    descriptions = {spec.name: spec.description for spec in INPUTS}
+    descriptions = {spec.name: spec.description for spec in CARD.inputs}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
     for name in WEIGHT_NAMES:
         if name not in weights:
@@ -657,9 +648,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="multihead",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("tokens",),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

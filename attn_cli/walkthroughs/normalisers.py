@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import variants
 from attn_cli.backend import Array, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import normalise as mech
@@ -20,7 +21,7 @@ from attn_cli.model import Note, Part
 from attn_cli.walkthroughs.base import Grid, StepRecorder
 
 OPTION = "--normalise"
-CHOICES: tuple[str, ...] = tuple(mech.NORMALISERS)  # softmax first: the default
+CHOICES: tuple[str, ...] = variants.NORMALISERS  # softmax first: the default
 ALTERNATIVES: tuple[str, ...] = CHOICES[
     1:
 ]  # each recorded by this module (softmax by the recorder)

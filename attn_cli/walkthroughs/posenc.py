@@ -10,19 +10,11 @@ from typing import Any
 import numpy as np
 
 from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
+from attn_cli.cards.posenc import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Note, Part, Walkthrough
 from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, whole_option
-
-INPUTS = ()  # no matrix inputs: the sizes below are the lesson's options
-OPTIONS: dict[str, Any] = {
-    "positions": 8,
-    "d_model": 8,
-    "base": 10000.0,
-    "offset": 3,
-    "layout": "interleaved",
-}
 
 
 @dataclass(frozen=True)
@@ -272,9 +264,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="posenc",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=(),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

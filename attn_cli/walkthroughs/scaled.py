@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
+from attn_cli.cards.scaled import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Note, Walkthrough
@@ -26,13 +26,6 @@ from attn_cli.walkthroughs.base import (
     row_names,
 )
 
-INPUTS = lesson_specs.SCALED
-OPTIONS: dict[str, Any] = {
-    "scale": True,
-    "valid_len": None,
-    "dropout": None,
-    "normalise": "softmax",
-}
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
 # (and with --valid-len: the mask P, its two boolean spellings, the masked scores).
 _SCORE_MATRICES = 5
@@ -57,10 +50,9 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Q (m × d_k), K (n × d_k), V (n × d_v); m defaults to n, d_k to 64, d_v to d_k."""
-    n = sizes.get("n") or sizes.get("m") or 8
-    m, d_k = sizes.get("m") or n, sizes.get("dk") or 64
-    d_v = sizes.get("dv") or d_k
+    """Q (m × d_k), K (n × d_k), V (n × d_v); m defaults to n, d_v to d_k (n and d_k: the card)."""
+    n, d_k = sizes["n"], sizes["dk"]
+    m, d_v = sizes.get("m") or n, sizes.get("dv") or d_k
     return {"Q": (m, d_k), "K": (n, d_k), "V": (n, d_v)}
 
 
@@ -179,9 +171,11 @@ def labelled_inputs(
     run: LessonRun, queries: tuple[str, ...], keys: tuple[str, ...]
 ) -> tuple[InputValue, ...]:
     return (
-        InputValue("Q", run.inputs["Q"], row_labels=queries, description=INPUTS[0].description),
-        InputValue("K", run.inputs["K"], row_labels=keys, description=INPUTS[1].description),
-        InputValue("V", run.inputs["V"], row_labels=keys, description=INPUTS[2].description),
+        InputValue(
+            "Q", run.inputs["Q"], row_labels=queries, description=CARD.inputs[0].description
+        ),
+        InputValue("K", run.inputs["K"], row_labels=keys, description=CARD.inputs[1].description),
+        InputValue("V", run.inputs["V"], row_labels=keys, description=CARD.inputs[2].description),
     )
 
 
@@ -222,9 +216,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="scaled",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("queries", "keys"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
 from attn_cli.backend import EPSILON, Array
+from attn_cli.cards.selfattn import CARD
 from attn_cli.errors import UserError
+from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Note, Walkthrough
@@ -26,8 +27,6 @@ from attn_cli.walkthroughs.base import (
     row_names,
 )
 
-INPUTS = lesson_specs.SELFATTN
-OPTIONS: dict[str, Any] = {"scale": True, "permute": None, "dropout": None}
 _WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
 # Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.
 _SCORE_MATRICES = 5
@@ -72,8 +71,15 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         )
 
 
-def check_permutation(order: Any, n: int) -> None:
+def permutation(value: Any) -> Any:
+    """--permute as the list it names: text from the command line ("2,0,1") parsed; a lesson
+    file's list (or anything else, for check_permutation to refuse) as given."""
+    return parse_int_list(value, "--permute") if isinstance(value, str) else value
+
+
+def check_permutation(value: Any, n: int) -> None:
     """A --permute value must list each position 0..n-1 exactly once."""
+    order = permutation(value)
     if order is None:
         return
     hint = f"e.g. {','.join(str(i) for i in reversed(range(n)))}" if n <= 10 else "e.g. 1,0,2,…"
@@ -101,8 +107,8 @@ def check_permutation(order: Any, n: int) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """X (n × d), W_Q and W_K (d × d_k), W_V (d × d_v); n 8, d 16, d_k d, d_v d_k by default."""
-    n, d = sizes.get("n") or 8, sizes.get("d") or 16
+    """X (n × d), W_Q and W_K (d × d_k), W_V (d × d_v); d_k is d and d_v is d_k unless given."""
+    n, d = sizes["n"], sizes["d"]
     d_k = sizes.get("dk") or d
     d_v = sizes.get("dv") or d_k
     return {"X": (n, d), "W_Q": (d, d_k), "W_K": (d, d_k), "W_V": (d, d_v)}
@@ -159,14 +165,14 @@ def build(run: LessonRun) -> Walkthrough:
     if not use_scale:
         notes.append(record.note("no_scale"))
     notes.extend(_symmetry_notes(record, scores, weights, tokens))
-    order = run.options.get("permute")
+    order = permutation(run.options.get("permute"))
     if order is not None:
         notes.extend(_permuted(record, run, list(order), tokens, output, (wq, wk, wv), context))
     inputs = (
-        InputValue("X", run.inputs["X"], row_labels=tokens, description=INPUTS[0].description),
+        InputValue("X", run.inputs["X"], row_labels=tokens, description=CARD.inputs[0].description),
         *(
             InputValue(spec.name, weights_given[spec.name], description=spec.description)
-            for spec in INPUTS[1:]
+            for spec in CARD.inputs[1:]
         ),
     )
     return record.walkthrough(output, inputs=inputs, notes=tuple(notes), meta=dropout.meta(run, p))
@@ -324,9 +330,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="selfattn",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("tokens",),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

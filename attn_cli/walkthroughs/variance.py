@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.backend import namespace_of
+from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention
@@ -28,24 +29,7 @@ from attn_cli.walkthroughs.base import (
     whole_option,
 )
 
-INPUTS = ()  # no matrix inputs: everything is drawn from the options below
-# Samples per d_k (each one query and `keys` keys). The standard error of the variance
-# estimates is then 3.0% at d_k = 1 (the worst case), 1.7% at d_k = 4 and at most 1.2% from
-# d_k = 16 on (see mech.variance_standard_error); drawing and scoring all six default widths
-# takes about half a second on numpy (2-core machine, 2025).
-DEFAULT_SAMPLES = 3000
-# The defaults are the lecture's settings; lessons/variance.toml's "lecture" example relies on them
-# (one source of truth: its examples state only what differs).
-OPTIONS: dict[str, Any] = {
-    "dk": [1, 4, 16, 64, 256, 1024],
-    "samples": DEFAULT_SAMPLES,
-    "keys": 8,
-    # The lecture's worked numerics (seed 000).
-    "spiky_scores": [15.5, -16.1, 2.3],
-    "spiky_dk": 256,
-    "logits": [2.0, 1.0, 0.5],
-    "temperatures": [1.0, 4.0, 0.1],
-}
+DEFAULT_SAMPLES = CARD.defaults["samples"]  # why this many: see the card
 # Entries of the arrays one chunk of samples holds at once (bounded, whatever --samples is). A
 # fixed chunk keeps the draws, and so the estimates, the same for a seed on every machine.
 CHUNK_ENTRIES = 1 << 21
@@ -498,9 +482,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="variance",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=(),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,

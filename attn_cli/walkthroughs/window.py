@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli import lesson_specs
+from attn_cli.cards.window import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local
@@ -32,8 +32,6 @@ from attn_cli.walkthroughs.base import (
     row_names,
 )
 
-INPUTS = lesson_specs.SCALED  # Q, K, V as attn scaled takes them
-OPTIONS: dict[str, Any] = {"window": 2, "causal": False, "global_tokens": None}
 # (n × n) matrices alive at once: scores, scaled, band, M, masked, softmax parts, weights, the
 # full attention's weights for the comparison.
 _SCORE_MATRICES = 10
@@ -84,9 +82,8 @@ def global_tokens(value: Any, n: int) -> tuple[int, ...]:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Q, K, V of n = 8 tokens (m is n: one sequence), d_k = 4 by default."""
-    n = sizes.get("n") or 8
-    return scaled.random_shapes({"dk": 4, **sizes, "n": n, "m": n})
+    """Q, K, V of n tokens (m is n: one sequence)."""
+    return scaled.random_shapes({**sizes, "m": sizes["n"]})
 
 
 def estimate_bytes(
@@ -390,9 +387,7 @@ TEXTS = Texts(
 )
 
 LESSON = Lesson(
-    name="window",
-    inputs=INPUTS,
-    options=OPTIONS,
+    card=CARD,
     labels=("queries", "keys"),
     validate=validate,
     random_shapes=random_shapes,

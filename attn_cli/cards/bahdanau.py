@@ -1,0 +1,74 @@
+"""attn bahdanau: additive attention for one decoder step, term by term."""
+
+from __future__ import annotations
+
+from attn_cli.cards import Card, InputSpec, Option, Size, optional
+from attn_cli.cards._shared import DROPOUT
+
+CARD = Card(
+    "bahdanau",
+    order=20,
+    summary="Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context "
+    "Σ αᵢ hᵢ (Σ αᵢ vᵢ with --values).",
+    inputs=(
+        InputSpec(
+            "s_t",
+            "--s",
+            "vector",
+            "decoder state",
+            help='Decoder state s_t, d_s entries: "1,3", JSON or @file.',
+        ),
+        InputSpec(
+            "H",
+            "--h",
+            "matrix",
+            "encoder states h_i (rows)",
+            help="Encoder states h_i, one per row: n × d_h.",
+        ),
+        InputSpec(
+            "W1",
+            "--w1",
+            "matrix",
+            "projects each h_i",
+            help="W1, d_a × d_h (W1 h_i: matrix times column).",
+        ),
+        InputSpec("W2", "--w2", "matrix", "projects s_t", help="W2, d_a × d_s."),
+        InputSpec("v", "--v", "vector", "reads out the score", help="v, d_a entries."),
+        optional(
+            "W_a",
+            "--wa",
+            "matrix",
+            "Luong's general weight",
+            "Luong's general W_a, d_s × d_h; implies --compare (default: identity).",
+        ),
+        optional(
+            "values",
+            "--values",
+            "matrix",
+            "values v_i, one per encoder state",
+            "Values vᵢ (not the score vector --v), one row per encoder state: n × d_v; the "
+            "context is Σ αᵢ vᵢ (default: the encoder states themselves, Σ αᵢ hᵢ).",
+        ),
+    ),
+    positional=("s", "h", "w1", "w2", "v"),
+    rows="states",
+    options=(
+        Option(
+            "compare",
+            "Add Luong's dot and general scores, side by side, with their cost (default: on "
+            "when W_a is given).",
+            type=bool,
+            switch=True,
+        ),
+        DROPOUT,
+    ),
+    sizes=(
+        Size("n", "number of encoder states n (default {default}).", 6),
+        Size("d", "width d of s_t and h_i (default {default}).", 8),
+        Size("da", "attention width d_a (default d)."),
+    ),
+    examples=(
+        "attn bahdanau --example cat-slept --compare",
+        "attn bahdanau --n 4 --d 3 --seed 1",
+    ),
+)

@@ -1,0 +1,88 @@
+"""attn causal: each token attends to itself and the tokens before it."""
+
+from __future__ import annotations
+
+from attn_cli import variants
+from attn_cli.cards import Card, Option, Size, optional
+from attn_cli.cards._shared import DROPOUT, VALID_LEN
+
+CARD = Card(
+    "causal",
+    order=40,
+    summary="Causal attention step by step: softmax(S + M) with M = −∞ above the diagonal.",
+    inputs=(
+        optional(
+            "S",
+            "--scores",
+            "matrix",
+            "scores, used as given",
+            'Scores S, n × n, used as given: "2.1,1.5;0.8,3.1", JSON or @file.',
+        ),
+        optional("Q", "--q", "matrix", "queries", "Queries Q, n × d_k (with --k)."),
+        optional("K", "--k", "matrix", "keys", "Keys K, n × d_k (with --q)."),
+        optional("V", "--v", "matrix", "values", "Values V, n × d_v (with --scores or --q/--k)."),
+        optional(
+            "X",
+            "--x",
+            "matrix",
+            "tokens",
+            "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V.",
+        ),
+        optional(
+            "W_Q",
+            "--wq",
+            "matrix",
+            "query weights",
+            "W_Q, d_model × d_k, with --x (default: identity).",
+        ),
+        optional(
+            "W_K",
+            "--wk",
+            "matrix",
+            "key weights",
+            "W_K, d_model × d_k, with --x (default: identity).",
+        ),
+        optional(
+            "W_V",
+            "--wv",
+            "matrix",
+            "value weights",
+            "W_V, d_model × d_v, with --x (default: identity).",
+        ),
+    ),
+    positional=("q", "k", "v"),
+    rows="tokens",
+    options=(
+        Option(
+            "scale",
+            "Divide Q Kᵀ by √d_k (default: {default}; given --scores are never scaled).",
+            True,
+            type=bool,
+            switch=True,
+        ),
+        Option(
+            "fill",
+            "What the future scores become: -inf (right) or zero (the classic bug, with the "
+            "weight that leaks).",
+            default=variants.FILLS[0],
+            choices=variants.FILLS,
+        ),
+        Option(
+            "conventions",
+            "Also show PyTorch's boolean mask conventions and a row with no visible key.",
+            False,
+            type=bool,
+        ),
+        VALID_LEN,
+        DROPOUT,
+    ),
+    sizes=(
+        Size("n", "number of tokens n (default: {default}).", 5),
+        Size("dk", "draw Q, K, V of width d_k instead of scores."),
+    ),
+    examples=(
+        "attn causal",
+        "attn causal --fill zero",
+        "attn causal --n 4 --dk 8 --conventions",
+    ),
+)

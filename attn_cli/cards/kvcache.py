@@ -1,0 +1,43 @@
+"""attn kvcache: generation token by token, one new key and value row per step."""
+
+from __future__ import annotations
+
+from attn_cli import variants
+from attn_cli.cards import Card, Option, Size
+from attn_cli.cards.scaled import QKV
+
+CARD = Card(
+    "kvcache",
+    order=120,
+    summary="Generation with a KV cache: each token appends a key and a value and attends once.",
+    inputs=QKV,
+    positional=("q", "k", "v"),
+    options=(
+        Option("layers", "Cache size: the model's layers (default: {default}).", 32, type=int),
+        Option("heads", "Cache size: query heads per layer (default: {default}).", 32, type=int),
+        Option(
+            "kv_heads",
+            "Cache size: K/V heads per layer, dividing --heads: = heads is multi-head, 1 "
+            "multi-query, between grouped-query attention (default: a quarter of --heads where 4 "
+            "divides it, as Llama 3 8B's 8 of 32; else --heads).",
+            type=int,
+        ),
+        Option("d_head", "Cache size: width of a head (default: {default}).", 128, type=int),
+        Option(
+            "cache_dtype",
+            "Cache size: the cache's dtype (default: {default}).",
+            "float16",
+            choices=variants.DTYPES,
+        ),
+    ),
+    sizes=(
+        Size("n", "number of tokens n (default: {default}).", 5),
+        Size("dk", "key width d_k (default: {default}).", 4),
+        Size("dv", "value width d_v (default: d_k)."),
+    ),
+    examples=(
+        "attn kvcache",
+        "attn kvcache --n 6 --dk 4 --seed 2",
+        "attn kvcache --layers 32 --heads 32 --kv-heads 8 --d-head 128",
+    ),
+)

@@ -1,0 +1,55 @@
+"""attn linear: linear attention, the n × n matrix reassociated away."""
+
+from __future__ import annotations
+
+from attn_cli import variants
+from attn_cli.cards import Card, Option, Size
+from attn_cli.cards.scaled import QKV
+
+CARD = Card(
+    "linear",
+    order=110,
+    summary="Linear attention step by step: φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1), no n × n matrix.",
+    inputs=QKV,
+    positional=("q", "k", "v"),
+    options=(
+        Option(
+            "feature_map",
+            "φ: elu (elu(x) + 1, on Q and K as they are, no √d_k) or random (positive random "
+            "features aiming at softmax(Q Kᵀ / √d_k)) (default: the example's, else {default}).",
+            default=variants.FEATURE_MAPS[0],
+            choices=variants.FEATURE_MAPS,
+        ),
+        Option(
+            "features",
+            "Random features r, with --feature-map random (default: {default}).",
+            16,  # r, for the random features (elu + 1 keeps r = d_k)
+            type=int,
+        ),
+        Option(
+            "feature_seed",
+            "Seed of the random features' directions (default: {default}).",
+            0,
+            type=int,
+        ),
+        Option(
+            "causal",
+            "Query i sees keys 1..i: the running state S_t, z_t (default: the example's, else "
+            "{default}).",
+            False,
+            type=bool,
+            switch=True,
+        ),
+    ),
+    sizes=(
+        Size("n", "number of keys n (default: {default}).", 6),
+        Size("m", "number of queries m (default: n)."),
+        Size("dk", "key width d_k (default: {default}).", 4),
+        Size("dv", "value width d_v (default: d_k)."),
+    ),
+    examples=(
+        "attn linear",
+        "attn linear --example causal-three",
+        "attn linear --n 6 --feature-map random --features 64",
+    ),
+)

@@ -1,0 +1,16 @@
+"""The names of each mechanism's variants and of the array settings, one list each.
+
+Plain tuples, with no numpy, so that a lesson's card (and through it the command line's
+choices) can offer them: the mechanisms key their implementations by these names, and the
+lessons check an option against them.
+"""
+
+from __future__ import annotations
+
+NORMALISERS = ("softmax", "sparsemax", "sigmoid", "hardmax")  # softmax first: the default
+LAYOUTS = ("interleaved", "split")  # sinusoidal encoding: sin/cos alternating, or in halves
+FILLS = ("-inf", "zero")  # what a causal mask writes over the future scores
+FEATURE_MAPS = ("elu", "random")  # linear attention's φ
+BACKENDS = ("numpy", "torch")
+DEVICES = ("cpu", "cuda", "mps")
+DTYPES = ("float64", "float32", "float16", "bfloat16")  # numpy has no bfloat16

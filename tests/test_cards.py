@@ -1,0 +1,148 @@
+"""A lesson is declared once, on its card: the command's flags, help and parsing come from it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer.main
+
+from attn_cli import cards
+from attn_cli.cli import app
+from attn_cli.options import INPUT_PANEL, SIZE_PANEL, lesson_request
+from attn_cli.walkthroughs.base import get_lesson
+
+GROUP = typer.main.get_command(app)
+LESSONS = cards.lesson_names()
+
+
+def command_options(lesson: str) -> dict[str, object]:
+    """The command's options by parameter name, as Typer parsed them."""
+    return {param.name: param for param in GROUP.commands[lesson].params}  # type: ignore[attr-defined]
+
+
+def test_the_lessons_are_the_cards_in_the_lectures_order():
+    assert LESSONS[:7] == (
+        "scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance"
+    )  # fmt: skip
+    assert sorted(LESSONS) == sorted(
+        ("scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance",
+         "flash", "window", "graph", "linear", "kvcache")
+    )  # fmt: skip
+    assert cards.is_lesson("scaled") and not cards.is_lesson("_shared")
+    assert not cards.is_lesson("check") and not cards.is_lesson("../scaled")
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_input_is_an_option_with_its_help(lesson):
+    options = command_options(lesson)
+    for spec in cards.card(lesson).inputs:
+        option = options[spec.keyword]
+        assert option.opts == [spec.option], spec  # type: ignore[attr-defined]
+        assert option.help == spec.help and spec.help, spec  # type: ignore[attr-defined]
+        assert option.rich_help_panel == INPUT_PANEL  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_option_and_size_is_a_flag_with_its_default_in_its_help(lesson):
+    """The default a help names is the one the lesson reads: the help is filled from the card."""
+    card = cards.card(lesson)
+    options = command_options(lesson)
+    for option in card.options:
+        if not option.command_line:
+            assert option.name not in options
+            continue
+        parsed = options[option.name]
+        assert parsed.opts == [option.option], option  # type: ignore[attr-defined]
+        assert parsed.help == option.help_text and "{" not in parsed.help  # type: ignore[attr-defined]
+        if "{default}" in option.help:
+            assert cards.shown(option.default) in parsed.help  # type: ignore[attr-defined]
+    for size in card.sizes:
+        parsed = options[size.name]
+        assert parsed.rich_help_panel == SIZE_PANEL  # type: ignore[attr-defined]
+        assert parsed.help.startswith("Random inputs: ")  # type: ignore[attr-defined]
+        assert (
+            (f"default: {size.default}" in parsed.help)
+            or (  # type: ignore[attr-defined]
+                f"default {size.default}" in parsed.help  # type: ignore[attr-defined]
+            )
+            or size.default is None
+        )
+    assert get_lesson(lesson).options == card.defaults
+
+
+@pytest.mark.parametrize(
+    ("lesson", "name"),
+    [(lesson, option.name) for lesson in LESSONS for option in cards.card(lesson).options
+     if option.choices],
+)  # fmt: skip
+def test_a_choice_outside_the_cards_list_is_refused_naming_each(invoke, lesson, name):
+    (option,) = [each for each in cards.card(lesson).options if each.name == name]
+    result = invoke(lesson, option.option, "nosuch")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert all(f"'{choice}'" in result.stderr for choice in option.choices), result.stderr
+    assert invoke(lesson, option.option, option.choices[-1]).exit_code == 0
+
+
+def test_the_help_says_the_default_the_lesson_uses():
+    """posenc's --base: the card's 10000.0, shown as 10000, read by the lesson."""
+    card = cards.card("posenc")
+    (base,) = [option for option in card.options if option.name == "base"]
+    assert base.help_text == "Base of the wavelengths (default: 10000)."
+    assert get_lesson("posenc").options["base"] == 10000.0
+
+
+def test_sizes_take_their_defaults_from_the_card():
+    card = cards.card("scaled")
+    assert card.with_size_defaults({}) == {"n": 8, "dk": 64}
+    assert card.with_size_defaults({"n": 3, "dv": 2}) == {"n": 3, "dk": 64, "dv": 2}
+    shapes = get_lesson("scaled").random_shapes(card.with_size_defaults({"m": 3}))
+    assert shapes == {"Q": (3, 64), "K": (8, 64), "V": (8, 64)}
+
+
+def test_sizes_and_options_reach_the_request():
+    """The request maps each flag to its input, option or size by the card."""
+    from attn_cli import tour
+
+    argv = ["--q", "1,0;0,1", "--k", "1,1;0,1", "--fill", "zero", "--conventions"]
+    argv += ["--n", "3", "--tokens", "a,b", "--seed", "4", "--precision", "2"]
+    params = tour.parsed(tour.Stop("causal", "", tuple(argv)))  # the command's own parser
+    request, shared = lesson_request(cards.card("causal"), params)
+    assert request.inputs["Q"] == "1,0;0,1" and request.inputs["K"] == "1,1;0,1"
+    assert request.inputs["S"] is None
+    assert request.options == {
+        "scale": None,
+        "fill": "zero",
+        "conventions": True,
+        "valid_len": None,
+        "dropout": None,
+    }
+    assert request.sizes == {"n": 3, "dk": None}
+    assert request.labels == {"tokens": ("a", "b")}
+    assert (request.seed, shared.precision) == (4, 2)
+
+
+def test_a_command_option_not_for_the_lesson_stays_out_of_the_request():
+    """flash --kernel is the command's (it prints the kernel): the lesson never sees it."""
+    from attn_cli import tour
+
+    params = tour.parsed(tour.Stop("flash", "", ("--block", "3")))
+    request, _ = lesson_request(cards.card("flash"), params)
+    assert "kernel" not in request.options and request.options["block"] == 3
+
+
+def test_cards_import_no_numpy():
+    """The cards are plain data: reading every one imports neither numpy nor a lesson."""
+    code = (
+        "import sys; from attn_cli import cards; names = cards.lesson_names(); "
+        "print(len(names), 'numpy' in sys.modules, "
+        "any(m.startswith('attn_cli.walkthroughs') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(len(LESSONS)), "False", "False"]
+
+
+def test_an_unknown_card_names_the_lessons():
+    with pytest.raises(cards.UserError, match="unknown lesson 'scaeld'; choose one of: bahdanau"):
+        cards.card("scaeld")

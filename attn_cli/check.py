@@ -19,7 +19,7 @@ from attn_cli.lesson_files import (
 )
 from attn_cli.runner import RunRequest, build, prepare
 from attn_cli.slides import Erratum
-from attn_cli.walkthroughs.base import get_lesson
+from attn_cli.walkthroughs.lesson import get_lesson
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from attn_cli.cards import lesson_names
 from attn_cli.lesson_schema import lesson_schema
 from attn_cli.lesson_texts import Texts, markdown, with_table
-from attn_cli.walkthroughs.base import Lesson, get_lesson
+from attn_cli.walkthroughs.lesson import Lesson, get_lesson
 
 
 def declarations() -> dict[str, Lesson]:

@@ -64,9 +64,9 @@ if TYPE_CHECKING:  # the lessons import this module; the caller hands it their d
     from collections.abc import Callable
 
     from attn_cli.cards import InputSpec
-    from attn_cli.walkthroughs.base import Lesson
+    from attn_cli.walkthroughs.lesson import Lesson
 
-    # Lesson name -> its declaration (walkthroughs.base.get_lesson): the loader is told it.
+    # Lesson name -> its declaration (walkthroughs.lesson.get_lesson): the loader is told it.
     Declarations = Callable[[str], Lesson]
 
 # What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack

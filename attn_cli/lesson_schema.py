@@ -20,7 +20,7 @@ from attn_cli.lesson_format import LESSON_FILE, ListOf, Node, Numbers, Setting, 
 
 if TYPE_CHECKING:  # the generator (attn_cli.generated) hands over the declarations
     from attn_cli.cards import Option
-    from attn_cli.walkthroughs.base import Lesson
+    from attn_cli.walkthroughs.lesson import Lesson
 
 REGENERATE = "python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json"
 

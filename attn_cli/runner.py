@@ -11,7 +11,7 @@ import numpy as np
 from attn_cli import slides
 from attn_cli.backend import LARGEST, Backend, get_backend
 from attn_cli.batch import check_item, select_item, split_batch, split_options
-from attn_cli.cards import flag_of
+from attn_cli.cards import InputSpec, flag_of
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import (
     Example,
@@ -22,14 +22,7 @@ from attn_cli.lesson_files import (
 )
 from attn_cli.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.model import Note, Walkthrough
-from attn_cli.walkthroughs.base import (
-    Inputs,
-    InputSpec,
-    Lesson,
-    LessonRun,
-    Shapes,
-    get_lesson,
-)
+from attn_cli.walkthroughs.lesson import Inputs, Lesson, LessonRun, Shapes, get_lesson
 
 
 @dataclass

@@ -11,7 +11,7 @@ import typer.main
 from attn_cli import cards
 from attn_cli.cli import app
 from attn_cli.options import INPUT_PANEL, SIZE_PANEL, lesson_request
-from attn_cli.walkthroughs.base import get_lesson
+from attn_cli.walkthroughs.lesson import get_lesson
 
 GROUP = typer.main.get_command(app)
 LESSONS = cards.lesson_names()

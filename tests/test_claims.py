@@ -34,8 +34,8 @@ from attn_cli.cli import app
 from attn_cli.errors import UserError
 from attn_cli.lesson_texts import Texts
 from attn_cli.model import Note, Walkthrough
-from attn_cli.walkthroughs import base
-from attn_cli.walkthroughs.base import get_lesson
+from attn_cli.walkthroughs import recorder
+from attn_cli.walkthroughs.lesson import get_lesson
 from tests.test_lesson_texts import NEVER_MADE, runs
 
 LESSONS = sorted(lesson_names())
@@ -135,7 +135,7 @@ def drawn_inputs(lesson: str) -> Iterator[tuple[str, dict[str, Any]]]:
 def sweep(lesson: str) -> Tally:
     """Run ``lesson`` on every input above, checking each run's claims as it is finished."""
     tally = Tally()
-    original = base.keep_true_claims
+    original = recorder.keep_true_claims
 
     def checked(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
         for note in every_note(walkthrough):
@@ -156,7 +156,7 @@ def sweep(lesson: str) -> Tally:
 
     runner = CliRunner()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "keep_true_claims", checked)
+        patch.setattr(recorder, "keep_true_claims", checked)
         for args in runs(lesson):
             tally.inputs += 1
             result = runner.invoke(app, [lesson, *args, "--format", "json"])
@@ -210,10 +210,10 @@ def test_a_false_claim_is_withheld_and_a_true_one_kept():
     draft = Walkthrough(
         "scaled", "", "", None, "numpy", "cpu", "float64", (), (), None, notes=notes
     )
-    gated = base.keep_true_claims(draft, texts)
+    gated = recorder.keep_true_claims(draft, texts)
     assert [note.key for note in gated.notes] == ["plain"]
     assert [note.values for note in gated.withheld] == [{"x": 0.5}]
-    kept = base.keep_true_claims(
+    kept = recorder.keep_true_claims(
         Walkthrough(
             "scaled", "", "", None, "numpy", "cpu", "float64", (), (), None, notes=kept_notes
         ),
@@ -233,7 +233,7 @@ def test_no_renderer_shows_a_withheld_note():
     note = Note("big", "WITHHELD-{x}", {"x": 1.0})
     from dataclasses import replace
 
-    gated = base.keep_true_claims(replace(walkthrough, notes=(note,)), texts)
+    gated = recorder.keep_true_claims(replace(walkthrough, notes=(note,)), texts)
     assert gated.withheld == (note,)
     assert "WITHHELD" not in json.dumps(gated.to_dict())
     assert "WITHHELD" not in gated.to_markdown()

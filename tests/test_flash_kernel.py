@@ -26,7 +26,7 @@ from attn_cli.kernel_source import MARKER, kernel_source, marked_parts, symbolic
 from attn_cli.lesson_files import load_bundled
 from attn_cli.mechanisms import attention as mech
 from attn_cli.render.json_render import schema
-from attn_cli.walkthroughs.base import get_lesson
+from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error
 
 # Before triton is imported (nothing above imports it, nor does collecting the suite): triton

@@ -23,8 +23,8 @@ from attn_cli.runner import (
     resolve_inputs,
     validate_inputs,
 )
-from attn_cli.walkthroughs import base
-from attn_cli.walkthroughs.base import Lesson, get_lesson
+from attn_cli.walkthroughs import lesson as lesson_module
+from attn_cli.walkthroughs.lesson import Lesson, get_lesson
 
 LESSONS = cards.lesson_names()
 
@@ -75,7 +75,7 @@ def test_a_module_declaring_another_lesson_is_refused(monkeypatch):
 
     from attn_cli.walkthroughs import scaled
 
-    monkeypatch.setattr(base, "lesson_names", lambda: (*LESSONS, "copy"))
+    monkeypatch.setattr(lesson_module, "lesson_names", lambda: (*LESSONS, "copy"))
     monkeypatch.setitem(sys.modules, "attn_cli.walkthroughs.copy", scaled)
     with pytest.raises(
         TypeError, match=r"LESSON must be Lesson\(CARD, ...\) with the card of 'copy'"
@@ -185,7 +185,7 @@ def test_random_inputs_are_standard_normal_from_the_seed_unless_the_lesson_draws
     for name, shape in shapes.items():  # drawn in the order of the shapes
         np.testing.assert_array_equal(drawn[name], rng.standard_normal(shape))
     multihead = get_lesson("multihead")
-    assert multihead.draw_random is not base.draw_standard_normal
+    assert multihead.draw_random is not lesson_module.draw_standard_normal
     shapes = multihead.random_shapes({"n": 3, "d_model": 4})
     mine = draw_inputs(multihead, shapes, 7, dict(multihead.options))
     np.testing.assert_array_equal(mine["X"], np.random.default_rng(7).standard_normal((3, 4)))

@@ -10,7 +10,7 @@ import pytest
 
 from attn_cli.errors import UserError
 from attn_cli.lesson_files import own_lesson_file
-from attn_cli.walkthroughs.base import get_lesson
+from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error, data
 
 DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"

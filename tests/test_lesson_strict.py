@@ -17,7 +17,7 @@ from attn_cli.cards import lesson_names
 from attn_cli.lesson_files import bundled_lessons_dir, load_lesson_file
 from attn_cli.lesson_format import LABEL_NAMES
 from attn_cli.options import complete_example
-from attn_cli.walkthroughs.base import get_lesson
+from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error
 
 ONE_EXAMPLE = """\

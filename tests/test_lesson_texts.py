@@ -22,7 +22,8 @@ from attn_cli.lesson_files import load_bundled, load_lesson_file
 from attn_cli.lesson_texts import BEGIN, END, Texts, check_texts, markdown
 from attn_cli.runner import RunRequest, prepare
 from attn_cli.templates import template_fields
-from attn_cli.walkthroughs.base import Grid, StepRecorder, get_lesson
+from attn_cli.walkthroughs.lesson import get_lesson
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 from tests.conftest import assert_user_error
 
 LESSONS = sorted(lesson_names())

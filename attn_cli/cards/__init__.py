@@ -8,7 +8,7 @@ its help ends with. From it are generated:
 
 - the Typer command (attn_cli.options.lesson_command),
 - the Python function (attn_cli.api.lesson_function),
-- the lesson's defaults (the lesson declaration, walkthroughs/base.Lesson, reads ``card.defaults``).
+- the lesson's defaults (the lesson declaration, walkthroughs/lesson.Lesson, reads ``card.defaults``).
 
 The lessons are the modules of this package, found by listing it; ``Card.order`` places each
 in ``attn --help``. Adding a lesson is its card here, its walkthrough module, its TOML file and

@@ -12,11 +12,14 @@ import numpy as np
 from attn_cli.backend import Array
 from attn_cli.cards.bahdanau import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts, row_names
+from attn_cli.walkthroughs.checks import row_names
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 # compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.

@@ -20,20 +20,15 @@ from attn_cli import variants
 from attn_cli.backend import EPSILON
 from attn_cli.cards.causal import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project
 from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding, scaled, selfattn
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    on_an_example,
-    row_names,
-)
+from attn_cli.walkthroughs.checks import row_names
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder, on_an_example
 
 FILLS = variants.FILLS
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")

@@ -26,7 +26,8 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.model import Note, Part
-from attn_cli.walkthroughs.base import Grid, LessonRun, StepRecorder
+from attn_cli.walkthroughs.lesson import LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 OPTION = "--dropout"
 # What the dropout step's texts read, on top of the lesson's own names (each lesson declares its

@@ -18,20 +18,14 @@ import numpy as np
 from attn_cli.backend import EPSILON, namespace_of
 from attn_cli.cards.flash import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks, tiled
 from attn_cli.model import Note, Part, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    check_causal_square,
-    row_names,
-    whole_at_least,
-)
+from attn_cli.walkthroughs.checks import check_causal_square, row_names, whole_at_least
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 DEFAULT_SRAM_KIB = CARD.defaults["sram"]  # KiB: one H100 streaming multiprocessor's
 # Every block is shown as six steps; more blocks than this is no longer a walkthrough.

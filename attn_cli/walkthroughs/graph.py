@@ -20,10 +20,12 @@ import numpy as np
 from attn_cli.backend import namespace_of
 from attn_cli.cards.graph import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local, masks
 from attn_cli.model import InputValue, Walkthrough
-from attn_cli.walkthroughs.base import Grid, Lesson, LessonRun, StepRecorder, Texts
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 from attn_cli.walkthroughs.window import names
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")

@@ -19,20 +19,14 @@ from attn_cli import variants
 from attn_cli.backend import ITEMSIZE
 from attn_cli.cards.kvcache import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import kvcache, masks
 from attn_cli.model import Part, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    counted,
-    row_names,
-    whole_at_least,
-)
+from attn_cli.walkthroughs.checks import counted, row_names, whole_at_least
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 # The cache's size is asked of a model like Llama 3 8B: 32 layers, 32 query heads sharing 8 K/V
 # heads of width 128, in float16. kv_heads None: a quarter of the heads where 4 divides them.

@@ -18,21 +18,14 @@ from attn_cli import variants
 from attn_cli.backend import namespace_of
 from attn_cli.cards.linear import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear, masks
 from attn_cli.model import Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    check_causal_square,
-    labels,
-    row_names,
-    whole_at_least,
-)
+from attn_cli.walkthroughs.checks import check_causal_square, labels, row_names, whole_at_least
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 FEATURE_MAPS = variants.FEATURE_MAPS
 # The FLOP table also counts the two orders at this length, where n² has long taken over.

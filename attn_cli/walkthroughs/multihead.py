@@ -18,21 +18,15 @@ import numpy as np
 from attn_cli.backend import namespace_of
 from attn_cli.cards.multihead import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.model import InputValue, Note, Part, Walkthrough
 from attn_cli.walkthroughs import dropout, padding
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    counted,
-    row_names,
-    whole_at_least,
-)
+from attn_cli.walkthroughs.checks import counted, row_names, whole_at_least
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 PROJECTIONS = ("W_Q", "W_K", "W_V")

@@ -18,7 +18,7 @@ from attn_cli.backend import Array, namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import normalise as mech
 from attn_cli.model import Note, Part
-from attn_cli.walkthroughs.base import Grid, StepRecorder
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 OPTION = "--normalise"
 CHOICES: tuple[str, ...] = variants.NORMALISERS  # softmax first: the default

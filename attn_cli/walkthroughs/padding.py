@@ -17,7 +17,7 @@ from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import masks
 from attn_cli.model import Part
-from attn_cli.walkthroughs.base import Grid, StepRecorder
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 OPTION = "--valid-len"
 # The padding step's texts: "padding" (one length for every row) and "padding_rows" (one per

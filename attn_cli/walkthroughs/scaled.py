@@ -13,18 +13,13 @@ import numpy as np
 
 from attn_cli.cards.scaled import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout, normalisers, padding
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    on_an_example,
-    row_names,
-)
+from attn_cli.walkthroughs.checks import row_names
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder, on_an_example
 
 # Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
 # (and with --valid-len: the mask P, its two boolean spellings, the masked scores).

@@ -11,21 +11,15 @@ import numpy as np
 from attn_cli.backend import EPSILON, Array
 from attn_cli.cards.selfattn import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    is_whole,
-    on_an_example,
-    row_names,
-)
+from attn_cli.walkthroughs.checks import is_whole, row_names
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder, on_an_example
 
 _WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
 # Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.

@@ -14,20 +14,14 @@ import numpy as np
 from attn_cli.backend import namespace_of
 from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention
 from attn_cli.mechanisms import variance as mech
 from attn_cli.model import Part, Walkthrough
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    is_whole,
-    labels,
-    whole_option,
-)
+from attn_cli.walkthroughs.checks import is_whole, labels, whole_option
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 DEFAULT_SAMPLES = CARD.defaults["samples"]  # why this many: see the card
 # Entries of the arrays one chunk of samples holds at once (bounded, whatever --samples is). A

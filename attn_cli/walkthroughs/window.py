@@ -17,20 +17,15 @@ import numpy as np
 
 from attn_cli.cards.window import CARD
 from attn_cli.errors import UserError
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local
 from attn_cli.mechanisms.masks import additive, causal_additive
 from attn_cli.model import Note, Step, Walkthrough
 from attn_cli.walkthroughs import scaled
-from attn_cli.walkthroughs.base import (
-    Grid,
-    Lesson,
-    LessonRun,
-    StepRecorder,
-    Texts,
-    is_whole,
-    row_names,
-)
+from attn_cli.walkthroughs.checks import is_whole, row_names
+from attn_cli.walkthroughs.lesson import Lesson, LessonRun
+from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 
 # (n × n) matrices alive at once: scores, scaled, band, M, masked, softmax parts, weights, the
 # full attention's weights for the comparison.

@@ -1,111 +1,22 @@
-"""What every lesson shares: the run request, the step recorder and the lesson registry.
-
-A lesson module (``attn_cli/walkthroughs/<name>.py``) ends with its declaration,
-``LESSON = Lesson(...)`` (:class:`Lesson`): its inputs, options, labels, the functions that
-check, size and compute it, and its texts (:class:`~attn_cli.lesson_texts.Texts`). One generic
-path (CLI commands, ``attn check``, quizzes, lesson files of one's own, the Python API) runs any
-lesson through :func:`get_lesson`.
-"""
+"""The step recorder: computes a lesson's steps in order and collects them, with their texts and
+notes, into a walkthrough; and the claims check that withholds a note its numbers contradict."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import Array, Backend
-from attn_cli.cards import Card, InputSpec, lesson_names, precision_of
+from attn_cli.backend import Array
+from attn_cli.cards import precision_of
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import Example, LessonFile
-from attn_cli.lesson_texts import Texts as Texts  # declared where the loader reads it
+from attn_cli.lesson_texts import Texts
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
 from attn_cli.templates import fill
-
-Inputs = dict[str, np.ndarray]
-Shapes = dict[str, tuple[int, ...]]
-
-
-def draw_standard_normal(shapes: Shapes, seed: int) -> Inputs:
-    """Random inputs of the given shapes, in order: N(0, 1) from numpy's default_rng(seed)."""
-    rng = np.random.default_rng(seed)
-    return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """A lesson, declared once at the bottom of its module: ``LESSON = Lesson(...)``."""
-
-    card: Card  # its name, inputs, options and their defaults (attn_cli/cards/<name>.py)
-    labels: tuple[str, ...]  # the example labels (lesson files' labels = {...}) it reads
-    # Raise UserError for inputs (each 2-D, one batch item) and options that do not fit.
-    validate: Callable[[Inputs, dict[str, Any]], None]
-    # The shapes of random inputs for --n and friends (only the sizes given).
-    random_shapes: Callable[[dict[str, int]], Shapes]
-    # The memory the walkthrough will hold: (shapes, options, itemsize) -> bytes.
-    estimate_bytes: Callable[[Shapes, dict[str, Any], int], int]
-    build: Callable[[LessonRun], Walkthrough]  # compute every step
-    # Every step text and note it records, with the placeholder names it hands over to each.
-    texts: Texts
-    # Random inputs of those shapes from a seed (multihead scales its weights).
-    draw_random: Callable[[Shapes, int], Inputs] = draw_standard_normal
-    # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
-    example_overrides: frozenset[str] = frozenset()
-    memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
-
-    @property
-    def name(self) -> str:
-        return self.card.name
-
-    @property
-    def inputs(self) -> tuple[InputSpec, ...]:
-        return self.card.inputs
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """Every option and its default, e.g. {"scale": True}."""
-        return self.card.defaults
-
-    def flag(self, name: str) -> str:
-        """The command-line flag of input ``name`` ("--q" for "Q")."""
-        return self.card.flag(name)
-
-    def options_with(self, *layers: Mapping[str, Any]) -> dict[str, Any]:
-        """The defaults with each layer (an example's options, then the user's) on top."""
-        options = dict(self.options)
-        for layer in layers:
-            options.update(layer)
-        return options
-
-
-def get_lesson(name: str) -> Lesson:
-    """Lesson ``name``'s declaration (its module imported now); a UserError lists the names."""
-    if name not in lesson_names():
-        known = ", ".join(sorted(lesson_names()))
-        raise UserError(f"unknown lesson {name!r}; choose one of: {known}.")
-    module = f"attn_cli.walkthroughs.{name}"
-    declared = importlib.import_module(module).LESSON
-    if not isinstance(declared, Lesson) or declared.name != name:
-        raise TypeError(f"{module}.LESSON must be Lesson(CARD, ...) with the card of {name!r}")
-    return declared
-
-
-@dataclass
-class LessonRun:
-    """Everything a lesson needs to compute its walkthrough."""
-
-    lesson: LessonFile
-    example: Example | None
-    inputs: dict[str, np.ndarray]  # float64, validated
-    options: dict[str, Any]
-    backend: Backend
-    time_steps: bool = False
-    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
-    drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
+from attn_cli.walkthroughs.lesson import LessonRun, get_lesson
 
 
 @dataclass(frozen=True)
@@ -335,59 +246,6 @@ def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
     if not withheld:
         return walkthrough
     return replace(walkthrough, steps=steps, notes=notes, withheld=tuple(withheld))
-
-
-def is_whole(value: object) -> TypeGuard[int]:
-    """Whether an option is a whole number (a lesson file's ``true`` is not 1)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def counted(count: int, word: str, plural: str | None = None) -> str:
-    """A count and its noun, singular for exactly one: 1 head, 2 heads."""
-    return f"{count} {word if count == 1 else plural or word + 's'}"
-
-
-def whole_option(value: object, flag: str) -> int:
-    """An option that must be a whole number, else a UserError naming its ``flag``."""
-    if not is_whole(value):
-        raise UserError(f"{flag} {value!r}: give a whole number.")
-    return value
-
-
-def whole_at_least(value: object, flag: str, minimum: int = 1, meaning: str = "") -> int:
-    """An option that must be a whole number >= ``minimum``, else a UserError naming ``flag``
-    (and what the number counts, ``meaning``)."""
-    if not is_whole(value) or value < minimum:
-        counts = f" ({meaning})" if meaning else ""
-        raise UserError(f"{flag} must be a whole number >= {minimum}{counts}, not {value!r}.")
-    return value
-
-
-def check_causal_square(m: int, n: int) -> None:
-    """--causal pairs query i with keys 1..i: it needs as many queries as keys."""
-    if m != n:
-        raise UserError(
-            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
-            f"rows and K has {n}."
-        )
-
-
-def labels(prefix: str, count: int) -> tuple[str, ...]:
-    """Row or column labels: q1, q2, ... (1-based, as on the slides)."""
-    return tuple(f"{prefix}{index}" for index in range(1, count + 1))
-
-
-def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) -> tuple[str, ...]:
-    """The names given for ``count`` rows (``run.labels[key]``), else prefix1, prefix2, ..."""
-    names = run.labels.get(key)
-    if not names:
-        return labels(prefix, count)
-    if len(names) != count:
-        raise UserError(
-            f"{option} (or the example's labels.{key}) gives {counted(len(names), 'name')} but "
-            f"there {'is' if count == 1 else 'are'} {counted(count, 'row')}; give one name per row."
-        )
-    return tuple(names)
 
 
 def on_an_example(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from attn_cli import slides
 from attn_cli.cards import lesson_names
-from attn_cli.lesson_files import (
+from attn_cli.lessonfiles.loader import (
     LessonFile,
     bundled_lesson_names,
     bundled_lessons_dir,

@@ -1,9 +1,9 @@
 """The files generated from the lessons' declarations, rewritten by one command:
 
 * ``python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json``: the lesson
-  files' JSON Schema (:func:`attn_cli.lesson_schema.lesson_schema`);
+  files' JSON Schema (:func:`attn_cli.lessonfiles.schema.lesson_schema`);
 * ``python -m attn_cli.generated texts docs/lesson-files.md``: the table of each lesson's
-  texts and placeholders (:func:`attn_cli.lesson_texts.markdown`).
+  texts and placeholders (:func:`attn_cli.lessonfiles.texts.markdown`).
 
 This module sits above the lessons: it gathers their declarations from the registry and hands
 them to the TOML-world modules, which never ask for them themselves.
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from attn_cli.cards import lesson_names
-from attn_cli.lesson_schema import lesson_schema
-from attn_cli.lesson_texts import Texts, markdown, with_table
+from attn_cli.lessonfiles.schema import lesson_schema
+from attn_cli.lessonfiles.texts import Texts, markdown, with_table
 from attn_cli.walkthroughs.lesson import Lesson, get_lesson
 
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from attn_cli.templates import template_fields
+from attn_cli.lessonfiles.templates import template_fields
 
 MARKER = re.compile(r"^\s*# ── step (\w+) ──")
 
@@ -55,7 +55,7 @@ class KernelSource:
 
 def kernel_source(lesson: str = "flash") -> KernelSource:
     """The kernel of ``lesson``, read as text, with its parts and their lesson titles."""
-    from attn_cli.lesson_files import load_bundled
+    from attn_cli.lessonfiles.loader import load_bundled
 
     name, title = KERNELS[lesson]
     source = resources.files("attn_cli.kernels").joinpath(name).read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attn_cli.lesson_files import bundled_lessons_dir
+from attn_cli.lessonfiles.loader import bundled_lessons_dir
 
 # The table's columns, in order; each row also says what its commands show.
 COLUMNS: tuple[str, ...] = ("kind", "queries_from", "keys_values_from", "used_in", "commands")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from attn_cli.templates import fill
+from attn_cli.lessonfiles.templates import fill
 
 if TYPE_CHECKING:  # numpy is imported by what computes; the data model only names its arrays
     import numpy as np  # matplotlib is optional and imported only when a plot is drawn

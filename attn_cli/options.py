@@ -43,7 +43,7 @@ def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str
     """TAB completion for --example: the examples of the --lesson file given before it (when it
     has any), else those of this command's bundled lesson."""
     from attn_cli.errors import UserError
-    from attn_cli.lesson_files import load_bundled, load_lesson_file
+    from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
 
     own = ctx.params.get("lesson")
     try:

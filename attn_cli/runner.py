@@ -13,7 +13,7 @@ from attn_cli.backend import LARGEST, Backend, get_backend
 from attn_cli.batch import check_item, select_item, split_batch, split_options
 from attn_cli.cards import InputSpec, flag_of
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import (
+from attn_cli.lessonfiles.loader import (
     Example,
     LessonFile,
     bundled_for_run,

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from attn_cli.lesson_files import load_bundled
+from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
 
 ADDITIVE_KEYS = ["W1h", "W2s", "sum", "tanh", "scores", "weights", "context"]

@@ -95,7 +95,7 @@ def test_identity_causal_example_projects_scales_and_outputs(invoke_json):
 
 
 def test_lesson_records_the_printed_slide_values_as_text():
-    from attn_cli.lesson_files import load_bundled
+    from attn_cli.lessonfiles.loader import load_bundled
 
     lesson = load_bundled("causal")
     printed = {example.name: example.printed for example in lesson.examples}

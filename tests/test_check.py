@@ -15,7 +15,7 @@ from attn_cli import __version__, slides
 from attn_cli.cards import lesson_names
 from attn_cli.check import check_bundled
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import bundled_lesson_names, bundled_lessons_dir, load_bundled
+from attn_cli.lessonfiles.loader import bundled_lesson_names, bundled_lessons_dir, load_bundled
 from attn_cli.model import Step, Walkthrough
 from attn_cli.quiz import parse_answer
 from attn_cli.render import RenderOptions
@@ -317,7 +317,7 @@ def test_the_bundled_lesson_files_are_where_check_looks():
 
 
 def test_a_slip_in_a_bundled_record_is_for_check_not_for_the_lesson(invoke, tmp_path, monkeypatch):
-    import attn_cli.lesson_files as lesson_files
+    import attn_cli.lessonfiles.loader as lesson_files
 
     text = (bundled_lessons_dir() / "scaled.toml").read_text(encoding="utf-8")
     (tmp_path / "scaled.toml").write_text(

@@ -32,7 +32,7 @@ from attn_cli.api import lesson_function
 from attn_cli.cards import card, lesson_names
 from attn_cli.cli import app
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs import recorder
 from attn_cli.walkthroughs.lesson import get_lesson

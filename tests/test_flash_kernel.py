@@ -23,7 +23,7 @@ import pytest
 import attn_cli as attn
 from attn_cli.bench.impls import static_problem
 from attn_cli.kernel_source import MARKER, kernel_source, marked_parts, symbolic_title
-from attn_cli.lesson_files import load_bundled
+from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.mechanisms import attention as mech
 from attn_cli.render.json_render import schema
 from attn_cli.walkthroughs.lesson import get_lesson

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.lesson_files import bundled_lessons_dir
+from attn_cli.lessonfiles.loader import bundled_lessons_dir
 from tests.conftest import assert_user_error, unwrap
 
 # The bundled default example (lessons/graph.toml, "four-nodes").
@@ -196,7 +196,7 @@ def test_says_which_score_and_neighbourhood_it_uses(invoke_json):
     """Issue 22: N(i) leaves i out by default without saying that GAT adds self-loops, and the
     score is the dot-product one, not GAT's additive LeakyReLU score; "the seed's formulas"
     (seed is also the random seed) names nothing a student knows."""
-    from attn_cli.lesson_files import bundled_lessons_dir, load_bundled
+    from attn_cli.lessonfiles.loader import bundled_lessons_dir, load_bundled
 
     text = (bundled_lessons_dir() / "graph.toml").read_text(encoding="utf-8")
     assert "seed's" not in text and "the seed writes" not in text

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
-from attn_cli.lesson_files import MAX_EXAMPLES, MAX_LESSON_FILE_BYTES
+from attn_cli.lessonfiles.loader import MAX_EXAMPLES, MAX_LESSON_FILE_BYTES
 from tests.conftest import assert_user_error
 
 SMALL = ("--k", "1,0;0,1", "--v", "1,2;3,4")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attn_cli import __version__
-from attn_cli.lesson_files import bundled_lesson_names, load_bundled
+from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render.json_render import MAX_ENTRIES, SCHEMA_VERSION, schema
 
 ROOT = Path(__file__).resolve().parent.parent

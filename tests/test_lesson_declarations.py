@@ -12,8 +12,8 @@ import pytest
 from attn_cli import cards
 from attn_cli.backend import get_backend
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import bundled_lessons_dir, load_bundled, own_lesson_file
-from attn_cli.lesson_format import LABEL_NAMES
+from attn_cli.lessonfiles.grammar import LABEL_NAMES
+from attn_cli.lessonfiles.loader import bundled_lessons_dir, load_bundled, own_lesson_file
 from attn_cli.runner import (
     Given,
     RunRequest,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import own_lesson_file
+from attn_cli.lessonfiles.loader import own_lesson_file
 from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error, data
 

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attn_cli import lesson_files
 from attn_cli.cards import lesson_names
 from attn_cli.errors import UserError
 from attn_cli.generated import declared_texts
-from attn_cli.lesson_files import load_bundled, load_lesson_file
-from attn_cli.lesson_texts import BEGIN, END, Texts, check_texts, markdown
+from attn_cli.lessonfiles import loader as lesson_files
+from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
+from attn_cli.lessonfiles.templates import template_fields
+from attn_cli.lessonfiles.texts import BEGIN, END, Texts, check_texts, markdown
 from attn_cli.runner import RunRequest, prepare
-from attn_cli.templates import template_fields
 from attn_cli.walkthroughs.lesson import get_lesson
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 from tests.conftest import assert_user_error

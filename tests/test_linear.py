@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from attn_cli.lesson_files import load_bundled
+from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
 
 Q = np.array([[1.0, 0], [0, 1]])

@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from attn_cli import __version__
-from attn_cli.lesson_files import bundled_lesson_names, load_bundled
+from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render.json_render import SCHEMA_VERSION, schema
 
 VALIDATOR = jsonschema.Draft202012Validator(schema())

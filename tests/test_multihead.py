@@ -312,7 +312,7 @@ def test_more_heads_cost_weights_not_parameters(invoke_json):
 
 def test_sources_are_named_for_a_student():
     """Issue 22: "the from-scratch book" and "the textbooks'" name nothing a student can find."""
-    from attn_cli.lesson_files import bundled_lessons_dir
+    from attn_cli.lessonfiles.loader import bundled_lessons_dir
 
     text = (bundled_lessons_dir() / "multihead.toml").read_text(encoding="utf-8")
     assert "from-scratch book" not in text and "textbooks'" not in text

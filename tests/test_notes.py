@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.lesson_files import load_bundled
+from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.render.json_render import schema
 from tests.conftest import assert_user_error, data, softmax_rows
 

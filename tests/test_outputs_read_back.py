@@ -27,7 +27,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from attn_cli.api import lesson_function
-from attn_cli.lesson_files import bundled_lesson_names, load_bundled
+from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.model import Step, Walkthrough
 from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import latex_render

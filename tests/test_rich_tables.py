@@ -22,7 +22,7 @@ from rich.console import Console
 
 import attn_cli as attn
 from attn_cli.cards import lesson_names
-from attn_cli.lesson_files import load_bundled
+from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.model import InputValue, Step, Walkthrough
 from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import RenderOptions

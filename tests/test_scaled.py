@@ -388,7 +388,7 @@ def test_the_library_example_says_the_weights_differ_and_the_answers_do_not(invo
     np.testing.assert_allclose(output, [[5, 5], [5, 5]], atol=1e-12)
     weights = np.array(data(doc["steps"][1]["value"]))
     assert np.argmax(weights[0]) in (0, 1) and np.argmax(weights[1]) == 2  # another key dominates
-    from attn_cli.lesson_files import load_bundled
+    from attn_cli.lessonfiles.loader import load_bundled
 
     description = next(e for e in load_bundled("scaled").examples if e.name == "library")
     assert "its own answer" not in description.description

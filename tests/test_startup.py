@@ -59,7 +59,7 @@ NOT_AT_START_UP = (
     "numpy",
     "tomllib",
     "attn_cli.runner",
-    "attn_cli.lesson_files",
+    "attn_cli.lessonfiles.loader",
     "attn_cli.walkthroughs",
     "attn_cli.mechanisms",
     "attn_cli.model",

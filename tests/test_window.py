@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.lesson_files import bundled_lessons_dir, load_bundled
+from attn_cli.lessonfiles.loader import bundled_lessons_dir, load_bundled
 from tests.conftest import assert_user_error, unwrap
 
 # The bundled default example (lessons/window.toml, "five-tokens").

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attn_cli.lesson_files import LessonFile
+from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.render import Format, RenderOptions
 from attn_cli.render.json_render import dumps, envelope
 from attn_cli.render.latex_render import FIRST_LINE, tex_text

@@ -26,7 +26,7 @@ from rich.text import Text
 
 from attn_cli.backend import EPSILON
 from attn_cli.batch import batch_line
-from attn_cli.lesson_files import LessonFile
+from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
 from attn_cli.numbers import as_matrix, format_column, format_number, shape_text
 from attn_cli.render import RenderOptions

@@ -12,7 +12,7 @@ import numpy as np
 from attn_cli.backend import Array
 from attn_cli.cards.bahdanau import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Note, Walkthrough

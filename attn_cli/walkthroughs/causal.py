@@ -20,7 +20,7 @@ from attn_cli import variants
 from attn_cli.backend import EPSILON
 from attn_cli.cards.causal import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms.selfattn import project

@@ -20,7 +20,7 @@ import numpy as np
 from attn_cli.backend import namespace_of
 from attn_cli.cards.graph import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local, masks
 from attn_cli.model import InputValue, Walkthrough

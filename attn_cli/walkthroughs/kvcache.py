@@ -19,7 +19,7 @@ from attn_cli import variants
 from attn_cli.backend import ITEMSIZE
 from attn_cli.cards.kvcache import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import kvcache, masks
 from attn_cli.model import Part, Walkthrough

@@ -3,7 +3,7 @@ and the run it computes from.
 
 A lesson module (``attn_cli/walkthroughs/<name>.py``) ends with its declaration: its card
 (attn_cli/cards/<name>.py: inputs, options and their defaults), the example labels it reads, the
-functions that check, size and compute it, and its texts (:class:`~attn_cli.lesson_texts.Texts`).
+functions that check, size and compute it, and its texts (:class:`~attn_cli.lessonfiles.texts.Texts`).
 One generic path (CLI commands, ``attn check``, quizzes, lesson files of one's own, the Python
 API) runs any lesson through :func:`get_lesson`.
 """
@@ -20,8 +20,8 @@ import numpy as np
 from attn_cli.backend import Backend
 from attn_cli.cards import Card, InputSpec, lesson_names
 from attn_cli.errors import UserError
-from attn_cli.lesson_files import Example, LessonFile
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.loader import Example, LessonFile
+from attn_cli.lessonfiles.texts import Texts
 
 if TYPE_CHECKING:
     from attn_cli.model import Walkthrough

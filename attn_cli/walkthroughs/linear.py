@@ -18,7 +18,7 @@ from attn_cli import variants
 from attn_cli.backend import namespace_of
 from attn_cli.cards.linear import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear, masks
 from attn_cli.model import Walkthrough

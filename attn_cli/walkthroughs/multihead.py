@@ -18,7 +18,7 @@ import numpy as np
 from attn_cli.backend import namespace_of
 from attn_cli.cards.multihead import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.mechanisms import multihead as mh

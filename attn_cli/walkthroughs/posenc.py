@@ -12,7 +12,7 @@ import numpy as np
 from attn_cli.backend import EPSILON, EXACT_INTEGERS, namespace_of
 from attn_cli.cards.posenc import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import posenc as mech
 from attn_cli.model import Note, Part, Walkthrough
 from attn_cli.walkthroughs.checks import whole_option

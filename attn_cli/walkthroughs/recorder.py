@@ -12,10 +12,10 @@ import numpy as np
 from attn_cli.backend import Array
 from attn_cli.cards import precision_of
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.templates import fill
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms.attention import softmax_parts
 from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
-from attn_cli.templates import fill
 from attn_cli.walkthroughs.lesson import LessonRun, get_lesson
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from attn_cli.cards.scaled import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.model import InputValue, Note, Walkthrough
 from attn_cli.walkthroughs import dropout, normalisers, padding

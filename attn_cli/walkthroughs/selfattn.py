@@ -11,7 +11,7 @@ import numpy as np
 from attn_cli.backend import EPSILON, Array
 from attn_cli.cards.selfattn import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj

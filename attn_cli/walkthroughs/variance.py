@@ -14,7 +14,7 @@ import numpy as np
 from attn_cli.backend import namespace_of
 from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention
 from attn_cli.mechanisms import variance as mech

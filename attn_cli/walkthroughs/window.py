@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.cards.window import CARD
 from attn_cli.errors import UserError
-from attn_cli.lesson_texts import Texts
+from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local
 from attn_cli.mechanisms.masks import additive, causal_additive

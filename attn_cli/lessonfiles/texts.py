@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.errors import UserError
-from attn_cli.templates import template_fields, unknown_placeholder
+from attn_cli.lessonfiles.templates import template_fields, unknown_placeholder
 from attn_cli.usertext import printable
 
 if TYPE_CHECKING:  # lesson_files imports this module
-    from attn_cli.lesson_files import LessonFile
+    from attn_cli.lessonfiles.loader import LessonFile
     from attn_cli.model import Walkthrough
 
 Names = tuple[str, ...]

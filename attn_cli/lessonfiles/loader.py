@@ -30,15 +30,15 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     [examples.labels]                  # optional names for rows (each lesson says which)
     keys = ["the", "cat", "slept"]
 
-The keys each table may hold are defined once, as data, in :mod:`attn_cli.lesson_format`: the
-loader refuses any other key (with a did-you-mean), and :mod:`attn_cli.lesson_schema` generates
+The keys each table may hold are defined once, as data, in :mod:`attn_cli.lessonfiles.grammar`: the
+loader refuses any other key (with a did-you-mean), and :mod:`attn_cli.lessonfiles.schema` generates
 the JSON Schema editors validate with from the same definition.
 
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
 ``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
 out from the bundled file of its lesson (:func:`own_lesson_file`). Every file's step texts and
 notes, bundled or not, are checked against the texts its lesson declares (their keys and
-placeholders, :mod:`attn_cli.lesson_texts`) before it runs. The full description, with
+placeholders, :mod:`attn_cli.lessonfiles.texts`) before it runs. The full description, with
 the rounding rule for printed values, is docs/lesson-files.md.
 """
 
@@ -54,10 +54,10 @@ import numpy as np
 
 from attn_cli.cards import lesson_names
 from attn_cli.errors import UserError
-from attn_cli.lesson_format import check_keys
-from attn_cli.lesson_texts import Texts, check_texts
+from attn_cli.lessonfiles.grammar import check_keys
+from attn_cli.lessonfiles.templates import template_fields
+from attn_cli.lessonfiles.texts import Texts, check_texts
 from attn_cli.matrices import as_matrix_or_batch
-from attn_cli.templates import template_fields
 from attn_cli.usertext import printable
 
 if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
@@ -173,7 +173,7 @@ class LessonFile:
 
 def bundled_lessons_dir() -> Path:
     """``attn_cli/lessons`` in an installed wheel; the repository's ``lessons/`` in a checkout."""
-    package_dir = Path(__file__).resolve().parent
+    package_dir = Path(__file__).resolve().parent.parent  # attn_cli/, above lessonfiles/
     for candidate in (package_dir / "lessons", package_dir.parent / "lessons"):
         if candidate.is_dir():
             return candidate
@@ -196,7 +196,7 @@ def bundled_for_run(lesson: str, texts: Texts) -> LessonFile:
 
 def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
     """``file``, once its step texts and notes are checked against its lesson's declared
-    ``texts`` (:func:`attn_cli.lesson_texts.check_texts`; once per file read)."""
+    ``texts`` (:func:`attn_cli.lessonfiles.texts.check_texts`; once per file read)."""
     if _TEXTS_CHECKED.get(id(file)) is not file:
         check_texts(file, texts)
         _TEXTS_CHECKED[id(file)] = file

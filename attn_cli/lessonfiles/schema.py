@@ -3,7 +3,7 @@
     python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json
     cp attn_cli/schema/lesson.schema.json docs/
 
-Its structure is the loader's own definition (:data:`attn_cli.lesson_format.LESSON_FILE`); what
+Its structure is the loader's own definition (:data:`attn_cli.lessonfiles.grammar.LESSON_FILE`); what
 depends on the lesson (its step and note keys, input names, options) comes from the lesson's
 declaration (``LESSON = Lesson(...)``), its column headings from the bundled file: what the
 loader checks a lesson file against. Draft-07, which taplo and VS Code's
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.lesson_files import load_bundled
-from attn_cli.lesson_format import LESSON_FILE, ListOf, Node, Numbers, Setting, Table, Text
+from attn_cli.lessonfiles.grammar import LESSON_FILE, ListOf, Node, Numbers, Setting, Table, Text
+from attn_cli.lessonfiles.loader import load_bundled
 
 if TYPE_CHECKING:  # the generator (attn_cli.generated) hands over the declarations
     from attn_cli.cards import Option

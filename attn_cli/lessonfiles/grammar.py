@@ -1,7 +1,7 @@
 """The lesson-file format as data: which keys each table may hold, and what their values are.
 
 One definition serves two readers: the loader refuses a key the format does not have
-(:func:`check_keys`, with a did-you-mean), and :mod:`attn_cli.lesson_schema` writes the JSON Schema
+(:func:`check_keys`, with a did-you-mean), and :mod:`attn_cli.lessonfiles.schema` writes the JSON Schema
 that editors (taplo, VS Code's Even Better TOML) validate lesson files with. What depends on the
 lesson (its step keys, inputs, options) is checked against the lesson's declaration
 (``own_lesson_file``); the schema generator reads the same declarations.

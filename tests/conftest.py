@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -110,3 +111,15 @@ def random_qkv(seed: int, m: int, n: int, d_k: int = 3, d_v: int = 2):
         rng.standard_normal((n, d_k)),
         rng.standard_normal((n, d_v)),
     )
+
+
+def sparsemax_reference(z: list[float]) -> tuple[list[float], float]:
+    """Martins & Astudillo (2016), algorithm 1, one row, in plain Python."""
+    finite = sorted((x for x in z if x != -math.inf), reverse=True)
+    k_z, running = 0, 0.0
+    for k, value in enumerate(finite, start=1):
+        running += value
+        if 1 + k * value > running:
+            k_z = k
+    tau = (sum(finite[:k_z]) - 1) / k_z
+    return [max(x - tau, 0.0) for x in z], tau

@@ -35,15 +35,52 @@ def test_the_rows_are_the_slides():
     assert list(overview.headings) == list(COLUMNS)
 
 
-@pytest.mark.parametrize("line", COMMAND_LINES)
-def test_each_rows_command_runs(invoke, line):
+def weights_of(invoke_json, line: str) -> tuple[np.ndarray, dict]:
+    """The weights step a row's command line shows, and its JSON document."""
     words = shlex.split(line)
-    assert words[0] == "attn"
-    if not is_command(words[1]):
-        pytest.skip(f"attn {words[1]} is not on this branch yet (being written alongside)")
-    result = invoke(*words[1:])
-    assert result.exit_code == 0, result.output
-    assert "Step 1" in result.stdout
+    assert words[0] == "attn" and is_command(words[1]), line
+    doc = invoke_json(*words[1:])
+    steps = {step["key"]: step for step in doc["steps"]}
+    return np.array(data(steps["weights"]["value"]), dtype=float), doc
+
+
+def rows_of(kind: str) -> list[str]:
+    (row,) = [row for row in load_overview().rows if row["kind"] == kind]
+    return list(row["commands"])
+
+
+def test_the_encoder_row_shows_every_token_attending_to_every_token(invoke_json):
+    (line,) = rows_of("Encoder self-attention")
+    weights, _ = weights_of(invoke_json, line)
+    assert weights.shape[0] == weights.shape[1] and (weights > 0).all()
+
+
+def test_the_causal_row_shows_the_past_only(invoke_json):
+    (line,) = rows_of("Decoder self-attention (causal)")
+    weights, _ = weights_of(invoke_json, line)
+    assert np.array_equal(np.triu(weights, 1), np.zeros_like(weights))  # nothing above
+    assert (np.diag(weights) > 0).all() and weights[-1].all()  # itself; the last sees all
+
+
+def test_the_cross_attention_rows_show_queries_from_another_sequence(invoke_json):
+    scaled, bahdanau = rows_of("Cross-attention")
+    weights, _ = weights_of(invoke_json, scaled)
+    assert weights.shape == (2, 5)  # m = 2 decoder queries, n = 5 encoder keys
+    weights, doc = weights_of(invoke_json, bahdanau)
+    assert weights.shape == (3,) and doc["example"] == "cat-slept"  # s_t over the, cat, slept
+
+
+def test_the_local_rows_show_a_band_and_a_global_token(invoke_json):
+    band, global_first = rows_of("Masked/local attention")
+    weights, _ = weights_of(invoke_json, band)
+    i, j = np.indices(weights.shape)
+    assert (weights[abs(i - j) > 1] == 0).all() and (weights[abs(i - j) <= 1] > 0).all()
+    weights, doc = weights_of(invoke_json, global_first)
+    assert doc["meta"]["global"] == [0]
+    assert (weights[:, 0] > 0).all() and (weights[0] > 0).all()  # token 0 sees and is seen
+    i, j = np.indices(weights.shape)
+    far = (abs(i - j) > doc["meta"]["window"]) & (i != 0) & (j != 0)
+    assert (weights[far] == 0).all()
 
 
 def test_every_kind_has_a_command_that_exists_now():

@@ -62,13 +62,17 @@ def test_both_orders_equal_the_direct_sum(seed):
 def test_random_features_are_seeded_positive_and_approximate_the_softmax_kernel():
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal((2, 4, 3)) * 0.5
-    phi = linear.feature_map("random", features=20000, d=3, seed=7)
-    again = linear.feature_map("random", features=20000, d=3, seed=7)
+
+    def features(count: int, seed: int) -> linear.FeatureMap:
+        projection = linear.random_projection(3, count, seed)
+        return lambda x: linear.positive_random_features(x, projection)
+
+    phi, again = features(20000, 7), features(20000, 7)
     np.testing.assert_array_equal(phi(q), again(q))
     assert (phi(q) > 0).all()
     np.testing.assert_allclose(phi(q) @ phi(k).T, np.exp(q @ k.T), rtol=0.05)
     v = rng.standard_normal((4, 2))
-    small = linear.feature_map("random", features=8, d=3, seed=1)
+    small = features(8, 1)
     np.testing.assert_allclose(
         linear.linear_attention(q, k, v, small).output, direct(q, k, v, small), rtol=1e-13
     )

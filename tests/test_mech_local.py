@@ -68,15 +68,20 @@ def test_global_tokens_open_their_rows_and_columns():
     assert np.array_equal(allowed, expected)
 
 
+def neighbours(allowed: np.ndarray) -> list[list[int]]:
+    """Each row's allowed columns, as lists: N(i) read off the mask."""
+    return [[int(j) for j in np.flatnonzero(row)] for row in allowed]
+
+
 def test_graph_mask_from_edges_and_from_adjacency():
     like = np.zeros((4, 4))
     edges = [(0, 1), (1, 2), (2, 0), (2, 3)]
     allowed = local.graph_allowed(like, edges)
-    assert local.neighbours(allowed) == [[1, 2], [0, 2], [0, 1, 3], [2]]
+    assert neighbours(allowed) == [[1, 2], [0, 2], [0, 1, 3], [2]]
     directed = local.graph_allowed(like, edges, directed=True)
-    assert local.neighbours(directed) == [[1], [2], [0, 3], []]  # node 3 has no neighbour
+    assert neighbours(directed) == [[1], [2], [0, 3], []]  # node 3 has no neighbour
     looped = local.graph_allowed(like, edges, directed=True, self_loops=True)
-    assert local.neighbours(looped) == [[0, 1], [1, 2], [0, 2, 3], [3]]
+    assert neighbours(looped) == [[0, 1], [1, 2], [0, 2, 3], [3]]
     adjacency = np.array([[0, 1, 1, 0], [1, 0, 1, 0], [1, 1, 0, 1], [0, 0, 1, 0]])
     assert np.array_equal(local.adjacency_allowed(adjacency), allowed)
 

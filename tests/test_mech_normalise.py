@@ -8,18 +8,7 @@ import numpy as np
 import pytest
 
 from attn_cli.mechanisms import normalise
-
-
-def sparsemax_reference(z: list[float]) -> tuple[list[float], float]:
-    """Martins & Astudillo (2016), algorithm 1, one row, in plain Python."""
-    finite = sorted((x for x in z if x != -math.inf), reverse=True)
-    k_z, running = 0, 0.0
-    for k, value in enumerate(finite, start=1):
-        running += value
-        if 1 + k * value > running:
-            k_z = k
-    tau = (sum(finite[:k_z]) - 1) / k_z
-    return [max(x - tau, 0.0) for x in z], tau
+from tests.conftest import sparsemax_reference
 
 
 def test_sparsemax_by_hand():

@@ -13,7 +13,7 @@ from attn_cli.cards import card
 from attn_cli.check import check_bundled
 from attn_cli.errors import UserError
 from attn_cli.mechanisms.normalise import NORMALISERS
-from tests.conftest import assert_user_error, data, random_qkv
+from tests.conftest import assert_user_error, data, random_qkv, sparsemax_reference
 
 LIBRARY = {
     "q": [[1.0, 1.0], [-1.0, -1.0]],
@@ -21,14 +21,6 @@ LIBRARY = {
     "v": [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]],
 }
 NEW_EXAMPLES = ("library-sparsemax", "cat-slept-sparsemax", "library-sigmoid", "two-tokens-hardmax")
-
-
-def sparsemax_reference(row: list[float]) -> tuple[list[float], float]:
-    """Martins & Astudillo (2016), algorithm 1, for one row (−∞ entries left out), longhand."""
-    z = sorted((x for x in row if x != -math.inf), reverse=True)
-    k_z = max(k for k in range(1, len(z) + 1) if 1 + k * z[k - 1] > sum(z[:k]))
-    tau = (sum(z[:k_z]) - 1) / k_z
-    return [max(x - tau, 0.0) for x in row], tau
 
 
 def dot_scores(q, k, scale: bool) -> list[list[float]]:

@@ -169,3 +169,12 @@ def test_a_stop_that_fails_is_skipped_with_its_reason(invoke, monkeypatch, args)
     assert result.exit_code == 0, result.output
     assert "Skipped scaled:" in result.stdout
     assert "End of the tour" in result.stdout
+
+
+def test_every_lesson_is_a_stop_and_every_stop_a_command():
+    """The tour reads the one list of cards: a lesson added without a stop fails here."""
+    from attn_cli.cards import lesson_names
+    from attn_cli.cli import is_command
+
+    assert set(lesson_names()) <= set(NAMES)
+    assert all(is_command(name) for name in NAMES)

@@ -35,24 +35,6 @@ PYTHON_OVERHEAD = 64 * 1024
 KERNEL_QUERY_BLOCK = 128
 KERNEL_INSTALL = "pip install 'attn-cli[kernel]'"
 
-DESCRIPTIONS = {
-    "naive": "torch: softmax(Q Kᵀ / √d) V, the n × n scores in memory",
-    "sdpa": "torch scaled_dot_product_attention, default dispatch",
-    "sdpa-flash": "sdpa forced to the FlashAttention kernel",
-    "sdpa-efficient": "sdpa forced to the memory-efficient kernel",
-    "sdpa-cudnn": "sdpa forced to the cuDNN kernel",
-    "sdpa-math": "sdpa forced to the plain math (reference) path",
-    "tiled": "torch: key blocks with an online softmax (mechanisms/tiled.py)",
-    "triton-flash": "Triton: the flash lesson as a GPU kernel (kernels/flash_triton.py)",
-    "numpy": "numpy: the lesson code (mechanisms/attention.py)",
-    "tiled-numpy": "numpy: key blocks with an online softmax (mechanisms/tiled.py)",
-    "sdpa-window": "torch sdpa with the n × n boolean band mask |i − j| ≤ w (dense: for contrast)",
-    "flex-window": "torch FlexAttention (compiled) with the band as a block mask",
-    "window": "torch: the band block by block, O(n·w) scores (mechanisms/local.py)",
-    "window-numpy": "numpy: the band block by block, O(n·w) scores (mechanisms/local.py)",
-    "linear": "torch: φ(Q)(φ(K)ᵀV), φ = elu + 1 (mechanisms/linear.py)",
-    "linear-numpy": "numpy: φ(Q)(φ(K)ᵀV), φ = elu + 1 (mechanisms/linear.py)",
-}
 # What each implementation computes, so its output is checked against the right float64 one.
 WINDOW_IMPLS = ("sdpa-window", "flex-window", "window", "window-numpy")
 LINEAR_IMPLS = ("linear", "linear-numpy")

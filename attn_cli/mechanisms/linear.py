@@ -51,16 +51,6 @@ def positive_random_features(x: Array, projection: np.ndarray) -> Array:
     return xp.exp(xp.matmul(x, w) - half_norm) / math.sqrt(w.shape[-1])  # (..., n, r)
 
 
-def feature_map(name: str = "elu", *, features: int = 64, d: int = 0, seed: int = 0) -> FeatureMap:
-    """The feature map called ``name``: "elu" (elu + 1) or "random" (r = features, seeded)."""
-    if name == "elu":
-        return elu_plus_one
-    if name == "random":
-        projection = random_projection(d, features, seed)
-        return lambda x: positive_random_features(x, projection)
-    raise ValueError(f"unknown feature map {name!r}: elu or random")
-
-
 @dataclass(frozen=True)
 class LinearResult:
     phi_q: Array  # (..., m, r) φ(Q)

@@ -83,12 +83,6 @@ def adjacency_allowed(adjacency: Array, self_loops: bool = False) -> Array:
     return allowed  # (n, n)
 
 
-def neighbours(allowed: Array) -> list[list[int]]:
-    """N(i) for each row i of a mask, as lists of key indices."""
-    mask = np.asarray(allowed) if isinstance(allowed, np.ndarray) else allowed.cpu().numpy()
-    return [np.flatnonzero(row).tolist() for row in mask]
-
-
 def computed_scores(allowed: Array) -> tuple[int, int]:
     """(scores a sparse kernel needs, all m·n scores): the allowed entries against the full grid."""
     xp = namespace_of(allowed)

@@ -267,7 +267,7 @@ def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
 
 
 def build(run: LessonRun) -> Walkthrough:
-    return get_lesson(run.lesson.lesson).build(run)
+    return get_lesson(run.name).build(run)
 
 
 def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunRequest) -> Walkthrough:
@@ -286,7 +286,7 @@ def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunReque
     if (run.backend.name, run.backend.dtype) != ("numpy", "float64"):
         reference = build(replace(run, backend=get_backend("numpy"), time_steps=False))
     try:
-        comparison = slides.compare(reference, example.printed, _where(run.lesson, example))
+        comparison = slides.compare(reference, example.printed, _where(run.file, example))
     except UserError:
         if request.lesson_file is not None:
             raise  # the lecturer's own file: say what to fix

@@ -334,7 +334,7 @@ def recorded() -> dict[str, dict[tuple[str, str], list[frozenset[str]]]]:
     original = StepRecorder.check_declared
 
     def spy(self: StepRecorder, table: str, key: str, names: Any) -> None:
-        seen[self.run.lesson.lesson][table, key].append(frozenset(names))
+        seen[self.run.name][table, key].append(frozenset(names))
         original(self, table, key, names)
 
     runner = CliRunner()

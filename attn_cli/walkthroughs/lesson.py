@@ -98,7 +98,7 @@ def get_lesson(name: str) -> Lesson:
 class LessonRun:
     """Everything a lesson needs to compute its walkthrough."""
 
-    lesson: LessonFile
+    file: LessonFile  # the lesson's words and examples (bundled, or the user's --lesson)
     example: Example | None
     inputs: dict[str, np.ndarray]  # float64, validated
     options: dict[str, Any]
@@ -107,3 +107,8 @@ class LessonRun:
     labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
     drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
+
+    @property
+    def name(self) -> str:
+        """The lesson's name (its command)."""
+        return self.file.lesson

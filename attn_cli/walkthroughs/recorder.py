@@ -85,7 +85,7 @@ class StepRecorder:
         (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
         """
         self.check_declared("steps", text or key, grid.context)
-        words = self.run.lesson.text(text or key)
+        words = self.run.file.text(text or key)
         shown = self.to_numpy(value)
         sums = None
         if row_sums:
@@ -96,7 +96,7 @@ class StepRecorder:
                 title_template=words.title,
                 explanation_template=words.explanation,
                 context=dict(grid.context),
-                precision=precision_of(self.run.lesson.lesson),  # renderers: --precision
+                precision=precision_of(self.run.name),  # renderers: --precision
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,
@@ -118,7 +118,7 @@ class StepRecorder:
         a user error naming the file and key when the note is made, not when it is shown.
         """
         self.check_declared("notes", key, values)
-        lesson = self.run.lesson
+        lesson = self.run.file
         where = f"{lesson.path or lesson.lesson}: [notes] {key}"
         template = lesson.notes.get(key)
         if template is None:
@@ -137,7 +137,7 @@ class StepRecorder:
         The lesson file was checked against the declaration when it was loaded, so a text that
         passes here can be filled; failing here is a bug in the lesson, not in the file.
         """
-        lesson = self.run.lesson.lesson
+        lesson = self.run.name
         texts = get_lesson(lesson).texts
         promised = (texts.steps if table == "steps" else texts.notes).get(key)
         if promised is None:
@@ -155,7 +155,7 @@ class StepRecorder:
     def headings(self, records: Any) -> dict[str, str]:
         """The display heading of each key of a records table (``[headings]``; else the key)."""
         names = records[0] if isinstance(records, list) and records else {}
-        return {name: self.run.lesson.headings.get(name, name) for name in names}
+        return {name: self.run.file.headings.get(name, name) for name in names}
 
     def softmax(
         self,
@@ -207,9 +207,9 @@ class StepRecorder:
         if inputs is None:
             inputs = tuple(InputValue(name, value) for name, value in run.inputs.items())
         drafted = Walkthrough(
-            lesson=run.lesson.lesson,
-            title=run.lesson.title,
-            intro=run.lesson.intro,
+            lesson=run.name,
+            title=run.file.title,
+            intro=run.file.intro,
             example=run.example.name if run.example else None,
             example_description=run.example.description if run.example else "",
             backend=run.backend.name,
@@ -220,9 +220,9 @@ class StepRecorder:
             output=self.to_numpy(output),
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
-            precision=precision_of(run.lesson.lesson),
+            precision=precision_of(run.name),
         )
-        return keep_true_claims(drafted, get_lesson(run.lesson.lesson).texts)
+        return keep_true_claims(drafted, get_lesson(run.name).texts)
 
 
 def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:

@@ -24,13 +24,12 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from attn_cli import __version__, cards
 from attn_cli.commands.common import print_error, user_errors
 from attn_cli.errors import UserError
+from attn_cli.options import NoArgsIsHelpError, UsageError
 
 try:  # Typer >= 0.2x ships its own copy of click
     from typer._click.core import Context as ClickContext
-    from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # older Typer runs on click itself
     from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
-    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
 # The commands besides the lessons, listed after them by `attn --help`: each is the function of
 # the same name in attn_cli.commands.<name>, imported only when the command is built. The lessons'
@@ -90,9 +89,10 @@ def command_function(name: str) -> Callable[..., None]:
     """The function behind `attn NAME`: a tool's (its module imported now), or the command made
     from a lesson's card."""
     if name not in TOOLS:
+        from attn_cli.commands.common import run_card
         from attn_cli.options import lesson_command
 
-        return lesson_command(cards.card(name))
+        return lesson_command(cards.card(name), run_card)
     module = importlib.import_module(f"attn_cli.commands.{name}")
     function: Callable[..., None] = getattr(module, name)
     return function

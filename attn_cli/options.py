@@ -15,6 +15,14 @@ from attn_cli import variants
 from attn_cli.cards import Card, InputSpec, Option, Size
 from attn_cli.render import Format
 
+# click's names, from the copy Typer runs on (the CLI and the tour read them here).
+try:  # Typer >= 0.2x ships its own copy of click
+    from typer._click.exceptions import NoArgsIsHelpError as NoArgsIsHelpError
+    from typer._click.exceptions import UsageError as UsageError
+except ImportError:  # older Typer runs on click itself
+    from click.exceptions import NoArgsIsHelpError as NoArgsIsHelpError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+    from click.exceptions import UsageError as UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+
 if TYPE_CHECKING:
     from attn_cli.runner import RunRequest
 
@@ -249,8 +257,14 @@ SHARED: dict[str, tuple[object, object]] = {
 }
 
 
-def lesson_command(card: Card) -> Callable[..., None]:
-    """The Typer command of a lesson, made from its card.
+# What a lesson command does with what it parsed (its card, click's params): compute, then
+# render (the CLI hands over attn_cli.commands.common.run_card; a parse-only use, as the tour's,
+# hands over none).
+LessonRunner = Callable[[Card, dict[str, Any]], None]
+
+
+def lesson_command(card: Card, run: LessonRunner | None = None) -> Callable[..., None]:
+    """The Typer command of a lesson, made from its card; it hands what it parsed to ``run``.
 
     It takes, in this order: the lesson's inputs, its options (the Inputs panel), --tokens when
     the lesson names rows, the sizes of random inputs, then the shared options (without --seed
@@ -265,11 +279,8 @@ def lesson_command(card: Card) -> Callable[..., None]:
     params += [_keyword(name, *value) for name, value in shared_options(card).items()]
 
     def command(**given: Any) -> None:
-        from attn_cli.commands.common import run_lesson_command
-
-        if card.before_run:
-            _before_run(card.before_run)(given)
-        run_lesson_command(*lesson_request(card, given))
+        if run is not None:
+            run(card, given)
 
     command.__name__ = command.__qualname__ = card.name
     command.__doc__ = card.summary + (f"\n\n{card.details}" if card.details else "")
@@ -358,14 +369,6 @@ def _size(size: Size) -> object:
         size.option, help=size.help_text, rich_help_panel=SIZE_PANEL, show_default=False
     )
     return Annotated[int | None, option]
-
-
-def _before_run(target: str) -> Callable[[dict[str, Any]], None]:
-    import importlib
-
-    module, name = target.split(":")
-    function: Callable[[dict[str, Any]], None] = getattr(importlib.import_module(module), name)
-    return function
 
 
 def _keyword(name: str, annotation: object, default: object) -> inspect.Parameter:

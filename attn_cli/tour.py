@@ -19,7 +19,6 @@ from rich.rule import Rule
 from rich.segment import ControlType, Segments
 from rich.text import Text
 
-from attn_cli.cli import UsageError
 from attn_cli.errors import UserError
 from attn_cli.itinerary import CLOSING, INTRO, TOUR, Stop
 
@@ -168,11 +167,19 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
 
 def parsed(stop: Stop) -> dict[str, Any]:
     """The stop's arguments as its command parses them (a user error if they do not parse)."""
+    import typer
     import typer.main
 
-    from attn_cli.cli import make_app
+    from attn_cli import cards
+    from attn_cli.options import UsageError, lesson_command
 
-    command = typer.main.get_command(make_app((stop.name,))).commands[stop.name]  # type: ignore[attr-defined]
+    if cards.is_lesson(stop.name):
+        function = lesson_command(cards.card(stop.name))
+    else:  # the bench stop
+        from attn_cli.commands.bench import bench as function
+    parser = typer.Typer()  # the stop's command alone, to parse with (the CLI is not re-entered)
+    parser.command(stop.name)(function)
+    command = typer.main.get_command(parser)
     try:
         return dict(command.make_context(stop.name, list(stop.args)).params)
     except UsageError as error:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,6 +18,7 @@ from attn_cli.errors import UserError
 from attn_cli.render import Format, RenderOptions, render
 
 if TYPE_CHECKING:  # the runner (numpy, the lessons) is imported when a lesson runs
+    from attn_cli.cards import Card
     from attn_cli.options import SharedOptions
     from attn_cli.runner import RunRequest
 
@@ -87,6 +89,17 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
             stdout_closed()
 
     return wrapper
+
+
+def run_card(card: Card, given: dict[str, Any]) -> None:
+    """A lesson command, with what it parsed: the card's ``before_run`` first (which may end the
+    command: flash --kernel prints the kernel instead), then the lesson run and shown."""
+    from attn_cli.options import lesson_request
+
+    if card.before_run:
+        module, name = card.before_run.split(":")
+        getattr(importlib.import_module(module), name)(given)
+    run_lesson_command(*lesson_request(card, given))
 
 
 def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:

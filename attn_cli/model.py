@@ -252,11 +252,15 @@ def summary(array: np.ndarray) -> dict[str, float | int]:
     finite = values[np.isfinite(values)]
     stats: dict[str, float | int] = {"count": int(values.size)}
     if finite.size:
+        # Mean and std of the entries divided by the largest magnitude, scaled back: a sum of
+        # entries near 1e308 would overflow, and the summary would say ∞ of finite numbers.
+        scale = float(np.max(np.abs(finite))) or 1.0
+        scaled = finite / scale
         stats.update(
             min=float(finite.min()),
             max=float(finite.max()),
-            mean=float(finite.mean()),
-            std=float(finite.std()),
+            mean=float(scaled.mean()) * scale,
+            std=float(scaled.std()) * scale,
         )
     non_finite = int(values.size - finite.size)
     if non_finite:

@@ -31,10 +31,37 @@ def check_writable(path: Path, option: str) -> None:
 
 
 def write_text(path: Path, text: str, option: str) -> None:
-    """Write the whole text at once (it is built in memory first: no half-written file)."""
+    """Write the whole text (built in memory first) in place of ``path``, or nothing at all."""
+    write_bytes(path, text.encode("utf-8"), option)
+
+
+def write_bytes(path: Path, data: bytes, option: str) -> None:
+    """Write ``data`` to a new file beside ``path`` and rename it into place once complete: on
+    any error (a full disk, a permission) the file that was there is untouched and no partial
+    file remains."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
-        path.write_text(text, encoding="utf-8")
+        with open(temporary, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if path.exists():  # keep the permissions of the file it replaces
+            os.chmod(temporary, path.stat().st_mode & 0o7777)
+        os.replace(temporary, path)
     except OSError as error:
+        temporary.unlink(missing_ok=True)
         raise UserError(
             f"{option} {path}: {error.strerror or error}; choose another path."
         ) from None
+
+
+def check_distinct(paths: dict[str, Path | None]) -> None:
+    """Refuse two outputs written to the same file (one would overwrite the other)."""
+    given = [(option, path) for option, path in paths.items() if path is not None]
+    for index, (option, path) in enumerate(given):
+        for other, other_path in given[index + 1 :]:
+            if os.path.abspath(path) == os.path.abspath(other_path):
+                raise UserError(
+                    f"{option} and {other} both name {path}: one would overwrite the other; "
+                    "give each its own file."
+                )

@@ -76,7 +76,8 @@ def bench(
         typer.Option("--block", min=1, help="Key block size of tiled.", rich_help_panel=RUN_PANEL),
     ] = 128,
     seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the random inputs.", rich_help_panel=RUN_PANEL)
+        int,
+        typer.Option("--seed", min=0, help="Seed of the random inputs.", rich_help_panel=RUN_PANEL),
     ] = 0,
     window: Annotated[
         int,

@@ -167,8 +167,9 @@ def check_output_options(
     if list_examples and plot is not None:
         raise UserError("--list-examples computes nothing to plot; leave out --plot.")
     if output is not None:
-        from attn_cli.outputs import check_writable
+        from attn_cli.outputs import check_distinct, check_writable
 
+        check_distinct({"--output": output, "--plot": plot})
         check_writable(output, "--output")
     if plot is not None:
         from attn_cli.render.heatmap import check_heatmap_path

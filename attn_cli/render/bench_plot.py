@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import statistics
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 from attn_cli.bench.config import BenchResult, Row
 from attn_cli.errors import UserError
-from attn_cli.outputs import check_writable, require_matplotlib
+from attn_cli.outputs import check_writable, require_matplotlib, write_bytes
 
 # Formats matplotlib writes with its own backends and Pillow, chosen by the file's suffix. Listed
 # here so that a bad --plot is refused before the sweep without importing matplotlib. pgf is left
@@ -81,14 +82,14 @@ def write_plot(result: BenchResult, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure = bench_figure(result)
+    buffer = io.BytesIO()  # drawn whole in memory, then written in place of the file
     try:
-        figure.savefig(path, dpi=120)
-    except OSError as error:
-        raise UserError(f"--plot {path}: cannot write it ({error.strerror}).") from None
+        figure.savefig(buffer, format=path.suffix.lower().removeprefix("."), dpi=120)
     except ValueError as error:  # a format this matplotlib does not know
         raise UserError(f"--plot {path}: {error}.") from None
     finally:
         plt.close(figure)
+    write_bytes(path, buffer.getvalue(), "--plot")
 
 
 def bench_figure(result: BenchResult) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.errors import UserError
 from attn_cli.model import Step, Walkthrough
-from attn_cli.outputs import check_writable, require_matplotlib
+from attn_cli.outputs import check_writable, require_matplotlib, write_bytes
 from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure
 
 if TYPE_CHECKING:
@@ -53,10 +53,7 @@ def save_figure(figure: Figure, path: Path) -> None:
     # svg.fonttype none: text stays text (searchable, and the fonts of the reader's machine).
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "attn"}):
         figure.savefig(buffer, format=fmt, dpi=DPI, metadata=_metadata(fmt))
-    try:
-        path.write_bytes(buffer.getvalue())
-    except OSError as error:
-        raise UserError(f"--plot {path}: {error.strerror or error}; choose another path.") from None
+    write_bytes(path, buffer.getvalue(), "--plot")
 
 
 def _metadata(fmt: str) -> dict[str, Any]:

@@ -62,6 +62,7 @@ def settings(options: dict[str, Any]) -> Settings:
             f"--keys {keys}: a softmax over fewer than 2 keys is always [1], so there is nothing "
             "to compare; give --keys 2 or more (the default is 8)."
         )
+    check_work(samples, keys, dks)
     spiky_dk = whole_option(options["spiky_dk"], "spiky_dk")
     if spiky_dk < 1:
         raise UserError(f"spiky_dk {spiky_dk}: d_k must be at least 1.")
@@ -77,6 +78,27 @@ def settings(options: dict[str, Any]) -> Settings:
         _numbers(options["logits"], "logits"),
         temperatures,
     )
+
+
+# The work guard: numbers drawn per second (a query and its keys, every width), measured with
+# `attn variance --samples 30000` (30,000 × 9 × 1,365 = 369 M numbers in 3.3 s, 2-core machine,
+# 2026), and the most a run may draw: about three minutes of it. The memory guard does not see
+# this: the lesson works in chunks of bounded size, however many samples it draws.
+DRAWN_PER_SECOND = 1.1e8
+MAX_DRAWN = int(180 * DRAWN_PER_SECOND)
+
+
+def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
+    """Refuse, before drawing anything, a run that would take more than about three minutes."""
+    drawn = samples * (keys + 1) * sum(dks)  # per sample: one query and `keys` keys, each width
+    if drawn > MAX_DRAWN:
+        seconds = drawn / DRAWN_PER_SECOND
+        took = f"{seconds / 3600:,.0f} hours" if seconds >= 7200 else f"{seconds / 60:,.0f} minutes"
+        raise UserError(
+            f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
+            f"{drawn:.2g} numbers, about {took} here; ask for less: fewer --samples (the default "
+            f"is {CARD.defaults['samples']:,}), fewer --keys or smaller --dk."
+        )
 
 
 def _dk_list(value: Any) -> tuple[int, ...]:

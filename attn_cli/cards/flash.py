@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attn_cli.cards import Card, Option, Size
-from attn_cli.cards.scaled import QKV
+from attn_cli.cards import Card, Option
+from attn_cli.cards.scaled import QKV, SMALL_QKV_SIZES
 
 CARD = Card(
     "flash",
@@ -60,12 +60,7 @@ CARD = Card(
             lesson=False,
         ),
     ),
-    sizes=(
-        Size("n", "number of keys n (default: {default}).", 6),
-        Size("m", "number of queries m (default: n)."),
-        Size("dk", "key width d_k (default: {default}).", 4),
-        Size("dv", "value width d_v (default: d_k)."),
-    ),
+    sizes=SMALL_QKV_SIZES,
     examples=(
         "attn flash",
         "attn flash --example causal-three",

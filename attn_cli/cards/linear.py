@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from attn_cli import variants
-from attn_cli.cards import Card, Option, Size
-from attn_cli.cards.scaled import QKV
+from attn_cli.cards import Card, Option
+from attn_cli.cards.scaled import QKV, SMALL_QKV_SIZES
 
 CARD = Card(
     "linear",
@@ -41,12 +41,7 @@ CARD = Card(
             switch=True,
         ),
     ),
-    sizes=(
-        Size("n", "number of keys n (default: {default}).", 6),
-        Size("m", "number of queries m (default: n)."),
-        Size("dk", "key width d_k (default: {default}).", 4),
-        Size("dv", "value width d_v (default: d_k)."),
-    ),
+    sizes=SMALL_QKV_SIZES,
     examples=(
         "attn linear",
         "attn linear --example causal-three",

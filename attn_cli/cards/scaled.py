@@ -14,6 +14,13 @@ QKV = (
     InputSpec("K", "--k", "matrix", "keys", help="Keys K, n × d_k."),
     InputSpec("V", "--v", "matrix", "values", help="Values V, n × d_v."),
 )
+# Random Q, K, V small enough for every block (flash) or feature row (linear) to stay readable.
+SMALL_QKV_SIZES = (
+    Size("n", "number of keys n (default: {default}).", 6),
+    Size("m", "number of queries m (default: n)."),
+    Size("dk", "key width d_k (default: {default}).", 4),
+    Size("dv", "value width d_v (default: d_k)."),
+)
 
 CARD = Card(
     "scaled",

@@ -67,7 +67,9 @@ def test_variance_refuses_hours_of_work_before_drawing(invoke, args, expected):
 def test_the_work_guard_allows_the_lectures_run_and_its_tenfold():
     variance.check_work(3000, 8, (1, 4, 16, 64, 256, 1024))  # the default: 33 M numbers
     variance.check_work(30000, 8, (1, 4, 16, 64, 256, 1024))  # 369 M, about 3 s
-    assert int(180 * variance.DRAWN_PER_SECOND) == variance.MAX_DRAWN
+    variance.check_work(variance.MAX_DRAWN, 0, (1,))  # exactly the cap: allowed
+    with pytest.raises(UserError, match="about 3 minutes here"):
+        variance.check_work(variance.MAX_DRAWN + 1, 0, (1,))  # one number more: refused
     with pytest.raises(UserError):
         variance.check_work(variance.MAX_DRAWN, 1, (1,))
 

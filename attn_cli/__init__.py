@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 
 # The lesson functions (see attn_cli.api, one per card) are resolved on first use; so is
 # __all__, which reads every card.
-_EXPORTS = ("Note", "Step", "UserError", "Walkthrough", "__version__")
+_EXPORTS = ("Note", "Step", "UserError", "Walkthrough", "__version__", "lessons")
+
+
+def lessons() -> list[str]:
+    """The lessons' names, in the lectures' order: each is a function of this module."""
+    return list(_cards.lesson_names())
 
 
 def __getattr__(name: str) -> Any:

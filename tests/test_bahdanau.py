@@ -11,6 +11,41 @@ import pytest
 
 from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# The three scores favour the same state.
+SAME_STATE = ("--s", "1,0", "--h", "2,0;0,1", "--w1", "1,0;0,1", "--w2", "1,0;0,1")
+SAME_STATE += ("--v", "1,0", "--compare")
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "6", "--d", "3", "--da", "2", "--seed", "3"),
+    sized=lambda s: {"n": s, "d": s},
+    large=("--n", "2600", "--d", "4", "--da", "2"),
+    variants=(
+        (),
+        ("--compare",),
+        ("--compare", "--dropout", "0.5"),
+        ("--dropout", "0.5"),
+        ("--dropout", "0"),
+        ("--n", "1", "--compare"),
+        SAME_STATE,
+        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--compare"),
+        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--dropout", "0.2"),
+    ),
+    options=({"compare": True},),
+    figure=(("bahdanau", "--example", "cat-slept"), ("the", "cat", "slept", "dot α")),
+    batch=Batch(
+        lambda draw: {
+            "s": draw(2),
+            "h": draw(3, 2),
+            "w1": draw(3, 2),
+            "w2": draw(3, 2),
+            "v": draw(3),
+        },
+        ("s", "h"),
+    ),
+)
+
 
 ADDITIVE_KEYS = ["W1h", "W2s", "sum", "tanh", "scores", "weights", "context"]
 COMPARE_KEYS = [

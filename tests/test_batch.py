@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
+from attn_cli.cards import card, lesson_names
 from attn_cli.render.json_render import SCHEMA_VERSION, schema
 from tests.conftest import assert_user_error, data, render_plain, softmax_rows
+from tests.lesson_runs import runs_of
 
 VALIDATOR = jsonschema.Draft202012Validator(schema())
 # The from-scratch book's chapter 3 inputs ("Your journey starts with one step"), which it
@@ -41,36 +43,17 @@ def text(array: np.ndarray) -> str:
 def case(lesson: str, seed: int) -> tuple[dict[str, np.ndarray], dict]:
     """One item's inputs (keyword -> 2-D or 1-D array) and the lesson's options."""
     rng = np.random.default_rng(seed)
-
-    def draw(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape)
-
-    if lesson in ("scaled", "flash", "linear"):
-        options = {"block": 2} if lesson == "flash" else {}
-        return {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, options
-    if lesson == "selfattn":
-        return {"x": draw(3, 4), "wq": draw(4, 2), "wk": draw(4, 2), "wv": draw(4, 3)}, {}
-    if lesson in ("causal", "kvcache"):
-        return {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)}, {}
-    if lesson == "multihead":
-        weights = {name: draw(4, 4) / 2 for name in ("wq", "wk", "wv", "wo")}
-        return {"x": draw(3, 4), **weights}, {"heads": 2, "causal": True}
-    if lesson == "bahdanau":
-        return {"s": draw(2), "h": draw(3, 2), "w1": draw(3, 2), "w2": draw(3, 2), "v": draw(3)}, {}
-    raise AssertionError(lesson)
+    batch = runs_of(lesson).batch
+    assert batch is not None
+    return batch.inputs(lambda *shape: rng.standard_normal(shape)), batch.options
 
 
 # The inputs the books batch (the rest, the weights, are shared by every item).
-BATCHED = {
-    "scaled": ("q", "k", "v"),
-    "flash": ("q", "k", "v"),
-    "selfattn": ("x",),
-    "causal": ("q", "k", "v"),
-    "multihead": ("x",),
-    "bahdanau": ("s", "h"),
-    "linear": ("q", "k", "v"),
-    "kvcache": ("q", "k", "v"),
-}
+BATCHED = {lesson: batch.batched for lesson in lesson_names() if (batch := runs_of(lesson).batch)}
+
+
+def test_every_lesson_that_takes_a_batch_is_run_on_one():
+    assert set(BATCHED) == {lesson for lesson in lesson_names() if card(lesson).batches}
 
 
 def run(lesson: str, inputs: dict, options: dict, **more) -> attn.Walkthrough:

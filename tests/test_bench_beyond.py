@@ -83,12 +83,16 @@ def test_dims_needs_one_size(invoke):
 
 def test_table_verdicts():
     window = table_verdict("window", Fit(1.1, 0.9))
-    assert "the table's Sliding window row" in window and "Time grew as n^1.10: the row's n." in window
+    assert (
+        "the table's Sliding window row" in window and "Time grew as n^1.10: the row's n." in window
+    )
     vanilla = table_verdict("numpy", Fit(1.2, 2.0))
     assert "Memory grew as n^2.00: the row's n²." in vanilla
     assert "Time grew as n^1.20: below the row's n² at these sizes" in vanilla
     flash = table_verdict("tiled", Fit(2.1, 1.0))
-    assert "the table's FlashAttention row" in flash and "Memory grew as n^1.00: the row's n." in flash
+    assert (
+        "the table's FlashAttention row" in flash and "Memory grew as n^1.00: the row's n." in flash
+    )
     assert "Time grew as d^1.90: the row's d²." in table_verdict("linear", Fit(1.9, 1.0), "d")
     assert table_verdict("sdpa", Fit(2.0, 2.0)) is None
 

@@ -16,6 +16,39 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.runner import RunRequest, compute
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--dk", "3", "--seed", "3"),
+    sized=lambda s: {"n": s, "dk": s},
+    large=("--n", "101", "--dk", "2"),
+    variants=(
+        ("--n", "4"),
+        ("--n", "4", "--dk", "2"),
+        ("--n", "4", "--dk", "2", "--no-scale"),
+        ("--x", "1,0;0,1;1,1", "--wq", "1,0;0,1"),
+        ("--n", "4", "--fill", "zero"),
+        ("--n", "4", "--dk", "2", "--fill", "zero"),
+        ("--n", "4", "--conventions"),
+        ("--n", "4", "--valid-len", "2"),
+        ("--n", "4", "--dk", "2", "--valid-len", "1,2,3,4"),
+        ("--n", "4", "--valid-len", "1,2,3,4"),
+        ("--scores", "1,2;3,4", "--v", "1;2"),
+        ("--scores", "1,2;3,4", "--v", "1;2", "--dropout", "0.5"),
+        ("--scores", "1,2;3,4", "--v", "1;2", "--fill", "zero"),
+        ("--n", "4", "--dk", "2", "--dropout", "0.5"),
+        ("--n", "4", "--dropout", "0"),
+        ("--n", "1", "--dropout", "0.5"),
+    ),
+    options=({"fill": "zero"}, {"scale": False}),
+    # --conventions pads token 1, whose query (it sees only key 1) is always left with no key,
+    # so its rows are never all free of NaN.
+    never_made=frozenset({"no_nan_rows"}),
+    figure=(("causal",), ("t1", "t2", "t3")),
+    batch=Batch(lambda draw: {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)}, ("q", "k", "v")),
+)
+
 
 BACKENDS = ("numpy", "torch")
 

@@ -36,7 +36,8 @@ from attn_cli.lessonfiles.texts import Texts
 from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs import recorder
 from attn_cli.walkthroughs.lesson import get_lesson
-from tests.test_lesson_texts import NEVER_MADE, runs
+from tests.lesson_runs import runs_of
+from tests.test_lesson_texts import never_made, runs
 
 LESSONS = sorted(lesson_names())
 
@@ -60,37 +61,6 @@ SIZE_SETS: tuple[dict[str, int], ...] = (
     # Square (m = n), the usual case and the only one --causal takes.
     {"n": 5, "m": 5, "dk": 3, "dv": 3, "d": 2, "da": 2, "d_model": 6, "d_in": 2, "d_out": 6},
 )
-# Options each drawn input also runs with (besides the defaults): those that change what the
-# notes can say. A combination a shape cannot take (--causal with m ≠ n) is refused: counted.
-OPTIONS: dict[str, list[dict[str, Any]]] = {
-    "scaled": [{"scale": False}, {"normalise": "sparsemax"}, {"normalise": "hardmax"}],
-    "causal": [{"fill": "zero"}, {"scale": False}],
-    # One-row query tiles re-read every key block per query: more traffic than the standard way.
-    "flash": [{"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}],
-    "window": [{"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}],
-    "linear": [{"feature_map": "random"}, {"causal": True}],
-    "multihead": [{"causal": True}],
-    "selfattn": [{"scale": False}],
-    "bahdanau": [{"compare": True}],
-    "graph": [{"self_loops": True}],
-    # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
-    "kvcache": [{"heads": 1, "kv_heads": 1, "d_head": 4}],
-}
-# Lessons without matrix inputs: option sweeps instead.
-OPTION_SWEEPS: dict[str, list[dict[str, Any]]] = {
-    "posenc": [
-        {"positions": p, "d_model": d, "base": b}
-        for p in (1, 2, 8, 40)
-        for d in (2, 4, 6, 8, 16, 64)
-        for b in (10000.0, 16.0, 2.0)
-    ],
-    "variance": [
-        {"dk": dk, "samples": s, "keys": k}
-        for dk in ([1], [4, 64], [2, 512])
-        for s in (20, 400)
-        for k in (1, 2, 8)
-    ],
-}
 
 
 @dataclass
@@ -112,8 +82,9 @@ def every_note(walkthrough: Walkthrough) -> Iterator[Note]:
 
 def drawn_inputs(lesson: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(description, keyword arguments of the lesson's Python function), seeded."""
-    if lesson in OPTION_SWEEPS:
-        for options in OPTION_SWEEPS[lesson]:
+    sweeps = runs_of(lesson).sweeps  # a lesson without matrix inputs: its option sweep
+    if sweeps is not None:
+        for options in sweeps:
             yield f"{options}", options
         return
     declared = get_lesson(lesson)
@@ -123,7 +94,7 @@ def drawn_inputs(lesson: str) -> Iterator[tuple[str, dict[str, Any]]]:
         shapes = declared.random_shapes({name: sizes[name] for name in takes if name in sizes})
         drawn = declared.draw_random(shapes, seed + number)
         for (name, transform), options in itertools.product(
-            TRANSFORMS.items(), ({}, *OPTIONS.get(lesson, ()))
+            TRANSFORMS.items(), ({}, *runs_of(lesson).options)
         ):
             given = {keyword[key]: transform(np.asarray(value)) for key, value in drawn.items()}
             if lesson == "graph":  # a random 0/1 graph, isolated nodes included
@@ -180,7 +151,7 @@ def test_every_claim_shown_holds_on_any_input(lesson):
     tally = sweep(lesson)
     texts = get_lesson(lesson).texts
     assert tally.inputs - tally.refused >= 10, "the sweep must run, not be refused"
-    expected = set(texts.notes) - {key for name, key in NEVER_MADE if name == lesson}
+    expected = set(texts.notes) - never_made(lesson)
     assert expected <= tally.notes, f"notes never made: {sorted(expected - tally.notes)}"
     never_shown = sorted(set(texts.claims) - set(tally.shown))
     assert not never_shown, f"claims never shown true by any input: {never_shown}"

@@ -8,20 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from attn_cli.cards import lesson_names
 from tests.conftest import assert_user_error
 
-LESSONS = [
-    "scaled",
-    "bahdanau",
-    "selfattn",
-    "causal",
-    "multihead",
-    "posenc",
-    "variance",
-    "flash",
-    "linear",
-    "kvcache",
-]
+LESSONS = lesson_names()
 
 
 @pytest.mark.parametrize("command", LESSONS)
@@ -120,4 +110,6 @@ def test_bench_numpy_implementations_need_neither(invoke, torch, monkeypatch, pr
     args = ("bench", "--sizes", "32", "--repeats", "1", "--format", "json")
     result = invoke(*args, "--impl", "numpy,tiled-numpy")
     assert result.exit_code == 0, result.output
-    assert_user_error(invoke(*args, "--impl", "naive"), "--impl naive: ", "--impl numpy,tiled-numpy")
+    assert_user_error(
+        invoke(*args, "--impl", "naive"), "--impl naive: ", "--impl numpy,tiled-numpy"
+    )

@@ -7,7 +7,32 @@ import math
 import numpy as np
 import pytest
 
+from attn_cli.walkthroughs.flash import MAX_BLOCKS
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "7", "--m", "5", "--dk", "3", "--block", "3", "--seed", "3"),
+    # a few blocks (at most MAX_BLOCKS): each block is six more steps of the same kinds
+    sized=lambda s: {"n": s, "dk": s, "block": max(2, -(-s // 4), -(-s // MAX_BLOCKS))},
+    large=("--n", "150", "--block", "75", "--dk", "2"),
+    variants=(
+        ("--n", "5", "--dk", "2"),
+        ("--n", "5", "--dk", "2", "--no-scale"),
+        ("--n", "5", "--dk", "2", "--query-block", "2"),
+        ("--n", "5", "--dk", "2", "--query-block", "2", "--causal"),
+        ("--n", "4", "--dk", "2", "--block", "1", "--query-block", "1", "--causal"),
+    ),
+    # One-row query tiles re-read every key block per query: more traffic than the standard way.
+    options=({"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}),
+    figure=(("flash",), ("q1", "q2", "k1", "k4")),
+    batch=Batch(
+        lambda draw: {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)},
+        ("q", "k", "v"),
+        options={"block": 2},
+    ),
+)
 
 
 def plain_attention(q, k, v, *, use_scale, causal=False):

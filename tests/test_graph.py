@@ -12,6 +12,21 @@ import pytest
 import attn_cli as attn
 from attn_cli.lessonfiles.loader import bundled_lessons_dir
 from tests.conftest import assert_user_error, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--d", "3", "--dk", "2", "--seed", "3"),
+    sized=lambda s: {"n": s, "d": s},
+    large=("--n", "101", "--d", "2"),
+    variants=(
+        ("--n", "4", "--d", "2"),
+        ("--n", "4", "--d", "2", "--edges", "0-1", "--self-loops"),
+    ),
+    options=({"self_loops": True},),
+    batch=Batch(lambda draw: {"h": draw(3, 2)}, ("h",), options={"edges": "0-1,1-2"}),
+)
+
 
 # The bundled default example (lessons/graph.toml, "four-nodes").
 H = [[1, 0], [0, 1], [1, 1], [2, 0]]

@@ -12,27 +12,19 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
+from attn_cli.cards import lesson_names
 from attn_cli.errors import UserError
 from attn_cli.numbers import format_number
 from tests.conftest import assert_user_error
+from tests.lesson_runs import runs_of
 
 NEEDS = "--plot draws with matplotlib, the optional extra attn-cli[plot]"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 
-# One fast run of every lesson that draws a figure, and labels its figure must show.
-LESSONS = {
-    "scaled": (["scaled", "--example", "cat-slept"], ["the", "cat", "slept", "s_t"]),
-    "bahdanau": (["bahdanau", "--example", "cat-slept"], ["the", "cat", "slept", "dot α"]),
-    "selfattn": (["selfattn", "--tokens", "I,saw,it"], ["I", "saw", "it"]),
-    "causal": (["causal"], ["t1", "t2", "t3"]),
-    "flash": (["flash"], ["q1", "q2", "k1", "k4"]),
-    "multihead": (["multihead"], ["cats", "sat", "dogs", "ran", "head 1", "head 2"]),
-    "posenc": (["posenc"], ["sin0", "cos3", "position", "dimension"]),
-    "variance": (["variance", "--dk", "4,64", "--samples", "50"], ["d_k (width of q and k)"]),
-    "linear": (["linear", "--example", "causal-three"], ["q1", "q3", "k1", "k3"]),
-    "kvcache": (["kvcache"], ["q1", "q4", "k1", "k4", "cached key"]),
-}
+# One fast run of every lesson that draws a figure, and labels its figure must show (its test's
+# RUNS.figure).
+LESSONS = {lesson: figure for lesson in lesson_names() if (figure := runs_of(lesson).figure)}
 
 
 @pytest.fixture
@@ -339,3 +331,11 @@ def test_the_heatmap_module_does_not_import_matplotlib():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert completed.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("lesson", sorted(set(lesson_names()) - set(LESSONS)))
+def test_a_lesson_without_a_figure_says_so_in_one_line(invoke, mpl, tmp_path, lesson):
+    target = tmp_path / "x.png"
+    result = invoke(lesson, "--plot", str(target))
+    assert_user_error(result, f"the {lesson} lesson has no figure to draw")
+    assert not target.exists()

@@ -16,7 +16,7 @@ from typer.core import TyperOption
 from typer.testing import CliRunner
 
 from attn_cli.cli import app, command_names, examples
-from attn_cli.cli_reference import REGENERATE, reference
+from attn_cli.cli_reference import REGENERATE, REGENERATE_TABLES, reference, with_tables
 
 COMMANDS = command_names()
 
@@ -125,3 +125,10 @@ def test_the_console_script_help_fits_80_columns():
 def test_docs_cli_md_is_generated_from_the_app():
     committed = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert committed == reference(), f"docs/cli.md is stale; regenerate it: {REGENERATE}"
+
+
+@pytest.mark.parametrize("path", ["README.md", "docs/api.md"])
+def test_the_tables_of_commands_and_functions_are_generated(path):
+    committed = (ROOT / path).read_text(encoding="utf-8")
+    assert "<!-- BEGIN " in committed
+    assert committed == with_tables(committed), f"{path} is stale; run {REGENERATE_TABLES}"

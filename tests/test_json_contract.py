@@ -14,41 +14,18 @@ import numpy as np
 import pytest
 
 from attn_cli import __version__
+from attn_cli.cards import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render.json_render import MAX_ENTRIES, SCHEMA_VERSION, schema
+from tests.lesson_runs import runs_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_SCHEMA = ROOT / "attn_cli" / "schema" / "output.schema.json"
 VALIDATOR = jsonschema.Draft202012Validator(schema())
 
-# Per lesson: a small random run, and one with an array over MAX_ENTRIES entries.
-RANDOM = {
-    "scaled": ("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
-    "bahdanau": ("--n", "6", "--d", "3", "--da", "2", "--seed", "3"),
-    "selfattn": ("--n", "5", "--d", "4", "--seed", "3"),
-    "causal": ("--n", "5", "--dk", "3", "--seed", "3"),
-    "multihead": ("--n", "5", "--d-model", "6", "--heads", "3", "--seed", "3"),
-    "posenc": ("--positions", "7", "--d-model", "6", "--offset", "2"),
-    "flash": ("--n", "7", "--m", "5", "--dk", "3", "--block", "3", "--seed", "3"),
-    "variance": ("--dk", "4,16", "--samples", "200", "--keys", "5", "--seed", "3"),
-    "window": ("--n", "6", "--dk", "3", "--dv", "2", "--window", "1", "--global", "0"),
-    "graph": ("--n", "5", "--d", "3", "--dk", "2", "--seed", "3"),
-    "linear": ("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
-    "kvcache": ("--n", "5", "--dk", "3", "--dv", "2", "--seed", "3"),
-}
-LARGE = {
-    "scaled": ("--n", "120", "--dk", "4"),
-    "bahdanau": ("--n", "2600", "--d", "4", "--da", "2"),
-    "selfattn": ("--n", "101", "--d", "4"),
-    "causal": ("--n", "101", "--dk", "2"),
-    "multihead": ("--n", "101", "--d-model", "4", "--heads", "2"),
-    "posenc": ("--positions", "100", "--d-model", "128"),
-    "flash": ("--n", "150", "--block", "75", "--dk", "2"),
-    "window": ("--n", "101", "--dk", "2", "--window", "3"),
-    "graph": ("--n", "101", "--d", "2"),
-    "linear": ("--n", "120", "--dk", "4"),
-    "kvcache": ("--n", "32", "--dk", "2", "--dv", "400"),
-}
+# Per lesson (its test's RUNS): a small random run, and one with an array over MAX_ENTRIES entries.
+RANDOM = {lesson: runs_of(lesson).random for lesson in lesson_names()}
+LARGE = {lesson: large for lesson in lesson_names() if (large := runs_of(lesson).large)}
 
 
 def lesson_examples() -> list[tuple[str, str]]:

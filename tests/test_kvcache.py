@@ -10,6 +10,21 @@ import pytest
 
 from attn_cli.mechanisms import kvcache
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+SMALL = ("--n", "3", "--dk", "2")
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--dk", "3", "--dv", "2", "--seed", "3"),
+    sized=lambda s: {"n": min(s, 32), "dk": s},  # one step per token: at most 32
+    large=("--n", "32", "--dk", "2", "--dv", "400"),
+    variants=(SMALL, (*SMALL, "--heads", "6")),
+    # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
+    options=({"heads": 1, "kv_heads": 1, "d_head": 4},),
+    figure=(("kvcache",), ("q1", "q4", "k1", "k4", "cached key")),
+    batch=Batch(lambda draw: {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)}, ("q", "k", "v")),
+)
+
 
 Q = np.array([[1.0, 0], [0, 1], [1, 1], [0, 2]])
 K = np.array([[1.0, 0], [0, 1], [1, 1], [1, -1]])

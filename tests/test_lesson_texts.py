@@ -25,6 +25,7 @@ from attn_cli.runner import RunRequest, prepare
 from attn_cli.walkthroughs.lesson import get_lesson
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 from tests.conftest import assert_user_error
+from tests.lesson_runs import runs_of
 
 LESSONS = sorted(lesson_names())
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lesson-files.md"
@@ -197,127 +198,17 @@ def test_the_recorder_refuses_a_note_with_other_values_than_declared(recorder):
 
 # --- every example and the main options: declarations and code agree ------------------------
 
-RANDOM = ("--n", "3", "--dk", "2")
-VARIANTS: dict[str, list[tuple[str, ...]]] = {
-    "scaled": [
-        RANDOM,
-        (*RANDOM, "--no-scale"),
-        (*RANDOM, "--valid-len", "2"),
-        (*RANDOM, "--valid-len", "1,2,3"),
-        (*RANDOM, "--no-scale", "--valid-len", "2"),
-        (*RANDOM, "--dropout", "0.5"),
-        (*RANDOM, "--dropout", "0"),
-        ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
-        *((*RANDOM, "--normalise", name) for name in ("sparsemax", "sigmoid", "hardmax")),
-        (*RANDOM, "--normalise", "sparsemax", "--valid-len", "2", "--dropout", "0.5"),
-        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
-        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
-        ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
-        ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
-        ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
-    ],
-    "flash": [
-        ("--n", "5", "--dk", "2"),
-        ("--n", "5", "--dk", "2", "--no-scale"),
-        ("--n", "5", "--dk", "2", "--query-block", "2"),
-        ("--n", "5", "--dk", "2", "--query-block", "2", "--causal"),
-        ("--n", "4", "--dk", "2", "--block", "1", "--query-block", "1", "--causal"),
-    ],
-    "causal": [
-        ("--n", "4"),
-        ("--n", "4", "--dk", "2"),
-        ("--n", "4", "--dk", "2", "--no-scale"),
-        ("--x", "1,0;0,1;1,1", "--wq", "1,0;0,1"),
-        ("--n", "4", "--fill", "zero"),
-        ("--n", "4", "--dk", "2", "--fill", "zero"),
-        ("--n", "4", "--conventions"),
-        ("--n", "4", "--valid-len", "2"),
-        ("--n", "4", "--dk", "2", "--valid-len", "1,2,3,4"),
-        ("--n", "4", "--valid-len", "1,2,3,4"),
-        ("--scores", "1,2;3,4", "--v", "1;2"),
-        ("--scores", "1,2;3,4", "--v", "1;2", "--dropout", "0.5"),
-        ("--scores", "1,2;3,4", "--v", "1;2", "--fill", "zero"),
-        ("--n", "4", "--dk", "2", "--dropout", "0.5"),
-        ("--n", "4", "--dropout", "0"),
-        ("--n", "1", "--dropout", "0.5"),
-    ],
-    "multihead": [
-        (),
-        ("--causal",),
-        ("--valid-len", "3"),
-        ("--causal", "--valid-len", "1,2,3,4"),
-        ("--bias",),
-        ("--dropout", "0.3"),
-        ("--dropout", "0"),
-        ("--n", "1", "--d-model", "4", "--dropout", "0.5"),
-        ("--n", "3", "--d-model", "4", "--bias"),
-        ("--heads", "1"),
-        ("--heads", "4"),
-        ("--d-in", "4", "--d-out", "6"),
-        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"),
-        # Two heads with the same columns: the same weights.
-        ("--x", "1,0;0,1", *(arg for w in "qkv" for arg in (f"--w{w}", "1,0,1,0;0,1,0,1"))),
-        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "0,1;1,0", "--bq", "1,1"),
-    ],
-    "bahdanau": [
-        (),
-        ("--compare",),
-        ("--compare", "--dropout", "0.5"),
-        ("--dropout", "0.5"),
-        ("--dropout", "0"),
-        ("--n", "1", "--compare"),
-        # The three scores favour the same state.
-        (
-            "--s",
-            "1,0",
-            "--h",
-            "2,0;0,1",
-            "--w1",
-            "1,0;0,1",
-            "--w2",
-            "1,0;0,1",
-            "--v",
-            "1,0",
-            "--compare",
-        ),
-        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--compare"),
-        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--dropout", "0.2"),
-    ],
-    "selfattn": [
-        ("--n", "3", "--d", "2"),
-        ("--n", "3", "--d", "2", "--permute", "2,0,1"),
-        ("--n", "9", "--d", "2", "--permute", "8,7,6,5,4,3,2,1,0"),
-        ("--n", "3", "--d", "2", "--dropout", "0.5", "--no-scale"),
-        ("--n", "3", "--d", "2", "--dropout", "0"),
-        ("--n", "1", "--d", "2", "--dropout", "0.5"),
-        ("--x", "1,0;0,1", "--permute", "1,0"),
-        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "0,1;1,0"),
-        ("--x", "1,0;0,1", "--tokens", "a,b"),
-        ("--x", "1,0", "--wq", "1,0;0,1"),
-    ],
-    "posenc": [(), ("--layout", "split"), ("--positions", "8", "--d-model", "512")],
-    "variance": [("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")],
-    "window": [
-        (*RANDOM, "--window", "1"),
-        (*RANDOM, "--window", "1", "--causal"),
-        (*RANDOM, "--window", "1", "--global", "0"),
-        (*RANDOM, "--window", "1", "--causal", "--global", "0"),
-    ],
-    "graph": [("--n", "4", "--d", "2"), ("--n", "4", "--d", "2", "--edges", "0-1", "--self-loops")],
-    "linear": [RANDOM, (*RANDOM, "--causal"), (*RANDOM, "--feature-map", "random")],
-    "kvcache": [RANDOM, (*RANDOM, "--heads", "6")],
-}
-# Notes no input makes: permuted_wrong would report a bug (a permuted output that is not the
-# output permuted, beyond rounding); --conventions pads token 1, whose query (it sees only key 1)
-# is always left with no key, so its rows are never all free of NaN.
-NEVER_MADE = {("selfattn", "permuted_wrong"), ("causal", "no_nan_rows")}
+
+def never_made(lesson: str) -> frozenset[str]:
+    """The notes no input makes (each lesson's test gives the reason)."""
+    return runs_of(lesson).never_made
 
 
 def runs(lesson: str) -> Iterator[tuple[str, ...]]:
-    """Every bundled example of ``lesson``, then the option variants above."""
+    """Every bundled example of ``lesson``, then the option variants its test declares."""
     for example in load_bundled(lesson).examples:
         yield ("--example", example.name)
-    yield from VARIANTS[lesson]
+    yield from runs_of(lesson).variants
 
 
 @pytest.fixture(scope="module")
@@ -359,7 +250,7 @@ def test_every_declared_text_is_made_by_some_run_with_the_names_declared(recorde
         assert always == set(names), (key, sorted(always - set(names)))
     notes = {key for table, key in made if table == "notes"}
     assert notes <= set(texts.notes)
-    assert set(texts.notes) - notes == {note for lesson, note in NEVER_MADE if lesson == name}
+    assert set(texts.notes) - notes == never_made(name)
 
 
 # --- docs/lesson-files.md lists them --------------------------------------------------------

@@ -10,6 +10,20 @@ import pytest
 
 from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+SMALL = ("--n", "3", "--dk", "2")
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
+    sized=lambda s: {"n": s, "dk": s, "causal": s % 2 == 1},
+    large=("--n", "120", "--dk", "4"),
+    variants=(SMALL, (*SMALL, "--causal"), (*SMALL, "--feature-map", "random")),
+    options=({"feature_map": "random"}, {"causal": True}),
+    figure=(("linear", "--example", "causal-three"), ("q1", "q3", "k1", "k3")),
+    batch=Batch(lambda draw: {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, ("q", "k", "v")),
+)
+
 
 Q = np.array([[1.0, 0], [0, 1]])
 K = np.array([[1.0, 0], [0, 1], [1, 1]])

@@ -72,7 +72,9 @@ def test_an_own_lesson_file_lists_its_examples_verbatim_in_json(invoke, tmp_path
         "[examples.inputs]\nQ = [[1, 0]]\nK = [[1, 0]]\nV = [[1]]\n",
         encoding="utf-8",
     )
-    doc = json.loads(invoke("scaled", "--lesson", str(path), "--list-examples", "-f", "json").stdout)
+    doc = json.loads(
+        invoke("scaled", "--lesson", str(path), "--list-examples", "-f", "json").stdout
+    )
     assert doc["title"] == "Mine" and doc["default_example"] is None
     assert doc["examples"] == [
         {"name": "[/]e", "description": 'a "quoted" [bold]x[/]', "source": "my slide 3"}

@@ -12,6 +12,40 @@ from attn_cli.mechanisms import multihead as mh
 from attn_cli.mechanisms.attention import attention
 from attn_cli.runner import RunRequest, compute
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--d-model", "6", "--heads", "3", "--seed", "3"),
+    sized=lambda s: {"n": s, "d_model": s, "heads": 2 if s % 2 == 0 else 1},
+    large=("--n", "101", "--d-model", "4", "--heads", "2"),
+    variants=(
+        (),
+        ("--causal",),
+        ("--valid-len", "3"),
+        ("--causal", "--valid-len", "1,2,3,4"),
+        ("--bias",),
+        ("--dropout", "0.3"),
+        ("--dropout", "0"),
+        ("--n", "1", "--d-model", "4", "--dropout", "0.5"),
+        ("--n", "3", "--d-model", "4", "--bias"),
+        ("--heads", "1"),
+        ("--heads", "4"),
+        ("--d-in", "4", "--d-out", "6"),
+        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"),
+        # Two heads with the same columns: the same weights.
+        ("--x", "1,0;0,1", *(arg for w in "qkv" for arg in (f"--w{w}", "1,0,1,0;0,1,0,1"))),
+        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "0,1;1,0", "--bq", "1,1"),
+    ),
+    options=({"causal": True},),
+    figure=(("multihead",), ("cats", "sat", "dogs", "ran", "head 1", "head 2")),
+    batch=Batch(
+        lambda draw: {"x": draw(3, 4), **{w: draw(4, 4) / 2 for w in ("wq", "wk", "wv", "wo")}},
+        ("x",),
+        options={"heads": 2, "causal": True},
+    ),
+)
+
 
 BACKENDS = ("numpy", "torch")
 NAMES = ("W_Q", "W_K", "W_V", "W_O")

@@ -317,7 +317,9 @@ def test_random_rectangular_with_drawn_biases(invoke_json):
     assert x.shape == (5, 3) and p["W_Q"].shape == (3, 4) and p["W_O"].shape == (4, 4)
     assert p["b_Q"].shape == (4,) and p["b_O"].shape == (4,)
     np.testing.assert_allclose(data(doc["output"]), reference(x, p, 2, causal=True)[0], atol=1e-12)
-    assert any("weights and biases were drawn with random seed 3" in note["text"] for note in doc["notes"])
+    assert any(
+        "weights and biases were drawn with random seed 3" in note["text"] for note in doc["notes"]
+    )
     # --bias draws from its own stream: X and the weights are those of the run without it.
     plain = invoke_json(*args[:-1], "--causal", "--seed", "3")
     for name in ("X", *WEIGHTS):

@@ -13,22 +13,12 @@ import pytest
 from rich.console import Console
 
 import attn_cli as attn
+from attn_cli.cards import lesson_names
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import HTML_WIDTH, print_walkthrough
 from tests.conftest import assert_user_error
 
-LESSONS = (
-    "scaled",
-    "bahdanau",
-    "selfattn",
-    "causal",
-    "multihead",
-    "posenc",
-    "variance",
-    "flash",
-    "linear",
-    "kvcache",
-)
+LESSONS = lesson_names()
 NUMBER = re.compile(r"-?\d+\.\d+(?:e[+-]\d+)?")
 SVG = "{http://www.w3.org/2000/svg}"
 

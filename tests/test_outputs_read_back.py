@@ -12,7 +12,6 @@ Every lesson × every bundled example, plus random inputs of sizes 2, 11 and 40:
 from __future__ import annotations
 
 import functools
-import math
 import re
 import shutil
 import subprocess
@@ -27,38 +26,22 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from attn_cli.api import lesson_function
+from attn_cli.cards import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.model import Step, Walkthrough
 from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
 from attn_cli.render.latex_render import tex_text
+from tests.lesson_runs import runs_of
 
 SIZES = (2, 11, 40)
-LESSONS = bundled_lesson_names()
+LESSONS = lesson_names()
 needs_tex = pytest.mark.skipif(
     shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
     reason="pdflatex and pdftotext are not installed (Debian: apt-get install "
     "texlive-latex-base poppler-utils); .ci/run installs them",
 )
-
-
-def size_options(lesson: str, size: int) -> dict[str, Any]:
-    """Random inputs of one size for a lesson (within each lesson's own rules)."""
-    return {
-        "scaled": {"n": size, "dk": size},
-        "selfattn": {"n": size, "d": size},
-        "causal": {"n": size, "dk": size},
-        "multihead": {"n": size, "d_model": size, "heads": 2 if size % 2 == 0 else 1},
-        "bahdanau": {"n": size, "d": size},
-        "flash": {"n": size, "dk": size, "block": math.ceil(size / 2)},  # two blocks
-        "posenc": {"positions": size, "d_model": size + size % 2},  # d_model even
-        "variance": {"dk": str(size), "keys": max(size, 2), "samples": 200},
-        "window": {"n": size, "dk": size, "window": 1, "global_tokens": "0"},
-        "graph": {"n": size, "d": size},
-        "linear": {"n": size, "dk": size, "causal": size % 2 == 1},
-        "kvcache": {"n": min(size, 32), "dk": size},  # one step per token: at most 32
-    }[lesson]
 
 
 @dataclass(frozen=True)
@@ -78,7 +61,7 @@ def lesson_cases(lesson: str) -> list[Case]:
         for e in load_bundled(lesson).examples
     ]
     cases += [
-        Case(lesson, f"size {size}", tuple(size_options(lesson, size).items())) for size in SIZES
+        Case(lesson, f"size {size}", tuple(runs_of(lesson).sized(size).items())) for size in SIZES
     ]
     return cases
 
@@ -92,11 +75,7 @@ def walkthrough(case: Case) -> Walkthrough:
 
 
 def test_every_lesson_has_examples_and_sizes():
-    from attn_cli.cards import lesson_names
-
-    DECLARED = lesson_names()
-
-    assert sorted(LESSONS) == sorted(DECLARED)  # every lesson declared is read back here
+    assert sorted(bundled_lesson_names()) == sorted(LESSONS)  # every card has its lesson file
     for lesson in LESSONS:
         assert len(lesson_cases(lesson)) == len(load_bundled(lesson).examples) + len(SIZES)
 

@@ -13,6 +13,22 @@ from hypothesis import strategies as st
 
 from attn_cli.mechanisms import posenc as mech
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--positions", "7", "--d-model", "6", "--offset", "2"),
+    sized=lambda s: {"positions": s, "d_model": s + s % 2},  # d_model even
+    large=("--positions", "100", "--d-model", "128"),
+    variants=((), ("--layout", "split"), ("--positions", "8", "--d-model", "512")),
+    sweeps=tuple(
+        {"positions": p, "d_model": d, "base": b}
+        for p in (1, 2, 8, 40)
+        for d in (2, 4, 6, 8, 16, 64)
+        for b in (10000.0, 16.0, 2.0)
+    ),
+    figure=(("posenc",), ("sin0", "cos3", "position", "dimension")),
+)
 
 
 def formula_pe(positions: int, d_model: int, base: float, layout: str) -> np.ndarray:

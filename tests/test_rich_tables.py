@@ -36,35 +36,13 @@ from attn_cli.render.rich_render import (
     value_renderable,
     walkthrough_renderable,
 )
-from attn_cli.walkthroughs.flash import MAX_BLOCKS
 from tests.conftest import render_plain
+from tests.lesson_runs import runs_of
 
 LESSONS = lesson_names()
 
 WIDTHS = (60, 80, 120)
 SIZES = (2, 11, 40)
-
-
-def _even(size: int) -> int:
-    return size + size % 2
-
-
-# Random inputs of one size for each lesson (the sizes its command takes).
-SIZED: dict[str, Any] = {
-    "scaled": lambda s: {"n": s, "dk": s},
-    "bahdanau": lambda s: {"n": s, "d": s},
-    "selfattn": lambda s: {"n": s, "d": s},
-    "causal": lambda s: {"n": s},
-    "multihead": lambda s: {"n": s, "d_model": _even(s)},  # two heads share d_model
-    "posenc": lambda s: {"positions": s, "d_model": _even(s)},
-    "variance": lambda s: {"dk": s},
-    # a few blocks (at most MAX_BLOCKS): each block is six more steps of the same kinds
-    "flash": lambda s: {"n": s, "dk": s, "block": max(2, -(-s // 4), -(-s // MAX_BLOCKS))},
-    "window": lambda s: {"n": s, "dk": s, "window": 2, "causal": True, "global_tokens": "0"},
-    "graph": lambda s: {"n": s, "d": s},
-    "linear": lambda s: {"n": s, "dk": s},
-    "kvcache": lambda s: {"n": min(s, 32), "dk": s},  # one step per token: at most 32
-}
 
 
 def _cases() -> list[tuple[str, str, Any]]:
@@ -73,7 +51,7 @@ def _cases() -> list[tuple[str, str, Any]]:
         for example in load_bundled(lesson).examples:
             cases.append((lesson, f"example={example.name}", {"example": example.name}))
         for size in SIZES:
-            cases.append((lesson, f"size={size}", SIZED[lesson](size)))
+            cases.append((lesson, f"size={size}", runs_of(lesson).sized(size)))
     return cases
 
 
@@ -88,7 +66,6 @@ def walkthrough(index: int) -> Walkthrough:
 
 
 def test_the_cases_cover_every_lesson_and_example():
-    assert set(SIZED) == set(LESSONS)
     examples = sum(len(load_bundled(lesson).examples) for lesson in LESSONS)
     assert len(CASES) == examples + len(LESSONS) * len(SIZES)
 

@@ -14,6 +14,35 @@ from hypothesis.extra.numpy import arrays
 from attn_cli.backend import get_backend
 from attn_cli.mechanisms import attention as mech
 from tests.conftest import assert_user_error, data
+from tests.lesson_runs import Batch, Runs
+
+SMALL = ("--n", "3", "--dk", "2")
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
+    sized=lambda s: {"n": s, "dk": s},
+    large=("--n", "120", "--dk", "4"),
+    variants=(
+        SMALL,
+        (*SMALL, "--no-scale"),
+        (*SMALL, "--valid-len", "2"),
+        (*SMALL, "--valid-len", "1,2,3"),
+        (*SMALL, "--no-scale", "--valid-len", "2"),
+        (*SMALL, "--dropout", "0.5"),
+        (*SMALL, "--dropout", "0"),
+        ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
+        *((*SMALL, "--normalise", name) for name in ("sparsemax", "sigmoid", "hardmax")),
+        (*SMALL, "--normalise", "sparsemax", "--valid-len", "2", "--dropout", "0.5"),
+        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
+        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
+        ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
+        ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
+        ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
+    ),
+    options=({"scale": False}, {"normalise": "sparsemax"}, {"normalise": "hardmax"}),
+    figure=(("scaled", "--example", "cat-slept"), ("the", "cat", "slept", "s_t")),
+    batch=Batch(lambda draw: {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, ("q", "k", "v")),
+)
 
 
 def reference(q, k, v, use_scale=True):

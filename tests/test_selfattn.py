@@ -9,6 +9,35 @@ import numpy as np
 import pytest
 
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--d", "4", "--seed", "3"),
+    sized=lambda s: {"n": s, "d": s},
+    large=("--n", "101", "--d", "4"),
+    variants=(
+        ("--n", "3", "--d", "2"),
+        ("--n", "3", "--d", "2", "--permute", "2,0,1"),
+        ("--n", "9", "--d", "2", "--permute", "8,7,6,5,4,3,2,1,0"),
+        ("--n", "3", "--d", "2", "--dropout", "0.5", "--no-scale"),
+        ("--n", "3", "--d", "2", "--dropout", "0"),
+        ("--n", "1", "--d", "2", "--dropout", "0.5"),
+        ("--x", "1,0;0,1", "--permute", "1,0"),
+        ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "0,1;1,0"),
+        ("--x", "1,0;0,1", "--tokens", "a,b"),
+        ("--x", "1,0", "--wq", "1,0;0,1"),
+    ),
+    options=({"scale": False},),
+    # permuted_wrong would report a bug: a permuted output that is not the output permuted,
+    # beyond rounding.
+    never_made=frozenset({"permuted_wrong"}),
+    figure=(("selfattn", "--tokens", "I,saw,it"), ("I", "saw", "it")),
+    batch=Batch(
+        lambda draw: {"x": draw(3, 4), "wq": draw(4, 2), "wk": draw(4, 2), "wv": draw(4, 3)}, ("x",)
+    ),
+)
+
 
 KEYS = ["Q", "K", "V", "scores", "scaled", "weights", "output"]
 PERMUTED = ["permuted.X", "permuted.weights", "permuted.output", "permuted.difference"]

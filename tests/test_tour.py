@@ -25,9 +25,9 @@ def test_the_tour_follows_the_lecture_order():
     assert position("variance") == position("scaled") + 1
     assert position("variance") < position("bahdanau") < position("selfattn")
     assert position("selfattn") < position("causal") < position("multihead") < position("posenc")
-    assert position("posenc") < position("bench") == position("flash") - 1
+    assert position("posenc") < position("bench") < position("flash")
     assert position("flash") < position("window") < position("linear") < position("kvcache")
-    assert len(set(NAMES)) == len(NAMES) == 13
+    assert len(set(NAMES)) == len(NAMES)  # each command once
 
 
 def test_the_bahdanau_stop_scores_several_encoder_states():

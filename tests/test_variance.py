@@ -12,6 +12,22 @@ from attn_cli.backend import get_backend
 from attn_cli.mechanisms import variance as mech
 from attn_cli.walkthroughs.variance import chunk_rows
 from tests.conftest import assert_user_error, data, unwrap
+from tests.lesson_runs import Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--dk", "4,16", "--samples", "200", "--keys", "5", "--seed", "3"),
+    sized=lambda s: {"dk": s, "keys": max(s, 2), "samples": 200},
+    variants=(("--dk", "4,16", "--samples", "50"), ("--dk", "1", "--samples", "500")),
+    sweeps=tuple(
+        {"dk": dk, "samples": s, "keys": k}
+        for dk in ([1], [4, 64], [2, 512])
+        for s in (20, 400)
+        for k in (1, 2, 8)
+    ),
+    figure=(("variance", "--dk", "4,64", "--samples", "50"), ("d_k (width of q and k)",)),
+)
+
 
 OUTPUT_KEYS = {
     "dk",

@@ -11,6 +11,28 @@ import pytest
 import attn_cli as attn
 from attn_cli.lessonfiles.loader import bundled_lessons_dir, load_bundled
 from tests.conftest import assert_user_error, unwrap
+from tests.lesson_runs import Batch, Runs
+
+SMALL = ("--n", "3", "--dk", "2")
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "6", "--dk", "3", "--dv", "2", "--window", "1", "--global", "0"),
+    sized=lambda s: {"n": s, "dk": s, "window": 2, "causal": True, "global_tokens": "0"},
+    large=("--n", "101", "--dk", "2", "--window", "3"),
+    variants=(
+        (*SMALL, "--window", "1"),
+        (*SMALL, "--window", "1", "--causal"),
+        (*SMALL, "--window", "1", "--global", "0"),
+        (*SMALL, "--window", "1", "--causal", "--global", "0"),
+    ),
+    options=({"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}),
+    batch=Batch(
+        lambda draw: {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)},
+        ("q", "k", "v"),
+        options={"window": 1},
+    ),
+)
+
 
 # The bundled default example (lessons/window.toml, "five-tokens").
 X = [[1, 0], [0, 1], [1, 1], [1, 0], [0, 1]]

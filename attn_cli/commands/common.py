@@ -143,11 +143,16 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
                 read_line=terminal.read_line,
             )
             return
-        render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
-        if plot is not None:
-            from attn_cli.render.heatmap import write_heatmap
+        figure = None
+        if plot is not None:  # drawn before anything is printed: a figure it cannot draw
+            from attn_cli.render.heatmap import heatmap_file  # leaves stdout empty
 
-            write_heatmap(walkthrough, plot, precision)
+            figure = heatmap_file(walkthrough, plot, precision)
+        render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
+        if plot is not None and figure is not None:
+            from attn_cli.outputs import write_bytes
+
+            write_bytes(plot, figure, "--plot")
     if output is not None:
         from attn_cli.outputs import write_text
 

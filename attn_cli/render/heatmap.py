@@ -39,13 +39,17 @@ def check_heatmap_path(path: Path) -> None:
     require_matplotlib()
 
 
-def write_heatmap(walkthrough: Walkthrough, path: Path, precision: int | None = None) -> None:
-    """Draw the lesson's figure and write it whole (built in memory first)."""
-    figure = heatmap_figure(walkthrough, precision)
-    save_figure(figure, path)
+def heatmap_file(walkthrough: Walkthrough, path: Path, precision: int | None = None) -> bytes:
+    """The lesson's figure, drawn in memory as the bytes of ``path``'s format."""
+    return figure_bytes(heatmap_figure(walkthrough, precision), path)
 
 
 def save_figure(figure: Figure, path: Path) -> None:
+    """Write the figure whole (built in memory first)."""
+    write_bytes(path, figure_bytes(figure, path), "--plot")
+
+
+def figure_bytes(figure: Figure, path: Path) -> bytes:
     import matplotlib
 
     buffer = io.BytesIO()
@@ -53,7 +57,7 @@ def save_figure(figure: Figure, path: Path) -> None:
     # svg.fonttype none: text stays text (searchable, and the fonts of the reader's machine).
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "attn"}):
         figure.savefig(buffer, format=fmt, dpi=DPI, metadata=_metadata(fmt))
-    write_bytes(path, buffer.getvalue(), "--plot")
+    return buffer.getvalue()
 
 
 def _metadata(fmt: str) -> dict[str, Any]:

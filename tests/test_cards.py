@@ -28,7 +28,7 @@ def test_the_lessons_are_the_cards_in_the_lectures_order():
     )  # fmt: skip
     assert sorted(LESSONS) == sorted(
         ("scaled", "bahdanau", "selfattn", "causal", "multihead", "posenc", "variance",
-         "flash", "window", "graph", "linear", "kvcache")
+         "cost", "flash", "window", "graph", "linear", "kvcache")
     )  # fmt: skip
     assert cards.is_lesson("scaled") and not cards.is_lesson("_shared")
     assert not cards.is_lesson("check") and not cards.is_lesson("../scaled")

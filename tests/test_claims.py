@@ -90,6 +90,14 @@ OPTION_SWEEPS: dict[str, list[dict[str, Any]]] = {
         for s in (20, 400)
         for k in (1, 2, 8)
     ],
+    # Around each note's edge: n against d, r and the window 2w + 1; one token; huge n.
+    "cost": [
+        {"n": n, "d": d, "window": w, "features": r, "layers": 1}
+        for n in (1, 2, 3, 512, 513, 514, 10**6)
+        for d in (1, 512)
+        for w in (1, 256)
+        for r in (None, 1, 513)
+    ],
 }
 
 

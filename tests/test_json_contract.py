@@ -35,6 +35,7 @@ RANDOM = {
     "graph": ("--n", "5", "--d", "3", "--dk", "2", "--seed", "3"),
     "linear": ("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
     "kvcache": ("--n", "5", "--dk", "3", "--dv", "2", "--seed", "3"),
+    "cost": ("--n", "1000", "--d", "512"),  # no random inputs: the sizes are its options
 }
 LARGE = {
     "scaled": ("--n", "120", "--dk", "4"),

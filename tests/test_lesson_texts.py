@@ -306,6 +306,8 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
     "graph": [("--n", "4", "--d", "2"), ("--n", "4", "--d", "2", "--edges", "0-1", "--self-loops")],
     "linear": [RANDOM, (*RANDOM, "--causal"), (*RANDOM, "--feature-map", "random")],
     "kvcache": [RANDOM, (*RANDOM, "--heads", "6")],
+    # n below d, the window and the features wider than n; one token; a long one in float32.
+    "cost": [("--n", "100", "--d", "512"), ("--n", "1", "--d", "1"), ("--memory-dtype", "float32")],
 }
 # Notes no input makes: permuted_wrong would report a bug (a permuted output that is not the
 # output permuted, beyond rounding); --conventions pads token 1, whose query (it sees only key 1)

@@ -58,6 +58,7 @@ def size_options(lesson: str, size: int) -> dict[str, Any]:
         "graph": {"n": size, "d": size},
         "linear": {"n": size, "dk": size, "causal": size % 2 == 1},
         "kvcache": {"n": min(size, 32), "dk": size},  # one step per token: at most 32
+        "cost": {"n": size, "d": size},
     }[lesson]
 
 

@@ -64,6 +64,7 @@ SIZED: dict[str, Any] = {
     "graph": lambda s: {"n": s, "d": s},
     "linear": lambda s: {"n": s, "dk": s},
     "kvcache": lambda s: {"n": min(s, 32), "dk": s},  # one step per token: at most 32
+    "cost": lambda s: {"n": s, "d": s},
 }
 
 

@@ -120,9 +120,19 @@ TOUR: tuple[Stop, ...] = (
         BENCH_ARGS,
         topic="the O(n²) wall measured",
         bridge=(
-            "The plain computation stores every score, so its memory grows as n². FlashAttention, "
-            "next, computes the same output a block of keys at a time and never holds the n × n "
-            "matrix."
+            "That was up to 2048 tokens of width 32 on one CPU. The next stop evaluates the "
+            "lectures' complexity formulas at a real model's sizes, 8192 tokens of width 4096: "
+            "the work of each layer type and attention variant, and the bytes of the n × n scores."
+        ),
+    ),
+    Stop(
+        "cost",
+        "What attention costs: the complexity tables evaluated",
+        topic="the costs evaluated",
+        bridge=(
+            "Of vanilla attention's costs, the n × n scores it stores are the first to run out. "
+            "FlashAttention, next, does the same O(n²d) work a block of keys at a time and never "
+            "holds the n × n matrix."
         ),
     ),
     Stop(

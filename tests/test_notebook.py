@@ -115,6 +115,13 @@ def test_variance_cell(executed):
     np.testing.assert_allclose(found[:, 2], 1.0, atol=0.1)  # ≈ 1 once divided by √d_k
 
 
+def test_cost_cell(executed):
+    # (time, memory) of vanilla, FlashAttention, linear (r = d) and a window of 2·256 + 1 keys.
+    n, d, k = 1000, 512, 513
+    expected = [n * n * d, n * n, n * n * d, n, n * d * d, n * d, n * k * d, n * k]
+    np.testing.assert_array_equal(numbers(executed["cost"]["result"]), expected)
+
+
 def test_flash_cell_equals_plain_attention(executed):
     (error,) = numbers(executed["flash"]["result"])
     assert error < 1e-12

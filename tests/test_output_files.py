@@ -26,7 +26,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def terminal_numbers(walkthrough) -> list[str]:
     """Every decimal number the terminal shows at the width the exports use, in order."""
     console = Console(file=io.StringIO(), width=HTML_WIDTH, color_system=None)
-    precision = 3 if walkthrough.lesson == "posenc" else 4
+    precision = walkthrough.precision  # the lesson's own default, as the command prints it
     print_walkthrough(walkthrough, console, RenderOptions(precision=precision))
     return NUMBER.findall(console.file.getvalue())
 

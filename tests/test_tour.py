@@ -20,12 +20,14 @@ def position(name: str) -> int:
 def test_the_tour_follows_the_lecture_order():
     # The lectures' order: retrieval, then √d_k right after scaled dot-product (issue 22, 14:
     # √d_k was used from stop 3 and explained at stop 7), Bahdanau, self-attention, the causal
-    # mask, heads, positions, the O(n²) wall, then the ways past it.
+    # mask, heads, positions, the O(n²) wall (measured, then its formulas evaluated), then the ways
+    # past it.
     assert TOUR[0].name == "scaled" and TOUR[0].args == ("--example", "library")
     assert position("variance") == position("scaled") + 1
     assert position("variance") < position("bahdanau") < position("selfattn")
     assert position("selfattn") < position("causal") < position("multihead") < position("posenc")
     assert position("posenc") < position("bench") < position("flash")
+    assert position("cost") == position("bench") + 1  # the wall measured, then evaluated
     assert position("flash") < position("window") < position("linear") < position("kvcache")
     assert len(set(NAMES)) == len(NAMES)  # each command once
 

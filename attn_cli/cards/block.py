@@ -20,7 +20,7 @@ CARD = Card(
             "--x",
             "matrix",
             "token embeddings",
-            'Token embeddings, n × d_model: "1,0,1,0;0,1,1,0", JSON or @file (the positional '
+            help='Token embeddings, n × d_model: "1,0,1,0;0,1,1,0", JSON or @file (the positional '
             "encoding is added to them unless --no-posenc).",
         ),
         optional(

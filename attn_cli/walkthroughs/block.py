@@ -95,7 +95,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     """Token embeddings X (n × d_model); the memory M (m × d_model) only when --m is given."""
-    shapes = {"X": (sizes["n"], sizes["d_model"])}
+    shapes: dict[str, tuple[int, ...]] = {"X": (sizes["n"], sizes["d_model"])}
     if sizes.get("m"):
         shapes["Memory"] = (sizes["m"], sizes["d_model"])
     return shapes
@@ -279,18 +279,23 @@ class _Layer:
             ),
             result=result,
         )
-        columns = tuple(f"h{j // self.base['dk'] + 1}·{j % self.base['dk'] + 1}" for j in range(
-            self.base["d_model"]
-        ))
+        columns = tuple(
+            f"h{j // self.base['dk'] + 1}·{j % self.base['dk'] + 1}"
+            for j in range(self.base["d_model"])
+        )
         record.add(f"{prefix}.Q", parts.q, grid=Grid(self.rows, columns, context), text="q")
         record.add(f"{prefix}.K", parts.k, grid=Grid(source_rows, columns, context), text="k")
         record.add(f"{prefix}.V", parts.v, grid=Grid(source_rows, columns, context), text="v")
-        text = "cross_weights" if cross else "head_weights_masked" if mask is not None else (
-            "head_weights"
+        text = (
+            "cross_weights"
+            if cross
+            else "head_weights_masked"
+            if mask is not None
+            else ("head_weights")
         )
         for index, head in enumerate(parts.heads):
             span = f"{index * self.base['dk'] + 1}–{(index + 1) * self.base['dk']}"
-            notes = ()
+            notes: tuple[Note, ...] = ()
             if mask is not None:
                 notes = (record.note("causal_zero", head=index + 1),)
             record.add(
@@ -303,8 +308,9 @@ class _Layer:
                 text=text,
                 notes=notes,
             )
-        record.add(f"{prefix}.concat", parts.concat, grid=Grid(self.rows, columns, context),
-                   text="concat")
+        record.add(
+            f"{prefix}.concat", parts.concat, grid=Grid(self.rows, columns, context), text="concat"
+        )
         record.add(
             f"{prefix}.output",
             parts.output,
@@ -316,13 +322,13 @@ class _Layer:
 
     def feed_forward(self, x: Any, given: str, result: str) -> Any:
         record, backend = self.record, self.run.backend
-        w1, b1, w2, b2 = (backend.asarray(self.weights[name]) for name in ("W_1", "b_1", "W_2",
-                                                                           "b_2"))
+        w1, b1, w2, b2 = (
+            backend.asarray(self.weights[name]) for name in ("W_1", "b_1", "W_2", "b_2")
+        )
         parts, seconds = backend.timed(lambda: mech.feed_forward(x, w1, b1, w2, b2))
         context = self.context(input=given, result=result)
         hidden_cols = tuple(f"u{j + 1}" for j in range(self.s.d_ff))
-        record.add("ffn.pre", parts.pre, grid=Grid(self.rows, hidden_cols, context),
-                   text="ffn_pre")
+        record.add("ffn.pre", parts.pre, grid=Grid(self.rows, hidden_cols, context), text="ffn_pre")
         hidden = np.asarray(record.to_numpy(parts.hidden))
         zeros = int(np.count_nonzero(hidden == 0))
         record.add(
@@ -386,10 +392,7 @@ def build(run: LessonRun) -> Walkthrough:
     if s.decoder:
         record.add(
             "shift",
-            [
-                {"position": i + 1, "decoder_input": rows[i], "target": targets[i]}
-                for i in range(n)
-            ],
+            [{"position": i + 1, "decoder_input": rows[i], "target": targets[i]} for i in range(n)],
             kind="records",
             grid=Grid(context=base),
         )
@@ -417,9 +420,7 @@ def build(run: LessonRun) -> Walkthrough:
         with np.errstate(all="ignore"):
             variances = np.var(out, axis=-1)
         notes.append(
-            record.note(
-                "unnormalised", low=float(np.min(variances)), high=float(np.max(variances))
-            )
+            record.note("unnormalised", low=float(np.min(variances)), high=float(np.max(variances)))
         )
     inputs = [InputValue("X", embeddings, row_labels=rows, description="token embeddings")]
     if memory_in is not None:
@@ -451,8 +452,10 @@ def _describe(name: str, seed: int, s: Settings) -> str:
         if s.gamma_beta:
             return f"{which} of {norm} (drawn, random seed {seed})"
         return f"{which} of {norm} ({'1' if which == 'γ' else '0'}, nn.LayerNorm's initial value)"
-    where = "cross-attention" if name.startswith("cross.") else (
-        "self-attention" if name.startswith("W_") and name[-1] in LETTERS else "feed-forward"
+    where = (
+        "cross-attention"
+        if name.startswith("cross.")
+        else ("self-attention" if name.startswith("W_") and name[-1] in LETTERS else "feed-forward")
     )
     return f"{where} weight (drawn, random seed {seed})"
 
@@ -462,8 +465,9 @@ def _encoder(layer: _Layer, h: Any) -> Any:
     self_attention = "multi-head self-attention"
     if layer.s.pre_norm:
         normed = layer.norm(1, h, "H", "LN₁(H)", "x")
-        a = layer.attention("self", normed, (normed, "LN₁(H)", layer.rows),
-                            (self_attention, "LN₁(H)", "A"))
+        a = layer.attention(
+            "self", normed, (normed, "LN₁(H)", layer.rows), (self_attention, "LN₁(H)", "A")
+        )
         z = layer.add(1, h, a, "Z = H + A", ("H", "A"))
         normed = layer.norm(2, z, "Z", "LN₂(Z)", "add1")
         f = layer.feed_forward(normed, "LN₂(Z)", "F")
@@ -483,7 +487,9 @@ def _decoder(layer: _Layer, h: Any, memory: Any, memory_rows: tuple[str, ...]) -
     xp = namespace_of(h)
     like = xp.zeros((n, n), dtype=h.dtype, device=h.device)  # (n, n): the mask's shape, dtype
     mask = layer.record.compute(
-        "self.mask", lambda: masks.causal_additive(like), grid=Grid(rows, rows, layer.base),
+        "self.mask",
+        lambda: masks.causal_additive(like),
+        grid=Grid(rows, rows, layer.base),
         text="mask",
     )
     masked = "masked multi-head self-attention"
@@ -491,8 +497,7 @@ def _decoder(layer: _Layer, h: Any, memory: Any, memory_rows: tuple[str, ...]) -
     source = (memory, "M", memory_rows)
     if layer.s.pre_norm:
         normed = layer.norm(1, h, "H", "LN₁(H)", "x")
-        a = layer.attention("self", normed, (normed, "LN₁(H)", rows), (masked, "LN₁(H)", "A"),
-                            mask)
+        a = layer.attention("self", normed, (normed, "LN₁(H)", rows), (masked, "LN₁(H)", "A"), mask)
         z1 = layer.add(1, h, a, "Z₁ = H + A", ("H", "A"))
         normed = layer.norm(2, z1, "Z₁", "LN₂(Z₁)", "add1")
         c = layer.attention("cross", normed, source, (cross, "LN₂(Z₁)", "C"))
@@ -516,8 +521,10 @@ def _tolerance(walkthrough: Walkthrough) -> float:
 
 
 def _norm_index(values: Mapping[str, Any]) -> str:
-    """"₂" -> "2": the LayerNorm a note is about."""
-    return "".join(str(SUBSCRIPTS.index(c)) for c in str(values.get("which", "")) if c in SUBSCRIPTS)
+    """ "₂" -> "2": the LayerNorm a note is about."""
+    return "".join(
+        str(SUBSCRIPTS.index(c)) for c in str(values.get("which", "")) if c in SUBSCRIPTS
+    )
 
 
 def rows_normalised(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:

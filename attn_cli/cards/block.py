@@ -89,7 +89,6 @@ CARD = Card(
     ),
     examples=(
         "attn block",
-        "attn block --pre-norm",
         "attn block --example decoder",
         "attn block --n 6 --d-model 8 --heads 4 --d-ff 16 --decoder --m 5 --seed 3",
     ),

@@ -376,3 +376,16 @@ def test_every_lesson_text_renders(invoke):
 )
 def test_user_errors(invoke, args, fragments):
     assert_user_error(invoke("block", *args), *fragments)
+
+
+def test_the_figure_has_a_panel_per_head_self_then_cross():
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    from attn_cli.render.heatmap import heatmap_figure
+
+    figure = heatmap_figure(attn.block(example="decoder"))
+    panels = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in panels] == [
+        "self-attention head 1", "self-attention head 2",
+        "cross-attention head 1", "cross-attention head 2",
+    ]  # fmt: skip
+    assert [label.get_text() for label in panels[2].get_xticklabels()] == ["the", "cat", "sleeps"]

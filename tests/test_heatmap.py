@@ -29,6 +29,7 @@ LESSONS = {
     "flash": (["flash"], ["q1", "q2", "k1", "k4"]),
     "multihead": (["multihead"], ["cats", "sat", "dogs", "ran", "head 1", "head 2"]),
     "posenc": (["posenc"], ["sin0", "cos3", "position", "dimension"]),
+    "block": (["block", "--example", "decoder"], ["<bos>", "dort", "the", "sleeps", "memory row"]),
     "variance": (["variance", "--dk", "4,64", "--samples", "50"], ["d_k (width of q and k)"]),
     "linear": (["linear", "--example", "causal-three"], ["q1", "q3", "k1", "k3"]),
     "kvcache": (["kvcache"], ["q1", "q4", "k1", "k4", "cached key"]),

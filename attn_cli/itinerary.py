@@ -38,7 +38,8 @@ BENCH_ARGS = (
 )  # fmt: skip
 
 # The lectures' order: retrieval, √d_k right after scaled dot-product, Bahdanau, self-attention,
-# the causal mask, heads, positions, the O(n²) wall, then the ways past it.
+# the causal mask, heads, positions, the layer around attention, the O(n²) wall, then the ways
+# past it.
 TOUR: tuple[Stop, ...] = (
     Stop(
         "scaled",
@@ -110,8 +111,20 @@ TOUR: tuple[Stop, ...] = (
         ("--positions", "8", "--d-model", "6"),
         topic="positional encoding",
         bridge=(
-            "Every attention so far formed all n × n scores at once. The next stop measures what "
-            "that costs as the sequence grows: the O(n²) wall."
+            "Attention, heads and positions are the parts. The next stop puts them together into "
+            "one Transformer layer, as the lectures draw it: the embeddings plus the positional "
+            "encoding, multi-head self-attention, a residual sum and LayerNorm, then a "
+            "feed-forward network, another residual sum and LayerNorm."
+        ),
+    ),
+    Stop(
+        "block",
+        "Attention inside a Transformer layer: residual, LayerNorm, FFN",
+        topic="attention inside a Transformer layer",
+        bridge=(
+            "Of everything in that layer, only attention compares every token with every other: "
+            "its n × n scores, one matrix per head and layer. The next stop measures what they "
+            "cost as the sequence grows: the O(n²) wall."
         ),
     ),
     Stop(
@@ -182,7 +195,7 @@ TOUR: tuple[Stop, ...] = (
         topic="KV caching",
         bridge=(
             "That is the lecture: attention as a lookup, its scale, its masks, heads and "
-            "positions, the O(n²) wall, and the ways past it."
+            "positions, the Transformer layer around it, the O(n²) wall, and the ways past it."
         ),
     ),
 )

@@ -137,7 +137,8 @@ PlotOpt = Annotated[
     typer.Option(
         "--plot",
         metavar="FILE",
-        help="Also draw the lesson's figure (the weights heatmap; posenc: the encoding; "
+        help="Also draw the lesson's figure (the weights heatmap; block: each head's; "
+        "posenc: the encoding; "
         "variance: the spread by d_k) to FILE.png, .svg or .pdf (needs matplotlib).",
         rich_help_panel=OUTPUT_PANEL,
         show_default=False,

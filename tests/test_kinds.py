@@ -35,13 +35,13 @@ def test_the_rows_are_the_slides():
     assert list(overview.headings) == list(COLUMNS)
 
 
-def weights_of(invoke_json, line: str) -> tuple[np.ndarray, dict]:
+def weights_of(invoke_json, line: str, key: str = "weights") -> tuple[np.ndarray, dict]:
     """The weights step a row's command line shows, and its JSON document."""
     words = shlex.split(line)
     assert words[0] == "attn" and is_command(words[1]), line
     doc = invoke_json(*words[1:])
     steps = {step["key"]: step for step in doc["steps"]}
-    return np.array(data(steps["weights"]["value"]), dtype=float), doc
+    return np.array(data(steps[key]["value"]), dtype=float), doc
 
 
 def rows_of(kind: str) -> list[str]:
@@ -50,8 +50,10 @@ def rows_of(kind: str) -> list[str]:
 
 
 def test_the_encoder_row_shows_every_token_attending_to_every_token(invoke_json):
-    (line,) = rows_of("Encoder self-attention")
+    line, layer = rows_of("Encoder self-attention")
     weights, _ = weights_of(invoke_json, line)
+    assert weights.shape[0] == weights.shape[1] and (weights > 0).all()
+    weights, _ = weights_of(invoke_json, layer, "self.head1.weights")  # inside an encoder layer
     assert weights.shape[0] == weights.shape[1] and (weights > 0).all()
 
 
@@ -63,11 +65,13 @@ def test_the_causal_row_shows_the_past_only(invoke_json):
 
 
 def test_the_cross_attention_rows_show_queries_from_another_sequence(invoke_json):
-    scaled, bahdanau = rows_of("Cross-attention")
+    scaled, bahdanau, layer = rows_of("Cross-attention")
     weights, _ = weights_of(invoke_json, scaled)
     assert weights.shape == (2, 5)  # m = 2 decoder queries, n = 5 encoder keys
     weights, doc = weights_of(invoke_json, bahdanau)
     assert weights.shape == (3,) and doc["example"] == "cat-slept"  # s_t over the, cat, slept
+    weights, doc = weights_of(invoke_json, layer, "cross.head1.weights")
+    assert weights.shape == (4, 3) and (weights > 0).all()  # 4 decoder rows over 3 source rows
 
 
 def test_the_local_rows_show_a_band_and_a_global_token(invoke_json):
@@ -127,7 +131,8 @@ def test_json_is_a_kinds_document_that_validates(invoke):
     assert doc["kind"] == "kinds"
     assert [row["kind"] for row in doc["rows"]] == [row[0] for row in SLIDE]
     assert doc["rows"][2]["commands"] == [line for line in COMMAND_LINES
-                                         if line.startswith(("attn scaled", "attn bahdanau"))]  # fmt: skip
+                                         if line.startswith(("attn scaled", "attn bahdanau"))
+                                         or "decoder" in line]  # fmt: skip
 
 
 def test_a_bad_format_is_a_user_error(invoke):

@@ -26,7 +26,8 @@ def test_the_tour_follows_the_lecture_order():
     assert position("variance") == position("scaled") + 1
     assert position("variance") < position("bahdanau") < position("selfattn")
     assert position("selfattn") < position("causal") < position("multihead") < position("posenc")
-    assert position("posenc") < position("bench") < position("flash")
+    assert position("posenc") == position("block") - 1  # the layer attention sits in
+    assert position("block") < position("bench") < position("flash")
     assert position("cost") == position("bench") + 1  # the wall measured, then evaluated
     assert position("flash") < position("window") < position("linear") < position("kvcache")
     assert len(set(NAMES)) == len(NAMES)  # each command once
@@ -96,7 +97,7 @@ def test_without_a_terminal_it_runs_straight_through(invoke):
             after = flat[flat.index(f"Stop {number}/{total}") : flat.index(f"Stop {number + 1}/")]
             following = shown[number]
             assert (stop.bridge in after) == tour.bridges_to(stop, following), stop.name
-    assert TOUR[position("posenc")].bridge not in flat  # its next stop, the bench, is left out
+    assert TOUR[position("block")].bridge not in flat  # its next stop, the bench, is left out
     assert TOUR[-1].bridge in flat[flat.index(f"Stop {total}/{total}") :]
     assert f"Stop {total}/{total} · KV caching" in out and "$ attn kvcache" in out
     assert "$ attn flash" in out and "Step 1 · Block 1" in out

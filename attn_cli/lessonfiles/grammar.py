@@ -67,7 +67,7 @@ STEP = Table(
 )
 
 # Every lesson's labels together (a test checks they agree); lesson_files checks each lesson's own.
-LABEL_NAMES = ("queries", "keys", "states", "tokens")
+LABEL_NAMES = ("queries", "keys", "states", "tokens", "memory")
 
 EXAMPLE = Table(
     {

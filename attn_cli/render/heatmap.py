@@ -249,6 +249,31 @@ def multihead_figure(walkthrough: Walkthrough, precision: int) -> Figure:
     return figure
 
 
+def block_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """The layer's attention weights, one panel per head: self-attention's, then (decoder)
+    cross-attention's over the memory; one colour scale."""
+    heads = [s for s in walkthrough.steps if s.kind == "weights" and s.key.endswith(".weights")]
+    if not heads:
+        _step(walkthrough, "self.head1.weights")
+    top = max(float(np.nanmax(_matrix(head.value))) for head in heads)
+    grids = []
+    for head in heads:
+        cross = head.key.startswith("cross.")
+        grid = _grid(
+            head,
+            xlabel="memory row" if cross else "key token",
+            ylabel="query token",
+            precision=precision,
+            vmax=top,
+        )
+        number = head.key.split(".")[1].removeprefix("head")
+        grids.append(grid.titled(f"{'cross' if cross else 'self'}-attention head {number}"))
+    figure, axes = new_figure(grids, title=_title(walkthrough))
+    for ax, grid in zip(axes, grids, strict=True):
+        draw_grid(figure, ax, grid, colorbar=ax is axes[-1])
+    return figure
+
+
 def posenc_figure(walkthrough: Walkthrough, precision: int) -> Figure:
     step = _step(walkthrough, "pe")
     grid = _grid(
@@ -319,6 +344,7 @@ FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "flash": flash_figure,
     "multihead": multihead_figure,
     "posenc": posenc_figure,
+    "block": block_figure,
     "variance": variance_figure,
     "linear": linear_figure,
     "kvcache": kvcache_figure,

@@ -1,0 +1,102 @@
+"""One Transformer layer (Vaswani et al., 2017): the sublayers, the residual sums and LayerNorm.
+
+Shapes: X (n, d_model) tokens as rows; memory M (m, d_model), the encoder output the decoder's
+cross-attention reads. Row convention throughout, Q = X W_Q with W_Q (d_model, d_model), split
+column-wise into h heads of d_k = d_model / h (as attn multihead); FFN(X) = ReLU(X W_1 + b_1)
+W_2 + b_2 with W_1 (d_model, d_ff), b_1 (d_ff,), W_2 (d_ff, d_model), b_2 (d_model,).
+
+Post-norm (the paper): Y = LN(X + Sublayer(X)); pre-norm: Y = X + Sublayer(LN(X)). A layer is
+these pieces in order; the lesson (walkthroughs/block.py) records each one as a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attn_cli.backend import Array, namespace_of
+from attn_cli.mechanisms import attention, posenc
+from attn_cli.mechanisms import multihead as mh
+
+BASE = 10000.0  # the paper's base of the sinusoids' wavelengths
+
+
+def positional_encoding(positions: Array, pairs: Array, d_model: int) -> Array:
+    """The paper's sinusoidal PE (interleaved sin, cos), one row per position: attn posenc's."""
+    omega = posenc.frequencies(pairs, d_model, BASE)  # (d_model / 2,)
+    return posenc.encoding(positions, omega)  # (n, d_model)
+
+
+def residual(x: Array, sublayer: Array) -> Array:
+    """X + Sublayer(X): the sublayer adds to the stream instead of replacing it."""
+    return x + sublayer  # (n, d_model)
+
+
+@dataclass(frozen=True)
+class NormParts:
+    mean: Array  # (n, 1) μ of each row
+    variance: Array  # (n, 1) σ² of each row, dividing by d_model (not d_model - 1)
+    root: Array  # (n, 1) √(σ² + ε)
+    normalised: Array  # (n, d_model) x̂ = (x - μ) / √(σ² + ε)
+    output: Array  # (n, d_model) γ ⊙ x̂ + β
+
+
+def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> NormParts:
+    """LayerNorm over each row's d_model features, with the statistics it divides by."""
+    xp = namespace_of(x)
+    mean = xp.mean(x, axis=-1, keepdims=True)  # (n, 1)
+    centred = x - mean  # (n, d_model)
+    variance = xp.mean(centred * centred, axis=-1, keepdims=True)  # (n, 1), biased: / d_model
+    root = xp.sqrt(variance + eps)  # (n, 1), > 0 for any ε > 0
+    normalised = centred / root  # (n, d_model): each row mean 0, variance σ² / (σ² + ε)
+    return NormParts(mean, variance, root, normalised, normalised * gamma + beta)  # γ, β (d,)
+
+
+@dataclass(frozen=True)
+class MultiHeadParts:
+    q: Array  # (n, d_model) every head's queries side by side
+    k: Array  # (m, d_model) keys, from the source (X itself, or the memory)
+    v: Array  # (m, d_model) values, from the source
+    heads: tuple[attention.AttentionResult, ...]  # h results: weights (n, m), output (n, d_k)
+    concat: Array  # (n, d_model) [Y_1 | ... | Y_h]
+    output: Array  # (n, d_model) concat W_O
+
+
+def multi_head(
+    x: Array,
+    source: Array,
+    weights: tuple[Array, Array, Array, Array],
+    heads: int,
+    mask: Array | None = None,
+) -> MultiHeadParts:
+    """MultiHead(Q = X W_Q, K = S W_K, V = S W_V) W_O: self-attention when S is X, the
+    decoder's cross-attention when S is the encoder's memory. ``mask`` is additive (n, m)."""
+    w_q, w_k, w_v, w_o = weights  # (d_model, d_model) each
+    q = mh.project(x, w_q)  # (n, d) @ (d, d) -> (n, d)
+    k = mh.project(source, w_k)  # (m, d) @ (d, d) -> (m, d)
+    v = mh.project(source, w_v)  # (m, d) @ (d, d) -> (m, d)
+    results = tuple(
+        attention.attention(
+            mh.head_block(q, i, heads),  # (n, d_k): head i's columns of Q
+            mh.head_block(k, i, heads),  # (m, d_k)
+            mh.head_block(v, i, heads),  # (m, d_k)
+            mask=mask,  # (n, m) or None
+        )
+        for i in range(heads)
+    )
+    joined = mh.concat([result.output for result in results])  # h x (n, d_k) -> (n, d)
+    return MultiHeadParts(q, k, v, results, joined, mh.project(joined, w_o))  # (n, d)
+
+
+@dataclass(frozen=True)
+class FeedForwardParts:
+    pre: Array  # (n, d_ff) X W_1 + b_1
+    hidden: Array  # (n, d_ff) ReLU of it: the negative entries set to 0
+    output: Array  # (n, d_model) hidden W_2 + b_2
+
+
+def feed_forward(x: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> FeedForwardParts:
+    """The position-wise FFN: the same two-layer network applied to every row on its own."""
+    xp = namespace_of(x, w1)
+    pre = mh.affine(x, w1, b1)  # (n, d) @ (d, d_ff) + (d_ff,) -> (n, d_ff)
+    hidden = xp.maximum(pre, xp.zeros_like(pre))  # (n, d_ff): ReLU (NaN stays NaN)
+    return FeedForwardParts(pre, hidden, mh.affine(hidden, w2, b2))  # (n, d_ff) -> (n, d)

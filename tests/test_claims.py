@@ -63,12 +63,23 @@ SIZE_SETS: tuple[dict[str, int], ...] = (
 # Options each drawn input also runs with (besides the defaults): those that change what the
 # notes can say. A combination a shape cannot take (--causal with m ≠ n) is refused: counted.
 OPTIONS: dict[str, list[dict[str, Any]]] = {
-    "scaled": [{"scale": False}, {"normalise": "sparsemax"}, {"normalise": "hardmax"}],
+    "scaled": [
+        {"scale": False},
+        {"normalise": "sparsemax"},
+        {"normalise": "entmax15"},
+        {"normalise": "hardmax"},
+    ],
     "causal": [{"fill": "zero"}, {"scale": False}],
     # One-row query tiles re-read every key block per query: more traffic than the standard way.
     "flash": [{"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}],
     "window": [{"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}],
-    "linear": [{"feature_map": "random"}, {"causal": True}],
+    "linear": [
+        {"feature_map": "random"},
+        {"causal": True},
+        {"feature_map": "relu"},
+        {"feature_map": "relu", "causal": True},
+        {"feature_map": "leaky-squared"},
+    ],
     "multihead": [{"causal": True}],
     "selfattn": [{"scale": False}],
     "bahdanau": [{"compare": True}],

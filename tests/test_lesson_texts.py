@@ -208,7 +208,12 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         (*RANDOM, "--dropout", "0.5"),
         (*RANDOM, "--dropout", "0"),
         ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
-        *((*RANDOM, "--normalise", name) for name in ("sparsemax", "sigmoid", "hardmax")),
+        *(
+            (*RANDOM, "--normalise", name)
+            for name in ("sparsemax", "entmax15", "sigmoid", "hardmax")
+        ),
+        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "entmax15"),  # a tie: dense
+        ("--q", "1", "--k", "1;-2", "--v", "1;2", "--normalise", "entmax15"),  # 1 key dropped
         (*RANDOM, "--normalise", "sparsemax", "--valid-len", "2", "--dropout", "0.5"),
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
@@ -304,7 +309,16 @@ VARIANTS: dict[str, list[tuple[str, ...]]] = {
         (*RANDOM, "--window", "1", "--causal", "--global", "0"),
     ],
     "graph": [("--n", "4", "--d", "2"), ("--n", "4", "--d", "2", "--edges", "0-1", "--self-loops")],
-    "linear": [RANDOM, (*RANDOM, "--causal"), (*RANDOM, "--feature-map", "random")],
+    "linear": [
+        RANDOM,
+        (*RANDOM, "--causal"),
+        (*RANDOM, "--feature-map", "random"),
+        (*RANDOM, "--feature-map", "relu"),
+        (*RANDOM, "--feature-map", "leaky-squared"),
+        (*RANDOM, "--feature-map", "relu", "--causal"),
+        # q2 has no positive entry: relu leaves it no weights (the zero normaliser's note)
+        ("--q", "1,0;-1,0", "--k", "1,0;0,1", "--v", "1;2", "--feature-map", "relu"),
+    ],
     "kvcache": [RANDOM, (*RANDOM, "--heads", "6")],
 }
 # Notes no input makes: permuted_wrong would report a bug (a permuted output that is not the

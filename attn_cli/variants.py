@@ -7,10 +7,11 @@ lessons check an option against them.
 
 from __future__ import annotations
 
-NORMALISERS = ("softmax", "sparsemax", "sigmoid", "hardmax")  # softmax first: the default
+# softmax first: the default
+NORMALISERS = ("softmax", "sparsemax", "entmax15", "sigmoid", "hardmax")
 LAYOUTS = ("interleaved", "split")  # sinusoidal encoding: sin/cos alternating, or in halves
 FILLS = ("-inf", "zero")  # what a causal mask writes over the future scores
-FEATURE_MAPS = ("elu", "random")  # linear attention's φ
+FEATURE_MAPS = ("elu", "random", "relu", "leaky-squared")  # linear attention's φ
 BACKENDS = ("numpy", "torch")
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # numpy has no bfloat16

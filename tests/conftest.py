@@ -123,3 +123,25 @@ def sparsemax_reference(z: list[float]) -> tuple[list[float], float]:
             k_z = k
     tau = (sum(finite[:k_z]) - 1) / k_z
     return [max(x - tau, 0.0) for x in z], tau
+
+
+def entmax15_reference(z: list[float]) -> tuple[list[float], float]:
+    """1.5-entmax of one row by bisection, in plain Python: the t with
+    Σ_j max((z_j − t)/2, 0)² = 1, found between max z − 2 (the top score alone already gives 1)
+    and max z (nothing left); the weights are max((z_j − t)/2, 0)², and τ = t/2 is the paper's
+    threshold (p = [(α − 1)z − τ]_+^{1/(α−1)} with α = 1.5)."""
+
+    def total(t: float) -> float:
+        return sum(max((x - t) / 2, 0.0) ** 2 for x in z)
+
+    low, high = max(z) - 2, max(z)
+    while True:
+        middle = (low + high) / 2
+        if not low < middle < high:  # the bracket is two neighbouring floats
+            break
+        if total(middle) >= 1:
+            low = middle
+        else:
+            high = middle
+    t = low if abs(total(low) - 1) <= abs(total(high) - 1) else high
+    return [max((x - t) / 2, 0.0) ** 2 for x in z], t / 2

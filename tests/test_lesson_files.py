@@ -165,7 +165,7 @@ def test_the_documented_example_runs(invoke):
                 "[steps.score]",
                 "no step 'score'",
                 "scores, scaled, padding, padding_rows, masked, weights, weights_sparsemax, "
-                "weights_sigmoid, weights_hardmax, output",
+                "weights_entmax15, weights_sigmoid, weights_hardmax, output",
             ],
         ),
         (

@@ -259,6 +259,8 @@ TWO_EXAMPLES = (
 NORMALISE_EXAMPLES = [
     "library-sparsemax",
     "cat-slept-sparsemax",
+    "library-entmax15",
+    "cat-slept-entmax15",
     "library-sigmoid",
     "two-tokens-hardmax",
 ]
@@ -283,6 +285,7 @@ def test_example_completion_offers_the_lesson_files_examples(tmp_path):
     assert complete(write(tmp_path, PARTIAL, "partial.toml"), "c") == [
         "cat-slept",
         "cat-slept-sparsemax",
+        "cat-slept-entmax15",
     ]
     # A file that cannot be read offers nothing rather than names that would fail.
     assert complete(tmp_path / "gone.toml") == []

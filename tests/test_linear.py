@@ -3,11 +3,13 @@ from softmax, torch, and the user errors; every reference written out here with 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 
+from attn_cli.errors import UserError
 from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Batch, Runs
@@ -18,8 +20,23 @@ RUNS = Runs(
     random=("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
     sized=lambda s: {"n": s, "dk": s, "causal": s % 2 == 1},
     large=("--n", "120", "--dk", "4"),
-    variants=(SMALL, (*SMALL, "--causal"), (*SMALL, "--feature-map", "random")),
-    options=({"feature_map": "random"}, {"causal": True}),
+    variants=(
+        SMALL,
+        (*SMALL, "--causal"),
+        (*SMALL, "--feature-map", "random"),
+        (*SMALL, "--feature-map", "relu"),
+        (*SMALL, "--feature-map", "leaky-squared"),
+        (*SMALL, "--feature-map", "relu", "--causal"),
+        # q2 has no positive entry: relu leaves it no weights (the zero normaliser's note)
+        ("--q", "1,0;-1,0", "--k", "1,0;0,1", "--v", "1;2", "--feature-map", "relu"),
+    ),
+    options=(
+        {"feature_map": "random"},
+        {"causal": True},
+        {"feature_map": "relu"},
+        {"feature_map": "relu", "causal": True},
+        {"feature_map": "leaky-squared"},
+    ),
     figure=(("linear", "--example", "causal-three"), ("q1", "q3", "k1", "k3")),
     batch=Batch(lambda draw: {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, ("q", "k", "v")),
 )
@@ -34,8 +51,18 @@ def elu1(x: np.ndarray) -> np.ndarray:
     return np.array([[xi + 1 if xi > 0 else math.exp(xi) for xi in row] for row in x])
 
 
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.array([[max(xi, 0.0) for xi in row] for row in x])
+
+
+def leaky_squared(x: np.ndarray) -> np.ndarray:
+    """(leaky_relu(x) + 0.05)², the negative slope 0.01 (PyTorch's default)."""
+    return np.array([[((xi if xi >= 0 else 0.01 * xi) + 0.05) ** 2 for xi in row] for row in x])
+
+
 def kernel_attention(q, k, v, phi, *, causal=False):
-    """(weights, output): w_ij = φ(q_i)·φ(k_j) / Σ_j', j ≤ i when causal; loops only."""
+    """(weights, output): w_ij = φ(q_i)·φ(k_j) / Σ_j', j ≤ i when causal; loops only. A row
+    whose similarities are all 0 keeps weights 0 (the lesson's convention for 0 / 0)."""
     fq, fk = phi(q), phi(k)
     weights = np.zeros((q.shape[0], k.shape[0]))
     for i in range(q.shape[0]):
@@ -43,7 +70,7 @@ def kernel_attention(q, k, v, phi, *, causal=False):
         sims = {j: sum(fq[i, c] * fk[j, c] for c in range(fq.shape[1])) for j in visible}
         total = sum(sims.values())
         for j, s in sims.items():
-            weights[i, j] = s / total
+            weights[i, j] = s / total if total != 0 else 0.0
     return weights, weights @ v
 
 
@@ -223,7 +250,7 @@ def entropy(row) -> float:
 
 def note_texts(doc, key: str) -> dict[str, str]:
     """The notes printed under step ``key``: note key -> text."""
-    return {note["key"]: note["text"] for note in steps_by_key(doc)[key]["notes"]}
+    return {note["key"]: note["text"] for note in steps_by_key(doc)[key].get("notes", ())}
 
 
 def test_sharper_than_softmax_is_said_when_it_is(invoke_json):
@@ -264,3 +291,121 @@ def test_no_flatness_note_where_the_rows_tie(invoke_json):
     notes = note_texts(doc, "versus_softmax")
     assert "q1" not in notes.get("flatter", "") and "sharper" not in notes
     assert notes["flatter"].startswith("Flatter than softmax's (a higher entropy H) for q2, q3:")
+
+
+# --- other feature maps: relu and the squared leaky ReLU ----------------------------------------
+
+
+def test_relu_features_by_hand(invoke_json):
+    """relu-features: φ = relu keeps q1, q2 and the keys as they are (no negative entry) and
+    zeroes q3 = [−1, 0]. q1·k = 1, 0, 1 → weights ½, 0, ½; q2·k = 0, 1, 1 → 0, ½, ½; q3 has no
+    similarity at all: normaliser 0, weights 0, output 0, and the note says so."""
+    doc = invoke_json("linear", "--example", "relu-features")
+    steps = steps_by_key(doc)
+    assert unwrap(steps["phi_q"]["value"]) == [[1, 0], [0, 1], [0, 0]]
+    assert "relu" in steps["phi_q"]["title"]
+    assert unwrap(steps["weights"]["value"]) == [[0.5, 0, 0.5], [0, 0.5, 0.5], [0, 0, 0]]
+    assert unwrap(steps["normaliser"]["value"]) == [[2], [2], [0]]
+    assert data(doc["output"]) == [[1, 0.5], [0.5, 1.5], [0, 0]]
+    (note,) = steps["normaliser"]["notes"]
+    assert note["key"] == "zero_normaliser" and note["values"] == {"queries": "q3"}
+    assert "0 / 0 has no value" in note["text"]
+    assert "nan" not in json.dumps(doc).lower()
+    # q3 is named neither flatter nor sharper; q1 and q2 (two keys at ½) are sharper than
+    # softmax's three nonzero weights.
+    notes = note_texts(doc, "versus_softmax")
+    assert "flatter" not in notes
+    assert notes["sharper"].startswith("Sharper than softmax's (a lower entropy H) for q1, q2:")
+    q = np.array([[1.0, 0], [0, 1], [-1, 0]])
+    weights, output = kernel_attention(q, K, V, relu)
+    soft_w, soft_out = softmax_attention(q, K, V)
+    table = steps["versus_softmax"]["value"]
+    for i, row in enumerate(table):
+        assert row["max_weight_gap"] == pytest.approx(np.max(np.abs(weights[i] - soft_w[i])))
+        assert row["max_output_gap"] == pytest.approx(np.max(np.abs(output[i] - soft_out[i])))
+    assert table[2]["total_variation"] == pytest.approx(0.5)  # Σ|0 − softmax| / 2
+    assert doc["meta"]["softmax_gap"] == pytest.approx(np.max(np.abs(output - soft_out)))
+
+
+def test_leaky_squared_example_by_hand(invoke_json):
+    """leaky-squared: φ(1) = 1.05² = 1.1025, φ(0) = 0.05² = 0.0025."""
+    doc = invoke_json("linear", "--example", "leaky-squared")
+    steps = steps_by_key(doc)
+    np.testing.assert_allclose(
+        unwrap(steps["phi_q"]["value"]), [[1.1025, 0.0025], [0.0025, 1.1025]], rtol=1e-15
+    )
+    sims = [1.1025**2 + 0.0025**2, 2 * 1.1025 * 0.0025, 1.1025 * 1.105]  # q1 against k1, k2, k3
+    total = sum(sims)
+    np.testing.assert_allclose(
+        unwrap(steps["weights"]["value"])[0], [x / total for x in sims], rtol=1e-14
+    )
+    _, output = kernel_attention(Q, K, V, leaky_squared)
+    np.testing.assert_allclose(data(doc["output"]), output, rtol=1e-14)
+    _, soft_out = softmax_attention(Q, K, V)
+    assert doc["meta"]["softmax_gap"] == pytest.approx(np.max(np.abs(output - soft_out)))
+    assert "zero_normaliser" not in note_texts(doc, "normaliser")
+
+
+@pytest.mark.parametrize("feature_map", ["relu", "leaky-squared"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_relu_and_leaky_squared_on_random_inputs_against_loops(invoke_json, feature_map, causal):
+    flag = "--causal" if causal else "--no-causal"
+    doc = invoke_json(
+        "linear", "--n", "7", "--dk", "2", "--dv", "2", "--seed", "3", flag,
+        "--feature-map", feature_map,
+    )  # fmt: skip
+    q, k, v = (np.array(data(doc["inputs"][name])) for name in ("Q", "K", "V"))
+    phi = relu if feature_map == "relu" else leaky_squared
+    weights, expected = kernel_attention(q, k, v, phi, causal=causal)
+    np.testing.assert_allclose(data(doc["output"]), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        unwrap(steps_by_key(doc)["weights"]["value"]), weights, rtol=1e-12, atol=1e-15
+    )
+    _, soft_out = softmax_attention(q, k, v, causal=causal)
+    assert doc["meta"]["softmax_gap"] == pytest.approx(np.max(np.abs(expected - soft_out)))
+    empty = [f"q{i + 1}" for i in range(7) if not np.any(weights[i])]
+    assert bool(empty) == (feature_map == "relu")  # these inputs leave relu rows with no weight
+    notes = note_texts(doc, "normaliser")
+    if empty:
+        assert notes["zero_normaliser"].startswith(f"For {', '.join(empty)},")
+    else:
+        assert "zero_normaliser" not in notes
+
+
+def test_relu_causal_row_with_no_visible_key(invoke_json):
+    """Causal, token 1 sees only k1 = [0, 1] and q1 = [1, 0]: no shared positive feature, so
+    its running normaliser φ(q1)ᵀz_1 is 0; token 2 sees k2 too."""
+    doc = invoke_json(
+        "linear", "--q", "1,0;1,0", "--k", "0,1;1,0", "--v", "1;3", "--causal",
+        "--feature-map", "relu",
+    )  # fmt: skip
+    steps = steps_by_key(doc)
+    assert unwrap(steps["normaliser"]["value"]) == [[0], [1]]
+    assert data(doc["output"]) == [[0], [3]]
+    (note,) = steps["normaliser"]["notes"]
+    assert note["values"] == {"queries": "q1"}
+    assert unwrap(steps["weights"]["value"]) == [[0, 0], [0, 1]]
+
+
+def test_torch_agrees_on_relu_and_leaky_squared(invoke_json, torch):
+    functional = torch.nn.functional
+    maps = {
+        "relu": functional.relu,
+        "leaky-squared": lambda x: (functional.leaky_relu(x, negative_slope=0.01) + 0.05) ** 2,
+    }
+    for name, phi in maps.items():
+        args = ("--n", "6", "--m", "4", "--dk", "3", "--feature-map", name)
+        doc = invoke_json("linear", "--backend", "torch", *args)
+        q, k, v = (torch.tensor(data(doc["inputs"][n]), dtype=torch.float64) for n in "QKV")
+        sims = phi(q) @ phi(k).T
+        sums = sims.sum(dim=-1, keepdim=True)
+        expected = torch.where(sums > 0, sims @ v / torch.where(sums > 0, sums, 1.0), 0.0)
+        np.testing.assert_allclose(data(doc["output"]), expected.numpy(), rtol=1e-12)
+        assert doc == invoke_json("linear", "--backend", "torch", *args)
+
+
+def test_a_feature_map_that_is_not_one_names_them_all():
+    import attn_cli as attn
+
+    with pytest.raises(UserError, match="choose one of: elu, random, relu, leaky-squared"):
+        attn.linear(Q, K, V, feature_map="cosine")

@@ -13,13 +13,24 @@ def elu1(x: np.ndarray) -> np.ndarray:
     return np.array([[xi + 1 if xi > 0 else np.exp(xi) for xi in row] for row in x])
 
 
+def relu_loops(x: np.ndarray) -> np.ndarray:
+    return np.array([[xi if xi > 0 else 0.0 for xi in row] for row in x])
+
+
+def leaky_squared_loops(x: np.ndarray) -> np.ndarray:
+    """(leaky_relu(x) + 0.05)², slope 0.01 below 0."""
+    return np.array([[((xi if xi >= 0 else 0.01 * xi) + 0.05) ** 2 for xi in row] for row in x])
+
+
 def direct(q, k, v, phi):
-    """out_i = Σ_j (φ(q_i)·φ(k_j)) v_j / Σ_j φ(q_i)·φ(k_j), with loops, in float64."""
+    """out_i = Σ_j (φ(q_i)·φ(k_j)) v_j / Σ_j φ(q_i)·φ(k_j), with loops, in float64; a row whose
+    similarities are all 0 is 0 (the lesson's convention for 0 / 0)."""
     fq, fk = phi(q), phi(k)
     out = np.zeros((q.shape[0], v.shape[1]))
     for i in range(q.shape[0]):
-        sims = [float(fq[i] @ fk[j]) for j in range(k.shape[0])]
-        out[i] = sum(s * v[j] for j, s in enumerate(sims)) / sum(sims)
+        sims = [sum(fq[i, c] * fk[j, c] for c in range(fq.shape[1])) for j in range(k.shape[0])]
+        if sum(sims) != 0:
+            out[i] = sum(s * v[j] for j, s in enumerate(sims)) / sum(sims)
     return out
 
 
@@ -28,13 +39,91 @@ def direct_causal(q, k, v, phi):
     out = np.zeros((q.shape[0], v.shape[1]))
     for i in range(q.shape[0]):
         sims = [float(fq[i] @ fk[j]) for j in range(i + 1)]
-        out[i] = sum(s * v[j] for j, s in enumerate(sims)) / sum(sims)
+        if sum(sims) != 0:
+            out[i] = sum(s * v[j] for j, s in enumerate(sims)) / sum(sims)
     return out
 
 
 def test_elu_plus_one_by_hand():
     x = np.array([[-1.0, 0.0, 2.0, -800.0]])
     np.testing.assert_array_equal(linear.elu_plus_one(x), [[np.exp(-1.0), 1.0, 3.0, 0.0]])
+
+
+def test_relu_and_leaky_squared_by_hand():
+    x = np.array([[-1.0, 0.0, 2.0, -5.0, -10.0]])
+    np.testing.assert_array_equal(linear.relu(x), [[0.0, 0.0, 2.0, 0.0, 0.0]])
+    # (−0.01 + 0.05)², 0.05², 2.05², (−0.05 + 0.05)² = 0, (−0.1 + 0.05)² = 0.05²
+    np.testing.assert_allclose(
+        linear.leaky_squared(x), [[0.0016, 0.0025, 4.2025, 0.0, 0.0025]], rtol=1e-13, atol=1e-18
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_feature_maps_against_loops_and_torch(seed, torch):
+    x = np.random.default_rng(seed).standard_normal((5, 4)) * 3
+    np.testing.assert_array_equal(linear.relu(x), relu_loops(x))
+    np.testing.assert_allclose(linear.leaky_squared(x), leaky_squared_loops(x), rtol=1e-15)
+    t = torch.from_numpy(x)
+    functional = torch.nn.functional
+    np.testing.assert_array_equal(linear.relu(t).numpy(), functional.relu(t).numpy())
+    np.testing.assert_allclose(
+        linear.leaky_squared(t).numpy(),
+        ((functional.leaky_relu(t, negative_slope=0.01) + 0.05) ** 2).numpy(),
+        rtol=1e-15,
+    )
+    assert functional.leaky_relu(t).numpy().tolist() == (
+        functional.leaky_relu(t, negative_slope=linear.LEAKY_SLOPE).numpy().tolist()
+    )  # the slope is PyTorch's default
+
+
+@pytest.mark.parametrize(
+    ("phi", "loops"), [(linear.relu, relu_loops), (linear.leaky_squared, leaky_squared_loops)]
+)
+@pytest.mark.parametrize("seed", range(4))
+def test_both_orders_and_the_running_sum_with_relu_and_leaky_squared(phi, loops, seed):
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+    q, k, v = random_qkv(seed, n, n, d_k=d, d_v=2)
+    expected = direct(q, k, v, loops)
+    np.testing.assert_allclose(linear.linear_attention(q, k, v, phi).output, expected, rtol=1e-12)
+    np.testing.assert_allclose(
+        linear.quadratic_order(q, k, v, phi).output, expected, rtol=1e-12, atol=1e-15
+    )
+    causal = direct_causal(q, k, v, loops)
+    np.testing.assert_allclose(
+        linear.causal_linear_attention(q, k, v, phi).output, causal, rtol=1e-12, atol=1e-15
+    )
+    np.testing.assert_allclose(
+        linear.chunked_causal_linear(q, k, v, phi, chunk=3), causal, rtol=1e-12, atol=1e-15
+    )
+
+
+def test_relu_rows_with_no_shared_feature_are_zero_not_nan():
+    """q2 = [−1, −1]: φ(q2) = 0. q3 = [0, 1] against keys whose only positive entry is the
+    first: φ(q3)·φ(k_j) = 0 for every j. Both normalisers are 0: output 0, weights 0, no NaN
+    and no warning; the first row as usual."""
+    q = np.array([[1.0, 0.0], [-1.0, -1.0], [0.0, 1.0]])
+    k = np.array([[1.0, 0.0], [2.0, -1.0], [0.5, -3.0]])
+    v = np.array([[1.0], [3.0], [5.0]])
+    with np.errstate(all="raise"):
+        result = linear.linear_attention(q, k, v, linear.relu)
+        quadratic = linear.quadratic_order(q, k, v, linear.relu)
+        running = linear.causal_linear_attention(q, k, v, linear.relu)
+        chunked = linear.chunked_causal_linear(q, k, v, linear.relu, chunk=2)
+    np.testing.assert_array_equal(result.normaliser, [[3.5], [0.0], [0.0]])  # 1 + 2 + 0.5
+    np.testing.assert_allclose(result.output, [[(1 + 6 + 2.5) / 3.5], [0.0], [0.0]], rtol=1e-15)
+    np.testing.assert_allclose(quadratic.weights, [[1 / 3.5, 2 / 3.5, 0.5 / 3.5], [0] * 3, [0] * 3])
+    np.testing.assert_allclose(running.output, [[1.0], [0.0], [0.0]], rtol=1e-15)
+    np.testing.assert_allclose(chunked, [[1.0], [0.0], [0.0]], rtol=1e-15)
+
+
+def test_divide_or_zero(torch):
+    numerator, normaliser = np.array([[2.0, 4.0], [1.0, 0.0]]), np.array([[2.0], [0.0]])
+    expected = [[1.0, 2.0], [0.0, 0.0]]
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal(linear.divide_or_zero(numerator, normaliser), expected)
+    tn, td = torch.from_numpy(numerator), torch.from_numpy(normaliser)
+    np.testing.assert_array_equal(linear.divide_or_zero(tn, td).numpy(), expected)
 
 
 def test_a_small_case_by_hand():

@@ -13,14 +13,28 @@ from attn_cli.cards import card
 from attn_cli.check import check_bundled
 from attn_cli.errors import UserError
 from attn_cli.mechanisms.normalise import NORMALISERS
-from tests.conftest import assert_user_error, data, random_qkv, sparsemax_reference
+from tests.conftest import (
+    assert_user_error,
+    data,
+    entmax15_reference,
+    random_qkv,
+    sparsemax_reference,
+)
 
 LIBRARY = {
     "q": [[1.0, 1.0], [-1.0, -1.0]],
     "k": [[1.0, 0.0], [0.5, 0.5], [-1.0, -1.0]],
     "v": [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]],
 }
-NEW_EXAMPLES = ("library-sparsemax", "cat-slept-sparsemax", "library-sigmoid", "two-tokens-hardmax")
+NEW_EXAMPLES = (
+    "library-sparsemax",
+    "cat-slept-sparsemax",
+    "library-entmax15",
+    "cat-slept-entmax15",
+    "library-sigmoid",
+    "two-tokens-hardmax",
+)
+ENTMAX_TAU = "τ: the top k's Σ (z/2 − τ)² = 1"
 
 
 def dot_scores(q, k, scale: bool) -> list[list[float]]:
@@ -74,6 +88,63 @@ def test_cat_slept_sparsemax_is_dense(invoke_json):
     np.testing.assert_allclose(data(doc["output"]), weighted([expected], states), atol=1e-15)
 
 
+def test_library_entmax15_by_hand(invoke_json):
+    doc = invoke_json("scaled", "--example", "library-entmax15")
+    assert doc["options"]["normalise"] == "entmax15"
+    weights = steps_of(doc)["weights"]
+    # Row q: x = z/2 = 0.5, 0.5, −1. The top two alone: mean 0.5, no spread, so
+    # τ = 0.5 − √(1/2) and each weight (0.5 − τ)² = 1/2; the third: −1 < τ, weight 0.
+    # Row q': x = −0.5, −0.5, 1: the top one alone, τ = 1 − 1 = 0, weight (1 − 0)² = 1; with
+    # the second, the mean 0.25 and spread 1.125 leave (1 − 1.125)/2 < 0: no such τ.
+    np.testing.assert_allclose(
+        data(weights["value"]), [[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], rtol=1e-15, atol=0
+    )
+    tau = weights["parts"][ENTMAX_TAU]["data"]
+    np.testing.assert_allclose(tau, [[0.5 - math.sqrt(0.5)], [0.0]], rtol=1e-15, atol=1e-16)
+    assert weights["parts"]["support size k"]["data"] == [[2], [1]]
+    assert "1.5-entmax" in weights["title"]
+    (note,) = weights["notes"]
+    assert note["key"] == "entmax15_zeros"
+    assert note["values"] == {"zeros": 3, "total": 6}
+    np.testing.assert_allclose(data(doc["output"]), [[5.0, 5.0], [5.0, 5.0]], rtol=1e-15)
+
+
+def test_cat_slept_entmax15_is_dense_and_between(invoke_json):
+    doc = invoke_json("scaled", "--example", "cat-slept-entmax15")
+    (scores,) = dot_scores([[0.1, 0.9]], [[1, 0], [0, 1], [0.2, 0.1]], scale=False)
+    expected, tau = entmax15_reference(scores)
+    weights = steps_of(doc)["weights"]
+    np.testing.assert_allclose(data(weights["value"]), [expected], rtol=1e-12)
+    assert weights["parts"][ENTMAX_TAU]["data"][0][0] == pytest.approx(tau, rel=1e-12)
+    assert [note["key"] for note in weights["notes"]] == ["entmax15_dense"]
+    # Between: the largest weight above softmax's and below sparsemax's.
+    softmax = [math.exp(s) / sum(math.exp(t) for t in scores) for s in scores]
+    sparse, _ = sparsemax_reference(scores)
+    assert softmax[1] < expected[1] < sparse[1]
+    states = [[1, 0], [0, 1], [0.2, 0.1]]
+    np.testing.assert_allclose(data(doc["output"]), weighted([expected], states), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_entmax15_against_a_bisection_on_random_rows_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    m, n = 5, int(rng.integers(2, 9))
+    scores = np.round(rng.standard_normal((m, n)) * 2) / 2  # halves: many ties
+    scores[0] = 0.5  # a row all tied
+    w = attn.scaled(q=scores, k=np.eye(n), v=np.eye(n), scale=False, normalise="entmax15")
+    step = w.find("weights")
+    parts = {part.label: part.value for part in step.parts}
+    for row, weights, tau, k in zip(
+        scores, step.value, parts[ENTMAX_TAU], parts["support size k"], strict=True
+    ):
+        expected, expected_tau = entmax15_reference(row.tolist())
+        np.testing.assert_allclose(weights, expected, rtol=1e-12, atol=1e-14)
+        assert tau[0] == pytest.approx(expected_tau, rel=1e-12, abs=1e-14)
+        assert math.isclose(sum(weights), 1.0, rel_tol=1e-14)
+        assert all(x == 0 for x, e in zip(weights, expected, strict=True) if e == 0)
+        assert k[0] == sum(1 for x in weights if x > 0)
+
+
 def test_library_sigmoid_by_hand(invoke_json):
     doc = invoke_json("scaled", "--example", "library-sigmoid")
     expected = []
@@ -118,7 +189,7 @@ def test_sparsemax_against_the_papers_algorithm_on_random_rows_with_ties(seed):
         assert all(x == 0 for x, e in zip(weights, expected, strict=True) if e == 0)
 
 
-@pytest.mark.parametrize("normaliser", ["sparsemax", "sigmoid", "hardmax"])
+@pytest.mark.parametrize("normaliser", ["sparsemax", "entmax15", "sigmoid", "hardmax"])
 def test_masked_keys_get_exactly_zero(normaliser):
     q, k, v = random_qkv(3, 4, 5)
     w = attn.scaled(q, k, v, valid_len=[2, 3, 5, 1], normalise=normaliser)
@@ -151,7 +222,7 @@ def test_softmax_is_the_default_and_unchanged(invoke):
 
 def test_torch_agrees_with_numpy(torch):
     q, k, v = random_qkv(5, 4, 6)
-    for normaliser in ("sparsemax", "sigmoid", "hardmax"):
+    for normaliser in ("sparsemax", "entmax15", "sigmoid", "hardmax"):
         ours = attn.scaled(q, k, v, normalise=normaliser, valid_len=[3, 6, 2, 4])
         theirs = attn.scaled(q, k, v, normalise=normaliser, valid_len=[3, 6, 2, 4],
                              backend="torch")  # fmt: skip

@@ -31,15 +31,25 @@ RUNS = Runs(
         (*SMALL, "--dropout", "0.5"),
         (*SMALL, "--dropout", "0"),
         ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
-        *((*SMALL, "--normalise", name) for name in ("sparsemax", "sigmoid", "hardmax")),
+        *(
+            (*SMALL, "--normalise", name)
+            for name in ("sparsemax", "entmax15", "sigmoid", "hardmax")
+        ),
         (*SMALL, "--normalise", "sparsemax", "--valid-len", "2", "--dropout", "0.5"),
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "sparsemax"),  # a tie: dense
         ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "hardmax"),  # a tie: dense
+        ("--q", "1", "--k", "1;1", "--v", "1;2", "--normalise", "entmax15"),  # a tie: dense
+        ("--q", "1", "--k", "1;-2", "--v", "1;2", "--normalise", "entmax15"),  # 1 key dropped
         ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
         ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
         ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
     ),
-    options=({"scale": False}, {"normalise": "sparsemax"}, {"normalise": "hardmax"}),
+    options=(
+        {"scale": False},
+        {"normalise": "sparsemax"},
+        {"normalise": "entmax15"},
+        {"normalise": "hardmax"},
+    ),
     figure=(("scaled", "--example", "cat-slept"), ("the", "cat", "slept", "s_t")),
     batch=Batch(lambda draw: {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, ("q", "k", "v")),
 )

@@ -15,10 +15,13 @@ CARD = Card(
     options=(
         Option(
             "feature_map",
-            "φ: elu (elu(x) + 1, on Q and K as they are, no √d_k) or random (positive random "
-            "features aiming at softmax(Q Kᵀ / √d_k)) (default: the example's, else {default}).",
+            "φ: elu (elu(x) + 1, on Q and K as they are, no √d_k), random (positive random "
+            "features aiming at softmax(Q Kᵀ / √d_k)), relu (max(x, 0): a query with no "
+            "positive entry gets no weights) or leaky-squared ((leaky_relu(x) + 0.05)², slope "
+            "0.01) (default: the example's, else {default}).",
             default=variants.FEATURE_MAPS[0],
             choices=variants.FEATURE_MAPS,
+            metavar="NAME",  # the four choices' metavar would squeeze the help's column
         ),
         Option(
             "features",

@@ -41,11 +41,12 @@ CARD = Card(
         Option(
             "normalise",
             "What turns each row of scores into weights: softmax (default), sparsemax (some "
-            "weights exactly 0, with its threshold τ), sigmoid (σ, then divided by the row sum) "
-            "or hardmax (all on the maximum; no gradient).",
+            "weights exactly 0, with its threshold τ), entmax15 (1.5-entmax: between the two, "
+            "with its own τ), sigmoid (σ, then divided by the row sum) or hardmax (all on the "
+            "maximum; no gradient).",
             default=variants.NORMALISERS[0],
             choices=variants.NORMALISERS,
-            metavar="NAME",  # the four choices' metavar would squeeze the help's column
+            metavar="NAME",  # the five choices' metavar would squeeze the help's column
         ),
     ),
     sizes=(

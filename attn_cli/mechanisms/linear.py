@@ -10,6 +10,10 @@ again. But matrix products reassociate: φ(Q) (φ(K)ᵀ V) and φ(Q) (φ(K)ᵀ 1
 through an r × d_v matrix and an r-vector, in O(n·r·d_v) time instead of O(n²·(r + d_v)).
 There is no √d_k: φ is applied to Q and K as they are.
 
+A feature map that can be 0 (relu) can leave a query with φ(q_i)·φ(k_j) = 0 for every key: its
+normaliser is 0 and 0 / 0 has no value. Such a row gets no weights and a 0 output here
+(:func:`divide_or_zero`), never NaN; the lesson says so where it happens.
+
 Causal, the sums run over j ≤ i, so they become running states (the RNN view):
 S_t = S_{t−1} + φ(k_t) v_tᵀ (r × d_v), z_t = z_{t−1} + φ(k_t) (r,), out_t = φ(q_t)ᵀS_t / φ(q_t)ᵀz_t.
 """
@@ -32,6 +36,38 @@ def elu_plus_one(x: Array) -> Array:
     """φ(x) = elu(x) + 1: x + 1 for x > 0, exp(x) for x ≤ 0. Always positive."""
     xp = namespace_of(x)
     return xp.where(x > 0, x + 1, xp.exp(xp.minimum(x, xp.zeros_like(x))))  # exp never overflows
+
+
+def relu(x: Array) -> Array:
+    """φ(x) = max(x, 0): every entry ≤ 0 becomes 0, so φ(q)·φ(k) can be 0."""
+    xp = namespace_of(x)
+    return xp.maximum(x, xp.zeros_like(x))
+
+
+# The squared leaky ReLU as a published comparison of linear-attention feature maps writes it,
+# (F.leaky_relu(x) + 0.05) ** 2: PyTorch's default negative slope, shifted up before squaring.
+LEAKY_SLOPE = 0.01
+LEAKY_SHIFT = 0.05
+
+
+def leaky_squared(x: Array) -> Array:
+    """φ(x) = (leaky_relu(x) + 0.05)², leaky_relu(x) = x for x ≥ 0 and 0.01·x below.
+
+    Never negative; 0 only at x = −5 (where 0.01·x + 0.05 = 0), and growing again below it.
+    """
+    xp = namespace_of(x)
+    leaky = xp.where(x >= 0, x, LEAKY_SLOPE * x)  # (..., r)
+    shifted = leaky + LEAKY_SHIFT
+    return shifted * shifted
+
+
+def divide_or_zero(numerator: Array, normaliser: Array) -> Array:
+    """numerator / normaliser, and 0 where the normaliser is 0 (no key shares a positive
+    feature with the query: relu's empty rows), instead of 0 / 0 = NaN."""
+    xp = namespace_of(numerator, normaliser)
+    empty = normaliser == 0  # (..., m, 1)
+    safe = xp.where(empty, xp.ones_like(normaliser), normaliser)
+    return xp.where(empty, xp.zeros_like(numerator), numerator / safe)
 
 
 def random_projection(d: int, features: int, seed: int) -> np.ndarray:
@@ -71,7 +107,8 @@ def linear_attention(q: Array, k: Array, v: Array, phi: FeatureMap = elu_plus_on
     k_sum = xp.sum(phi_k_t, axis=-1, keepdims=True)  # (..., r, 1)
     numerator = xp.matmul(phi_q, kv)  # (..., m, d_v)
     normaliser = xp.matmul(phi_q, k_sum)  # (..., m, 1)
-    return LinearResult(phi_q, phi_k, kv, k_sum, numerator, normaliser, numerator / normaliser)
+    output = divide_or_zero(numerator, normaliser)  # (..., m, d_v)
+    return LinearResult(phi_q, phi_k, kv, k_sum, numerator, normaliser, output)
 
 
 @dataclass(frozen=True)
@@ -85,7 +122,7 @@ def quadratic_order(q: Array, k: Array, v: Array, phi: FeatureMap = elu_plus_one
     """The same attention in the other order, (φ(Q)φ(K)ᵀ) V: the n × n weights, for comparison."""
     xp = namespace_of(q, k, v)
     similarity = xp.matmul(phi(q), xp.matrix_transpose(phi(k)))  # (..., m, n)
-    weights = similarity / xp.sum(similarity, axis=-1, keepdims=True)  # (..., m, n)
+    weights = divide_or_zero(similarity, xp.sum(similarity, axis=-1, keepdims=True))  # (..., m, n)
     return QuadraticOrder(similarity, weights, xp.matmul(weights, v))
 
 
@@ -126,7 +163,7 @@ def causal_linear_attention(
         state = state + key[..., :, None] * value[..., None, :]  # S_t = S_{t−1} + φ(k_t) v_tᵀ
         total = total + key  # z_t = z_{t−1} + φ(k_t)
         read = xp.sum(query[..., :, None] * state, axis=-2)  # (..., d_v) φ(q_t)ᵀ S_t
-        outputs.append(read / xp.sum(query * total, axis=-1, keepdims=True))
+        outputs.append(divide_or_zero(read, xp.sum(query * total, axis=-1, keepdims=True)))
         states.append(state)
         sums.append(total)
     stack = xp.stack
@@ -152,7 +189,7 @@ def chunked_causal_linear(
         a = xp.where(causal_allowed(a), a, xp.zeros_like(a))  # keep j ≤ i
         numerator = xp.matmul(pq, state) + xp.matmul(a, vc)  # (..., c, d_v)
         normaliser = xp.matmul(pq, total) + xp.sum(a, axis=-1, keepdims=True)  # (..., c, 1)
-        outputs.append(numerator / normaliser)
+        outputs.append(divide_or_zero(numerator, normaliser))
         pk_t = xp.matrix_transpose(pk)  # (..., r, c)
         state = state + xp.matmul(pk_t, vc)
         total = total + xp.sum(pk_t, axis=-1, keepdims=True)

@@ -3,13 +3,18 @@
 * sparsemax (Martins & Astudillo, 2016): the Euclidean projection of the scores onto the
   probability simplex, p = max(s − τ, 0) with the threshold τ chosen so that Σ p = 1. Scores
   below τ get weight exactly 0.
+* 1.5-entmax (Peters, Niculae & Martins, 2019): the middle ground between softmax (α = 1) and
+  sparsemax (α = 2) of the α-entmax family, p = max(z/2 − τ, 0)² (the paper's
+  [(α − 1)z − τ]_+^{1/(α−1)} at α = 1.5), τ chosen so that Σ p = 1. Sparse like sparsemax (a
+  score with z/2 ≤ τ gets exactly 0), but curved above τ like softmax, so its support is
+  usually wider than sparsemax's.
 * sigmoid, then normalise: w_j = σ(s_j) / Σ_k σ(s_k). Every weight positive, like softmax, but
   not unchanged by adding a constant to the row.
 * hardmax: all weight on the row's maximum. Ties share it evenly (the limit of softmax(s / T)
   as T → 0, and symmetric in the tied keys). Piecewise constant: its gradient is 0 almost
   everywhere, undefined at ties, so nothing can be learnt through it.
 
-Masked (−∞) scores get weight exactly 0 in all three; a row with no finite score is NaN, as
+Masked (−∞) scores get weight exactly 0 in all four; a row with no finite score is NaN, as
 softmax gives (0 / 0).
 """
 
@@ -60,6 +65,58 @@ def sparsemax(s: Array) -> Array:
     return sparsemax_parts(s).weights
 
 
+@dataclass(frozen=True)
+class EntmaxParts:
+    tau: Array  # (m, 1) the threshold: weights are max(z/2 − τ, 0)²
+    support: Array  # (m, 1) how many keys have a nonzero weight (k* of the paper)
+    weights: Array  # (m, n) rows sum to 1; some entries exactly 0
+
+
+def entmax15_parts(s: Array) -> EntmaxParts:
+    """1.5-entmax by sorting (Peters, Niculae & Martins 2019, algorithm 2), row-wise.
+
+    With x = z/2, sorted decreasingly x_(1) ≥ x_(2) ≥ ..., the top k keys alone would need the
+    τ_k that solves Σ_(j≤k) (x_(j) − τ)² = 1, the smaller root:
+    τ_k = M_k − √((1 − S_k) / k), M_k the mean of the top k and S_k = Σ_(j≤k) (x_(j) − M_k)².
+    The support size k* is the largest k with τ_k < x_(k), and τ = τ_(k*). (The paper has ≤;
+    a key with x_(k) = τ_k gets weight 0 and leaves τ as it was, so < gives the same τ and counts
+    only the nonzero weights, as sparsemax's k(z) does.)
+
+    The row's maximum is subtracted first (τ moves with it). A weight is at most 1, so
+    x_(1) − τ ≤ 1 and no x more than 1 below the maximum is in the support: the sorted values
+    are floored at −2 below it (−∞ included), which changes no τ_(k*) and keeps every sum of
+    squares small and finite.
+    """
+    xp = namespace_of(s)
+    x = s / 2  # (m, n) (α − 1)·z with α = 1.5
+    top = xp.max(x, axis=-1, keepdims=True)  # (m, 1)
+    any_finite = top > -math.inf  # (m, 1) False: the row is all −∞
+    top = xp.where(any_finite, top, xp.zeros_like(top))
+    shifted = x - top  # (m, n) at most 0; −∞ where masked
+    floor = xp.full_like(shifted, -2.0)  # (m, n) never in the support
+    ordered = xp.maximum(-xp.sort(-shifted, axis=-1), floor)  # (m, n) decreasing, in [−2, 0]
+    ks = xp.arange(1, s.shape[-1] + 1, dtype=s.dtype, device=s.device)  # (n,) 1..n
+    mean = xp.cumulative_sum(ordered, axis=-1) / ks  # (m, n) M_k
+    mean_square = xp.cumulative_sum(ordered * ordered, axis=-1) / ks  # (m, n)
+    spread = ks * (mean_square - mean * mean)  # (m, n) S_k = Σ_(j≤k) (x_(j) − M_k)²
+    room = xp.maximum((1 - spread) / ks, xp.zeros_like(spread))  # (m, n) < 0: k too large
+    taus = mean - xp.sqrt(room)  # (m, n) τ_k
+    picked_k = xp.where(taus < ordered, xp.broadcast_to(ks, taus.shape), xp.zeros_like(taus))
+    support = xp.max(picked_k, axis=-1, keepdims=True)  # (m, 1) k*: the largest k with τ_k < x_(k)
+    at_support = ks == support  # (m, n) True in column k* only
+    tau = xp.sum(xp.where(at_support, taus, xp.zeros_like(taus)), axis=-1, keepdims=True)
+    tau = xp.where(any_finite, tau, xp.full_like(tau, math.nan))  # no finite score: NaN row
+    support = xp.where(any_finite, support, xp.zeros_like(support))  # (m, 1)
+    zero = xp.zeros_like(s)
+    gap = xp.maximum(shifted - tau, zero)  # (m, n) max(z/2 − τ, 0), from the shifted scores
+    return EntmaxParts(tau + top, support, gap * gap)  # (m, n)
+
+
+def entmax15(s: Array) -> Array:
+    """Row-wise 1.5-entmax weights (m, n)."""
+    return entmax15_parts(s).weights
+
+
 def sigmoid(s: Array) -> Array:
     """σ(s) = 1 / (1 + e^−s), computed without overflow: e^−|s| is at most 1. σ(−∞) = 0."""
     xp = namespace_of(s)
@@ -87,5 +144,9 @@ def hardmax(s: Array) -> Array:
 
 # Each normaliser by its name (attn_cli.variants lists the names, for the command line's choices).
 NORMALISERS: dict[str, Callable[[Array], Array]] = dict(
-    zip(variants.NORMALISERS, (softmax, sparsemax, sigmoid_normalise, hardmax), strict=True)
+    zip(
+        variants.NORMALISERS,
+        (softmax, sparsemax, entmax15, sigmoid_normalise, hardmax),
+        strict=True,
+    )
 )

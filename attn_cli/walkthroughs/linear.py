@@ -21,7 +21,7 @@ from attn_cli.errors import UserError
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear, masks
-from attn_cli.model import Walkthrough
+from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs import scaled
 from attn_cli.walkthroughs.checks import check_causal_square, labels, row_names, whole_at_least
 from attn_cli.walkthroughs.lesson import Lesson, LessonRun
@@ -42,7 +42,9 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
     name = options.get("feature_map", "elu")
     if name not in FEATURE_MAPS:
-        raise UserError(f"--feature-map {name!r} is not a feature map; choose elu or random.")
+        raise UserError(
+            f"--feature-map {name!r} is not a feature map; choose one of: {', '.join(FEATURE_MAPS)}."
+        )
     whole_at_least(options.get("features", 16), "--features", meaning="random features r")
     whole_at_least(options.get("feature_seed", 0), "--feature-seed", minimum=0)
     if options.get("causal"):
@@ -87,7 +89,7 @@ def build(run: LessonRun) -> Walkthrough:
     phi = _feature_map(options, d_k)
     record = StepRecorder(run)
     rows = Grid(queries, features, context)
-    map_text = "phi_random" if options.get("feature_map") == "random" else "phi_elu"
+    map_text = "phi_" + str(options.get("feature_map", "elu")).replace("-", "_")
     record.compute("phi_q", lambda: phi(q), grid=rows, text=f"{map_text}_q")
     record.compute(
         "phi_k", lambda: phi(k), grid=Grid(keys, features, context), text=f"{map_text}_k"
@@ -105,9 +107,18 @@ def build(run: LessonRun) -> Walkthrough:
     )
 
 
+# The feature maps applied entry by entry, by name (random features need their projection).
+ELEMENTWISE: dict[str, linear.FeatureMap] = {
+    "elu": linear.elu_plus_one,
+    "relu": linear.relu,
+    "leaky-squared": linear.leaky_squared,
+}
+
+
 def _feature_map(options: dict[str, Any], d_k: int) -> linear.FeatureMap:
-    if options.get("feature_map") != "random":
-        return linear.elu_plus_one
+    name = str(options.get("feature_map", "elu"))
+    if name != "random":
+        return ELEMENTWISE[name]
     projection = linear.random_projection(
         d_k, int(options.get("features", 16)), int(options.get("feature_seed", 0))
     )
@@ -138,7 +149,12 @@ def _reassociated(
     record.add("kv", result.kv, grid=Grid(features, context=context))
     record.add("k_sum", result.k_sum, grid=Grid(features, context=context))
     record.add("numerator", result.numerator, grid=Grid(queries, context=context))
-    record.add("normaliser", result.normaliser, grid=Grid(queries, context=context))
+    record.add(
+        "normaliser",
+        result.normaliser,
+        grid=Grid(queries, context=context),
+        notes=_empty_rows(record, result.normaliser, queries),
+    )
     check = _difference(record, result.output, quadratic.output)
     record.add(
         "output",
@@ -171,12 +187,16 @@ def _running_sum(
     normaliser = xp.sum(phi_q * running.sums, axis=-1, keepdims=True)  # φ(q_t)ᵀ z_t
     record.add("reads", reads, grid=Grid(tokens, context=context))
     record.add(
-        "normaliser", normaliser, grid=Grid(tokens, context=context), text="normaliser_causal"
+        "normaliser",
+        normaliser,
+        grid=Grid(tokens, context=context),
+        text="normaliser_causal",
+        notes=_empty_rows(record, normaliser, tokens),
     )
     # The same attention in the quadratic order, masked to j ≤ i: the weights it implies.
     similarity = mech.scores(phi_q, phi(k))  # φ(Q) φ(K)ᵀ
     kept = masks.fill_blocked(similarity, masks.negate(masks.causal_allowed(similarity)), 0.0)
-    weights = kept / xp.sum(kept, axis=-1, keepdims=True)
+    weights = linear.divide_or_zero(kept, xp.sum(kept, axis=-1, keepdims=True))
     check = _difference(record, running.output, mech.weighted_sum(weights, v))
     record.add(
         "output",
@@ -194,6 +214,22 @@ def _running_sum(
         text="weights_causal",
     )
     return running.output, weights, check
+
+
+def _empty_rows(
+    record: StepRecorder, normaliser: Any, queries: tuple[str, ...] | None
+) -> tuple[Note, ...]:
+    """zero_normaliser, naming the queries whose normaliser is exactly 0 (no key shares a
+    positive feature with them), when there are any."""
+    values = record.to_numpy(normaliser)
+    names = queries or labels("q", int(values.shape[0]))
+    empty = _empty_names(values, names)
+    return (record.note("zero_normaliser", queries=", ".join(empty)),) if empty else ()
+
+
+def _empty_names(normaliser: np.ndarray, queries: tuple[str, ...]) -> tuple[str, ...]:
+    rows = np.asarray(normaliser, dtype=float).reshape(len(queries), -1)[:, 0]
+    return tuple(name for name, value in zip(queries, rows, strict=True) if value == 0)
 
 
 def _flops(record: StepRecorder, m: int, n: int, r: int, d_v: int, context: dict) -> None:
@@ -291,8 +327,11 @@ def _flatter_and_sharper(
     queries: tuple[str, ...], kernel: np.ndarray, soft: np.ndarray
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The queries whose kernel row has a higher entropy than softmax's row (flatter), and
-    those with a lower one (sharper); ties and rows with NaN are in neither."""
+    those with a lower one (sharper); ties, rows with NaN and kernel rows with no weight at all
+    (a zero normaliser) are in neither."""
     kernel_h, softmax_h = row_entropy(kernel), row_entropy(soft)
+    empty = ~(np.sum(np.asarray(kernel, dtype=float), axis=-1) != 0)  # NaN sums count as empty
+    kernel_h = np.where(empty, np.nan, kernel_h)
     flatter = tuple(
         q for q, hk, hs in zip(queries, kernel_h, softmax_h, strict=False) if hk > hs + _ENTROPY_TIE
     )
@@ -331,6 +370,18 @@ def sharper_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) ->
     return _names_exactly(1, walkthrough, values)
 
 
+def names_the_empty_rows(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``zero_normaliser``: the queries it names are exactly those whose normaliser
+    step holds an exact 0, and there is at least one."""
+    try:
+        step = walkthrough.find("normaliser")
+        normaliser = np.asarray(step.value, dtype=float)
+        empty = _empty_names(normaliser, tuple(step.row_labels or ()))
+    except (KeyError, ValueError, TypeError):
+        return False
+    return bool(empty) and ", ".join(empty) == values.get("queries")
+
+
 def the_same_numbers(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The two orders agree to rounding: the gap is finite and within 1e-9 of the output's
     scale (on huge inputs both orders overflow and the gap is NaN)."""
@@ -354,6 +405,10 @@ TEXTS = Texts(
         "phi_elu_k": CONTEXT,
         "phi_random_q": CONTEXT,
         "phi_random_k": CONTEXT,
+        "phi_relu_q": CONTEXT,
+        "phi_relu_k": CONTEXT,
+        "phi_leaky_squared_q": CONTEXT,
+        "phi_leaky_squared_k": CONTEXT,
         "similarity": CONTEXT,
         "weights": CONTEXT,
         "output_quadratic": CONTEXT,
@@ -380,12 +435,14 @@ TEXTS = Texts(
         "softmax_gap": ("weights", "output"),
         "flatter": ("queries",),
         "sharper": ("queries",),
+        "zero_normaliser": ("queries",),
     },
     claims={
         "flatter": flatter_than_softmax,
         "sharper": sharper_than_softmax,
         "same_numbers": the_same_numbers,
         "same_as_masked": the_same_numbers,
+        "zero_normaliser": names_the_empty_rows,
     },
 )
 

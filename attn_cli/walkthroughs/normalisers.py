@@ -1,8 +1,8 @@
 """--normalise: softmax's alternatives as the weights step (attn scaled).
 
 The scores are turned into weights by softmax (the default: the step is recorded exactly as
-before), sparsemax (the simplex projection, with its threshold τ per row), sigmoid then
-normalise, or hardmax (see mechanisms/normalise.py). The step keeps its key, ``weights``, so
+before), sparsemax (the simplex projection, with its threshold τ per row), 1.5-entmax (between
+the two, with its own τ per row), sigmoid then normalise, or hardmax (see mechanisms/normalise.py). The step keeps its key, ``weights``, so
 quizzes, ``attn check``'s printed values and --plot read it whatever the normaliser; its words
 are ``[steps.weights_<normaliser>]`` of the lesson file, its notes ``[notes]``.
 """
@@ -26,9 +26,10 @@ ALTERNATIVES: tuple[str, ...] = CHOICES[
     1:
 ]  # each recorded by this module (softmax by the recorder)
 # The (m × n) matrices a normaliser holds beyond softmax's: sparsemax sorts, sums, compares and
-# picks (sorted, cumulative, inside, candidates, picked, s − τ); sigmoid its gates; hardmax
-# its 0/1 hits and the boolean matrix of maxima.
-EXTRA_MATRICES = {"softmax": 0, "sparsemax": 6, "sigmoid": 2, "hardmax": 2}
+# picks (sorted, cumulative, inside, candidates, picked, s − τ); 1.5-entmax halves, shifts, sorts,
+# floors, sums twice, and forms the spread, room, τ_k, picked k, z/2 − τ and its square; sigmoid
+# its gates; hardmax its 0/1 hits and the boolean matrix of maxima.
+EXTRA_MATRICES = {"softmax": 0, "sparsemax": 6, "entmax15": 13, "sigmoid": 2, "hardmax": 2}
 
 
 def choice(value: Any) -> str:
@@ -46,7 +47,12 @@ def record_weights(record: StepRecorder, logits: Array, normaliser: str, grid: G
     """The weights step: ``normaliser`` applied to each row of ``logits`` (−∞ where masked)."""
     if normaliser == "softmax":
         return record.softmax("weights", logits, grid=grid)
-    compute = {"sparsemax": _sparsemax, "sigmoid": _sigmoid, "hardmax": _hardmax}[normaliser]
+    compute = {
+        "sparsemax": _sparsemax,
+        "entmax15": _entmax15,
+        "sigmoid": _sigmoid,
+        "hardmax": _hardmax,
+    }[normaliser]
     (weights, parts), seconds = record.run.backend.timed(lambda: compute(logits))
     notes = _notes(record, normaliser, record.to_numpy(weights), record.to_numpy(logits))
     record.add(
@@ -69,6 +75,15 @@ def _sparsemax(logits: Array) -> tuple[Array, tuple[Part, ...]]:
         Part("support size k", parts.support),
         Part("τ = (sum of the top k − 1) / k", parts.tau),
         Part("z − τ (weight: max(z − τ, 0))", logits - parts.tau),
+    )
+
+
+def _entmax15(logits: Array) -> tuple[Array, tuple[Part, ...]]:
+    parts = mech.entmax15_parts(logits)
+    return parts.weights, (
+        Part("support size k", parts.support),
+        Part("τ: the top k's Σ (z/2 − τ)² = 1", parts.tau),
+        Part("z/2 − τ (weight: max(z/2 − τ, 0)²)", logits / 2 - parts.tau),
     )
 
 

@@ -71,7 +71,7 @@ OPTIONS: dict[str, list[dict[str, Any]]] = {
     "linear": [{"feature_map": "random"}, {"causal": True}],
     "multihead": [{"causal": True}],
     "selfattn": [{"scale": False}],
-    "bahdanau": [{"compare": True}],
+    "bahdanau": [{"compare": True}, {"steps": 3}],
     "graph": [{"self_loops": True}],
     # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
     "kvcache": [{"heads": 1, "kv_heads": 1, "d_head": 4}],

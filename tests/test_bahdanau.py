@@ -31,8 +31,21 @@ RUNS = Runs(
         SAME_STATE,
         ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--compare"),
         ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--dropout", "0.2"),
+        # --steps T: one encoder state (and --compare asked, not run); the lecture's states;
+        # an alignment that moves from "le" to "chat"; a score blind to the decoder (W2 = 0).
+        ("--steps", "2", "--compare"),
+        ("--example", "cat-slept", "--steps", "3"),
+        (
+            *("--s", "1,0", "--h", "1,0;0,1", "--w1", "1,0;0,1", "--w2", "0,1;1,0", "--v", "1,1"),
+            *("--tokens", "le,chat", "--steps", "2", "--ws", "0,0;0,0", "--wy", "2,0;0,2"),
+            *("--wc", "0,0;0,0", "--y", "0,1;1,0"),
+        ),
+        (
+            *("--s", "1,0", "--h", "1,0;0,1", "--w1", "1,0;0,1", "--w2", "0,0;0,0", "--v", "1,1"),
+            *("--steps", "3"),
+        ),
     ),
-    options=({"compare": True},),
+    options=({"compare": True}, {"steps": 3}),
     figure=(("bahdanau", "--example", "cat-slept"), ("the", "cat", "slept", "dot α")),
     batch=Batch(
         lambda draw: {

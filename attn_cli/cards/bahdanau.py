@@ -49,6 +49,39 @@ CARD = Card(
             "Values vᵢ (not the score vector --v), one row per encoder state: n × d_v; the "
             "context is Σ αᵢ vᵢ (default: the encoder states themselves, Σ αᵢ hᵢ).",
         ),
+        # --steps T: the decoder's own weights and inputs (drawn from --seed when not given).
+        optional(
+            "W_s",
+            "--ws",
+            "matrix",
+            "decoder cell: reads sₜ₋₁",
+            "With --steps: W_s, d_s × d_s, the decoder cell's recurrent weight in "
+            "sₜ = tanh(W_s sₜ₋₁ + W_y yₜ₋₁ + W_c cₜ) (default: drawn from --seed).",
+        ),
+        optional(
+            "W_y",
+            "--wy",
+            "matrix",
+            "decoder cell: reads yₜ₋₁",
+            "With --steps: W_y, d_s × d_y, reads yₜ₋₁, the embedding of the previous output "
+            "(default: drawn from --seed).",
+        ),
+        optional(
+            "W_c",
+            "--wc",
+            "matrix",
+            "decoder cell: reads cₜ",
+            "With --steps: W_c, d_s × d_h, reads the context cₜ (default: drawn from --seed).",
+        ),
+        optional(
+            "Y",
+            "--y",
+            "matrix",
+            "previous outputs: row t is yₜ₋₁",
+            "With --steps: the previous outputs' embeddings, one row per step, T × d_y: row t is "
+            "yₜ₋₁, row 1 the start token's y₀ (in training, the reference's words) (default: "
+            "drawn from --seed, d_y = d_s).",
+        ),
     ),
     positional=("s", "h", "w1", "w2", "v"),
     rows="states",
@@ -61,6 +94,16 @@ CARD = Card(
             switch=True,
         ),
         DROPOUT,
+        Option(
+            "steps",
+            "Run the decoder for T steps over the same encoder states: each step scores with "
+            "sₜ₋₁, gets its own context cₜ, then updates sₜ = tanh(W_s sₜ₋₁ + W_y "
+            "yₜ₋₁ + W_c cₜ); --s is s₀. Shown beside the fixed-vector encoder-decoder, "
+            "which hands every step c = hₙ (default: one decoder step).",
+            type=int,
+            minimum=1,
+            metavar="T",
+        ),
     ),
     sizes=(
         Size("n", "number of encoder states n (default {default}).", 6),
@@ -70,5 +113,6 @@ CARD = Card(
     examples=(
         "attn bahdanau --example cat-slept --compare",
         "attn bahdanau --n 4 --d 3 --seed 1",
+        "attn bahdanau --example cat-slept --steps 4",
     ),
 )

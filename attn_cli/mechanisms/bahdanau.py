@@ -4,9 +4,16 @@ Column convention, as on the slides: ``W1 h_i`` is a matrix times a column vecto
 Shapes: s_t (d_s,) the decoder state; H (n, d_h) the encoder states as rows;
 W1 (d_a, d_h); W2 (d_a, d_s); v (d_a,); W_a (d_s, d_h) for Luong's general score.
 Weights and context reuse attention.softmax and attention.weighted_sum.
+
+Over decoder steps (``attn bahdanau --steps T``), as Bahdanau et al. write it: step t scores
+with the previous state s_{t-1}, then a tanh RNN cell updates
+s_t = tanh(W_s s_{t-1} + W_y y_{t-1} + W_c c_t), with W_s (d_s, d_s), W_y (d_s, d_y) reading the
+previous output's embedding y_{t-1} (d_y,), W_c (d_s, d_c) reading the context c_t (d_c,).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from attn_cli.backend import Array, namespace_of
 
@@ -50,3 +57,33 @@ def general_scores(s: Array, h: Array, wa: Array) -> Array:
     xp = namespace_of(s, h, wa)
     query = xp.matmul(xp.matrix_transpose(wa), s)  # (d_h, d_s) @ (d_s,) -> (d_h,)
     return xp.matmul(h, query)  # (n, d_h) @ (d_h,) -> (n,)
+
+
+def step_scores(projected_states: Array, projected_previous: Array, v: Array) -> Array:
+    """One decoder step's scores e_t,i = v^T tanh(W1 h_i + W2 s_{t-1}), from W1 h_i (computed
+    once for every step) and this step's W2 s_{t-1}."""
+    summed = combine(projected_states, projected_previous)  # (n, d_a) + (d_a,) -> (n, d_a)
+    return additive_scores(squash(summed), v)  # (n, d_a) @ (d_a,) -> (n,)
+
+
+@dataclass(frozen=True)
+class CellTerms:
+    """The three terms of the decoder cell's update, and the new state."""
+
+    recurrent: Array  # (d_s,) W_s s_{t-1}
+    previous: Array  # (d_s,) W_y y_{t-1}
+    read: Array  # (d_s,) W_c c_t
+    state: Array  # (d_s,) s_t = tanh(sum of the three)
+
+
+def cell(
+    s_prev: Array, y_prev: Array, context: Array, w_s: Array, w_y: Array, w_c: Array
+) -> CellTerms:
+    """s_t = tanh(W_s s_{t-1} + W_y y_{t-1} + W_c c_t): a plain tanh RNN cell (the lectures'
+    f in s_t = f(s_{t-1}, y_{t-1}, c_t), usually a GRU or an LSTM), without bias."""
+    xp = namespace_of(s_prev, y_prev, context, w_s, w_y, w_c)
+    recurrent = xp.matmul(w_s, s_prev)  # (d_s, d_s) @ (d_s,) -> (d_s,)
+    previous = xp.matmul(w_y, y_prev)  # (d_s, d_y) @ (d_y,) -> (d_s,)
+    read = xp.matmul(w_c, context)  # (d_s, d_c) @ (d_c,) -> (d_s,)
+    state = xp.tanh(recurrent + previous + read)  # (d_s,), every entry in (-1, 1)
+    return CellTerms(recurrent, previous, read, state)

@@ -155,7 +155,12 @@ def causal_figure(walkthrough: Walkthrough, precision: int) -> Figure:
 
 
 def bahdanau_figure(walkthrough: Walkthrough, precision: int) -> Figure:
-    """One decoder step's weights over the encoder states; with --compare, one row per score."""
+    """One decoder step's weights over the encoder states; with --compare, one row per score;
+    with --steps, the alignment matrix (one row per decoder step), as Bahdanau et al. draw it."""
+    alignment = _optional(walkthrough, "decoder.alignment")
+    if alignment is not None:
+        grid = _grid(alignment, xlabel="encoder state", ylabel="decoder step", precision=precision)
+        return _single(walkthrough, grid)
     step = _step(walkthrough, "weights")
     others = [_optional(walkthrough, f"{name}.weights") for name in ("dot", "general")]
     grid = _grid(step, xlabel="encoder state", ylabel="decoder step", precision=precision)

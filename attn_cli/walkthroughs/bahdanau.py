@@ -16,7 +16,7 @@ from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Note, Walkthrough
-from attn_cli.walkthroughs import dropout
+from attn_cli.walkthroughs import bahdanau_steps, dropout
 from attn_cli.walkthroughs.checks import row_names
 from attn_cli.walkthroughs.lesson import Lesson, LessonRun
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
@@ -37,6 +37,7 @@ def compares(inputs: dict[str, Any], options: dict[str, Any]) -> bool:
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    steps = bahdanau_steps.validate(inputs, options)  # --steps T and the decoder's inputs
     s, h, w1, w2, v = (inputs[name] for name in ("s_t", "H", "W1", "W2", "v"))
     d_s, d_h = s.shape[0], h.shape[1]
     if w1.shape[1] != d_h:
@@ -73,7 +74,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"(n = {n}), as AdditiveAttention(queries, keys, values) pairs value i with key i."
         )
     dropout.probability(options.get("dropout"))
-    if compares(inputs, options) and d_s != d_h:
+    # Over decoder steps --compare is not run (a note says so): no common width needed.
+    if steps is None and compares(inputs, options) and d_s != d_h:
         asked = options.get("compare")
         cause = "--compare" if asked else "--wa turns on --compare"
         fix = " and ".join(
@@ -96,6 +98,9 @@ def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
     (n, d_h), d_a = shapes["H"], shapes["W1"][0]
+    steps = bahdanau_steps.steps_of(options)
+    if steps is not None:
+        return bahdanau_steps.estimate_bytes(shapes, steps, itemsize)
     # W1h, sum and tanh are n × d_a; scores, softmax parts and weights are a few n-vectors.
     d_v = shapes["values"][1] if "values" in shapes else d_h
     compare = 2 * (4 * n + d_v) if compares(shapes, options) else 0
@@ -111,6 +116,12 @@ def build(run: LessonRun) -> Walkthrough:
     given_values = "values" in run.inputs
     values = backend.asarray(run.inputs["values"]) if given_values else h  # (n, d_v)
     states = row_names(run, "states", n, "h", "--tokens")
+    steps = bahdanau_steps.steps_of(run.options)
+    if steps is not None:
+        # A note says --compare is not run, unless the example itself compares.
+        compare, example = compares(run.inputs, run.options), run.example
+        asked = compare and not (example and compares(example.inputs, example.options))
+        return bahdanau_steps.build(run, steps, states, compare, asked)
     context = {"n": n, "d_h": d_h, "d_s": d_s, "d_a": d_a, "d_v": values.shape[1]}
     record = StepRecorder(run)
     by_state = Grid(states, context=context)
@@ -186,9 +197,14 @@ def build(run: LessonRun) -> Walkthrough:
         output,
         inputs=tuple(shown),
         notes=tuple(notes),
-        # compare as resolved from W_a
-        meta={"options": {**run.options, "compare": compare}, **dropout.meta(run, p)},
+        # compare as resolved from W_a; steps (None: this one step) only when given
+        meta={"options": {**_one_step(run.options), "compare": compare}, **dropout.meta(run, p)},
     )
+
+
+def _one_step(options: dict[str, Any]) -> dict[str, Any]:
+    """The options of one decoder step as they were before --steps: without steps = None."""
+    return {key: value for key, value in options.items() if key != "steps" or value is not None}
 
 
 @dataclass(frozen=True)
@@ -333,6 +349,8 @@ TEXTS = Texts(
         **dict.fromkeys(("dot.scores", "dot.weights", "dot.context"), SIZES),
         **dict.fromkeys(("general.scores", "general.weights", "general.context"), SIZES),
         **dict.fromkeys(("compare.table", "compare.contexts", "compare.cost"), SIZES),
+        # --steps T: the decoder over time, beside the fixed-vector encoder-decoder.
+        **dict.fromkeys(bahdanau_steps.STEP_TEXTS, (*SIZES, *bahdanau_steps.STEP_NAMES)),
     },
     notes={
         "saturated": ("flat", "entries", "bound", "gap", "slope"),
@@ -344,8 +362,9 @@ TEXTS = Texts(
         "scores_disagree": ("picks",),
         # One decoder step: the dropped weights are one row, whose sums never differ.
         **{key: dropout.NOTES[key] for key in ("dropout_none", "dropout_sums_equal")},
+        **bahdanau_steps.NOTES,
     },
-    claims={"saturated": has_saturated_entries},
+    claims={"saturated": has_saturated_entries, **bahdanau_steps.CLAIMS},
 )
 
 LESSON = Lesson(
@@ -356,7 +375,7 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     # --wa and --values may be given on top of a lecture example (another W_a with --compare;
-    # values that differ from the keys H).
-    example_overrides=frozenset(("W_a", "values")),
+    # values that differ from the keys H), and so may the decoder's own inputs (--steps T).
+    example_overrides=frozenset(("W_a", "values", *bahdanau_steps.DECODER_INPUTS)),
     texts=TEXTS,
 )

@@ -15,6 +15,7 @@ import numpy as np
 
 from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
+from attn_cli.matrices import whole_number
 from attn_cli.mechanisms import masks
 from attn_cli.model import Part
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
@@ -67,7 +68,7 @@ def _parse(value: Any) -> tuple[int, ...]:
     if isinstance(value, str):
         parts = [part for part in re.split(r"[,\s]+", value.strip().strip("[]")) if part]
         if parts and all(re.fullmatch(r"[+-]?\d+", part) for part in parts):
-            return tuple(int(part) for part in parts)
+            return tuple(whole_number(part, OPTION) for part in parts)
         raise UserError(f"{OPTION} {value!r}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, list | tuple):
         whole = [

@@ -294,9 +294,6 @@ def _check_example_fields(declared: Lesson, example: Example, where: str) -> Non
                 f"{where}, inputs.{name}: lesson {declared.name!r} takes no "
                 f"input {name!r}; its inputs are: {', '.join(names)}."
             )
-    for spec in declared.inputs:
-        if spec.required and spec.name not in example.inputs:
-            raise missing_input(spec, where)
     for name in example.labels:
         if name not in declared.labels:
             lesson = declared.name
@@ -318,6 +315,9 @@ def _check_example_fields(declared: Lesson, example: Example, where: str) -> Non
         problem = option_problem(option_schema(options[name]), value) if name in options else None
         if problem is not None:
             raise UserError(mismatch(f"{where}, options.{name}", value, problem))
+    for spec in declared.inputs:
+        if spec.required and spec.name not in example.inputs:
+            raise missing_input(spec, where)
 
 
 def missing_input(spec: InputSpec, where: str) -> UserError:

@@ -274,9 +274,13 @@ def _too_large(name: str, where: str, text: str) -> UserError:
     )
 
 
-def shortened(text: str, limit: int = 24) -> str:
-    """Text from the user as a message quotes it: at most ``limit`` characters."""
-    return repr(text) if len(text) <= limit else repr(text[: limit - 1] + "…")
+def shortened(value: object, limit: int = 24) -> str:
+    """A value from the user as a message quotes it (its repr): at most ``limit`` characters
+    of it, so that a 5,000-digit number is not echoed whole."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else repr(value[: limit - 1] + "…")
+    text = repr(value)
+    return text if len(text) <= limit + 2 else text[: limit + 1] + "…"
 
 
 def _is_matrix(value: object) -> bool:

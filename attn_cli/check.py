@@ -10,6 +10,7 @@ from pathlib import Path
 
 from attn_cli import slides
 from attn_cli.cards import lesson_names
+from attn_cli.errors import UserError
 from attn_cli.lessonfiles.loader import (
     LessonFile,
     bundled_lesson_names,
@@ -65,11 +66,15 @@ def _check(lesson: LessonFile, request: RunRequest, bundled: bool = False) -> Fi
     results = []
     for example in lesson.examples:
         run = prepare(replace(request, example=example.name))  # checks inputs and options
+        where = f"{lesson.path}: example {example.name!r}"
+        try:  # built even without printed values: what only the build checks (labels that do
+            walkthrough = build(run)  # not fit the matrices) must fail here, not on the run
+        except UserError as error:
+            raise UserError(f"{where}: {error}") from None
         if not example.printed:
             results.append(ExampleCheck(example.name, 0))
             continue
-        where = f"{lesson.path}: example {example.name!r}"
-        comparison = slides.compare(build(run), example.printed, where)
+        comparison = slides.compare(walkthrough, example.printed, where)
         results.append(ExampleCheck(example.name, comparison.checked, comparison.errata))
     path = lesson.path or Path(f"{lesson.lesson}.toml")
     return FileCheck(path, lesson.lesson, tuple(results), bundled=bundled)

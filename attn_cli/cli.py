@@ -14,7 +14,7 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Annotated, Any
 
 import typer
@@ -258,11 +258,21 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def drop_empty_width(environ: MutableMapping[str, str]) -> None:
+    """COLUMNS=0 (a CI runner's, or a script's) would make rich lay out every table, panel and
+    message in zero columns: nothing at all is printed. A width of no columns is taken as none
+    given (the terminal's own, else 80)."""
+    columns = environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) == 0:
+        del environ["COLUMNS"]
+
+
 def main() -> None:
     """The console script. Typer builds every registered command (inspecting each signature)
     before it runs one; a run of one known command builds (and imports) only that one, which
     keeps start-up (and so TAB completion's re-runs) light as commands are added."""
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
+    drop_empty_width(os.environ)
     completing = any(key.endswith("_COMPLETE") for key in os.environ)
     frozen_before = gc.get_freeze_count()
     gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on

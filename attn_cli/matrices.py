@@ -27,6 +27,7 @@ import numpy as np
 from attn_cli.backend import available_host_bytes, format_bytes
 from attn_cli.errors import UserError
 from attn_cli.numbers import shape_text
+from attn_cli.rounding import plain_number
 from attn_cli.usertext import printable
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
@@ -100,6 +101,24 @@ def _vector_shaped(array: np.ndarray, name: str) -> np.ndarray:
     return _checked(array, name)
 
 
+# The digits a whole number from text may have (a count, a length, a position, a size): more
+# than any size attn can run, and far below Python's limit on int() from text (4,300 digits,
+# past which int() raises instead of refusing in words).
+MAX_WHOLE_DIGITS = 18
+
+
+def whole_number(text: str, name: str) -> int:
+    """``text`` ("12", "+3", "-1") as an int; a UserError when it has more digits than any size
+    takes (MAX_WHOLE_DIGITS); ValueError, as int() raises, when it is not a whole number."""
+    digits = len(text.strip().lstrip("+-"))
+    if digits > MAX_WHOLE_DIGITS and text.strip().lstrip("+-").isdigit():
+        raise UserError(
+            f"{name}: a whole number of {digits:,} digits is beyond any count or position attn "
+            f"takes (at most {MAX_WHOLE_DIGITS} digits); give a smaller number."
+        )
+    return int(plain_number(text))
+
+
 def parse_int_list(text: str, name: str) -> list[int]:
     """Parse ``"1,4,16"`` into integers (used for sizes and permutations)."""
     if not text.strip():
@@ -108,10 +127,11 @@ def parse_int_list(text: str, name: str) -> list[int]:
     values = []
     for part in parts:
         try:
-            values.append(int(part))
+            values.append(whole_number(part, name))
         except ValueError:
             raise UserError(
-                f'{name}: {part!r} is not a whole number; give whole numbers such as "1,4,16".'
+                f"{name}: {shortened(part)} is not a whole number; give whole numbers such as "
+                '"1,4,16".'
             ) from None
     return values
 
@@ -176,13 +196,17 @@ def _one_rows_text(text: str, name: str, where: str) -> np.ndarray:
     for row_index, entries in enumerate(rows_text, start=1):
         row = []
         for column_index, entry in enumerate(entries, start=1):
+            plain = plain_number(entry)  # "−1" (U+2212) is -1, as in printed values and answers
             try:
-                row.append(float(entry))
+                number = float(plain)
             except ValueError:
                 raise UserError(
-                    f"{name}{where}: {entry!r} (row {row_index}, entry {column_index}) is not a "
-                    'number; write rows like "1,0;0,1".'
+                    f"{name}{where}: {shortened(entry)} (row {row_index}, entry {column_index}) "
+                    'is not a number; write rows like "1,0;0,1".'
                 ) from None
+            if math.isinf(number) and "inf" not in plain.lower():
+                raise _too_large(name, where, entry)
+            row.append(number)
         rows.append(row)
     return _rectangular(rows, name, where)
 
@@ -208,7 +232,13 @@ def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
             "of brackets: [[1,0],[0,1]] (three for a batch of matrices)."
         )
     try:
-        data = json.loads(text)
+        # Numbers beyond float64 are refused as they are read: an integer of over 4,300 digits
+        # would make int() raise, and 1e400 would read as inf.
+        data = json.loads(
+            text,
+            parse_int=lambda digits: _json_number(digits, name, where, whole=True),
+            parse_float=lambda digits: _json_number(digits, name, where, whole=False),
+        )
     except RecursionError:  # not reached after the depth check; kept as a guard
         raise UserError(
             f"{name}{where} is nested too deeply; write it like [[1,0],[0,1]]."
@@ -225,6 +255,32 @@ def _from_json_text(text: str, name: str, where: str) -> np.ndarray:
     if isinstance(data, list):
         return _rectangular([data], name, where)[0] if data else _rectangular([], name, where)
     raise UserError(f"{name}{where} must be a JSON list of rows, like [[1,0],[0,1]].")
+
+
+def _json_number(text: str, name: str, where: str, *, whole: bool) -> float | int:
+    """One number of JSON input, refused when float64 cannot hold it."""
+    if whole and len(text.lstrip("-")) <= 308:  # below 1e308: a float64 holds it
+        return int(text)
+    number = float(text)  # float() reads any number of digits (int() stops at 4,300)
+    if math.isinf(number):
+        raise _too_large(name, where, text)
+    return number
+
+
+def _too_large(name: str, where: str, text: str) -> UserError:
+    return UserError(
+        f"{name}{where}: {shortened(text)} is too large for a float64 (over 1.8e308); use "
+        "smaller numbers."
+    )
+
+
+def shortened(value: object, limit: int = 24) -> str:
+    """A value from the user as a message quotes it (its repr): at most ``limit`` characters
+    of it, so that a 5,000-digit number is not echoed whole."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else repr(value[: limit - 1] + "…")
+    text = repr(value)
+    return text if len(text) <= limit + 2 else text[: limit + 1] + "…"
 
 
 def _is_matrix(value: object) -> bool:
@@ -356,7 +412,8 @@ def _read_file(path: Path, name: str) -> np.ndarray:
     try:
         if suffix == ".npy":
             return _read_npy(path, name, where)
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Excel and Notepad write one) is not part of the data
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise UserError(f"{name}: cannot read {str(path)!r} ({error.strerror}).") from None
     except UnicodeDecodeError:

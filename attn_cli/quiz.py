@@ -36,7 +36,7 @@ from attn_cli.render.rich_render import (
     step_rule,
     step_value,
 )
-from attn_cli.rounding import Rounded, parse_rounded
+from attn_cli.rounding import OutOfRange, Rounded, parse_rounded
 
 # A step larger than this is shown in full rather than typed in.
 MAX_ROWS = 12
@@ -118,7 +118,10 @@ def parse_answer(line: str, width: int) -> list[Rounded] | str:
         cells = [cell for row in split_rows(line, "your answer") for cell in row]
     except UserError as error:
         return str(error)
-    numbers = [parse_rounded(cell) for cell in cells]
+    try:
+        numbers = [parse_rounded(cell) for cell in cells]
+    except OutOfRange as error:
+        return f"{error}; type the numbers of this row."
     bad = [cell for cell, number in zip(cells, numbers, strict=True) if number is None]
     if bad:
         return f"{bad[0]!r} is not a number; type {width} number(s) separated by commas."

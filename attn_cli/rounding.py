@@ -38,8 +38,20 @@ class Rounded:
         return abs(exact - self.value) <= allowed + 1e-12 * (1.0 + abs(exact))
 
 
+# The decimals a written number may have: float64 holds nothing below 5e-324, so a number
+# written to more decimals claims a rounding no value can show (and "1e-5000000" took attn
+# check 20 s and 13 MB of output to report).
+MAX_DECIMALS = 330
+_LARGEST_EXPONENT = 308  # 1e308: the largest power of ten a float64 holds
+
+
+class OutOfRange(ValueError):
+    """A written number that float64 cannot hold; the message says why, in words."""
+
+
 def parse_rounded(text: str) -> Rounded | None:
-    """The written number, or None when the text is not a number."""
+    """The written number, or None when the text is not a number; OutOfRange when it is a
+    number beyond float64 (1e400, 1e-5000000, a 400-digit integer)."""
     normal = _normal(text)
     try:
         number = Decimal(normal)
@@ -50,10 +62,29 @@ def parse_rounded(text: str) -> Rounded | None:
     if number.is_nan() or number.is_infinite():
         return Rounded(text.strip(), float(number), 0.0, 0, False)
     exponent = int(number.as_tuple().exponent)
+    shown = _shortened(text.strip())
+    if exponent > _LARGEST_EXPONENT or math.isinf(float(number)):
+        raise OutOfRange(f"{shown} is beyond the range of a float64 (±1.8e308)")
+    if -exponent > MAX_DECIMALS:
+        raise OutOfRange(
+            f"{shown} has {-exponent:,} decimals; a number may have at most {MAX_DECIMALS} "
+            "(a float64 holds nothing below 5e-324)"
+        )
     has_decimals = "." in normal or "e" in normal.lower()
     return Rounded(
         text.strip(), float(number), 0.5 * 10.0**exponent, max(0, -exponent), has_decimals
     )
+
+
+def _shortened(text: str, limit: int = 24) -> str:
+    """A written number as a message quotes it: at most ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[: limit - 1] + "…")
+
+
+def plain_number(text: str) -> str:
+    """A number's text with its typographic spellings made plain: "−1" (U+2212, the minus
+    sign slides and word processors write) and "–1" read as "-1", "∞" as "inf"."""
+    return _normal(text)
 
 
 def _normal(text: str) -> str:

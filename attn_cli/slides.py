@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from attn_cli.errors import UserError
-from attn_cli.matrices import split_rows
+from attn_cli.matrices import split_rows, whole_number
 from attn_cli.model import Note, Walkthrough
 from attn_cli.numbers import format_number, shape_text
-from attn_cli.rounding import Rounded, parse_rounded
+from attn_cli.rounding import OutOfRange, Rounded, parse_rounded
 
 _KEY = re.compile(r"^\s*(?P<name>[^\[\]\s]+)\s*(?:\[\s*(?P<index>[^\]]*)\])?\s*$")
 OUTPUT = "output"
@@ -159,7 +159,7 @@ def _parse_key(key: str, field: str) -> tuple[str, tuple[int, ...]]:
     if index_text is None:
         return match["name"], ()
     try:
-        index = tuple(int(part) for part in index_text.split(","))
+        index = tuple(whole_number(part, field) for part in index_text.split(","))
     except ValueError:
         raise UserError(f"{field}: the index must be whole numbers; {fix}.") from None
     if len(index) > 2 or any(i < 1 for i in index):
@@ -228,7 +228,10 @@ def _printed_numbers(text: str, field: str) -> tuple[list[Rounded], tuple[int, i
                 "row needs the same number of entries."
             )
         for entry in row:
-            number = parse_rounded(entry)
+            try:
+                number = parse_rounded(entry)
+            except OutOfRange as error:
+                raise UserError(f"{field}: {error}; write the value the slide shows.") from None
             if number is None:
                 raise UserError(
                     f"{field}: {entry!r} is not a number; write the slide's numbers as \"0.33,0.67; "

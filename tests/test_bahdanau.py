@@ -244,7 +244,10 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
 
 def test_compare_in_a_lesson_file_must_be_true_or_false(invoke, tmp_path):
     path = lesson_file(tmp_path, options='options = { compare = "yes" }')
-    assert_user_error(invoke("bahdanau", "--lesson", path), "options.compare", "'yes'")
+    assert_user_error(
+        invoke("bahdanau", "--lesson", path),
+        'options.compare: found "yes" (text); expected true or false.',
+    )
 
 
 def test_wa_and_no_compare_on_the_command_line(invoke_json):

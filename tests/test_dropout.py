@@ -294,4 +294,7 @@ V = [[1, 2], [3, 4]]
     doc = json.loads(result.stdout)
     assert doc["options"]["dropout"] == 0.5 and doc["meta"]["dropout"]["seed"] == 3
     path.write_text(body.format(p='"half"'), encoding="utf-8")
-    assert_user_error(invoke("scaled", "--lesson", str(path)), "--dropout 'half'")
+    assert_user_error(
+        invoke("scaled", "--lesson", str(path)),
+        'options.dropout: found "half" (text); expected a finite number ≥ 0 and < 1.',
+    )

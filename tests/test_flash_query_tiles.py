@@ -156,7 +156,7 @@ V = [[1, 2], [3, 4]]
 """,
         encoding="utf-8",
     )
-    assert_user_error(invoke("flash", "--lesson", str(path)), "--query-block", "not 0")
+    assert_user_error(invoke("flash", "--lesson", str(path)), "options.query_block: found 0", "≥ 1")
 
 
 def test_the_plot_stacks_the_tiles(tmp_path):

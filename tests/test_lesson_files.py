@@ -129,7 +129,10 @@ def test_the_documented_example_runs(invoke):
         ),
         (
             GOOD.replace('weights = "0.27, 0.73"', "weights = [0.27, 0.73]"),
-            ["example 'mine', printed.weights", "write printed values as text"],
+            [
+                "example 'mine', printed.weights: found [0.27, 0.73] (a list)",
+                "printed values are written as text",
+            ],
         ),
         (
             GOOD.replace('weights = "0.27, 0.73"', 'weights = "0.27, 0.73, 0.1"'),
@@ -149,15 +152,15 @@ def test_the_documented_example_runs(invoke):
         ),
         (
             GOOD.replace('title = "Our scores"', "title = 1"),
-            ["[steps.scores] title must be text in quotes, not 1"],
+            ["[steps.scores] title: found 1 (a whole number); expected text in quotes"],
         ),
         (
             GOOD.replace('title = "Our scores"', 'title = "Our scores"\nlatex = 3'),
-            ["[steps.scores] latex must be text in quotes, not 3"],
+            ["[steps.scores] latex: found 3 (a whole number); expected text in quotes"],
         ),
         (
             GOOD.replace('explanation = "Query {m} rows times key {n} rows."', "explanation = []"),
-            ["[steps.scores] explanation must be text in quotes, not []"],
+            ["[steps.scores] explanation: found [] (a list); expected text in quotes"],
         ),
         (
             GOOD.replace("[steps.scores]", "[steps.score]"),
@@ -181,7 +184,7 @@ def test_the_documented_example_runs(invoke):
                 '[examples.inputs]\nQ = [[1, 2]]\nK = [[1, 0], [0, 1]]\nV = "3, 4; 5, 6"',
                 "inputs = 3",
             ),
-            ["inputs must be a table"],
+            ["example 'mine', inputs: found 3 (a whole number); expected a table"],
         ),
     ],
 )

@@ -133,5 +133,10 @@ def test_a_number_too_large_for_float64_is_a_user_error(invoke):
     assert_user_error(
         invoke("scaled", "--q", huge, "--k", "1", "--v", "1"), "too large for a float64"
     )
-    # Written as a float it is simply infinite, which the finiteness check names.
-    assert_user_error(invoke("scaled", "--q", "1e999", "--k", "1", "--v", "1"), "--q has inf")
+    # Written as a float it is refused as read (not as the inf float() would make of it).
+    assert_user_error(
+        invoke("scaled", "--q", "1e999", "--k", "1", "--v", "1"),
+        "--q: '1e999' is too large for a float64",
+    )
+    # inf written as inf is still named by the finiteness check.
+    assert_user_error(invoke("scaled", "--q", "inf", "--k", "1", "--v", "1"), "--q has inf")

@@ -270,13 +270,11 @@ X = [[1, 0, 0, 0], [0, 1, 0, 0]]
 """
 
 
-@pytest.mark.parametrize(
-    ("heads", "shown"), [('"two"', "'two'"), ("2.5", "2.5"), ("true", "True"), ("0", "0")]
-)
-def test_heads_from_a_lesson_file_must_be_a_whole_number(invoke, tmp_path, heads, shown):
+@pytest.mark.parametrize("heads", ['"two"', "2.5", "true", "0"])
+def test_heads_from_a_lesson_file_must_be_a_whole_number(invoke, tmp_path, heads):
     path = tmp_path / "mine.toml"
     path.write_text(LESSON.format(heads=heads), encoding="utf-8")
-    fragments = ("options.heads", "must be a whole number >= 1", f"not {shown}.")
+    fragments = (f"options.heads: found {heads} (", "expected a whole number ≥ 1.")
     assert_user_error(invoke("multihead", "--lesson", str(path)), *fragments)
     assert_user_error(invoke("check", str(path)), *fragments)
 

@@ -281,7 +281,11 @@ def test_lesson_file_with_a_bad_layout(invoke, tmp_path):
         'lesson = "posenc"\n[[examples]]\nname = "mine"\n'
         'options = { positions = 4, d_model = 4, layout = "diagonal" }\n'
     )
-    assert_user_error(invoke("posenc", "--lesson", str(path)), "--layout 'diagonal'")
+    assert_user_error(
+        invoke("posenc", "--lesson", str(path)),
+        "example 'mine', options.layout: found \"diagonal\" (text)",
+        'one of "interleaved", "split"',
+    )
 
 
 def test_lesson_file_of_ones_own(invoke_json, tmp_path):

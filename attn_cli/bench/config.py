@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from attn_cli.errors import UserError
+from attn_cli.matrices import whole_number
 
 if TYPE_CHECKING:
     from attn_cli.bench.machine import Load
@@ -161,13 +162,13 @@ def parse_sizes(text: str | None, device: str, option: str = "--sizes") -> tuple
         return doubling(*DEFAULT_SIZES[device])
     match = _RANGE.match(text)
     if match:
-        low, high = int(match[1]), int(match[2])
+        low, high = whole_number(match[1], option), whole_number(match[2], option)
         if low < 1 or high < low:
             raise UserError(f"{option} {text!r}: a range needs 1 <= low <= high, e.g. 128..2048.")
         return doubling(low, high)
     sizes = []
     for part in re.split(r"[,\s]+", text.strip()):
-        if not part.isdigit() or int(part) < 1:
+        if not part.isdigit() or whole_number(part, option) < 1:
             raise UserError(
                 f"{option} {text!r}: {part!r} is not a positive whole number; write e.g. "
                 "512,1024,2048 or 128..2048."

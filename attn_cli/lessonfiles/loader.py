@@ -54,7 +54,12 @@ import numpy as np
 
 from attn_cli.cards import lesson_names
 from attn_cli.errors import UserError
-from attn_cli.lessonfiles.grammar import check_keys
+from attn_cli.lessonfiles.grammar import (
+    check_keys,
+    mismatch,
+    option_problem,
+    option_schema,
+)
 from attn_cli.lessonfiles.templates import template_fields
 from attn_cli.lessonfiles.texts import Texts, check_texts
 from attn_cli.matrices import as_matrix_or_batch
@@ -289,9 +294,6 @@ def _check_example_fields(declared: Lesson, example: Example, where: str) -> Non
                 f"{where}, inputs.{name}: lesson {declared.name!r} takes no "
                 f"input {name!r}; its inputs are: {', '.join(names)}."
             )
-    for spec in declared.inputs:
-        if spec.required and spec.name not in example.inputs:
-            raise missing_input(spec, where)
     for name in example.labels:
         if name not in declared.labels:
             lesson = declared.name
@@ -300,6 +302,7 @@ def _check_example_fields(declared: Lesson, example: Example, where: str) -> Non
                 f"{where}, labels.{name}: lesson {lesson!r} reads no labels {name!r}; the labels "
                 f"it reads are: {known}."
             )
+    options = {option.name: option for option in declared.card.options if option.lesson}
     for name, value in example.options.items():
         if name not in declared.options:
             known = ", ".join(declared.options) or "none"
@@ -307,12 +310,14 @@ def _check_example_fields(declared: Lesson, example: Example, where: str) -> Non
                 f"{where}, options.{name}: this lesson has no option {name!r}; its options are: "
                 f"{known}."
             )
-        default = declared.options[name]
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise UserError(
-                f"{where}, options.{name}: expected true or false, got {value!r}; e.g. "
-                f"options = {{ {name} = {str(default).lower()} }}."
-            )
+        # The value against the option's schema (the one the generated schema holds), before
+        # the lesson reads it: its type, shape and range, in one line.
+        problem = option_problem(option_schema(options[name]), value) if name in options else None
+        if problem is not None:
+            raise UserError(mismatch(f"{where}, options.{name}", value, problem))
+    for spec in declared.inputs:
+        if spec.required and spec.name not in example.inputs:
+            raise missing_input(spec, where)
 
 
 def missing_input(spec: InputSpec, where: str) -> UserError:
@@ -332,9 +337,17 @@ def _read_lesson_file(path: Path, size: int) -> LessonFile:
             '.npy files (Q = "@q.npy").'
         )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of the file
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{where}: not valid TOML ({error}); fix the syntax there.") from None
+    except ValueError as error:  # an integer of over 4,300 digits (Python's limit on int())
+        if "integer string conversion" not in str(error):
+            raise
+        raise UserError(
+            f"{where}: holds an integer of over 4,300 digits, far beyond a float64 (1.8e308); "
+            "use smaller numbers."
+        ) from None
     except RecursionError:
         raise UserError(
             f"{where}: arrays nested too deeply to read; a matrix is a list of rows, two levels "
@@ -350,20 +363,9 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
     lesson = data.get("lesson")
     if not isinstance(lesson, str) or not lesson:
         raise UserError(f'{where}: field "lesson" is missing; add e.g. lesson = "scaled".')
+    # check_keys has checked every key and the type of every value: the rest reads them.
     steps: dict[str, StepText] = {}
-    raw_steps = data.get("steps", {})
-    if not isinstance(raw_steps, dict):
-        raise UserError(f"{where}: [steps] must be a table of step keys; see docs/lesson-files.md.")
-    for key, text in raw_steps.items():
-        if not isinstance(text, dict):
-            raise UserError(
-                f'{where}: [steps.{key}] must be a table, e.g. [steps.{key}] then title = "...".'
-            )
-        for name in ("title", "explanation", "latex"):
-            if not isinstance(text.get(name, ""), str):
-                raise UserError(
-                    f"{where}: [steps.{key}] {name} must be text in quotes, not {text[name]!r}."
-                )
+    for key, text in data.get("steps", {}).items():
         for name in ("title", "explanation"):
             template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
         title, explanation, latex = (text.get(name) for name in ("title", "explanation", "latex"))
@@ -375,8 +377,6 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
     notes = _words_table(data, "notes", where, check_placeholders=True)
     headings = _words_table(data, "headings", where, check_placeholders=False)
     raw_examples = data.get("examples", [])
-    if not isinstance(raw_examples, list):
-        raise UserError(f"{where}: examples must be an array of tables, written [[examples]].")
     if len(raw_examples) > MAX_EXAMPLES:
         raise UserError(
             f"{where}: {len(raw_examples)} examples is more than a lesson file may hold "
@@ -410,53 +410,27 @@ def _words_table(
     data: dict[str, Any], name: str, where: str, *, check_placeholders: bool
 ) -> dict[str, str]:
     """[notes] or [headings]: key = "text", each text checked (and its placeholders, for notes)."""
-    raw = data.get(name, {})
-    if not isinstance(raw, dict):
-        raise UserError(f'{where}: [{name}] must be a table of key = "text" lines.')
     words = {}
-    for key, text in raw.items():
-        if not isinstance(text, str):
-            raise UserError(f"{where}: [{name}] {key} must be text in quotes, not {text!r}.")
+    for key, text in data.get(name, {}).items():
         if check_placeholders:
             template_fields(text, f"{where}: [{name}] {key}")
         words[key] = printable(text.strip())
     return words
 
 
-def _parse_example(raw: Any, where: str) -> Example:
-    if not isinstance(raw, dict):
-        raise UserError(f"{where} must be a table.")
+def _parse_example(raw: dict[str, Any], where: str) -> Example:
+    """One [[examples]] table, its keys and value types already checked (check_keys)."""
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise UserError(f'{where}: field "name" is missing; give the example a name.')
     where = f"{where.rsplit(':', 1)[0]}: example {name!r}"
-    for table in ("inputs", "printed"):
-        if not isinstance(raw.get(table, {}), dict):
-            raise UserError(
-                f"{where}: {table} must be a table: write [examples.{table}] with one "
-                "name = value per line."
-            )
     inputs = {
         input_name: _input_array(value, f"{where}, inputs.{input_name}")
         for input_name, value in raw.get("inputs", {}).items()
     }
-    printed = {}
-    for key, value in raw.get("printed", {}).items():
-        if not isinstance(value, str):
-            raise UserError(
-                f'{where}, printed.{key}: write printed values as text, e.g. "0.33,0.67", so the '
-                "decimals the slide shows are kept."
-            )
-        printed[key] = value
+    printed = dict(raw.get("printed", {}))
     options = raw.get("options", {})
-    if not isinstance(options, dict):
-        raise UserError(f"{where}: options must be a table, e.g. options = {{ scale = false }}.")
     raw_labels = raw.get("labels", {})
-    if not isinstance(raw_labels, dict) or not all(
-        isinstance(names, list) and all(isinstance(n, str) for n in names)
-        for names in raw_labels.values()
-    ):
-        raise UserError(f'{where}: labels must map a name to a list of strings, e.g. keys = ["a"].')
     return Example(
         name=printable(name),
         description=printable(str(raw.get("description", "")).strip()),
@@ -472,10 +446,17 @@ def _input_array(value: Any, where: str) -> np.ndarray:
     """A TOML input: a number, a list, a list of rows, or a string in the matrix grammar."""
     if isinstance(value, str):
         return as_matrix_or_batch(value, where)
-    if isinstance(value, bool):
-        raise UserError(f"{where}: expected numbers, got {value!r}.")
+    flag = _first_flag(value)
+    if flag is not None:  # numpy would take true as 1 (JSON inputs refuse it too)
+        raise UserError(
+            f"{where}: found {str(flag).lower()} (a boolean); expected numbers: write 1 or 0."
+        )
     try:
         array = np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        raise UserError(
+            f"{where} has a number too large for a float64 (over 1.8e308); use smaller numbers."
+        ) from None
     except (ValueError, TypeError):
         raise UserError(
             f"{where}: expected a number, a list of numbers or a list of equal-length rows."
@@ -485,3 +466,15 @@ def _input_array(value: Any, where: str) -> np.ndarray:
     if not np.isfinite(array).all():
         raise UserError(f"{where} has NaN or infinite entries; inputs must be finite numbers.")
     return array
+
+
+def _first_flag(value: Any) -> bool | None:
+    """The first true or false among a TOML input's entries (at any depth), if any."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, bool):
+            return item
+        if isinstance(item, list):
+            pending.extend(reversed(item))
+    return None

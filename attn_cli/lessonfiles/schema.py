@@ -15,11 +15,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.lessonfiles.grammar import LESSON_FILE, ListOf, Node, Numbers, Setting, Table, Text
+from attn_cli.lessonfiles.grammar import (
+    LESSON_FILE,
+    ListOf,
+    Node,
+    Numbers,
+    Setting,
+    Table,
+    Text,
+    option_schema,
+)
 from attn_cli.lessonfiles.loader import load_bundled
 
 if TYPE_CHECKING:  # the generator (attn_cli.generated) hands over the declarations
-    from attn_cli.cards import Option
     from attn_cli.walkthroughs.lesson import Lesson
 
 REGENERATE = "python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json"
@@ -69,39 +77,12 @@ def _table_schema(table: Table) -> dict[str, Any]:
     return schema
 
 
-# Options a lesson file writes otherwise than the command line (a list, not text).
-_POSITIVE_INT = {"type": "integer", "minimum": 1}
-_OPTION_SCHEMAS: dict[str, dict[str, Any]] = {
-    "valid_len": {"oneOf": [_POSITIVE_INT, {"type": "array", "items": _POSITIVE_INT}]},
-    "dropout": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-    "query_block": _POSITIVE_INT,
-}
-
-
-def _option_schema(option: Option) -> dict[str, Any]:
-    """What a lesson file may give for an option: its card's choices, else its type."""
-    if option.name in _OPTION_SCHEMAS:
-        return _OPTION_SCHEMAS[option.name]
-    if option.choices:
-        return {"enum": list(option.choices)}
-    if isinstance(option.default, list):  # e.g. variance's widths: a list, or text
-        return {}
-    return _TYPES.get(option.type, {})
-
-
-_TYPES: dict[type, dict[str, Any]] = {
-    bool: {"type": "boolean"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-}
-
-
 def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
     """What a file for lesson ``name`` may name: the runner's checks, as a schema."""
     inputs = [spec.name for spec in lesson.inputs]
     required = [spec.name for spec in lesson.inputs if spec.required]
     options: dict[str, Any] = {
-        option.name: _option_schema(option) for option in lesson.card.options if option.lesson
+        option.name: option_schema(option) for option in lesson.card.options if option.lesson
     }
     example: dict[str, Any] = {
         "properties": {

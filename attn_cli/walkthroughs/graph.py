@@ -21,6 +21,7 @@ from attn_cli.backend import namespace_of
 from attn_cli.cards.graph import CARD
 from attn_cli.errors import UserError
 from attn_cli.lessonfiles.texts import Texts
+from attn_cli.matrices import shortened, whole_number
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local, masks
 from attn_cli.model import InputValue, Walkthrough
@@ -82,10 +83,10 @@ def edges(value: Any, n: int) -> tuple[tuple[int, int], ...]:
         texts = [str(end).strip() for end in ends]
         if len(texts) != 2 or not all(text.isdigit() for text in texts):
             raise UserError(
-                f"--edges {value!r}: give node pairs i-j from 0, separated by commas, e.g. "
+                f"--edges {shortened(value)}: give node pairs i-j from 0, separated by commas, e.g. "
                 '--edges "0-1,1-2,2-0".'
             )
-        i, j = int(texts[0]), int(texts[1])
+        i, j = whole_number(texts[0], "--edges"), whole_number(texts[1], "--edges")
         if max(i, j) >= n:
             raise UserError(
                 f"--edges names node {max(i, j)}, but there are {n} nodes: they run 0..{n - 1}."

@@ -15,6 +15,7 @@ import numpy as np
 
 from attn_cli.backend import namespace_of
 from attn_cli.errors import UserError
+from attn_cli.matrices import shortened, whole_number
 from attn_cli.mechanisms import masks
 from attn_cli.model import Part
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
@@ -61,21 +62,21 @@ def _parse(value: Any) -> tuple[int, ...]:
     if isinstance(value, np.ndarray):  # from the Python API
         value = value.tolist()
     if isinstance(value, bool):
-        raise UserError(f"{OPTION} {value!r}: give whole numbers, {_EXAMPLES}.")
+        raise UserError(f"{OPTION} {shortened(value)}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, int | np.integer):
         return (int(value),)
     if isinstance(value, str):
         parts = [part for part in re.split(r"[,\s]+", value.strip().strip("[]")) if part]
         if parts and all(re.fullmatch(r"[+-]?\d+", part) for part in parts):
-            return tuple(int(part) for part in parts)
-        raise UserError(f"{OPTION} {value!r}: give whole numbers, {_EXAMPLES}.")
+            return tuple(whole_number(part, OPTION) for part in parts)
+        raise UserError(f"{OPTION} {shortened(value)}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, list | tuple):
         whole = [
             isinstance(item, int | np.integer) and not isinstance(item, bool) for item in value
         ]
         if value and all(whole):
             return tuple(int(item) for item in value)
-    raise UserError(f"{OPTION} {value!r}: give whole numbers, {_EXAMPLES}.")
+    raise UserError(f"{OPTION} {shortened(value)}: give whole numbers, {_EXAMPLES}.")
 
 
 def describe(lengths: tuple[int, ...]) -> str:

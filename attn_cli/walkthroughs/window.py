@@ -18,6 +18,7 @@ import numpy as np
 from attn_cli.cards.window import CARD
 from attn_cli.errors import UserError
 from attn_cli.lessonfiles.texts import Texts
+from attn_cli.matrices import shortened, whole_number
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local
 from attn_cli.mechanisms.masks import additive, causal_additive
@@ -65,9 +66,9 @@ def global_tokens(value: Any, n: int) -> tuple[int, ...]:
         text = str(item).strip()
         if not text.isdigit() or isinstance(item, bool | float):
             raise UserError(
-                f"--global {value!r}: give positions from 0 separated by commas, e.g. --global 0,5."
+                f"--global {shortened(value)}: give positions from 0 separated by commas, e.g. --global 0,5."
             )
-        position = int(text)
+        position = whole_number(text, "--global")
         if position >= n:
             raise UserError(
                 f"--global position {position} is past the last token: positions run 0..{n - 1}."

@@ -107,12 +107,12 @@ def build(run: LessonRun) -> Walkthrough:
 
 def _feature_map(options: dict[str, Any], d_k: int) -> linear.FeatureMap:
     if options.get("feature_map") != "random":
-        return linear.elu_plus_one
+        return linear.ELU_PLUS_ONE
     projection = linear.random_projection(
         d_k, int(options.get("features", 16)), int(options.get("feature_seed", 0))
     )
     root = d_k**0.25  # q·k / √d_k = (q / d_k^¼)·(k / d_k^¼): the features then aim at softmax's
-    return lambda x: linear.positive_random_features(x / root, projection)
+    return linear.random_features(projection, divide_by=root)
 
 
 def _difference(record: StepRecorder, a: Any, b: Any) -> float:
@@ -177,6 +177,8 @@ def _running_sum(
     similarity = mech.scores(phi_q, phi(k))  # φ(Q) φ(K)ᵀ
     kept = masks.fill_blocked(similarity, masks.negate(masks.causal_allowed(similarity)), 0.0)
     weights = kept / xp.sum(kept, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(record.to_numpy(weights))):  # φ out of range: the same ratios
+        weights = linear.stable_weights(q, k, phi, causal=True)
     check = _difference(record, running.output, mech.weighted_sum(weights, v))
     record.add(
         "output",

@@ -361,10 +361,14 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
 
     def compute() -> tuple[Any, Any, Any]:
         logits = backend.asarray(np.asarray([s.logits]))  # (1, n)
-        inverse = backend.asarray(np.asarray([[1 / t] for t in s.temperatures]))  # (T, 1)
-        tempered = logits * inverse  # (T, n): s / T, one temperature per row
-        weights = attention.softmax(tempered)  # (T, n)
-        return tempered, weights, mech.softmax_summary(tempered).gradient  # (T,)
+        below = logits - max(s.logits)  # (1, n) s − max s, at most 0
+        divisors = backend.asarray(np.asarray([[t] for t in s.temperatures]))  # (T, 1)
+        tempered = logits / divisors  # (T, n): s / T, one temperature per row
+        # softmax(s / T) = softmax((s − max s) / T): at T = 1e-320, s / T is beyond float64
+        # (∞ − ∞ in the softmax) while (s − max s) / T is 0 or −∞, the limit, a hardmax.
+        shifted = below / divisors  # (T, n)
+        weights = attention.softmax(shifted)  # (T, n)
+        return tempered, weights, mech.softmax_summary(shifted).gradient  # (T,)
 
     (tempered, weights, gradient), took = backend.timed(compute)
     record.add(
@@ -400,7 +404,7 @@ def _numbers_text(numbers: tuple[float, ...]) -> str:
 
 def _temperature_label(temperature: float) -> str:
     """/1, /4, ×10: dividing by T, or multiplying by 1/T when T < 1."""
-    if temperature >= 1:
+    if temperature >= 1 or math.isinf(1 / temperature):  # 1 / 1e-320 is beyond float64
         return f"s / {temperature:g}"
     return f"s × {1 / temperature:g}"
 

@@ -265,7 +265,9 @@ def _holds_inf(walkthrough: Walkthrough) -> bool:
     values = [walkthrough.output]
     for step in walkthrough.steps:
         values += [step.value, *(part.value for part in step.parts)]
-    arrays = [value for value in values if isinstance(value, np.ndarray) and value.dtype.kind == "f"]
+    arrays = [
+        value for value in values if isinstance(value, np.ndarray) and value.dtype.kind == "f"
+    ]
     output = walkthrough.output
     if isinstance(output, np.ndarray) and output.dtype.kind == "f" and np.isinf(output).any():
         return True

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from attn_cli import work
 from attn_cli.backend import ITEMSIZE, format_bytes
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import (
@@ -33,13 +34,63 @@ from attn_cli.bench.config import (
     is_unstable,
     spread_ratio,
 )
-from attn_cli.bench.devices import CpuOps, auto_repeats
+from attn_cli.bench.devices import MIN_REPEATS, TARGET_TIMED_SECONDS, CpuOps, auto_repeats
 from attn_cli.bench.machine import Load, load_average, thread_counts
 
 # A run is skipped when its estimate exceeds this share of the free memory.
 MEMORY_HEADROOM = 0.85
 
 Progress = Callable[[str, int], None]
+
+
+# The work guard's speeds: floating-point operations per second of attention on a CPU, and the
+# least time one timed call costs whatever its size (Python and the library's overhead). Both
+# on the fast side of what attn bench measures on a 2-core machine (2026: 0.003 to 0.03
+# TFLOP/s at n = 512 to 1024, some 50 µs a call at n = 16), so that the guard refuses only what
+# surely runs for minutes. On a GPU, its dense peak stands for the speed.
+CPU_FLOPS_PER_SECOND = 5e10
+GPU_FLOPS_PER_SECOND = 1e14  # a GPU whose peak is not known
+CALL_SECONDS = 2e-5
+
+
+def sweep_seconds(config: BenchConfig, ops: CpuOps) -> float:
+    """The least time the sweep takes: every row that will run (not refused for memory or as
+    unsupported) times its calls (warm-up, the memory run, the timed repeats: --repeats, or
+    at least MIN_REPEATS) at this machine's speed."""
+    peak = ops.peak_tflops(config.dtype) if ops.name != "cpu" else None
+    speed = (
+        peak * 1e12 if peak else CPU_FLOPS_PER_SECOND if ops.name == "cpu" else GPU_FLOPS_PER_SECOND
+    )
+    limit = ops.memory_limit()
+    itemsize = ITEMSIZE[config.dtype]
+    calls = ops.warmup + 1 + (config.repeats or MIN_REPEATS)
+    total = 0.0
+    for n, d in config.points():
+        point = replace(config, d=d)
+        inputs = 3 * point.batch * point.heads * n * point.d * itemsize
+        for impl in config.impls:
+            if registry.static_problem(impl, ops.name, config.dtype, d):
+                continue
+            needed = max(inputs, registry.estimate_bytes(impl, point, n, itemsize))
+            if limit is not None and needed > MEMORY_HEADROOM * limit:
+                continue  # refused for memory at once
+            total += calls * (CALL_SECONDS + registry.work_flops(impl, point, n) / speed)
+    return total
+
+
+def check_sweep_work(config: BenchConfig, ops: CpuOps) -> None:
+    """Refuse, before the first row, a sweep that would run for more than a few minutes."""
+    count, points = len(config.impls), len(config.points())
+    repeats = f"{config.repeats:,}" if config.repeats else f"at least {MIN_REPEATS}"
+    work.check_work(
+        sweep_seconds(config, ops),
+        1.0,
+        f"this sweep would run {count} implementation{'s' if count != 1 else ''} at {points} "
+        f"size{'s' if points != 1 else ''} up to n = {max(config.sizes):,} with {repeats} "
+        "timed calls a row",
+        "smaller or fewer --sizes, fewer --impl, or fewer --repeats (by default about "
+        f"{TARGET_TIMED_SECONDS:g} s of calls a row)",
+    )
 
 
 def run_sweep(

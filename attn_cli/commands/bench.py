@@ -168,6 +168,9 @@ def bench(
     # reader such as `head -1` has its line at once, closes the pipe, and the sweep stops at
     # the next row (measure checks between rows) instead of running to the end.
     ops = device_ops(config.device)
+    from attn_cli.bench.sweep import check_sweep_work
+
+    check_sweep_work(config, ops)  # hours of rows: refused before the first
     started = bench_render.opening(fmt.value, config, ops)
     if fmt is BenchFormat.rich:
         console.print(bench_render.title(config, ops.describe(config.dtype)))

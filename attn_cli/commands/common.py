@@ -165,6 +165,10 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
                 read_line=terminal.read_line,
             )
             return
+        if plot is not None:  # a figure of minutes is refused before anything is printed
+            from attn_cli.render.heatmap import check_plot_work
+
+            check_plot_work(walkthrough)
         render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
         if plot is not None:
             from attn_cli.render.heatmap import write_heatmap

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import work
 from attn_cli.backend import namespace_of
 from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
@@ -85,20 +86,20 @@ def settings(options: dict[str, Any]) -> Settings:
 # 2026), and the most a run may draw: about three minutes of it. The memory guard does not see
 # this: the lesson works in chunks of bounded size, however many samples it draws.
 DRAWN_PER_SECOND = 1.1e8
-MAX_DRAWN = int(180 * DRAWN_PER_SECOND)
+MAX_DRAWN = int(work.MAX_SECONDS * DRAWN_PER_SECOND)
 
 
 def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
     """Refuse, before drawing anything, a run that would take more than about three minutes."""
     drawn = samples * (keys + 1) * sum(dks)  # per sample: one query and `keys` keys, each width
-    if drawn > MAX_DRAWN:
-        seconds = drawn / DRAWN_PER_SECOND
-        took = f"{seconds / 3600:,.0f} hours" if seconds >= 7200 else f"{seconds / 60:,.0f} minutes"
-        raise UserError(
-            f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
-            f"{drawn:.2g} numbers, about {took} here; ask for less: fewer --samples (the default "
-            f"is {CARD.defaults['samples']:,}), fewer --keys or smaller --dk."
-        )
+    work.check_work(
+        drawn,
+        DRAWN_PER_SECOND,
+        f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
+        f"{drawn:.2g} numbers",
+        f"fewer --samples (the default is {CARD.defaults['samples']:,}), fewer --keys or "
+        "smaller --dk",
+    )
 
 
 def _dk_list(value: Any) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ every row (see machine.py).
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -43,24 +44,45 @@ MEMORY_HEADROOM = 0.85
 Progress = Callable[[str, int], None]
 
 
-# The work guard's speeds: floating-point operations per second of attention on a CPU, and the
-# least time one timed call costs whatever its size (Python and the library's overhead). Both
-# on the fast side of what attn bench measures on a 2-core machine (2026: 0.003 to 0.03
-# TFLOP/s at n = 512 to 1024, some 50 µs a call at n = 16), so that the guard refuses only what
-# surely runs for minutes. On a GPU, its dense peak stands for the speed.
-CPU_FLOPS_PER_SECOND = 5e10
-GPU_FLOPS_PER_SECOND = 1e14  # a GPU whose peak is not known
+# The work guard's speeds: on a CPU, measured when the guard runs (a small attention, n = 256,
+# best of three: the machine's speed as loaded now; larger n only run slower a FLOP); on a
+# GPU its dense peak, or GPU_FLOPS_PER_SECOND when the peak is not known. A timed call costs
+# at least CALL_SECONDS whatever its size (Python's and the library's overhead; attn bench
+# measures some 50 µs a call at n = 16 on a 2-core machine, 2026).
+GPU_FLOPS_PER_SECOND = 1e14
 CALL_SECONDS = 2e-5
+# The least CPU speed the guard assumes: on a machine shared with other work, numpy's threads
+# can wait on each other and the measurement comes out 50 times below the machine's own
+# (0.7 against 43 GFLOP/s, same 2-core machine, minutes apart), which would refuse ordinary
+# sweeps; the guard only refuses what surely runs long.
+CPU_FLOPS_FLOOR = 1e10
+
+
+def cpu_flops_per_second(d: int, heads: int = 8, n: int = 256) -> float:
+    """Attention FLOPs per second of numpy here, now: softmax(Q Kᵀ) V at (heads, n, d)."""
+    import time
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((heads, n, d)).astype(np.float32) for _ in range(3))
+    best = math.inf
+    for _ in range(4):  # the first warms the caches and the BLAS threads
+        start = time.perf_counter()
+        s = q @ k.transpose(0, 2, 1)  # (h, n, n)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        _ = (e / e.sum(axis=-1, keepdims=True)) @ v  # (h, n, d)
+        best = min(best, time.perf_counter() - start)
+    return 4.0 * heads * n * n * d / max(best, 1e-9)
 
 
 def sweep_seconds(config: BenchConfig, ops: CpuOps) -> float:
     """The least time the sweep takes: every row that will run (not refused for memory or as
     unsupported) times its calls (warm-up, the memory run, the timed repeats: --repeats, or
     at least MIN_REPEATS) at this machine's speed."""
-    peak = ops.peak_tflops(config.dtype) if ops.name != "cpu" else None
-    speed = (
-        peak * 1e12 if peak else CPU_FLOPS_PER_SECOND if ops.name == "cpu" else GPU_FLOPS_PER_SECOND
-    )
+    if ops.name == "cpu":
+        speed = max(cpu_flops_per_second(min(config.d, 256)), CPU_FLOPS_FLOOR)
+    else:
+        peak = ops.peak_tflops(config.dtype)
+        speed = peak * 1e12 if peak else GPU_FLOPS_PER_SECOND
     limit = ops.memory_limit()
     itemsize = ITEMSIZE[config.dtype]
     calls = ops.warmup + 1 + (config.repeats or MIN_REPEATS)

@@ -260,7 +260,9 @@ def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    from attn_cli.commands.common import stderr_console
+
+    return stderr_console()
 
 
 def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
@@ -271,13 +273,15 @@ def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
     from attn_cli.commands.common import reader_gone, stdout_closed
 
     total = len(config.sizes) * len(config.impls)
+    stderr = _stderr()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=_stderr(),
+        console=stderr,
         transient=True,
+        disable=not stderr.is_terminal,  # off a terminal a bar is only a stray newline
     ) as progress:
         task = progress.add_task("bench", total=total)
 

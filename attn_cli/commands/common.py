@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TextIO, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from attn_cli.errors import UserError
 from attn_cli.render import Format, RenderOptions, render
@@ -50,9 +51,22 @@ class _StdoutConsole(Console):
         self.quiet = True
         stdout_closed()
 
+    def render_str(self, text: str, **options: Any) -> Text:
+        """A string as rich text; spelled in ASCII before it is measured when the terminal
+        needs it (a table's "Σ row" header is then as wide as its "sum row")."""
+        from attn_cli.spelling import Spelling, spelled
+
+        if isinstance(self.file, Spelling):
+            text = spelled(text, self.file.encoding)
+        return super().render_str(text, **options)
+
 
 def stdout_console() -> Console:
-    return _StdoutConsole(highlight=False)
+    """The console on stdout; on a terminal that cannot show √ or ░, written in ASCII
+    spellings (attn_cli.spelling)."""
+    from attn_cli.spelling import encodable
+
+    return _StdoutConsole(file=encodable(sys.stdout), highlight=False)
 
 
 def stdout_closed() -> NoReturn:
@@ -88,9 +102,14 @@ def reader_gone() -> bool:
 def print_error(message: str) -> None:
     """One line on stderr, never wrapped or styled: ``attn: error: <message>``."""
     line = " ".join(message.splitlines())  # one line, even from click's multi-line messages
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"attn: error: {line}", markup=False
-    )
+    stderr_console().print(f"attn: error: {line}", markup=False)
+
+
+def stderr_console() -> Console:
+    """The console on stderr (errors, notes, progress), ASCII-spelled where it must be."""
+    from attn_cli.spelling import encodable
+
+    return Console(file=encodable(sys.stderr), highlight=False, soft_wrap=True)
 
 
 def user_errors(command: Callable[P, R]) -> Callable[P, R]:

@@ -271,6 +271,11 @@ def main() -> None:
     """The console script. Typer builds every registered command (inspecting each signature)
     before it runs one; a run of one known command builds (and imports) only that one, which
     keeps start-up (and so TAB completion's re-runs) light as commands are added."""
+    from attn_cli.spelling import encodable
+
+    # A terminal that cannot show √ or ░ (PYTHONIOENCODING=ascii, LANG=C, a code page): every
+    # console, Typer's help too, writes through these, in ASCII spellings, never a traceback.
+    sys.stdout, sys.stderr = encodable(sys.stdout), encodable(sys.stderr)
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
     drop_empty_width(os.environ)
     completing = any(key.endswith("_COMPLETE") for key in os.environ)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 from attn_cli.errors import UserError
 
@@ -39,10 +42,27 @@ def write_bytes(path: Path, data: bytes, option: str) -> None:
     """Write ``data`` to a new file beside ``path`` and rename it into place once complete: on
     any error (a full disk, a permission) the file that was there is untouched and no partial
     file remains."""
+    with replacing(path, option, binary=True) as file:
+        file.write(data)
+
+
+def text_replacing(path: Path, option: str) -> contextlib.AbstractContextManager[TextIO]:
+    """A UTF-8 text file to write ``path``'s new contents into, as they come (see replacing)."""
+    return replacing(path, option, binary=False)
+
+
+@contextlib.contextmanager
+def replacing(path: Path, option: str, binary: bool) -> Iterator[Any]:
+    """A new file beside ``path``, renamed into place when the block ends without error: text
+    can be written as it is made (--full JSON need not be held whole), and still, on any error
+    (a full disk, an exception, Ctrl-C) the file that was there is untouched and no partial
+    file remains."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
-        with open(temporary, "wb") as file:
-            file.write(data)
+        with (
+            open(temporary, "wb") if binary else open(temporary, "w", encoding="utf-8", newline="")
+        ) as file:
+            yield file
             file.flush()
             os.fsync(file.fileno())
         if path.exists():  # keep the permissions of the file it replaces
@@ -53,6 +73,9 @@ def write_bytes(path: Path, data: bytes, option: str) -> None:
         raise UserError(
             f"{option} {path}: {error.strerror or error}; choose another path."
         ) from None
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def check_distinct(paths: dict[str, Path | None]) -> None:

@@ -248,22 +248,55 @@ def compute(request: RunRequest) -> Walkthrough:
 
 
 def _built(run: LessonRun) -> Walkthrough:
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is noted instead
-        return with_overflow_note(build(run), run)
+    overflows: list[str] = []
+
+    def seen(kind: str, flag: int) -> None:  # numpy's report of a floating-point overflow
+        overflows.append(kind)
+
+    with np.errstate(over="call", invalid="ignore", call=seen):  # an overflow is noted instead
+        walkthrough = build(run)
+    overflowed = bool(overflows) or (run.backend.name != "numpy" and _holds_inf(walkthrough))
+    return with_overflow_note(walkthrough, run, overflowed)
 
 
-def with_overflow_note(walkthrough: Walkthrough, run: LessonRun) -> Walkthrough:
-    """Say so when finite inputs gave a non-finite output: a number overflowed the dtype."""
+def _holds_inf(walkthrough: Walkthrough) -> bool:
+    """Whether a step (or the output) of a run on another backend than numpy, which reports no
+    overflow, holds +∞ (−∞ is a mask's), or the output ±∞: the trace an overflow leaves."""
+    values = [walkthrough.output]
+    for step in walkthrough.steps:
+        values += [step.value, *(part.value for part in step.parts)]
+    arrays = [
+        value for value in values if isinstance(value, np.ndarray) and value.dtype.kind == "f"
+    ]
+    output = walkthrough.output
+    if isinstance(output, np.ndarray) and output.dtype.kind == "f" and np.isinf(output).any():
+        return True
+    return any(np.isposinf(array).any() for array in arrays)
+
+
+def with_overflow_note(
+    walkthrough: Walkthrough, run: LessonRun, overflowed: bool = True
+) -> Walkthrough:
+    """Say so when finite inputs gave a non-finite output: that a number overflowed the dtype
+    when one did (numpy reported it), else that 0 / 0, x / 0 or ∞ − ∞ arose without one."""
     output = walkthrough.output
     if not isinstance(output, np.ndarray) or np.isfinite(output).all():
         return walkthrough
     dtype = run.backend.dtype
-    fix = "smaller inputs" if dtype == "float64" else "--dtype float64 or smaller inputs"
-    note = (
-        f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
-        f"({LARGEST[dtype]:g}) and overflowed; use {fix}."
-    )
-    return replace(walkthrough, notes=(*walkthrough.notes, Note.fixed("overflow", note)))
+    if overflowed:
+        fix = "smaller inputs" if dtype == "float64" else "--dtype float64 or smaller inputs"
+        note = Note.fixed(
+            "overflow",
+            f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
+            f"({LARGEST[dtype]:g}) and overflowed; use {fix}.",
+        )
+    else:
+        note = Note.fixed(
+            "undefined",
+            "The output has inf or NaN values although no number overflowed: a 0 / 0, x / 0 "
+            "or ∞ − ∞ reached it; the steps above show where they first appear.",
+        )
+    return replace(walkthrough, notes=(*walkthrough.notes, note))
 
 
 def build(run: LessonRun) -> Walkthrough:

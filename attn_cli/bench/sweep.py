@@ -16,6 +16,7 @@ every row (see machine.py).
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from attn_cli import work
 from attn_cli.backend import ITEMSIZE, format_bytes
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import (
@@ -33,13 +35,84 @@ from attn_cli.bench.config import (
     is_unstable,
     spread_ratio,
 )
-from attn_cli.bench.devices import CpuOps, auto_repeats
+from attn_cli.bench.devices import MIN_REPEATS, TARGET_TIMED_SECONDS, CpuOps, auto_repeats
 from attn_cli.bench.machine import Load, load_average, thread_counts
 
 # A run is skipped when its estimate exceeds this share of the free memory.
 MEMORY_HEADROOM = 0.85
 
 Progress = Callable[[str, int], None]
+
+
+# The work guard's speeds: on a CPU, measured when the guard runs (a small attention, n = 256,
+# best of three: the machine's speed as loaded now; larger n only run slower a FLOP); on a
+# GPU its dense peak, or GPU_FLOPS_PER_SECOND when the peak is not known. A timed call costs
+# at least CALL_SECONDS whatever its size (Python's and the library's overhead; attn bench
+# measures some 50 µs a call at n = 16 on a 2-core machine, 2026).
+GPU_FLOPS_PER_SECOND = 1e14
+CALL_SECONDS = 2e-5
+# The least CPU speed the guard assumes: on a machine shared with other work, numpy's threads
+# can wait on each other and the measurement comes out 50 times below the machine's own
+# (0.7 against 43 GFLOP/s, same 2-core machine, minutes apart), which would refuse ordinary
+# sweeps; the guard only refuses what surely runs long.
+CPU_FLOPS_FLOOR = 1e10
+
+
+def cpu_flops_per_second(d: int, heads: int = 8, n: int = 256) -> float:
+    """Attention FLOPs per second of numpy here, now: softmax(Q Kᵀ) V at (heads, n, d)."""
+    import time
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((heads, n, d)).astype(np.float32) for _ in range(3))
+    best = math.inf
+    for _ in range(4):  # the first warms the caches and the BLAS threads
+        start = time.perf_counter()
+        s = q @ k.transpose(0, 2, 1)  # (h, n, n)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        _ = (e / e.sum(axis=-1, keepdims=True)) @ v  # (h, n, d)
+        best = min(best, time.perf_counter() - start)
+    return 4.0 * heads * n * n * d / max(best, 1e-9)
+
+
+def sweep_seconds(config: BenchConfig, ops: CpuOps) -> float:
+    """The least time the sweep takes: every row that will run (not refused for memory or as
+    unsupported) times its calls (warm-up, the memory run, the timed repeats: --repeats, or
+    at least MIN_REPEATS) at this machine's speed."""
+    if ops.name == "cpu":
+        speed = max(cpu_flops_per_second(min(config.d, 256)), CPU_FLOPS_FLOOR)
+    else:
+        peak = ops.peak_tflops(config.dtype)
+        speed = peak * 1e12 if peak else GPU_FLOPS_PER_SECOND
+    limit = ops.memory_limit()
+    itemsize = ITEMSIZE[config.dtype]
+    calls = ops.warmup + 1 + (config.repeats or MIN_REPEATS)
+    total = 0.0
+    for n, d in config.points():
+        point = replace(config, d=d)
+        inputs = 3 * point.batch * point.heads * n * point.d * itemsize
+        for impl in config.impls:
+            if registry.static_problem(impl, ops.name, config.dtype, d):
+                continue
+            needed = max(inputs, registry.estimate_bytes(impl, point, n, itemsize))
+            if limit is not None and needed > MEMORY_HEADROOM * limit:
+                continue  # refused for memory at once
+            total += calls * (CALL_SECONDS + registry.work_flops(impl, point, n) / speed)
+    return total
+
+
+def check_sweep_work(config: BenchConfig, ops: CpuOps) -> None:
+    """Refuse, before the first row, a sweep that would run for more than a few minutes."""
+    count, points = len(config.impls), len(config.points())
+    repeats = f"{config.repeats:,}" if config.repeats else f"at least {MIN_REPEATS}"
+    work.check_work(
+        sweep_seconds(config, ops),
+        1.0,
+        f"this sweep would run {count} implementation{'s' if count != 1 else ''} at {points} "
+        f"size{'s' if points != 1 else ''} up to n = {max(config.sizes):,} with {repeats} "
+        "timed calls a row",
+        "smaller or fewer --sizes, fewer --impl, or fewer --repeats (by default about "
+        f"{TARGET_TIMED_SECONDS:g} s of calls a row)",
+    )
 
 
 def run_sweep(

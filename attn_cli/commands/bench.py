@@ -17,7 +17,7 @@ from rich.console import Console
 from attn_cli.options import OUTPUT_PANEL, DeviceName, DtypeName
 
 if TYPE_CHECKING:
-    from attn_cli.bench.config import BenchConfig, BenchResult
+    from attn_cli.bench.config import BenchConfig, BenchResult, Row
     from attn_cli.bench.devices import CpuOps
     from attn_cli.bench.fit import Fit
 
@@ -160,17 +160,35 @@ def bench(
     config = bench_config(
         device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal, window, dims
     )
-    result, fits = measure(config)
+    from attn_cli.bench.devices import device_ops
+    from attn_cli.render import bench_render
+
     console = stdout_console()
+    # What the output starts with is written before the sweep, which can take minutes: a
+    # reader such as `head -1` has its line at once, closes the pipe, and the sweep stops at
+    # the next row (measure checks between rows) instead of running to the end.
+    ops = device_ops(config.device)
+    from attn_cli.bench.sweep import check_sweep_work
+
+    check_sweep_work(config, ops)  # hours of rows: refused before the first
+    started = bench_render.opening(fmt.value, config, ops)
     if fmt is BenchFormat.rich:
-        from attn_cli.render.bench_render import bench_renderable
-
-        console.print(bench_renderable(result, fits))
+        console.print(bench_render.title(config, ops.describe(config.dtype)))
     else:
-        from attn_cli.render.bench_render import to_csv, to_json
-
-        text = to_json(result, fits) if fmt is BenchFormat.json else to_csv(result)
-        console.out(text, highlight=False, end="" if fmt is BenchFormat.csv else "\n")
+        console.file.write(started)
+        console.file.flush()
+    result, fits = measure(config)
+    if fmt is BenchFormat.rich:
+        console.print(bench_render.bench_renderable(result, fits, with_title=False))
+    else:
+        text = (
+            bench_render.to_json(result, fits)
+            if fmt is BenchFormat.json
+            else bench_render.to_csv(result)
+        )
+        console.out(
+            text[len(started) :], highlight=False, end="" if fmt is BenchFormat.csv else "\n"
+        )
     if plot is not None and result.rows:
         write_plot(result, plot)
         _stderr().print(f"plot written to {plot}", markup=False)
@@ -242,7 +260,9 @@ def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    from attn_cli.commands.common import stderr_console
+
+    return stderr_console()
 
 
 def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
@@ -250,19 +270,27 @@ def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_cli.bench.sweep import run_sweep
+    from attn_cli.commands.common import reader_gone, stdout_closed
 
     total = len(config.sizes) * len(config.impls)
+    stderr = _stderr()
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=_stderr(),
+        console=stderr,
         transient=True,
+        disable=not stderr.is_terminal,  # off a terminal a bar is only a stray newline
     ) as progress:
         task = progress.add_task("bench", total=total)
 
         def started(impl: str, n: int) -> None:
             progress.update(task, description=f"{impl:<14} n={n:<6}")
 
-        return run_sweep(config, ops, on_start=started, on_row=lambda _row: progress.advance(task))
+        def finished(_row: Row) -> None:
+            progress.advance(task)
+            if reader_gone():  # nobody reads on: stop here, quietly
+                stdout_closed()
+
+        return run_sweep(config, ops, on_start=started, on_row=finished)

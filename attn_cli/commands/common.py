@@ -6,13 +6,15 @@ import functools
 import gc
 import importlib
 import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TextIO, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from attn_cli.errors import UserError
 from attn_cli.render import Format, RenderOptions, render
@@ -49,9 +51,22 @@ class _StdoutConsole(Console):
         self.quiet = True
         stdout_closed()
 
+    def render_str(self, text: str, **options: Any) -> Text:
+        """A string as rich text; spelled in ASCII before it is measured when the terminal
+        needs it (a table's "Σ row" header is then as wide as its "sum row")."""
+        from attn_cli.spelling import Spelling, spelled
+
+        if isinstance(self.file, Spelling):
+            text = spelled(text, self.file.encoding)
+        return super().render_str(text, **options)
+
 
 def stdout_console() -> Console:
-    return _StdoutConsole(highlight=False)
+    """The console on stdout; on a terminal that cannot show √ or ░, written in ASCII
+    spellings (attn_cli.spelling)."""
+    from attn_cli.spelling import encodable
+
+    return _StdoutConsole(file=encodable(sys.stdout), highlight=False)
 
 
 def stdout_closed() -> NoReturn:
@@ -67,12 +82,34 @@ def stdout_closed() -> NoReturn:
     raise SystemExit(0)
 
 
+def reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``attn bench | head -1`` once head
+    has its line): a long command checks between pieces of work and stops (stdout_closed)
+    instead of computing what nobody will read. A pipe's writing end reports POLLERR then."""
+    try:
+        descriptor = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(descriptor).st_mode):
+            return False
+        import select
+
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test), or no poll
+        return False
+    poller.register(descriptor, select.POLLOUT)
+    return any(event & select.POLLERR for _, event in poller.poll(0))
+
+
 def print_error(message: str) -> None:
     """One line on stderr, never wrapped or styled: ``attn: error: <message>``."""
     line = " ".join(message.splitlines())  # one line, even from click's multi-line messages
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"attn: error: {line}", markup=False
-    )
+    stderr_console().print(f"attn: error: {line}", markup=False)
+
+
+def stderr_console() -> Console:
+    """The console on stderr (errors, notes, progress), ASCII-spelled where it must be."""
+    from attn_cli.spelling import encodable
+
+    return Console(file=encodable(sys.stderr), highlight=False, soft_wrap=True)
 
 
 def user_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -103,34 +140,38 @@ def run_card(card: Card, given: dict[str, Any]) -> None:
 
 
 def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
-    """List examples, quiz, or compute the walkthrough and render it in one piece.
+    """List examples, quiz, or compute the walkthrough and render it.
 
-    Files are checked before anything is computed and written only once their whole text is
-    built; stdout gets nothing when ``--output`` names a file.
+    Files are checked before anything is computed. ``--output`` is written to a new file
+    beside it as the text comes (--full JSON is never held whole) and renamed into place only
+    when all is written: on an error the old file stays as it was. stdout gets nothing then.
     """
-    fmt, precision, full = shared.fmt, shared.precision, shared.full
-    list_examples, quiz, output, plot = (
-        shared.list_examples,
-        shared.quiz,
-        shared.output,
-        shared.plot,
-    )
+    start_up_done()
+    check_output_options(shared.fmt, shared.list_examples, shared.quiz, shared.output, shared.plot)
+    if shared.output is None:
+        _lesson_to(stdout_console(), request, shared)
+        return
+    from attn_cli.outputs import text_replacing
+
+    with text_replacing(shared.output, "--output") as file:
+        _lesson_to(file_console(file), request, shared)
+
+
+def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> None:
+    fmt, precision, full, plot = shared.fmt, shared.precision, shared.full, shared.plot
     from attn_cli.runner import compute, lesson_data
 
-    start_up_done()
-    check_output_options(fmt, list_examples, quiz, output, plot)
-    console = stdout_console() if output is None else file_console()
-    if list_examples and fmt is Format.rich:
+    if shared.list_examples and fmt is Format.rich:
         from attn_cli.render.rich_render import examples_table
 
         console.print(examples_table(lesson_data(request)))
-    elif list_examples:
+    elif shared.list_examples:
         from attn_cli.render.examples_render import examples_text
 
         console.out(examples_text(lesson_data(request), fmt), highlight=False)
     else:
         walkthrough = compute(request)
-        if quiz:
+        if shared.quiz:
             from attn_cli import terminal
             from attn_cli.quiz import run_quiz
 
@@ -144,19 +185,16 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
             )
             return
         figure = None
-        if plot is not None:  # drawn before anything is printed: a figure it cannot draw
-            from attn_cli.render.heatmap import heatmap_file  # leaves stdout empty
+        if plot is not None:  # refused (minutes of drawing) or drawn before anything is printed:
+            from attn_cli.render.heatmap import check_plot_work, heatmap_file
 
-            figure = heatmap_file(walkthrough, plot, precision)
+            check_plot_work(walkthrough)
+            figure = heatmap_file(walkthrough, plot, precision)  # no figure: stdout stays empty
         render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
         if plot is not None and figure is not None:
             from attn_cli.outputs import write_bytes
 
             write_bytes(plot, figure, "--plot")
-    if output is not None:
-        from attn_cli.outputs import write_text
-
-        write_text(output, console.file.getvalue(), "--output")  # type: ignore[attr-defined]
 
 
 def check_output_options(
@@ -182,13 +220,13 @@ def check_output_options(
         check_heatmap_path(plot)
 
 
-def file_console() -> Console:
-    """A console that builds the text of an --output file in memory: plain text (no colour
-    codes; shading becomes marks), as wide as the terminal."""
+def file_console(file: TextIO | None = None) -> Console:
+    """A console that writes the text of an --output file (to ``file``, or built in memory):
+    plain text (no colour codes; shading becomes marks), as wide as the terminal."""
     import io
 
     return Console(
-        file=io.StringIO(),
+        file=io.StringIO() if file is None else file,
         width=stdout_console().width,
         color_system=None,
         force_terminal=False,

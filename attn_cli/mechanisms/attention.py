@@ -43,7 +43,9 @@ def softmax_parts(s: Array) -> SoftmaxParts:
     """
     xp = namespace_of(s)
     row_max = xp.max(s, axis=-1, keepdims=True)  # (m, 1)
-    with np.errstate(invalid="ignore"):  # -inf - -inf is the documented NaN row, not a warning
+    with np.errstate(
+        invalid="ignore", over="ignore"
+    ):  # -inf - -inf: the NaN row; -1e308 - 1e308: -inf, weight 0
         shifted = s - row_max  # (m, n), every entry <= 0
         exp = xp.exp(shifted)  # (m, n), in (0, 1]
         row_sum = xp.sum(exp, axis=-1, keepdims=True)  # (m, 1), >= 1

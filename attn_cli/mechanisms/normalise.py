@@ -36,6 +36,7 @@ class SparsemaxParts:
     tau: Array  # (m, 1) the threshold: weights are max(s − τ, 0)
     support: Array  # (m, 1) how many keys have a nonzero weight (k(z) of the paper)
     weights: Array  # (m, n) rows sum to 1; some entries exactly 0
+    excess: Array  # (m, n) s − τ, from the shifted row (weights are its positive part)
 
 
 def sparsemax_parts(s: Array) -> SparsemaxParts:
@@ -44,20 +45,33 @@ def sparsemax_parts(s: Array) -> SparsemaxParts:
     Sort each row decreasingly: z_(1) ≥ z_(2) ≥ ... The support size is the largest k with
     1 + k·z_(k) > z_(1) + ... + z_(k) (that condition holds exactly for k = 1..k(z)); then
     τ = (z_(1) + ... + z_(k) − 1) / k. −∞ entries sort last and never meet the condition.
+
+    The test runs on the row less its max (sparsemax(s − c) = sparsemax(s) − 0 for any c, and
+    τ moves by c): on 1e16 and 1e16 the 1 of the test would be lost against the sums, and on
+    1e308 the sums would overflow; shifted, the largest entry is 0.
     """
     xp = namespace_of(s)
-    ordered = -xp.sort(-s, axis=-1)  # (m, n) decreasing
+    row_max = xp.max(s, axis=-1, keepdims=True)  # (m, 1)
+    finite_max = xp.isfinite(row_max)  # (m, 1) False for a row with no finite score
+    shift = xp.where(finite_max, row_max, xp.zeros_like(row_max))  # (m, 1)
+    with np.errstate(over="ignore"):  # 1e308 − (−1e308): far below the support, weight 0
+        z = s - shift  # (m, n) the largest entry 0
+    ordered = -xp.sort(-z, axis=-1)  # (m, n) decreasing
     cumulative = xp.cumulative_sum(ordered, axis=-1)  # (m, n) z_(1) + ... + z_(k)
     ks = xp.arange(1, s.shape[-1] + 1, dtype=s.dtype, device=s.device)  # (n,) 1..n
-    inside = 1 + ks * ordered > cumulative  # (m, n) True for k = 1..k(z)
+    with np.errstate(invalid="ignore", over="ignore"):  # −∞ entries: never inside
+        inside = 1 + ks * ordered > cumulative  # (m, n) True for k = 1..k(z)
     support = xp.sum(xp.astype(inside, s.dtype), axis=-1, keepdims=True)  # (m, 1)
     at_support = ks == support  # (m, n) True in column k(z) only
-    candidates = (cumulative - 1) / ks  # (m, n)
+    with np.errstate(invalid="ignore"):  # past the support the sums may be −∞ or NaN: not picked
+        candidates = (cumulative - 1) / ks  # (m, n)
     picked = xp.where(at_support, candidates, xp.zeros_like(candidates))
-    tau = xp.sum(picked, axis=-1, keepdims=True)  # (m, 1)
-    tau = xp.where(support > 0, tau, xp.full_like(tau, math.nan))  # no finite score: NaN row
+    tau_z = xp.sum(picked, axis=-1, keepdims=True)  # (m, 1) τ of the shifted row
+    tau_z = xp.where(support > 0, tau_z, xp.full_like(tau_z, math.nan))  # no finite score: NaN
     zero = xp.zeros_like(s)
-    return SparsemaxParts(tau, support, xp.maximum(s - tau, zero))  # (m, n)
+    with np.errstate(invalid="ignore"):  # the NaN row stays NaN
+        excess = z - tau_z  # (m, n) s − τ without the rounding of 1e16 − (1e16 − 0.5)
+    return SparsemaxParts(tau_z + shift, support, xp.maximum(excess, zero), excess)
 
 
 def sparsemax(s: Array) -> Array:
@@ -124,12 +138,21 @@ def sigmoid(s: Array) -> Array:
     return xp.where(s >= 0, 1 / (1 + e), e / (1 + e))
 
 
-def sigmoid_normalise(s: Array) -> Array:
-    """w_j = σ(s_j) / Σ_k σ(s_k), row-wise: each row sums to 1."""
+def log_sigmoid(s: Array) -> Array:
+    """log σ(s) = −log(1 + e^−s), without overflow or underflow: s − log(1 + e^s) for s < 0
+    (log σ(−1000) = −1000, where σ itself is 0). log σ(−∞) = −∞."""
     xp = namespace_of(s)
-    gates = sigmoid(s)  # (m, n) in [0, 1)
-    with np.errstate(invalid="ignore"):  # an all −∞ row is the documented NaN row
-        return gates / xp.sum(gates, axis=-1, keepdims=True)
+    e = xp.exp(-xp.abs(s))  # (m, n) in [0, 1]
+    return xp.where(s >= 0, -xp.log1p(e), s - xp.log1p(e))  # (m, n)
+
+
+def sigmoid_normalise(s: Array) -> Array:
+    """w_j = σ(s_j) / Σ_k σ(s_k), row-wise: each row sums to 1.
+
+    Computed as softmax(log σ(s)), the same ratio: on scores of −1000 every σ is 0 in float64
+    and σ / Σ σ would be 0 / 0, while the weights (equal here) are plain numbers.
+    """
+    return softmax(log_sigmoid(s))  # (m, n)
 
 
 def hardmax(s: Array) -> Array:

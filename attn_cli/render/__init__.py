@@ -6,6 +6,7 @@ Console (or the stream handed in) writes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -93,32 +94,41 @@ def render_text(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -
     raise ValueError(f"{fmt} is not a plain-text format")
 
 
-# Memory to build one number of a --full JSON document: the Python float and its list slot
-# (tolist), its text in the encoder's chunks and in the joined string. Measured: n = 3000
-# scaled (46 million numbers) grew to 3.1 GB before json.dumps failed under a 4 GB limit.
-BYTES_PER_FULL_NUMBER = 100
+# Memory to hold one number of a --full JSON document as Python data (``w.to_dict()``): the
+# float tolist makes (24 bytes) and its slot in a list (8), with the lists and dicts around
+# them. Measured with tracemalloc (tests/test_output_guards.py): 32.6 to 34.3 bytes a number
+# for scaled at n = 100 to 400. The command line writes --full JSON in pieces instead
+# (json_render.json_chunks): its memory does not grow with the document.
+BYTES_PER_DOCUMENT_NUMBER = 34
+
+
+def document_bytes(walkthrough: Walkthrough) -> int:
+    """The memory ``to_document`` takes to build the --full document of ``walkthrough``."""
+    return walkthrough_entries(walkthrough) * BYTES_PER_DOCUMENT_NUMBER
 
 
 def ensure_output_fits(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -> None:
-    """Refuse, before writing, an output whose text would not fit in memory.
+    """Refuse, before building it, a --full document (``w.to_dict(full=True)``) that would not
+    fit in memory.
 
-    Only ``--full`` JSON holds every entry; the other formats show the corners of large
-    matrices, so their size does not grow with the matrices.
+    Only ``--full`` holds every entry; without it large matrices are summarised, and the
+    command line's JSON is written in pieces (see render), so neither grows with the matrices.
     """
     if not (options.full and fmt is Format.json):
         return
     from attn_cli.backend import available_host_bytes, format_bytes
 
-    numbers = walkthrough_entries(walkthrough)
-    needed = numbers * BYTES_PER_FULL_NUMBER
+    needed = document_bytes(walkthrough)
     available = available_host_bytes()
     if available is not None and needed > available:
         from attn_cli.errors import UserError
 
+        numbers = walkthrough_entries(walkthrough)
         raise UserError(
-            f"--format json --full would write all {numbers:,} numbers, which needs about "
+            f"the --full document holds all {numbers:,} numbers, which needs about "
             f"{format_bytes(needed)} of memory to build but only {format_bytes(available)} is "
-            "free; leave out --full (large matrices are then summarised) or choose smaller sizes."
+            "free; leave out full (large matrices are then summarised), write it with "
+            "`attn ... --format json --full` (written in pieces), or choose smaller sizes."
         )
 
 
@@ -135,11 +145,31 @@ def walkthrough_entries(walkthrough: Walkthrough) -> int:
 
 
 def render(walkthrough: Walkthrough, fmt: Format, console: Console, options: RenderOptions) -> None:
-    """Write the walkthrough to the console in the chosen format."""
-    ensure_output_fits(walkthrough, fmt, options)
+    """Write the walkthrough to the console in the chosen format (JSON in pieces: see
+    write_chunks)."""
     if fmt is Format.rich:
         from attn_cli.render.rich_render import print_walkthrough
 
         print_walkthrough(walkthrough, console, options)
+    elif fmt is Format.json:
+        from attn_cli.render.json_render import json_chunks
+
+        write_chunks(console, json_chunks(walkthrough, options, not unicode_ok(console)))
     else:
         console.out(render_text(walkthrough, fmt, options), highlight=False)
+
+
+def unicode_ok(console: Console) -> bool:
+    """Whether the console's stream takes any character (UTF-8, or a file attn encodes)."""
+    return console.encoding.lower().replace("-", "").startswith("utf")
+
+
+def write_chunks(console: Console, chunks: Iterable[str]) -> None:
+    """Write text straight to the console's stream, piece by piece, then a newline: a document
+    too large to hold twice (--full JSON) never is, and a reader that went away stops it at
+    the next piece (BrokenPipeError, which the command ends quietly)."""
+    stream = console.file
+    for chunk in chunks:
+        stream.write(chunk)
+    stream.write("\n")
+    stream.flush()

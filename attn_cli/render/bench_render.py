@@ -15,7 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli.backend import format_bytes
-from attn_cli.bench.config import BenchResult, Row, is_unstable
+from attn_cli.bench.config import BenchConfig, BenchResult, Row, is_unstable
+from attn_cli.bench.devices import CpuOps
 from attn_cli.bench.fit import (
     COMPLEXITY_SOURCE,
     Fit,
@@ -48,15 +49,34 @@ def significant(value: float | None, digits: int) -> str:
     return f"{value:.{digits}g}"
 
 
-def bench_renderable(result: BenchResult, fits: dict[str, Fit]) -> RenderableType:
-    """Header, one row per (implementation, n), notes, then the exponents and their reading."""
+def opening(fmt: str, config: BenchConfig, ops: CpuOps) -> str:
+    """What the output starts with, known before the sweep: the rich title line, the CSV
+    header, or the JSON envelope (the text of to_json and to_csv starts with it)."""
+    if fmt == "csv":
+        return ",".join(ROW_KEYS) + "\n"
+    if fmt == "json":
+        frame = dumps({**envelope("bench"), "device": None})
+        return frame[: frame.index('"device"')]
+    return title(config, ops.describe(config.dtype)).plain + "\n"  # printed as rich text
+
+
+def title(config: BenchConfig, info: dict[str, Any]) -> Text:
+    """attn bench · AMD EPYC: the first line of the rich output."""
+    return Text(f"attn bench · {info.get('name', config.device)}", style="bold")
+
+
+def bench_renderable(
+    result: BenchResult, fits: dict[str, Fit], with_title: bool = True
+) -> RenderableType:
+    """Header, one row per (implementation, n), notes, then the exponents and their reading
+    (without the title line when it was written before the sweep)."""
     notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the sizes it applies to
     rows = sorted_rows(result)
     for row in rows:
         if row.note:
             notes.setdefault((row.impl, row.note), []).append(row.n)
     markers = {key: index for index, key in enumerate(notes, 1)}
-    parts: list[RenderableType] = [_header(result), _rows_table(result, rows, markers)]
+    parts: list[RenderableType] = [_header(result, with_title), _rows_table(result, rows, markers)]
     for (impl, note), index in markers.items():
         sizes = notes[(impl, note)]
         where = "every n" if len(sizes) == _count(rows, impl) else "n=" + ",".join(map(str, sizes))
@@ -103,9 +123,8 @@ def _count(rows: list[Row], impl: str) -> int:
     return sum(1 for row in rows if row.impl == impl)
 
 
-def _header(result: BenchResult) -> RenderableType:
+def _header(result: BenchResult, with_title: bool = True) -> RenderableType:
     config, info = result.config, result.device_info
-    title = Text(f"attn bench · {info.get('name', config.device)}", style="bold")
     shape = f"d {config.d}" if not config.dims else f"d swept at n {_joined(config.sizes)}"
     details = (
         f"device {config.device} · {config.dtype} · batch {config.batch} · heads "
@@ -116,7 +135,8 @@ def _header(result: BenchResult) -> RenderableType:
         details += f" · window w {config.window}"
     if info.get("peak_tflops"):
         details += f" · dense peak {info['peak_tflops']:g} TFLOP/s ({info.get('peak_label')})"
-    lines = [title, Text(details, style="dim")]
+    lines = [title(config, info)] if with_title else []
+    lines.append(Text(details, style="dim"))
     if result.load is not None:
         lines.append(Text(_load_line(result), style="dim"))
     return Group(*lines)

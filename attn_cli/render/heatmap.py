@@ -9,12 +9,14 @@ notebook's own matplotlib set-up is left alone.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attn_cli import work
 from attn_cli.errors import UserError
 from attn_cli.model import Step, Walkthrough
 from attn_cli.outputs import check_writable, require_matplotlib, write_bytes
@@ -65,9 +67,37 @@ def _metadata(fmt: str) -> dict[str, Any]:
     return {"CreationDate": None} if fmt == "pdf" else {"Date": None} if fmt == "svg" else {}
 
 
+# Seconds matplotlib takes to lay out and write a figure of p panels (one per head), measured
+# with multihead --n 4 at 8, 32 and 128 heads (4.4, 8.2 and 30.8 s, 2-core machine, 2026): the
+# constrained layout grows faster than the panels, about 0.136·p + 6.2e-4·p².
+PANEL_SECONDS, PANEL_PAIR_SECONDS = 0.136, 6.2e-4
+
+
+def _head_steps(walkthrough: Walkthrough) -> list[Step]:
+    return [s for s in walkthrough.steps if s.key.startswith("head") and s.key.endswith("weights")]
+
+
+def check_plot_work(walkthrough: Walkthrough) -> None:
+    """Refuse, before anything is drawn (or printed), a figure that would take minutes to draw."""
+    panels = len(_head_steps(walkthrough))
+    work.check_work(
+        PANEL_SECONDS * panels + PANEL_PAIR_SECONDS * panels**2,
+        1.0,
+        f"--plot would draw {panels:,} panels, one per head",
+        f"at most {most_panels():,} heads, or leave out --plot",
+    )
+
+
+def most_panels() -> int:
+    """The most panels drawn within the work guard's time (the root of the quadratic)."""
+    a, b, c = PANEL_PAIR_SECONDS, PANEL_SECONDS, -work.MAX_SECONDS
+    return int((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a))
+
+
 def heatmap_figure(walkthrough: Walkthrough, precision: int | None = None) -> Figure:
     """The lesson's figure: weights heatmaps, heads, the PE matrix or the variance plots."""
     require_matplotlib()
+    check_plot_work(walkthrough)
     draw = FIGURES.get(walkthrough.lesson)
     if draw is None:
         raise UserError(f"--plot: the {walkthrough.lesson} lesson has no figure to draw.")
@@ -239,7 +269,7 @@ def _tiles_grid(walkthrough: Walkthrough, precision: int) -> Grid:
 
 def multihead_figure(walkthrough: Walkthrough, precision: int) -> Figure:
     """One panel per head, on one colour scale."""
-    heads = [s for s in walkthrough.steps if s.key.startswith("head") and s.key.endswith("weights")]
+    heads = _head_steps(walkthrough)
     if not heads:
         _step(walkthrough, "head1.weights")
     top = max(float(np.nanmax(_matrix(head.value))) for head in heads)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextvars import ContextVar
 from importlib import resources
 from typing import Any, Literal
 
@@ -50,8 +52,81 @@ def to_json(walkthrough: Walkthrough, options: RenderOptions) -> str:
     return dumps(to_document(walkthrough, options))
 
 
-def to_document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
-    """The JSON document as plain Python data (what ``Walkthrough.to_dict`` returns)."""
+# Numbers per piece of a streamed array: a few hundred kB of text at a time.
+STREAM_NUMBERS = 1 << 15
+
+
+def json_chunks(
+    walkthrough: Walkthrough, options: RenderOptions, ensure_ascii: bool = False
+) -> Iterator[str]:
+    """The text of ``to_json`` in pieces, for writing as they come: the document's frame is
+    built with each large array (--full) standing as a marker, and each array's numbers are
+    written a block of rows at a time. Memory then stays the arrays the walkthrough already
+    holds plus one block's text, whatever the size of the document; a reader that goes away
+    (``| head -c 10``) stops the writing at the next piece."""
+    streamed: list[np.ndarray] = []
+    document = to_document(walkthrough, options, streamed)
+    text = json.dumps(document, ensure_ascii=ensure_ascii, allow_nan=False)
+    for index, array in enumerate(streamed):
+        head, text = text.split(json.dumps(_marker(index)), 1)
+        yield head
+        yield from _array_chunks(array, ensure_ascii)
+    yield text
+
+
+def _marker(index: int) -> str:
+    """A string no document holds (it begins with a NUL), standing for streamed array ``index``."""
+    return f"\0attn-array-{index}\0"
+
+
+def _array_chunks(array: np.ndarray, ensure_ascii: bool) -> Iterator[str]:
+    """``{"shape": [...], "data": [...]}`` as ``array_value`` gives it, a block at a time."""
+    yield f'{{"shape": {json.dumps(list(array.shape))}, "data": '
+    yield from _nested_chunks(array, ensure_ascii)
+    yield "}"
+
+
+def _nested_chunks(array: np.ndarray, ensure_ascii: bool) -> Iterator[str]:
+    """The nested lists of ``array.tolist()`` as json.dumps writes them, in pieces."""
+    if array.ndim <= 1 or array.size <= STREAM_NUMBERS:
+        yield json.dumps(plain(array.tolist()), ensure_ascii=ensure_ascii, allow_nan=False)
+        return
+    per_row = max(1, array[0].size)
+    if per_row > STREAM_NUMBERS:  # rows too large to write whole: each row in pieces
+        yield "["
+        for index, row in enumerate(array):
+            yield ", " if index else ""
+            yield from _nested_chunks(row, ensure_ascii)
+        yield "]"
+        return
+    block = max(1, STREAM_NUMBERS // per_row)
+    yield "["
+    for start in range(0, array.shape[0], block):
+        rows = plain(array[start : start + block].tolist())
+        text = json.dumps(rows, ensure_ascii=ensure_ascii, allow_nan=False)
+        yield (", " if start else "") + text[1:-1]
+    yield "]"
+
+
+def to_document(
+    walkthrough: Walkthrough, options: RenderOptions, streamed: list[np.ndarray] | None = None
+) -> dict[str, Any]:
+    """The JSON document as plain Python data (what ``Walkthrough.to_dict`` returns).
+
+    With ``streamed`` (a list), each array of more than MAX_ENTRIES entries under --full is
+    appended to it and stands in the document as a marker string (see json_chunks)."""
+    token = _STREAMED.set(streamed)
+    try:
+        return _document(walkthrough, options)
+    finally:
+        _STREAMED.reset(token)
+
+
+# The list json_chunks collects large arrays into while to_document runs (None: inline them).
+_STREAMED: ContextVar[list[np.ndarray] | None] = ContextVar("streamed", default=None)
+
+
+def _document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
     walkthrough = walkthrough.at_precision(options.precision)
     full = options.full
     settings = walkthrough.meta.get("options", {})
@@ -148,6 +223,10 @@ def array_value(value: Any, full: bool = False) -> dict[str, Any]:
     shape = list(array.shape)
     if array.size > MAX_ENTRIES and not full:
         return {"shape": shape, "summary": plain(summary(array))}
+    streamed = _STREAMED.get()
+    if streamed is not None and array.size > MAX_ENTRIES:
+        streamed.append(array)
+        return _marker(len(streamed) - 1)  # type: ignore[return-value]
     return {"shape": shape, "data": plain(array.tolist())}
 
 

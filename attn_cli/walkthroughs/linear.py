@@ -109,7 +109,7 @@ def build(run: LessonRun) -> Walkthrough:
 
 # The feature maps applied entry by entry, by name (random features need their projection).
 ELEMENTWISE: dict[str, linear.FeatureMap] = {
-    "elu": linear.elu_plus_one,
+    "elu": linear.ELU_PLUS_ONE,
     "relu": linear.relu,
     "leaky-squared": linear.leaky_squared,
 }
@@ -123,7 +123,7 @@ def _feature_map(options: dict[str, Any], d_k: int) -> linear.FeatureMap:
         d_k, int(options.get("features", 16)), int(options.get("feature_seed", 0))
     )
     root = d_k**0.25  # q·k / √d_k = (q / d_k^¼)·(k / d_k^¼): the features then aim at softmax's
-    return lambda x: linear.positive_random_features(x / root, projection)
+    return linear.random_features(projection, divide_by=root)
 
 
 def _difference(record: StepRecorder, a: Any, b: Any) -> float:
@@ -196,7 +196,10 @@ def _running_sum(
     # The same attention in the quadratic order, masked to j ≤ i: the weights it implies.
     similarity = mech.scores(phi_q, phi(k))  # φ(Q) φ(K)ᵀ
     kept = masks.fill_blocked(similarity, masks.negate(masks.causal_allowed(similarity)), 0.0)
-    weights = linear.divide_or_zero(kept, xp.sum(kept, axis=-1, keepdims=True))
+    kept_sum = xp.sum(kept, axis=-1, keepdims=True)
+    weights = linear.divide_or_zero(kept, kept_sum)
+    if linear.out_of_range(phi, weights, kept_sum):  # φ out of range: the same ratios
+        weights = linear.stable_weights(q, k, phi, causal=True)
     check = _difference(record, running.output, mech.weighted_sum(weights, v))
     record.add(
         "output",

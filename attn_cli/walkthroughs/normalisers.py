@@ -74,7 +74,7 @@ def _sparsemax(logits: Array) -> tuple[Array, tuple[Part, ...]]:
     return parts.weights, (
         Part("support size k", parts.support),
         Part("τ = (sum of the top k − 1) / k", parts.tau),
-        Part("z − τ (weight: max(z − τ, 0))", logits - parts.tau),
+        Part("z − τ (weight: max(z − τ, 0))", parts.excess),
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli import work
 from attn_cli.backend import namespace_of
 from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
@@ -85,20 +86,20 @@ def settings(options: dict[str, Any]) -> Settings:
 # 2026), and the most a run may draw: about three minutes of it. The memory guard does not see
 # this: the lesson works in chunks of bounded size, however many samples it draws.
 DRAWN_PER_SECOND = 1.1e8
-MAX_DRAWN = int(180 * DRAWN_PER_SECOND)
+MAX_DRAWN = int(work.MAX_SECONDS * DRAWN_PER_SECOND)
 
 
 def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
     """Refuse, before drawing anything, a run that would take more than about three minutes."""
     drawn = samples * (keys + 1) * sum(dks)  # per sample: one query and `keys` keys, each width
-    if drawn > MAX_DRAWN:
-        seconds = drawn / DRAWN_PER_SECOND
-        took = f"{seconds / 3600:,.0f} hours" if seconds >= 7200 else f"{seconds / 60:,.0f} minutes"
-        raise UserError(
-            f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
-            f"{drawn:.2g} numbers, about {took} here; ask for less: fewer --samples (the default "
-            f"is {CARD.defaults['samples']:,}), fewer --keys or smaller --dk."
-        )
+    work.check_work(
+        drawn,
+        DRAWN_PER_SECOND,
+        f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
+        f"{drawn:.2g} numbers",
+        f"fewer --samples (the default is {CARD.defaults['samples']:,}), fewer --keys or "
+        "smaller --dk",
+    )
 
 
 def _dk_list(value: Any) -> tuple[int, ...]:
@@ -361,10 +362,14 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
 
     def compute() -> tuple[Any, Any, Any]:
         logits = backend.asarray(np.asarray([s.logits]))  # (1, n)
-        inverse = backend.asarray(np.asarray([[1 / t] for t in s.temperatures]))  # (T, 1)
-        tempered = logits * inverse  # (T, n): s / T, one temperature per row
-        weights = attention.softmax(tempered)  # (T, n)
-        return tempered, weights, mech.softmax_summary(tempered).gradient  # (T,)
+        below = logits - max(s.logits)  # (1, n) s − max s, at most 0
+        divisors = backend.asarray(np.asarray([[t] for t in s.temperatures]))  # (T, 1)
+        tempered = logits / divisors  # (T, n): s / T, one temperature per row
+        # softmax(s / T) = softmax((s − max s) / T): at T = 1e-320, s / T is beyond float64
+        # (∞ − ∞ in the softmax) while (s − max s) / T is 0 or −∞, the limit, a hardmax.
+        shifted = below / divisors  # (T, n)
+        weights = attention.softmax(shifted)  # (T, n)
+        return tempered, weights, mech.softmax_summary(shifted).gradient  # (T,)
 
     (tempered, weights, gradient), took = backend.timed(compute)
     record.add(
@@ -400,7 +405,7 @@ def _numbers_text(numbers: tuple[float, ...]) -> str:
 
 def _temperature_label(temperature: float) -> str:
     """/1, /4, ×10: dividing by T, or multiplying by 1/T when T < 1."""
-    if temperature >= 1:
+    if temperature >= 1 or math.isinf(1 / temperature):  # 1 / 1e-320 is beyond float64
         return f"s / {temperature:g}"
     return f"s × {1 / temperature:g}"
 

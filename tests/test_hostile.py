@@ -13,12 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+import attn_cli
 from attn_cli.cli import app
+from attn_cli.errors import UserError
 from attn_cli.lessonfiles.loader import MAX_EXAMPLES, MAX_LESSON_FILE_BYTES
 from tests.conftest import assert_user_error
 
@@ -176,13 +179,21 @@ def test_control_characters_cannot_write_to_the_terminal(invoke, tmp_path):
 # --- output larger than memory ----------------------------------------------------------------
 
 
-def test_full_json_larger_than_memory_is_refused_with_the_estimate(invoke, monkeypatch):
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 40 * 2**20)
-    result = invoke("scaled", "--n", "300", "--dk", "4", "--format", "json", "--full")
-    assert_user_error(
-        result, "--full would write all 456,900 numbers", "43.6 MiB", "leave out --full"
+def test_full_json_larger_than_memory_is_refused_in_the_library_and_streamed_by_the_cli(
+    invoke, monkeypatch
+):
+    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 10 * 2**20)
+    # The library builds the document whole: refused before building, with its estimate.
+    walkthrough = attn_cli.scaled(n=300, dk=4, seed=0)
+    with pytest.raises(UserError, match=r"all 456,900 numbers, .* about 14\.8 MiB .* full=True"):
+        walkthrough.to_dict(full=True)
+    # The command line writes it a block of rows at a time: every number, in the same memory.
+    result = invoke(
+        "scaled", "--n", "300", "--dk", "4", "--seed", "0", "--format", "json", "--full"
     )
-    assert invoke("scaled", "--n", "300", "--dk", "4", "--format", "json").exit_code == 0
+    assert result.exit_code == 0, result.output
+    weights = next(s for s in json.loads(result.stdout)["steps"] if s["key"] == "weights")
+    np.testing.assert_array_equal(weights["value"]["data"], walkthrough.step("weights"))
 
 
 def _limit_address_space() -> None:  # runs in the child, before exec
@@ -191,8 +202,9 @@ def _limit_address_space() -> None:  # runs in the child, before exec
 
 
 @pytest.mark.slow
-def test_full_json_under_a_4_gib_limit_exits_2_instead_of_dying():
-    """The report: n = 3000 --full grew to 3.1 GB and died in MemoryError under a 4 GB limit."""
+def test_full_json_under_a_4_gib_limit_is_written_instead_of_dying():
+    """The report: n = 3000 --full grew to 3.1 GB and died in MemoryError under a 4 GB limit.
+    Written a block of rows at a time, the whole document now fits."""
     command = [sys.executable, "-m", "attn_cli", "scaled", "--n", "3000", "--dk", "4"]
     result = subprocess.run(
         [*command, "--format", "json", "--full"],
@@ -201,10 +213,10 @@ def test_full_json_under_a_4_gib_limit_exits_2_instead_of_dying():
         timeout=120,
         preexec_fn=_limit_address_space,
     )
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("attn: error: --format json --full"), lines
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr == ""
+    assert result.stdout.startswith('{"schema_version"') and result.stdout.endswith("}\n")
+    assert result.stdout.count("[") > 3 * 3000  # every row of the 3000 × 3000 matrices
 
 
 # --- large lesson files ---------------------------------------------------------------------

@@ -127,7 +127,7 @@ def ensure_output_fits(walkthrough: Walkthrough, fmt: Format, options: RenderOpt
         raise UserError(
             f"the --full document holds all {numbers:,} numbers, which needs about "
             f"{format_bytes(needed)} of memory to build but only {format_bytes(available)} is "
-            "free; leave out full (large matrices are then summarised), write it with "
+            "free; leave out full=True (large matrices are then summarised), write it with "
             "`attn ... --format json --full` (written in pieces), or choose smaller sizes."
         )
 

@@ -9,7 +9,7 @@ score matrix (the lecture's 64 MB and 500 GB, checked by ``attn check``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from attn_cli.cards.cost import CARD
 from attn_cli.errors import UserError
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import cost
-from attn_cli.model import Walkthrough
+from attn_cli.model import Note, Walkthrough
 from attn_cli.walkthroughs.checks import counted, whole_at_least
 from attn_cli.walkthroughs.lesson import Lesson, LessonRun
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
@@ -130,42 +130,19 @@ def build(run: LessonRun) -> Walkthrough:
     grid = Grid(context=context)
     timed = run.backend.timed
 
-    table, took = timed(lambda: layer_table(s))
-    record.add(
-        "layer_types",
-        table,
-        kind="records",
-        grid=grid,
-        seconds=took if run.time_steps else None,
-        notes=_layer_notes(record, s),
-    )
-    table, took = timed(lambda: variant_table(s))
-    record.add(
-        "variants",
-        table,
-        kind="records",
-        grid=grid,
-        seconds=took if run.time_steps else None,
-        notes=_variant_notes(record, s),
-    )
-    output = table
-    table, took = timed(lambda: doubling_table(s))
-    record.add(
-        "doubling",
-        table,
-        kind="records",
-        grid=grid,
-        seconds=took if run.time_steps else None,
-        notes=_doubling_notes(record, table),
-    )
-    table, took = timed(lambda: one_word_table(s))
-    record.add(
-        "one_word",
-        table,
-        kind="records",
-        grid=grid,
-        seconds=took if run.time_steps else None,
-    )
+    def add_table(
+        key: str, make: Callable[[], Any], notes: Callable[[Any], tuple[Note, ...]] = lambda _: ()
+    ) -> Any:
+        """Time ``make`` and record its table as a step, with the notes it leads to."""
+        table, took = timed(make)
+        seconds = took if run.time_steps else None
+        record.add(key, table, kind="records", grid=grid, seconds=seconds, notes=notes(table))
+        return table
+
+    add_table("layer_types", lambda: layer_table(s), lambda _: _layer_notes(record, s))
+    output = add_table("variants", lambda: variant_table(s), lambda _: _variant_notes(record, s))
+    add_table("doubling", lambda: doubling_table(s), lambda table: _doubling_notes(record, table))
+    add_table("one_word", lambda: one_word_table(s))
     matrix, took = timed(lambda: score_matrix(s))
     total = int(s.n * s.n * s.heads * s.layers * ITEMSIZE[s.dtype])
     record.add(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -40,26 +40,36 @@ def needs_scientific(x: float, precision: int) -> bool:
     return abs(x) >= 1e7 or (precision > 0 and abs(x) < 0.5 * 10.0**-precision)
 
 
-def format_column(values: Any, precision: int = 4, *, unicode: bool = True) -> list[str]:
-    """The numbers of one table column, all in one format, so that digits line up and an exact
-    1 never sits beside a rounded 1.0000:
+NumberStyle = Literal["integer", "scientific", "fixed"]
+
+
+def number_style(values: Any, precision: int = 4) -> NumberStyle:
+    """The one format for ``values`` (a column, or a whole matrix with its row sums):
 
     * every finite value a whole number: integers (``0``, ``1``, ``-2``);
     * any value that fixed-point would hide (see :func:`needs_scientific`): scientific
-      notation for the whole column, ``precision`` significant digits;
+      notation, ``precision`` significant digits;
     * otherwise fixed-point with ``precision`` decimals (an exact 0, also -0.0, as ``0.0000``).
+    """
+    finite = [x for x in np.asarray(values, dtype=np.float64).ravel().tolist() if math.isfinite(x)]
+    if all(x == int(x) and abs(x) < 1e15 for x in finite):
+        return "integer"
+    if any(needs_scientific(x, precision) for x in finite):
+        return "scientific"
+    return "fixed"
 
-    NaN and infinities print as words or symbols in any column.
+
+def format_column(
+    values: Any, precision: int = 4, *, unicode: bool = True, style: NumberStyle | None = None
+) -> list[str]:
+    """The numbers of one table column, all in one format (``style``: the whole table's, or
+    else the column's own, :func:`number_style`), so that digits line up and an exact 1 never
+    sits beside a rounded 1.0000. NaN and infinities print as words or symbols in any column.
     """
     # + 0.0 turns a negative zero into 0, so that an exact zero never shows a minus sign.
     numbers = [float(v) + 0.0 for v in np.asarray(values, dtype=np.float64).ravel()]
-    finite = [x for x in numbers if math.isfinite(x)]
-    if all(x == int(x) and abs(x) < 1e15 for x in finite):
-        style = "integer"
-    elif any(needs_scientific(x, precision) for x in finite):
-        style = "scientific"
-    else:
-        style = "fixed"
+    if style is None:
+        style = number_style(numbers, precision)
     cells = []
     for x in numbers:
         if not math.isfinite(x):

@@ -29,7 +29,7 @@ from attn_cli.api import lesson_function
 from attn_cli.cards import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.model import Step, Walkthrough
-from attn_cli.numbers import as_matrix, format_column
+from attn_cli.numbers import as_matrix, format_column, number_style
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
 from attn_cli.render.latex_render import tex_text
@@ -140,14 +140,13 @@ def squeeze(text: str) -> str:
 def pdf_number(cell: str) -> str:
     """How pdftotext reads a number that the LaTeX renderer typeset (spaces removed)."""
     match = re.fullmatch(r"(-?[\d.]+)e([+-])(\d+)", cell)
-    if match:
-        mantissa, sign, exponent = match.groups()
-        return f"{mantissa}×10{'-' if sign == '-' else ''}{int(exponent)}"
+    if match:  # the mantissa: in a table pdftotext may read the raised exponent elsewhere
+        return f"{match.group(1)}×10"
     return {"inf": "∞", "-inf": "-∞", "nan": "NaN"}.get(cell, cell)
 
 
 def first_cell(value: Any, precision: int) -> str | None:
-    """The top-left entry of a matrix as the LaTeX renderer formats it (its column's format)."""
+    """The top-left entry of a matrix as the LaTeX renderer formats it (its table's format)."""
     if isinstance(value, dict) or np.size(value) == 0:
         return None
     if isinstance(value, list):  # records: the first numeric column
@@ -163,7 +162,8 @@ def first_cell(value: Any, precision: int) -> str | None:
         for r in md.shown_indices(rows.shape[0], latex_render.MAX_ROWS, latex_render.CORNER_ROWS)
         if r is not None
     ]
-    return format_column(rows[shown, 0], precision, unicode=False)[0]
+    style = number_style(rows[shown], precision)  # the whole table's format
+    return format_column(rows[shown, 0], precision, unicode=False, style=style)[0]
 
 
 def expected_values(case: Case) -> list[str]:

@@ -39,14 +39,15 @@ def test_weights_table_has_row_sums():
             row_sums=weights.sum(axis=1),
         )
     )
-    # Without colour each weight carries its shade (░ light to █ dark) after the number.
+    # Without colour each weight carries its shade (░ light to █ dark) after the number; the
+    # sums in the table's own format (issue 31: never 1 beside 0.2500).
     assert text.splitlines() == [
-        "  ╭────┬─────────┬─────────┬───────╮",
-        "  │    │      k1 │      k2 │ Σ row │",
-        "  ├────┼─────────┼─────────┼───────┤",
-        "  │ q1 │ 0.2500░ │ 0.7500▓ │     1 │",
-        "  │ q2 │ 0.5000▒ │ 0.5000▒ │     1 │",
-        "  ╰────┴─────────┴─────────┴───────╯",
+        "  ╭────┬─────────┬─────────┬────────╮",
+        "  │    │      k1 │      k2 │  Σ row │",
+        "  ├────┼─────────┼─────────┼────────┤",
+        "  │ q1 │ 0.2500░ │ 0.7500▓ │ 1.0000 │",
+        "  │ q2 │ 0.5000▒ │ 0.5000▒ │ 1.0000 │",
+        "  ╰────┴─────────┴─────────┴────────╯",
         "  No colour here: the mark after a weight is its shade, ░ light to █ darkest.",
     ]
 
@@ -97,7 +98,7 @@ def test_full_scaled_walkthrough_text_at_80_columns():
     # Row q1 of the weights: softmax(1/√2, 2/√2), written out; its output row from V by hand.
     first = 1 / (1 + math.exp(1 / math.sqrt(2)))
     out = (first * 0.1 + (1 - first) * 0.3, first * 0.2 + (1 - first) * 0.4)
-    assert f"│ q1 │ {first:.4f}░ │ {1 - first:.4f}▓ │     1 │" in text
+    assert f"│ q1 │ {first:.4f}░ │ {1 - first:.4f}▓ │ 1.0000 │" in text
     assert f"│ q1 │ {out[0]:.4f} │ {out[1]:.4f} │" in text
     assert f"√d_k = √2 = {math.sqrt(2):.4f}" in text
 

@@ -30,6 +30,7 @@ from attn_cli.render.rich_render import (
     HEATMAP_MAX_COLS,
     HEATMAP_MAX_ROWS,
     SHADE_MARKS,
+    MatrixTable,
     histogram,
     row_sum_note,
     step_rule,
@@ -498,3 +499,25 @@ def test_labels_are_text_not_markup():
         )
     )
     assert table.header[0][1] == "[CLS]" and table.body[0][0] == "[CLS]"
+
+
+_STYLES = {
+    "integer": re.compile(r"-?\d+"),
+    "fixed": re.compile(r"-?\d+\.\d+"),
+    "scientific": re.compile(r"-?\d\.\d+e[+-]\d+"),
+}
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=CASE_IDS)
+def test_every_matrix_table_has_one_number_format(index):
+    """Issue 31: a column, and a whole table with its Σ row, in one format, in every lesson (no
+    0.0000 beside 0, no Σ row of 1 beside weights of 0.2500)."""
+    for step in walkthrough(index).steps:
+        if step.kind != "matrix" or np.asarray(step.value).dtype == np.bool_:
+            continue
+        table = MatrixTable(step.value, 4, row_sums=step.row_sums)
+        cells = [cell for column in table.cells.values() for cell in column]
+        cells += table.sums or []
+        finite = [cell for cell in cells if re.fullmatch(r"-?[\d.]+(e[+-]\d+)?", cell)]
+        styles = {name for name, form in _STYLES.items() for cell in finite if form.fullmatch(cell)}
+        assert len(styles) <= 1, (step.key, styles, finite[:12])

@@ -19,7 +19,7 @@ import numpy as np
 
 from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
-from attn_cli.numbers import as_matrix, format_column
+from attn_cli.numbers import NumberStyle, as_matrix, format_column, number_style
 from attn_cli.render import RenderOptions
 from attn_cli.render.markdown_render import record_columns, shown_indices
 
@@ -159,15 +159,17 @@ def equation_lines(
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
     budget = TEXT_WIDTH_PT - _math_width(left) - _math_width("=") - _BRACKETS
     extra = ""
+    style = _table_style(rows, shown_rows, options)
     if row_sums is not None:
         sums = np.atleast_1d(np.asarray(row_sums)).reshape(-1, 1)
         if sums.shape[0] == rows.shape[0]:
-            column = _grid(sums, shown_rows, [0], options)
+            style = _table_style(rows, shown_rows, options, sums)  # the sums in the same format
+            column = _grid(sums, shown_rows, [0], options, style=style)
             extra = f" \\qquad \\Sigma_{{\\text{{row}}}} = {_bmatrix_text(column)}"
             budget -= 20 + _math_width("\\Sigma_{row}=") + _BRACKETS
             budget -= max(_math_width(cell[0]) for cell in column)
-    shown_cols = _fit_columns(rows, shown_rows, options, budget)
-    grid = _grid(rows, shown_rows, shown_cols, options)
+    shown_cols = _fit_columns(rows, shown_rows, options, budget, style=style)
+    grid = _grid(rows, shown_rows, shown_cols, options, style=style)
     lines = [f"\\[ {left} = {_bmatrix_text(grid)}{extra} \\]"]
     described = []
     row_names = _labels(row_labels, rows.shape[0], shown_rows)
@@ -192,8 +194,9 @@ def bmatrix(value: Any, options: RenderOptions, budget: float = TEXT_WIDTH_PT) -
         return "\\text{(empty)}"
     rows = as_matrix(value)
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
-    shown_cols = _fit_columns(rows, shown_rows, options, budget - _BRACKETS)
-    return _bmatrix_text(_grid(rows, shown_rows, shown_cols, options))
+    style = _table_style(rows, shown_rows, options)
+    shown_cols = _fit_columns(rows, shown_rows, options, budget - _BRACKETS, style=style)
+    return _bmatrix_text(_grid(rows, shown_rows, shown_cols, options, style=style))
 
 
 def _bmatrix_text(grid: list[list[str]]) -> str:
@@ -211,6 +214,17 @@ def _sized(lines: list[str], width: float) -> list[str]:
     return [f"{{{command}", *lines, "}"]
 
 
+def _table_style(
+    rows: np.ndarray, shown_rows: list[int | None], options: RenderOptions, sums: Any = None
+) -> NumberStyle | None:
+    """One number format for a whole table: its shown rows (every column) and row sums."""
+    if rows.dtype == np.bool_:
+        return None
+    kept = [r for r in shown_rows if r is not None]
+    values = [np.ravel(rows[kept])] + ([] if sums is None else [np.ravel(np.asarray(sums)[kept])])
+    return number_style(np.concatenate(values), options.precision)
+
+
 def _fit_columns(
     rows: np.ndarray,
     shown_rows: list[int | None],
@@ -219,6 +233,7 @@ def _fit_columns(
     *,
     separation: float = _COLUMN_SEP,
     heads: Sequence[str] | None = None,
+    style: NumberStyle | None = None,
 ) -> list[int | None]:
     """The columns to show: all (up to MAX_COLS), else as many of the first ones as fit the
     ``budget`` (points) beside \\cdots and the last column; at least the first and the last."""
@@ -226,7 +241,7 @@ def _fit_columns(
     full = shown_indices(count, MAX_COLS, CORNER_COLS)
     candidates = sorted({c for c in full if c is not None} | set(range(min(count, CORNER_COLS))))
     row_index = [r for r in shown_rows if r is not None]
-    cells = _cells(rows[np.ix_(row_index, candidates)], options)
+    cells = _cells(rows[np.ix_(row_index, candidates)], options, style)
     width = {
         column: separation
         + max(
@@ -271,11 +286,13 @@ def _grid(
     options: RenderOptions,
     *,
     dots: tuple[str, str, str] = ("\\cdots", "\\vdots", "\\ddots"),
+    style: NumberStyle | None = None,
 ) -> list[list[str]]:
-    """The shown cells (math mode), each column in one number format, with the ellipses."""
+    """The shown cells (math mode), in one number format (``style``, else the cells' own),
+    with the ellipses."""
     row_index = [r for r in shown_rows if r is not None]
     col_index = [c for c in shown_cols if c is not None]
-    cells = _cells(rows[np.ix_(row_index, col_index)], options)
+    cells = _cells(rows[np.ix_(row_index, col_index)], options, style)
     across, down, diagonal = dots
     grid = []
     r_iter = iter(cells)
@@ -288,13 +305,19 @@ def _grid(
     return grid
 
 
-def _cells(matrix: np.ndarray, options: RenderOptions) -> list[list[str]]:
-    """Cells in math mode: each column in one format (integers, fixed or scientific)."""
+def _cells(
+    matrix: np.ndarray, options: RenderOptions, style: NumberStyle | None = None
+) -> list[list[str]]:
+    """Cells in math mode, all in one format (integers, fixed or scientific)."""
     array = np.asarray(matrix)
     if array.dtype == np.bool_:
         return [[f"\\text{{{bool(x)}}}" for x in row] for row in array]
+    style = style or number_style(array, options.precision)  # one format for the whole table
     columns = [
-        [tex_number(cell) for cell in format_column(array[:, c], options.precision, unicode=False)]
+        [
+            tex_number(cell)
+            for cell in format_column(array[:, c], options.precision, unicode=False, style=style)
+        ]
         for c in range(array.shape[1])
     ]
     return [[column[r] for column in columns] for r in range(array.shape[0])]
@@ -320,10 +343,12 @@ def matrix_tabular(
     ]
     budget = TEXT_WIDTH_PT - _TABLE_SEP - max(_math_width(label) for label in labels)
     sums = None
+    style = _table_style(rows, shown_rows, options)
     if row_sums is not None:
         sums_array = np.atleast_1d(np.asarray(row_sums)).reshape(-1, 1)
         if sums_array.shape[0] == n_rows:
-            sums = _grid(sums_array, shown_rows, [0], options)
+            style = _table_style(rows, shown_rows, options, sums_array)  # one format with them
+            sums = _grid(sums_array, shown_rows, [0], options, style=style)
             budget -= _TABLE_SEP + max(
                 _math_width("$\\Sigma$ row"), *(_math_width(s[0]) for s in sums)
             )
@@ -334,8 +359,9 @@ def matrix_tabular(
         budget,
         separation=_TABLE_SEP,
         heads=all_heads or [str(c + 1) for c in range(n_cols)],
+        style=style,
     )
-    grid = _grid(rows, shown_rows, shown_cols, options)
+    grid = _grid(rows, shown_rows, shown_cols, options, style=style)
     heads = [
         "$\\cdots$" if c is None else all_heads[c] if all_heads else str(c + 1) for c in shown_cols
     ]

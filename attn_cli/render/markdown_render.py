@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.batch import batch_line
 from attn_cli.model import Part, Step, Walkthrough, summary
-from attn_cli.numbers import as_matrix, format_column, shape_text
+from attn_cli.numbers import NumberStyle, as_matrix, format_column, number_style, shape_text
 from attn_cli.render import RenderOptions
 
 # A matrix larger than this shows its first CORNER_ROWS rows (CORNER_COLS columns), an
@@ -140,12 +140,19 @@ def table_lines(
         for c in shown_cols
     ]
     sums = None
+    kept = [r for r in shown_rows if r is not None]
+    values = [np.ravel(rows[kept])]  # one format for the whole table (every column), sums too
     if row_sums is not None:
         sums_array = np.atleast_1d(np.asarray(row_sums)).reshape(-1, 1)
         if sums_array.shape[0] == n_rows:
-            sums = shown_grid(sums_array, shown_rows, [0], options)
+            values.append(np.ravel(sums_array[kept]))
             header.append("Σ row")
-    grid = shown_grid(rows, shown_rows, shown_cols, options)
+    style = (
+        None if rows.dtype == np.bool_ else number_style(np.concatenate(values), options.precision)
+    )
+    if len(values) == 2:
+        sums = shown_grid(sums_array, shown_rows, [0], options, style)
+    grid = shown_grid(rows, shown_rows, shown_cols, options, style)
     lines = ["| | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
     for index, r in enumerate(shown_rows):
         label = "⋮" if r is None else (md_text(row_names[r]) if row_names else str(r + 1))
@@ -177,16 +184,20 @@ def shown_grid(
     shown_rows: list[int | None],
     shown_cols: list[int | None],
     options: RenderOptions,
+    style: NumberStyle | None = None,
 ) -> list[list[str]]:
-    """The shown cells as text, each column in one number format, with ⋮ … ⋱ for the rest."""
+    """The shown cells as text, in one number format (``style``, else the cells' own), with
+    ⋮ … ⋱ for the rest."""
     row_index = [r for r in shown_rows if r is not None]
     col_index = [c for c in shown_cols if c is not None]
     sub = np.asarray(rows)[np.ix_(row_index, col_index)]
     if sub.dtype == np.bool_:
         columns = [[str(bool(x)) for x in sub[:, c]] for c in range(sub.shape[1])]
     else:
+        style = style or number_style(sub, options.precision)  # one format for the whole table
         columns = [
-            format_column(sub[:, c], options.precision, unicode=False) for c in range(sub.shape[1])
+            format_column(sub[:, c], options.precision, unicode=False, style=style)
+            for c in range(sub.shape[1])
         ]
     grid = []
     position = 0

@@ -28,7 +28,7 @@ from attn_cli.backend import EPSILON
 from attn_cli.batch import batch_line
 from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
-from attn_cli.numbers import as_matrix, format_column, format_number, shape_text
+from attn_cli.numbers import as_matrix, format_column, format_number, number_style, shape_text
 from attn_cli.render import RenderOptions
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
@@ -342,9 +342,9 @@ class MatrixTable:
 
     Rows beyond MAX_ROWS and columns beyond MAX_COLS always show as a corner (the first
     CORNER, ``⋮`` or ``…``, the last). When even that is too wide, fewer leading columns
-    show before the ``…`` column. Every column has one number format (see
-    :func:`format_column`), chosen from the rows on show; the Σ row column likewise. Without
-    colour a weight carries a mark of its shade after the number.
+    show before the ``…`` column. The whole table, its Σ row column included, has one number
+    format (see :func:`number_style`), chosen from the rows on show. Without colour a weight
+    carries a mark of its shade after the number.
     """
 
     def __init__(
@@ -376,11 +376,16 @@ class MatrixTable:
             list(range(n_cols)) if n_cols <= MAX_COLS else [*range(CORNER), n_cols - 1]
         )
         self.headers = {c: col_names[c] if col_names else str(c + 1) for c in self.candidates}
-        self.cells = {c: format_column(rows[data_rows, c], precision) for c in self.candidates}
-        self.sums = None
-        if row_sums is not None:
-            sums = np.atleast_1d(np.asarray(row_sums, dtype=np.float64))
-            self.sums = format_column(sums[data_rows], precision)
+        shown = rows[data_rows]  # every column of the rows shown: the whole table's format
+        sums = None if row_sums is None else np.atleast_1d(np.asarray(row_sums, dtype=np.float64))
+        # One format for the whole table, its row sums included: 1 never beside 1.0000.
+        style = number_style(
+            np.concatenate([np.ravel(shown), [] if sums is None else sums[data_rows]]), precision
+        )
+        self.cells = {
+            c: format_column(rows[data_rows, c], precision, style=style) for c in self.candidates
+        }
+        self.sums = None if sums is None else format_column(sums[data_rows], precision, style=style)
         finite = np.isfinite(rows)
         self.scale = float(np.max(np.abs(rows[finite]))) if finite.any() else 1.0
         self.stats = summary(rows)

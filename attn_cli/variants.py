@@ -11,6 +11,7 @@ from __future__ import annotations
 NORMALISERS = ("softmax", "sparsemax", "entmax15", "sigmoid", "hardmax")
 LAYOUTS = ("interleaved", "split")  # sinusoidal encoding: sin/cos alternating, or in halves
 FILLS = ("-inf", "zero")  # what a causal mask writes over the future scores
+GRAPH_SCORES = ("dot", "additive", "gatv2")  # graph attention's score of a pair
 FEATURE_MAPS = ("elu", "random", "relu", "leaky-squared")  # linear attention's φ
 BACKENDS = ("numpy", "torch")
 DEVICES = ("cpu", "cuda", "mps")

@@ -35,6 +35,9 @@ RUNS = Runs(
         # an alignment that moves from "le" to "chat"; a score blind to the decoder (W2 = 0).
         ("--steps", "2", "--compare"),
         ("--example", "cat-slept", "--steps", "3"),
+        # --valid-len: padding masked (with Luong's scores too), and a length that masks nothing.
+        ("--example", "cat-slept", "--valid-len", "2", "--compare"),
+        ("--example", "cat-slept", "--valid-len", "3"),
         (
             *("--s", "1,0", "--h", "1,0;0,1", "--w1", "1,0;0,1", "--w2", "0,1;1,0", "--v", "1,1"),
             *("--tokens", "le,chat", "--steps", "2", "--ws", "0,0;0,0", "--wy", "2,0;0,2"),
@@ -45,7 +48,7 @@ RUNS = Runs(
             *("--steps", "3"),
         ),
     ),
-    options=({"compare": True}, {"steps": 3}),
+    options=({"compare": True}, {"steps": 3}, {"valid_len": 1}),
     figure=(("bahdanau", "--example", "cat-slept"), ("the", "cat", "slept", "dot α")),
     batch=Batch(
         lambda draw: {
@@ -227,7 +230,7 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert list(steps(doc)) == ADDITIVE_KEYS + COMPARE_KEYS
-    assert doc["options"] == {"compare": True, "dropout": None}
+    assert doc["options"] == {"compare": True, "dropout": None, "valid_len": None}
     checked = invoke("check", path)
     assert checked.exit_code == 0, checked.output
     assert "All 4 printed values agree" in checked.stdout  # general scores and weights
@@ -239,6 +242,7 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
     assert list(steps(doc)) == ADDITIVE_KEYS and doc["options"] == {
         "compare": False,
         "dropout": None,
+        "valid_len": None,
     }
 
 
@@ -483,3 +487,93 @@ def test_the_context_says_convex_combination_plainly(invoke_json):
     context = next(step for step in plain["steps"] if step["key"] == "context")
     assert "between the smallest and the largest" in context["explanation"]
     assert "Dive into Deep Learning" in context["explanation"]
+
+
+# --valid-len (issue 24, part 5): the encoder states past L are padding.
+
+
+def bahdanau_padded_by_hand(s, h, w1, w2, v, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """e_i = vᵀ tanh(W1 h_i + W2 s) for i ≤ L (from 1), −∞ after; α = softmax(e); c = Σ α_i h_i,
+    state by state."""
+    s, h, w1, w2, v = (np.asarray(x, dtype=float) for x in (s, h, w1, w2, v))
+    scores = [float(v @ np.tanh(w1 @ h[i] + w2 @ s)) for i in range(length)]
+    top = max(scores)
+    exps = [math.exp(e - top) for e in scores]
+    weights = np.zeros(len(h))
+    weights[:length] = [x / sum(exps) for x in exps]
+    return weights, weights @ h
+
+
+def test_valid_len_against_the_direct_formula():
+    import attn_cli as attn
+
+    rng = np.random.default_rng(24)
+    worst = 0.0
+    for _ in range(12):
+        n, d, d_a = (int(x) for x in rng.integers(1, 7, size=3))
+        s, h = rng.standard_normal(d), rng.standard_normal((n, d))
+        w1, w2, v = (
+            rng.standard_normal((d_a, d)),
+            rng.standard_normal((d_a, d)),
+            rng.standard_normal(d_a),
+        )
+        length = int(rng.integers(1, n + 1))
+        walk = attn.bahdanau(s, h, w1, w2, v, valid_len=length)
+        weights, context = bahdanau_padded_by_hand(s, h, w1, w2, v, length)
+        np.testing.assert_allclose(walk.step("weights"), weights, rtol=0, atol=1e-15)
+        assert np.all(walk.step("weights")[length:] == 0.0)
+        assert np.all(walk.step("masked")[length:] == -np.inf)
+        np.testing.assert_allclose(walk.output, context, rtol=0, atol=1e-15)
+        worst = max(worst, float(np.max(np.abs(walk.output - context))))
+    assert worst < 1e-15
+
+
+def test_valid_len_on_cat_slept_masks_slept_and_says_so(invoke_json):
+    """cat-slept's three states with L = 2: "slept" is padding, weight 0; Luong's dot and
+    general scores get the same mask."""
+    plain = steps(invoke_json("bahdanau", "--example", "cat-slept"))
+    doc = invoke_json("bahdanau", "--example", "cat-slept", "--valid-len", "2", "--compare")
+    masked = steps(doc)
+    scores = plain["scores"]
+    assert masked["masked"][:2] == scores[:2]
+    assert np.isneginf(np.array(masked["masked"], dtype=float)[2])
+    expected = [*softmax_by_hand(scores[:2]), 0.0]
+    assert masked["weights"] == pytest.approx(expected, abs=1e-15)
+    assert masked["weights"][2] == 0 and masked["dot.weights"][2] == 0
+    assert masked["general.weights"][2] == 0
+    (note,) = next(step for step in doc["steps"] if step["key"] == "masked")["notes"]
+    assert note["key"] == "padded"
+    assert note["values"] == {"length": 2, "padded": 1, "first": "slept"}
+    whole = invoke_json("bahdanau", "--example", "cat-slept", "--valid-len", "3")
+    (note,) = next(step for step in whole["steps"] if step["key"] == "masked")["notes"]
+    assert note["key"] == "no_padding"
+    assert steps(whole)["weights"] == plain["weights"]
+
+
+def test_valid_len_one_per_item_of_a_batch():
+    """A batch of two encoder sequences with --valid-len "1|3": each item masked at its own
+    length, as d2l's valid_lens of shape (B,)."""
+    import attn_cli as attn
+
+    rng = np.random.default_rng(5)
+    s, h = rng.standard_normal((2, 2)), rng.standard_normal((2, 3, 2))
+    w1, w2, v = rng.standard_normal((3, 2)), rng.standard_normal((3, 2)), rng.standard_normal(3)
+    walk = attn.bahdanau(s, h, w1, w2, v, valid_len="1|3")
+    for index, length in enumerate((1, 3)):
+        weights, context = bahdanau_padded_by_hand(s[index], h[index], w1, w2, v, length)
+        np.testing.assert_allclose(walk.items[index].step("weights"), weights, atol=1e-15)
+        np.testing.assert_allclose(walk.items[index].output, context, atol=1e-15)
+    assert walk.items[0].step("weights")[1:].tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (("--valid-len", "0"), "no visible key"),
+        (("--valid-len", "4"), "past the 3 keys"),
+        (("--valid-len", "1,2"), "gives 2 lengths"),
+        (("--valid-len", "2", "--steps", "2"), "--valid-len is for one decoder step"),
+    ],
+)
+def test_valid_len_user_errors(invoke, extra, fragment):
+    assert_user_error(invoke("bahdanau", "--example", "cat-slept", *extra), fragment)

@@ -22,8 +22,18 @@ RUNS = Runs(
     variants=(
         ("--n", "4", "--d", "2"),
         ("--n", "4", "--d", "2", "--edges", "0-1", "--self-loops"),
+        # GAT on the default example: W_Q.. unused, a drawn, no self-loops (each a note).
+        ("--score", "additive"),
+        ("--score", "gatv2", "--self-loops", "--w", "1,0,-1,0;0,1,0,-1"),
+        ("--no-scale",),
     ),
-    options=({"self_loops": True},),
+    options=(
+        {"self_loops": True},
+        {"score": "additive"},
+        {"score": "additive", "self_loops": True},
+        {"score": "gatv2"},
+        {"scale": False},
+    ),
     batch=Batch(lambda draw: {"h": draw(3, 2)}, ("h",), options={"edges": "0-1,1-2"}),
 )
 
@@ -226,3 +236,267 @@ def test_says_which_score_and_neighbourhood_it_uses(invoke_json):
     assert not np.diag(np.array(unwrap(steps["adjacency"]["value"]), dtype=bool)).any()
     looped = steps_of(invoke_json("graph", "--example", "lonely-node-self-loops"))
     assert np.diag(np.array(unwrap(looped["adjacency"]["value"]), dtype=bool)).all()
+
+
+# GAT and GATv2 (issue 24, part 5): the additive scores against a direct formula, node by node.
+
+
+def leaky(x: float) -> float:
+    return x if x > 0 else 0.2 * x
+
+
+def gat_by_hand(h, w, a, hood, version: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Veličković et al.'s e_ij = LeakyReLU(aᵀ [W h_i ‖ W h_j]) (version 1) or Brody et al.'s
+    e_ij = aᵀ LeakyReLU(W [h_i ‖ h_j]) (version 2), softmax over N(i), h'_i = Σ α_ij W h_j
+    (GATv2: W_right h_j, W's last d columns); a row with no neighbour: NaN weights, update 0."""
+    h, w, a = (np.asarray(x, dtype=float) for x in (h, w, a))
+    n, d = h.shape
+    weights = np.full((n, n), np.nan)
+    updates = np.zeros((n, w.shape[0]))
+    for i in range(n):
+        e = {}
+        for j in sorted(hood[i]):
+            if version == 1:
+                e[j] = leaky(float(a @ np.concatenate([w @ h[i], w @ h[j]])))
+            else:
+                pre = w @ np.concatenate([h[i], h[j]])
+                e[j] = float(a @ np.array([leaky(x) for x in pre]))
+        if not e:
+            continue
+        top = max(e.values())
+        total = sum(math.exp(x - top) for x in e.values())
+        weights[i] = 0.0
+        for j, x in e.items():
+            weights[i, j] = math.exp(x - top) / total
+            message = w @ h[j] if version == 1 else w[:, d:] @ h[j]
+            updates[i] += weights[i, j] * message
+    return weights, updates
+
+
+def random_graph(rng, n) -> tuple[np.ndarray, list[set[int]]]:
+    adjacency = (rng.random((n, n)) < 0.4).astype(float)
+    return adjacency, [set(np.flatnonzero(row).tolist()) for row in adjacency]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_gat_and_gatv2_against_the_direct_formula(version):
+    """Random sizes and graphs (isolated nodes and self-loops included): weights and updates of
+    --score additive / gatv2 against the papers' formulas computed pair by pair."""
+    rng = np.random.default_rng(24 + version)
+    worst = 0.0
+    for trial in range(12):
+        n, d, width = (int(x) for x in rng.integers(1, 7, size=3))
+        h = rng.standard_normal((n, d))
+        w = rng.standard_normal((width, d if version == 1 else 2 * d))
+        a = rng.standard_normal(2 * width if version == 1 else width)
+        adjacency, hood = random_graph(rng, n)
+        self_loops = bool(trial % 2)
+        if self_loops:
+            hood = [row | {i} for i, row in enumerate(hood)]
+        score = "additive" if version == 1 else "gatv2"
+        walk = attn.graph(h, w=w, a=a, adjacency=adjacency, self_loops=self_loops, score=score)
+        weights, updates = gat_by_hand(h, w, a, hood, version)
+        np.testing.assert_allclose(walk.step("weights"), weights, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(walk.output, updates, rtol=0, atol=1e-13)
+        worst = max(worst, float(np.max(np.abs(walk.output - updates), initial=0.0)))
+    assert worst < 1e-13
+
+
+def gat_like_torch_geometric(torch, h, w, a, allowed, version: int):
+    """GATConv / GATv2Conv (heads=1, no bias, no dropout, concat) written out in torch as PyTorch
+    Geometric computes them: over an edge list (source j → target i, j ∈ N(i)), a softmax per
+    target by scatter (amax, exp, index_add), then the messages summed with index_add."""
+    h, w, a = (torch.tensor(x, dtype=torch.float64) for x in (h, w, a))
+    target, source = (torch.tensor(x) for x in np.nonzero(allowed))  # edge j → i
+    n, d = h.shape
+    width = w.shape[0]
+    if version == 1:
+        x = h @ w.T  # lin
+        alpha = (x * a[:width]).sum(-1)[target] + (x * a[width:]).sum(-1)[
+            source
+        ]  # att_dst, att_src
+        alpha = torch.nn.functional.leaky_relu(alpha, 0.2)
+        messages = x[source]
+    else:
+        x_r, x_l = h @ w[:, :d].T, h @ w[:, d:].T  # lin_r reads the target, lin_l the source
+        alpha = (torch.nn.functional.leaky_relu(x_r[target] + x_l[source], 0.2) * a).sum(-1)
+        messages = x_l[source]
+    top = torch.full((n,), -math.inf, dtype=torch.float64).scatter_reduce(
+        0, target, alpha, reduce="amax"
+    )
+    e = torch.exp(alpha - top[target])
+    total = torch.zeros(n, dtype=torch.float64).index_add(0, target, e)
+    alpha = e / total[target]
+    out = torch.zeros((n, width), dtype=torch.float64).index_add(
+        0, target, alpha[:, None] * messages
+    )
+    return out.numpy()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_gat_against_a_torch_edge_list_reference(torch, version, backend):
+    """torch_geometric is not a dependency: the same computation written as its GATConv and
+    GATv2Conv do it (edge list, scatter softmax), with the same W and a, to float64 rounding."""
+    rng = np.random.default_rng(7 + version)
+    for _ in range(8):
+        n, d, width = (int(x) for x in rng.integers(1, 7, size=3))
+        h = rng.standard_normal((n, d))
+        w = rng.standard_normal((width, d if version == 1 else 2 * d))
+        a = rng.standard_normal(2 * width if version == 1 else width)
+        adjacency, _ = random_graph(rng, n)
+        allowed = adjacency.astype(bool) | np.eye(n, dtype=bool)  # GAT's self-loops
+        score = "additive" if version == 1 else "gatv2"
+        walk = attn.graph(
+            h, w=w, a=a, adjacency=adjacency, self_loops=True, score=score, backend=backend
+        )
+        expected = gat_like_torch_geometric(torch, h, w, a, allowed, version)
+        np.testing.assert_allclose(walk.output, expected, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_gat_against_torch_geometric_when_installed(version):
+    """GATConv / GATv2Conv themselves, where torch_geometric is installed (it is not a dev
+    dependency: skipped cleanly otherwise)."""
+    pyg = pytest.importorskip("torch_geometric.nn")
+    import torch
+
+    rng = np.random.default_rng(3)
+    n, d, width = 5, 3, 4
+    h = rng.standard_normal((n, d))
+    w = rng.standard_normal((width, d if version == 1 else 2 * d))
+    a = rng.standard_normal(2 * width if version == 1 else width)
+    adjacency, _ = random_graph(rng, n)
+    target, source = np.nonzero(adjacency)
+    edge_index = torch.tensor(np.stack([source, target]))
+    if version == 1:
+        layer = pyg.GATConv(d, width, heads=1, bias=False, add_self_loops=True).double()
+        layer.lin.weight.data = torch.tensor(w)
+        layer.att_dst.data = torch.tensor(a[:width]).view(1, 1, width)
+        layer.att_src.data = torch.tensor(a[width:]).view(1, 1, width)
+        score = "additive"
+    else:
+        layer = pyg.GATv2Conv(d, width, heads=1, bias=False, add_self_loops=True).double()
+        layer.lin_r.weight.data = torch.tensor(w[:, :d])
+        layer.lin_l.weight.data = torch.tensor(w[:, d:])
+        layer.att.data = torch.tensor(a).view(1, 1, width)
+        score = "gatv2"
+    expected = layer(torch.tensor(h), edge_index).detach().numpy()
+    walk = attn.graph(h, w=w, a=a, adjacency=adjacency, self_loops=True, score=score)
+    np.testing.assert_allclose(walk.output, expected, rtol=0, atol=1e-12)
+
+
+def test_gat_worked_example_by_hand(invoke_json):
+    """gat-four-nodes: z = W h = (1,1), (0,1), (1,2), (2,2); a = (1, −1, 1, −0.5), so
+    a_leftᵀ z_i = z_i1 − z_i2 = 0, −1, −1, 0 and a_rightᵀ z_j = z_j1 − 0.5 z_j2 = 0.5, −0.5, 0,
+    1; node 3's neighbours (self-loop on) are 2 and 3: e = LeakyReLU(0 + 0), LeakyReLU(0 + 1)."""
+    doc = invoke_json("graph", "--example", "gat-four-nodes")
+    steps = steps_of(doc)
+    assert list(steps) == [
+        "adjacency", "neighbours", "Wh", "halves", "pair_sums", "leaky", "mask", "masked",
+        "weights", "output",
+    ]  # fmt: skip
+    assert unwrap(steps["Wh"]["value"]) == [[1, 1], [0, 1], [1, 2], [2, 2]]
+    assert unwrap(steps["halves"]["value"]) == [[0, 0.5], [-1, -0.5], [-1, 0], [0, 1]]
+    assert unwrap(steps["pair_sums"]["value"])[1] == [-0.5, -1.5, -1, 0]
+    assert unwrap(steps["leaky"]["value"])[1] == pytest.approx([-0.1, -0.3, -0.2, 0])
+    row3 = unwrap(steps["weights"]["value"])[3]
+    assert row3 == pytest.approx([0, 0, 1 / (1 + math.e), math.e / (1 + math.e)], abs=1e-15)
+    assert unwrap(doc["output"])[3] == pytest.approx(
+        [(1 + 2 * math.e) / (1 + math.e), (2 + 2 * math.e) / (1 + math.e)], abs=1e-15
+    )
+    # Negative pre-activations over the 12 neighbour pairs: (n0, n1), and n1's and n2's
+    # neighbours n0, n1, n2 (n2 → n3 sums to 0): 1 + 3 + 3.
+    notes = {note["key"]: note["values"] for note in steps["leaky"]["notes"]}
+    assert notes["negative_sums"] == {"count": 7, "total": 12, "slope": 0.2}
+    assert notes["static"] == {"node": "n3", "rows": 2}
+    assert doc["meta"]["score"] == "additive"
+
+
+def test_gat_on_the_dot_example_says_what_it_leaves_out(invoke_json):
+    """--score additive on the default example: its W_Q, W_K, W_V are not used, a is drawn from
+    --seed, and N(i) has no self-loop unless asked (GAT's own has one): each is a note."""
+    doc = invoke_json("graph", "--score", "additive", "--seed", "5")
+    steps = steps_of(doc)
+    adjacency_notes = [note["key"] for note in steps["adjacency"]["notes"]]
+    assert adjacency_notes == ["gat_without_self_loops"]
+    assert steps["Wh"]["notes"][0] == {**steps["Wh"]["notes"][0], "key": "a_drawn"}
+    assert steps["Wh"]["notes"][0]["values"] == {"seed": 5}
+    (unused,) = doc["notes"]
+    assert unused["values"] == {"flags": "--wq, --wk, --wv", "score": "additive"}
+    a = np.random.default_rng((5, 2)).standard_normal(4)
+    np.testing.assert_array_equal(unwrap(doc["inputs"]["a"]), a)
+    _, updates = gat_by_hand(H, np.eye(2), a, neighbourhoods(4, EDGES))
+    np.testing.assert_allclose(unwrap(doc["output"]), updates, atol=1e-14)
+
+
+def test_gatv2_steps_and_identity_default(invoke_json):
+    """gatv2 with no --w: W = [I I], so W [h_i ‖ h_j] = h_i + h_j, and the update averages h_j."""
+    doc = invoke_json("graph", "--score", "gatv2", "--a", "1,-2", "--self-loops")
+    steps = steps_of(doc)
+    assert list(steps)[2:7] == [
+        "Wh_target",
+        "Wh_neighbour",
+        "pair_sums_v2",
+        "leaky_v2",
+        "scores_v2",
+    ]
+    pairs = np.array(unwrap(steps["pair_sums_v2"]["value"]))
+    assert pairs.shape == (16, 2)
+    np.testing.assert_array_equal(pairs[2 * 4 + 3], np.add(H[2], H[3]))  # row "n2→n3"
+    hood = neighbourhoods(4, EDGES, self_loops=True)
+    w = np.hstack([np.eye(2), np.eye(2)])
+    _, updates = gat_by_hand(H, w, [1, -2], hood, version=2)
+    np.testing.assert_allclose(unwrap(doc["output"]), updates, atol=1e-14)
+    assert "notes" not in steps["leaky_v2"]  # h_i + h_j ≥ 0 here: nothing for LeakyReLU
+
+
+def test_gatv2_with_a_given_w(invoke_json):
+    """W = [I −I]: W [h_i ‖ h_j] = h_i − h_j, the update averages −h_j. Negative entries over
+    the 12 neighbour pairs (self-loops on): h0−h1, h0−h2, h1−h0, h1−h2, h2−h3, h3−h2 have one
+    each: 6 of 24."""
+    w = "1,0,-1,0;0,1,0,-1"
+    doc = invoke_json("graph", "--score", "gatv2", "--w", w, "--a", "0.5,1", "--self-loops")
+    steps = steps_of(doc)
+    (note,) = steps["leaky_v2"]["notes"]
+    assert note["key"] == "negative_entries"
+    assert note["values"] == {"count": 6, "total": 24, "slope": 0.2}
+    hood = neighbourhoods(4, EDGES, self_loops=True)
+    matrix = [[1, 0, -1, 0], [0, 1, 0, -1]]
+    _, updates = gat_by_hand(H, matrix, [0.5, 1], hood, version=2)
+    np.testing.assert_allclose(unwrap(doc["output"]), updates, atol=1e-14)
+    np.testing.assert_allclose(unwrap(steps["Wh_neighbour"]["value"]), -np.array(H))
+
+
+def test_no_scale_gives_the_plain_dot_product(invoke_json):
+    scaled = steps_of(invoke_json("graph"))
+    plain = invoke_json("graph", "--no-scale")
+    steps = steps_of(plain)
+    assert steps["scores"]["title"].startswith("Scores  s_ij = q_iᵀ k_j (not scaled)")
+    np.testing.assert_allclose(
+        np.array(unwrap(steps["scores"]["value"])),
+        np.array(unwrap(scaled["scores"]["value"])) * math.sqrt(2),
+        atol=1e-14,
+    )
+    q = np.array(H) @ np.array(W_Q).T
+    k = np.array(H) @ np.array(W_K).T
+    s = q @ k.T
+    allowed = np.array([[j in row for j in range(4)] for row in neighbourhoods(4, EDGES)])
+    e = np.where(allowed, np.exp(s - np.where(allowed, s, -np.inf).max(1, keepdims=True)), 0)
+    np.testing.assert_allclose(unwrap(steps["weights"]["value"]), e / e.sum(1, keepdims=True))
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--w", "1,0;0,1"), "add --score additive"),
+        (("--a", "1,2,3,4"), "add --score additive"),
+        (("--score", "additive", "--no-scale"), "has no 1/√d_k"),
+        (("--score", "additive", "--w", "1,0,0;0,1,0"), "needs 2 columns"),
+        (("--score", "gatv2", "--w", "1,0;0,1"), "needs 4 columns"),
+        (("--score", "additive", "--a", "1,2"), "needs 4 (aᵀ [W h_i ‖ W h_j]: 2·d'"),
+        (("--score", "gatv2", "--a", "1,2,3,4"), "needs 2 (aᵀ LeakyReLU"),
+    ],
+)
+def test_gat_user_errors(invoke, args, fragment):
+    assert_user_error(invoke("graph", *args), fragment)

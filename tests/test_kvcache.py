@@ -18,9 +18,21 @@ RUNS = Runs(
     random=("--n", "5", "--dk", "3", "--dv", "2", "--seed", "3"),
     sized=lambda s: {"n": min(s, 32), "dk": s},  # one step per token: at most 32
     large=("--n", "32", "--dk", "2", "--dv", "400"),
-    variants=(SMALL, (*SMALL, "--heads", "6")),
+    variants=(
+        SMALL,
+        (*SMALL, "--heads", "6"),
+        # Sliding-window layers; a latent cache with and without the RoPE key, and one too wide.
+        (*SMALL, "--window-layers", "16", "--window", "4096", "--latent-width", "512"),
+        (*SMALL, "--latent-width", "512", "--rope-width", "64"),
+        (*SMALL, "--latent-width", "9000"),
+    ),
     # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
-    options=({"heads": 1, "kv_heads": 1, "d_head": 4},),
+    options=(
+        {"heads": 1, "kv_heads": 1, "d_head": 4},
+        {"window_layers": 8, "window": 2},
+        {"latent_width": 512, "rope_width": 64},
+        {"latent_width": 9000},
+    ),
     figure=(("kvcache",), ("q1", "q4", "k1", "k4", "cached key")),
     batch=Batch(lambda draw: {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)}, ("q", "k", "v")),
 )
@@ -236,3 +248,80 @@ def test_own_cache_bytes_follow_the_dtype_they_name(invoke_json):
     assert "in float64" in note["text"] and "32 bytes" in note["text"]
     small = steps_by_key(invoke_json("kvcache", "--dtype", "float32"))["cache_bytes"]["notes"][0]
     assert small["values"]["per_token"] == 4 * 4 and "in float32" in small["text"]
+
+
+# Sliding-window layers and a latent (MLA-style) cache (issue 24, part 5): closed forms.
+
+
+def test_windowed_cache_bytes_closed_form():
+    """Llama 3 8B's shape (32 layers, 8 K/V heads of 128, float16: 131,072 bytes per token all
+    full) with 16 layers windowed at 4,096 tokens: at n = 32,768 the windowed layers keep 4,096
+    tokens, the full ones 32,768, so 16·4096 + 16·32768 = 589,824 layer-tokens of 2·8·128·2 =
+    4,096 bytes: 2,415,919,104 bytes against 4,294,967,296, a ratio of 0.5625 = 9/16."""
+    full = kvcache.windowed_cache_bytes(32768, 32, 0, 4096, 8, 128)
+    kept = kvcache.windowed_cache_bytes(32768, 32, 16, 4096, 8, 128)
+    assert full == 32768 * 131072 == 4_294_967_296
+    assert kept == 589_824 * 4096 == 2_415_919_104
+    assert kept / full == 0.5625
+    # Below the window nothing is dropped; all layers windowed keep W tokens whatever n is.
+    assert kvcache.windowed_cache_bytes(1000, 32, 16, 4096, 8, 128) == 1000 * 131072
+    assert kvcache.windowed_cache_bytes(10**6, 4, 4, 10, 1, 2, "float32") == 2 * 40 * 2 * 4
+    with pytest.raises(ValueError, match="window_layers"):
+        kvcache.windowed_cache_bytes(10, 4, 5, 2, 1, 2)
+
+
+def test_latent_cache_bytes_closed_form():
+    """DeepSeek-V2's MLA: 60 layers, c = 512 and a RoPE key of 64, in bfloat16: 60·576·2 =
+    69,120 bytes per token; without the RoPE key 60·512·2 = 61,440."""
+    assert kvcache.latent_cache_bytes_per_token(60, 512, 64, "bfloat16") == 69_120
+    assert kvcache.latent_cache_bytes_per_token(60, 512, 0, "bfloat16") == 61_440
+    assert kvcache.latent_cache_bytes_per_token(2, 3, 1, "float64") == 64
+
+
+def test_window_table_and_note(invoke_json):
+    doc = invoke_json("kvcache", *SMALL, "--window-layers", "16", "--window", "4096")
+    step = next(step for step in doc["steps"] if step["key"] == "window_cache")
+    rows = {row["tokens"]: row for row in step["value"]}
+    assert sorted(rows) == [3, 4096, 32768]
+    assert rows[3]["windowed_bytes"] == rows[3]["full_bytes"] == 3 * 131072
+    assert rows[32768]["windowed_bytes"] == 2_415_919_104 and rows[32768]["ratio"] == 0.5625
+    (note,) = step["notes"]
+    assert note["key"] == "window_ratio"
+    assert note["values"] == {"tokens": 32768, "ratio": 0.5625, "limit": 0.5, "window_layers": 16}
+    assert "latent_cache" not in {step["key"] for step in doc["steps"]}
+
+
+def test_latent_table_and_notes(invoke_json):
+    """32 layers × 32 heads × 128 in float16: MHA 524,288 bytes per token, GQA (8) 131,072, MQA
+    16,384; a latent of 512 + RoPE 64: 32·576·2 = 36,864, 14.2× less than MHA."""
+    doc = invoke_json("kvcache", *SMALL, "--latent-width", "512", "--rope-width", "64")
+    step = next(step for step in doc["steps"] if step["key"] == "latent_cache")
+    rows = step["value"]
+    assert [row["bytes"] for row in rows] == [524288, 131072, 16384, 36864]
+    assert rows[-1]["cache"] == "latent (c = 512, + RoPE 64)"
+    assert rows[0]["vs_latent"] == pytest.approx(524288 / 36864)
+    assert rows[-1]["bytes_long"] == 36864 * 4096
+    keys = [note["key"] for note in step["notes"]]
+    assert keys == ["rope_counted", "latent_smaller"]
+    assert step["notes"][1]["values"]["ratio"] == pytest.approx(128 / 9)
+    plain = invoke_json("kvcache", *SMALL, "--latent-width", "512")
+    step = next(step for step in plain["steps"] if step["key"] == "latent_cache")
+    assert step["value"][-1]["bytes"] == 32 * 512 * 2
+    assert [note["key"] for note in step["notes"]] == ["rope_not_counted", "latent_smaller"]
+    wide = invoke_json("kvcache", *SMALL, "--latent-width", "9000")
+    step = next(step for step in wide["steps"] if step["key"] == "latent_cache")
+    assert step["notes"][1]["key"] == "latent_not_smaller"  # 9000 > 2·32·128 = 8192
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--window", "4"), "give --window-layers K and --window W together"),
+        (("--window-layers", "40", "--window", "4"), "more than the model's 32 layers"),
+        (("--window-layers", "0", "--window", "4"), "--window-layers must be a whole number"),
+        (("--latent-width", "0"), "--latent-width must be a whole number"),
+        (("--rope-width", "64"), "give --latent-width"),
+    ],
+)
+def test_window_and_latent_user_errors(invoke, args, fragment):
+    assert_user_error(invoke("kvcache", *SMALL, *args), fragment)

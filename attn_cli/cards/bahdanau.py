@@ -95,6 +95,13 @@ CARD = Card(
         ),
         DROPOUT,
         Option(
+            "valid_len",
+            "Padding: the encoder states at positions ≥ L are padding; their scores become −∞ "
+            "before the softmax, so their weights are 0, as d2l's AdditiveAttention(valid_lens); "
+            'with a batch, one length per item separated by "|" ("2|3").',
+            metavar="L",
+        ),
+        Option(
             "steps",
             "Run the decoder for T steps over the same encoder states: each step scores with "
             "sₜ₋₁, gets its own context cₜ, then updates sₜ = tanh(W_s sₜ₋₁ + W_y "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attn_cli import variants
 from attn_cli.cards import Card, InputSpec, Option, Size, optional
 
 CARD = Card(
@@ -45,6 +46,22 @@ CARD = Card(
             "adjacency (0/1)",
             "Adjacency, N × N of 0/1: row i has 1 at j when j ∈ N(i) (instead of --edges).",
         ),
+        optional(
+            "W",
+            "--w",
+            "matrix",
+            "GAT's shared weight W",
+            "With --score additive: GAT's W, d' × d, z_i = W h_i; with --score gatv2: W, "
+            "d' × 2d, applied to [h_i ‖ h_j] (default: the identity, or [I I] for gatv2).",
+        ),
+        optional(
+            "a",
+            "--a",
+            "vector",
+            "GAT's attention vector a",
+            "With --score additive: GAT's a, 2·d' entries (a_left reads z_i, a_right z_j); with "
+            "--score gatv2: a, d' entries (default: drawn from --seed, N(0, 1)).",
+        ),
     ),
     positional=("h",),
     rows="tokens",
@@ -65,6 +82,22 @@ CARD = Card(
             False,
             type=bool,
         ),
+        Option(
+            "score",
+            "The score of a pair: dot (the lecture's q_iᵀ k_j / √d_k), additive (GAT, "
+            "Veličković et al.: LeakyReLU(aᵀ [W h_i ‖ W h_j]), slope 0.2) or gatv2 (Brody et "
+            "al.: aᵀ LeakyReLU(W [h_i ‖ h_j])) (default: {default}).",
+            "dot",
+            choices=variants.GRAPH_SCORES,
+        ),
+        Option(
+            "scale",
+            "With --score dot: divide the scores by √d_k (--no-scale: q_iᵀ k_j as dot-product "
+            "graph layers write it) (default: {default}).",
+            True,
+            type=bool,
+            switch=True,
+        ),
     ),
     sizes=(
         Size("n", "number of nodes N (default: {default}), on a random graph.", 5),
@@ -73,7 +106,7 @@ CARD = Card(
     ),
     examples=(
         "attn graph",
-        "attn graph --example lonely-node",
         'attn graph --h "1,0;0,1;1,1" --edges "0-1,1-2" --self-loops',
+        "attn graph --example gat-four-nodes",
     ),
 )

@@ -29,6 +29,36 @@ CARD = Card(
             "float16",
             choices=variants.DTYPES,
         ),
+        Option(
+            "window_layers",
+            "Cache size with sliding-window layers: K of the --layers keep only the last --window "
+            "tokens, the rest keep all (give both; e.g. half the layers, as models that "
+            "alternate local and global layers).",
+            type=int,
+            metavar="K",
+        ),
+        Option(
+            "window",
+            "Cache size: the window W of the --window-layers layers (tokens they keep).",
+            type=int,
+            metavar="W",
+        ),
+        Option(
+            "latent_width",
+            "Cache size of a latent (MLA-style) cache: each layer keeps one vector of width c "
+            "per token, from which the heads' keys and values are re-projected (DeepSeek-V2: "
+            "c = 512).",
+            type=int,
+            metavar="C",
+        ),
+        Option(
+            "rope_width",
+            "With --latent-width: the decoupled RoPE key's width counted on top of c, per layer "
+            "and token (DeepSeek-V2: 64; default: {default}, not counted).",
+            0,
+            type=int,
+            metavar="R",
+        ),
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 5),

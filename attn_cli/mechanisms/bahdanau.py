@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attn_cli.backend import Array, namespace_of
+from attn_cli.mechanisms.masks import additive
 
 
 def project_states(h: Array, w1: Array) -> Array:
@@ -87,3 +88,10 @@ def cell(
     read = xp.matmul(w_c, context)  # (d_s, d_c) @ (d_c,) -> (d_s,)
     state = xp.tanh(recurrent + previous + read)  # (d_s,), every entry in (-1, 1)
     return CellTerms(recurrent, previous, read, state)
+
+
+def padding_mask(scores: Array, length: int) -> Array:
+    """0 for the encoder states before the valid length, −∞ for the padding after it."""
+    xp = namespace_of(scores)
+    position = xp.arange(scores.shape[-1], device=scores.device)  # (n,)
+    return additive(position < length, scores)  # (n,)

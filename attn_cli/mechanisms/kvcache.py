@@ -115,3 +115,30 @@ def cache_bytes_per_token(
     if kv < 1 or heads % kv:
         raise ValueError(f"kv_heads must divide heads ({heads}); got {kv}")
     return 2 * layers * kv * d_head * ITEMSIZE[dtype]
+
+
+def windowed_cache_bytes(
+    tokens: int,
+    layers: int,
+    window_layers: int,
+    window: int,
+    kv_heads: int,
+    d_head: int,
+    dtype: str = "float16",
+) -> int:
+    """Bytes of the cache after ``tokens`` tokens when ``window_layers`` of the ``layers`` keep
+    only the last ``window`` tokens (sliding-window attention) and the rest keep all of them:
+    a key and a value per K/V head per token kept, min(n, W) in a windowed layer, n elsewhere."""
+    if not 0 <= window_layers <= layers:
+        raise ValueError(f"window_layers must be in 0..{layers}; got {window_layers}")
+    kept = window_layers * min(tokens, window) + (layers - window_layers) * tokens  # tokens kept
+    return 2 * kept * kv_heads * d_head * ITEMSIZE[dtype]
+
+
+def latent_cache_bytes_per_token(
+    layers: int, latent_width: int, rope_width: int = 0, dtype: str = "float16"
+) -> int:
+    """Bytes per token of a latent (MLA-style) cache: one compressed vector c_t of
+    ``latent_width`` per layer, from which every head's key and value are re-projected, plus
+    the decoupled RoPE key of ``rope_width`` (shared by the heads) where it is counted."""
+    return layers * (latent_width + rope_width) * ITEMSIZE[dtype]

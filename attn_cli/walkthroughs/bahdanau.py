@@ -16,7 +16,7 @@ from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import InputValue, Note, Walkthrough
-from attn_cli.walkthroughs import bahdanau_steps, dropout
+from attn_cli.walkthroughs import bahdanau_steps, dropout, padding
 from attn_cli.walkthroughs.checks import row_names
 from attn_cli.walkthroughs.lesson import Lesson, LessonRun
 from attn_cli.walkthroughs.recorder import Grid, StepRecorder
@@ -74,6 +74,12 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"(n = {n}), as AdditiveAttention(queries, keys, values) pairs value i with key i."
         )
     dropout.probability(options.get("dropout"))
+    _valid_length(options, h.shape[0])
+    if steps is not None and options.get("valid_len") is not None:
+        raise UserError(
+            "--valid-len is for one decoder step: with --steps the fixed-vector decoder's "
+            "c = h_n would have to become the last valid state; leave out one of the two."
+        )
     # Over decoder steps --compare is not run (a note says so): no common width needed.
     if steps is None and compares(inputs, options) and d_s != d_h:
         asked = options.get("compare")
@@ -85,6 +91,12 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"{cause}: --s has {d_s} entries but each row of --h has {d_h}: Luong's dot score "
             f"s_t · h_i needs them to have the same width; leave out {fix}."
         )
+
+
+def _valid_length(options: Mapping[str, Any], n: int) -> int | None:
+    """--valid-len L (one decoder state, so one length), 1 ≤ L ≤ n; None when not given."""
+    lengths = padding.valid_lengths(options.get("valid_len"), 1, n)
+    return None if lengths is None else lengths[0]
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -143,6 +155,18 @@ def build(run: LessonRun) -> Walkthrough:
         grid=by_state,
     )
     scores = record.compute("scores", lambda: mech.additive_scores(activated, v), grid=grid)
+    length = _valid_length(run.options, n)
+    pad = None
+    if length is not None:
+        pad = mech.padding_mask(scores, length)  # (n,) 0, then −∞ from position L on
+        padded = {"length": length, "padded": n - length, "first": states[min(length, n - 1)]}
+        note = record.note("padded", **padded) if length < n else record.note("no_padding", n=n)
+        scores = record.compute(
+            "masked",
+            lambda: scores + pad,
+            grid=Grid(_DECODER, states, {**context, "length": length}),
+            notes=(note,),
+        )
     weights = record.softmax("weights", scores, grid=grid)
     p = dropout.probability(run.options.get("dropout"))
     used = weights if p is None else dropout.record_dropout(record, weights, p, grid)
@@ -188,7 +212,7 @@ def build(run: LessonRun) -> Walkthrough:
             notes.append(record.note("compare_before_dropout"))
         additive = _Scored("additive", scores, weights, before)
         compared = _compare(
-            record, run, additive, s, h, values, backend.asarray(wa), states, context
+            record, run, additive, s, h, values, backend.asarray(wa), states, context, pad
         )
         notes.extend(compared)
         if given_values:
@@ -249,12 +273,20 @@ def _compare(
     wa: Array,
     states: tuple[str, ...],
     context: dict[str, Any],
+    pad: Array | None,
 ) -> list[Note]:
-    """Luong's dot and general scores for the same s_t and h_i, then the three side by side."""
+    """Luong's dot and general scores for the same s_t and h_i (with --valid-len, the same
+    padding mask added), then the three side by side."""
+
+    def padded(score: Callable[[], Array]) -> Callable[[], Array]:
+        return score if pad is None else lambda: score() + pad
+
+    dot = padded(lambda: mech.dot_scores(s, h))
+    general = padded(lambda: mech.general_scores(s, h, wa))
     forms = (
         additive,
-        _luong(record, "dot", lambda: mech.dot_scores(s, h), values, states, context),
-        _luong(record, "general", lambda: mech.general_scores(s, h, wa), values, states, context),
+        _luong(record, "dot", dot, values, states, context),
+        _luong(record, "general", general, values, states, context),
     )
     values = {
         form.name: [record.to_numpy(x) for x in (form.scores, form.weights, form.context)]
@@ -336,11 +368,31 @@ def has_saturated_entries(walkthrough: Walkthrough, values: Mapping[str, Any]) -
     return int(np.sum(np.abs(summed) >= bound)) == flat
 
 
+def padding_has_no_weight(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``padded``: the encoder states from position ``length`` on (``padded`` of them,
+    the first named ``first``) have −∞ scores and weight exactly 0."""
+    masked = np.asarray(walkthrough.step("masked"), dtype=np.float64).reshape(-1)
+    weights = np.asarray(walkthrough.step("weights"), dtype=np.float64).reshape(-1)
+    length, padded = values.get("length"), values.get("padded")
+    if not isinstance(length, int) or not isinstance(padded, int) or padded < 1:
+        return False
+    labels = walkthrough.find("masked").col_labels or ()
+    return (
+        len(masked) - length == padded
+        and len(labels) > length
+        and labels[length] == values.get("first")
+        and bool(np.all(masked[length:] == -np.inf))
+        and bool(np.all(weights[length:] == 0.0))
+    )
+
+
 # What every step's text reads: the sizes.
 SIZES = ("n", "d_h", "d_s", "d_a", "d_v")
 TEXTS = Texts(
     steps={
-        **dict.fromkeys(("W1h", "W2s", "sum", "tanh", "scores", "weights"), SIZES),
+        **dict.fromkeys(("W1h", "W2s", "sum", "tanh", "scores"), SIZES),
+        "masked": (*SIZES, "length"),  # --valid-len L
+        "weights": SIZES,
         # The context: of H, or of --values; with --dropout, of the dropped weights.
         **dict.fromkeys(("context", "context_values"), SIZES),
         "dropout": (*SIZES, *dropout.STEP_NAMES),
@@ -355,6 +407,8 @@ TEXTS = Texts(
     notes={
         "saturated": ("flat", "entries", "bound", "gap", "slope"),
         "single_state": (),
+        "padded": ("length", "padded", "first"),
+        "no_padding": ("n",),
         "wa_identity": ("d_s", "d_h"),
         "compare_before_dropout": (),
         "compare_values": (),
@@ -364,7 +418,11 @@ TEXTS = Texts(
         **{key: dropout.NOTES[key] for key in ("dropout_none", "dropout_sums_equal")},
         **bahdanau_steps.NOTES,
     },
-    claims={"saturated": has_saturated_entries, **bahdanau_steps.CLAIMS},
+    claims={
+        "saturated": has_saturated_entries,
+        "padded": padding_has_no_weight,
+        **bahdanau_steps.CLAIMS,
+    },
 )
 
 LESSON = Lesson(

@@ -66,6 +66,35 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
     dtype = options.get("cache_dtype", "float16")
     if dtype not in CACHE_DTYPES:
         raise UserError(f"--cache-dtype {dtype!r}: choose one of {', '.join(CACHE_DTYPES)}.")
+    _check_window_and_latent(options)
+
+
+def _check_window_and_latent(options: Mapping[str, Any]) -> None:
+    """--window-layers K with --window W (1 ≤ K ≤ layers); --latent-width c, --rope-width r."""
+    k, w = options.get("window_layers"), options.get("window")
+    if (k is None) != (w is None):
+        raise UserError(
+            "give --window-layers K and --window W together: K of the layers keep the last W "
+            "tokens (e.g. --window-layers 16 --window 4096)."
+        )
+    if k is not None:
+        layers = options.get("layers", CARD.defaults["layers"])
+        whole_at_least(k, "--window-layers", meaning="layers with a window")
+        whole_at_least(w, "--window", meaning="tokens a windowed layer keeps")
+        if k > layers:
+            raise UserError(
+                f"--window-layers {k} is more than the model's {layers} layers (--layers); "
+                f"give at most {layers}."
+            )
+    latent, rope = options.get("latent_width"), options.get("rope_width") or 0
+    if latent is not None:
+        whole_at_least(latent, "--latent-width", meaning="the latent's width c")
+    whole_at_least(rope, "--rope-width", minimum=0, meaning="the decoupled RoPE key's width")
+    if rope and latent is None:
+        raise UserError(
+            "--rope-width counts the decoupled RoPE key of a latent cache: give --latent-width "
+            "c as well."
+        )
 
 
 def _kv_heads(options: dict[str, Any]) -> int:
@@ -137,6 +166,10 @@ def build(run: LessonRun) -> Walkthrough:
     _work(record, n, base)
     _work_in_a_model(record, n, base)
     _cache_bytes(record, n, base)
+    if record.run.options.get("window_layers") is not None:
+        _window_cache(record, n, base)
+    if record.run.options.get("latent_width") is not None:
+        _latent_cache(record, base)
     return record.walkthrough(
         cached,
         inputs=scaled.labelled_inputs(run, queries, keys),
@@ -342,6 +375,126 @@ def _cache_bytes(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
     )
 
 
+def _window_cache(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
+    """The cache's bytes when K of the layers keep only the last W tokens, against all full."""
+    options = record.run.options
+    sizes = _model_sizes(options)
+    layers, kv_heads, d_head = sizes["layers"], sizes["kv_heads"], sizes["d_head"]
+    k, window, dtype = int(options["window_layers"]), int(options["window"]), options["cache_dtype"]
+    table = []
+    for tokens in sorted({n, window, LONG_N, 8 * LONG_N}):
+        full = kvcache.windowed_cache_bytes(tokens, layers, 0, window, kv_heads, d_head, dtype)
+        kept = kvcache.windowed_cache_bytes(tokens, layers, k, window, kv_heads, d_head, dtype)
+        table.append(
+            {"tokens": tokens, "full_bytes": full, "windowed_bytes": kept, "ratio": kept / full}
+        )
+    long_row = table[-1]  # the longest context: the ratio nearest its limit
+    context = {
+        **base,
+        "layers": layers,
+        "kv_heads": kv_heads,
+        "d_head": d_head,
+        "dtype": dtype,
+        "itemsize": ITEMSIZE[dtype],
+        "window_layers": k,
+        "window": window,
+        "full_layers": layers - k,
+    }
+    note = record.note(
+        "window_ratio",
+        tokens=long_row["tokens"],
+        ratio=long_row["ratio"],
+        limit=(layers - k) / layers,
+        window_layers=k,
+    )
+    record.add("window_cache", table, kind="records", grid=Grid(context=context), notes=(note,))
+
+
+def window_ratio_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of window_ratio: at the note's tokens, windowed ÷ full bytes is its ratio, and the
+    limit is the share of full layers (the ratio tends to it from above as n grows)."""
+    try:
+        rows = walkthrough.step("window_cache")
+        (row,) = [row for row in rows if row["tokens"] == values["tokens"]]
+        options = walkthrough.meta["options"]
+        layers, k = int(options["layers"]), int(options["window_layers"])
+    except (KeyError, ValueError, TypeError):
+        return False
+    ratio = row["windowed_bytes"] / row["full_bytes"]
+    limit = (layers - k) / layers
+    return (
+        math.isclose(ratio, values["ratio"], rel_tol=1e-12)
+        and math.isclose(limit, values["limit"], rel_tol=1e-12, abs_tol=1e-15)
+        and ratio >= limit
+    )
+
+
+def _latent_cache(record: StepRecorder, base: dict[str, Any]) -> None:
+    """Bytes per token of a latent cache of width c (+ the RoPE key) against MHA, GQA and MQA."""
+    options = record.run.options
+    sizes = _model_sizes(options)
+    layers, heads, d_head = sizes["layers"], sizes["heads"], sizes["d_head"]
+    latent, rope = int(options["latent_width"]), int(options.get("rope_width") or 0)
+    dtype = str(options["cache_dtype"])
+    per_token = kvcache.latent_cache_bytes_per_token(layers, latent, rope, dtype)
+    table: list[tuple[str, int]] = []  # (cache, bytes per token)
+    for kv_heads in sorted({heads, sizes["kv_heads"], 1}, reverse=True):
+        kind = "MHA" if kv_heads == heads else "MQA" if kv_heads == 1 else "GQA"
+        each = kvcache.cache_bytes_per_token(layers, heads, d_head, dtype, kv_heads)
+        table.append((f"{kind} ({counted(kv_heads, 'K/V head')})", each))
+    table.append((f"latent (c = {latent}" + (f", + RoPE {rope})" if rope else ")"), per_token))
+    rows = [
+        {"cache": name, "bytes": each, "bytes_long": each * LONG_N, "vs_latent": each / per_token}
+        for name, each in table
+    ]
+    context = {
+        **base,
+        "layers": layers,
+        "heads": heads,
+        "d_head": d_head,
+        "dtype": dtype,
+        "itemsize": ITEMSIZE[dtype],
+        "latent": latent,
+        "rope": rope,
+        "long": LONG_N,
+    }
+    mha = table[0][1]
+    notes = [
+        record.note("rope_counted", rope=rope)
+        if rope
+        else record.note("rope_not_counted", latent=latent)
+    ]
+    key = "latent_smaller" if per_token < mha else "latent_not_smaller"
+    notes.append(record.note(key, latent_bytes=per_token, mha_bytes=mha, ratio=mha / per_token))
+    record.add("latent_cache", rows, kind="records", grid=Grid(context=context), notes=tuple(notes))
+
+
+def _latent_and_mha(walkthrough: Walkthrough, values: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(latent bytes, MHA bytes) per token from the table, if they are the note's."""
+    try:
+        rows = walkthrough.step("latent_cache")
+        latent, mha = int(rows[-1]["bytes"]), int(rows[0]["bytes"])
+    except (KeyError, ValueError, TypeError, IndexError):
+        return None
+    if (latent, mha) != (values.get("latent_bytes"), values.get("mha_bytes")):
+        return None
+    if not math.isclose(mha / latent, values.get("ratio", math.nan), rel_tol=1e-12):
+        return None
+    return latent, mha
+
+
+def latent_smaller(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim: the latent cache keeps fewer bytes per token than MHA's, by the note's ratio."""
+    pair = _latent_and_mha(walkthrough, values)
+    return pair is not None and pair[0] < pair[1]
+
+
+def latent_not_smaller(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim: the latent cache keeps at least as many bytes per token as MHA's."""
+    pair = _latent_and_mha(walkthrough, values)
+    return pair is not None and pair[0] >= pair[1]
+
+
 SIZES = ("n", "dk", "dv", "sqrt_dk")  # what every step text may read
 
 TEXTS = Texts(
@@ -358,6 +511,14 @@ TEXTS = Texts(
             *(*SIZES, "layers", "heads", "d_head", "dtype", "itemsize", "long"),
             *("layers_text", "heads_text"),
         ),
+        "window_cache": (
+            *(*SIZES, "layers", "kv_heads", "d_head", "dtype", "itemsize"),
+            *("window_layers", "window", "full_layers"),
+        ),
+        "latent_cache": (
+            *(*SIZES, "layers", "heads", "d_head", "dtype", "itemsize"),
+            *("latent", "rope", "long"),
+        ),
     },
     notes={
         "blas_gap": ("difference",),
@@ -367,11 +528,19 @@ TEXTS = Texts(
         "model_saving": ("t", "projections", "scores"),
         "projections_larger": ("t", "ratio"),
         "scores_larger": ("t", "ratio"),
+        "window_ratio": ("tokens", "ratio", "limit", "window_layers"),
+        "rope_counted": ("rope",),
+        "rope_not_counted": ("latent",),
+        "latent_smaller": ("latent_bytes", "mha_bytes", "ratio"),
+        "latent_not_smaller": ("latent_bytes", "mha_bytes", "ratio"),
     },
     claims={
         "ordered_gap": bit_for_bit,
         "projections_larger": projections_larger,
         "scores_larger": scores_larger,
+        "window_ratio": window_ratio_holds,
+        "latent_smaller": latent_smaller,
+        "latent_not_smaller": latent_not_smaller,
     },
 )
 

@@ -290,7 +290,8 @@ def test_plot_without_matplotlib_says_how_to_install(
 
 
 def test_walkthrough_plot_without_matplotlib_is_a_user_error(without_matplotlib):
-    with pytest.raises(UserError, match="--plot needs matplotlib"):
+    """In Python the error names the method called, not the command line's --plot."""
+    with pytest.raises(UserError, match=r"^plot\(\) needs matplotlib; install it with: pip"):
         attn.scaled().plot()
 
 

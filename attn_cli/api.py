@@ -102,6 +102,7 @@ def _build(name: str) -> Callable[..., Walkthrough]:
             device=given["device"],
             dtype=given["dtype"],
             time_steps=bool(given["time"]),
+            python=True,
         )
         return compute(request)
 

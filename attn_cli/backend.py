@@ -189,10 +189,14 @@ def format_bytes(count: float, significant: int | None = None) -> str:
     raise AssertionError("unreachable")
 
 
-def get_backend(name: str | None, device: str = "cpu", dtype: str | None = None) -> Backend:
+def get_backend(
+    name: str | None, device: str = "cpu", dtype: str | None = None, *, python: bool = False
+) -> Backend:
     """Validate a backend request; torch is imported only here, and only when named.
 
-    With no backend named, a GPU device implies torch and the CPU implies numpy.
+    With no backend named, a GPU device implies torch and the CPU implies numpy. ``python``:
+    asked for by a Python call (attn.scaled(backend="torch")), whose errors name its keyword
+    arguments, not the command line's flags.
     """
     if name is None:
         name = "numpy" if device == "cpu" else "torch"
@@ -217,9 +221,14 @@ def get_backend(name: str | None, device: str = "cpu", dtype: str | None = None)
         from attn_cli.torch_backend import make_torch_backend
     except ImportError:
         # Name what the user asked for: --device cuda implies the torch backend.
-        asked = f"--device {device}" if device != "cpu" else "--backend torch"
+        if python:
+            asked = f"device={device!r}" if device != "cpu" else "backend='torch'"
+        else:
+            asked = f"--device {device}" if device != "cpu" else "--backend torch"
+        from attn_cli.install import install_command
+
         raise UserError(
             f"{asked} needs PyTorch, which is not installed; install it with: "
-            "pip install 'attn-cli[torch]' (in a clone: pip install -e '.[torch]')."
+            f"{install_command('torch')}."
         ) from None
     return make_torch_backend(device, dtype)

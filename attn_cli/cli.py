@@ -150,20 +150,43 @@ def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
     - the choices of an option with spaces between them, `<float64 | float32 | bfloat16>`, so
       that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`);
     - an argument that takes several values as what is typed, `FILE...`: Typer shows the
-      Python annotation, `<list[Path]>`, in the type column.
+      Python annotation, `<list[Path]>`, in the type column;
+    - a number as what is typed, `N` (a whole number) or `X`, not `<int range> [x>=0]`: where
+      the range matters the option's help says it in words (the parser still checks it);
+    - a file as `FILE`, not `<file>`.
     """
     for param in params:
         if isinstance(param, TyperArgument) and param.metavar and param.nargs != 1:
             param.display_type_rich = _shown_as(f"{param.metavar}...")  # type: ignore[method-assign,assignment]
             continue
-        if not isinstance(param, TyperOption) or param.metavar is not None:
+        if not isinstance(param, TyperOption):
+            continue
+        if getattr(param, "min", None) is not None or getattr(param, "max", None) is not None:
+            # Typer >= 0.2x: the option's min and max only say the range in the help (its
+            # parameter_info checks the value): `[x>=0]` is not what a student reads.
+            param.min = param.max = None
+        if param.metavar is not None:
             continue
         descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
         if param.is_flag:
             param.metavar = ""
         elif descriptor is not None and descriptor.is_choice:
             param.metavar = param.display_type(ctx).replace("|", " | ")
+        else:
+            param.metavar = _typed_as(param, descriptor)
     return params
+
+
+def _typed_as(param: Any, descriptor: Any) -> str | None:
+    """What to type for a number or a file (None: Typer's own type, which the help test flags)."""
+    annotation = getattr(descriptor, "annotation", None)
+    if descriptor is not None and descriptor.is_path:
+        return "FILE"
+    if annotation is int:
+        return "N"
+    if annotation is float:
+        return "X"
+    return None
 
 
 def _shown_as(text: str) -> Callable[[ClickContext], str]:

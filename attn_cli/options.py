@@ -31,6 +31,18 @@ SIZE_PANEL = "Random inputs of any size"
 OUTPUT_PANEL = "Output"
 BACKEND_PANEL = "Backend"
 
+# What to type for a matrix or a vector input, said once in the help of each command that takes
+# one (attn_cli.matrices reads it); the inputs' own help says only what each one is.
+MATRIX_GRAMMAR = (
+    'MATRIX: rows separated by ";" (or new lines), entries by "," or spaces: "1,0;0,1"; or JSON: '
+    '"[[1,0],[0,1]]"; or @FILE, a .npy, .csv, .txt or .json file.'
+)
+VECTOR_GRAMMAR = 'VECTOR: one row, written the same ways: "0.1,0,-0.2".'
+BATCH_GRAMMAR = (
+    'A batch of inputs: items separated by "|" ("1,0;0,1 | 0,1;1,0"), JSON nested one level '
+    "deeper, or a 3-D .npy (--item picks the item shown)."
+)
+
 
 def choice(name: str, values: tuple[str, ...]) -> type[StrEnum]:
     """The choices of an option as the enum Typer offers them (values as given, in order)."""
@@ -72,6 +84,7 @@ ExampleOpt = Annotated[
     typer.Option(
         "--example",
         "-e",
+        metavar="NAME",
         help="Lecture example to run (see --list-examples).",
         rich_help_panel=INPUT_PANEL,
         show_default=False,
@@ -88,6 +101,7 @@ LessonFileOpt = Annotated[
     Path | None,
     typer.Option(
         "--lesson",
+        metavar="FILE",
         help="A lesson file of your own (TOML; the format: attn check --help).",
         rich_help_panel=INPUT_PANEL,
         show_default=False,
@@ -96,7 +110,13 @@ LessonFileOpt = Annotated[
 ]
 SeedOpt = Annotated[
     int,
-    typer.Option("--seed", min=0, help="Seed for random inputs.", rich_help_panel=SIZE_PANEL),
+    typer.Option(
+        "--seed",
+        min=0,
+        metavar="N",
+        help="Seed for random inputs: the same N, the same inputs.",
+        rich_help_panel=SIZE_PANEL,
+    ),
 ]
 FormatOpt = Annotated[
     Format, typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL)
@@ -107,7 +127,8 @@ PrecisionOpt = Annotated[
         "--precision",
         min=0,
         max=15,
-        help="Decimals shown (rich, markdown, latex).",
+        metavar="N",
+        help="Decimals shown, 0 to 15 (rich, markdown, latex).",
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
@@ -115,7 +136,8 @@ FullOpt = Annotated[
     bool,
     typer.Option(
         "--full",
-        help="JSON: write every entry, even of matrices over 10,000.",
+        help="With --format json: write every matrix in full. Without it, a matrix of more than "
+        "10,000 entries is written as its shape and a summary (min, max, mean, spread).",
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
@@ -132,20 +154,23 @@ OutputOpt = Annotated[
         readable=False,  # written, not read
     ),
 ]
-PlotOpt = Annotated[
-    Path | None,
-    typer.Option(
+
+
+def plot_option(card: Card) -> object:
+    """--plot of a lesson with a figure: its help says what this lesson draws (its card's
+    ``figure``)."""
+    option = typer.Option(
         "--plot",
         metavar="FILE",
-        help="Also draw the lesson's figure (the weights heatmap; block: each head's; "
-        "posenc: the encoding; "
-        "variance: the spread by d_k) to FILE.png, .svg or .pdf (needs matplotlib).",
+        help=f"Also draw {card.figure}, to FILE: .png, .svg or .pdf (needs matplotlib).",
         rich_help_panel=OUTPUT_PANEL,
         show_default=False,
         dir_okay=False,
         readable=False,  # written, not read
-    ),
-]
+    )
+    return Annotated[Path | None, option]
+
+
 TimeOpt = Annotated[
     bool,
     typer.Option(
@@ -190,6 +215,7 @@ TokensOpt = Annotated[
     str | None,
     typer.Option(
         "--tokens",
+        metavar="NAMES",
         help='Names for the tokens (rows), e.g. "the,cat,slept".',
         rich_help_panel=INPUT_PANEL,
         show_default=False,
@@ -200,6 +226,7 @@ DropoutSeedOpt = Annotated[
     typer.Option(
         "--seed",
         min=0,
+        metavar="N",
         help="Seed for random inputs and for the --dropout mask (each generator starts afresh "
         "from it).",
         rich_help_panel=SIZE_PANEL,
@@ -209,6 +236,7 @@ ItemOpt = Annotated[
     int,
     typer.Option(
         "--item",
+        metavar="N",
         help="With batched inputs (a leading batch dimension: JSON nested one level deeper, a "
         '3-D .npy, items separated by "|"): the item shown, from 0. The JSON holds every item.',
         rich_help_panel=OUTPUT_PANEL,
@@ -229,13 +257,13 @@ class SharedOptions:
     precision: int
     full: bool
     output: Path | None
-    plot: Path | None
     time: bool
     backend: BackendName | None
     device: DeviceName
     dtype: DtypeName
     seed: int = 0
     item: int = 0
+    plot: Path | None = None  # None also where the lesson has no figure (no --plot)
 
 
 # The options every lesson command takes after its own, in this order: name -> (type, default).
@@ -250,7 +278,7 @@ SHARED: dict[str, tuple[object, object]] = {
     "precision": (PrecisionOpt, 4),
     "full": (FullOpt, False),
     "output": (OutputOpt, None),
-    "plot": (PlotOpt, None),
+    "plot": (None, None),  # the lesson's own: plot_option(card), where it has a figure
     "time": (TimeOpt, False),
     "backend": (BackendOpt, None),
     "device": (DeviceOpt, DeviceName("cpu")),
@@ -284,10 +312,23 @@ def lesson_command(card: Card, run: LessonRunner | None = None) -> Callable[...,
             run(card, given)
 
     command.__name__ = command.__qualname__ = card.name
-    command.__doc__ = card.summary + (f"\n\n{card.details}" if card.details else "")
+    command.__doc__ = "\n\n".join(
+        paragraph for paragraph in (card.summary, card.details, grammar(card)) if paragraph
+    )
     command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command
+
+
+def grammar(card: Card) -> str:
+    """How to type the lesson's matrix and vector inputs (its help's last paragraph), or ""."""
+    shapes = {spec.shape for spec in card.inputs}
+    parts = [MATRIX_GRAMMAR] if shapes else []
+    if "vector" in shapes:
+        parts.append(VECTOR_GRAMMAR)
+    if shapes and card.batches:
+        parts.append(BATCH_GRAMMAR)
+    return " ".join(parts)
 
 
 def shared_options(card: Card) -> dict[str, tuple[object, object]]:
@@ -295,8 +336,12 @@ def shared_options(card: Card) -> dict[str, tuple[object, object]]:
     shared = {
         name: value
         for name, value in SHARED.items()
-        if (card.seed or name != "seed") and (card.batches or name != "item")
+        if (card.seed or name != "seed")
+        and (card.batches or name != "item")
+        and (card.figure or name != "plot")
     }
+    if card.figure:
+        shared["plot"] = (plot_option(card), None)
     if any(option.name == "dropout" for option in card.options):
         shared["seed"] = (DropoutSeedOpt, 0)
     shared["precision"] = (PrecisionOpt, card.precision)
@@ -335,9 +380,17 @@ def _on_command_line(card: Card) -> tuple[Option, ...]:
     return tuple(option for option in card.options if option.command_line)
 
 
+# What to type for a number: N a whole number, X any number (a card may name it: P, T, EPS).
+NUMBER_METAVARS: dict[type, str] = {int: "N", float: "X"}
+
+
 def _input(spec: InputSpec) -> object:
     option = typer.Option(
-        spec.option, help=spec.help, rich_help_panel=INPUT_PANEL, show_default=False
+        spec.option,
+        metavar=spec.shape.upper(),  # MATRIX or VECTOR: the command's help says how to type it
+        help=spec.help,
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
     )
     return Annotated[str | None, option]
 
@@ -359,7 +412,7 @@ def _option(option: Option) -> tuple[object, object]:
         rich_help_panel=INPUT_PANEL,
         show_default=False,
         min=option.minimum,
-        metavar=option.metavar,
+        metavar=option.metavar or NUMBER_METAVARS.get(option.type),
     )
     return Annotated[kind | None, parameter], None  # type: ignore[operator]
 
@@ -367,7 +420,11 @@ def _option(option: Option) -> tuple[object, object]:
 def _size(size: Size) -> object:
     # No min=1 here: the runner checks sizes, so a bad one is our one-line error, not a usage box.
     option = typer.Option(
-        size.option, help=size.help_text, rich_help_panel=SIZE_PANEL, show_default=False
+        size.option,
+        metavar="N",
+        help=size.help_text,
+        rich_help_panel=SIZE_PANEL,
+        show_default=False,
     )
     return Annotated[int | None, option]
 

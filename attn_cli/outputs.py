@@ -11,13 +11,15 @@ from typing import Any, TextIO
 
 from attn_cli.errors import UserError
 
-PLOT_INSTALL_HINT = "pip install 'attn-cli[plot]'"
 
-
-def require_matplotlib() -> None:
-    """--plot's check, made before any work (a sweep, a lesson): is matplotlib installed?"""
+def require_matplotlib(asked: str = "--plot") -> None:
+    """The figure's check, made before any work (a sweep, a lesson): is matplotlib installed?
+    ``asked`` is what asked for the figure, as the user wrote it: "--plot" on the command line,
+    "plot()" in Python."""
     if importlib.util.find_spec("matplotlib") is None:
-        raise UserError(f"--plot needs matplotlib; install it with: {PLOT_INSTALL_HINT}.")
+        from attn_cli.install import install_command
+
+        raise UserError(f"{asked} needs matplotlib; install it with: {install_command('plot')}.")
 
 
 def check_writable(path: Path, option: str) -> None:

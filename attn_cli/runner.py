@@ -43,6 +43,7 @@ class RunRequest:
     dtype: str = "float64"
     time_steps: bool = False
     item: int = 0  # the batch item shown (--item)
+    python: bool = False  # asked by a Python call (attn_cli.api): errors name its arguments
 
 
 def lesson_data(request: RunRequest) -> LessonFile:
@@ -66,7 +67,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     given (an option with one value per item, "2|3", split into the items' runs)."""
     lesson = get_lesson(request.lesson)
     data = lesson_data(request)
-    backend = get_backend(request.backend, request.device, request.dtype)
+    backend = get_backend(request.backend, request.device, request.dtype, python=request.python)
     given = Given.of(request)
     source = resolve_inputs(lesson, data, request, given)
     options = lesson.options_with(source.example_options, given.options)

@@ -12,6 +12,7 @@ import torch
 
 from attn_cli.backend import MIN_TORCH, Backend
 from attn_cli.errors import UserError
+from attn_cli.install import install_command
 
 TORCH_DTYPES = {
     "float64": torch.float64,
@@ -34,12 +35,12 @@ def install_problem(version: str | None = None) -> str | None:
     if found and tuple(int(part) for part in found.groups()) < oldest:
         return (
             f"PyTorch {version} is older than the {MIN_TORCH} the torch backend needs; "
-            f"upgrade it with: pip install -U 'torch>={MIN_TORCH}'"
+            f"upgrade it with: {install_command(packages=[f'torch>={MIN_TORCH}'], upgrade=True)}"
         )
     if importlib.util.find_spec("array_api_compat") is None:
         return (
             "the torch backend needs array-api-compat, which is not installed; "
-            "install it with: pip install 'array-api-compat>=1.9'"
+            f"install it with: {install_command(packages=['array-api-compat>=1.9'])}"
         )
     return None
 

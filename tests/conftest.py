@@ -72,6 +72,19 @@ def assert_user_error(result, *fragments: str) -> None:
         assert fragment in lines[0], (fragment, lines[0])
 
 
+@pytest.fixture(autouse=True)
+def installed_from_an_index(monkeypatch):
+    """Install advice as for `pip install attn-cli` from an index, whatever this checkout's
+    install is (editable here, a wheel in CI): the tests that read advice read pip's;
+    tests/test_install.py fakes each installer in turn."""
+    from pathlib import Path
+
+    from attn_cli import install
+
+    pip = install.Facts(Path("/venv"), direct_url=None, installer="pip")
+    monkeypatch.setattr(install, "facts", lambda: pip)
+
+
 @pytest.fixture
 def torch():
     """The torch module, or a clean skip when the optional backend is not installed."""

@@ -290,7 +290,8 @@ def test_plot_without_matplotlib_says_how_to_install(
 
 
 def test_walkthrough_plot_without_matplotlib_is_a_user_error(without_matplotlib):
-    with pytest.raises(UserError, match="--plot needs matplotlib"):
+    """In Python the error names the method called, not the command line's --plot."""
+    with pytest.raises(UserError, match=r"^plot\(\) needs matplotlib; install it with: pip"):
         attn.scaled().plot()
 
 
@@ -335,7 +336,11 @@ def test_the_heatmap_module_does_not_import_matplotlib():
 
 @pytest.mark.parametrize("lesson", sorted(set(lesson_names()) - set(LESSONS)))
 def test_a_lesson_without_a_figure_says_so_in_one_line(invoke, mpl, tmp_path, lesson):
+    """Its command has no --plot (its help offers none); in Python, plot() says there is none."""
     target = tmp_path / "x.png"
     result = invoke(lesson, "--plot", str(target))
-    assert_user_error(result, f"the {lesson} lesson has no figure to draw")
+    assert_user_error(result, "No such option: --plot", f"attn {lesson} --help")
+    assert not target.exists()
+    with pytest.raises(UserError, match=f"the {lesson} lesson has no figure to draw"):
+        getattr(attn, lesson)().plot(target)
     assert not target.exists()

@@ -203,9 +203,11 @@ def device_ops(device: str) -> CpuOps:
     if not torch_available():
         if device == "cpu":
             return CpuOps()
+        from attn_cli.install import install_command
+
         raise UserError(
             f"--device {device} needs PyTorch, which is not installed; install it with: "
-            "pip install 'attn-cli[torch]'."
+            f"{install_command('torch')}."
         )
     from attn_cli.torch_backend import device_problem
 

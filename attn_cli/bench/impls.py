@@ -16,6 +16,7 @@ import numpy as np
 from attn_cli.backend import Array
 from attn_cli.bench.config import BenchConfig
 from attn_cli.errors import UserError
+from attn_cli.install import install_command
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear as linear_mech
 from attn_cli.mechanisms.local import window_attention, window_pairs
@@ -33,7 +34,6 @@ CUDA_ONLY = ("sdpa-efficient", "sdpa-cudnn")
 PYTHON_OVERHEAD = 64 * 1024
 # triton-flash: query rows per tile (the kernel's QUERY_BLOCK; its BLOCK is --block).
 KERNEL_QUERY_BLOCK = 128
-KERNEL_INSTALL = "pip install 'attn-cli[kernel]'"
 
 # What each implementation computes, so its output is checked against the right float64 one.
 WINDOW_IMPLS = ("sdpa-window", "flex-window", "window", "window-numpy")
@@ -63,7 +63,7 @@ def require_torch(impls: Sequence[str], with_torch: bool) -> None:
     if not with_torch:
         raise UserError(
             f"--impl {','.join(needing)} needs PyTorch, which is not installed; install it with: "
-            f"{TORCH_INSTALL} ({numpy_only})."
+            f"{install_command('torch')} ({numpy_only})."
         )
     from attn_cli.torch_backend import install_problem
 
@@ -87,7 +87,6 @@ def has_sdpa_backend(member: str) -> bool:
 
 
 NUMPY_IMPLS = ("numpy", "tiled-numpy")
-TORCH_INSTALL = "pip install 'attn-cli[torch]'"
 
 
 def default_impls(device: str, with_torch: bool = True) -> tuple[str, ...]:
@@ -141,7 +140,7 @@ def kernel_problem(device: str, dtype: str, d: int | None) -> str | None:
             "tests only, far too slowly to time"
         )
     if not has_triton():
-        return f"triton is not installed; install it with: {KERNEL_INSTALL}"
+        return f"triton is not installed; install it with: {install_command('kernel')}"
     if dtype not in ("float32", "float16", "bfloat16"):
         return "the kernel takes float32, float16 or bfloat16"
     from attn_cli.kernels.flash_triton import MAX_D

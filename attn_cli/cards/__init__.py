@@ -136,6 +136,9 @@ class Card:
     batches: bool = True  # whether it takes a batch of inputs (--item)
     precision: int = 4  # the decimals its command prints by default
     examples: tuple[str, ...] = ()  # command lines that end its --help (each runs as written)
+    # What --plot draws, after "Draw " in its help ("the weights as a heatmap, ..."); empty:
+    # the lesson has no figure, and its command no --plot (attn_cli.render.heatmap.FIGURES draws).
+    figure: str = ""
     # A function "module:name" of attn_cli.commands that the command calls with its parsed
     # parameters before computing (flash --kernel prints the kernel instead); it may end the
     # command. commands.common.run_card imports it.

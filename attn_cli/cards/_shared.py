@@ -9,6 +9,7 @@ VALID_LEN = Option(
     "Padding mask: keys at positions ≥ the valid length get no weight; one length for every "
     'query row ("2") or one per row ("2,3,1"), as masked_softmax(valid_lens) or '
     'key_padding_mask; with a batch, one per item separated by "|" ("2|3").',
+    metavar="LENGTHS",
 )
 DROPOUT = Option(
     "dropout",

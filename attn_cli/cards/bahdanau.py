@@ -16,24 +16,37 @@ CARD = Card(
             "--s",
             "vector",
             "decoder state",
-            help='Decoder state s_t, d_s entries: "1,3", JSON or @file.',
+            help="Decoder state s_t, d_s entries (d_s: the decoder's width).",
         ),
         InputSpec(
             "H",
             "--h",
             "matrix",
             "encoder states h_i (rows)",
-            help="Encoder states h_i, one per row: n × d_h.",
+            help="Encoder states h_i, one per row: n × d_h (n states of width d_h).",
         ),
         InputSpec(
             "W1",
             "--w1",
             "matrix",
             "projects each h_i",
-            help="W1, d_a × d_h (W1 h_i: matrix times column).",
+            help="W1, d_a × d_h: projects each encoder state h_i (d_a: the attention width; W1 h_i: "
+            "matrix times column).",
         ),
-        InputSpec("W2", "--w2", "matrix", "projects s_t", help="W2, d_a × d_s."),
-        InputSpec("v", "--v", "vector", "reads out the score", help="v, d_a entries."),
+        InputSpec(
+            "W2",
+            "--w2",
+            "matrix",
+            "projects s_t",
+            help="W2, d_a × d_s: projects the decoder state s_t.",
+        ),
+        InputSpec(
+            "v",
+            "--v",
+            "vector",
+            "reads out the score",
+            help="v, d_a entries: reads the score out of tanh(W1 h_i + W2 s_t).",
+        ),
         optional(
             "W_a",
             "--wa",
@@ -116,6 +129,10 @@ CARD = Card(
         Size("n", "number of encoder states n (default {default}).", 6),
         Size("d", "width d of s_t and h_i (default {default}).", 8),
         Size("da", "attention width d_a (default d)."),
+    ),
+    figure=(
+        "the weights over the encoder states (with --compare one row per score; with --steps "
+        "the alignment matrix, one row per decoder step, as Bahdanau et al. draw it)"
     ),
     examples=(
         "attn bahdanau --example cat-slept --compare",

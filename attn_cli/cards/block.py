@@ -20,7 +20,7 @@ CARD = Card(
             "--x",
             "matrix",
             "token embeddings",
-            help='Token embeddings, n × d_model: "1,0,1,0;0,1,1,0", JSON or @file (the positional '
+            help="Token embeddings, n × d_model (n tokens of width d_model; the positional "
             "encoding is added to them unless --no-posenc).",
         ),
         optional(
@@ -86,6 +86,10 @@ CARD = Card(
         Size("n", "number of tokens n (default: {default}).", 4),
         Size("d_model", "width d_model (default: {default}).", 8),
         Size("m", "memory rows m, with --decoder (default: n)."),
+    ),
+    figure=(
+        "the layer's attention weights, one panel per head (with --decoder, then cross-"
+        "attention's over the memory)"
     ),
     examples=(
         "attn block",

@@ -16,7 +16,7 @@ CARD = Card(
             "--scores",
             "matrix",
             "scores, used as given",
-            'Scores S, n × n, used as given: "2.1,1.5;0.8,3.1", JSON or @file.',
+            "Scores S, n × n (n tokens), used as given.",
         ),
         optional("Q", "--q", "matrix", "queries", "Queries Q, n × d_k (with --k)."),
         optional("K", "--k", "matrix", "keys", "Keys K, n × d_k (with --q)."),
@@ -33,21 +33,21 @@ CARD = Card(
             "--wq",
             "matrix",
             "query weights",
-            "W_Q, d_model × d_k, with --x (default: identity).",
+            "Query weights W_Q, d_model × d_k, with --x (default: identity).",
         ),
         optional(
             "W_K",
             "--wk",
             "matrix",
             "key weights",
-            "W_K, d_model × d_k, with --x (default: identity).",
+            "Key weights W_K, d_model × d_k, with --x (default: identity).",
         ),
         optional(
             "W_V",
             "--wv",
             "matrix",
             "value weights",
-            "W_V, d_model × d_v, with --x (default: identity).",
+            "Value weights W_V, d_model × d_v, with --x (default: identity).",
         ),
     ),
     positional=("q", "k", "v"),
@@ -79,6 +79,10 @@ CARD = Card(
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 5),
         Size("dk", "draw Q, K, V of width d_k instead of scores."),
+    ),
+    figure=(
+        "the weights as a heatmap, the masked future cells in grey (with --fill zero, "
+        "hatched: the weight that leaks)"
     ),
     examples=(
         "attn causal",

@@ -61,6 +61,7 @@ CARD = Card(
         ),
     ),
     sizes=SMALL_QKV_SIZES,
+    figure=("the score blocks side by side, each outlined (the weights are never formed whole)"),
     examples=(
         "attn flash",
         "attn flash --example causal-three",

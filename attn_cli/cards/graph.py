@@ -16,28 +16,28 @@ CARD = Card(
             "--h",
             "matrix",
             "node features h_i (rows)",
-            help='Node features h_i, one row per node: N × d, "1,0;0,1;1,1;0,2", JSON or @file.',
+            help="Node features h_i, one row per node: N × d (N nodes, d features each).",
         ),
         optional(
             "W_Q",
             "--wq",
             "matrix",
             "query projection",
-            "W_Q, d_k × d, as the lecture writes it: q_i = W_Q h_i (default: identity).",
+            "Query weights W_Q, d_k × d, as the lecture writes it: q_i = W_Q h_i (default: identity).",
         ),
         optional(
             "W_K",
             "--wk",
             "matrix",
             "key projection",
-            "W_K, d_k × d: k_j = W_K h_j (default: identity).",
+            "Key weights W_K, d_k × d: k_j = W_K h_j (default: identity).",
         ),
         optional(
             "W_V",
             "--wv",
             "matrix",
             "value projection",
-            "W_V, d_v × d: v_j = W_V h_j (default: identity).",
+            "Value weights W_V, d_v × d: v_j = W_V h_j (default: identity).",
         ),
         optional(
             "A",
@@ -69,6 +69,7 @@ CARD = Card(
         Option(
             "edges",
             'The graph as node pairs from 0, e.g. "0-1,1-2,2-0,2-3" (instead of --adjacency).',
+            metavar="EDGES",
         ),
         Option(
             "self_loops",

@@ -65,6 +65,7 @@ CARD = Card(
         Size("dk", "key width d_k (default: {default}).", 4),
         Size("dv", "value width d_v (default: d_k)."),
     ),
+    figure=("each generation step's weights as one row: the lower triangle of causal attention"),
     examples=(
         "attn kvcache",
         "attn kvcache --n 6 --dk 4 --seed 2",

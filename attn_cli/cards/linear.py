@@ -45,6 +45,9 @@ CARD = Card(
         ),
     ),
     sizes=SMALL_QKV_SIZES,
+    figure=(
+        "the weights φ(q_i)·φ(k_j), normalised, as a heatmap (with --causal, future keys in grey)"
+    ),
     examples=(
         "attn linear",
         "attn linear --example causal-three",

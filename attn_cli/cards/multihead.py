@@ -10,25 +10,24 @@ CARD = Card(
     order=50,
     summary="Multi-head attention step by step: Concat(head_1, …, head_h) W_O (+ b_O).",
     inputs=(
-        optional(
-            "X", "--x", "matrix", "tokens", 'Tokens X, n × d_in: "1,0,1,0;0,1,1,0", JSON or @file.'
-        ),
+        optional("X", "--x", "matrix", "tokens", "Tokens X, n × d_in (n tokens of width d_in)."),
         optional(
             "W_Q",
             "--wq",
             "matrix",
             "query weights",
-            "W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model "
+            "Query weights W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model "
             "in the transformer paper).",
         ),
-        optional("W_K", "--wk", "matrix", "key weights", "W_K, d_in × d_out."),
-        optional("W_V", "--wv", "matrix", "value weights", "W_V, d_in × d_out."),
+        optional("W_K", "--wk", "matrix", "key weights", "Key weights W_K, d_in × d_out."),
+        optional("W_V", "--wv", "matrix", "value weights", "Value weights W_V, d_in × d_out."),
         optional(
             "W_O",
             "--wo",
             "matrix",
             "output weights",
-            "W_O, d_out × d_o; optional: without it the result is the concatenated heads "
+            "Output weights W_O, d_out × d_o (d_o: the width of the output, yours to choose); "
+            "optional: without it the result is the concatenated heads "
             "(default, with no weights given: all four drawn from --seed).",
         ),
         optional(
@@ -36,7 +35,7 @@ CARD = Card(
             "--bq",
             "vector",
             "query bias",
-            'Bias b_Q added to X W_Q, d_out wide: "0.1,0,-0.2".',
+            "Bias b_Q added to X W_Q, d_out wide.",
         ),
         optional("b_K", "--bk", "vector", "key bias", "Bias b_K, d_out wide."),
         optional("b_V", "--bv", "vector", "value bias", "Bias b_V, d_out wide."),
@@ -64,8 +63,8 @@ CARD = Card(
         DROPOUT,
         Option(
             "bias",
-            "Draw a bias for every weight from --seed (N(0, 1/rows of the weight), a child "
-            "stream of numpy's default_rng(seed)).",
+            "Add a random bias to every projection (b_Q, b_K, b_V and, with W_O, b_O), drawn "
+            "from --seed: each entry from N(0, 1/r), r the rows of its weight.",
             False,
             type=bool,
         ),
@@ -76,6 +75,7 @@ CARD = Card(
         Size("d_in", "token width d_in (default: d_model)."),
         Size("d_out", "width d_out of W_Q, W_K, W_V (default: d_in)."),
     ),
+    figure=("each head's weights, one panel per head, on one colour scale"),
     examples=(
         "attn multihead",
         "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",

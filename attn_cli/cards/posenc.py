@@ -29,6 +29,7 @@ CARD = Card(
     seed=False,
     batches=False,
     precision=3,  # eight signed columns fit in 80
+    figure=("the encoding PE as a heatmap, one row per position, one column per dimension"),
     examples=(
         "attn posenc --example binary-counter",
         "attn posenc --positions 16 --d-model 8 --layout split",

@@ -8,11 +8,11 @@ from attn_cli.cards._shared import DROPOUT, VALID_LEN
 
 # Q, K, V: also the inputs of flash, window, linear and kvcache (the same checks as here).
 QKV = (
+    InputSpec("Q", "--q", "matrix", "queries", help="Queries Q, m × d_k (m queries of width d_k)."),
+    InputSpec("K", "--k", "matrix", "keys", help="Keys K, n × d_k (n keys)."),
     InputSpec(
-        "Q", "--q", "matrix", "queries", help='Queries Q, m × d_k: "1,0;0,1", JSON or @file.'
+        "V", "--v", "matrix", "values", help="Values V, n × d_v (one per key, of width d_v)."
     ),
-    InputSpec("K", "--k", "matrix", "keys", help="Keys K, n × d_k."),
-    InputSpec("V", "--v", "matrix", "values", help="Values V, n × d_v."),
 )
 # Random Q, K, V small enough for every block (flash) or feature row (linear) to stay readable.
 SMALL_QKV_SIZES = (
@@ -55,6 +55,7 @@ CARD = Card(
         Size("dk", "key width d_k (default: {default}).", 64),
         Size("dv", "value width d_v (default: d_k)."),
     ),
+    figure=("the weights as a heatmap, one row per query, one column per key"),
     examples=(
         "attn scaled --example library",
         'attn scaled --q "1,0;0,1" --k "1,1;2,0" --v "0.1,0.2;0.3,0.4"',

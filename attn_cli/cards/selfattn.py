@@ -16,28 +16,28 @@ CARD = Card(
             "--x",
             "matrix",
             "tokens as rows",
-            help='Tokens X as rows, n × d: "1,0;0,1;1,1", JSON or @file.',
+            help="Tokens X, one per row: n × d (n tokens of width d).",
         ),
         optional(
             "W_Q",
             "--wq",
             "matrix",
             "query projection",
-            "W_Q, d × d_k (Q = X W_Q; default: identity).",
+            "Query weights W_Q, d × d_k (Q = X W_Q; default: identity).",
         ),
         optional(
             "W_K",
             "--wk",
             "matrix",
             "key projection",
-            "W_K, d × d_k (K = X W_K; default: identity).",
+            "Key weights W_K, d × d_k (K = X W_K; default: identity).",
         ),
         optional(
             "W_V",
             "--wv",
             "matrix",
             "value projection",
-            "W_V, d × d_v (V = X W_V; default: identity).",
+            "Value weights W_V, d × d_v (V = X W_V; default: identity).",
         ),
     ),
     positional=("x", "wq", "wk", "wv"),
@@ -50,6 +50,7 @@ CARD = Card(
         Option(
             "permute",
             'Reorder the tokens, e.g. "2,0,1" (positions from 0), and compare the outputs.',
+            metavar="ORDER",
         ),
     ),
     sizes=(
@@ -58,6 +59,7 @@ CARD = Card(
         Size("dk", "query/key width d_k (default d)."),
         Size("dv", "value width d_v (default d_k)."),
     ),
+    figure=("the weights as a heatmap, one row per query token, one column per key token"),
     examples=(
         "attn selfattn --permute 2,0,1",
         'attn selfattn --x "1,0;0,1;1,1" --tokens "the,cat,slept"',

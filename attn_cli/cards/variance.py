@@ -21,6 +21,7 @@ CARD = Card(
             "dk",
             'Widths d_k: one value or a list, e.g. "{default}" (the default).',
             [1, 4, 16, 64, 256, 1024],
+            metavar="WIDTHS",
         ),
         Option(
             "samples",
@@ -36,6 +37,10 @@ CARD = Card(
         Option("temperatures", "", [1.0, 4.0, 0.1], command_line=False),
     ),
     batches=False,
+    figure=(
+        "the spread by d_k: the variance of q·k against d_k, the scores at the largest d_k, "
+        "and the softmax's largest weight"
+    ),
     examples=(
         "attn variance",
         'attn variance --dk "4,64,512" --samples 500',

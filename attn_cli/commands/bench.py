@@ -34,12 +34,18 @@ class BenchFormat(StrEnum):
 def bench(
     device: Annotated[
         DeviceName,
-        typer.Option("--device", help="cpu, cuda or mps.", rich_help_panel=RUN_PANEL),
+        typer.Option(
+            "--device",
+            help="Where to run: the CPU, or a GPU (cuda: NVIDIA's; mps: Apple's; both need "
+            "PyTorch).",
+            rich_help_panel=RUN_PANEL,
+        ),
     ] = DeviceName("cpu"),
     sizes: Annotated[
         str | None,
         typer.Option(
             "--sizes",
+            metavar="LENGTHS",
             help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
             "(default: 128..2048 on cpu, 512..16384 on cuda).",
             rich_help_panel=RUN_PANEL,
@@ -50,8 +56,12 @@ def bench(
         str | None,
         typer.Option(
             "--impl",
-            help="Comma-separated: naive, sdpa, sdpa-flash, sdpa-efficient, sdpa-cudnn, "
-            "sdpa-math, tiled, triton-flash (the flash lesson as a Triton kernel, CUDA only, "
+            metavar="NAMES",
+            help="Comma-separated: naive (softmax(Q Kᵀ / √d) V, the n × n weights formed), sdpa "
+            "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
+            "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its kernels: "
+            "FlashAttention, memory-efficient, cuDNN's, the plain math), tiled (the flash "
+            "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, CUDA only, "
             "needs the kernel extra: attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
             "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
             "wall, never by default: window, window-numpy (the band |i − j| ≤ w block by "
@@ -93,6 +103,7 @@ def bench(
         str | None,
         typer.Option(
             "--dims",
+            metavar="WIDTHS",
             help="Sweep the head dimension d instead of n, at the one n of --sizes: "
             "'16,32,64' or a doubling range '16..256' (shows linear attention's d² term).",
             rich_help_panel=RUN_PANEL,
@@ -112,7 +123,8 @@ def bench(
         DtypeName | None,
         typer.Option(
             "--dtype",
-            help="(default: bfloat16 on cuda, float32 otherwise)",
+            help="Floating-point type of Q, K and V and of the computation (default: "
+            "bfloat16 on cuda, float32 otherwise).",
             rich_help_panel=SHAPE_PANEL,
             show_default=False,
         ),
@@ -129,6 +141,7 @@ def bench(
         Path | None,
         typer.Option(
             "--plot",
+            metavar="FILE",
             help="Also write a log-log plot of time and memory to this file; its suffix picks "
             "the format: .png, .pdf, .svg, ... (needs matplotlib).",
             rich_help_panel=OUTPUT_PANEL,

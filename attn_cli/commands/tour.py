@@ -15,7 +15,9 @@ def tour(
         str | None,
         typer.Option(
             "--only",
-            help="Comma-separated stops to run, e.g. scaled,causal \\[default: all, in order].",
+            metavar="STOPS",
+            help="Comma-separated stops to run, each named by its command, e.g. scaled,causal "
+            "\\[default: all, in order].",
             show_default=False,
         ),
     ] = None,

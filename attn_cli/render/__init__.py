@@ -53,12 +53,13 @@ def show(
     if view in ("markdown", "latex", "html", "svg"):
         return render_text(walkthrough, Format(view), options)
     if view == "plot":
-        from attn_cli.render.heatmap import check_heatmap_path, heatmap_figure, save_figure
+        from attn_cli.render.heatmap import PYTHON, check_heatmap_path, heatmap_figure, save_figure
 
+        # Python's w.plot(): its errors name the method, not the command line's --plot.
         if path is None:
-            return heatmap_figure(walkthrough, precision)
-        check_heatmap_path(Path(path))
-        save_figure(heatmap_figure(walkthrough, precision), Path(path))
+            return heatmap_figure(walkthrough, precision, PYTHON)
+        check_heatmap_path(Path(path), PYTHON)
+        save_figure(heatmap_figure(walkthrough, precision, PYTHON), Path(path), PYTHON)
         return None
     from attn_cli.render.rich_render import walkthrough_html, walkthrough_renderable
 

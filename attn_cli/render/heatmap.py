@@ -28,17 +28,32 @@ if TYPE_CHECKING:
 HEATMAP_FORMATS = ("png", "svg", "pdf")
 DPI = 120
 
+# What asked for the figure, as its errors name it: the command line's option, or the Python
+# method (a notebook has no --plot).
+COMMAND_LINE = "--plot"
+PYTHON = "plot()"
 
-def check_heatmap_path(path: Path) -> None:
-    """Refuse, before computing, a --plot that could not be written (or drawn)."""
+
+def _without(asked: str) -> str:
+    """How not to draw the figure, said where it was asked for."""
+    return "leave out --plot" if asked == COMMAND_LINE else "do not call plot()"
+
+
+def check_heatmap_path(path: Path, asked: str = COMMAND_LINE) -> None:
+    """Refuse, before computing, a figure file that could not be written (or drawn)."""
     suffix = path.suffix.lower().removeprefix(".")
     if suffix not in HEATMAP_FORMATS:
-        raise UserError(
-            f"--plot {path}: the file name must end in .png, .svg or .pdf (it picks the "
-            "format); e.g. --plot weights.png."
+        named, example = (
+            (f"--plot {path}", "--plot weights.png")
+            if asked == COMMAND_LINE
+            else (f"plot({str(path)!r})", "w.plot('weights.png')")
         )
-    check_writable(path, "--plot")
-    require_matplotlib()
+        raise UserError(
+            f"{named}: the file name must end in .png, .svg or .pdf (it picks the "
+            f"format); e.g. {example}."
+        )
+    check_writable(path, COMMAND_LINE if asked == COMMAND_LINE else "plot(path)")
+    require_matplotlib(asked)
 
 
 def heatmap_file(walkthrough: Walkthrough, path: Path, precision: int | None = None) -> bytes:
@@ -46,9 +61,9 @@ def heatmap_file(walkthrough: Walkthrough, path: Path, precision: int | None = N
     return figure_bytes(heatmap_figure(walkthrough, precision), path)
 
 
-def save_figure(figure: Figure, path: Path) -> None:
+def save_figure(figure: Figure, path: Path, asked: str = COMMAND_LINE) -> None:
     """Write the figure whole (built in memory first)."""
-    write_bytes(path, figure_bytes(figure, path), "--plot")
+    write_bytes(path, figure_bytes(figure, path), asked if asked == COMMAND_LINE else "plot(path)")
 
 
 def figure_bytes(figure: Figure, path: Path) -> bytes:
@@ -77,14 +92,14 @@ def _head_steps(walkthrough: Walkthrough) -> list[Step]:
     return [s for s in walkthrough.steps if s.key.startswith("head") and s.key.endswith("weights")]
 
 
-def check_plot_work(walkthrough: Walkthrough) -> None:
+def check_plot_work(walkthrough: Walkthrough, asked: str = COMMAND_LINE) -> None:
     """Refuse, before anything is drawn (or printed), a figure that would take minutes to draw."""
     panels = len(_head_steps(walkthrough))
     work.check_work(
         PANEL_SECONDS * panels + PANEL_PAIR_SECONDS * panels**2,
         1.0,
-        f"--plot would draw {panels:,} panels, one per head",
-        f"at most {most_panels():,} heads, or leave out --plot",
+        f"{asked} would draw {panels:,} panels, one per head",
+        f"at most {most_panels():,} heads, or {_without(asked)}",
     )
 
 
@@ -94,16 +109,33 @@ def most_panels() -> int:
     return int((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a))
 
 
-def heatmap_figure(walkthrough: Walkthrough, precision: int | None = None) -> Figure:
-    """The lesson's figure: weights heatmaps, heads, the PE matrix or the variance plots."""
-    require_matplotlib()
-    check_plot_work(walkthrough)
+def heatmap_figure(
+    walkthrough: Walkthrough, precision: int | None = None, asked: str = COMMAND_LINE
+) -> Figure:
+    """The lesson's figure: weights heatmaps, heads, the PE matrix or the variance plots
+    (``asked``: what asked for it, COMMAND_LINE or PYTHON, as its errors name it)."""
+    require_matplotlib(asked)
+    check_plot_work(walkthrough, asked)
     draw = FIGURES.get(walkthrough.lesson)
     if draw is None:
-        raise UserError(f"--plot: the {walkthrough.lesson} lesson has no figure to draw.")
+        raise UserError(f"{asked}: the {walkthrough.lesson} lesson has no figure to draw.")
     if precision is None:
         precision = walkthrough.precision
-    return draw(walkthrough.at_precision(precision), precision)
+    try:
+        return draw(walkthrough.at_precision(precision), precision)
+    except _NoStep as missing:
+        raise UserError(
+            f"{asked}: this {walkthrough.lesson} run has no {missing.key!r} step to draw; "
+            f"{_without(asked)}, or run it with other inputs."
+        ) from None
+
+
+class _NoStep(Exception):
+    """A step the figure draws that this run did not record (heatmap_figure says so)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
 
 
 def _step(walkthrough: Walkthrough, key: str) -> Step:
@@ -111,10 +143,7 @@ def _step(walkthrough: Walkthrough, key: str) -> Step:
     for step in walkthrough.steps:
         if step.key == key:
             return step
-    raise UserError(
-        f"--plot: this {walkthrough.lesson} run has no {key!r} step to draw; "
-        "run it without --plot, or with other inputs."
-    )
+    raise _NoStep(key)
 
 
 def _optional(walkthrough: Walkthrough, key: str) -> Step | None:

@@ -1,0 +1,136 @@
+"""Help in the lecture's words: every command's --help says what to type (MATRIX, N, FILE...),
+never Python's types; every option is described; --plot says what this lesson draws."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer.main
+from typer.core import TyperArgument, TyperOption
+from typer.testing import CliRunner
+
+from attn_cli.cards import card, lesson_names
+from attn_cli.cli import app, command_names
+from attn_cli.options import MATRIX_GRAMMAR, VECTOR_GRAMMAR
+
+COMMANDS = command_names()
+GROUP = typer.main.get_command(app)
+# What Typer shows when nobody said what to type: a Python type or a numeric range.
+INTERNAL = ("<list[", "<int range>", "<float range>", "<str>", "<int>", "<float>", "<file>", "[x>=")
+
+
+def wide_help(*args: str) -> str:
+    """The help on a wide terminal: one line per option, nothing wrapped inside a metavar."""
+    result = CliRunner().invoke(app, [*args, "--help"], terminal_width=200, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def flat(text: str) -> str:
+    """The help's words without the boxes and line breaks (a sentence may wrap)."""
+    return " ".join(text.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("command", [(), *((name,) for name in COMMANDS)], ids=str)
+def test_no_help_shows_an_internal_type(command):
+    text = wide_help(*command)
+    for internal in INTERNAL:
+        assert internal not in text, (command, internal, text)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_option_and_argument_is_described(name):
+    """A help of its own, with words besides a parenthesis (bench --dtype's was only
+    "(default: ...)")."""
+    command = GROUP.commands[name]
+    undescribed = [
+        (param.name, param.help)
+        for param in command.params
+        if isinstance(param, TyperOption | TyperArgument)
+        and not getattr(param, "hidden", False)
+        and not described(param.help or "")
+    ]
+    assert not undescribed
+
+
+def described(help: str) -> bool:
+    """A word (three letters or more, not part of a symbol such as d_out or W_K) outside the
+    parentheses."""
+    words = re.sub(r"\([^()]*\)", "", help)
+    return re.search(r"(?<![\w])[A-Za-z]{3,}(?![\w])", words) is not None
+
+
+@pytest.mark.parametrize("name", lesson_names())
+def test_matrix_and_vector_inputs_say_what_to_type_and_the_grammar_is_said_once(name):
+    declared = card(name)
+    text = flat(wide_help(name))
+    shapes = {spec.shape for spec in declared.inputs}
+    for spec in declared.inputs:
+        assert f"{spec.option} {spec.shape.upper()} " in text, (spec.option, text)
+    before_examples = text.split(" Examples ")[0]
+    assert before_examples.count('"1,0;0,1"') == (1 if shapes else 0)
+    assert (flat(MATRIX_GRAMMAR) in text) == bool(shapes)
+    assert (flat(VECTOR_GRAMMAR) in text) == ("vector" in shapes)
+
+
+def test_numbers_files_and_lists_are_named_by_what_is_typed():
+    scaled = flat(wide_help("scaled"))
+    for shown in (
+        "--n N ",
+        "--seed N ",
+        "--precision N ",
+        "--dropout P ",
+        "--lesson FILE ",
+        "--example -e NAME ",
+        "--valid-len LENGTHS ",
+        "--plot FILE ",
+    ):
+        assert shown in scaled, shown
+    assert "0 to 15" in scaled  # the range --precision's N had as [0<=x<=15], said in words
+    assert "--base X " in flat(wide_help("posenc"))
+    bench = flat(wide_help("bench"))
+    for shown in (
+        "--sizes LENGTHS ",
+        "--impl NAMES ",
+        "--dims WIDTHS ",
+        "--plot FILE ",
+        "--block N ",
+    ):
+        assert shown in bench, shown
+    assert "FILE..." in wide_help("check")
+    assert "--only STOPS " in flat(wide_help("tour"))
+
+
+def test_bench_explains_sdpa_and_describes_dtype():
+    bench = flat(wide_help("bench"))
+    assert "sdpa (PyTorch's scaled_dot_product_attention" in bench
+    assert "--dtype <float64 | float32 | float16 | bfloat16> Floating-point type" in bench
+
+
+@pytest.mark.parametrize("name", lesson_names())
+def test_plot_says_what_this_lesson_draws(name):
+    """--plot's help is the lesson's own figure (its card), and a lesson that draws none has no
+    --plot; the cards and the figures drawn (attn_cli.render.heatmap.FIGURES) agree."""
+    from attn_cli.render.heatmap import FIGURES
+
+    declared = card(name)
+    assert bool(declared.figure) == (name in FIGURES)
+    text = flat(wide_help(name))
+    if declared.figure:
+        assert f"--plot FILE Also draw {flat(declared.figure)}, to FILE" in text
+        others = [card(other).figure for other in lesson_names() if other != name]
+        assert not any(f"draw {flat(other)}," in text for other in others if other)
+    else:
+        assert "--plot" not in text
+
+
+def test_the_help_defines_its_symbols_and_speaks_plainly():
+    multihead = flat(wide_help("multihead"))
+    assert "d_o: the width of the output" in multihead  # W_O is d_out × d_o
+    assert "child stream" not in multihead and "default_rng" not in multihead.split("--bias")[1]
+    assert "--bias Add a random bias to every projection" in multihead
+    assert "drawn from --seed" in multihead.split("--bias")[1]
+    assert "d_a: the attention width" in flat(wide_help("bahdanau"))
+    full = flat(wide_help("scaled")).split("--full ")[1]
+    assert full.startswith("With --format json: write every matrix in full.")

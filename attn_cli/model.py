@@ -219,6 +219,11 @@ class Walkthrough:
         shading as an SVG picture (for slides)."""
         return self.view(self, "svg", precision=self._precision(precision))
 
+    def to_code(self, backend: str = "numpy") -> str:
+        """The program of ``--code``: a short, self-contained numpy (or ``backend="torch"``)
+        program that computes this walkthrough's output from its inputs, written into it."""
+        return self.view(self, "code", precision=self.precision, code_backend=backend)
+
     def plot(
         self, path: str | Path | None = None, *, precision: int | None = None
     ) -> Figure | None:

@@ -211,6 +211,15 @@ QuizOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
+CodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--code",
+        help="Print the program behind the numbers instead: a short numpy program (PyTorch "
+        "with --backend torch) with these inputs written into it, which prints the output.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
 TokensOpt = Annotated[
     str | None,
     typer.Option(
@@ -264,6 +273,7 @@ class SharedOptions:
     seed: int = 0
     item: int = 0
     plot: Path | None = None  # None also where the lesson has no figure (no --plot)
+    code: bool = False
 
 
 # The options every lesson command takes after its own, in this order: name -> (type, default).
@@ -273,6 +283,7 @@ SHARED: dict[str, tuple[object, object]] = {
     "item": (ItemOpt, 0),
     "list_examples": (ListExamplesOpt, False),
     "quiz": (QuizOpt, False),
+    "code": (CodeOpt, False),
     "lesson": (LessonFileOpt, None),
     "fmt": (FormatOpt, Format.rich),
     "precision": (PrecisionOpt, 4),

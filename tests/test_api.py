@@ -21,7 +21,17 @@ Q = [[1.0, 0.0, 2.0], [0.5, -1.0, 0.0]]
 K = [[1.0, 1.0, 0.0], [0.0, 2.0, -1.0], [3.0, 0.0, 0.5], [-1.0, 0.5, 1.0]]
 V = [[1.0, 2.0], [0.0, -1.0], [4.0, 0.5], [2.0, 2.0]]
 # Options that only choose how the command line prints, not what is computed.
-PRINTING_OPTIONS = {"fmt", "precision", "full", "list_examples", "quiz", "output", "plot", "kernel"}
+PRINTING_OPTIONS = {
+    "fmt",
+    "precision",
+    "full",
+    "list_examples",
+    "quiz",
+    "output",
+    "plot",
+    "kernel",
+    "code",
+}
 
 
 def reference_attention(q, k, v) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -246,10 +246,18 @@ def test_the_loaders_option_check_is_the_generated_schemas(data):
     jsonschema = pytest.importorskip("jsonschema")
     _, option = data.draw(st.sampled_from(OPTIONS), label="option")
     value = data.draw(VALUE.filter(finite_json), label="value")
+    # JSON Schema counts 1.0 as an integer; TOML tells 1.0 from 1, and a lesson file asks for 1.
+    assume(not any(isinstance(x, float) and x.is_integer() for x in _leaves(value)))
     schema = option_schema(option)
     RAN["option schemas"] += 1
     refused = option_problem(schema, value) is not None
     assert refused == (not jsonschema.Draft7Validator(schema).is_valid(value)), (schema, value)
+
+
+def _leaves(value: Any) -> list[Any]:
+    return (
+        [leaf for item in value for leaf in _leaves(item)] if isinstance(value, list) else [value]
+    )
 
 
 def finite_json(value: Any) -> bool:

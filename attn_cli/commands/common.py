@@ -148,6 +148,8 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
     """
     start_up_done()
     check_output_options(shared.fmt, shared.list_examples, shared.quiz, shared.output, shared.plot)
+    if shared.code:
+        check_code_options(shared)
     if shared.output is None:
         _lesson_to(stdout_console(), request, shared)
         return
@@ -169,6 +171,15 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
         from attn_cli.render.examples_render import examples_text
 
         console.out(examples_text(lesson_data(request), fmt), highlight=False)
+    elif shared.code:  # computed with numpy: the program's library need not be installed
+        from dataclasses import replace
+
+        from attn_cli.render import write_chunks
+        from attn_cli.render.code_render import program_text
+
+        backend = shared.backend.value if shared.backend is not None else "numpy"
+        walkthrough = compute(replace(request, backend=None, time_steps=False))
+        write_chunks(console, [program_text(walkthrough, backend).rstrip("\n")])
     else:
         walkthrough = compute(request)
         if shared.quiz:
@@ -195,6 +206,23 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
             from attn_cli.outputs import write_bytes
 
             write_bytes(plot, figure, "--plot")
+
+
+def check_code_options(shared: SharedOptions) -> None:
+    """--code prints one program: refuse what would show something else."""
+    others = {
+        "--quiz": shared.quiz,
+        "--list-examples": shared.list_examples,
+        "--plot": shared.plot is not None,
+        "--time": shared.time,
+        "--full": shared.full,
+        f"--format {shared.fmt.value}": shared.fmt is not Format.rich,
+        f"--device {shared.device.value}": shared.device.value != "cpu",
+        f"--dtype {shared.dtype.value}": shared.dtype.value != "float64",
+    }
+    for flag, given in others.items():
+        if given:
+            raise UserError(f"--code prints a float64 program for the CPU; leave out {flag}.")
 
 
 def check_output_options(

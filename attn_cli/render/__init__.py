@@ -40,16 +40,22 @@ def show(
     precision: int,
     full: bool = False,
     path: str | Path | None = None,
+    code_backend: str = "numpy",
 ) -> Any:
     """The one entry point of the Walkthrough's hooks (``w.to_dict()``, ``w.to_markdown()``,
-    ``w.plot()``, ``rich.print(w)``, Jupyter's view): ``view`` is "dict", "markdown", "latex",
-    "html", "svg", "plot" (a Figure, or saved to ``path``), "rich" or "notebook"."""
+    ``w.plot()``, ``w.to_code()``, ``rich.print(w)``, Jupyter's view): ``view`` is "dict",
+    "markdown", "latex", "html", "svg", "plot" (a Figure, or saved to ``path``), "code" (the
+    program of ``--code`` for ``code_backend``), "rich" or "notebook"."""
     options = RenderOptions(precision=precision, full=full)
     if view == "dict":
         from attn_cli.render.json_render import to_document
 
         ensure_output_fits(walkthrough, Format.json, options)
         return to_document(walkthrough, options)
+    if view == "code":
+        from attn_cli.render.code_render import program_text
+
+        return program_text(walkthrough, code_backend)
     if view in ("markdown", "latex", "html", "svg"):
         return render_text(walkthrough, Format(view), options)
     if view == "plot":

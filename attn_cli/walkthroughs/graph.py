@@ -517,4 +517,5 @@ LESSON = Lesson(
     texts=TEXTS,
     # GAT's W and a may be given on top of an example (its graph and features, with --score).
     example_overrides=frozenset(GAT_NAMES),
+    code="attn_cli.render.programs.graph",
 )

@@ -56,6 +56,8 @@ class Lesson:
     # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
     example_overrides: frozenset[str] = frozenset()
     memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
+    # --code: the module of its programs (numpy_program, torch_program; attn_cli/render/code_render.py)
+    code: str | None = None
 
     @property
     def name(self) -> str:

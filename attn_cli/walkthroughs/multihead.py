@@ -650,4 +650,5 @@ LESSON = Lesson(
     build=build,
     draw_random=draw_random,
     texts=TEXTS,
+    code="attn_cli.render.programs.multihead",
 )

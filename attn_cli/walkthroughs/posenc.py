@@ -275,4 +275,5 @@ LESSON = Lesson(
     build=build,
     memory_fix="lower --positions or --d-model",
     texts=TEXTS,
+    code="attn_cli.render.programs.posenc",
 )

@@ -333,4 +333,5 @@ LESSON = Lesson(
     # Projections may be given on top of a lecture example's X (to try other weights on it).
     example_overrides=frozenset(("W_Q", "W_K", "W_V")),
     texts=TEXTS,
+    code="attn_cli.render.programs.selfattn",
 )

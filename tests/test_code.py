@@ -70,6 +70,8 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("posenc --layout split", attn.posenc(positions=5, d_model=6, layout="split")),
         ("window --global", attn.window(n=7, window=1, global_tokens=[0, 4], seed=2)),
         ("graph --no-scale", attn.graph(n=5, d=3, scale=False, seed=4)),
+        ("block --decoder --pre-norm --m 3", attn.block(n=4, decoder=True, pre_norm=True, m=3)),
+        ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 
 

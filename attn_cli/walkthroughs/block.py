@@ -667,4 +667,5 @@ LESSON = Lesson(
     texts=TEXTS,
     example_overrides=frozenset({"Memory"}),
     memory_fix="choose a smaller --n, --m or --d-model",
+    code="attn_cli.render.programs.block",
 )

@@ -71,6 +71,7 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("window --global", attn.window(n=7, window=1, global_tokens=[0, 4], seed=2)),
         ("graph --no-scale", attn.graph(n=5, d=3, scale=False, seed=4)),
         ("block --decoder --pre-norm --m 3", attn.block(n=4, decoder=True, pre_norm=True, m=3)),
+        ("kvcache --n 6 --dv 3", attn.kvcache(n=6, dk=4, dv=3, seed=2)),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 

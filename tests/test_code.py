@@ -72,6 +72,15 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("graph --no-scale", attn.graph(n=5, d=3, scale=False, seed=4)),
         ("block --decoder --pre-norm --m 3", attn.block(n=4, decoder=True, pre_norm=True, m=3)),
         ("kvcache --n 6 --dv 3", attn.kvcache(n=6, dk=4, dv=3, seed=2)),
+        (
+            "bahdanau --valid-len --compare",
+            attn.bahdanau(example="cat-slept", valid_len=2, compare=True),
+        ),
+        (
+            "bahdanau --values",
+            attn.bahdanau(example="cat-slept", values=np.arange(9.0).reshape(3, 3) / 4),
+        ),
+        ("bahdanau --steps", attn.bahdanau(example="cat-slept", steps=4)),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 
@@ -180,5 +189,8 @@ def test_cli_refuses_what_a_program_does_not_show(invoke):
         invoke("scaled", "--example", "library-sigmoid", "--code"), "--normalise sigmoid"
     )
     assert_user_error(invoke("graph", "--score", "gatv2", "--code"), "--score gatv2", "--code")
+    assert_user_error(
+        invoke("bahdanau", "--example", "cat-slept", "--dropout", "0.5", "--code"), "--dropout"
+    )
     for name in WITHOUT_CODE:
         assert_user_error(invoke(name, "--code"), f"attn {name}", "--code")

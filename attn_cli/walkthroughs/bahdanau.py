@@ -436,4 +436,5 @@ LESSON = Lesson(
     # values that differ from the keys H), and so may the decoder's own inputs (--steps T).
     example_overrides=frozenset(("W_a", "values", *bahdanau_steps.DECODER_INPUTS)),
     texts=TEXTS,
+    code="attn_cli.render.programs.bahdanau",
 )

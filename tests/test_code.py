@@ -81,6 +81,8 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
             attn.bahdanau(example="cat-slept", values=np.arange(9.0).reshape(3, 3) / 4),
         ),
         ("bahdanau --steps", attn.bahdanau(example="cat-slept", steps=4)),
+        ("flash --query-block --causal", attn.flash(n=5, block=2, query_block=2, causal=True)),
+        ("flash --block 3", attn.flash(n=7, m=3, block=3, seed=4)),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 

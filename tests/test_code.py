@@ -83,6 +83,12 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("bahdanau --steps", attn.bahdanau(example="cat-slept", steps=4)),
         ("flash --query-block --causal", attn.flash(n=5, block=2, query_block=2, causal=True)),
         ("flash --block 3", attn.flash(n=7, m=3, block=3, seed=4)),
+        ("linear --causal --relu", attn.linear(n=5, causal=True, feature_map="relu", seed=3)),
+        (
+            "linear --causal --random",
+            attn.linear(n=4, causal=True, feature_map="random", features=8),
+        ),
+        ("linear --leaky-squared", attn.linear(n=4, m=3, feature_map="leaky-squared", seed=1)),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 

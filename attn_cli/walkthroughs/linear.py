@@ -457,4 +457,5 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     texts=TEXTS,
+    code="attn_cli.render.programs.linear",
 )

@@ -163,8 +163,9 @@ def torch_program(walkthrough: Walkthrough) -> str:
         "    layer.linear2.weight.copy_(W_2.T)",
         "    layer.linear2.bias.copy_(b_2)",
         *(
-            f"    layer.norm{i}.weight.copy_(gamma_{i}), layer.norm{i}.bias.copy_(beta_{i})"
+            f"    layer.norm{i}.{part}.copy_({name}_{i})"
             for i in range(1, norms + 1)
+            for part, name in (("weight", "gamma"), ("bias", "beta"))
         ),
     ]
     posenc = [
@@ -200,14 +201,10 @@ def torch_program(walkthrough: Walkthrough) -> str:
         ").eval()",
         "with torch.no_grad():  # nn.Linear computes x @ weight.T: each weight is W transposed",
         *load,
-        "    layer.self_attn.in_proj_bias.zero_(), layer.self_attn.out_proj.bias.zero_()",
         *(
-            [
-                "    layer.multihead_attn.in_proj_bias.zero_(), "
-                "layer.multihead_attn.out_proj.bias.zero_()"
-            ]
-            if decoder
-            else []
+            f"    layer.{module}.{bias}.zero_()  # attention has no biases here"
+            for module in ("self_attn", *(["multihead_attn"] if decoder else []))
+            for bias in ("in_proj_bias", "out_proj.bias")
         ),
         "",
         *(posenc if chosen["posenc"] else ["H = X  # --no-posenc: the embeddings as they are"]),

@@ -89,22 +89,42 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
             attn.linear(n=4, causal=True, feature_map="random", features=8),
         ),
         ("linear --leaky-squared", attn.linear(n=4, m=3, feature_map="leaky-squared", seed=1)),
+        (
+            "cost --n 1000 --d 512 --window 64 --features 32",
+            attn.cost(n=1000, d=512, window=64, features=32),
+        ),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 
 
 def expected(walkthrough: Walkthrough, name: str) -> Any:
     """The walkthrough's value a program prints as ``name``: the output, or that step's value
-    (the weights after rows with no key were zeroed, where the lesson zeroes them)."""
+    (the weights after rows with no key were zeroed, where the lesson zeroes them), or a table's
+    column as ``step.column`` (a records step, such as attn cost's tables)."""
     if name == "output":
         return walkthrough.output
     if name == "weights" and "zeroed" in [step.key for step in walkthrough.steps]:
         return walkthrough.step("zeroed")
+    keys = [step.key for step in walkthrough.steps]
+    if name not in keys and "." in name:
+        key, _, column = name.rpartition(".")
+        if key in keys and records(walkthrough.step(key)):
+            return [row[column] for row in walkthrough.step(key)]
     return walkthrough.step(name)
 
 
+def records(value: Any) -> bool:
+    """Whether a step's value is a table of records (a list of dicts)."""
+    return isinstance(value, list) and bool(value) and isinstance(value[0], dict)
+
+
 def prints_output(value: Any, output: Any) -> bool:
-    """Whether a printed value is the walkthrough's output (the lesson's result)."""
+    """Whether a printed value is the walkthrough's output (the lesson's result): the array, or
+    where the output is a table, one of its numeric columns."""
+    if records(output):
+        columns = [[row[name] for row in output] for name in output[0]]
+        numeric = [c for c in columns if all(isinstance(x, int | float) for x in c)]
+        return any(prints_output(value, column) for column in numeric)
     got, want = np.asarray(value, dtype=np.float64), np.asarray(output, dtype=np.float64)
     return got.shape == want.shape and np.allclose(got, want, rtol=1e-10, equal_nan=True)
 
@@ -200,5 +220,6 @@ def test_cli_refuses_what_a_program_does_not_show(invoke):
     assert_user_error(
         invoke("bahdanau", "--example", "cat-slept", "--dropout", "0.5", "--code"), "--dropout"
     )
+    assert_user_error(invoke("cost", "--code", "--backend", "torch"), "--backend torch")
     for name in WITHOUT_CODE:
         assert_user_error(invoke(name, "--code"), f"attn {name}", "--code")

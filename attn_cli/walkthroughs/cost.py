@@ -456,4 +456,5 @@ LESSON = Lesson(
     build=build,
     memory_fix="nothing here grows with the sizes",
     texts=TEXTS,
+    code="attn_cli.render.programs.cost",
 )

@@ -93,6 +93,10 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
             "cost --n 1000 --d 512 --window 64 --features 32",
             attn.cost(n=1000, d=512, window=64, features=32),
         ),
+        (
+            "variance --dk 3,7 --samples 700 --keys 5 --seed 9",
+            attn.variance(dk=[3, 7], samples=700, keys=5, seed=9),
+        ),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
     ]
 
@@ -220,6 +224,7 @@ def test_cli_refuses_what_a_program_does_not_show(invoke):
     assert_user_error(
         invoke("bahdanau", "--example", "cat-slept", "--dropout", "0.5", "--code"), "--dropout"
     )
-    assert_user_error(invoke("cost", "--code", "--backend", "torch"), "--backend torch")
+    for name in ("cost", "variance"):
+        assert_user_error(invoke(name, "--code", "--backend", "torch"), "--backend torch")
     for name in WITHOUT_CODE:
         assert_user_error(invoke(name, "--code"), f"attn {name}", "--code")

@@ -511,4 +511,5 @@ LESSON = Lesson(
     build=build,
     memory_fix="lower --samples, --keys or the largest --dk",
     texts=TEXTS,
+    code="attn_cli.render.programs.variance",
 )

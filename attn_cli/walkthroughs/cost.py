@@ -29,37 +29,36 @@ from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 # Memory of one GPU, for the note on the score matrices training keeps (an 80 GB H100 or A100).
 GPU_BYTES = 80 * cost.GB
 
-# The command that shows each row measured or computed (None: no lesson of this tool has it).
-LAYER_COMMANDS = {
-    "self-attention": "attn bench",
-    "recurrent": None,
-    "convolutional": None,
-    "restricted self-attention": "attn window",
+
+@dataclass(frozen=True)
+class RowText:
+    """How a table prints one row of the mechanism's: its name, its two formulas in the
+    lessons' letters (k = min(2w + 1, n)), and the command that shows it measured or computed
+    (None: no lesson of this tool has it)."""
+
+    name: str
+    first: str  # the operations (layer types) or the time (variants)
+    second: str  # the path length (layer types) or the memory (variants)
+    measured_by: str | None
+
+
+LAYER_TEXTS = {
+    "self-attention": RowText("self-attention", "n²·d", "1", "attn bench"),
+    "recurrent": RowText("recurrent", "n·d²", "n", None),
+    "convolutional": RowText("convolutional", "k·n·d²", "⌈log_k n⌉", None),
+    "restricted self-attention": RowText(
+        "restricted self-attention", "k·n·d", "⌈n/k⌉", "attn window"
+    ),
 }
-VARIANT_COMMANDS = {
-    "vanilla": "attn bench --impl numpy",
-    "flash": "attn flash; attn bench --impl tiled-numpy",
-    "linear": "attn linear; attn bench --impl linear-numpy",
-    "window": "attn window; attn bench --impl window-numpy",
-}
-# Each table's formulas as printed, in the lessons' letters (k = min(2w + 1, n)).
-LAYER_FORMULAS = {
-    "self-attention": ("n²·d", "1"),
-    "recurrent": ("n·d²", "n"),
-    "convolutional": ("k·n·d²", "⌈log_k n⌉"),
-    "restricted self-attention": ("k·n·d", "⌈n/k⌉"),
-}
-VARIANT_NAMES = {
-    "vanilla": "Vanilla",
-    "flash": "FlashAttention",
-    "linear": "Linear attention",
-    "window": "Sliding window",
-}
-VARIANT_FORMULAS = {
-    "vanilla": ("n²·d", "n²"),
-    "flash": ("n²·d", "n"),
-    "linear": ("n·r·d", "n·d"),
-    "window": ("n·k·d", "n·k"),
+VARIANT_TEXTS = {
+    "vanilla": RowText("Vanilla", "n²·d", "n²", "attn bench --impl numpy"),
+    "flash": RowText("FlashAttention", "n²·d", "n", "attn flash; attn bench --impl tiled-numpy"),
+    "linear": RowText(
+        "Linear attention", "n·r·d", "n·d", "attn linear; attn bench --impl linear-numpy"
+    ),
+    "window": RowText(
+        "Sliding window", "n·k·d", "n·k", "attn window; attn bench --impl window-numpy"
+    ),
 }
 
 
@@ -185,12 +184,12 @@ def layer_table(s: Settings) -> list[dict[str, Any]]:
     return [
         {
             "layer": row.name,
-            "ops_formula": LAYER_FORMULAS[row.name][0],
+            "ops_formula": LAYER_TEXTS[row.name].first,
             "ops": row.ops,
             "sequential": row.sequential,
-            "path_formula": LAYER_FORMULAS[row.name][1],
+            "path_formula": LAYER_TEXTS[row.name].second,
             "path": row.path,
-            "measured_by": LAYER_COMMANDS[row.name],
+            "measured_by": LAYER_TEXTS[row.name].measured_by,
         }
         for row in cost.layer_types(s.n, s.d, s.keys)
     ]
@@ -200,13 +199,13 @@ def variant_table(s: Settings) -> list[dict[str, Any]]:
     """The lecture's four attention variants: time and memory, evaluated, and the bytes."""
     return [
         {
-            "variant": VARIANT_NAMES[row.name],
-            "time_formula": VARIANT_FORMULAS[row.name][0],
+            "variant": VARIANT_TEXTS[row.name].name,
+            "time_formula": VARIANT_TEXTS[row.name].first,
             "time": row.time,
-            "memory_formula": VARIANT_FORMULAS[row.name][1],
+            "memory_formula": VARIANT_TEXTS[row.name].second,
             "memory": row.memory,
             "bytes": cost.bytes_of(row.memory, s.dtype),
-            "measured_by": VARIANT_COMMANDS[row.name],
+            "measured_by": VARIANT_TEXTS[row.name].measured_by,
         }
         for row in cost.variants(s.n, s.d, s.keys, s.features)
     ]
@@ -218,7 +217,7 @@ def doubling_table(s: Settings) -> list[dict[str, Any]]:
     at_2n = cost.variants(2 * s.n, s.d, cost.window_keys(2 * s.n, s.window), s.features)
     return [
         {
-            "variant": VARIANT_NAMES[one.name],
+            "variant": VARIANT_TEXTS[one.name].name,
             "time_at_n": one.time,
             "time_at_2n": two.time,
             "time_ratio": two.time / one.time,
@@ -303,7 +302,7 @@ def _rows(walkthrough: Walkthrough, key: str, column: str) -> dict[str, dict[str
 
 
 def _variant(walkthrough: Walkthrough, name: str, key: str = "variants") -> dict[str, Any]:
-    return _rows(walkthrough, key, "variant").get(VARIANT_NAMES[name], {})
+    return _rows(walkthrough, key, "variant").get(VARIANT_TEXTS[name].name, {})
 
 
 def _times(walkthrough: Walkthrough, name: str) -> tuple[int, int] | None:

@@ -251,6 +251,17 @@ def _model_sizes(options: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
+def _model_context(base: dict[str, Any], sizes: dict[str, int], dtype: str) -> dict[str, Any]:
+    """What the model's cache texts read: the run's sizes, the model's and its dtype."""
+    model = {name: sizes[name] for name in ("layers", "heads", "d_head")}
+    return {**base, **model, "dtype": dtype, "itemsize": ITEMSIZE[dtype], "long": LONG_N}
+
+
+def _attention_kind(kv_heads: int, heads: int) -> str:
+    """MHA (a K/V head per query head), MQA (one K/V head) or GQA (between)."""
+    return "MHA" if kv_heads == heads else "MQA" if kv_heads == 1 else "GQA"
+
+
 def _model_work_row(t: int, sizes: dict[str, int]) -> dict[str, int]:
     """FLOPs for new token t in the model, with the cache and recomputing the prefix."""
     layers, heads, kv_heads, d_head = (sizes[k] for k in ("layers", "heads", "kv_heads", "d_head"))
@@ -329,30 +340,22 @@ def bit_for_bit(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
 def _cache_bytes(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
     """Bytes per token for the model asked about: all K/V heads (MHA), the given ones, one (MQA)."""
     options = record.run.options
-    layers, heads, d_head = (int(options[name]) for name in ("layers", "heads", "d_head"))
+    sizes = _model_sizes(options)
+    layers, heads, d_head = sizes["layers"], sizes["heads"], sizes["d_head"]
     dtype = str(options["cache_dtype"])
     table = []
-    for kv_heads in sorted({heads, _kv_heads(options), 1}, reverse=True):
+    for kv_heads in sorted({heads, sizes["kv_heads"], 1}, reverse=True):
         per_token = kvcache.cache_bytes_per_token(layers, heads, d_head, dtype, kv_heads)
         table.append(
             {
-                "attention": "MHA" if kv_heads == heads else "MQA" if kv_heads == 1 else "GQA",
+                "attention": _attention_kind(kv_heads, heads),
                 "kv_heads": kv_heads,
                 "queries_per_kv_head": heads // kv_heads,
                 "bytes_per_token": per_token,
                 "bytes_long": per_token * LONG_N,
             }
         )
-    context = {
-        **base,
-        "layers": layers,
-        "heads": heads,
-        "d_head": d_head,
-        "dtype": dtype,
-        "itemsize": ITEMSIZE[dtype],
-        "long": LONG_N,
-        **_counted_sizes(layers, heads),
-    }
+    context = {**_model_context(base, sizes, dtype), **_counted_sizes(layers, heads)}
     width = base["dk"] + base["dv"]  # one key and one value per token, one layer, one head
     backend = record.run.backend
     own = width * backend.itemsize  # in the dtype this walkthrough computes in, not the table's
@@ -439,7 +442,7 @@ def _latent_cache(record: StepRecorder, base: dict[str, Any]) -> None:
     per_token = kvcache.latent_cache_bytes_per_token(layers, latent, rope, dtype)
     table: list[tuple[str, int]] = []  # (cache, bytes per token)
     for kv_heads in sorted({heads, sizes["kv_heads"], 1}, reverse=True):
-        kind = "MHA" if kv_heads == heads else "MQA" if kv_heads == 1 else "GQA"
+        kind = _attention_kind(kv_heads, heads)
         each = kvcache.cache_bytes_per_token(layers, heads, d_head, dtype, kv_heads)
         table.append((f"{kind} ({counted(kv_heads, 'K/V head')})", each))
     table.append((f"latent (c = {latent}" + (f", + RoPE {rope})" if rope else ")"), per_token))
@@ -447,17 +450,7 @@ def _latent_cache(record: StepRecorder, base: dict[str, Any]) -> None:
         {"cache": name, "bytes": each, "bytes_long": each * LONG_N, "vs_latent": each / per_token}
         for name, each in table
     ]
-    context = {
-        **base,
-        "layers": layers,
-        "heads": heads,
-        "d_head": d_head,
-        "dtype": dtype,
-        "itemsize": ITEMSIZE[dtype],
-        "latent": latent,
-        "rope": rope,
-        "long": LONG_N,
-    }
+    context = {**_model_context(base, sizes, dtype), "latent": latent, "rope": rope}
     mha = table[0][1]
     notes = [
         record.note("rope_counted", rope=rope)

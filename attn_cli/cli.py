@@ -8,11 +8,13 @@ and `attn --version` build every command from its signature and docstring, nothi
 
 from __future__ import annotations
 
+import enum
 import functools
 import gc
 import importlib
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable, MutableMapping
 from typing import Annotated, Any
@@ -28,8 +30,10 @@ from attn_cli.options import NoArgsIsHelpError, UsageError
 
 try:  # Typer >= 0.2x ships its own copy of click
     from typer._click.core import Context as ClickContext
+    from typer._click.core import ParameterSource
 except ImportError:  # older Typer runs on click itself
     from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+    from click.core import ParameterSource  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
 
 # The commands besides the lessons, listed after them by `attn --help`: each is the function of
 # the same name in attn_cli.commands.<name>, imported only when the command is built. The lessons'
@@ -198,11 +202,76 @@ def _shown_as(text: str) -> Callable[[ClickContext], str]:
     return display_type_rich
 
 
+def _skip_idle_coercion(params: list[Any]) -> list[Any]:
+    """Parse without the coercions that would change nothing, or that need no machinery.
+
+    Typer >= 0.2x coerces every option's value at parse time, given or not, through a pydantic
+    TypeAdapter that it builds for the option on first use: `attn scaled` built 26 of them (the
+    first one importing pydantic, about 50 ms; about 1 ms each after it) to get back each
+    option's default unchanged. An absent option (None), a default already of the option's
+    type, text typed for a text option (a matrix), a whole number or a decimal within the
+    option's range, and a choice typed exactly, are now taken as they are (:func:`_plainly`);
+    anything else (a number out of range, a misspelt choice, a file) goes to Typer, which
+    coerces it, or refuses it with its own message, as before.
+    """
+    for param in params:
+        if isinstance(param, TyperOption | TyperArgument) and "process_value" not in vars(param):
+            param.process_value = functools.partial(_process_value, param, param.process_value)  # type: ignore[method-assign]
+    return params
+
+
+_TYPER = object()  # _plainly's answer for a value that Typer must coerce
+# Short enough that int() never meets Python's limit on digits (Typer refuses more, in its words).
+_PLAIN_NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]{0,15})?")
+
+
+def _process_value(
+    param: Any, typer_process_value: Callable[..., Any], ctx: ClickContext, value: Any
+) -> Any:
+    """Typer's process_value (coerce, check required, run the callback), coercing plainly
+    where it can."""
+    coerced = _TYPER if param.required else _plainly(param, ctx, value)
+    if coerced is _TYPER:
+        return typer_process_value(ctx, value)
+    return coerced if param.callback is None else param.callback(ctx, param, coerced)
+
+
+def _plainly(param: Any, ctx: ClickContext, value: Any) -> Any:
+    """What Typer's coercion would make of ``value``, where that is plain; else _TYPER."""
+    if value is None:  # an absent option
+        return () if param.multiple or param.nargs == -1 else None
+    descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
+    info = getattr(descriptor, "parameter_info", None)
+    if info is None or info.parser is not None or param.multiple or param.nargs != 1:
+        return _TYPER
+    annotation = getattr(descriptor, "annotation", None)
+    if not isinstance(annotation, type):
+        return _TYPER
+    if type(value) is annotation:  # text typed for text, or a default of the option's type
+        if annotation is str:
+            return value
+        from_default = ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT
+        return value if from_default else _TYPER
+    if type(value) is not str:
+        return _TYPER
+    if issubclass(annotation, enum.Enum) and info.case_sensitive:
+        return next((member for member in annotation if member.value == value), _TYPER)
+    if annotation in (int, float) and not info.clamp and _PLAIN_NUMBER.fullmatch(value):
+        if annotation is int and "." in value:
+            return _TYPER
+        number = annotation(value)
+        below = info.min is not None and number < info.min
+        above = info.max is not None and number > info.max
+        return _TYPER if below or above else number
+    return _TYPER
+
+
 class AttnCommand(TyperCommand):
-    """A command whose help shows flags as flags and wraps choices between them."""
+    """A command whose help shows flags as flags and wraps choices between them, and whose
+    parsing skips the coercions that would change nothing (_skip_idle_coercion)."""
 
     def get_params(self, ctx: ClickContext) -> list[Any]:
-        return _for_help(super().get_params(ctx), ctx)
+        return _for_help(_skip_idle_coercion(super().get_params(ctx)), ctx)
 
 
 class OneLineUsageErrors(TyperGroup):
@@ -211,7 +280,7 @@ class OneLineUsageErrors(TyperGroup):
     exit code 2, like every other user error, instead of Typer's usage box."""
 
     def get_params(self, ctx: ClickContext) -> list[Any]:
-        return _for_help(super().get_params(ctx), ctx)
+        return _for_help(_skip_idle_coercion(super().get_params(ctx)), ctx)
 
     def make_context(
         self,

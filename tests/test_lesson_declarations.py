@@ -75,7 +75,7 @@ def test_a_module_declaring_another_lesson_is_refused(monkeypatch):
 
     from attn_cli.walkthroughs import scaled
 
-    monkeypatch.setattr(lesson_module, "lesson_names", lambda: (*LESSONS, "copy"))
+    monkeypatch.setattr(lesson_module, "is_lesson", lambda name: name in (*LESSONS, "copy"))
     monkeypatch.setitem(sys.modules, "attn_cli.walkthroughs.copy", scaled)
     with pytest.raises(
         TypeError, match=r"LESSON must be Lesson\(CARD, ...\) with the card of 'copy'"

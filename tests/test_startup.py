@@ -117,3 +117,36 @@ def test_main_runs_the_command_with_the_collector_on_and_leaves_it_on(args, monk
     capsys.readouterr()
     assert gc.isenabled()
     assert seen == ([True] if args[-1] == "json" else [])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["scaled"],
+        ["scaled", "--q", "1,0;0,1", "--k", "1,1;2,0", "--v", "1,2;3,4", "--precision", "3"],
+        ["scaled", "--format", "json", "--dropout", "0.25", "--seed", "2", "--device", "cpu"],
+        ["causal", "--n", "4", "--dk", "2"],
+    ],
+)
+def test_a_lesson_run_imports_one_card_and_no_pydantic(args):
+    """Typer coerces options through pydantic TypeAdapters (its import alone is about 50 ms);
+    a default, text, a plain number in range and a choice typed exactly need none of it
+    (attn_cli.cli._skip_idle_coercion). And a lesson's run does not import every card."""
+    completed = subprocess.run(
+        [sys.executable, "-c", MAIN_PROBE.format(args=args)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    modules = completed.stdout.strip().splitlines()[-1].split()
+    assert modules[0] == "MODULES", completed.stdout[-500:]
+    assert "attn_cli.runner" in modules  # the lesson did run
+    assert [m for m in modules if m == "pydantic" or m.startswith("pydantic.")] == []
+    cards = [
+        m for m in modules if m.startswith("attn_cli.cards.") and m != "attn_cli.cards._shared"
+    ]
+    # Its own card, and those of the lessons its walkthrough builds on (causal's: scaled's and
+    # selfattn's), not all sixteen.
+    assert f"attn_cli.cards.{args[0]}" in cards
+    assert len(cards) <= 3, cards

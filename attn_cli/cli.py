@@ -85,6 +85,19 @@ SEE_ALSO: dict[str, str] = {
     "check": "The lesson-file format in full, with a complete example:\n{docs}/lesson-files.md",
 }
 
+# The symbols a tool's help uses, with what each stands for (a lesson's are on its card).
+TOOL_SYMBOLS: dict[str, tuple[tuple[str, str], ...]] = {
+    "tour": (("d_k", "the width of each query and key"),),
+    "bench": (("φ", "linear attention's feature map"),),
+}
+
+
+def symbols(name: str) -> tuple[tuple[str, str], ...]:
+    """The symbols command ``name``'s help uses, each with its definition (its card's, or a
+    tool's own)."""
+    return cards.card(name).symbols if cards.is_lesson(name) else TOOL_SYMBOLS.get(name, ())
+
+
 # `attn -h` as well as `attn --help`, for every command.
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
@@ -111,12 +124,16 @@ def docs_folder() -> str:
 
 
 def epilog(name: str) -> str:
-    """What ends `attn NAME --help`: its examples, one per line, indented (in "rich" markup mode
+    """What ends `attn NAME --help`: where to read more, the symbols it uses (one per line, with
+    what each stands for), then its examples, one per line, indented (in "rich" markup mode
     Typer keeps line breaks; it strips the indentation common to all lines but the first, so
     the first line is left empty)."""
     text = "\n"
     if name in SEE_ALSO:
         text += f"{escape(SEE_ALSO[name].format(docs=docs_folder()))}\n\n"
+    if symbols(name):
+        defined = (f"  {escape(symbol)}: {escape(meaning)}" for symbol, meaning in symbols(name))
+        text += "[b]Symbols[/b]\n" + "\n".join(defined) + "\n\n"
     text += "[b]Examples[/b]\n"
     return text + "\n".join(f"  {escape(line)}" for line in examples(name))
 

@@ -6,7 +6,7 @@ Each command's usage, help, options by panel (with their type, default and range
 shows them) and examples. The tables of commands (README.md) and of lesson functions
 (docs/api.md) are generated the same way, between their markers:
 
-    python -m attn_cli.cli_reference --tables README.md docs/api.md
+    python -m attn_cli.cli_reference --tables README.md docs/api.md docs/install.md
 
 tests/test_help.py fails when a committed file is stale.
 """
@@ -22,10 +22,12 @@ import typer.main
 from rich.text import Text
 
 from attn_cli.cards import card, keyword_of, lesson_names
-from attn_cli.cli import SEE_ALSO, command_names, examples, full_app, reflowed
+from attn_cli.cli import SEE_ALSO, command_names, examples, full_app, reflowed, symbols
 
 REGENERATE = "python -m attn_cli.cli_reference > docs/cli.md"
-REGENERATE_TABLES = "python -m attn_cli.cli_reference --tables README.md docs/api.md"
+REGENERATE_TABLES = (
+    "python -m attn_cli.cli_reference --tables README.md docs/api.md docs/install.md"
+)
 
 
 def _plain(markup: str) -> str:
@@ -73,6 +75,13 @@ def _command_section(name: str, command: Any, parent: typer.Context) -> list[str
         out += [f"**{panel}**", "", *_option_lines(params, ctx), ""]
     if name in SEE_ALSO:
         out += [SEE_ALSO[name].format(docs="docs").replace("\n", " "), ""]
+    if symbols(name):
+        out += [
+            "Symbols:",
+            "",
+            *(f"- `{symbol}`: {meaning}" for symbol, meaning in symbols(name)),
+            "",
+        ]
     out += ["Examples:", "", "```console", *(f"$ {line}" for line in examples(name)), "```", ""]
     return out
 
@@ -115,7 +124,21 @@ def functions_table() -> str:
     return "\n".join([*header, *rows])
 
 
-TABLES = {"commands": commands_table, "functions": functions_table}
+def installs_table() -> str:
+    """For each way of installing attn from a clone, the command that adds PyTorch and the one
+    that adds the figures, as attn's own messages say them (attn_cli.install; ``.`` is the
+    clone's folder, which the messages write in full)."""
+    from attn_cli.install import from_a_clone
+
+    rows = [
+        f"| `{how}` | {' | '.join(f'`{command}`' for command in advice)} |"
+        for how, advice in from_a_clone(("torch", "plot"))
+    ]
+    header = ["| installed with | add PyTorch | add the figures (`--plot`) |", "|---|---|---|"]
+    return "\n".join([*header, *rows])
+
+
+TABLES = {"commands": commands_table, "functions": functions_table, "installs": installs_table}
 
 
 def with_tables(document: str) -> str:

@@ -3,13 +3,15 @@
 Every message that gives install advice calls :func:`install_command`: an extra (torch, plot,
 kernel) or a few packages, as the command that works where attn lives:
 
-- pip from an index: ``pip install 'attn-cli[torch]'``;
+- pip from an index: ``pip install 'attn-cli[torch]'``; from a clone's folder, not editable
+  (``pip install .``; direct_url.json names the folder): ``pip install '/the/clone[torch]'``;
 - an editable clone (``pip install -e .``; its dist-info's direct_url.json says
   ``"dir_info": {"editable": true}``): ``pip install -e '.[torch]'``, in the clone's folder;
 - pipx (attn's environment is one of pipx's: ``pipx_metadata.json`` beside it, or a ``venvs``
   folder under a ``pipx`` one): ``pipx inject attn-cli 'torch>=2.1'``;
 - uv tool (``uv-receipt.toml`` beside the environment, or a folder under uv's ``tools``):
-  ``uv tool install --with 'torch>=2.1' attn-cli``;
+  ``uv tool install --with 'torch>=2.1' attn-cli``, or the clone's folder in place of attn-cli
+  where the receipt says it was installed from one (``uv tool install .``);
 - uv's pip (the dist-info's INSTALLER file says ``uv``, in an environment of one's own):
   ``uv pip install 'attn-cli[torch]'``.
 
@@ -40,7 +42,8 @@ Installer = Literal["pip", "editable", "pipx", "uv-tool", "uv"]
 
 @dataclass(frozen=True)
 class Installation:
-    """How attn was installed: the installer, and for an editable install its clone's folder."""
+    """How attn was installed: the installer, and the clone's folder it was installed from (an
+    editable install, ``pip install .`` or ``uv tool install .``), if any."""
 
     installer: Installer
     clone: str | None = None
@@ -81,12 +84,12 @@ def installation(found: Facts | None = None) -> Installation:
     if _is_pipx(found.prefix):
         return Installation("pipx")
     if _is_uv_tool(found.prefix):
-        return Installation("uv-tool")
+        return Installation("uv-tool", _uv_tool_folder(found.prefix))
     if clone is not None:
         return Installation("editable", clone)
     if (found.installer or "").strip() == "uv":
         return Installation("uv")
-    return Installation("pip")
+    return Installation("pip", _folder(found.direct_url))
 
 
 def install_command(
@@ -107,12 +110,14 @@ def install_command(
         return f"pipx inject {DISTRIBUTION} {quoted}"
     if how.installer == "uv-tool":
         withs = " ".join(f"--with {_quoted(package)}" for package in wanted)
-        return f"uv tool install {withs} {DISTRIBUTION}"
+        return f"uv tool install {withs} {_quoted(how.clone) if how.clone else DISTRIBUTION}"
     pip = "uv pip" if how.installer == "uv" else "pip"
     if extra is None:
         return f"{pip} install {'-U ' if upgrade else ''}{quoted}"
     if how.installer == "editable":
         return f"pip install -e '.[{extra}]' (in {how.clone})"
+    if how.clone is not None:  # pip install . from a clone: the folder again, with the extra
+        return f"{pip} install '{how.clone}[{extra}]'"
     return f"{pip} install '{DISTRIBUTION}[{extra}]'"
 
 
@@ -150,6 +155,37 @@ def _editable_clone(direct_url: str | None) -> str | None:
     return url or "."
 
 
+def _folder(direct_url: str | None) -> str | None:
+    """The folder of a non-editable install from a local folder (``pip install .``), or None."""
+    try:
+        recorded = json.loads(direct_url or "")
+    except ValueError:
+        return None
+    if not isinstance(recorded, dict) or "dir_info" not in recorded:
+        return None
+    url = str(recorded.get("url", ""))
+    if not url.startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(url).path) or None
+
+
+def _uv_tool_folder(prefix: Path) -> str | None:
+    """The folder uv's receipt says attn was installed from (``uv tool install .``), or None."""
+    import tomllib
+
+    try:
+        receipt = tomllib.loads((prefix / "uv-receipt.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for requirement in receipt.get("tool", {}).get("requirements", []):
+        if isinstance(requirement, dict) and requirement.get("name") == DISTRIBUTION:
+            folder = requirement.get("directory") or requirement.get("editable")
+            return str(folder) if folder else None
+    return None
+
+
 def _is_pipx(prefix: Path) -> bool:
     """pipx's environments: ~/.local/share/pipx/venvs/attn-cli (PIPX_HOME/venvs/...), each
     with a pipx_metadata.json."""
@@ -164,3 +200,42 @@ def _is_uv_tool(prefix: Path) -> bool:
     if (prefix / "uv-receipt.toml").is_file():
         return True
     return prefix.parent.name == "tools" and "uv" in prefix.parts[:-2]
+
+
+# The ways of installing attn from its clone (the README's set-up first), each with the
+# installer it leaves behind and what that installer records of the folder.
+CLONE = "/CLONE"
+FROM_A_CLONE: tuple[tuple[str, Installer, dict[str, object] | None], ...] = (
+    (".venv/bin/pip install .", "pip", {"url": f"file://{CLONE}", "dir_info": {}}),
+    ("pip install -e .", "editable", {"url": f"file://{CLONE}", "dir_info": {"editable": True}}),
+    ("pipx install .", "pipx", None),
+    ("uv tool install .", "uv-tool", None),
+)
+
+
+def from_a_clone(extras: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each way of installing attn from its clone, with the command that adds each extra there
+    (as install_command says it in such an environment, faked here; the clone's folder as ".")."""
+    import tempfile
+
+    out = []
+    with tempfile.TemporaryDirectory() as folder:
+        for how, installer, direct_url in FROM_A_CLONE:
+            prefix = Path(folder, ".venv")
+            if installer == "pipx":
+                prefix = Path(folder, "pipx", "venvs", DISTRIBUTION)
+            elif installer == "uv-tool":
+                prefix = Path(folder, "uv", "tools", DISTRIBUTION)
+                prefix.mkdir(parents=True)
+                requirement = f'{{ name = "{DISTRIBUTION}", directory = "{CLONE}" }}'
+                receipt = f"[tool]\nrequirements = [{requirement}]\n"
+                (prefix / "uv-receipt.toml").write_text(receipt, encoding="utf-8")
+            found = Facts(prefix, json.dumps(direct_url) if direct_url else None, "pip")
+            assert installation(found).installer == installer, how
+            advice = (install_command(extra, found=found) for extra in extras)
+            out.append((how, tuple(_in_the_clone(command) for command in advice)))
+    return out
+
+
+def _in_the_clone(command: str) -> str:
+    return command.replace(f" (in {CLONE})", "").replace(CLONE, ".")

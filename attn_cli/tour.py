@@ -4,8 +4,9 @@
 lecture's order. Each stop is a real command line
 (``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
 student gets by typing it. A lesson's request is computed and shown a screen at a time (its
-header and inputs, then each step); the bench stop runs its sweep and shows its table a
-screenful at a time.
+header and inputs, then each step); the bench stop runs its sweep and shows its table. A screen
+taller than the terminal goes a page at a time, pages ending between two of its parts (a table,
+a paragraph), so that the prompt never splits a table that fits on the screen.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.control import Control
 from rich.rule import Rule
-from rich.segment import ControlType, Segments
+from rich.segment import ControlType, Segment, Segments
 from rich.text import Text
 
 from attn_cli.errors import UserError
 from attn_cli.itinerary import CLOSING, INTRO, TOUR, Stop
 
-__all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "run_tour", "select"]
+__all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select"]
 
 
 PROMPT = "── Enter: next · q: quit ──"
@@ -46,7 +47,8 @@ def select(only: str | None) -> list[Stop]:
 
 
 class Pager:
-    """Shows screens; with pauses on, waits for Enter before each screen (and each screenful)."""
+    """Shows screens; with pauses on, waits for Enter before each screen (and each page of a
+    screen taller than the terminal)."""
 
     def __init__(self, console: Console, pause: bool, read_key: Callable[[], str | None]):
         self.console = console
@@ -55,16 +57,17 @@ class Pager:
         self.started = False
 
     def screen(self, renderables: Sequence[RenderableType]) -> None:
+        """Show a screen (a stop's heading, a step, ...); with pauses, wait before it and fit it
+        to the terminal's height: a screen taller than the terminal goes a page at a time, each
+        page ending between two of its parts (a table, an explanation), inside one only where
+        that part alone is taller than the terminal (see :func:`pages`)."""
         if not self.pause:
             self.console.print(Group(*renderables))
             return
-        lines = self.console.render_lines(Group(*renderables), pad=False, new_lines=True)
-        page = max(self.console.size.height - 2, 5)
-        for start in range(0, len(lines), page):
+        height = max(self.console.size.height - 2, 5)  # the prompt's line and a spare one
+        for page in pages(self.console, renderables, height):
             self._wait()
-            self.console.print(
-                Segments(segment for line in lines[start : start + page] for segment in line)
-            )
+            self.console.print(Segments(segment for line in page for segment in line))
 
     def _wait(self) -> None:
         if not self.started:
@@ -78,6 +81,40 @@ class Pager:
             self.console.print()
         if answer is None or answer.strip().lower() == "q":  # Ctrl-D, the input's end, or q
             raise TourQuit
+
+
+Lines = list[list[Segment]]
+
+
+def pages(console: Console, renderables: Sequence[RenderableType], height: int) -> list[Lines]:
+    """The renderables' lines in pages of at most ``height`` lines, each page ending between
+    two renderables. A heading (a rule or a blank line) stays with what follows it; only a
+    single renderable taller than a page is cut, a page at a time."""
+    from attn_cli.render.rich_render import Heading
+
+    parts: list[Lines] = []
+    glued: Lines = []
+    for renderable in renderables:
+        lines = console.render_lines(renderable, pad=False, new_lines=True)
+        heading = isinstance(renderable, Rule | Heading)
+        if heading or (isinstance(renderable, Text) and not renderable.plain):
+            glued += lines  # a heading: kept with the part after it
+            continue
+        parts.append(glued + lines)
+        glued = []
+    if glued:
+        parts.append(glued)
+    out: list[Lines] = [[]]
+    for part in parts:
+        if out[-1] and len(out[-1]) + len(part) > height:
+            out.append([])
+        while len(part) > height:  # taller than a page on its own: cut it a page at a time
+            if out[-1]:
+                out.append([])
+            out[-1], part = part[:height], part[height:]
+            out.append([])
+        out[-1] += part
+    return [page for page in out if page]
 
 
 def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:

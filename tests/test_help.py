@@ -127,7 +127,7 @@ def test_docs_cli_md_is_generated_from_the_app():
     assert committed == reference(), f"docs/cli.md is stale; regenerate it: {REGENERATE}"
 
 
-@pytest.mark.parametrize("path", ["README.md", "docs/api.md"])
+@pytest.mark.parametrize("path", ["README.md", "docs/api.md", "docs/install.md"])
 def test_the_tables_of_commands_and_functions_are_generated(path):
     committed = (ROOT / path).read_text(encoding="utf-8")
     assert "<!-- BEGIN " in committed

@@ -134,3 +134,40 @@ def test_the_help_defines_its_symbols_and_speaks_plainly():
     assert "d_a: the attention width" in flat(wide_help("bahdanau"))
     full = flat(wide_help("scaled")).split("--full ")[1]
     assert full.startswith("With --format json: write every matrix in full.")
+
+
+# A symbol as the lectures write one: a letter with a subscript after "_" (d_k, W_Q, a_left,
+# h_{t-1}) or a Greek letter (α, σ, φ; Σ is the sum, not a symbol).
+SYMBOL = re.compile(r"(?<![\w-])(?:[A-Za-z]_(?:\{[^}]*\}|[A-Za-z0-9]+)(?![\w])|[α-ωΑ-ΡΤ-Ω])")
+
+
+def _symbols_section(text: str) -> tuple[str, str]:
+    """The help without its Symbols section, and the section."""
+    if " Symbols " not in text:
+        return text, ""
+    before, after = text.split(" Symbols ", 1)
+    section, examples = after.split(" Examples ", 1)
+    return f"{before} Examples {examples}", section
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_symbol_of_the_help_is_defined_in_its_glossary(name):
+    """Each symbol the help uses (d_k, W_Q, τ, ...) is in the command's glossary (its card's
+    ``symbols``, a tool's cli.TOOL_SYMBOLS), shown once under "Symbols" before the examples;
+    the glossary defines nothing the help does not use."""
+    from attn_cli.cli import symbols
+
+    glossary = symbols(name)
+    defined = {one for names, _meaning in glossary for one in names.split(", ")}
+    text, section = _symbols_section(flat(wide_help(name)))
+    used = set(SYMBOL.findall(text))
+    assert used <= defined, f"attn {name} --help: define {sorted(used - defined)} in its glossary"
+    assert defined <= used, f"attn {name}: the glossary defines unused {sorted(defined - used)}"
+    for names, meaning in glossary:
+        assert section.count(f"{names}: {flat(meaning)}") == 1, (names, section)
+    assert bool(section) == bool(glossary)
+
+
+def test_the_symbol_pattern_finds_the_lectures_symbols_and_not_code():
+    found = SYMBOL.findall("softmax(Q Kᵀ / √d_k) V, W_Q, a_left, αᵢ, Σ αᵢ hᵢ, default_rng, σ(x)")
+    assert found == ["d_k", "W_Q", "a_left", "α", "α", "σ"]

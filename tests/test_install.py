@@ -271,3 +271,21 @@ def test_no_message_writes_install_advice_of_its_own():
             if any(words in text for words in ("pip install", "pipx ", "uv tool", "attn-cli[")):
                 offenders.append((path.relative_to(ROOT).as_posix(), text))
     assert not offenders
+
+
+def test_an_install_from_a_clones_folder_is_advised_with_that_folder(tmp_path):
+    """The README's set-up (`pip install .` in the clone) and `uv tool install .` install from a
+    folder: the package is not on an index, so the advice names the folder again."""
+    folder = json.dumps({"url": "file:///home/ada/my%20attn", "dir_info": {}})
+    pip = Facts(tmp_path / ".venv", folder, "pip\n", REQUIRES)
+    assert installation(pip) == install.Installation("pip", "/home/ada/my attn")
+    assert install_command("torch", found=pip) == "pip install '/home/ada/my attn[torch]'"
+    prefix = uv_tool_env(tmp_path)
+    (prefix / "uv-receipt.toml").write_text(
+        '[tool]\nrequirements = [{ name = "attn-cli", directory = "/home/ada/attn" }]\n',
+        encoding="utf-8",
+    )
+    uv = Facts(prefix, None, "uv\n", REQUIRES)
+    assert (
+        install_command("torch", found=uv) == "uv tool install --with 'torch>=2.1' /home/ada/attn"
+    )

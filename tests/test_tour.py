@@ -181,3 +181,58 @@ def test_every_lesson_is_a_stop_and_every_stop_a_command():
 
     assert set(lesson_names()) <= set(NAMES)
     assert all(is_command(name) for name in NAMES)
+
+
+def _pages_of(out: str) -> list[str]:
+    return out.split(PROMPT)
+
+
+@pytest.mark.parametrize("height", [18, 24, 40])
+def test_a_page_fits_the_terminal_and_never_splits_a_table(invoke, monkeypatch, height):
+    """Issue 31: the pause came at the screen's height, wherever that fell, splitting a table
+    across the prompt. Each page now fits the terminal (its height less the prompt's line) and
+    ends between two parts of a screen; here no table is taller than a page."""
+    monkeypatch.setattr(terminal, "interactive", lambda: True)
+    result = invoke_at_height(invoke, monkeypatch, height, "tour", "--only", "scaled,causal")
+    pages = _pages_of(result.stdout)
+    assert len(pages) >= 10  # intro, each stop's heading and steps, notes, bridges, the end
+    for page in pages:
+        lines = page.strip("\n").splitlines()
+        assert len(lines) <= height - 2, (height, page)
+        opened = sum(line.count("╭") for line in lines)
+        closed = sum(line.count("╰") for line in lines)
+        assert opened == closed, page  # every table on the page it starts on
+    assert "End of the tour" in pages[-1]
+
+
+def invoke_at_height(invoke, monkeypatch, height, *args):
+    monkeypatch.setenv("LINES", str(height))
+    result = invoke(*args, input="\n" * 200)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_pages_end_between_parts_and_cut_only_what_is_taller_than_a_page():
+    import io
+
+    from rich.console import Console
+    from rich.rule import Rule
+    from rich.text import Text
+
+    console = Console(file=io.StringIO(), width=40, height=12)
+    five, seven = Text("\n".join("abcde")), Text("\n".join("abcdefg"))
+    heading = Rule("Step 2")
+    pages = tour.pages(console, [five, Text(""), heading, seven, five], 10)
+    # 5 lines, then the heading (2 lines) kept with its 7-line part: 9 on the next page, the
+    # last 5 on a third.
+    assert [len(page) for page in pages] == [5, 9, 5]
+    tall = Text("\n".join(str(i) for i in range(23)))
+    assert [len(page) for page in tour.pages(console, [five, tall, five], 10)] == [
+        5,
+        10,
+        10,
+        8,
+    ]  # the tail of the cut shares a page
+    # The lines come out in order, none lost.
+    text = ["".join(segment.text for segment in line).strip() for page in pages for line in page]
+    assert text == [*"abcde", "", text[6], *"abcdefg", *"abcde"]

@@ -143,6 +143,10 @@ class Card:
     # parameters before computing (flash --kernel prints the kernel instead); it may end the
     # command. commands.common.run_card imports it.
     before_run: str | None = None
+    # The symbols its help uses (d_k, W_Q, σ, ...), each with what it stands for: shown once,
+    # under "Symbols", at the end of the help (tests/test_help_words.py checks that every
+    # symbol of the help is here, and nothing else). A key may name several: "W_Q, W_K, W_V".
+    symbols: tuple[tuple[str, str], ...] = ()
 
     @property
     def defaults(self) -> dict[str, Any]:

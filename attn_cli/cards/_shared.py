@@ -20,3 +20,9 @@ DROPOUT = Option(
     type=float,
     metavar="P",
 )
+
+
+# The symbols most lessons' help uses, defined once (a card's ``symbols``).
+D_K = ("d_k", "the width of each query and key (a score is their dot product)")
+D_V = ("d_v", "the width of each value, and so of each output row")
+QKV_WEIGHTS = ("W_Q, W_K, W_V", "the query, key and value weights (projections of the tokens)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.cards import Card, InputSpec, Option, Size, optional
-from attn_cli.cards._shared import DROPOUT
+from attn_cli.cards._shared import D_V, DROPOUT
 
 CARD = Card(
     "bahdanau",
@@ -138,5 +138,21 @@ CARD = Card(
         "attn bahdanau --example cat-slept --compare",
         "attn bahdanau --n 4 --d 3 --seed 1",
         "attn bahdanau --example cat-slept --steps 4",
+    ),
+    symbols=(
+        ("h_i", "encoder state i, a row of --h"),
+        ("s_t", "the decoder state at step t"),
+        ("d_h", "the width of an encoder state"),
+        ("d_s", "the width of the decoder state"),
+        ("d_a", "the attention width: W1 and W2 project into it, v reads it"),
+        D_V,
+        ("α", "the attention weights, softmax of the scores e"),
+        ("W_a", "Luong's general score matrix: e = sₜᵀ W_a hᵢ"),
+        (
+            "W_s, W_y, W_c",
+            "the decoder cell's weights on its previous state, the previous "
+            "output's embedding and the context (with --steps)",
+        ),
+        ("d_y", "the width of the previous output's embedding y"),
     ),
 )

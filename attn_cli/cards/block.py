@@ -96,4 +96,13 @@ CARD = Card(
         "attn block --example decoder",
         "attn block --n 6 --d-model 8 --heads 4 --d-ff 16 --decoder --m 5 --seed 3",
     ),
+    symbols=(
+        ("d_model", "the width of each token, in and out of the layer"),
+        ("d_ff", "the feed-forward network's hidden width"),
+        ("W_Q, W_K, W_V, W_O", "attention's query, key, value and output weights"),
+        ("W_1, b_1", "the feed-forward's first layer, d_model to d_ff"),
+        ("W_2, b_2", "its second layer, d_ff back to d_model"),
+        ("γ, β", "LayerNorm's scale and shift, one per feature"),
+        ("ε", "LayerNorm's small constant, added to the variance before the square root"),
+    ),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attn_cli import variants
 from attn_cli.cards import Card, Option, Size, optional
-from attn_cli.cards._shared import DROPOUT, VALID_LEN
+from attn_cli.cards._shared import D_K, D_V, DROPOUT, QKV_WEIGHTS, VALID_LEN
 
 CARD = Card(
     "causal",
@@ -88,5 +88,11 @@ CARD = Card(
         "attn causal",
         "attn causal --fill zero",
         "attn causal --n 4 --dk 8 --conventions",
+    ),
+    symbols=(
+        D_K,
+        D_V,
+        ("d_model", "the width of a token, a row of X"),
+        QKV_WEIGHTS,
     ),
 )

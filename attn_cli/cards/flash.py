@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.cards import Card, Option
+from attn_cli.cards._shared import D_K, D_V
 from attn_cli.cards.scaled import QKV, SMALL_QKV_SIZES
 
 CARD = Card(
@@ -68,4 +69,5 @@ CARD = Card(
         "attn flash --n 8 --block 4 --causal",
     ),
     before_run="attn_cli.commands.flash_kernel:kernel_instead",
+    symbols=(D_K, D_V),
 )

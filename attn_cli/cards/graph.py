@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attn_cli import variants
 from attn_cli.cards import Card, InputSpec, Option, Size, optional
+from attn_cli.cards._shared import D_K, D_V, QKV_WEIGHTS
 
 CARD = Card(
     "graph",
@@ -109,5 +110,14 @@ CARD = Card(
         "attn graph",
         'attn graph --h "1,0;0,1;1,1" --edges "0-1,1-2" --self-loops',
         "attn graph --example gat-four-nodes",
+    ),
+    symbols=(
+        ("h_i, h_j", "the features of nodes i and j, rows of --h"),
+        ("q_i, k_j, v_j", "node i's query, node j's key and value"),
+        QKV_WEIGHTS,
+        D_K,
+        D_V,
+        ("z_i, z_j", "GAT's transformed features, z_i = W h_i"),
+        ("a_left, a_right", "the halves of GAT's vector a that read z_i and z_j"),
     ),
 )

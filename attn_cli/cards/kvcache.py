@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attn_cli import variants
 from attn_cli.cards import Card, Option, Size
+from attn_cli.cards._shared import D_K, D_V
 from attn_cli.cards.scaled import QKV
 
 CARD = Card(
@@ -71,4 +72,5 @@ CARD = Card(
         "attn kvcache --n 6 --dk 4 --seed 2",
         "attn kvcache --layers 32 --heads 32 --kv-heads 8 --d-head 128",
     ),
+    symbols=(D_K, D_V),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attn_cli import variants
 from attn_cli.cards import Card, Option
+from attn_cli.cards._shared import D_K, D_V
 from attn_cli.cards.scaled import QKV, SMALL_QKV_SIZES
 
 CARD = Card(
@@ -52,5 +53,16 @@ CARD = Card(
         "attn linear",
         "attn linear --example causal-three",
         "attn linear --n 6 --feature-map random --features 64",
+    ),
+    symbols=(
+        ("φ", "the feature map applied to queries and keys (elu + 1 by default)"),
+        ("q_i, k_j", "query i and key j, rows of Q and K"),
+        D_K,
+        D_V,
+        (
+            "S_t, z_t",
+            "causal linear attention's running sums after key t: S_t = Σ φ(k_j) v_jᵀ "
+            "and z_t = Σ φ(k_j), over j ≤ t",
+        ),
     ),
 )

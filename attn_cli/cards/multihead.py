@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.cards import Card, Option, Size, optional
-from attn_cli.cards._shared import DROPOUT, VALID_LEN
+from attn_cli.cards._shared import DROPOUT, QKV_WEIGHTS, VALID_LEN
 
 CARD = Card(
     "multihead",
@@ -79,5 +79,14 @@ CARD = Card(
     examples=(
         "attn multihead",
         "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
+    ),
+    symbols=(
+        ("d_in", "the width of a token, a row of X"),
+        ("d_out", "the width of Q, K and V, split into h heads of d_out / h"),
+        ("d_o", "the width of the output, W_O's columns"),
+        ("d_model", "the transformer paper's single width: d_in = d_out = d_model"),
+        QKV_WEIGHTS,
+        ("W_O", "the output weights, applied to the concatenated heads"),
+        ("b_Q, b_K, b_V, b_O", "the biases added to X W_Q, X W_K, X W_V and Concat · W_O"),
     ),
 )

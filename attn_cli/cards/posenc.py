@@ -34,4 +34,12 @@ CARD = Card(
         "attn posenc --example binary-counter",
         "attn posenc --positions 16 --d-model 8 --layout split",
     ),
+    symbols=(
+        ("d_model", "the width of an encoding, even: d_model/2 sine-cosine pairs"),
+        (
+            "M_k",
+            "the rotation that moves every position's encoding k steps ahead: "
+            "PE(pos+k) = M_k PE(pos)",
+        ),
+    ),
 )

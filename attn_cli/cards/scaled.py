@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attn_cli import variants
 from attn_cli.cards import Card, InputSpec, Option, Size
-from attn_cli.cards._shared import DROPOUT, VALID_LEN
+from attn_cli.cards._shared import D_K, D_V, DROPOUT, VALID_LEN
 
 # Q, K, V: also the inputs of flash, window, linear and kvcache (the same checks as here).
 QKV = (
@@ -60,5 +60,15 @@ CARD = Card(
         "attn scaled --example library",
         'attn scaled --q "1,0;0,1" --k "1,1;2,0" --v "0.1,0.2;0.3,0.4"',
         "attn scaled --n 512 --dk 64 --time --format json",
+    ),
+    symbols=(
+        D_K,
+        D_V,
+        ("σ", "the logistic sigmoid, 1 / (1 + e^(−x))"),
+        (
+            "τ",
+            "a row's threshold (sparsemax, entmax15): a weight is exactly 0 where the score "
+            "does not exceed it",
+        ),
     ),
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.cards import Card, InputSpec, Option, Size, optional
-from attn_cli.cards._shared import DROPOUT
+from attn_cli.cards._shared import D_K, D_V, DROPOUT, QKV_WEIGHTS
 
 CARD = Card(
     "selfattn",
@@ -64,4 +64,5 @@ CARD = Card(
         "attn selfattn --permute 2,0,1",
         'attn selfattn --x "1,0;0,1;1,1" --tokens "the,cat,slept"',
     ),
+    symbols=(D_K, D_V, QKV_WEIGHTS),
 )

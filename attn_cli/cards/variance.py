@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.cards import Card, Option
+from attn_cli.cards._shared import D_K
 
 # Samples per d_k (each one query and `keys` keys). The standard error of the variance
 # estimates is then 3.0% at d_k = 1 (the worst case), 1.7% at d_k = 4 and at most 1.2% from
@@ -45,4 +46,5 @@ CARD = Card(
         "attn variance",
         'attn variance --dk "4,64,512" --samples 500',
     ),
+    symbols=(D_K,),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.cards import Card, Option, Size
+from attn_cli.cards._shared import D_K, D_V
 from attn_cli.cards.scaled import QKV
 
 CARD = Card(
@@ -46,4 +47,5 @@ CARD = Card(
         "attn window --example global-first",
         "attn window --n 16 --window 2 --causal --global 0",
     ),
+    symbols=(D_K, D_V),
 )

@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     from attn_cli.model import Kind, Note, Part, Step, Walkthrough
 
 # Threads torch trains with: the same on every machine, so the same command prints the same
-# numbers (a reduction split over another number of threads sums in another order).
-THREADS = 2
+# numbers (a reduction split over another number of threads sums in another order). One: the
+# models are small enough that a second thread gains little, and on a shared machine (the other
+# core busy) two threads wait on each other and train several times slower (docs/learn.md).
+THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -247,6 +249,26 @@ def load_arrays(
                 raise UserError(f"{flag} {path}: {name} has entries that are not finite.")
             found[name] = array
         return found
+
+
+def load_words(path: Path, name: str, flag: str) -> tuple[str, ...] | None:
+    """The words stored as array ``name`` of the .npz file ``path`` (a 1-D array of text, read
+    without pickle), or None where it has none or they are not plain words."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as archive:
+        if name not in archive.files:
+            return None
+        try:
+            value = archive[name]
+        except ValueError:  # an object array: never read (it would need pickle)
+            return None
+    if value.ndim != 1 or value.dtype.kind != "U":
+        return None
+    words = tuple(str(word) for word in value)
+    if not all(word and word.isprintable() and "," not in word for word in words):
+        return None
+    return words
 
 
 # --- the lesson texts ------------------------------------------------------------------------

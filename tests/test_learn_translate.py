@@ -296,6 +296,12 @@ def test_code_prints_a_program_with_the_options_written_in(invoke):
     assert "import attn_cli" not in text and "from attn_cli" not in text
 
 
+def test_code_needs_no_torch(invoke, without_torch):
+    result = invoke("learn", "translate", "--code")
+    assert result.exit_code == 0, result.output
+    assert "class Seq2Seq(nn.Module):" in result.stdout
+
+
 @pytest.mark.slow
 def test_the_program_prints_the_commands_alignment_score(invoke, tiny, tmp_path):
     result = invoke("learn", "translate", "--code", *TINY)

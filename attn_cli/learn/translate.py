@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from attn_cli.errors import UserError
 from attn_cli.learn import translate_data as data
@@ -33,14 +32,16 @@ from attn_cli.learn.common import (
     seeded,
     too_small,
 )
-from attn_cli.learn.translate_model import Seq2Seq, parameter_count
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 from attn_cli.model import Part, Walkthrough
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch is imported when a model trains: --code needs none
+    import torch
     from matplotlib.figure import Figure
+
+    from attn_cli.learn.translate_model import Seq2Seq
 
 TASK = "translate"
 # The defaults: about 40 s on a 2-core laptop CPU (docs/learn.md has the measured figures).
@@ -91,6 +92,9 @@ def check_options(options: LearnOptions) -> None:
 
 def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     """Generate, train both models, evaluate on held-out sentences, and lay it all out."""
+
+    from attn_cli.learn.translate_model import Seq2Seq
+
     options = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
     check_options(options)
     assert options.steps is not None and options.hidden is not None and options.max_len is not None
@@ -137,6 +141,8 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
 def tensors(pairs: Sequence[data.Pair]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Source (B, n), reference with the end token (B, n + 1), and the decoder's inputs y_0 ..
     y_n (the start token, then the reference's words) (B, n + 1)."""
+    import torch
+
     source = torch.tensor([pair.source for pair in pairs])
     target = torch.tensor([(*pair.target, data.EOS) for pair in pairs])
     previous = torch.cat([torch.full((len(pairs), 1), data.BOS), target[:, :-1]], dim=1)
@@ -148,6 +154,8 @@ def train(
 ) -> list[dict[str, Any]]:
     """Train every model on the same batches (each its own Adam); the curve every EVAL_EVERY
     steps: the last batch's loss and the held-out word accuracy of each model."""
+    import torch
+
     optimisers = {
         name: torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
         for name, model in models.items()
@@ -201,6 +209,8 @@ def evaluate(
 ) -> Evaluation:
     """Greedy translations of the held-out sentences: per length, the share translated exactly
     (end included) and the share of target words right."""
+    import torch
+
     sentences = corpus.held_out if corpus is not None else held_out
     assert sentences is not None
     exact, words = {}, {}
@@ -240,6 +250,8 @@ class Score:
 def alignment_score(model: Seq2Seq, corpus: data.Corpus) -> Score:
     """The attention model's alignment score over every held-out sentence, with the reference's
     words fed in (teacher forcing); the end token, which has no source word, left out."""
+    import torch
+
     hits, weight, count = 0.0, 0.0, 0
     model.eval()
     with torch.no_grad():
@@ -279,6 +291,8 @@ class Rows:
 def attention_rows(model: Seq2Seq, pair: data.Pair) -> Rows:
     """``pair`` through a float64 copy of ``model`` (the heatmap's numbers, and those the
     worked example recomputes)."""
+    import torch
+
     exact = copy.deepcopy(model).double().eval()
     source, _, previous = tensors([pair])
     with torch.no_grad():
@@ -307,6 +321,7 @@ def example_step(pair: data.Pair) -> int:
 
 def learned_weights(model: Seq2Seq) -> dict[str, np.ndarray]:
     """W1 (d_a × d_h), W2 (d_a × d_s) and v (d_a) of the attention, float64."""
+
     return {
         "W1": model.W1.weight.detach().double().numpy().copy(),
         "W2": model.W2.weight.detach().double().numpy().copy(),
@@ -318,6 +333,7 @@ def saved_arrays(model: Seq2Seq, pair: data.Pair, rows: Rows) -> dict[str, np.nd
     """What --save writes: the inputs of `attn bahdanau` for the shown decoder step (s_t, the
     decoder state sₜ₋₁ it queries with; H, the sentence's encoder states; W1, W2, v; the source
     words as tokens; the model's own row as weights), and every trained parameter as model.NAME."""
+
     t = example_step(pair)
     arrays: dict[str, np.ndarray] = {
         "s_t": rows.queries[t],
@@ -352,6 +368,10 @@ def build(
     after: Rows,
     scores: tuple[Score, Score],
 ) -> Walkthrough:
+    import torch
+
+    from attn_cli.learn.translate_model import parameter_count
+
     assert options.steps is not None and options.hidden is not None
     d_s = options.hidden
     d_h, d_a = 2 * d_s, d_s
@@ -748,6 +768,8 @@ BATCH, LEARNING_RATE, CLIP, HELD_OUT_PER_LENGTH = {batch}, {rate}, {clip}, {per_
 
 
 def tensors(pairs):
+    import torch
+
     source = torch.tensor([pair.source for pair in pairs])
     target = torch.tensor([(*pair.target, EOS) for pair in pairs])
     previous = torch.cat([torch.full((len(pairs), 1), BOS), target[:, :-1]], dim=1)
@@ -807,9 +829,7 @@ def program(options: LearnOptions) -> str:
     """The training program of --code: the data generator and the models as attn runs them
     (their source), then the training and the held-out evaluation, with these options written
     in. It needs numpy and PyTorch, nothing of attn."""
-    import inspect
-
-    from attn_cli.learn import translate_model
+    from pathlib import Path
 
     options = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
     check_options(options)
@@ -818,9 +838,11 @@ def program(options: LearnOptions) -> str:
         "from __future__ import annotations",
         "",
     ]
-    for module in (data, translate_model):
-        source = inspect.getsource(module).replace("from __future__ import annotations\n", "")
-        parts += [f"# --- {module.__name__.rsplit('.', 1)[-1]} " + "-" * 60, source]
+    here = Path(__file__).parent  # read as text: printing the program imports no torch
+    for name in ("translate_data", "translate_model"):
+        source = (here / f"{name}.py").read_text(encoding="utf-8")
+        source = source.replace("from __future__ import annotations\n", "")
+        parts += [f"# --- {name} " + "-" * 60, source]
     parts.append(
         PROGRAM_MAIN.format(
             seed=options.seed, steps=options.steps, hidden=options.hidden, max_len=options.max_len,

@@ -883,6 +883,7 @@ def figure(walkthrough: Walkthrough) -> Figure:
     axis.plot(
         lengths, [row["attention_exact"] for row in table], "s-", label="attention (Bahdanau)"
     )
+    axis.set_xticks(lengths)
     axis.set_ylim(-0.02, 1.02)
     axis.set_xlabel("source length (words)")
     axis.set_ylabel("held-out exact-match accuracy")

@@ -37,6 +37,10 @@ BENCH_ARGS = (
     "--heads", "1", "--block", "64",
 )  # fmt: skip
 
+# The learn stop: a small budget (a few seconds on a laptop CPU; needs PyTorch, skipped with its
+# reason without it). The default budget (`attn learn translate`) takes about half a minute.
+LEARN_ARGS = ("translate", "--steps", "150", "--hidden", "16", "--max-len", "6")
+
 # The lectures' order: retrieval, √d_k right after scaled dot-product, Bahdanau, self-attention,
 # the causal mask, heads, positions, the layer around attention, the O(n²) wall, then the ways
 # past it.
@@ -69,6 +73,18 @@ TOUR: tuple[Stop, ...] = (
         "Additive attention: a decoder scores each encoder state",
         ("--example", "cat-slept"),
         topic="Bahdanau (additive)",
+        bridge=(
+            "Those weights were written by hand. The next stop trains them: a small translation "
+            "model learns W1, W2 and v on the spot, beside the fixed-vector encoder-decoder that "
+            "has no attention, and its heatmap of a sentence it never saw is scored against the "
+            "true alignment."
+        ),
+    ),
+    Stop(
+        "learn",
+        "Attention that was learned: a toy translation trained on the spot",
+        LEARN_ARGS,
+        topic="attention learned",
         bridge=(
             "There the query came from the decoder and the keys and values from the encoder. In "
             "self-attention, next, one sequence supplies all three: each token is projected to a "

@@ -191,6 +191,8 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
         if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
             raise KeyboardInterrupt
         return [[bench_renderable(result, fits)]]
+    if stop.name == "learn":
+        return _learn_screens(params)
     from attn_cli.cards import card
     from attn_cli.options import lesson_request
     from attn_cli.render import RenderOptions
@@ -200,6 +202,28 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
     request, shared = lesson_request(card(stop.name), params)
     options = RenderOptions(precision=shared.precision, full=shared.full)
     return walkthrough_sections(compute(request), options)
+
+
+def _learn_screens(params: dict[str, Any]) -> list[list[RenderableType]]:
+    """The learn stop: its task trained at the stop's small budget (a progress bar at a
+    terminal), shown as a lesson is."""
+    from attn_cli.commands.common import stderr_console
+    from attn_cli.learn.common import LearnOptions, progress_bar, require_torch, task_module
+    from attn_cli.render import RenderOptions
+    from attn_cli.render.rich_render import walkthrough_sections
+
+    task = str(params["task"].value)
+    require_torch(task)
+    options = LearnOptions(
+        task=task,
+        seed=params["seed"],
+        steps=params["steps"],
+        hidden=params["hidden"],
+        max_len=params["max_len"],
+    )
+    with progress_bar(stderr_console()) as progress:
+        walkthrough = task_module(task).run(options, progress)
+    return walkthrough_sections(walkthrough, RenderOptions(precision=params["precision"]))
 
 
 def parsed(stop: Stop) -> dict[str, Any]:
@@ -212,6 +236,8 @@ def parsed(stop: Stop) -> dict[str, Any]:
 
     if cards.is_lesson(stop.name):
         function = lesson_command(cards.card(stop.name))
+    elif stop.name == "learn":
+        from attn_cli.commands.learn import learn as function
     else:  # the bench stop
         from attn_cli.commands.bench import bench as function
     parser = typer.Typer()  # the stop's command alone, to parse with (the CLI is not re-entered)

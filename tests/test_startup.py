@@ -34,6 +34,8 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib", "tr
         ["posenc", "--format", "json"],
         ["variance", "--dk", "4,64", "--samples", "50"],
         ["flash", "--kernel", "--format", "json"],  # the kernel's source, read as text
+        ["learn", "translate", "--code"],  # the training program, printed without training
+        ["learn", "--help"],
     ],
 )
 def test_lesson_commands_do_not_import_torch(args):

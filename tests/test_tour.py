@@ -74,8 +74,9 @@ def test_every_stop_parses_with_its_command():
 
 
 def test_without_a_terminal_it_runs_straight_through(invoke):
-    # Every stop but the bench (timings are not for the test suite).
-    shown = [stop for stop in TOUR if stop.name != "bench"]
+    # Every stop but the bench (timings are not for the test suite) and learn (it trains; its own
+    # test below).
+    shown = [stop for stop in TOUR if stop.name not in ("bench", "learn")]
     result = invoke("tour", "--only", ",".join(stop.name for stop in shown))
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -236,3 +237,18 @@ def test_pages_end_between_parts_and_cut_only_what_is_taller_than_a_page():
     # The lines come out in order, none lost.
     text = ["".join(segment.text for segment in line).strip() for page in pages for line in page]
     assert text == [*"abcde", "", text[6], *"abcdefg", *"abcde"]
+
+
+def test_the_learn_stop_trains_a_small_budget_after_bahdanau(invoke, torch):
+    assert position("learn") == position("bahdanau") + 1
+    result = invoke("tour", "--only", "learn")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "$ attn learn translate --steps 150" in out and "Skipped" not in out
+    assert "Alignment score" in out and "End of the tour" in out
+
+
+def test_the_learn_stop_without_torch_is_skipped_with_what_to_install(invoke, without_torch):
+    result = invoke("tour", "--only", "learn")
+    assert result.exit_code == 0, result.output
+    assert "Skipped learn:" in result.stdout and "PyTorch" in result.stdout

@@ -124,6 +124,14 @@ CARD = Card(
             minimum=1,
             metavar="T",
         ),
+        Option(
+            "weights",
+            "Inputs from a trained model: the .npz file that `attn learn translate --save FILE` "
+            "writes, with its learned W1, W2 and v, a held-out sentence's encoder states H, the "
+            "decoder state of one step as --s, and the sentence's words as --tokens.",
+            metavar="FILE",
+            lesson=False,
+        ),
     ),
     sizes=(
         Size("n", "number of encoder states n (default {default}).", 6),
@@ -155,4 +163,5 @@ CARD = Card(
         ),
         ("d_y", "the width of the previous output's embedding y"),
     ),
+    before_run="attn_cli.commands.bahdanau_weights:weights_into_inputs",
 )

@@ -1,0 +1,403 @@
+"""What every `attn learn` task shares.
+
+A task is a module ``attn_cli.learn.<task>`` with (see :class:`TaskModule`):
+
+- ``run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough``: generate the
+  data from ``options.seed``, train, evaluate on held-out data only, and return the walkthrough
+  the renderers show (its steps' words from ``lessons/learn/<task>.toml``, every sentence about
+  the numbers a claim, see :class:`Texts`); with ``options.save`` it also writes the trained
+  weights (:func:`save_arrays`, .npz, no pickle);
+- ``program(options: LearnOptions) -> str``: the training program of ``--code`` (needs no torch
+  to print);
+- ``figure(walkthrough: Walkthrough) -> Figure``: the figure of ``--plot`` (matplotlib imported
+  inside).
+
+Also here: :func:`seeded` (data, initialisation and batches from the seed; deterministic
+algorithms; a fixed thread count), the :class:`Progress` callback and :func:`progress_bar` (rich's
+progress on a terminal, nothing otherwise), :func:`save_arrays` / :func:`load_arrays`,
+:func:`too_small` (the "budget too small to say anything" error), :func:`require_torch` and the
+lesson texts (:class:`Words`). Light at import (no numpy, no torch): the command imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from attn_cli.errors import UserError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from matplotlib.figure import Figure
+    from rich.console import Console
+
+    from attn_cli.lessonfiles.loader import LessonFile
+    from attn_cli.lessonfiles.texts import Texts
+    from attn_cli.model import Kind, Note, Part, Step, Walkthrough
+
+# Threads torch trains with: the same on every machine, so the same command prints the same
+# numbers (a reduction split over another number of threads sums in another order). One: the
+# models are small enough that a second thread gains little, and on a shared machine (the other
+# core busy) two threads wait on each other and train several times slower (docs/learn.md).
+THREADS = 1
+
+
+@dataclass(frozen=True)
+class LearnOptions:
+    """What `attn learn TASK` was asked: the seed (data, initialisation, batches), the training
+    budget and sizes (None: the task's default; each task says what --max-len means for it),
+    and the file to save the trained weights to."""
+
+    task: str
+    seed: int = 0
+    steps: int | None = None
+    hidden: int | None = None
+    max_len: int | None = None
+    save: Path | None = None
+
+    def resolved(self, *, steps: int, hidden: int, max_len: int) -> LearnOptions:
+        """These options with each one not given set to the task's default."""
+        return replace(
+            self,
+            steps=steps if self.steps is None else self.steps,
+            hidden=hidden if self.hidden is None else self.hidden,
+            max_len=max_len if self.max_len is None else self.max_len,
+        )
+
+
+class Progress(Protocol):
+    """Told after each evaluation while a model trains: which model (its name as the output
+    says it), the step reached of ``total``, the training loss, and the held-out accuracy
+    (None between evaluations)."""
+
+    def __call__(
+        self, model: str, step: int, total: int, loss: float, accuracy: float | None
+    ) -> None: ...
+
+
+class TaskModule(Protocol):
+    """What a task module ``attn_cli.learn.<task>`` exposes."""
+
+    def run(self, options: LearnOptions, progress: Progress | None = None) -> Walkthrough: ...
+
+    def program(self, options: LearnOptions) -> str: ...
+
+    def figure(self, walkthrough: Walkthrough) -> Figure: ...
+
+
+def task_module(task: str) -> TaskModule:
+    """The module of ``task`` (imported now); a UserError when this attn has none."""
+    import importlib
+
+    try:
+        module: TaskModule = importlib.import_module(f"attn_cli.learn.{task}")
+    except ModuleNotFoundError as error:
+        if error.name != f"attn_cli.learn.{task}":
+            raise
+        raise UserError(f"attn learn {task} is not part of this version of attn.") from None
+    return module
+
+
+# --- torch, seeding and determinism ----------------------------------------------------------
+
+
+def require_torch(task: str) -> None:
+    """A one-line UserError naming what to install when PyTorch is missing (or unusable)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        from attn_cli.install import install_command
+
+        raise UserError(
+            f"attn learn {task} trains with PyTorch, which is not installed; install it with: "
+            f"{install_command('torch')}."
+        ) from None
+
+
+def seeded(seed: int) -> None:
+    """Same seed, same numbers on the same machine: torch's generator seeded, deterministic
+    algorithms only, and a fixed number of threads (THREADS, or fewer on a one-core machine)."""
+    import torch
+
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(max(1, min(THREADS, os.cpu_count() or 1)))
+
+
+def too_small(task: str, what: str, fix: str) -> UserError:
+    """The error for a budget too small to say anything: ``what`` the run reached (as words),
+    ``fix`` the options that would give it enough. Said instead of printing a heatmap of noise
+    as if it had been learned."""
+    return UserError(f"attn learn {task}: {what}: too small to say anything; {fix}.")
+
+
+# --- progress --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def progress_bar(console: Console) -> Iterator[Progress | None]:
+    """A Progress that draws rich's progress bar on ``console`` (one bar per model: step, loss,
+    held-out accuracy; gone when training ends), or None off a terminal (nothing is drawn)."""
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
+
+    with RichProgress(
+        TextColumn("{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:>6}  held-out {task.fields[accuracy]:>6}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(model: str, step: int, total: int, loss: float, accuracy: float | None) -> None:
+            if model not in tasks:
+                tasks[model] = bar.add_task(model, total=total, loss="", accuracy="")
+            shown = bar.tasks[tasks[model]].fields["accuracy"]
+            if accuracy is not None:
+                shown = f"{accuracy:.0%}"
+            bar.update(tasks[model], completed=step, loss=f"{loss:.3f}", accuracy=shown)
+
+        yield update
+
+
+# --- saving and loading weights (no pickle) --------------------------------------------------
+
+
+def save_arrays(path: Path, arrays: Mapping[str, np.ndarray], flag: str = "--save") -> None:
+    """Write ``arrays`` to ``path`` as .npz (numpy's zip of .npy files: no pickle), whole or not
+    at all (written beside it, then renamed into place)."""
+    import io
+
+    import numpy as np
+
+    from attn_cli.outputs import write_bytes
+
+    if path.suffix.lower() != ".npz":
+        raise UserError(f"{flag} {path}: the file name must end in .npz; e.g. {flag} model.npz.")
+    buffer = io.BytesIO()
+    named: dict[str, Any] = {name: np.asarray(value) for name, value in arrays.items()}
+    np.savez(buffer, allow_pickle=False, **named)
+    write_bytes(path, buffer.getvalue(), flag)
+
+
+def check_save_path(path: Path, flag: str = "--save") -> None:
+    """Refuse, before training, a file the weights could not be written to."""
+    from attn_cli.outputs import check_writable
+
+    if path.suffix.lower() != ".npz":
+        raise UserError(f"{flag} {path}: the file name must end in .npz; e.g. {flag} model.npz.")
+    check_writable(path, flag)
+
+
+def load_arrays(
+    path: Path, shapes: Mapping[str, Sequence[int | None]], flag: str
+) -> dict[str, np.ndarray]:
+    """The arrays ``shapes`` names from the .npz file ``path``, read without pickle, each float64
+    and of the given number of dimensions (None in a shape: any size; equal sizes across arrays
+    are the caller's to check). A missing file, another kind of file, a missing array, an array
+    of the wrong kind or shape: one line, a UserError."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise UserError(f"{flag} {path}: no such file.") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise UserError(
+            f"{flag} {path}: not a weights file written by attn learn --save (.npz): {error}."
+        ) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise UserError(f"{flag} {path}: a single .npy array, not the .npz that --save writes.")
+    with archive:
+        missing = [name for name in shapes if name not in archive.files]
+        if missing:
+            raise UserError(
+                f"{flag} {path}: it has no {', '.join(missing)}; write it with "
+                "attn learn translate --save FILE."
+            )
+        found: dict[str, np.ndarray] = {}
+        for name, shape in shapes.items():
+            try:
+                value = archive[name]
+            except ValueError as error:  # an object array (it would need pickle)
+                raise UserError(f"{flag} {path}: {name} cannot be read safely: {error}.") from None
+            if value.dtype.kind not in "fiu":
+                raise UserError(f"{flag} {path}: {name} holds {value.dtype}, not numbers.")
+            fits = value.ndim == len(shape) and all(
+                want is None or want == got for want, got in zip(shape, value.shape, strict=True)
+            )
+            if not fits:
+                wanted = " × ".join("n" if want is None else str(want) for want in shape) or "one"
+                raise UserError(
+                    f"{flag} {path}: {name} is {' × '.join(map(str, value.shape)) or 'a number'},"
+                    f" expected {wanted} ({len(shape)}-D)."
+                )
+            array = np.asarray(value, dtype=np.float64)
+            if not np.all(np.isfinite(array)):
+                raise UserError(f"{flag} {path}: {name} has entries that are not finite.")
+            found[name] = array
+        return found
+
+
+def load_words(path: Path, name: str, flag: str) -> tuple[str, ...] | None:
+    """The words stored as array ``name`` of the .npz file ``path`` (a 1-D array of text, read
+    without pickle), or None where it has none or they are not plain words."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as archive:
+        if name not in archive.files:
+            return None
+        try:
+            value = archive[name]
+        except ValueError:  # an object array: never read (it would need pickle)
+            return None
+    if value.ndim != 1 or value.dtype.kind != "U":
+        return None
+    words = tuple(str(word) for word in value)
+    if not all(word and word.isprintable() and "," not in word for word in words):
+        return None
+    return words
+
+
+# --- the lesson texts ------------------------------------------------------------------------
+
+
+def texts_path(task: str) -> Path:
+    """The words of ``task``: ``lessons/learn/<task>.toml`` (below lessons/, so that attn check
+    and the lesson registry, which read lessons/*.toml, never take it for a lesson)."""
+    from attn_cli.lessonfiles.loader import bundled_lessons_dir
+
+    return bundled_lessons_dir() / "learn" / f"{task}.toml"
+
+
+@dataclass
+class Words:
+    """A task's walkthrough, built step by step from its lesson file's words.
+
+    The file has the lesson file's format (``lesson = "learn-<task>"``, title, intro,
+    ``[steps.KEY]`` title and explanation, ``[notes]``), checked against the task's
+    :class:`~attn_cli.lessonfiles.texts.Texts` when loaded: a step or note the task does not
+    declare, or a placeholder it does not hand over, is an error. A note whose words depend on
+    the numbers is a claim (``Texts(claims={key: condition})``): :meth:`walkthrough` withholds
+    it when its condition does not hold for the finished walkthrough.
+    """
+
+    task: str
+    texts: Texts
+    file: LessonFile = field(init=False)
+    steps: list[Step] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from attn_cli.lessonfiles.loader import load_lesson_file
+        from attn_cli.lessonfiles.texts import check_texts
+
+        self.file = load_lesson_file(texts_path(self.task))
+        check_texts(self.file, self.texts)
+
+    def note(self, key: str, **values: Any) -> Note:
+        """The note ``key`` with its values (each declared name handed over, no other)."""
+        from attn_cli.model import Note
+
+        self._check_names("notes", key, values)
+        return Note(key, self.file.notes[key], values)
+
+    def step(
+        self,
+        key: str,
+        value: Any,
+        kind: Kind = "matrix",
+        *,
+        rows: Sequence[str] | None = None,
+        cols: Sequence[str] | None = None,
+        notes: Sequence[Note] = (),
+        parts: Sequence[Part] = (),
+        row_sums: bool = False,
+        latex: str | None = None,
+        **context: Any,
+    ) -> Step:
+        """Record step ``key``: its value, how it is shown, and the values its words read."""
+        import numpy as np
+
+        from attn_cli.model import Step
+
+        self._check_names("steps", key, context)
+        words = self.file.steps[key]
+        array = isinstance(value, np.ndarray)
+        step = Step(
+            key=key,
+            title_template=words.title or key,
+            explanation_template=words.explanation or "",
+            value=value,
+            kind=kind,
+            row_labels=None if rows is None else tuple(rows),
+            col_labels=None if cols is None else tuple(cols),
+            parts=tuple(parts),
+            row_sums=value.sum(axis=-1) if row_sums and array else None,
+            notes=tuple(notes),
+            latex=latex or words.latex,
+            context=context,
+            headings=self._headings(value) if kind == "records" else {},
+        )
+        self.steps.append(step)
+        return step
+
+    def walkthrough(
+        self,
+        output: Any,
+        *,
+        inputs: Sequence[Any] = (),
+        meta: Mapping[str, Any] | None = None,
+        precision: int = 3,
+        example_description: str = "",
+    ) -> Walkthrough:
+        """The finished walkthrough, the notes whose claim does not hold withheld."""
+        from attn_cli.model import Walkthrough
+        from attn_cli.walkthroughs.recorder import keep_true_claims
+
+        drafted = Walkthrough(
+            lesson=f"learn-{self.task}",
+            title=self.file.title,
+            intro=self.file.intro,
+            example=None,
+            backend="torch",
+            device="cpu",
+            dtype="float32",
+            inputs=tuple(inputs),
+            steps=tuple(self.steps),
+            output=output,
+            example_description=example_description,
+            notes=tuple(self.notes),
+            meta=dict(meta or {}),
+            precision=precision,
+        )
+        return keep_true_claims(drafted, self.texts)
+
+    def _check_names(self, table: str, key: str, given: Mapping[str, Any]) -> None:
+        declared = getattr(self.texts, table).get(key)
+        if declared is None:
+            raise TypeError(f"learn {self.task}: {table} key {key!r} is not declared")
+        if set(declared) != set(given):
+            raise TypeError(
+                f"learn {self.task}: {table} {key!r} declares {sorted(declared)} "
+                f"but was handed {sorted(given)}"
+            )
+        words = self.file.steps if table == "steps" else self.file.notes
+        if key not in words:
+            raise TypeError(f"learn {self.task}: lessons/learn/{self.task}.toml has no {key!r}")
+
+    def _headings(self, records: Any) -> dict[str, str]:
+        keys = records[0].keys() if isinstance(records, list) and records else ()
+        return {key: self.file.headings[key] for key in keys if key in self.file.headings}

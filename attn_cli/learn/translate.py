@@ -1,0 +1,892 @@
+"""attn learn translate: the lectures' notebook as a command.
+
+A toy translation task from the seed (attn_cli.learn.translate_data), two encoder-decoders
+trained on the same batches with the same budget (attn_cli.learn.translate_model: the
+fixed-vector one, c = hₙ, and Bahdanau's), then, on held-out sentences only: accuracy by source
+length for both, the attention heatmap of one sentence before and after training, the alignment
+score against the true alignment, and one decoder step of the trained model as `attn
+bahdanau`'s worked example, whose recomputed row equals the model's own.
+
+The entry points are those of attn_cli.learn.common.TaskModule: :func:`run`, :func:`program`
+and :func:`figure`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.learn import translate_data as data
+from attn_cli.learn.common import (
+    THREADS,
+    LearnOptions,
+    Progress,
+    Words,
+    save_arrays,
+    seeded,
+    too_small,
+)
+from attn_cli.lessonfiles.texts import Texts
+from attn_cli.mechanisms import attention as attn
+from attn_cli.mechanisms import bahdanau as mech
+from attn_cli.model import Part, Walkthrough
+
+if TYPE_CHECKING:  # torch is imported when a model trains: --code needs none
+    import torch
+    from matplotlib.figure import Figure
+
+    from attn_cli.learn.translate_model import Seq2Seq
+
+TASK = "translate"
+# The defaults: about 40 s on a 2-core laptop CPU (docs/learn.md has the measured figures).
+STEPS = 700
+HIDDEN = 64
+MAX_LEN = 12
+BATCH = 64
+LEARNING_RATE = 0.005
+CLIP = 1.0  # gradients clipped to this norm, both models
+HELD_OUT_PER_LENGTH = 50
+EVAL_EVERY = 50  # held-out word accuracy on the way (the progress bar and the curve)
+EVAL_SAMPLE = 8  # held-out sentences per length for that running figure
+# Below this share of held-out words right, the attention model has not learned enough to show.
+LEAST_ACCURACY = 0.5
+MIN_MAX_LEN = 5
+MOST_HIDDEN = 256
+MOST_STEPS = 20_000
+# The recomputed row and the model's own (both float64) agree to this.
+TOLERANCE = 1e-12
+MODELS = ("fixed", "attention")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Held-out figures of one model: by source length, exact-match and word accuracy."""
+
+    exact: dict[int, float]
+    words: dict[int, float]
+
+
+def check_options(options: LearnOptions) -> None:
+    """Sizes that do not fit, refused before anything is generated."""
+    assert options.max_len is not None and options.hidden is not None and options.steps is not None
+    if not MIN_MAX_LEN <= options.max_len <= data.MAX_LENGTH:
+        raise UserError(
+            f"--max-len {options.max_len}: the toy language's sentences have {data.MIN_LENGTH} to "
+            f"{data.MAX_LENGTH} words and the comparison needs lengths {data.MIN_LENGTH} to at "
+            f"least {MIN_MAX_LEN}; give {MIN_MAX_LEN} to {data.MAX_LENGTH}."
+        )
+    if options.hidden > MOST_HIDDEN:
+        raise UserError(
+            f"--hidden {options.hidden}: at most {MOST_HIDDEN} (wider trains for long on a CPU "
+            "without showing more)."
+        )
+    if options.steps > MOST_STEPS:
+        raise UserError(f"--steps {options.steps}: at most {MOST_STEPS:,} on a CPU.")
+
+
+def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
+    """Generate, train both models, evaluate on held-out sentences, and lay it all out."""
+
+    from attn_cli.learn.translate_model import Seq2Seq
+
+    options = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
+    check_options(options)
+    assert options.steps is not None and options.hidden is not None and options.max_len is not None
+    words = Words(TASK, TEXTS)
+    corpus = data.corpus(options.seed, options.max_len, HELD_OUT_PER_LENGTH)
+    seeded(options.seed)
+    vocabulary = len(data.SOURCE_WORDS)
+    models = {
+        name: Seq2Seq(vocabulary, vocabulary, options.hidden, name == "attention")
+        for name in MODELS
+    }
+    initial = copy.deepcopy(models["attention"])
+    started = time.perf_counter()
+    curve = train(models, corpus, options.steps, progress)
+    seconds = time.perf_counter() - started
+    evaluations = {name: evaluate(model, corpus) for name, model in models.items()}
+    accuracy = _overall(evaluations["attention"].words, corpus)
+    if accuracy < LEAST_ACCURACY:
+        raise too_small(
+            TASK,
+            f"after {options.steps} steps the attention model gets {accuracy:.0%} of held-out "
+            "words right, so its attention shows noise, not what it learned",
+            f"train longer (--steps {max(STEPS, 2 * options.steps)})",
+        )
+    shown = shown_pair(corpus)
+    before_score, after_score = (
+        alignment_score(initial, corpus),
+        alignment_score(models["attention"], corpus),
+    )
+    before = attention_rows(initial, shown)
+    after = attention_rows(models["attention"], shown)
+    walkthrough = build(
+        words, options, corpus, models, curve, seconds, evaluations, shown, before, after,
+        (before_score, after_score),
+    )  # fmt: skip
+    if options.save is not None:
+        save_arrays(options.save, saved_arrays(models["attention"], shown, after))
+    return walkthrough
+
+
+# --- training --------------------------------------------------------------------------------
+
+
+def tensors(pairs: Sequence[data.Pair]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Source (B, n), reference with the end token (B, n + 1), and the decoder's inputs y_0 ..
+    y_n (the start token, then the reference's words) (B, n + 1)."""
+    import torch
+
+    source = torch.tensor([pair.source for pair in pairs])
+    target = torch.tensor([(*pair.target, data.EOS) for pair in pairs])
+    previous = torch.cat([torch.full((len(pairs), 1), data.BOS), target[:, :-1]], dim=1)
+    return source, target, previous
+
+
+def train(
+    models: Mapping[str, Seq2Seq], corpus: data.Corpus, steps: int, progress: Progress | None
+) -> list[dict[str, Any]]:
+    """Train every model on the same batches (each its own Adam); the curve every EVAL_EVERY
+    steps: the last batch's loss and the held-out word accuracy of each model."""
+    import torch
+
+    optimisers = {
+        name: torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+        for name, model in models.items()
+    }
+    batches = corpus.batches(BATCH)
+    sample = {length: pairs[:EVAL_SAMPLE] for length, pairs in corpus.held_out.items()}
+    curve: list[dict[str, Any]] = []
+    for step in range(1, steps + 1):
+        _, batch = next(batches)
+        source, target, previous = tensors(batch)
+        losses = {}
+        for name, model in models.items():
+            model.train()
+            logits, _, _ = model(source, previous)  # (B, T, V)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten())
+            optimisers[name].zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+            optimisers[name].step()
+            losses[name] = loss.item()
+        measured = step % EVAL_EVERY == 0 or step == steps
+        accuracy = (
+            {
+                name: _overall(evaluate(model, None, sample).words, None, sample)
+                for name, model in models.items()
+            }
+            if measured
+            else {}
+        )
+        if measured:
+            curve.append(
+                {
+                    "step": step,
+                    **{f"{name}_loss": losses[name] for name in MODELS},
+                    **{f"{name}_accuracy": accuracy[name] for name in MODELS},
+                }
+            )
+        if progress is not None:
+            for name in MODELS:
+                progress(name, step, steps, losses[name], accuracy.get(name))
+    return curve
+
+
+# --- evaluation, on held-out sentences only ---------------------------------------------------
+
+
+def evaluate(
+    model: Seq2Seq,
+    corpus: data.Corpus | None,
+    held_out: Mapping[int, Sequence[data.Pair]] | None = None,
+) -> Evaluation:
+    """Greedy translations of the held-out sentences: per length, the share translated exactly
+    (end included) and the share of target words right."""
+    import torch
+
+    sentences = corpus.held_out if corpus is not None else held_out
+    assert sentences is not None
+    exact, words = {}, {}
+    model.eval()
+    with torch.no_grad():
+        for length, pairs in sentences.items():
+            source, target, previous = tensors(pairs)
+            logits, _, _ = model(source, previous, greedy=True)
+            right = logits.argmax(dim=-1) == target  # (B, T)
+            exact[length] = float(right.all(dim=1).double().mean())
+            words[length] = float(right.double().mean())
+    return Evaluation(exact, words)
+
+
+def _overall(
+    by_length: Mapping[int, float],
+    corpus: data.Corpus | None,
+    held_out: Mapping[int, Sequence[data.Pair]] | None = None,
+) -> float:
+    """Word accuracy over every held-out target word (each length weighted by its words)."""
+    sentences = corpus.held_out if corpus is not None else held_out
+    assert sentences is not None
+    counts = {length: len(pairs) * (length + 1) for length, pairs in sentences.items()}
+    return sum(by_length[length] * count for length, count in counts.items()) / sum(counts.values())
+
+
+@dataclass(frozen=True)
+class Score:
+    """The alignment score: of ``words`` target words, the share whose largest weight is on the
+    true source word, and the mean weight on it."""
+
+    share: float
+    weight: float
+    words: int
+
+
+def alignment_score(model: Seq2Seq, corpus: data.Corpus) -> Score:
+    """The attention model's alignment score over every held-out sentence, with the reference's
+    words fed in (teacher forcing); the end token, which has no source word, left out."""
+    import torch
+
+    hits, weight, count = 0.0, 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for pairs in corpus.held_out.values():
+            source, _, previous = tensors(pairs)
+            _, weights, _ = model(source, previous)
+            assert weights is not None
+            rows = weights[:, :-1]  # (B, n, n): the end token's row left out
+            true = torch.tensor([pair.alignment for pair in pairs]).unsqueeze(-1)  # (B, n, 1)
+            hits += float((rows.argmax(dim=-1, keepdim=True) == true).sum())
+            weight += float(rows.gather(2, true).sum())
+            count += true.numel()
+    return Score(hits / count, weight / count, count)
+
+
+def shown_pair(corpus: data.Corpus) -> data.Pair:
+    """The held-out sentence whose heatmap is shown: the longest length that has one showing
+    both rules (an adjective after its noun, a time word moved to the end), its first such."""
+    for length in reversed(corpus.lengths):
+        for pair in corpus.held_out[length]:
+            if pair.has_rule("adjective") and pair.has_rule("time"):
+                return pair
+    return corpus.held_out[corpus.lengths[-1]][0]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """One sentence through the attention model, in float64, reference words fed in: the weights
+    (T, n) (row t: decoder step t, the end token's step last), the encoder states H (n, d_h), and
+    the decoder state each step queried with (T, d_s)."""
+
+    weights: np.ndarray
+    states: np.ndarray
+    queries: np.ndarray
+
+
+def attention_rows(model: Seq2Seq, pair: data.Pair) -> Rows:
+    """``pair`` through a float64 copy of ``model`` (the heatmap's numbers, and those the
+    worked example recomputes)."""
+    import torch
+
+    exact = copy.deepcopy(model).double().eval()
+    source, _, previous = tensors([pair])
+    with torch.no_grad():
+        states, _ = exact.encode(source)
+        _, weights, queries = exact(source, previous)
+    assert weights is not None
+    return Rows(
+        weights[0].numpy(),
+        states[0].numpy(),
+        torch.stack(queries, dim=1)[0].numpy(),
+    )
+
+
+def example_step(pair: data.Pair) -> int:
+    """The decoder step shown term by term (from 0): the time word moved to the end, or else an
+    adjective after its noun, or else the last word."""
+    words = pair.source_words
+    times = {source for source, _ in data.WORDS["time"]}
+    adjectives = {source for source, _ in data.WORDS["adj"]}
+    for wanted in (times, adjectives):
+        for t, i in enumerate(pair.alignment):
+            if words[i] in wanted:
+                return t
+    return len(pair.alignment) - 1
+
+
+def learned_weights(model: Seq2Seq) -> dict[str, np.ndarray]:
+    """W1 (d_a × d_h), W2 (d_a × d_s) and v (d_a) of the attention, float64."""
+
+    return {
+        "W1": model.W1.weight.detach().double().numpy().copy(),
+        "W2": model.W2.weight.detach().double().numpy().copy(),
+        "v": model.v.weight.detach().double().numpy()[0].copy(),
+    }
+
+
+def saved_arrays(model: Seq2Seq, pair: data.Pair, rows: Rows) -> dict[str, np.ndarray]:
+    """What --save writes: the inputs of `attn bahdanau` for the shown decoder step (s_t, the
+    decoder state sₜ₋₁ it queries with; H, the sentence's encoder states; W1, W2, v; the source
+    words as tokens; the model's own row as weights), and every trained parameter as model.NAME."""
+
+    t = example_step(pair)
+    arrays: dict[str, np.ndarray] = {
+        "s_t": rows.queries[t],
+        "H": rows.states,
+        **learned_weights(model),
+        "tokens": np.array(pair.source_words),
+        "weights": rows.weights[t],
+        "step": np.array(t + 1),
+    }
+    for name, value in model.state_dict().items():
+        arrays[f"model.{name}"] = value.detach().double().numpy()
+    return arrays
+
+
+# --- the walkthrough -------------------------------------------------------------------------
+
+
+def _pct(value: float) -> float:
+    return round(value, 6)
+
+
+def build(
+    words: Words,
+    options: LearnOptions,
+    corpus: data.Corpus,
+    models: Mapping[str, Seq2Seq],
+    curve: list[dict[str, Any]],
+    seconds: float,
+    evaluations: Mapping[str, Evaluation],
+    shown: data.Pair,
+    before: Rows,
+    after: Rows,
+    scores: tuple[Score, Score],
+) -> Walkthrough:
+    import torch
+
+    from attn_cli.learn.translate_model import parameter_count
+
+    assert options.steps is not None and options.hidden is not None
+    d_s = options.hidden
+    d_h, d_a = 2 * d_s, d_s
+    rng = np.random.default_rng([options.seed, 2])
+    lengths = corpus.lengths
+    picked = [lengths[1], (lengths[1] + lengths[-1]) // 2, lengths[-1]]
+    pairs = data.examples(rng, picked)
+    words.step(
+        "examples",
+        [
+            {
+                "source": " ".join(pair.source_words),
+                "target": " ".join(pair.target_words),
+                "alignment": " ".join(
+                    f"{target}←{pair.source_words[i]}"
+                    for target, i in zip(pair.target_words, pair.alignment, strict=True)
+                ),
+            }
+            for pair in pairs
+        ],
+        "records",
+        pairs=len(pairs),
+        shortest=lengths[0],
+        longest=lengths[-1],
+    )
+    counts = {name: parameter_count(model) for name, model in models.items()}
+    extra = counts["attention"] - counts["fixed"]
+    words.step(
+        "models",
+        [
+            {
+                "model": "fixed vector",
+                "context": "c = hₙ at every step",
+                "parameters": counts["fixed"],
+            },
+            {
+                "model": "attention",
+                "context": "cₜ = Σᵢ α_{t,i} hᵢ",
+                "parameters": counts["attention"],
+            },
+        ],
+        "records",
+        notes=[
+            words.note(
+                "parameters",
+                extra=extra,
+                attention=counts["attention"],
+                fixed=counts["fixed"],
+                d_a=d_a,
+                d_h=d_h,
+                d_s=d_s,
+            )
+        ],
+        d_h=d_h,
+        d_s=d_s,
+        d_a=d_a,
+        rate=LEARNING_RATE,
+        steps=options.steps,
+        batch=BATCH,
+    )
+    sample = sum(min(EVAL_SAMPLE, len(found)) for found in corpus.held_out.values())
+    words.step(
+        "training", curve, "records", every=EVAL_EVERY, sample=sample, seconds=round(seconds, 1)
+    )
+    fixed, attention = evaluations["fixed"], evaluations["attention"]
+    table = [
+        {
+            "length": length,
+            "sentences": len(corpus.held_out[length]),
+            "fixed_exact": fixed.exact[length],
+            "attention_exact": attention.exact[length],
+            "fixed_words": fixed.words[length],
+            "attention_words": attention.words[length],
+        }
+        for length in lengths
+    ]
+    longest, shortest = lengths[-1], lengths[0]
+    length_notes = [
+        words.note(
+            "attention_ahead_longest",
+            longest=longest,
+            attention=attention.exact[longest],
+            fixed=fixed.exact[longest],
+        ),
+        words.note(
+            "fixed_falls",
+            short=fixed.exact[shortest],
+            shortest=shortest,
+            long=fixed.exact[longest],
+            longest=longest,
+        ),
+        words.note("attention_holds", lowest=min(attention.exact.values())),
+    ]
+    words.step("by_length", table, "records", notes=length_notes, per_length=HELD_OUT_PER_LENGTH)
+    targets = (*shown.target_words, "</s>")
+    sources = shown.source_words
+    truth = np.vstack([data.alignment_matrix(shown), np.zeros((1, len(sources)))])  # (T, n)
+    words.step("truth", truth, "weights", rows=targets, cols=sources)
+    n = len(sources)
+    words.step(
+        "before",
+        before.weights,
+        "weights",
+        rows=targets,
+        cols=sources,
+        row_sums=True,
+        notes=[words.note("before_flat", largest=float(before.weights.max()), n=n, uniform=1 / n)],
+    )
+    true = list(shown.alignment)
+    hits = int(np.sum(after.weights[:-1].argmax(axis=1) == true))
+    words.step(
+        "after",
+        after.weights,
+        "weights",
+        rows=targets,
+        cols=sources,
+        row_sums=True,
+        notes=[words.note("after_true", hits=hits, rows=len(true))],
+        steps=options.steps,
+    )
+    before_score, after_score = scores
+    words.step(
+        "score",
+        [
+            {"when": "before training", "share": before_score.share, "weight": before_score.weight},
+            {"when": "after training", "share": after_score.share, "weight": after_score.weight},
+        ],
+        "records",
+        notes=[
+            words.note(
+                "learned",
+                before=before_score.share,
+                after=after_score.share,
+                before_weight=before_score.weight,
+                after_weight=after_score.weight,
+            ),
+            words.note("aligned", after=after_score.share),
+        ],
+        words=after_score.words,
+    )
+    decoder_step(words, models["attention"], shown, after, d_h, d_s, d_a)
+    meta = {
+        "options": {
+            "seed": options.seed,
+            "steps": options.steps,
+            "hidden": options.hidden,
+            "max_len": options.max_len,
+            "batch": BATCH,
+            "learning_rate": LEARNING_RATE,
+        },
+        "parameters": counts,
+        "training_seconds": seconds,
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "alignment_score": {
+            "before": {"share": before_score.share, "weight": before_score.weight},
+            "after": {"share": after_score.share, "weight": after_score.weight},
+            "words": after_score.words,
+        },
+        "by_length": {
+            name: {
+                "exact": {str(k): v for k, v in found.exact.items()},
+                "words": {str(k): v for k, v in found.words.items()},
+            }
+            for name, found in evaluations.items()
+        },
+        "sentence": {
+            "source": list(sources),
+            "target": list(shown.target_words),
+            "true_alignment": true,
+            "step": example_step(shown) + 1,
+        },
+    }
+    return words.walkthrough(after.weights, meta=meta, precision=3)
+
+
+def decoder_step(
+    words: Words, model: Seq2Seq, pair: data.Pair, rows: Rows, d_h: int, d_s: int, d_a: int
+) -> None:
+    """One decoder step of the trained model as `attn bahdanau` computes it, every term, in
+    float64, from the learned W1, W2, v, the sentence's encoder states and the decoder state;
+    then the recomputed row against the model's own."""
+    t = example_step(pair)
+    learned = learned_weights(model)
+    h, s = rows.states, rows.queries[t]  # (n, d_h), (d_s,)
+    w1, w2, v = learned["W1"], learned["W2"], learned["v"]
+    sources = pair.source_words
+    n = len(sources)
+    word = pair.target_words[t]
+    context: dict[str, Any] = {
+        "t": t + 1,
+        "word": word,
+        "source": sources[pair.alignment[t]],
+        "n": n,
+        "d_h": d_h,
+        "d_s": d_s,
+        "d_a": d_a,
+    }
+    words.step("step.H", h, rows=sources, n=n, d_h=d_h)
+    words.step("step.s", s, rows=("sₜ₋₁",), t=t + 1, d_s=d_s)
+    w1h = mech.project_states(h, w1)  # (n, d_a)
+    words.step("step.W1h", w1h, parts=[Part("W1", w1)], rows=sources, **context)
+    w2s = mech.project_decoder(s, w2)  # (d_a,)
+    step_sizes: dict[str, Any] = {key: context[key] for key in ("t", "d_a", "d_s")}
+    words.step("step.W2s", w2s, rows=("W2 sₜ₋₁",), parts=[Part("W2", w2)], **step_sizes)
+    summed = mech.combine(w1h, w2s)  # (n, d_a)
+    words.step("step.sum", summed, rows=sources)
+    activated = mech.squash(summed)  # (n, d_a)
+    words.step("step.tanh", activated, rows=sources)
+    scores = mech.additive_scores(activated, v)  # (n,)
+    words.step(
+        "step.scores", scores, rows=(f"e_{t + 1}",), cols=sources, parts=[Part("v", v)], d_a=d_a
+    )
+    alpha = attn.softmax(scores[None, :])[0]  # (n,)
+    words.step(
+        "step.weights",
+        alpha[None, :],
+        "weights",
+        rows=(f"α_{t + 1}",),
+        cols=sources,
+        row_sums=True,
+        t=t + 1,
+    )
+    c = attn.weighted_sum(alpha[None, :], h)[0]  # (d_h,)
+    words.step("step.context", c, rows=(f"c_{t + 1}",), d_h=d_h, word=word)
+    difference = float(np.max(np.abs(alpha - rows.weights[t])))
+    words.step(
+        "step.check",
+        difference,
+        "scalar",
+        notes=[words.note("equal", tolerance=TOLERANCE)],
+        t=t + 1,
+    )
+
+
+# --- claims: each sentence about the numbers, checked against them ----------------------------
+
+
+def _records(walkthrough: Walkthrough, key: str) -> list[dict[str, Any]]:
+    value = walkthrough.step(key)
+    return value if isinstance(value, list) else []
+
+
+def parameters_differ(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The table's counts differ by ``extra`` = d_a (d_h + d_s + 1), W1, W2 and v."""
+    rows = {row["model"]: row["parameters"] for row in _records(walkthrough, "models")}
+    d_a, d_h, d_s = values.get("d_a"), values.get("d_h"), values.get("d_s")
+    if not all(isinstance(x, int) for x in (d_a, d_h, d_s)):
+        return False
+    extra = rows.get("attention", 0) - rows.get("fixed vector", 0)
+    return extra == values.get("extra") == d_a * (d_h + d_s + 1)  # type: ignore[operator]
+
+
+def _by_length(walkthrough: Walkthrough) -> dict[int, dict[str, Any]]:
+    return {row["length"]: row for row in _records(walkthrough, "by_length")}
+
+
+def attention_ahead(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """On the longest length the table's attention exact-match is above the fixed vector's."""
+    table = _by_length(walkthrough)
+    row = table.get(values.get("longest", -1))
+    return (
+        row is not None
+        and values.get("longest") == max(table)
+        and row["attention_exact"] == values.get("attention")
+        and row["fixed_exact"] == values.get("fixed")
+        and row["attention_exact"] > row["fixed_exact"]
+    )
+
+
+def fixed_falls(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The fixed vector's exact-match is lower on the longest length than on the shortest."""
+    table = _by_length(walkthrough)
+    if not table:
+        return False
+    short, long = table[min(table)]["fixed_exact"], table[max(table)]["fixed_exact"]
+    return short == values.get("short") and long == values.get("long") and long < short
+
+
+def attention_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The attention model's lowest exact-match over the lengths is ``lowest``, at least 0.9,
+    and the fixed vector falls below it somewhere (otherwise "holds" contrasts with nothing)."""
+    rows = list(_by_length(walkthrough).values())
+    lowest = min((row["attention_exact"] for row in rows), default=-1.0)
+    fixed_lowest = min((row["fixed_exact"] for row in rows), default=2.0)
+    return lowest == values.get("lowest") and lowest >= 0.9 and fixed_lowest < lowest
+
+
+def before_flat(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Before training every weight is at most ``largest``, under twice the uniform 1/n."""
+    weights = np.asarray(walkthrough.step("before"))
+    n = weights.shape[1]
+    largest = float(weights.max())
+    return largest == values.get("largest") and values.get("n") == n and largest < 2 / n
+
+
+def after_true(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """``hits`` of the ``rows`` target words have their argmax on the true source word (the
+    truth step's 1), and that is every one of them."""
+    weights = np.asarray(walkthrough.step("after"))[:-1]
+    truth = np.asarray(walkthrough.step("truth"))[:-1]
+    hits = int(np.sum(weights.argmax(axis=1) == truth.argmax(axis=1)))
+    return hits == values.get("hits") and values.get("rows") == len(truth) == hits
+
+
+def _scores(walkthrough: Walkthrough) -> dict[str, dict[str, Any]]:
+    return {row["when"]: row for row in _records(walkthrough, "score")}
+
+
+def learned(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The score table's before and after, and training raised both the share and the weight."""
+    rows = _scores(walkthrough)
+    before, after = rows.get("before training"), rows.get("after training")
+    return (
+        before is not None
+        and after is not None
+        and (before["share"], after["share"]) == (values.get("before"), values.get("after"))
+        and (before["weight"], after["weight"])
+        == (values.get("before_weight"), values.get("after_weight"))
+        and after["share"] > before["share"]
+        and after["weight"] > before["weight"]
+    )
+
+
+def aligned(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The after share is the table's, and at least 0.9: a claim of alignment, not of noise."""
+    after = _scores(walkthrough).get("after training")
+    return after is not None and after["share"] == values.get("after") and after["share"] >= 0.9
+
+
+def rows_equal(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The recomputed row and the model's differ by at most ``tolerance``."""
+    difference = walkthrough.step("step.check")
+    tolerance = values.get("tolerance")
+    return (
+        isinstance(tolerance, float) and isinstance(difference, float) and difference <= tolerance
+    )
+
+
+STEP_NAMES = ("t", "word", "source", "n", "d_h", "d_s", "d_a")
+TEXTS = Texts(
+    steps={
+        "examples": ("pairs", "shortest", "longest"),
+        "models": ("d_h", "d_s", "d_a", "rate", "steps", "batch"),
+        "training": ("every", "sample", "seconds"),
+        "by_length": ("per_length",),
+        "truth": (),
+        "before": (),
+        "after": ("steps",),
+        "score": ("words",),
+        "step.H": ("n", "d_h"),
+        "step.s": ("t", "d_s"),
+        "step.W1h": STEP_NAMES,
+        "step.W2s": ("t", "d_a", "d_s"),
+        "step.sum": (),
+        "step.tanh": (),
+        "step.scores": ("d_a",),
+        "step.weights": ("t",),
+        "step.context": ("d_h", "word"),
+        "step.check": ("t",),
+    },
+    notes={
+        "parameters": ("extra", "attention", "fixed", "d_a", "d_h", "d_s"),
+        "attention_ahead_longest": ("longest", "attention", "fixed"),
+        "fixed_falls": ("short", "shortest", "long", "longest"),
+        "attention_holds": ("lowest",),
+        "before_flat": ("largest", "n", "uniform"),
+        "after_true": ("hits", "rows"),
+        "learned": ("before", "after", "before_weight", "after_weight"),
+        "aligned": ("after",),
+        "equal": ("tolerance",),
+    },
+    claims={
+        "parameters": parameters_differ,
+        "attention_ahead_longest": attention_ahead,
+        "fixed_falls": fixed_falls,
+        "attention_holds": attention_holds,
+        "before_flat": before_flat,
+        "after_true": after_true,
+        "learned": learned,
+        "aligned": aligned,
+        "equal": rows_equal,
+    },
+)
+
+
+# --- --code and --plot -----------------------------------------------------------------------
+
+PROGRAM_MAIN = """
+# --- the run: attn learn translate --seed {seed} --steps {steps} --hidden {hidden} --max-len {max_len}
+
+SEED, STEPS, HIDDEN, MAX_LEN = {seed}, {steps}, {hidden}, {max_len}
+BATCH, LEARNING_RATE, CLIP, HELD_OUT_PER_LENGTH = {batch}, {rate}, {clip}, {per_length}
+
+
+def tensors(pairs):
+    import torch
+
+    source = torch.tensor([pair.source for pair in pairs])
+    target = torch.tensor([(*pair.target, EOS) for pair in pairs])
+    previous = torch.cat([torch.full((len(pairs), 1), BOS), target[:, :-1]], dim=1)
+    return source, target, previous
+
+
+def main():
+    corpus_ = corpus(SEED, MAX_LEN, HELD_OUT_PER_LENGTH)  # held-out sentences, never trained on
+    torch.manual_seed(SEED)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads({threads})
+    vocabulary = len(SOURCE_WORDS)
+    models = {{name: Seq2Seq(vocabulary, vocabulary, HIDDEN, name == "attention")
+              for name in ("fixed", "attention")}}
+    optimisers = {{name: torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+                  for name, model in models.items()}}
+    batches = corpus_.batches(BATCH)
+    for step in range(1, STEPS + 1):
+        _, batch = next(batches)  # the same batch for both models
+        source, target, previous = tensors(batch)
+        for name, model in models.items():
+            model.train()
+            logits, _, _ = model(source, previous)  # teacher forcing
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten())
+            optimisers[name].zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+            optimisers[name].step()
+    for name, model in models.items():  # greedy translation of the held-out sentences
+        model.eval()
+        with torch.no_grad():
+            for length, pairs in corpus_.held_out.items():
+                source, target, previous = tensors(pairs)
+                logits, _, _ = model(source, previous, greedy=True)
+                exact = (logits.argmax(-1) == target).all(dim=1).float().mean().item()
+                print(f"{{name}} length {{length}}: exact {{exact:.2f}}")
+    model = models["attention"]  # the alignment score, reference words fed in
+    hits = weight = count = 0
+    with torch.no_grad():
+        for pairs in corpus_.held_out.values():
+            source, _, previous = tensors(pairs)
+            _, weights, _ = model(source, previous)
+            rows = weights[:, :-1]  # the end token has no source word
+            true = torch.tensor([pair.alignment for pair in pairs]).unsqueeze(-1)
+            hits += (rows.argmax(-1, keepdim=True) == true).sum().item()
+            weight += rows.gather(2, true).sum().item()
+            count += true.numel()
+    print(f"alignment score: argmax share {{hits / count:.3f}}, mean weight {{weight / count:.3f}}")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def program(options: LearnOptions) -> str:
+    """The training program of --code: the data generator and the models as attn runs them
+    (their source), then the training and the held-out evaluation, with these options written
+    in. It needs numpy and PyTorch, nothing of attn."""
+    from pathlib import Path
+
+    options = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
+    check_options(options)
+    parts = [
+        "# attn learn translate --code: the training program, self-contained (numpy, torch).",
+        "from __future__ import annotations",
+        "",
+    ]
+    here = Path(__file__).parent  # read as text: printing the program imports no torch
+    for name in ("translate_data", "translate_model"):
+        source = (here / f"{name}.py").read_text(encoding="utf-8")
+        source = source.replace("from __future__ import annotations\n", "")
+        parts += [f"# --- {name} " + "-" * 60, source]
+    parts.append(
+        PROGRAM_MAIN.format(
+            seed=options.seed, steps=options.steps, hidden=options.hidden, max_len=options.max_len,
+            batch=BATCH, rate=LEARNING_RATE, clip=CLIP, per_length=HELD_OUT_PER_LENGTH,
+            threads=THREADS,
+        )
+    )  # fmt: skip
+    return "\n".join(parts)
+
+
+def figure(walkthrough: Walkthrough) -> Figure:
+    """--plot: the true alignment, the heatmaps before and after training (words as labels),
+    and exact-match accuracy by source length for both models."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    shown = Figure(figsize=(12, 10), layout="constrained")
+    axes = shown.subplots(2, 2)
+    for axis, key, title in (
+        (axes[0][0], "truth", "true alignment"),
+        (axes[0][1], "before", "attention before training"),
+        (axes[1][0], "after", "attention after training"),
+    ):
+        step = walkthrough.find(key)
+        weights = np.asarray(step.value)
+        axis.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+        axis.set_title(title)
+        axis.set_xticks(range(weights.shape[1]), step.col_labels or (), rotation=60, ha="right")
+        axis.set_yticks(range(weights.shape[0]), step.row_labels or ())
+        axis.set_xlabel("source word")
+        axis.set_ylabel("target word")
+    table = walkthrough.step("by_length")
+    lengths = [row["length"] for row in table]
+    axis = axes[1][1]
+    axis.plot(lengths, [row["fixed_exact"] for row in table], "o-", label="fixed vector (c = hₙ)")
+    axis.plot(
+        lengths, [row["attention_exact"] for row in table], "s-", label="attention (Bahdanau)"
+    )
+    axis.set_xticks(lengths)
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_xlabel("source length (words)")
+    axis.set_ylabel("held-out exact-match accuracy")
+    axis.set_title("accuracy by source length")
+    axis.legend()
+    return shown

@@ -1,0 +1,118 @@
+"""Time `attn learn TASK` at its defaults and print its scores beside the issue's targets.
+
+    python benchmarks/learn.py [--runs 1] [TASK ...]
+
+Runs each task present (attn_cli/learn/<task>.py; default: every one of translate, induction
+that this checkout has) at its default budget, in a fresh interpreter as a user would
+(`python -m attn_cli learn TASK --format json`), and prints for each run: the wall time of the
+whole command, the machine's load average before and after (os.getloadavg: the machine may be
+shared, and a busy one trains slower), the CPU, torch's version, and the held-out scores the
+command printed, beside the targets:
+
+- translate: at most 60 s; the attention model's held-out alignment score at least 0.9 and its
+  exact-match accuracy on the longest trained length at least 0.9, with the fixed-vector
+  model's figure beside it (never tuned down; every figure is on held-out sentences);
+- induction: at most 10 s; the prefix-matching score of its best head at least 0.8, with the
+  one-layer control's beside it (read from the document's meta where the task writes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ("translate", "induction")
+SECONDS = {"translate": 60.0, "induction": 10.0}
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def present(task: str) -> bool:
+    sys.path.insert(0, str(ROOT))
+    return importlib.util.find_spec(f"attn_cli.learn.{task}") is not None
+
+
+def run(task: str) -> tuple[float, dict[str, Any], tuple[float, ...], tuple[float, ...]]:
+    """One run of the default: wall seconds, the JSON document, load before and after."""
+    before = os.getloadavg()
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-m", "attn_cli", "learn", task, "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    after = os.getloadavg()
+    if completed.returncode != 0:
+        raise SystemExit(f"attn learn {task} failed:\n{completed.stderr}")
+    return seconds, json.loads(completed.stdout), before, after
+
+
+def translate_scores(document: dict[str, Any]) -> list[str]:
+    meta = document["meta"]
+    score = meta["alignment_score"]["after"]
+    longest = document_step(document, "by_length")[-1]
+    return [
+        f"alignment score (held-out, attention): argmax share {score['share']:.3f} "
+        f"(target >= 0.9), mean weight {score['weight']:.3f}",
+        f"exact match at the longest trained length ({longest['length']} words): attention "
+        f"{longest['attention_exact']:.3f} (target >= 0.9), fixed vector "
+        f"{longest['fixed_exact']:.3f}",
+        f"training {meta['training_seconds']:.1f} s, {meta['threads']} thread(s), "
+        f"parameters {meta['parameters']}",
+    ]
+
+
+def document_step(document: dict[str, Any], key: str) -> Any:
+    return next(step["value"] for step in document["steps"] if step["key"] == key)
+
+
+def generic_scores(document: dict[str, Any]) -> list[str]:
+    """A task without its own reader here: its meta's scores as they are."""
+    meta = {key: value for key, value in document["meta"].items() if key != "options"}
+    return [json.dumps(meta)[:400]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tasks", nargs="*", default=[task for task in TASKS if present(task)])
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    import torch
+
+    print(f"CPU: {cpu_name()} ({os.cpu_count()} cores); torch {torch.__version__}; "
+          f"python {platform.python_version()}")  # fmt: skip
+    for task in args.tasks:
+        for number in range(1, args.runs + 1):
+            seconds, document, before, after = run(task)
+            verdict = "within" if seconds <= SECONDS.get(task, float("inf")) else "OVER"
+            load = f"load {before[0]:.2f} before, {after[0]:.2f} after (1-min averages)"
+            print(f"attn learn {task} (run {number}): {seconds:.1f} s wall, {verdict} the "
+                  f"{SECONDS.get(task, float('nan')):.0f} s target; {load}")  # fmt: skip
+            lines = translate_scores(document) if task == "translate" else generic_scores(document)
+            for line in lines:
+                print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""attn learn: what every task shares (the command, torch missing, saving and loading weights,
+the texts). Each task's own tests are tests/test_learn_<task>.py; a test that trains a task's
+default budget is marked ``training`` (left out of the default run; .ci/run runs it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attn_cli.errors import UserError
+from attn_cli.learn import common
+from tests.conftest import assert_user_error
+
+TASKS = ("translate", "induction")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_without_torch_one_line_names_what_to_install(invoke, without_torch, task):
+    result = invoke("learn", task, "--steps", "1")
+    assert_user_error(result, "PyTorch", "pip install 'attn-cli[torch]'")
+
+
+def test_a_task_that_is_not_there_is_one_line(invoke):
+    assert_user_error(invoke("learn", "nosuch"), "nosuch")
+
+
+def test_the_budget_options_refuse_zero(invoke):
+    assert_user_error(invoke("learn", "translate", "--steps", "0"), "--steps")
+
+
+def test_save_must_be_npz(invoke, torch, tmp_path):
+    result = invoke("learn", "translate", "--save", str(tmp_path / "w.pt"))
+    assert_user_error(result, ".npz")
+
+
+def test_code_refuses_other_outputs(invoke, tmp_path):
+    result = invoke("learn", "translate", "--code", "--format", "json")
+    assert_user_error(result, "--code", "--format json")
+
+
+def test_saved_arrays_load_back_exactly(tmp_path):
+    path = tmp_path / "w.npz"
+    arrays = {"W1": np.arange(6.0).reshape(2, 3) / 7, "v": np.array([0.1, -0.2])}
+    common.save_arrays(path, arrays)
+    loaded = common.load_arrays(path, {"W1": (2, None), "v": (2,)}, "--weights")
+    assert set(loaded) == {"W1", "v"}
+    assert np.array_equal(loaded["W1"], arrays["W1"]) and np.array_equal(loaded["v"], arrays["v"])
+
+
+def _refused(path, shapes, *fragments):
+    with pytest.raises(UserError) as caught:
+        common.load_arrays(path, shapes, "--weights")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("--weights ")
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_bad_weights_files_are_one_line(tmp_path):
+    _refused(tmp_path / "none.npz", {"v": (2,)}, "no such file")
+    text = tmp_path / "text.npz"
+    text.write_text("not a zip", encoding="utf-8")
+    _refused(text, {"v": (2,)}, "not a weights file")
+    single = tmp_path / "single.npz"
+    with single.open("wb") as file:
+        np.save(file, np.zeros(2))
+    _refused(single, {"v": (2,)}, "single .npy")
+    good = tmp_path / "good.npz"
+    np.savez(good, v=np.zeros(3), W=np.zeros((2, 2)), s=np.array(["a", "b"]))
+    _refused(good, {"u": (3,)}, "no u")
+    _refused(good, {"v": (2,)}, "v is 3", "expected 2")
+    _refused(good, {"W": (None,)}, "W is 2 × 2", "1-D")
+    _refused(good, {"s": (2,)}, "not numbers")
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, v=np.array([{"a": 1}], dtype=object))
+    _refused(pickled, {"v": (1,)}, "v")
+
+
+def test_options_resolve_to_the_task_defaults_only_where_not_given():
+    given = common.LearnOptions("translate", steps=5)
+    resolved = given.resolved(steps=100, hidden=32, max_len=9)
+    assert (resolved.steps, resolved.hidden, resolved.max_len) == (5, 32, 9)
+
+
+def test_seeded_fixes_torch_generator_threads_and_determinism(torch):
+    common.seeded(3)
+    first = torch.rand(4)
+    common.seeded(3)
+    assert torch.equal(first, torch.rand(4))
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.get_num_threads() <= common.THREADS
+    torch.use_deterministic_algorithms(False)
+
+
+def test_progress_is_quiet_off_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), force_terminal=False)
+    with common.progress_bar(console) as progress:
+        assert progress is None
+    assert console.file.getvalue() == ""
+
+
+def test_progress_draws_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with common.progress_bar(console) as progress:
+        assert progress is not None
+        progress("attention", 5, 10, 1.25, 0.5)
+        progress("attention", 10, 10, 0.5, None)
+    assert "attention" in console.file.getvalue()

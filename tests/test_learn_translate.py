@@ -1,0 +1,348 @@
+"""attn learn translate: the toy translation generator (numpy only), and tiny training budgets
+(seconds) for the properties: attention rows sum to 1, the same numbers on a re-run with the same
+seed, the recomputed Bahdanau row equals the model's own, --save then `attn bahdanau --weights`
+reproduces it, the JSON validates. The default budget and the issue's targets: the one test
+marked ``training`` (pytest -m training)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from attn_cli.learn import translate_data as data
+from attn_cli.learn.common import LearnOptions
+from tests.conftest import assert_user_error
+
+# A budget that trains in a few seconds and still learns enough to be shown (the command refuses
+# a run whose attention model gets under half the held-out words right).
+TINY = ("--steps", "120", "--hidden", "16", "--max-len", "5", "--seed", "1")
+TINY_OPTIONS = LearnOptions("translate", seed=1, steps=120, hidden=16, max_len=5)
+
+SOURCE_OF = {
+    source: target for pairs in data.WORDS.values() for source, target in pairs
+}  # source word -> target word
+CLASS_OF = {source: name for name, pairs in data.WORDS.items() for source, _ in pairs}
+
+
+# --- the generator ---------------------------------------------------------------------------
+
+
+def _pairs(seed: int = 0) -> list[data.Pair]:
+    rng = np.random.default_rng(seed)
+    return [pair for length in range(3, 16) for pair in data.sentences_of_length(rng, length, 40)]
+
+
+def test_every_target_word_is_the_translation_of_its_true_source_word():
+    for pair in _pairs():
+        assert sorted(pair.alignment) == list(range(len(pair.source)))  # one source word each
+        for target, i in zip(pair.target_words, pair.alignment, strict=True):
+            assert target == SOURCE_OF[pair.source_words[i]]
+
+
+def test_the_alignment_follows_the_two_rules():
+    """An adjective comes right after the noun it preceded; a time word ends the sentence;
+    every other word keeps its order."""
+    seen = {"adj": 0, "time": 0}
+    for pair in _pairs(1):
+        classes = [CLASS_OF[word] for word in pair.source_words]
+        order = list(pair.alignment)
+        for i, kind in enumerate(classes):
+            if kind == "adj":
+                seen["adj"] += 1
+                assert classes[i + 1] == "noun"
+                assert order.index(i) == order.index(i + 1) + 1  # just after its noun
+            if kind == "time":
+                seen["time"] += 1
+                assert order[-1] == i
+        kept = [i for i in order if classes[i] not in ("adj", "time")]
+        assert kept == sorted(kept)
+    assert seen["adj"] > 50 and seen["time"] > 50
+
+
+def test_hand_checked_sentence():
+    classes = (
+        "time",
+        "det",
+        "adj",
+        "noun",
+        "verb",
+        "det",
+        "noun",
+    )  # yesterday the red cat sees a dog
+    assert data.target_order(classes) == (1, 3, 2, 4, 5, 6, 0)
+
+
+def test_lengths_run_from_three_words_and_each_length_is_what_was_asked():
+    rng = np.random.default_rng(0)
+    assert min(data.structures()) == data.MIN_LENGTH == 3
+    for length in (3, 7, 12, 20):
+        assert all(len(pair.source) == length for pair in data.sentences_of_length(rng, length, 20))
+
+
+def test_the_same_seed_gives_the_same_data():
+    first, second = data.corpus(4, 9, 20), data.corpus(4, 9, 20)
+    assert first.held_out == second.held_out
+    a, b = first.batches(8), second.batches(8)
+    assert [next(a) for _ in range(5)] == [next(b) for _ in range(5)]
+    assert data.corpus(5, 9, 20).held_out != first.held_out
+
+
+def test_held_out_sentences_are_never_trained_on():
+    corpus = data.corpus(0, 6, 50)
+    held_out = corpus.held_out_sources()
+    assert len(held_out) == sum(len(pairs) for pairs in corpus.held_out.values())  # distinct
+    batches = corpus.batches(64)
+    trained = [pair.source for _ in range(300) for pair in next(batches)[1]]
+    assert not held_out & set(trained)
+    assert {len(source) for source in trained} == set(range(3, 7))
+
+
+def test_the_true_alignment_matrix_has_one_mark_per_target_word():
+    pair = data.sentences_of_length(np.random.default_rng(2), 9, 1)[0]
+    matrix = data.alignment_matrix(pair)
+    assert matrix.shape == (9, 9) and np.array_equal(matrix.sum(axis=1), np.ones(9))
+    assert list(matrix.argmax(axis=1)) == list(pair.alignment)
+
+
+# --- tiny training budgets -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    pytest.importorskip("torch")
+    from attn_cli.learn import translate
+
+    return translate.run(TINY_OPTIONS)
+
+
+def test_attention_rows_sum_to_one(tiny):
+    for key in ("before", "after", "step.weights"):
+        weights = np.asarray(tiny.step(key))
+        assert np.all(weights >= 0)
+        assert np.allclose(weights.sum(axis=1), 1.0, atol=1e-12), key
+
+
+def test_the_recomputed_bahdanau_row_is_the_models_own(tiny):
+    t = tiny.meta["sentence"]["step"] - 1
+    recomputed = np.asarray(tiny.step("step.weights"))[0]
+    model_row = np.asarray(tiny.step("after"))[t]
+    assert np.max(np.abs(recomputed - model_row)) <= 1e-12
+    assert tiny.step("step.check") <= 1e-12
+    assert "equal" not in {note.key for note in tiny.withheld}
+
+
+def test_the_worked_example_is_bahdanaus_formula(tiny):
+    """Recomputed here by hand from the step's own inputs: e = vᵀ tanh(W1 hᵢ + W2 s)."""
+    h = np.asarray(tiny.step("step.H"))
+    s = np.asarray(tiny.step("step.s"))
+    parts = {
+        part.label: part.value
+        for key in ("step.W1h", "step.W2s", "step.scores")
+        for part in tiny.find(key).parts
+    }
+    scores = np.tanh(h @ parts["W1"].T + parts["W2"] @ s) @ parts["v"]
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    assert np.allclose(weights, np.asarray(tiny.step("step.weights"))[0], atol=1e-14, rtol=0)
+
+
+def test_the_truth_step_is_the_generators_alignment(tiny):
+    sentence = tiny.meta["sentence"]
+    truth = np.asarray(tiny.step("truth"))
+    assert list(truth[:-1].argmax(axis=1)) == sentence["true_alignment"]
+    assert not truth[-1].any()  # the end of the sentence aligns with no source word
+    assert tiny.find("truth").col_labels == tuple(sentence["source"])
+
+
+def test_scores_and_accuracies_are_shares(tiny):
+    for row in tiny.step("by_length"):
+        for key in ("fixed_exact", "attention_exact", "fixed_words", "attention_words"):
+            assert 0.0 <= row[key] <= 1.0
+        assert row["fixed_exact"] <= row["fixed_words"] + 1e-12
+    assert [row["length"] for row in tiny.step("by_length")] == [3, 4, 5]
+    after = tiny.meta["alignment_score"]["after"]
+    assert 0 <= after["weight"] <= after["share"] + 1 or after["weight"] <= 1
+
+
+def test_the_parameter_counts_differ_by_the_attention_weights(tiny):
+    counts = tiny.meta["parameters"]
+    d = 16
+    assert counts["attention"] - counts["fixed"] == d * (2 * d + d + 1)  # W1, W2, v
+
+
+def test_the_same_seed_prints_the_same_numbers(tiny):
+    from attn_cli.learn import translate
+
+    again = translate.run(TINY_OPTIONS)
+    assert np.array_equal(np.asarray(again.step("after")), np.asarray(tiny.step("after")))
+    assert again.step("training")[-1] == tiny.step("training")[-1]
+    assert again.meta["alignment_score"] == tiny.meta["alignment_score"]
+    assert again.step("by_length") == tiny.step("by_length")
+
+
+def test_every_claim_shown_is_true_of_the_numbers(tiny):
+    from attn_cli.learn.translate import TEXTS
+
+    shown = [note for step in tiny.steps for note in step.notes] + list(tiny.notes)
+    for note in shown:
+        claim = TEXTS.claims.get(note.key)
+        assert claim is None or claim(tiny, note.values), note.key
+
+
+def test_saved_weights_run_as_attn_bahdanau(invoke, torch, tmp_path):
+    import jsonschema
+
+    from attn_cli.render.json_render import schema
+
+    path = tmp_path / "model.npz"
+    result = invoke("learn", "translate", *TINY, "--save", str(path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    jsonschema.Draft202012Validator(schema()).validate(document)
+    assert document["lesson"] == "learn-translate"
+    keys = [step["key"] for step in document["steps"]]
+    assert {"training", "by_length", "truth", "before", "after", "score"} <= set(keys)
+    assert document["meta"]["sentence"]["true_alignment"]
+    row = next(step for step in document["steps"] if step["key"] == "step.weights")
+    lesson = invoke("bahdanau", "--weights", str(path), "--format", "json")
+    assert lesson.exit_code == 0, lesson.output
+    bahdanau = json.loads(lesson.stdout)
+    weights = next(step for step in bahdanau["steps"] if step["key"] == "weights")
+    assert np.allclose(weights["value"]["data"], row["value"]["data"], atol=1e-14, rtol=0)
+    assert bahdanau["steps"][0]["row_labels"] == document["meta"]["sentence"]["source"]
+    saved = np.load(path, allow_pickle=False)
+    assert np.allclose(saved["weights"], row["value"]["data"][0], atol=1e-14, rtol=0)
+
+
+# --- errors: one line, exit 2 ----------------------------------------------------------------
+
+
+def test_a_budget_too_small_to_say_anything_is_refused(invoke, torch):
+    result = invoke("learn", "translate", "--steps", "2", "--hidden", "8", "--max-len", "5")
+    assert_user_error(result, "too small to say anything", "--steps")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--max-len", "3"), "--max-len 3"),
+        (("--max-len", "40"), "--max-len 40"),
+        (("--hidden", "4096"), "--hidden 4096"),
+    ],
+)
+def test_sizes_that_do_not_fit_are_refused(invoke, torch, args, fragment):
+    assert_user_error(invoke("learn", "translate", *args), fragment)
+
+
+def _weights_file(path, **changes):
+    arrays = {
+        "s_t": np.zeros(3),
+        "H": np.ones((4, 6)),
+        "W1": np.ones((2, 6)),
+        "W2": np.ones((2, 3)),
+        "v": np.ones(2),
+        "tokens": np.array(["a", "b", "c", "d"]),
+    }
+    arrays.update(changes)
+    np.savez(path, **{name: value for name, value in arrays.items() if value is not None})
+    return str(path)
+
+
+def test_bahdanau_reads_a_hand_made_weights_file(invoke_json, tmp_path):
+    doc = invoke_json("bahdanau", "--weights", _weights_file(tmp_path / "w.npz"))
+    weights = next(step for step in doc["steps"] if step["key"] == "weights")
+    assert np.allclose(weights["value"]["data"], 0.25)  # every state scores the same
+    assert weights["col_labels"] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"v": None}, "no v"),
+        ({"W1": np.ones((2, 5))}, "do not fit together"),
+        ({"H": np.ones(6)}, "H is 6"),
+        ({"v": np.array(["x", "y"])}, "not numbers"),
+    ],
+)
+def test_a_bad_weights_file_is_one_line(invoke, tmp_path, changes, fragment):
+    result = invoke("bahdanau", "--weights", _weights_file(tmp_path / "w.npz", **changes))
+    assert_user_error(result, "--weights", fragment)
+
+
+def test_weights_with_inputs_of_ones_own_is_one_line(invoke, tmp_path):
+    result = invoke("bahdanau", "--weights", _weights_file(tmp_path / "w.npz"), "--v", "1,2")
+    assert_user_error(result, "--weights", "--v")
+
+
+def test_weights_file_that_is_not_npz_is_one_line(invoke, tmp_path):
+    path = tmp_path / "w.npz"
+    path.write_bytes(b"\x80\x04pickle")
+    assert_user_error(invoke("bahdanau", "--weights", str(path)), "--weights", "not a weights file")
+
+
+# --- --code and --plot -----------------------------------------------------------------------
+
+
+def test_code_prints_a_program_with_the_options_written_in(invoke):
+    result = invoke("learn", "translate", "--code", "--steps", "30", "--seed", "7")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    compile(text, "program.py", "exec")
+    assert "SEED, STEPS, HIDDEN, MAX_LEN = 7, 30, 64, 12" in text
+    assert "import attn_cli" not in text and "from attn_cli" not in text
+
+
+def test_code_needs_no_torch(invoke, without_torch):
+    result = invoke("learn", "translate", "--code")
+    assert result.exit_code == 0, result.output
+    assert "class Seq2Seq(nn.Module):" in result.stdout
+
+
+@pytest.mark.slow
+def test_the_program_prints_the_commands_alignment_score(invoke, tiny, tmp_path):
+    result = invoke("learn", "translate", "--code", *TINY)
+    program = tmp_path / "program.py"
+    program.write_text(result.stdout, encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, str(program)], capture_output=True, text=True, check=True, timeout=120
+    )
+    share = tiny.meta["alignment_score"]["after"]["share"]
+    assert f"argmax share {share:.3f}" in completed.stdout
+
+
+def test_plot_draws_the_heatmaps_and_the_accuracy_figure(tiny, tmp_path):
+    pytest.importorskip("matplotlib")
+    from attn_cli.learn import translate
+
+    figure = translate.figure(tiny)
+    titles = [axis.get_title() for axis in figure.axes]
+    assert titles == [
+        "true alignment",
+        "attention before training",
+        "attention after training",
+        "accuracy by source length",
+    ]
+    labels = [label.get_text() for label in figure.axes[2].get_xticklabels()]
+    assert labels == tiny.meta["sentence"]["source"]
+
+
+# --- the default budget and the issue's targets ----------------------------------------------
+
+
+@pytest.mark.training
+def test_the_default_meets_the_targets(torch):
+    """Held-out alignment score at least 0.9, and exact-match accuracy on the longest trained
+    length at least 0.9, for the attention model; the fixed-vector model's figure measured
+    beside it on the same held-out sentences (and below it there)."""
+    from attn_cli.learn import translate
+
+    walkthrough = translate.run(LearnOptions("translate"))
+    assert walkthrough.meta["alignment_score"]["after"]["share"] >= 0.9
+    longest = walkthrough.step("by_length")[-1]
+    assert longest["length"] == translate.MAX_LEN
+    assert longest["attention_exact"] >= 0.9
+    assert longest["fixed_exact"] < longest["attention_exact"]

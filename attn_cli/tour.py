@@ -154,6 +154,8 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
         if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
             raise KeyboardInterrupt
         return [[bench_renderable(result, fits)]]
+    if stop.command == "learn":
+        return _learned(params)
     from attn_cli.cards import card
     from attn_cli.options import lesson_request
     from attn_cli.render import RenderOptions
@@ -163,6 +165,25 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
     request, shared = lesson_request(card(stop.name), params)
     options = RenderOptions(precision=shared.precision, full=shared.full)
     return walkthrough_sections(compute(request), options)
+
+
+def _learned(params: dict[str, Any]) -> list[list[RenderableType]]:
+    """An `attn learn` stop's screens: the task trained (no progress bar), then shown."""
+    from attn_cli.learn.common import LearnOptions, require_torch, task_module
+    from attn_cli.render import RenderOptions
+    from attn_cli.render.rich_render import walkthrough_sections
+
+    task = params["task"].value
+    require_torch(task)  # without PyTorch the stop is skipped, its reason shown
+    options = LearnOptions(
+        task=task,
+        seed=params["seed"],
+        steps=params["steps"],
+        hidden=params["hidden"],
+        max_len=params["max_len"],
+    )
+    walkthrough = task_module(task).run(options, None)
+    return walkthrough_sections(walkthrough, RenderOptions(precision=params["precision"]))
 
 
 def parsed(stop: Stop) -> dict[str, Any]:
@@ -175,12 +196,14 @@ def parsed(stop: Stop) -> dict[str, Any]:
 
     if cards.is_lesson(stop.name):
         function = lesson_command(cards.card(stop.name))
+    elif stop.command == "learn":
+        from attn_cli.commands.learn import learn as function
     else:  # the bench stop
         from attn_cli.commands.bench import bench as function
     parser = typer.Typer()  # the stop's command alone, to parse with (the CLI is not re-entered)
-    parser.command(stop.name)(function)
+    parser.command(stop.command_name)(function)
     command = typer.main.get_command(parser)
     try:
-        return dict(command.make_context(stop.name, list(stop.args)).params)
+        return dict(command.make_context(stop.command_name, list(stop.args)).params)
     except UsageError as error:
         raise UserError(error.format_message()) from None

@@ -191,7 +191,7 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
         if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
             raise KeyboardInterrupt
         return [[bench_renderable(result, fits)]]
-    if stop.name == "learn":
+    if stop.command == "learn":
         return _learn_screens(params)
     from attn_cli.cards import card
     from attn_cli.options import lesson_request
@@ -236,14 +236,14 @@ def parsed(stop: Stop) -> dict[str, Any]:
 
     if cards.is_lesson(stop.name):
         function = lesson_command(cards.card(stop.name))
-    elif stop.name == "learn":
+    elif stop.command == "learn":
         from attn_cli.commands.learn import learn as function
     else:  # the bench stop
         from attn_cli.commands.bench import bench as function
     parser = typer.Typer()  # the stop's command alone, to parse with (the CLI is not re-entered)
-    parser.command(stop.name)(function)
+    parser.command(stop.command_name)(function)
     command = typer.main.get_command(parser)
     try:
-        return dict(command.make_context(stop.name, list(stop.args)).params)
+        return dict(command.make_context(stop.command_name, list(stop.args)).params)
     except UsageError as error:
         raise UserError(error.format_message()) from None

@@ -28,6 +28,7 @@ def test_the_tour_follows_the_lecture_order():
     assert position("selfattn") < position("causal") < position("multihead") < position("posenc")
     assert position("posenc") == position("block") - 1  # the layer attention sits in
     assert position("block") < position("bench") < position("flash")
+    assert position("induction") == position("block") + 1  # attention learned, after the layer
     assert position("cost") == position("bench") + 1  # the wall measured, then evaluated
     assert position("flash") < position("window") < position("linear") < position("kvcache")
     assert len(set(NAMES)) == len(NAMES)  # each command once
@@ -74,9 +75,9 @@ def test_every_stop_parses_with_its_command():
 
 
 def test_without_a_terminal_it_runs_straight_through(invoke):
-    # Every stop but the bench (timings are not for the test suite) and learn (it trains; its own
-    # test below).
-    shown = [stop for stop in TOUR if stop.name not in ("bench", "learn")]
+    # Every stop but the bench (timings are not for the test suite) and the training ones (their
+    # own tests below).
+    shown = [stop for stop in TOUR if stop.name not in ("bench", "translate", "induction")]
     result = invoke("tour", "--only", ",".join(stop.name for stop in shown))
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -98,7 +99,7 @@ def test_without_a_terminal_it_runs_straight_through(invoke):
             after = flat[flat.index(f"Stop {number}/{total}") : flat.index(f"Stop {number + 1}/")]
             following = shown[number]
             assert (stop.bridge in after) == tour.bridges_to(stop, following), stop.name
-    assert TOUR[position("block")].bridge not in flat  # its next stop, the bench, is left out
+    assert TOUR[position("block")].bridge not in flat  # its next stop, induction, is left out
     assert TOUR[-1].bridge in flat[flat.index(f"Stop {total}/{total}") :]
     assert f"Stop {total}/{total} · KV caching" in out and "$ attn kvcache" in out
     assert "$ attn flash" in out and "Step 1 · Block 1" in out
@@ -181,7 +182,7 @@ def test_every_lesson_is_a_stop_and_every_stop_a_command():
     from attn_cli.cli import is_command
 
     assert set(lesson_names()) <= set(NAMES)
-    assert all(is_command(name) for name in NAMES)
+    assert all(is_command(stop.command_name) for stop in TOUR)
 
 
 def _pages_of(out: str) -> list[str]:
@@ -240,8 +241,8 @@ def test_pages_end_between_parts_and_cut_only_what_is_taller_than_a_page():
 
 
 def test_the_learn_stop_trains_a_small_budget_after_bahdanau(invoke, torch):
-    assert position("learn") == position("bahdanau") + 1
-    result = invoke("tour", "--only", "learn")
+    assert position("translate") == position("bahdanau") + 1
+    result = invoke("tour", "--only", "translate")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "$ attn learn translate --steps 150" in out and "Skipped" not in out
@@ -249,6 +250,6 @@ def test_the_learn_stop_trains_a_small_budget_after_bahdanau(invoke, torch):
 
 
 def test_the_learn_stop_without_torch_is_skipped_with_what_to_install(invoke, without_torch):
-    result = invoke("tour", "--only", "learn")
+    result = invoke("tour", "--only", "translate")
     assert result.exit_code == 0, result.output
-    assert "Skipped learn:" in result.stdout and "PyTorch" in result.stdout
+    assert "Skipped translate:" in result.stdout and "PyTorch" in result.stdout

@@ -102,6 +102,18 @@ def learn(
             readable=False,
         ),
     ] = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option(
+            "--weights",
+            metavar="FILE",
+            help="Evaluate the weights FILE written by --save instead of training (induction), "
+            "on the held-out sequences of the seed it was trained with.",
+            rich_help_panel=TRAIN_PANEL,
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
     fmt: Annotated[
         LearnFormat,
         typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
@@ -153,13 +165,20 @@ def learn(
 
     start_up_done()
     options = LearnOptions(
-        task=task.value, seed=seed, steps=steps, hidden=hidden, max_len=max_len, save=save
+        task=task.value,
+        seed=seed,
+        steps=steps,
+        hidden=hidden,
+        max_len=max_len,
+        save=save,
+        weights=weights,
     )
     if code:
         given = {
             f"--format {fmt.value}": fmt is not LearnFormat.rich,
             "--plot": plot is not None,
             "--save": save is not None,
+            "--weights": weights is not None,
         }
         for flag, on in given.items():
             if on:
@@ -179,6 +198,8 @@ def learn(
     if save is not None:
         check_save_path(save)
     module = task_module(task.value)
+    if weights is not None and not getattr(module, "READS_WEIGHTS", False):
+        raise UserError(f"attn learn {task.value} does not read --weights; it trains from scratch.")
     with progress_bar(stderr_console()) as progress:
         walkthrough = module.run(options, progress)
     if plot is not None:

@@ -58,6 +58,8 @@ class LearnOptions:
     hidden: int | None = None
     max_len: int | None = None
     save: Path | None = None
+    # A file written by --save to evaluate instead of training (a task with READS_WEIGHTS).
+    weights: Path | None = None
 
     def resolved(self, *, steps: int, hidden: int, max_len: int) -> LearnOptions:
         """These options with each one not given set to the task's default."""
@@ -326,15 +328,19 @@ class Words:
         parts: Sequence[Part] = (),
         row_sums: bool = False,
         latex: str | None = None,
+        text: str | None = None,
         **context: Any,
     ) -> Step:
-        """Record step ``key``: its value, how it is shown, and the values its words read."""
+        """Record step ``key``: its value, how it is shown, and the values its words read.
+        ``text``: the ``[steps.TEXT]`` its words come from when several steps share them (one
+        per head, say); the key itself when not given."""
         import numpy as np
 
         from attn_cli.model import Step
 
-        self._check_names("steps", key, context)
-        words = self.file.steps[key]
+        text = key if text is None else text
+        self._check_names("steps", text, context)
+        words = self.file.steps[text]
         array = isinstance(value, np.ndarray)
         step = Step(
             key=key,

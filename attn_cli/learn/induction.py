@@ -1,0 +1,512 @@
+"""attn learn induction: an induction head forms in a two-layer attention-only Transformer.
+
+Both models (two attention layers, and one, the control) start from weights drawn from the seed
+and train on the same batches of repeated sequences (attn_cli/learn/induction_data.py) with the
+same budget (attn_cli/learn/induction_model.py). Then, on held-out sequences only:
+
+* accuracy on the predictable tokens (the second half, whose next token is the one that followed
+  the current token's first occurrence);
+* each head's previous-token score and prefix-matching score, beside an even spread's;
+* every head's attention on one held-out sequence, before and after training.
+
+A sentence about what a head does is a claim (attn_cli/lessonfiles/texts.py): printed only when
+its score shows it. ``--weights FILE`` evaluates a file written by ``--save`` instead of training.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from attn_cli.errors import UserError
+from attn_cli.learn import common
+from attn_cli.learn import induction_data as data
+from attn_cli.learn import induction_model as model
+from attn_cli.lessonfiles.texts import Texts
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from attn_cli.learn.common import LearnOptions, Progress
+    from attn_cli.model import Walkthrough
+
+TASK = "induction"
+READS_WEIGHTS = True  # --weights FILE: evaluate a saved model instead of training
+
+STEPS = 400  # the default budget: seconds on a laptop CPU
+HIDDEN = 32  # d_model
+MAX_LEN = 10  # the longest repeated half: sequences of 8 … 20 tokens
+HELD_OUT = 256  # sequences evaluated on, never trained on
+MIN_STEPS = 20  # fewer steps than this say nothing (the error "too small to say anything")
+THREADS = 1  # tiny matrices: 2 threads were no faster, and far slower on a loaded machine
+
+# What the claims need to see: a head that puts at least half its weight on the token after the
+# current token's first occurrence is an induction head; at least 40 % on the previous token (at
+# least 2.4 times an even spread's share here), a previous-token head.
+INDUCTION_MIN = 0.5
+PREVIOUS_MIN = 0.4
+
+# The two models: their key in the saved file and the steps, and their name as printed.
+MODELS = {"two": (2, "two layers"), "one": (1, "one layer (control)")}
+
+HEAD_NAMES = ("model", "layer", "head", "previous", "prefix")
+TEXTS = Texts(
+    steps={
+        "task": ("vocab", "min_len", "max_len", "held_out", "trained"),
+        "models": ("steps", "batch", "learning_rate"),
+        "loaded": ("file", "seed", "steps"),
+        "curve": ("every",),
+        "accuracy": ("guess",),
+        "scores": ("previous_chance", "prefix_chance", "held_out"),
+        "head_before": HEAD_NAMES,
+        "head_after": HEAD_NAMES,
+    },
+    notes={
+        "previous_token": ("score", "chance", "times"),
+        "induction_head": ("score", "chance", "times"),
+        "induction_formed": ("layer", "head", "score", "chance", "accuracy"),
+        "not_formed": ("score", "steps"),
+        "circuit": ("previous_head", "induction_head"),
+        "control": ("score", "accuracy", "two_accuracy"),
+    },
+    claims={
+        "previous_token": lambda w, v: v["score"] >= PREVIOUS_MIN,
+        "induction_head": lambda w, v: v["score"] >= INDUCTION_MIN,
+        "induction_formed": lambda w, v: v["score"] >= INDUCTION_MIN,
+        "not_formed": lambda w, v: v["score"] < INDUCTION_MIN,
+        "circuit": lambda w, v: v["previous_head"] > 0 and v["induction_head"] > 0,
+        "control": lambda w, v: v["score"] < INDUCTION_MIN and v["accuracy"] < v["two_accuracy"],
+    },
+)
+
+
+# --- options ---------------------------------------------------------------------------------
+
+
+def _checked(options: LearnOptions) -> LearnOptions:
+    """The options with the task's defaults, or a UserError for sizes that do not fit."""
+    if options.weights is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--steps", options.steps),
+                ("--hidden", options.hidden),
+                ("--max-len", options.max_len),
+                ("--save", options.save),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UserError(
+                f"--weights evaluates a trained model, whose file fixes its sizes; leave out "
+                f"{', '.join(given)}."
+            )
+        return options
+    resolved = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
+    steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
+    assert steps is not None and hidden is not None and max_len is not None
+    if steps < MIN_STEPS:
+        raise common.too_small(
+            TASK, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
+        )
+    if hidden % model.HEADS or hidden < 2 * model.HEADS:
+        raise UserError(
+            f"--hidden {hidden}: the width is split between {model.HEADS} heads per layer, so it "
+            f"must be an even number, at least {2 * model.HEADS}; e.g. --hidden {HIDDEN}."
+        )
+    if not data.MIN_LEN < max_len <= data.VOCAB:
+        raise UserError(
+            f"--max-len {max_len}: the repeated half is {data.MIN_LEN} … N distinct tokens of "
+            f"{data.VOCAB}, so that its length varies: N from {data.MIN_LEN + 1} to {data.VOCAB}; "
+            f"e.g. --max-len {MAX_LEN}."
+        )
+    return resolved
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Model:
+    """One of the two models: its shape, weights before and after, and what they do."""
+
+    key: str
+    name: str
+    shape: model.Shape
+    before: model.Weights | None
+    after: model.Weights
+    curve: list[dict[str, float]]
+
+
+def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
+    """Train both models from the seed (or load them), evaluate on held-out sequences, and
+    return the walkthrough; with --save, write the trained weights."""
+    import torch
+
+    options = _checked(options)
+    common.seeded(options.seed)
+    torch.set_num_threads(THREADS)
+    if options.weights is not None:
+        seed, steps, models = _load(options.weights)
+        split = data.split(seed, 0, model.BATCH, HELD_OUT, models[0].shape.max_len)
+        return _walkthrough(options, seed, steps, split, models)
+    assert options.steps is not None and options.hidden is not None
+    assert options.max_len is not None
+    split = data.split(options.seed, options.steps, model.BATCH, HELD_OUT, options.max_len)
+    models = []
+    for key, (layers, name) in MODELS.items():
+        shape = model.Shape(layers, options.hidden, options.max_len)
+        start = model.initial_weights(shape, options.seed)
+
+        def report(step: int, loss: float, accuracy: float, name: str = name) -> None:
+            if progress is not None:
+                progress(name, step, options.steps or 0, loss, accuracy)
+
+        trained = model.train(shape, start, split, report)
+        models.append(_Model(key, name, shape, start, trained.weights, trained.curve))
+    if options.save is not None:
+        common.save_arrays(options.save, _saved(options.seed, options.steps, models))
+    return _walkthrough(options, options.seed, options.steps, split, models)
+
+
+def _saved(seed: int, steps: int, models: list[_Model]) -> dict[str, np.ndarray]:
+    """The file of --save: each model's trained weights as ``<model>.<weight>``, and the seed and
+    steps it was trained with (its held-out sequences are the seed's)."""
+    arrays: dict[str, np.ndarray] = {"seed": np.array(seed), "steps": np.array(steps)}
+    for m in models:
+        arrays.update({f"{m.key}.{name}": value for name, value in m.after.items()})
+    return arrays
+
+
+def _load(path: Path) -> tuple[int, int, list[_Model]]:
+    """The seed, steps and models of a file written by --save; a UserError when it is not one."""
+    flag = f"--weights {path}:"
+    found = common.load_arrays(
+        path, {"seed": (), "steps": (), "two.embed": (data.VOCAB, None)}, "--weights"
+    )
+    seed, steps = int(found["seed"]), int(found["steps"])
+    d_model = found["two.embed"].shape[1]
+    position = common.load_arrays(path, {"two.position": (None, d_model)}, "--weights")
+    positions = position["two.position"].shape[0]
+    max_len = positions // 2
+    if positions % 2 or not data.MIN_LEN < max_len <= data.VOCAB or d_model % model.HEADS:
+        raise UserError(f"{flag} its sizes are not those of attn learn induction --save.")
+    models = []
+    for key, (layers, name) in MODELS.items():
+        shape = model.Shape(layers, d_model, max_len)
+        arrays = common.load_arrays(
+            path, {f"{key}.{n}": s for n, s in shape.shapes().items()}, "--weights"
+        )
+        weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
+        models.append(_Model(key, name, shape, None, weights, []))
+    return seed, steps, models
+
+
+# --- the walkthrough -------------------------------------------------------------------------
+
+
+def _walkthrough(
+    options: LearnOptions, seed: int, steps: int | None, split: data.Split, models: list[_Model]
+) -> Walkthrough:
+    words = common.Words(TASK, TEXTS)
+    held = split.held_out
+    lengths = held.lengths
+    shown = _shown(held)
+    tokens = held.tokens[shown, : 2 * int(lengths[shown])]
+    labels = [f"{letter}{i + 1}" for i, letter in enumerate(data.show(tokens))]
+    prefix_chance = data.chance(lengths, "prefix")
+    previous_chance = data.chance(lengths, "previous")
+
+    trained_count = sum(len(batch) for batch in split.batches)
+    example = split.batches[0] if split.batches else held
+    words.step(
+        "task",
+        [
+            {"sequence": data.text(example, i), "repeat": int(example.lengths[i])}
+            for i in range(min(4, len(example)))
+        ],
+        "records",
+        vocab=data.VOCAB,
+        min_len=data.MIN_LEN,
+        max_len=models[0].shape.max_len,
+        held_out=len(held),
+        trained=trained_count,
+    )
+    table = [
+        {
+            "model": m.name,
+            "layers": m.shape.layers,
+            "heads_per_layer": m.shape.heads,
+            "d_model": m.shape.d_model,
+            "parameters": m.shape.parameters(),
+        }
+        for m in models
+    ]
+    if options.weights is not None:
+        words.step("loaded", table, "records", file=str(options.weights), seed=seed, steps=steps)
+    else:
+        words.step(
+            "models",
+            table,
+            "records",
+            steps=steps,
+            batch=model.BATCH,
+            learning_rate=model.LEARNING_RATE,
+        )
+        words.step("curve", _curve(models), "records", every=model.EVALUATE_EVERY)
+
+    after = {m.key: model.evaluate(m.after, m.shape, held) for m in models}
+    scores = {
+        m.key: [
+            (data.previous_token(p, lengths), data.prefix_matching(p, lengths))
+            for p in after[m.key].patterns
+        ]
+        for m in models
+    }
+    words.step(
+        "accuracy",
+        [{"model": m.name, "accuracy": after[m.key].accuracy} for m in models],
+        "records",
+        guess=1 / data.VOCAB,
+    )
+    rows: list[dict[str, Any]] = []
+    for m in models:
+        for layer, (previous, prefix) in enumerate(scores[m.key], start=1):
+            for head in range(m.shape.heads):
+                rows.append(
+                    {
+                        "model": m.name,
+                        "layer": layer,
+                        "head": head + 1,
+                        "previous_token": float(previous[head]),
+                        "prefix_matching": float(prefix[head]),
+                    }
+                )
+    rows.append(
+        {
+            "model": "even spread (chance)",
+            "layer": "",
+            "head": "",
+            "previous_token": previous_chance,
+            "prefix_matching": prefix_chance,
+        }
+    )
+    words.step(
+        "scores",
+        rows,
+        "records",
+        previous_chance=previous_chance,
+        prefix_chance=prefix_chance,
+        held_out=len(held),
+    )
+
+    chances = {"previous": previous_chance, "prefix": prefix_chance}
+    for when in ("before", "after"):
+        for m in models:
+            weights = m.before if when == "before" else m.after
+            if weights is None:
+                continue
+            evaluation = after[m.key] if when == "after" else model.evaluate(weights, m.shape, held)
+            for layer, pattern in enumerate(evaluation.patterns, start=1):
+                previous = data.previous_token(pattern, lengths)
+                prefix = data.prefix_matching(pattern, lengths)
+                for head in range(m.shape.heads):
+                    notes = (
+                        _head_notes(words, float(previous[head]), float(prefix[head]), chances)
+                        if when == "after"
+                        else ()
+                    )
+                    words.step(
+                        f"{m.key}.layer{layer}.head{head + 1}.{when}",
+                        pattern[shown, head, : len(labels), : len(labels)],
+                        "weights",
+                        rows=labels,
+                        cols=labels,
+                        notes=notes,
+                        text=f"head_{when}",
+                        model=m.name,
+                        layer=layer,
+                        head=head + 1,
+                        previous=float(previous[head]),
+                        prefix=float(prefix[head]),
+                    )
+
+    two = models[0]
+    last = len(scores["two"]) - 1
+    best = int(np.argmax(scores["two"][last][1]))
+    best_score = float(scores["two"][last][1][best])
+    words.notes.append(
+        words.note(
+            "induction_formed",
+            layer=last + 1,
+            head=best + 1,
+            score=best_score,
+            chance=prefix_chance,
+            accuracy=after["two"].accuracy,
+        )
+    )
+    words.notes.append(words.note("not_formed", score=best_score, steps=steps))
+    first_previous = scores["two"][0][0]
+    previous_head = int(np.argmax(first_previous)) + 1
+    words.notes.append(
+        words.note(
+            "circuit",
+            previous_head=previous_head if first_previous.max() >= PREVIOUS_MIN else 0,
+            induction_head=best + 1 if best_score >= INDUCTION_MIN else 0,
+        )
+    )
+    words.notes.append(
+        words.note(
+            "control",
+            score=float(scores["one"][0][1].max()),
+            accuracy=after["one"].accuracy,
+            two_accuracy=after["two"].accuracy,
+        )
+    )
+    meta = {
+        "task": TASK,
+        "seed": seed,
+        "steps": steps,
+        "weights": None if options.weights is None else str(options.weights),
+        "vocab": data.VOCAB,
+        "min_len": data.MIN_LEN,
+        "max_len": two.shape.max_len,
+        "d_model": two.shape.d_model,
+        "held_out": len(held),
+        "shown_sequence": data.show(tokens),
+        "chance": chances,
+        "models": {
+            m.key: {
+                "name": m.name,
+                "layers": m.shape.layers,
+                "parameters": m.shape.parameters(),
+                "accuracy": after[m.key].accuracy,
+                # (layers, heads): row l - 1 is layer l's heads
+                "previous_token": np.array([s[0] for s in scores[m.key]]),
+                "prefix_matching": np.array([s[1] for s in scores[m.key]]),
+                "curve": {
+                    name: [point[name] for point in m.curve]
+                    for name in ("step", "loss", "accuracy")
+                },
+            }
+            for m in models
+        },
+    }
+    return words.walkthrough(
+        [
+            {
+                "model": m.name,
+                "accuracy": after[m.key].accuracy,
+                "prefix_matching": float(scores[m.key][-1][1].max()),
+            }
+            for m in models
+        ],
+        meta=meta,
+        example_description=f"held-out sequence {data.text(held, shown)}",
+    )
+
+
+def _shown(held: data.Sequences) -> int:
+    """The held-out sequence whose heatmaps are shown: the first of the shortest length (8 tokens
+    by default, so that a terminal shows every row and column)."""
+    return int(np.argmin(held.lengths))
+
+
+def _head_notes(
+    words: common.Words, previous: float, prefix: float, chances: Mapping[str, float]
+) -> tuple[Any, ...]:
+    return (
+        words.note(
+            "previous_token",
+            score=previous,
+            chance=chances["previous"],
+            times=previous / chances["previous"],
+        ),
+        words.note(
+            "induction_head",
+            score=prefix,
+            chance=chances["prefix"],
+            times=prefix / chances["prefix"],
+        ),
+    )
+
+
+def _curve(models: list[_Model]) -> list[dict[str, Any]]:
+    """The training curves side by side: step, then each model's loss and held-out accuracy."""
+    rows: dict[int, dict[str, Any]] = {}
+    for m in models:
+        for point in m.curve:
+            row = rows.setdefault(int(point["step"]), {"step": int(point["step"])})
+            row[f"{m.key}_loss"] = point["loss"]
+            row[f"{m.key}_accuracy"] = point["accuracy"]
+    return [rows[step] for step in sorted(rows)]
+
+
+# --- --code and --plot -----------------------------------------------------------------------
+
+
+def program(options: LearnOptions) -> str:
+    """The training program of --code, with the options written in."""
+    from attn_cli.learn.induction_program import program_text
+
+    resolved = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
+    return program_text(
+        seed=options.seed,
+        steps=resolved.steps or STEPS,
+        hidden=resolved.hidden or HIDDEN,
+        max_len=resolved.max_len or MAX_LEN,
+        held_out=HELD_OUT,
+        threads=THREADS,
+    )
+
+
+def figure(walkthrough: Walkthrough) -> Figure:
+    """Every head's attention on the shown held-out sequence: a row per model and time (before,
+    after), a column per head."""
+    from matplotlib.figure import Figure
+
+    keys = [step.key for step in walkthrough.steps if step.kind == "weights"]
+    rows = sorted({key.split(".")[0] + "." + key.split(".")[-1] for key in keys}, key=_row_order)
+    columns = max(
+        sum(
+            1
+            for key in keys
+            if key.startswith(row.split(".")[0] + ".") and key.endswith(row.split(".")[1])
+        )
+        for row in rows
+    )
+    fig = Figure(figsize=(2.6 * columns, 2.6 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), columns, squeeze=False)
+    for r, row in enumerate(rows):
+        name, when = row.split(".")
+        steps = [
+            s for s in walkthrough.steps if s.key.startswith(name + ".") and s.key.endswith(when)
+        ]
+        for c in range(columns):
+            ax = axes[r][c]
+            if c >= len(steps):
+                ax.axis("off")
+                continue
+            step = steps[c]
+            ax.imshow(step.value, vmin=0, vmax=1, cmap="Blues")
+            labels = step.row_labels or ()
+            ax.set_xticks(range(len(labels)), labels, fontsize=6, rotation=90)
+            ax.set_yticks(range(len(labels)), labels, fontsize=6)
+            _, layer, head, _ = step.key.split(".")
+            ax.set_title(
+                f"{MODELS[name][1]}, {when}\n{layer} {head}: prefix {step.context['prefix']:.2f}",
+                fontsize=7,
+            )
+    return fig
+
+
+def _row_order(row: str) -> tuple[int, int]:
+    name, when = row.split(".")
+    return (list(MODELS).index(name), 0 if when == "before" else 1)
+
+
+__all__ = ["figure", "program", "run"]

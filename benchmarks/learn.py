@@ -13,7 +13,7 @@ command printed, beside the targets:
   exact-match accuracy on the longest trained length at least 0.9, with the fixed-vector
   model's figure beside it (never tuned down; every figure is on held-out sentences);
 - induction: at most 10 s; the prefix-matching score of its best head at least 0.8, with the
-  one-layer control's beside it (read from the document's meta where the task writes it).
+  one-layer control's beside it.
 """
 
 from __future__ import annotations
@@ -87,10 +87,21 @@ def document_step(document: dict[str, Any], key: str) -> Any:
     return next(step["value"] for step in document["steps"] if step["key"] == key)
 
 
-def generic_scores(document: dict[str, Any]) -> list[str]:
-    """A task without its own reader here: its meta's scores as they are."""
-    meta = {key: value for key, value in document["meta"].items() if key != "options"}
-    return [json.dumps(meta)[:400]]
+def induction_scores(document: dict[str, Any]) -> list[str]:
+    meta = document["meta"]
+    two, one = meta["models"]["two"], meta["models"]["one"]
+    return [
+        f"prefix-matching (held-out), best head of the last layer: two layers "
+        f"{max(two['prefix_matching']['data'][-1]):.3f} (target >= 0.8), one-layer control "
+        f"{max(one['prefix_matching']['data'][-1]):.3f}; an even spread {meta['chance']['prefix']:.3f}",
+        f"held-out accuracy on the predictable tokens: two layers {two['accuracy']:.3f}, one "
+        f"layer {one['accuracy']:.3f}; best previous-token score in layer 1 "
+        f"{max(two['previous_token']['data'][0]):.3f}",
+        f"parameters {two['parameters']} (two layers) and {one['parameters']} (one layer)",
+    ]
+
+
+SCORES = {"translate": translate_scores, "induction": induction_scores}
 
 
 def main() -> None:
@@ -109,8 +120,7 @@ def main() -> None:
             load = f"load {before[0]:.2f} before, {after[0]:.2f} after (1-min averages)"
             print(f"attn learn {task} (run {number}): {seconds:.1f} s wall, {verdict} the "
                   f"{SECONDS.get(task, float('nan')):.0f} s target; {load}")  # fmt: skip
-            lines = translate_scores(document) if task == "translate" else generic_scores(document)
-            for line in lines:
+            for line in SCORES[task](document):
                 print(f"  {line}")
 
 

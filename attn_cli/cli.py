@@ -34,7 +34,7 @@ except ImportError:  # older Typer runs on click itself
 # The commands besides the lessons, listed after them by `attn --help`: each is the function of
 # the same name in attn_cli.commands.<name>, imported only when the command is built. The lessons'
 # commands are made from their cards (attn_cli.cards), found where they lie.
-TOOLS: tuple[str, ...] = ("check", "tour", "bench", "kinds")
+TOOLS: tuple[str, ...] = ("check", "tour", "bench", "kinds", "explore")
 
 # The last lines of each tool's --help: two or three command lines to try (each one runs as
 # written; tests/test_help.py runs them). Kept under 76 characters so that none wraps at 80. A
@@ -56,6 +56,11 @@ TOOL_EXAMPLES: dict[str, tuple[str, ...]] = {
     "kinds": (
         "attn kinds",
         "attn kinds --format markdown",
+    ),
+    "explore": (
+        "attn explore",
+        "attn explore window",
+        "attn explore causal --serve --port 8000",
     ),
 }
 

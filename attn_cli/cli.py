@@ -38,7 +38,7 @@ except ImportError:  # older Typer runs on click itself
 # The commands besides the lessons, listed after them by `attn --help`: each is the function of
 # the same name in attn_cli.commands.<name>, imported only when the command is built. The lessons'
 # commands are made from their cards (attn_cli.cards), found where they lie.
-TOOLS: tuple[str, ...] = ("check", "tour", "bench", "kinds", "learn")
+TOOLS: tuple[str, ...] = ("check", "tour", "bench", "kinds", "learn", "explore")
 
 # The last lines of each tool's --help: two or three command lines to try (each one runs as
 # written; tests/test_help.py runs them). Kept under 76 characters so that none wraps at 80. A
@@ -65,6 +65,11 @@ TOOL_EXAMPLES: dict[str, tuple[str, ...]] = {
         "attn learn translate",
         "attn learn translate --steps 400 --plot learned.png --save model.npz",
         "attn learn translate --code",
+    ),
+    "explore": (
+        "attn explore",
+        "attn explore window",
+        "attn explore causal --serve --port 8000",
     ),
 }
 

@@ -1,7 +1,7 @@
 """How to install what attn is missing, said for the way attn itself was installed.
 
 Every message that gives install advice calls :func:`install_command`: an extra (torch, plot,
-kernel) or a few packages, as the command that works where attn lives:
+kernel, explore) or a few packages, as the command that works where attn lives:
 
 - pip from an index: ``pip install 'attn-cli[torch]'``; from a clone's folder, not editable
   (``pip install .``; direct_url.json names the folder): ``pip install '/the/clone[torch]'``;
@@ -35,6 +35,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "torch": ("torch>=2.1",),
     "plot": ("matplotlib>=3.8",),
     "kernel": ("triton>=3", "torch>=2.1"),
+    "explore": ("textual>=8.0", "textual-serve>=1.1"),
 }
 
 Installer = Literal["pip", "editable", "pipx", "uv-tool", "uv"]

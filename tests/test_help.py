@@ -86,8 +86,10 @@ def test_no_help_prints_a_web_address(command):
 
 
 def _runnable_examples() -> list[str]:
-    """Every example line, less the ones that need a GPU, write files or run for long."""
-    slow = ("attn bench", "attn tour", "attn learn")  # attn learn trains (and needs torch)
+    """Every example line, less the ones that need a GPU, write files, run for long or wait for
+    keys."""
+    # attn learn trains (and needs torch); attn explore is an app that waits for keys.
+    slow = ("attn bench", "attn tour", "attn learn", "attn explore")
     return [
         line
         for name in COMMANDS

@@ -15,7 +15,7 @@ try:
     app({args!r}, prog_name="attn")
 except SystemExit:
     pass
-print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib", "triton") if m in sys.modules))
+print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib", "triton", "textual") if m in sys.modules))
 """
 
 

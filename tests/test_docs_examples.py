@@ -11,7 +11,8 @@ transcripts does, other pipes are not run. Where a line cannot run here it is sk
 why: a GPU (``--device cuda|mps``), PyTorch or matplotlib missing, ``--install-completion``
 (it edits the shell's start-up file). A line marked ``# a long run``, and a measurement (attn
 bench, a tour with its bench stop: their wall time is the machine's), is parsed by its command
-(every option must exist and take its value) but not run.
+(every option must exist and take its value) but not run; so is attn explore, an app that waits
+for keys or (--serve) for a browser until stopped (tests/test_explore.py drives it).
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ class Example:
         )
         return "a long run" in self.comment or args[:1] == ("bench",) or tour_measures
 
+    @property
+    def interactive(self) -> bool:
+        """attn explore: it runs until a person quits it (or, with --serve, until Ctrl+C)."""
+        return attn_commands(self.line)[0].args[:1] == ("explore",)
+
 
 def _options(args: tuple[str, ...]) -> list[str]:
     """``--only scaled,causal`` as "--only=scaled,causal" (each option with its value)."""
@@ -116,6 +122,7 @@ def test_the_docs_have_examples_where_they_should():
     assert all(line in readme for line in first_five)
     documented = {code for example in EXAMPLES if example.comment for code in example.exit_codes}
     assert {1, 2} <= documented
+    assert any(example.interactive for example in EXAMPLES)  # parsed, never run: see above
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +172,7 @@ def test_every_example_runs_as_written(example, scratch, monkeypatch):
         reason = _missing(command.args)
         if reason:
             pytest.skip(f"{example.line}: {reason}")
-        if example.long:
+        if example.long or example.interactive:
             parses(command.args)
             continue
         code, output = transcripts.run(command.args)  # once: the transcripts' test reuses it

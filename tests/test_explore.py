@@ -343,6 +343,25 @@ def test_without_textual_one_line_says_what_to_install(invoke, monkeypatch):
     assert_user_error(result, "attn explore needs textual", "pip install 'attn-cli[explore]'")
 
 
+def test_without_a_terminal_one_line_says_so(invoke):
+    # CliRunner's input and output are not terminals, as a pipe or a script's capture is not:
+    # the app would wait for keys forever, so the command refuses before starting it.
+    result = invoke("explore", "scaled")
+    assert_user_error(result, "attn explore needs a terminal", "add --serve")
+
+
+def test_under_textual_serve_the_app_starts(invoke, monkeypatch):
+    # A browser tab of --serve runs the command under textual-serve's driver, with pipes.
+    from attn_cli.explore import app as explore_app
+
+    started = []
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    monkeypatch.setattr(explore_app.Explorer, "run", lambda self: started.append(self))
+    result = invoke("explore", "window")
+    assert result.exit_code == 0, result.output
+    assert len(started) == 1
+
+
 def test_an_unknown_lesson_is_one_line(invoke):
     assert_user_error(invoke("explore", "nosuch"), "unknown lesson 'nosuch'")
 

@@ -65,9 +65,32 @@ def explore(
 
         serve_app(name, port, export_dir)
         return
+    require_a_terminal()
     from attn_cli.explore.app import Explorer
 
     Explorer(name, export_dir=export_dir).run()
+
+
+def require_a_terminal() -> None:
+    """Refuse, in one line, to start the app where no one can use it: with its input or output
+    redirected (a pipe, a file, a script's captured output), where it would wait for keys that
+    never come. A browser tab of --serve runs it under textual-serve's driver, which is fine."""
+    import os
+    import sys
+
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
+    redirected = [
+        name
+        for name, stream in (("input", sys.stdin), ("output", sys.stdout))
+        if not (hasattr(stream, "isatty") and stream.isatty())
+    ]
+    if redirected:
+        raise UserError(
+            f"attn explore needs a terminal, and its {' and '.join(redirected)} "
+            f"{'is' if len(redirected) == 1 else 'are'} redirected here; run it at a terminal, "
+            "or add --serve to open it in a browser."
+        )
 
 
 def require_textual(serve: bool = False) -> None:

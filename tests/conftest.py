@@ -5,14 +5,33 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from rich.console import Console
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
+
+# Hypothesis, in two profiles, both deterministic (derandomize: the same inputs on every run, no
+# example database replaying an old failure). "default", a contributor's run, draws a quarter of
+# each property's budget; "ci" (.ci/run sets HYPOTHESIS_PROFILE=ci for its second run of the
+# suite) draws all of it. A property says its budget with examples(N), N being CI's count.
+settings.register_profile(
+    "default", max_examples=25, derandomize=True, database=None, deadline=None
+)
+settings.register_profile("ci", max_examples=100, derandomize=True, database=None, deadline=None)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(ci: int) -> int:
+    """A property's number of examples: ``ci`` under the ci profile, a quarter (at least one)
+    under the default one."""
+    return ci if HYPOTHESIS_PROFILE == "ci" else max(1, ci // 4)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from attn_cli.backend import get_backend
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.runner import RunRequest, compute
-from tests.conftest import assert_user_error, data, unwrap
+from tests.conftest import assert_user_error, data, examples, unwrap
 from tests.lesson_runs import Batch, Runs
 
 # What the suite-wide tests run of this lesson (tests/lesson_runs.py).
@@ -147,7 +147,7 @@ def test_random_grid_is_square_scores_and_reproducible(invoke_json):
 # --- properties --------------------------------------------------------------------------
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30))
 @given(
     arrays(
         np.float64,

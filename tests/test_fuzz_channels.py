@@ -4,9 +4,9 @@ values, JSON / CSV / .npy input files, and the integer options of the lesson com
 
 Every generated input must end in exit 0, in ``attn check``'s exit 1 (printed values that
 differ, reported on stdout), or in exit 2 with one line on stderr and nothing on stdout: never
-a traceback. The budget is fixed (``derandomize=True``: the same inputs on every run) so that
-the file runs in CI in about half a minute (25 s of CPU). Counts from one run (generated inputs,
-each run through the real CLI):
+a traceback. The budget is fixed (derandomized: the same inputs on every run); the counts below are
+CI's (HYPOTHESIS_PROFILE=ci, about 25 s of CPU), a contributor's run draws a quarter of each
+(tests/conftest.py). Counts from one run (generated inputs, each run through the real CLI):
 
     lesson files 198 (every field of every lesson: 48 by lesson, run with both attn check and
         attn LESSON --lesson; every option 2 each, every input 1 each, with attn check)
@@ -43,11 +43,10 @@ from attn_cli.cards import lesson_names
 from attn_cli.lessonfiles.grammar import option_problem, option_schema
 from attn_cli.lessonfiles.loader import bundled_lessons_dir
 from attn_cli.walkthroughs.lesson import get_lesson
+from tests.conftest import examples
 
-BUDGET = settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
+BUDGET = settings(  # examples(60) for the printed values; the others set their own below
+    max_examples=examples(60),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 RAN: Counter[str] = Counter()  # generated inputs run, by channel (printed at the end)
@@ -195,7 +194,7 @@ def run_lesson_file(invoke, folder: Path, lesson: str, changes: list, *, both: b
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-@settings(BUDGET, max_examples=4)
+@settings(BUDGET, max_examples=examples(4))
 @given(data=st.data())
 def test_lesson_files_with_any_field_wrong_end_in_one_line(invoke, tmp_path_factory, lesson, data):
     changes = data.draw(
@@ -214,7 +213,7 @@ LESSON_OPTIONS = [
 
 
 @pytest.mark.parametrize(("lesson", "option"), LESSON_OPTIONS)
-@settings(BUDGET, max_examples=2)
+@settings(BUDGET, max_examples=examples(2))
 @given(value=VALUE)
 def test_every_option_of_every_lesson_file_any_value_ends_in_one_line(
     invoke, tmp_path_factory, lesson, option, value
@@ -227,7 +226,7 @@ def test_every_option_of_every_lesson_file_any_value_ends_in_one_line(
     ("lesson", "name"),
     [(lesson, spec.name) for lesson in LESSONS for spec in get_lesson(lesson).inputs],
 )
-@settings(BUDGET, max_examples=1)
+@settings(BUDGET, max_examples=examples(1))
 @given(value=VALUE)
 def test_every_input_of_every_lesson_file_any_value_ends_in_one_line(
     invoke, tmp_path_factory, lesson, name, value
@@ -239,7 +238,7 @@ def test_every_input_of_every_lesson_file_any_value_ends_in_one_line(
 OPTIONS = [(lesson, option) for lesson in LESSONS for option in get_lesson(lesson).card.options]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300))
 @given(data=st.data())
 def test_the_loaders_option_check_is_the_generated_schemas(data):
     """The loader refuses an option value exactly when the schema editors use refuses it."""
@@ -349,7 +348,7 @@ INPUT_FILE = st.one_of(
 )
 
 
-@settings(BUDGET, max_examples=90)
+@settings(BUDGET, max_examples=examples(90))
 @given(file=INPUT_FILE)
 def test_input_files_of_any_content_end_in_one_line(invoke, tmp_path_factory, file):
     suffix, content = file
@@ -397,7 +396,7 @@ def test_whole_number_options_refuse_hostile_values_in_one_line(invoke, command,
         outcome_is_clean(invoke(command, option, text))
 
 
-@settings(BUDGET, max_examples=40)
+@settings(BUDGET, max_examples=examples(40))
 @given(flag=st.sampled_from(whole_number_flags()), text=WHOLE_TEXT)
 def test_whole_number_options_of_any_text_end_in_one_line(invoke, flag, text):
     command, option = flag

@@ -5,6 +5,7 @@ it is loaded, the bundled ones as a lecturer's; the recorder holds the code to i
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections import defaultdict
 from collections.abc import Iterator
@@ -211,39 +212,38 @@ def runs(lesson: str) -> Iterator[tuple[str, ...]]:
     yield from runs_of(lesson).variants
 
 
-@pytest.fixture(scope="module")
-def recorded() -> dict[str, dict[tuple[str, str], list[frozenset[str]]]]:
-    """For each lesson: (table, text key) -> the names handed over, once per time it was made,
-    over every run; each run succeeds (the recorder's own check passes)."""
+@functools.cache
+def recorded(lesson: str) -> dict[tuple[str, str], list[frozenset[str]]]:
+    """For ``lesson``: (table, text key) -> the names handed over, once per time it was made,
+    over every run; each run succeeds (the recorder's own check passes). Computed for the lesson
+    its test asks for (not every lesson in each xdist worker), once per process."""
     from typer.testing import CliRunner
 
     from attn_cli.cli import app
 
-    seen: dict[str, dict[tuple[str, str], list[frozenset[str]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+    seen: dict[tuple[str, str], list[frozenset[str]]] = defaultdict(list)
     original = StepRecorder.check_declared
 
     def spy(self: StepRecorder, table: str, key: str, names: Any) -> None:
-        seen[self.run.name][table, key].append(frozenset(names))
+        assert self.run.name == lesson, (self.run.name, lesson)
+        seen[table, key].append(frozenset(names))
         original(self, table, key, names)
 
     runner = CliRunner()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(StepRecorder, "check_declared", spy)
-        for lesson in LESSONS:
-            for args in runs(lesson):
-                result = runner.invoke(app, [lesson, *args, "--format", "json"])
-                assert result.exit_code == 0, (lesson, args, result.output)
+        for args in runs(lesson):
+            result = runner.invoke(app, [lesson, *args, "--format", "json"])
+            assert result.exit_code == 0, (lesson, args, result.output)
     return seen
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LESSONS)
-def test_every_declared_text_is_made_by_some_run_with_the_names_declared(recorded, name):
+def test_every_declared_text_is_made_by_some_run_with_the_names_declared(name):
     """Every declared step text is made by an example or option above, and its declared names
     are exactly those it is handed every time (nothing always handed is left undeclared)."""
-    texts, made = get_lesson(name).texts, recorded[name]
+    texts, made = get_lesson(name).texts, recorded(name)
     assert {key for table, key in made if table == "steps"} == set(texts.steps)
     for key, names in texts.steps.items():
         always = frozenset.intersection(*made["steps", key])

@@ -12,6 +12,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -134,7 +135,12 @@ def test_bench_writes_its_first_line_before_the_sweep_and_stops_when_the_reader_
 
 
 class _Null(io.TextIOBase):
+    """A file that keeps only the count of characters written to it."""
+
+    written = 0
+
     def write(self, text: str) -> int:
+        self.written += len(text)
         return len(text)
 
 
@@ -167,11 +173,14 @@ def test_full_json_memory_does_not_grow_with_the_document():
     options = RenderOptions(full=True)
     peaks, sizes = [], []
     for n in (150, 450):
-        walkthrough = _walkthrough(n)
-        sizes.append(len(to_json(walkthrough, options)))
-        console = Console(file=_Null())
+        walkthrough, null = _walkthrough(n), _Null()
+        console = Console(file=null)
         peaks.append(_peak(lambda w=walkthrough, c=console: render(w, Format.json, c, options)))
+        # The document's length, counted as it was written (the same text as to_json's:
+        # test_streamed_json_is_the_same_text_as_the_document), with its closing newline.
+        sizes.append(null.written - 1)
     assert sizes[1] > 7 * sizes[0]  # nine times the entries
+    assert sizes[1] > 12e6  # the document alone is more than the memory it is written in
     assert max(peaks) < 12e6 and peaks[1] < 2 * peaks[0], peaks  # a block at a time
 
 
@@ -219,12 +228,35 @@ def test_the_bench_guard_lets_the_default_sweep_run():
     assert 0 < sweep_seconds(config, CpuOps()) < MAX_SECONDS / 10
 
 
-def test_a_plot_of_a_thousand_heads_is_refused_before_anything_is_printed(invoke, tmp_path):
+def test_a_plot_of_a_thousand_heads_is_refused_before_anything_is_printed(
+    invoke, tmp_path, monkeypatch
+):
     pytest.importorskip("matplotlib")
+    from attn_cli.render import heatmap
+
+    # The guard's own crossing, on the walkthrough's head steps: 440 panels are drawn, 441 and
+    # 1,024 refused, naming the count and the most there is time for.
+    def heads(count: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            steps=[SimpleNamespace(key=f"head{h}_weights") for h in range(count)]
+        )
+
+    assert heatmap.most_panels() == 440
+    heatmap.check_plot_work(heads(440))
+    for count, panels in ((441, "441 panels"), (1024, "1,024 panels")):
+        words = (
+            rf"^--plot would draw {panels}, one per head, about \d+ minutes here; ask for less: "
+        )
+        with pytest.raises(UserError, match=words + r"at most 440 heads, or leave out --plot\.$"):
+            heatmap.check_plot_work(heads(count))
+    # The command line refuses before printing or writing anything: here with each panel priced
+    # at 30 s, so that 8 heads cross the guard (at the real price the crossing is 441 heads,
+    # seconds of computing the walkthrough before the guard is asked).
+    monkeypatch.setattr(heatmap, "PANEL_SECONDS", 30.0)
     plot = tmp_path / "w.png"
-    args = ("--n", "4", "--d-model", "1024", "--heads", "1024", "--plot", str(plot))
+    args = ("--n", "4", "--d-model", "8", "--heads", "8", "--plot", str(plot))
     result = invoke("multihead", *args)
-    assert_user_error(result, "1,024 panels", "minutes here", "at most 440 heads")
+    assert_user_error(result, "8 panels", "minutes here", f"at most {heatmap.most_panels()} heads")
     assert result.stdout == "" and not plot.exists()
 
 

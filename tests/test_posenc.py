@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_cli.mechanisms import posenc as mech
-from tests.conftest import assert_user_error, data, unwrap
+from tests.conftest import assert_user_error, data, examples, unwrap
 from tests.lesson_runs import Runs
 
 # What the suite-wide tests run of this lesson (tests/lesson_runs.py).
@@ -100,7 +100,7 @@ def test_split_columns_are_the_interleaved_ones_reordered():
     assert np.array_equal(mech.rotation(5, omega, "split"), rotation[np.ix_(order, order)])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(
     positions=st.integers(1, 60),
     pairs=st.integers(1, 40),
@@ -132,7 +132,7 @@ def test_rotation_blocks_are_the_angle_addition_formulas():
     assert np.allclose(m_3[:2, 2:], 0) and np.allclose(m_3[2:, :2], 0)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(positions=st.integers(1, 40), pairs=st.integers(1, 30), base=st.floats(2.0, 1e5))
 def test_similarity_depends_only_on_distance(positions, pairs, base):
     d_model = 2 * pairs

@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from attn_cli.backend import get_backend
 from attn_cli.mechanisms import attention as mech
-from tests.conftest import assert_user_error, data
+from tests.conftest import assert_user_error, data, examples
 from tests.lesson_runs import Batch, Runs
 
 SMALL = ("--n", "3", "--dk", "2")
@@ -143,7 +143,7 @@ def qkv(draw):
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(qkv(), st.booleans())
 def test_properties(inputs, use_scale):
     q, k, v = inputs

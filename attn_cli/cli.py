@@ -181,7 +181,9 @@ def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
     - the choices of an option with spaces between them, `<float64 | float32 | bfloat16>`, so
       that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`);
     - an argument that takes several values as what is typed, `FILE...`: Typer shows the
-      Python annotation, `<list[Path]>`, in the type column;
+      Python annotation, `<list[Path]>`, in the type column; one that takes a single named
+      value (`LESSON`) with nothing there, since its name already says what is typed (Typer:
+      `<str>`), or its choices if it has them (`TASK  <translate | induction>`);
     - a number as what is typed, `N` (a whole number) or `X`, not `<int range> [x>=0]`: where
       the range matters the option's help says it in words (the parser still checks it);
     - a file as `FILE`, not `<file>`.
@@ -189,6 +191,12 @@ def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
     for param in params:
         if isinstance(param, TyperArgument) and param.metavar and param.nargs != 1:
             param.display_type_rich = _shown_as(f"{param.metavar}...")  # type: ignore[method-assign,assignment]
+            continue
+        if isinstance(param, TyperArgument) and param.metavar:
+            descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
+            choices = descriptor is not None and descriptor.is_choice
+            shown = param.display_type(ctx).replace("|", " | ") if choices else ""
+            param.display_type_rich = _shown_as(shown)  # type: ignore[method-assign,assignment]
             continue
         if not isinstance(param, TyperOption):
             continue

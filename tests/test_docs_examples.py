@@ -10,9 +10,10 @@ comment: ``# exits 1``. The shell around it is handled: ``> FILE`` and ``| grep`
 transcripts does, other pipes are not run. Where a line cannot run here it is skipped, saying
 why: a GPU (``--device cuda|mps``), PyTorch or matplotlib missing, ``--install-completion``
 (it edits the shell's start-up file). A line marked ``# a long run``, and a measurement (attn
-bench, a tour with its bench stop: their wall time is the machine's), is parsed by its command
-(every option must exist and take its value) but not run; so is attn explore, an app that waits
-for keys or (--serve) for a browser until stopped (tests/test_explore.py drives it).
+bench, a tour with its bench stop: their wall time is the machine's; attn learn's training, tens
+of seconds at its default budget), is parsed by its command (every option must exist and take
+its value) but not run; so is attn explore, an app that waits for keys or (--serve) for a
+browser until stopped (tests/test_explore.py drives it).
 """
 
 from __future__ import annotations
@@ -66,13 +67,15 @@ class Example:
 
     @property
     def long(self) -> bool:
-        """Marked ``# a long run``, or a measurement: attn bench, or a tour with its bench stop
-        (their small runs are tests/test_bench_cli.py's and test_tour.py's)."""
+        """Marked ``# a long run``, a measurement (attn bench, or a tour with its bench stop), or
+        training (attn learn, but for --code): their small runs are tests/test_bench_cli.py's,
+        test_tour.py's and test_learn*.py's."""
         args = attn_commands(self.line)[0].args
         tour_measures = args[:1] == ("tour",) and not any(
             "--only" in arg and "bench" not in arg for arg in _options(args)
         )
-        return "a long run" in self.comment or args[:1] == ("bench",) or tour_measures
+        trains = args[:1] == ("learn",) and "--code" not in args
+        return "a long run" in self.comment or args[:1] == ("bench",) or tour_measures or trains
 
     @property
     def interactive(self) -> bool:

@@ -38,6 +38,7 @@ def learn(
     task: Annotated[
         Task,
         typer.Argument(
+            metavar="TASK",
             help="translate: a toy translation task, the fixed-vector encoder-decoder beside "
             "Bahdanau's attention; induction: a two-layer attention-only Transformer on "
             "repeated sequences, beside a one-layer one.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import math
@@ -10,11 +11,20 @@ from typing import Any
 
 import numpy as np
 import pytest
+import typer.testing
 from hypothesis import settings
 from rich.console import Console
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
+
+# CliRunner.invoke(app, ...) turns the Typer app into its click command on every call (Typer's
+# get_command inspects the signature of each of the 22 commands: ~60 ms, nine tenths of a typical
+# in-process run, and a third of the suite's time). The app is built once per process
+# (cli.full_app); its click command is now too: the same objects for every run, as in a notebook
+# that calls the app again and again (click commands are made to be invoked repeatedly).
+assert callable(typer.testing._get_command), "typer.testing no longer has _get_command"
+typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 # Hypothesis, in two profiles, both deterministic (derandomize: the same inputs on every run, no
 # example database replaying an old failure). "default", a contributor's run, draws a quarter of

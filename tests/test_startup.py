@@ -75,9 +75,8 @@ NOT_AT_START_UP = (
 )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"], ["scaled", "--help"]])
-def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
+def modules_after(args: list[str]) -> list[str]:
+    """The modules loaded once `attn ARGS` has run in a fresh interpreter (MAIN_PROBE)."""
     completed = subprocess.run(
         [sys.executable, "-c", MAIN_PROBE.format(args=args)],
         capture_output=True,
@@ -86,6 +85,13 @@ def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
     )
     modules = completed.stdout.strip().splitlines()[-1].split()
     assert modules[0] == "MODULES", completed.stdout[-500:]
+    return modules
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"], ["scaled", "--help"]])
+def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
+    modules = modules_after(args)
     assert "attn_cli.cli" in modules  # the probe did run the app
     loaded = [
         module
@@ -135,14 +141,7 @@ def test_a_lesson_run_imports_one_card_and_no_pydantic(args):
     """Typer coerces options through pydantic TypeAdapters (its import alone is about 50 ms);
     a default, text, a plain number in range and a choice typed exactly need none of it
     (attn_cli.cli._skip_idle_coercion). And a lesson's run does not import every card."""
-    completed = subprocess.run(
-        [sys.executable, "-c", MAIN_PROBE.format(args=args)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    modules = completed.stdout.strip().splitlines()[-1].split()
-    assert modules[0] == "MODULES", completed.stdout[-500:]
+    modules = modules_after(args)
     assert "attn_cli.runner" in modules  # the lesson did run
     assert [m for m in modules if m == "pydantic" or m.startswith("pydantic.")] == []
     cards = [

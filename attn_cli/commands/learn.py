@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 import typer
 
-from attn_cli.options import OUTPUT_PANEL, choice
+from attn_cli.options import OUTPUT_PANEL, PrecisionOpt, choice
 
 TRAIN_PANEL = "Training"
 
@@ -119,17 +119,7 @@ def learn(
         LearnFormat,
         typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
     ] = LearnFormat.rich,
-    precision: Annotated[
-        int,
-        typer.Option(
-            "--precision",
-            min=0,
-            max=15,
-            metavar="N",
-            help="Decimals shown, 0 to 15 (rich, markdown, latex).",
-            rich_help_panel=OUTPUT_PANEL,
-        ),
-    ] = 3,
+    precision: PrecisionOpt = 3,
     plot: Annotated[
         Path | None,
         typer.Option(

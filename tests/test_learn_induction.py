@@ -108,11 +108,16 @@ def tiny(request):
 
 
 def test_every_attention_row_sums_to_1_before_and_after(tiny):
+    from attn_cli.learn.induction_model import HEADS
+
     heads = [step for step in tiny.steps if step.kind == "weights"]
-    assert len(heads) == 2 * (4 + 2)  # before and after: 2 + 2 heads, and the control's 2
+    assert len(heads) == 2 * (
+        2 * HEADS + HEADS
+    )  # before and after: two layers and the control's one
+    shortest = 2 * data.MIN_LEN  # the shortest held-out sequence: its segment twice
     for step in heads:
         value = np.asarray(step.value)
-        assert value.shape == (8, 8)  # the shortest held-out sequence: 4 tokens twice
+        assert value.shape == (shortest, shortest)
         assert np.allclose(value.sum(axis=-1), 1, atol=1e-6)
         assert np.all(np.triu(value, 1) == 0)  # causal
 
@@ -123,6 +128,58 @@ def test_tiny_budget_is_reported_not_claimed(tiny):
     withheld = {note.key for note in tiny.withheld}
     assert "not_formed" in shown and "induction_formed" in withheld
     assert all(note.key != "induction_head" for step in tiny.steps for note in step.notes)
+
+
+def _with_scores(walkthrough, model, **changes):
+    """The walkthrough with ``model``'s meta scores replaced (the numbers the claims read)."""
+    import dataclasses
+
+    models = dict(walkthrough.meta["models"])
+    models[model] = {**models[model], **changes}
+    return dataclasses.replace(walkthrough, meta={**walkthrough.meta, "models": models})
+
+
+def test_the_claims_read_the_scores_they_describe(tiny):
+    """A note's claim holds only for the scores the walkthrough carries, and only past its
+    threshold: given other numbers (an induction head formed, a control that matches it), the
+    notes that the tiny budget shows are withheld and those it withholds are shown."""
+    from attn_cli.learn.induction import INDUCTION_MIN, PREVIOUS_MIN, TEXTS
+
+    claims = TEXTS.claims
+    not_formed = next(note.values for note in tiny.notes if note.key == "not_formed")
+    assert claims["not_formed"](tiny, not_formed)
+    assert not claims["not_formed"](tiny, {**not_formed, "score": not_formed["score"] + 0.01})
+    prefix = np.array([[0.1, 0.2], [0.3, INDUCTION_MIN + 0.1]])
+    previous = np.array([[PREVIOUS_MIN + 0.2, 0.1], [0.1, 0.1]])
+    formed = _with_scores(tiny, "two", prefix_matching=prefix, previous_token=previous)
+    assert not claims["not_formed"](formed, {**not_formed, "score": INDUCTION_MIN + 0.1})
+    accuracy = formed.meta["models"]["two"]["accuracy"]
+    shown = {"layer": 2, "head": 2, "score": INDUCTION_MIN + 0.1, "accuracy": accuracy}
+    assert claims["induction_formed"](formed, {**shown, "chance": 0.1})
+    assert not claims["induction_formed"](tiny, {**shown, "chance": 0.1})
+    assert claims["circuit"](formed, {"previous_head": 1, "induction_head": 2})
+    assert not claims["circuit"](formed, {"previous_head": 2, "induction_head": 2})
+    weak = _with_scores(formed, "two", previous_token=previous * 0 + 0.2)  # no previous-token head
+    assert not claims["circuit"](weak, {"previous_head": 1, "induction_head": 2})
+    assert claims["induction_head"](formed, {"score": INDUCTION_MIN + 0.1})
+    assert not claims["induction_head"](formed, {"score": INDUCTION_MIN + 0.2})  # not a head's
+    control = next(note.values for note in [*tiny.notes, *tiny.withheld] if note.key == "control")
+    assert claims["control"](tiny, control) == ("control" in {note.key for note in tiny.notes})
+    matched = _with_scores(
+        tiny, "one", prefix_matching=np.array([[INDUCTION_MIN + 0.1, 0.0]])
+    )  # the one-layer model scores past the threshold
+    assert not claims["control"](matched, {**control, "score": INDUCTION_MIN + 0.1})
+
+
+def test_a_loaded_model_says_its_examples_are_held_out(torch, invoke_json, tmp_path):
+    path = tmp_path / "induction.npz"
+    trained = invoke_json("learn", "induction", *TINY, "--save", str(path))
+    loaded = invoke_json("learn", "induction", "--weights", str(path))
+    task = {step["key"]: step for step in loaded["steps"]}["task"]["explanation"]
+    assert "Shown: the first held-out sequences" in task and "training sequences" in task
+    assert " 0 training" not in task
+    trained_task = {step["key"]: step for step in trained["steps"]}["task"]["explanation"]
+    assert "Shown: a few of the " in trained_task
 
 
 def test_same_seed_same_numbers(torch, invoke_json):

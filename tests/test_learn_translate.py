@@ -6,6 +6,7 @@ marked ``training`` (pytest -m training)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -163,14 +164,16 @@ def test_scores_and_accuracies_are_shares(tiny):
         for key in ("fixed_exact", "attention_exact", "fixed_words", "attention_words"):
             assert 0.0 <= row[key] <= 1.0
         assert row["fixed_exact"] <= row["fixed_words"] + 1e-12
-    assert [row["length"] for row in tiny.step("by_length")] == [3, 4, 5]
-    after = tiny.meta["alignment_score"]["after"]
-    assert 0 <= after["weight"] <= after["share"] + 1 or after["weight"] <= 1
+    lengths = list(range(data.MIN_LENGTH, TINY_OPTIONS.max_len + 1))
+    assert [row["length"] for row in tiny.step("by_length")] == lengths
+    for when in ("before", "after"):
+        score = tiny.meta["alignment_score"][when]
+        assert 0 <= score["share"] <= 1 and 0 <= score["weight"] <= 1, when
 
 
 def test_the_parameter_counts_differ_by_the_attention_weights(tiny):
     counts = tiny.meta["parameters"]
-    d = 16
+    d = TINY_OPTIONS.hidden  # d_a = d_s = --hidden; d_h = 2 × --hidden (both directions)
     assert counts["attention"] - counts["fixed"] == d * (2 * d + d + 1)  # W1, W2, v
 
 
@@ -188,9 +191,81 @@ def test_every_claim_shown_is_true_of_the_numbers(tiny):
     from attn_cli.learn.translate import TEXTS
 
     shown = [note for step in tiny.steps for note in step.notes] + list(tiny.notes)
+    assert {"adjective_swapped", "time_moved", "before_flat", "fixed_falls"} <= {
+        note.key for note in shown
+    }
     for note in shown:
         claim = TEXTS.claims.get(note.key)
         assert claim is None or claim(tiny, note.values), note.key
+
+
+def _with_step(walkthrough, key, value):
+    """The walkthrough with step ``key``'s value replaced (the numbers a claim reads)."""
+    steps = tuple(
+        dataclasses.replace(step, value=value) if step.key == key else step
+        for step in walkthrough.steps
+    )
+    return dataclasses.replace(walkthrough, steps=steps)
+
+
+def _shown_values(walkthrough, key):
+    return next(
+        note.values
+        for note in [n for step in walkthrough.steps for n in step.notes] + list(walkthrough.notes)
+        if note.key == key
+    )
+
+
+def test_the_truth_notes_are_withheld_where_the_marks_do_not_show_the_rules(tiny):
+    from attn_cli.learn.translate import TEXTS
+
+    truth = np.asarray(tiny.step("truth"))
+    diagonal = np.vstack([np.eye(truth.shape[1]), np.zeros((1, truth.shape[1]))])
+    in_order = _with_step(tiny, "truth", diagonal)  # every word in its place: no rule shows
+    for key in ("adjective_swapped", "time_moved"):
+        values = _shown_values(tiny, key)
+        assert TEXTS.claims[key](tiny, values), key
+        assert not TEXTS.claims[key](in_order, values), key
+
+
+def test_the_before_note_is_withheld_when_a_weight_stands_out(tiny):
+    from attn_cli.learn.translate import TEXTS
+
+    before = np.asarray(tiny.step("before")).copy()
+    n = before.shape[1]
+    before[0] = np.full(n, 0.1 / (n - 1))
+    before[0, 0] = 0.9  # one weight far above the even spread's 1/n
+    values = {**_shown_values(tiny, "before_flat"), "largest": 0.9}
+    assert not TEXTS.claims["before_flat"](_with_step(tiny, "before", before), values)
+
+
+def test_the_length_notes_need_the_fixed_model_to_fall_and_attention_to_hold(tiny):
+    from attn_cli.learn.translate import TEXTS
+
+    rows = tiny.step("by_length")
+    holding = [{**row, "attention_exact": 0.95 + 0.01 * i} for i, row in enumerate(rows)]
+    shaped = _with_step(tiny, "by_length", holding)
+    assert TEXTS.claims["paper_shape"](shaped, {})
+    assert TEXTS.claims["attention_holds"](shaped, {"lowest": 0.95})
+    flat = [{**row, "fixed_exact": 0.5} for row in holding]  # the fixed model does not fall
+    assert not TEXTS.claims["paper_shape"](_with_step(tiny, "by_length", flat), {})
+    assert not TEXTS.claims["fixed_falls"](
+        _with_step(tiny, "by_length", flat), {"short": 0.5, "long": 0.5}
+    )
+    dropping = [{**row, "attention_exact": 0.5} for row in holding]  # attention falls too
+    assert not TEXTS.claims["paper_shape"](_with_step(tiny, "by_length", dropping), {})
+    assert not TEXTS.claims["attention_holds"](
+        _with_step(tiny, "by_length", dropping), {"lowest": 0.5}
+    )
+
+
+def test_the_worked_step_names_the_reference_word_not_a_guess(tiny):
+    t = tiny.meta["sentence"]["step"]
+    word = tiny.meta["sentence"]["target"][t - 1]
+    assert f"At step {t} the reference has {word}," in tiny.find("step.W1h").explanation
+    assert f"to choose word {t} (the reference has {word} there)" in (
+        tiny.find("step.context").explanation
+    )
 
 
 def test_saved_weights_run_as_attn_bahdanau(invoke, torch, tmp_path):
@@ -292,7 +367,9 @@ def test_code_prints_a_program_with_the_options_written_in(invoke):
     assert result.exit_code == 0, result.output
     text = result.stdout
     compile(text, "program.py", "exec")
-    assert "SEED, STEPS, HIDDEN, MAX_LEN = 7, 30, 64, 12" in text
+    from attn_cli.learn import translate
+
+    assert f"SEED, STEPS, HIDDEN, MAX_LEN = 7, 30, {translate.HIDDEN}, {translate.MAX_LEN}" in text
     assert "import attn_cli" not in text and "from attn_cli" not in text
 
 

@@ -45,8 +45,9 @@ MIN_STEPS = 20  # fewer steps than this say nothing (the error "too small to say
 THREADS = 1  # tiny matrices: 2 threads were no faster, and far slower on a loaded machine
 
 # What the claims need to see: a head that puts at least half its weight on the token after the
-# current token's first occurrence is an induction head; at least 40 % on the previous token (at
-# least 2.4 times an even spread's share here), a previous-token head.
+# current token's first occurrence is an induction head; at least 40 % on the previous token, a
+# previous-token head (2.4 times an even spread's share at the default lengths; the note says
+# the ratio it measured).
 INDUCTION_MIN = 0.5
 PREVIOUS_MIN = 0.4
 
@@ -56,7 +57,7 @@ MODELS = {"two": (2, "two layers"), "one": (1, "one layer (control)")}
 HEAD_NAMES = ("model", "layer", "head", "previous", "prefix")
 TEXTS = Texts(
     steps={
-        "task": ("vocab", "min_len", "max_len", "held_out", "trained"),
+        "task": ("vocab", "min_len", "max_len", "held_out", "shown"),
         "models": ("steps", "batch", "learning_rate"),
         "loaded": ("file", "seed", "steps"),
         "curve": ("every",),
@@ -69,19 +70,77 @@ TEXTS = Texts(
         "previous_token": ("score", "chance", "times"),
         "induction_head": ("score", "chance", "times"),
         "induction_formed": ("layer", "head", "score", "chance", "accuracy"),
-        "not_formed": ("score", "steps"),
+        "not_formed": ("score", "steps", "threshold"),
         "circuit": ("previous_head", "induction_head"),
         "control": ("score", "accuracy", "two_accuracy"),
     },
     claims={
-        "previous_token": lambda w, v: v["score"] >= PREVIOUS_MIN,
-        "induction_head": lambda w, v: v["score"] >= INDUCTION_MIN,
-        "induction_formed": lambda w, v: v["score"] >= INDUCTION_MIN,
-        "not_formed": lambda w, v: v["score"] < INDUCTION_MIN,
-        "circuit": lambda w, v: v["previous_head"] > 0 and v["induction_head"] > 0,
-        "control": lambda w, v: v["score"] < INDUCTION_MIN and v["accuracy"] < v["two_accuracy"],
+        "previous_token": lambda w, v: _measured(w, "previous_token", v["score"], PREVIOUS_MIN),
+        "induction_head": lambda w, v: _measured(w, "prefix_matching", v["score"], INDUCTION_MIN),
+        "induction_formed": lambda w, v: _formed(w, v),
+        "not_formed": lambda w, v: _best_last(w, "two") == v["score"] < INDUCTION_MIN,
+        "circuit": lambda w, v: _circuit(w, v),
+        "control": lambda w, v: _control(w, v),
     },
 )
+
+
+# --- the claims, checked against the scores the walkthrough carries (meta["models"]) -----------
+
+
+def _scores(walkthrough: Walkthrough, model: str, kind: str) -> np.ndarray:
+    """(layers, heads): a model's held-out scores of one kind, "previous_token" or
+    "prefix_matching"."""
+    return np.asarray(walkthrough.meta["models"][model][kind])
+
+
+def _measured(walkthrough: Walkthrough, kind: str, score: float, least: float) -> bool:
+    """``score`` is one of the walkthrough's head scores of ``kind``, and at least ``least``."""
+    found = any(np.any(_scores(walkthrough, m, kind) == score) for m in walkthrough.meta["models"])
+    return bool(found) and score >= least
+
+
+def _best_last(walkthrough: Walkthrough, model: str) -> float:
+    """The best prefix-matching score of ``model``'s last layer."""
+    return float(_scores(walkthrough, model, "prefix_matching")[-1].max())
+
+
+def _formed(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Head ``head`` of layer ``layer`` (the last) scores ``score``, at least INDUCTION_MIN,
+    and ``accuracy`` is the two-layer model's."""
+    prefix = _scores(walkthrough, "two", "prefix_matching")
+    layer, head = values["layer"], values["head"]
+    return (
+        layer == len(prefix)
+        and float(prefix[layer - 1][head - 1]) == values["score"] >= INDUCTION_MIN
+        and walkthrough.meta["models"]["two"]["accuracy"] == values["accuracy"]
+    )
+
+
+def _circuit(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Layer 1 has a previous-token head (``previous_head``, its best) and the last layer an
+    induction head (``induction_head``, its best), in a model of two layers."""
+    previous = _scores(walkthrough, "two", "previous_token")
+    prefix = _scores(walkthrough, "two", "prefix_matching")
+    return (
+        len(prefix) == 2
+        and values["previous_head"] == int(np.argmax(previous[0])) + 1
+        and values["induction_head"] == int(np.argmax(prefix[-1])) + 1
+        and previous[0].max() >= PREVIOUS_MIN
+        and prefix[-1].max() >= INDUCTION_MIN
+    )
+
+
+def _control(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The one-layer model's best prefix-matching is ``score``, under INDUCTION_MIN, and its
+    accuracy ``accuracy`` is below the two-layer model's ``two_accuracy``."""
+    models = walkthrough.meta["models"]
+    return (
+        _best_last(walkthrough, "one") == values["score"] < INDUCTION_MIN
+        and models["one"]["accuracy"] == values["accuracy"]
+        and models["two"]["accuracy"] == values["two_accuracy"]
+        and values["accuracy"] < values["two_accuracy"]
+    )
 
 
 # --- options ---------------------------------------------------------------------------------
@@ -223,6 +282,12 @@ def _walkthrough(
 
     trained_count = sum(len(batch) for batch in split.batches)
     example = split.batches[0] if split.batches else held
+    shown_from = (
+        f"a few of the {trained_count} training sequences"
+        if split.batches
+        else "the first held-out sequences (a model loaded with --weights: its training "
+        "sequences are not in the file)"
+    )
     words.step(
         "task",
         [
@@ -234,7 +299,7 @@ def _walkthrough(
         min_len=data.MIN_LEN,
         max_len=models[0].shape.max_len,
         held_out=len(held),
-        trained=trained_count,
+        shown=shown_from,
     )
     table = [
         {
@@ -349,16 +414,11 @@ def _walkthrough(
             accuracy=after["two"].accuracy,
         )
     )
-    words.notes.append(words.note("not_formed", score=best_score, steps=steps))
-    first_previous = scores["two"][0][0]
-    previous_head = int(np.argmax(first_previous)) + 1
     words.notes.append(
-        words.note(
-            "circuit",
-            previous_head=previous_head if first_previous.max() >= PREVIOUS_MIN else 0,
-            induction_head=best + 1 if best_score >= INDUCTION_MIN else 0,
-        )
+        words.note("not_formed", score=best_score, steps=steps, threshold=INDUCTION_MIN)
     )
+    previous_head = int(np.argmax(scores["two"][0][0])) + 1
+    words.notes.append(words.note("circuit", previous_head=previous_head, induction_head=best + 1))
     words.notes.append(
         words.note(
             "control",

@@ -35,7 +35,7 @@ from attn_cli.learn.common import (
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
-from attn_cli.model import Part, Walkthrough
+from attn_cli.model import Note, Part, Walkthrough
 
 if TYPE_CHECKING:  # torch is imported when a model trains: --code needs none
     import torch
@@ -464,12 +464,13 @@ def build(
             longest=longest,
         ),
         words.note("attention_holds", lowest=min(attention.exact.values())),
+        words.note("paper_shape"),
     ]
     words.step("by_length", table, "records", notes=length_notes, per_length=HELD_OUT_PER_LENGTH)
     targets = (*shown.target_words, "</s>")
     sources = shown.source_words
     truth = np.vstack([data.alignment_matrix(shown), np.zeros((1, len(sources)))])  # (T, n)
-    words.step("truth", truth, "weights", rows=targets, cols=sources)
+    words.step("truth", truth, "weights", rows=targets, cols=sources, notes=rule_notes(words, shown))
     n = len(sources)
     words.step(
         "before",
@@ -548,6 +549,29 @@ def build(
     return words.walkthrough(after.weights, meta=meta, precision=3)
 
 
+def rule_notes(words: Words, pair: data.Pair) -> list[Note]:
+    """The notes that point at the two rules in the shown sentence's true alignment: where a
+    noun and its adjective swap places (their rows cross), and where a moved time word lands."""
+    notes = []
+    alignment, classes = pair.alignment, pair.source_classes
+    swapped = next(
+        (
+            t
+            for t in range(len(alignment) - 1)
+            if classes[alignment[t + 1]] == "adj" and alignment[t] == alignment[t + 1] + 1
+        ),
+        None,
+    )  # target t is the noun, t + 1 its adjective
+    if swapped is not None:
+        notes.append(words.note("adjective_swapped", first=swapped + 1, second=swapped + 2))
+    last = len(alignment) - 1
+    if classes[alignment[last]] == "time":
+        notes.append(
+            words.note("time_moved", column=alignment[last] + 1, distance=last - alignment[last])
+        )
+    return notes
+
+
 def decoder_step(
     words: Words, model: Seq2Seq, pair: data.Pair, rows: Rows, d_h: int, d_s: int, d_a: int
 ) -> None:
@@ -596,7 +620,7 @@ def decoder_step(
         t=t + 1,
     )
     c = attn.weighted_sum(alpha[None, :], h)[0]  # (d_h,)
-    words.step("step.context", c, rows=(f"c_{t + 1}",), d_h=d_h, word=word)
+    words.step("step.context", c, rows=(f"c_{t + 1}",), t=t + 1, d_h=d_h, word=word)
     difference = float(np.max(np.abs(alpha - rows.weights[t])))
     words.step(
         "step.check",
@@ -660,8 +684,49 @@ def attention_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
     return lowest == values.get("lowest") and lowest >= 0.9 and fixed_lowest < lowest
 
 
+def paper_shape(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Both halves of the paper's figure: the fixed vector falls from the shortest length to
+    the longest, and the attention model stays at 0.9 or more, above the fixed one's lowest."""
+    table = _by_length(walkthrough)
+    if not table:
+        return False
+    rows = list(table.values())
+    falls = table[max(table)]["fixed_exact"] < table[min(table)]["fixed_exact"]
+    lowest = min(row["attention_exact"] for row in rows)
+    return falls and lowest >= 0.9 and min(row["fixed_exact"] for row in rows) < lowest
+
+
+def _truth_columns(walkthrough: Walkthrough) -> list[int]:
+    """Each target word's true source word (0-based), read off the truth step, end left out."""
+    truth = np.asarray(walkthrough.step("truth"))[:-1]
+    return [int(column) for column in truth.argmax(axis=1)]
+
+
+def adjective_swapped(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Rows ``first`` and ``second`` (1-based, adjacent) take adjacent source words in the
+    opposite order: their marks cross."""
+    columns = _truth_columns(walkthrough)
+    first, second = values.get("first"), values.get("second")
+    if not isinstance(first, int) or second != first + 1 or not 1 <= first < len(columns):
+        return False
+    return columns[first - 1] == columns[second - 1] + 1
+
+
+def time_moved(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The last word's true source word is ``column`` (1-based), ``distance`` >= 1 columns left
+    of the diagonal."""
+    columns = _truth_columns(walkthrough)
+    last = len(columns) - 1
+    return (
+        bool(columns)
+        and columns[last] + 1 == values.get("column")
+        and last - columns[last] == values.get("distance")
+        and last - columns[last] >= 1
+    )
+
+
 def before_flat(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """Before training every weight is at most ``largest``, under twice the uniform 1/n."""
+    """Before training the largest weight is ``largest``, under twice the even spread's 1/n."""
     weights = np.asarray(walkthrough.step("before"))
     n = weights.shape[1]
     largest = float(weights.max())
@@ -730,7 +795,7 @@ TEXTS = Texts(
         "step.tanh": (),
         "step.scores": ("d_a",),
         "step.weights": ("t",),
-        "step.context": ("d_h", "word"),
+        "step.context": ("t", "d_h", "word"),
         "step.check": ("t",),
     },
     notes={
@@ -738,6 +803,9 @@ TEXTS = Texts(
         "attention_ahead_longest": ("longest", "attention", "fixed"),
         "fixed_falls": ("short", "shortest", "long", "longest"),
         "attention_holds": ("lowest",),
+        "paper_shape": (),
+        "adjective_swapped": ("first", "second"),
+        "time_moved": ("column", "distance"),
         "before_flat": ("largest", "n", "uniform"),
         "after_true": ("hits", "rows"),
         "learned": ("before", "after", "before_weight", "after_weight"),
@@ -749,6 +817,9 @@ TEXTS = Texts(
         "attention_ahead_longest": attention_ahead,
         "fixed_falls": fixed_falls,
         "attention_holds": attention_holds,
+        "paper_shape": paper_shape,
+        "adjective_swapped": adjective_swapped,
+        "time_moved": time_moved,
         "before_flat": before_flat,
         "after_true": after_true,
         "learned": learned,

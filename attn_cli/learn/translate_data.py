@@ -115,6 +115,11 @@ class Pair:
     def target_words(self) -> tuple[str, ...]:
         return tuple(TARGET_WORDS[token] for token in self.target)
 
+    @property
+    def source_classes(self) -> tuple[str, ...]:
+        """The class of each source word ("noun", "adj", "time", ...)."""
+        return tuple(word_class(token) for token in self.source)
+
     def has_rule(self, rule: str) -> bool:
         """Whether this sentence shows ``rule``: "adjective" (an adjective after its noun) or
         "time" (a time word moved to the end)."""
@@ -123,6 +128,14 @@ class Pair:
             len(WORDS["adj" if rule == "adjective" else "time"]),
         )
         return any(first <= token < first + count for token in self.source)
+
+
+def word_class(token: int) -> str:
+    """The class of a word's id (a source id and its translation's are the same number)."""
+    return next(
+        (name for name in CLASSES if _FIRST[name] <= token < _FIRST[name] + len(WORDS[name])),
+        "special",
+    )
 
 
 # A structure: the class of each source word in order.

@@ -7,6 +7,8 @@ imported when the command runs, so that the start-up of every other command is u
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -75,9 +77,6 @@ def require_a_terminal() -> None:
     """Refuse, in one line, to start the app where no one can use it: with its input or output
     redirected (a pipe, a file, a script's captured output), where it would wait for keys that
     never come. A browser tab of --serve runs it under textual-serve's driver, which is fine."""
-    import os
-    import sys
-
     if os.environ.get("TEXTUAL_DRIVER"):
         return
     redirected = [

@@ -675,25 +675,28 @@ def fixed_falls(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     return short == values.get("short") and long == values.get("long") and long < short
 
 
-def attention_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """The attention model's lowest exact-match over the lengths is ``lowest``, at least 0.9,
-    and the fixed vector falls below it somewhere (otherwise "holds" contrasts with nothing)."""
+def _attention_lowest_if_it_holds(walkthrough: Walkthrough) -> float | None:
+    """The attention model's lowest exact-match over the lengths, if it is at least 0.9 and the
+    fixed vector falls below it somewhere (otherwise "holds" contrasts with nothing); else None."""
     rows = list(_by_length(walkthrough).values())
     lowest = min((row["attention_exact"] for row in rows), default=-1.0)
     fixed_lowest = min((row["fixed_exact"] for row in rows), default=2.0)
-    return lowest == values.get("lowest") and lowest >= 0.9 and fixed_lowest < lowest
+    return lowest if lowest >= 0.9 and fixed_lowest < lowest else None
+
+
+def attention_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The attention model holds (see above), and its lowest exact-match is ``lowest``."""
+    lowest = _attention_lowest_if_it_holds(walkthrough)
+    return lowest is not None and lowest == values.get("lowest")
 
 
 def paper_shape(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """Both halves of the paper's figure: the fixed vector falls from the shortest length to
-    the longest, and the attention model stays at 0.9 or more, above the fixed one's lowest."""
+    the longest, and the attention model holds."""
     table = _by_length(walkthrough)
-    if not table:
+    if not table or _attention_lowest_if_it_holds(walkthrough) is None:
         return False
-    rows = list(table.values())
-    falls = table[max(table)]["fixed_exact"] < table[min(table)]["fixed_exact"]
-    lowest = min(row["attention_exact"] for row in rows)
-    return falls and lowest >= 0.9 and min(row["fixed_exact"] for row in rows) < lowest
+    return table[max(table)]["fixed_exact"] < table[min(table)]["fixed_exact"]
 
 
 def _truth_columns(walkthrough: Walkthrough) -> list[int]:

@@ -8,8 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from attn_cli import runner
 from attn_cli.backend import get_backend
 from attn_cli.mechanisms import variance as mech
+from attn_cli.walkthroughs import variance as lesson
 from attn_cli.walkthroughs.variance import chunk_rows
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Runs
@@ -50,9 +52,13 @@ def plain_softmax(scores: list[float]) -> np.ndarray:
     return exps / exps.sum()
 
 
+def streams(seed: int, d_k: int) -> mech.Streams:
+    """The lesson's streams: in chunk i of width d_k, vector v seeded from (seed, d_k, i, v)."""
+    return lesson.streams(get_backend("numpy"), seed, d_k)
+
+
 def run_estimate(d_k: int, samples: int, keys: int = 8, seed: int = 7) -> mech.Estimates:
-    draw = get_backend("numpy").normal_sampler(seed)
-    return mech.estimate(draw, d_k, keys, samples, chunk_rows(samples, keys, d_k))
+    return mech.estimate(streams(seed, d_k), d_k, keys, samples, chunk_rows(samples, keys, d_k))
 
 
 # Tolerances. With S samples of n keys each, the scaled score's sample mean has standard error
@@ -80,10 +86,7 @@ def test_the_standard_error_formula_matches_repeated_experiments():
     # A standard deviation from 60 values is itself uncertain by about 1/sqrt(2 * 59) = 9%, so
     # allow 30% (over 3 of those).
     samples, keys = 400, 8
-    estimates = [
-        mech.estimate(get_backend("numpy").normal_sampler(seed), 1, keys, samples, samples)
-        for seed in range(60)
-    ]
+    estimates = [mech.estimate(streams(seed, 1), 1, keys, samples, samples) for seed in range(60)]
     spread = np.std([e.var_scaled for e in estimates], ddof=1)
     assert spread == pytest.approx(mech.variance_standard_error(1, keys, samples), rel=0.3)
 
@@ -199,6 +202,109 @@ def test_seed_makes_runs_repeatable(invoke_json):
     assert in_a_list["output"][1] == first["output"][0]
 
 
+# --- issue 30: the chunks drawn at once, and the scores kept for the next run ------------------
+
+# Two widths of several chunks each (481 and 199 rows a chunk), the histogram on the larger.
+CHUNKED = ("variance", "--dk", "256,1024", "--samples", "1000")
+
+
+def kept_counts() -> tuple[int, int, int, int]:
+    """Tallies taken as kept and drawn, then keys' scores taken as kept and drawn."""
+    tallies, scores = lesson.KEPT_TALLIES, lesson.KEPT_SCORES
+    return tallies.hits, tallies.misses, scores.hits, scores.misses
+
+
+def more(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(b - a for a, b in zip(before, after, strict=True))
+
+
+def test_the_numbers_do_not_depend_on_how_many_chunks_are_drawn_at_once(invoke_json, monkeypatch):
+    lesson.forget_kept()
+    at_once = invoke_json(*CHUNKED)
+    monkeypatch.setattr(lesson, "_workers", lambda backend: 1)
+    lesson.forget_kept()
+    one_by_one = invoke_json(*CHUNKED)
+    assert at_once["output"] == one_by_one["output"]
+    assert at_once["steps"] == one_by_one["steps"]
+
+
+def test_a_width_is_the_sum_of_its_chunks_each_from_its_own_streams(invoke_json):
+    """The estimate the lesson prints is what its chunks drawn one by one add up to."""
+    doc = invoke_json(*CHUNKED, "--seed", "5")
+    chunk = chunk_rows(1000, 8, 1024)
+    assert mech.chunk_sizes(1000, chunk) == [199, 199, 199, 199, 199, 5]
+    by_hand = mech.estimate(streams(5, 1024), 1024, 8, 1000, chunk, None)
+    row = doc["output"][1]
+    assert row["var_raw"] == pytest.approx(by_hand.var_raw, rel=1e-12)
+    assert row["max_weight_raw"] == pytest.approx(by_hand.max_weight_raw, rel=1e-12)
+
+
+def test_more_samples_draw_only_the_last_chunk_again(invoke_json):
+    lesson.forget_kept()
+    invoke_json(*CHUNKED)
+    before = kept_counts()
+    grown = invoke_json("variance", "--dk", "256,1024", "--samples", "1001")
+    # 256: 481 + 481 + 38 rows, then 39 at the end; 1024: 5 × 199 + 5, then 6 at the end. The
+    # first chunks' tallies are kept; the last chunk of each width draws its 8 keys again.
+    assert more(before, kept_counts()) == (2 + 5, 2, 0, 2 * 8)
+    lesson.forget_kept()
+    fresh = invoke_json("variance", "--dk", "256,1024", "--samples", "1001")
+    assert grown["output"] == fresh["output"] and grown["steps"] == fresh["steps"]
+
+
+def test_more_keys_draw_only_the_new_keys(invoke_json):
+    lesson.forget_kept()
+    invoke_json(*CHUNKED)
+    before = kept_counts()
+    grown = invoke_json(*CHUNKED, "--keys", "9")
+    # 9 chunks, each a new tally: 8 keys' scores kept, the 9th key drawn (with the queries).
+    assert more(before, kept_counts()) == (0, 9, 9 * 8, 9)
+    before = kept_counts()
+    invoke_json(*CHUNKED, "--keys", "5")  # every key's scores kept: nothing drawn
+    assert more(before, kept_counts()) == (0, 9, 9 * 5, 0)
+    lesson.forget_kept()
+    fresh = invoke_json(*CHUNKED, "--keys", "9")
+    assert grown["output"] == fresh["output"] and grown["steps"] == fresh["steps"]
+
+
+def test_kept_scores_are_bounded_in_bytes():
+    kept = lesson.KeptScores(limit=100)
+    kept.put(("a",), np.zeros(5), 40)
+    kept.put(("b",), np.zeros(5), 40)
+    assert kept.get(("a",)) is not None  # now the most recently used
+    kept.put(("c",), np.zeros(5), 40)  # over 100 bytes: the least recently used, b, goes
+    assert kept.get(("b",)) is None and kept.get(("c",)) is not None and kept.size == 80
+    kept.put(("d",), np.zeros(20), 160)  # larger than the limit: not kept at all
+    assert kept.get(("d",)) is None and kept.size == 80
+
+
+def test_timed_steps_draw_everything_again(invoke_json):
+    invoke_json(*CHUNKED)
+    before = kept_counts(), lesson.KEPT_SCORES.size, lesson.KEPT_TALLIES.size
+    invoke_json(*CHUNKED, "--time")
+    after = kept_counts(), lesson.KEPT_SCORES.size, lesson.KEPT_TALLIES.size
+    assert after == before  # nothing taken, nothing kept
+
+
+def test_an_overflow_in_a_worker_thread_is_noted_as_in_the_main_one(monkeypatch):
+    """numpy's error state is per context: each chunk runs in a copy of the caller's, so the
+    runner's np.errstate(call=...) sees an overflow in any chunk."""
+    real_tally = mech.tally
+
+    def overflowing(*args):
+        np.float16(60000) * np.float16(2)  # overflows float16: inf, and numpy's report
+        return real_tally(*args)
+
+    monkeypatch.setattr(mech, "tally", overflowing)
+    lesson.forget_kept()
+    seen: list[str] = []
+    options = {**lesson.CARD.defaults, "dk": [1024], "samples": 500}
+    run = runner.prepare(runner.RunRequest("variance", options=options))
+    with np.errstate(over="call", call=lambda kind, flag: seen.append(kind)):
+        lesson._measure(run, lesson.settings(run.options), lesson.histogram_edges(32.0))
+    assert seen == ["overflow"] * 3  # one per chunk: 199, 199 and 102 rows
+
+
 def test_numpy_and_torch_agree_on_the_same_scores(torch):
     raw = np.random.default_rng(1).standard_normal((40, 8)) * 10
     numpy_sums = mech.chunk_sums(raw, 100)
@@ -254,14 +360,15 @@ def test_user_errors(invoke, args, fragments):
 
 def test_too_many_samples_for_memory_is_refused_with_the_estimate(invoke, monkeypatch):
     monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 2**20)
+    monkeypatch.setattr(lesson, "_cores", lambda: 2)  # two chunks drawn at once
     result = invoke("variance", "--dk", "1024", "--samples", "1000000")
-    assert_user_error(result, "needs about 16.0 MiB", "1.0 MiB is free", "lower --samples")
+    assert_user_error(result, "needs about 6.7 MiB", "1.0 MiB is free", "lower --samples")
     assert invoke("variance", "--dk", "1024", "--samples", "10").exit_code == 0
 
 
 def test_memory_is_bounded_by_chunks():
-    # A million samples hold no more than one chunk: 224 rows of one query, 8 keys and scores.
-    assert chunk_rows(1_000_000, 8, 1024) == 224
+    # A million samples hold no more than one chunk: 199 rows of a query, a key and the scores.
+    assert chunk_rows(1_000_000, 8, 1024) == 199
     assert chunk_rows(5, 8, 1024) == 5
 
 
@@ -307,16 +414,13 @@ def test_the_histogram_says_within_three_only_with_the_count_that_shows_it(invok
     notes = {note["key"]: note for note in step["notes"]}
     assert set(notes) == {"within_three"}
     values = notes["within_three"]["values"]
-    # The same stream as the lesson's (seeded from --seed and d_k), counted here by hand.
-    seed = int(np.random.SeedSequence([0, 1024]).generate_state(1)[0])
-    from attn_cli.backend import get_backend
-
-    draw = get_backend("numpy").normal_sampler(seed)
-    chunk, inside, done = chunk_rows(500, 8, 1024), 0, 0
-    while done < 500:  # drawn chunk by chunk, as the lesson draws them
-        raw = mech.sample_scores(draw, min(chunk, 500 - done), 8, 1024)
+    # The same streams as the lesson's, drawn and counted here by hand.
+    inside, lesson_streams = 0, streams(0, 1024)
+    for chunk, rows in enumerate(mech.chunk_sizes(500, chunk_rows(500, 8, 1024))):
+        q = lesson_streams(chunk, 0)((rows, 1024))  # the queries
+        k = np.stack([lesson_streams(chunk, j)((rows, 1024)) for j in range(1, 9)], axis=1)
+        raw = np.einsum("rd,rkd->rk", q, k)  # (rows, 8): q · k_j
         inside += int(np.sum(np.abs(raw / 32) <= 3))
-        done += raw.shape[0]
     assert values["inside"] == inside and values["scores"] == 4000
     assert values["share"] >= 0.99 and values["bound"] == 96
 

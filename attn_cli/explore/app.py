@@ -57,6 +57,9 @@ from attn_cli.render.rich_render import (
 # How a changed entry shows: reversed (it stays visible on a weight's shading, on a projector,
 # and without colour).
 CHANGED = "reverse"
+# How long the steps out of sight are drawn for before the keys get a turn: a key waits at most
+# about this long (one step's drawing takes 1 to 6 ms).
+CATCH_UP_SECONDS = 0.012
 # What starts editing an entry when typed on a table (the character is its first).
 TYPING = set("0123456789.-+eE")
 
@@ -462,15 +465,17 @@ class Explorer(App[None]):
         return region.height == 0 or (region.y < top + height and region.bottom > top)
 
     def catch_up(self, generation: int) -> None:
-        """Draw the next step put off at the last edit, then give the keys a turn (a newer edit
-        starts its own catch-up; this one stops)."""
+        """Draw the steps put off at the last edit, for at most CATCH_UP_SECONDS at a time, then
+        give the keys a turn (a newer edit starts its own catch-up; this one stops)."""
         if generation != self.generation:
             return
+        started = time.perf_counter()
         for widget in self.query_one("#steps", VerticalScroll).query(Rendered):
             if widget.stale:
+                if time.perf_counter() - started > CATCH_UP_SECONDS:
+                    self.call_later(self.catch_up, generation)
+                    return
                 widget.catch_up()
-                self.set_timer(0.001, lambda: self.catch_up(generation))
-                return
         if self.edit_started is not None:
             self.settled.append(time.perf_counter() - self.edit_started)
             self.edit_started = None
@@ -525,9 +530,10 @@ class Explorer(App[None]):
         self.cells_changed = changed_cells(before, new)
         self.show_message("")
         self.show_cells()
+        # Before show_steps, whose catch-up also waits for the frame: this times the frame.
+        self.call_after_refresh(lambda: self.latencies.append(time.perf_counter() - started))
         self.show_steps()
         self.show_title()
-        self.call_after_refresh(lambda: self.latencies.append(time.perf_counter() - started))
         return True
 
     def nudge(self, name: str, row: int, col: int, delta: float) -> None:

@@ -3,15 +3,18 @@
 For a query q and a key k with i.i.d. N(0, 1) entries, q.k = Σ q_a k_a is a sum of d_k
 independent terms of mean 0 and variance 1: mean 0, variance d_k. Dividing by sqrt(d_k) brings
 the variance back to 1 for every d_k. The experiment draws, per sample, one query and n keys,
-scores them raw and scaled, and summarises the softmax over the n scores.
+scores them raw and scaled, and summarises the softmax over the n scores. The samples are drawn
+in chunks of bounded size; a chunk's tally is sums and counts, so the chunks add up.
 
 Shapes: C samples per chunk, n keys per sample, d = d_k.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +22,10 @@ from attn_cli.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
 
 Draw = Callable[[tuple[int, ...]], Array]  # shape -> array of i.i.d. N(0, 1) entries
+# Streams(chunk, vector): in each chunk of samples the queries (vector 0) and each key j (vector
+# j, 1 to n) come from a stream of their own. So the chunks can be drawn in any order, at once on
+# several threads, and a key's scores reused when n changes, and the numbers stay the same.
+Streams = Callable[[int, int], Draw]
 
 # The sums kept per chunk, in this order (everything else is derived from them).
 SUMS = (
@@ -52,11 +59,21 @@ def softmax_summary(logits: Array) -> SoftmaxSummary:
     return SoftmaxSummary(max_weight, entropy, max_weight * (1 - max_weight))
 
 
-def sample_scores(draw: Draw, samples: int, keys: int, d_k: int) -> Array:
-    """Raw scores q.k_j of ``samples`` fresh queries, each against its own ``keys`` keys."""
-    q = draw((samples, 1, d_k))  # (C, 1, d): one query per sample
-    k = draw((samples, keys, d_k))  # (C, n, d): n keys per sample
-    return attention.scores(q, k)[:, 0, :]  # (C, 1, d) @ (C, d, n) -> (C, n)
+def sample_scores(streams: Streams, chunk: int, rows: int, keys: int, d_k: int) -> Array:
+    """Raw scores q.k_j of ``rows`` fresh queries, each against its own ``keys`` keys."""
+    q = query_rows(streams(chunk, 0), rows, d_k)  # (C, d): one query per sample
+    columns = [key_scores(q, streams(chunk, j)) for j in range(1, keys + 1)]  # n of (C,)
+    return namespace_of(q).stack(columns, axis=-1)  # (C, n)
+
+
+def query_rows(draw: Draw, rows: int, d_k: int) -> Array:
+    return draw((rows, d_k))  # (C, d)
+
+
+def key_scores(q: Array, draw: Draw) -> Array:
+    """q.k of each query (row of q) with a key of its own, drawn from ``draw``."""
+    k = draw(tuple(q.shape))  # (C, d): the key of each sample
+    return namespace_of(q).vecdot(q, k)  # (C,)
 
 
 def chunk_sums(raw: Array, d_k: int) -> Array:
@@ -114,8 +131,30 @@ class Estimates:
     within_three: int | None = None
 
 
+@dataclass(frozen=True)
+class Tally:
+    """What one chunk of samples adds to the estimates: everything in it is a sum or a count."""
+
+    sums: Array  # (len(SUMS),)
+    histogram: tuple[Array, Array] | None = None  # (B,) counts of the raw and the scaled scores
+    within_three: int | None = None
+
+
+def tally(raw: Array, d_k: int, edges: tuple[float, ...] | None) -> Tally:
+    """The sums (and, with ``edges``, the counts) of one chunk of raw scores (C, n)."""
+    if edges is None:
+        return Tally(chunk_sums(raw, d_k))
+    counts = (histogram_counts(raw, edges), histogram_counts(attention.scale(raw, d_k), edges))
+    return Tally(chunk_sums(raw, d_k), counts, count_within_three(raw, d_k))
+
+
+def chunk_sizes(samples: int, chunk: int) -> list[int]:
+    """Rows of each chunk when ``samples`` rows are drawn ``chunk`` at a time (the last: fewer)."""
+    return [min(chunk, samples - done) for done in range(0, samples, chunk)]
+
+
 def estimate(
-    draw: Draw,
+    streams: Streams,
     d_k: int,
     keys: int,
     samples: int,
@@ -123,22 +162,17 @@ def estimate(
     edges: tuple[float, ...] | None = None,
 ) -> Estimates:
     """Draw ``samples`` rows ``chunk`` at a time (memory stays bounded) and summarise them."""
-    totals, counts, inside, done = None, None, None, 0
-    while done < samples:
-        rows = min(chunk, samples - done)
-        raw = sample_scores(draw, rows, keys, d_k)  # (rows, n)
-        sums = chunk_sums(raw, d_k)  # (len(SUMS),)
-        totals = sums if totals is None else totals + sums
-        if edges is not None:
-            both = (
-                histogram_counts(raw, edges),
-                histogram_counts(attention.scale(raw, d_k), edges),
-            )
-            counts = both if counts is None else (counts[0] + both[0], counts[1] + both[1])
-            near = count_within_three(raw, d_k)
-            inside = near if inside is None else inside + near
-        done += rows
-    assert totals is not None, "samples must be at least 1"
+    tallies = [
+        tally(sample_scores(streams, index, rows, keys, d_k), d_k, edges)
+        for index, rows in enumerate(chunk_sizes(samples, chunk))
+    ]
+    return combine(tallies, d_k, keys, samples)
+
+
+def combine(tallies: Sequence[Tally], d_k: int, keys: int, samples: int) -> Estimates:
+    """The estimates from the tallies of every chunk, added in their order."""
+    assert tallies, "samples must be at least 1"
+    totals = functools.reduce(operator.add, (part.sums for part in tallies))  # (len(SUMS),)
     total = dict(zip(SUMS, totals.tolist(), strict=True))  # one transfer off the device
     scores = samples * keys
     mean_raw, mean_scaled = total["raw"] / scores, total["scaled"] / scores
@@ -146,9 +180,15 @@ def estimate(
     var_raw = (total["raw_sq"] - scores * mean_raw**2) / (scores - 1)
     var_scaled = (total["scaled_sq"] - scores * mean_scaled**2) / (scores - 1)
     histogram, within_three = None, None
-    if counts is not None and inside is not None:
-        histogram = {"raw": counts[0].tolist(), "scaled": counts[1].tolist()}
-        within_three = inside
+    counted = [part for part in tallies if part.histogram is not None]
+    if counted:
+        histogram = {
+            name: functools.reduce(
+                operator.add, (part.histogram[side] for part in counted if part.histogram)
+            ).tolist()
+            for side, name in enumerate(("raw", "scaled"))
+        }
+        within_three = sum(part.within_three or 0 for part in counted)
     means = {name: total[name] / samples for name in SUMS[4:]}  # per sample (softmax row)
     return Estimates(
         dk=d_k,

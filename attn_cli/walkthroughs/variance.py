@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import dataclasses
-import functools
 import math
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from attn_cli import work
-from attn_cli.backend import namespace_of
+from attn_cli.backend import Backend, namespace_of
 from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
 from attn_cli.lessonfiles.texts import Texts
@@ -27,7 +31,7 @@ from attn_cli.walkthroughs.recorder import Grid, StepRecorder
 DEFAULT_SAMPLES = CARD.defaults["samples"]  # why this many: see the card
 # Entries of the arrays one chunk of samples holds at once (bounded, whatever --samples is). A
 # fixed chunk keeps the draws, and so the estimates, the same for a seed on every machine.
-CHUNK_ENTRIES = 1 << 21
+CHUNK_ENTRIES = 1 << 19
 # Per score: raw, scaled, their squares, and each softmax's shifted, exp, weights, log-weights.
 _PER_SCORE = 16
 HISTOGRAM_BINS = 20
@@ -81,12 +85,21 @@ def settings(options: dict[str, Any]) -> Settings:
     )
 
 
-# The work guard: numbers drawn per second (a query and its keys, every width), measured with
-# `attn variance --samples 30000` (30,000 × 9 × 1,365 = 369 M numbers in 3.3 s, 2-core machine,
-# 2026), and the most a run may draw: about three minutes of it. The memory guard does not see
-# this: the lesson works in chunks of bounded size, however many samples it draws.
-DRAWN_PER_SECOND = 1.1e8
-MAX_DRAWN = int(work.MAX_SECONDS * DRAWN_PER_SECOND)
+# The work guard: numbers drawn per second (a query and its keys, every width), by the chunks
+# drawn at once, measured with `attn variance --samples 30000` (30,000 × 9 × 1,365 = 369 M
+# numbers: 3.9 s one chunk at a time, 2.0 s two at once; 2-core machine, 2026-11). More cores
+# are counted as two (not measured). A run may draw about three minutes of it. The memory guard
+# does not see this: the lesson works in chunks of bounded size, however many samples it draws.
+DRAWN_PER_SECOND = {1: 9.4e7, 2: 1.84e8}
+
+
+def drawn_per_second() -> float:
+    return DRAWN_PER_SECOND[min(_cores(), 2)]
+
+
+def max_drawn() -> int:
+    """The most numbers a run may draw here."""
+    return int(work.MAX_SECONDS * drawn_per_second())
 
 
 def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
@@ -94,7 +107,7 @@ def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
     drawn = samples * (keys + 1) * sum(dks)  # per sample: one query and `keys` keys, each width
     work.check_work(
         drawn,
-        DRAWN_PER_SECOND,
+        drawn_per_second(),
         f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
         f"{drawn:.2g} numbers",
         f"fewer --samples (the default is {CARD.defaults['samples']:,}), fewer --keys or "
@@ -131,22 +144,32 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
 
 
 def chunk_rows(samples: int, keys: int, dk: int) -> int:
-    """Samples per chunk: as many as CHUNK_ENTRIES allows (at least 1, at most all)."""
-    return min(samples, max(1, CHUNK_ENTRIES // _row_entries(keys, dk)))
+    """Samples per chunk: as many as CHUNK_ENTRIES allows (at least 1, at most all), for at least
+    KEYS_ROOM keys: up to that many, the chunks of a width are the same for any --keys."""
+    return min(samples, max(1, CHUNK_ENTRIES // _row_entries(max(keys, KEYS_ROOM), dk)))
+
+
+KEYS_ROOM = 32
 
 
 def _row_entries(keys: int, dk: int) -> int:
-    return (keys + 1) * dk + _PER_SCORE * keys  # one query, its keys, its scores' arrays
+    # The query and one key at a time; the key's scores, and them stacked; the scores' arrays.
+    return 2 * dk + (2 + _PER_SCORE) * keys
 
 
 def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
-    """The largest chunk (one d_k is processed at a time): bounded, however many samples."""
+    """The chunks drawn at once, of the width that needs most (one d_k is processed at a time):
+    bounded, however many samples."""
     s = settings(options)
-    return max(
-        chunk_rows(s.samples, s.keys, dk) * _row_entries(s.keys, dk) * itemsize for dk in s.dks
-    )
+
+    def at_once(dk: int) -> int:
+        rows = chunk_rows(s.samples, s.keys, dk)
+        chunks = -(-s.samples // rows)
+        return min(_cores(), chunks) * rows * _row_entries(s.keys, dk) * itemsize
+
+    return max(at_once(dk) for dk in s.dks)
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -230,28 +253,159 @@ def _measure(
 ) -> tuple[list[mech.Estimates], list[float]]:
     """Estimates for each d_k, with the histogram for the largest.
 
-    Each d_k has its own random stream, seeded from (--seed, d_k): its row is the same whether
-    it is run alone or in a list.
+    In chunk i of width d_k, the queries and each key j come from random streams of their own,
+    seeded from (--seed, d_k, i, 0) and (--seed, d_k, i, j): a width's row is the same whether
+    it is run alone or in a list; the chunks of a width are drawn at once on the cores there are
+    (numpy draws and multiplies without holding Python's lock); and a key's scores already drawn
+    with the same settings are taken as they were (KEPT_SCORES), unless the steps are timed: when
+    --samples grows, what is drawn is the last chunk of each width and the new ones; when --keys
+    grows, the queries and the new keys.
     """
     with_histogram = s.dks.index(max(s.dks))  # its first occurrence
+    keep = not run.time_steps
     results, seconds = [], []
-    for index, dk in enumerate(s.dks):
-        seed = int(np.random.SeedSequence([run.seed, dk]).generate_state(1)[0])
-        draw = run.backend.normal_sampler(seed)
-        result, took = run.backend.timed(
-            functools.partial(
-                mech.estimate,
-                draw,
-                dk,
-                s.keys,
-                s.samples,
-                chunk_rows(s.samples, s.keys, dk),
-                edges if index == with_histogram else None,
-            )
-        )
-        results.append(result)
-        seconds.append(took)
+    with concurrent.futures.ThreadPoolExecutor(_workers(run.backend)) as pool:
+        for index, dk in enumerate(s.dks):
+            chunks = mech.chunk_sizes(s.samples, chunk_rows(s.samples, s.keys, dk))
+            counted = edges if index == with_histogram else None
+
+            def tallies(dk: int = dk, chunks: list[int] = chunks, counted: Any = counted) -> Any:
+                jobs = [
+                    # Each job in a copy of this context: numpy's error state (an overflow is
+                    # noted, see runner) holds in the worker threads too.
+                    pool.submit(
+                        contextvars.copy_context().run,
+                        _chunk_tally,
+                        run.backend,
+                        run.seed,
+                        dk,
+                        s.keys,
+                        rows,
+                        chunk,
+                        counted,
+                        keep,
+                    )
+                    for chunk, rows in enumerate(chunks)
+                ]
+                return [job.result() for job in jobs]  # in the chunks' order
+
+            parts, took = run.backend.timed(tallies)
+            results.append(mech.combine(parts, dk, s.keys, s.samples))
+            seconds.append(took)
     return results, seconds
+
+
+# Chunks tallied at once: one per core, at most this many (numpy only: the torch backend runs
+# its own threads, or a device).
+MAX_WORKERS = 4
+
+
+def _workers(backend: Backend) -> int:
+    return _cores() if backend.name == "numpy" else 1
+
+
+def _cores() -> int:
+    """The cores this process may run on, at most MAX_WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_WORKERS))
+
+
+def stream_seed(seed: int, dk: int, chunk: int, vector: int) -> int:
+    """The seed of the queries (``vector`` 0) or key ``vector`` in chunk ``chunk`` of width
+    ``dk`` under --seed ``seed``."""
+    return int(np.random.SeedSequence([seed, dk, chunk, vector]).generate_state(1)[0])
+
+
+def streams(backend: Backend, seed: int, dk: int) -> mech.Streams:
+    """The lesson's random streams for width ``dk``, drawn where ``backend`` computes."""
+    return lambda chunk, vector: backend.normal_sampler(stream_seed(seed, dk, chunk, vector))
+
+
+class KeptScores:
+    """The scores of one key in one chunk (a column of C numbers), from earlier runs in this
+    process, up to ``limit`` bytes: the least recently used go first. Threads share it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.columns: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
+        self.size = 0  # bytes kept
+        self.hits = self.misses = 0
+        self.lock = threading.Lock()
+
+    def get(self, name: tuple[Any, ...]) -> Any:
+        with self.lock:
+            found = self.columns.get(name)
+            if found is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self.columns.move_to_end(name)
+            return found[0]
+
+    def put(self, name: tuple[Any, ...], column: Any, size: int) -> None:
+        with self.lock:
+            if name in self.columns or size > self.limit:
+                return
+            self.columns[name] = (column, size)
+            self.size += size
+            while self.size > self.limit:
+                _, (_, dropped) = self.columns.popitem(last=False)
+                self.size -= dropped
+
+    def clear(self) -> None:
+        with self.lock:
+            self.columns.clear()
+            self.size = self.hits = self.misses = 0
+
+
+# The default example keeps 1.1 MB of scores (6 widths × 3000 samples × 8 keys, float64), and
+# the tallies of its 40 chunks (a few hundred bytes each).
+KEPT_SCORES = KeptScores(limit=64 * 2**20)
+KEPT_TALLIES = KeptScores(limit=4 * 2**20)
+
+
+def forget_kept() -> None:
+    """Forget every score and tally kept: the next run draws everything."""
+    KEPT_SCORES.clear()
+    KEPT_TALLIES.clear()
+
+
+def _chunk_tally(
+    backend: Backend,
+    seed: int,
+    dk: int,
+    keys: int,
+    rows: int,
+    chunk: int,
+    edges: tuple[float, ...] | None,
+    keep: bool,
+) -> mech.Tally:
+    """Draw one chunk's scores and tally them; with ``keep``, take what is kept (its tally, or
+    some of its keys' scores) and keep what is drawn."""
+    drawn = streams(backend, seed, dk)
+    if not keep:
+        return mech.tally(mech.sample_scores(drawn, chunk, rows, keys, dk), dk, edges)
+    chunk_name = (backend, seed, dk, rows, chunk)
+    tally_name = (*chunk_name, keys, edges)
+    kept_tally = KEPT_TALLIES.get(tally_name)
+    if kept_tally is not None:
+        return cast(mech.Tally, kept_tally)
+    names = [(*chunk_name, key) for key in range(1, keys + 1)]
+    columns = [KEPT_SCORES.get(name) for name in names]
+    if any(column is None for column in columns):
+        q = mech.query_rows(drawn(chunk, 0), rows, dk)  # (C, d): drawn again for the new keys
+        for key, name in enumerate(names, 1):
+            if columns[key - 1] is None:
+                columns[key - 1] = mech.key_scores(q, drawn(chunk, key))  # (C,)
+                KEPT_SCORES.put(name, columns[key - 1], rows * backend.itemsize)
+    raw = namespace_of(columns[0]).stack(columns, axis=-1)  # (C, n)
+    result = mech.tally(raw, dk, edges)
+    sums = len(mech.SUMS) + (2 * HISTOGRAM_BINS if edges is not None else 0)
+    KEPT_TALLIES.put(tally_name, result, sums * 8)
+    return result
 
 
 def _moments_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:

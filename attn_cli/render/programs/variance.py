@@ -1,7 +1,7 @@
 """attn variance --code: the experiment, seeded as the lesson seeds it, so the estimates are the
-same numbers: for each d_k its own numpy Generator, default_rng(SeedSequence([seed, d_k])
-.generate_state(1)[0]), drawing a chunk of queries (rows, 1, d_k) then their keys (rows, n, d_k),
-chunk after chunk (the lesson's chunk sizes written in). Then the lecture's two worked softmaxes:
+same numbers: in chunk i of width d_k, the queries (rows, d_k) and each key j (rows, d_k) drawn
+from numpy Generators of their own, default_rng(SeedSequence([seed, d_k, i, 0 or j])
+.generate_state(1)[0]) (the lesson's chunk sizes written in). Then the lecture's two worked softmaxes:
 the spiky scores raw and scaled, and the logits at each temperature.
 
 numpy only: PyTorch's generator draws other numbers for the same seed.
@@ -62,14 +62,25 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "table = {name: [] for name in (",
         *(f"    {', '.join(repr(c) for c in columns)}," for columns in COLUMNS.values()),
         ")}",
+        "",
+        "",
+        "def stream(dk, index, vector):",
+        '    """The random stream of the queries (vector 0) or of key j (vector j) in chunk index."""',
+        "    return np.random.default_rng(",
+        "        np.random.SeedSequence([seed, dk, index, vector]).generate_state(1)[0]",
+        "    )",
+        "",
+        "",
         "for dk, chunk in zip(dks, chunks):",
-        "    rng = np.random.default_rng(np.random.SeedSequence([seed, dk]).generate_state(1)[0])",
         "    parts = []",
-        "    for start in range(0, samples, chunk):",
+        "    for index, start in enumerate(range(0, samples, chunk)):",
         "        rows = min(chunk, samples - start)",
-        "        q = rng.standard_normal((rows, 1, dk))  # one query per sample",
-        "        k = rng.standard_normal((rows, keys, dk))  # and its own keys",
-        "        parts.append((q @ k.transpose(0, 2, 1))[:, 0, :])  # (rows, keys): q · k_j",
+        "        q = stream(dk, index, 0).standard_normal((rows, dk))  # one query per sample",
+        "        k = np.stack(  # (rows, keys, dk): and its own keys",
+        "            [stream(dk, index, j).standard_normal((rows, dk)) for j in range(1, keys + 1)],",
+        "            axis=1,",
+        "        )",
+        "        parts.append(np.vecdot(q[:, None, :], k))  # (rows, keys): q · k_j",
         "    raw = np.concatenate(parts)  # (samples, keys), variance about d_k",
         "    scaled = raw / np.sqrt(dk)  # variance about 1, whatever d_k",
         "    table['mean_raw'].append(raw.mean())",

@@ -86,8 +86,11 @@ class Backend:
         return available_host_bytes()
 
     def normal_sampler(self, seed: int) -> Callable[[tuple[int, ...]], Any]:
-        """A seeded stream of arrays with i.i.d. N(0, 1) entries, drawn where the math runs."""
-        rng = np.random.default_rng(seed)
+        """A seeded stream of arrays with i.i.d. N(0, 1) entries, drawn where the math runs.
+
+        numpy's SFC64 bit generator: it draws normals about 14% faster than default_rng's PCG64
+        (float64, 2-core machine, 2026-11), and the variance lesson draws tens of millions."""
+        rng = np.random.Generator(np.random.SFC64(seed))
         dtype = NUMPY_DTYPES[self.dtype]
         # numpy draws float64 or float32 only; float16 is drawn as float32 and rounded.
         drawn = np.float32 if dtype == np.float16 else dtype

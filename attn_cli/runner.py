@@ -42,6 +42,9 @@ class RunRequest:
     device: str = "cpu"
     dtype: str = "float64"
     time_steps: bool = False
+    # Keep what the lesson draws at random for the next run in this process (the explorer, whose
+    # edits run a lesson again and again); never with time_steps, whose times must be measured.
+    keep: bool = False
     item: int = 0  # the batch item shown (--item)
     python: bool = False  # asked by a Python call (attn_cli.api): errors name its arguments
 
@@ -93,6 +96,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
             labels,
             request.seed,
             drawn,
+            request.keep and not request.time_steps,
         )
         for item, settings in zip(items, item_options, strict=True)
     ]

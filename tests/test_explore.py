@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import itertools
 import shlex
 import shutil
 import socket
@@ -92,6 +93,62 @@ def test_value_changes_of_other_kinds_are_whole():
     assert st.value_changes([{"a": 1}], [{"a": 2}]) is True
     assert st.value_changes(0.5, 0.5) is False
     assert st.value_changes(np.array([0.1 + 0.2]), np.array([0.3])).tolist() == [False]
+
+
+def test_same_compares_what_a_step_is_drawn_from():
+    step = attn_cli.scaled("1,0;0,1", "1,1;2,0", "0.1,0.2;0.3,0.4").steps[2]
+    again = attn_cli.scaled("1,0;0,1", "1,1;2,0", "0.1,0.2;0.3,0.4").steps[2]
+    other = attn_cli.scaled("1,0;0,1.5", "1,1;2,0", "0.1,0.2;0.3,0.4").steps[2]
+    assert step is not again and st.same(step, again) and not st.same(step, other)
+    nan = np.array([np.nan, 1.0])
+    assert st.same(nan, nan.copy()) and not st.same(nan, np.array([np.nan, 2.0]))
+    assert not st.same(np.zeros(2), np.zeros(2, dtype=np.float32))  # drawn with other digits
+    assert not st.same(np.zeros(2), np.zeros((1, 2))) and not st.same(np.zeros(2), [0.0, 0.0])
+    records = [{"d_k": 4, "var": 1.0}]
+    assert st.same(records, [{"d_k": 4, "var": 1.0}])
+    assert not st.same(records, [{"d_k": 4, "var": 1.5}]) and not st.same(records, [])
+    assert st.same({"x": float("nan")}, {"x": float("nan")}) and not st.same(1, 1.0)
+
+
+def test_a_step_is_drawn_again_only_if_it_or_its_marks_changed():
+    """variance: --keys changes the measured steps (the first four), not the lecture's worked
+    numerics (the last two); a smaller largest d_k changes the temperature step's words; a step
+    marked at one edit is drawn again, unmarked, at the next."""
+    from attn_cli.explore.app import Rendered
+
+    async def scenario() -> Any:
+        app = explorer("variance")
+        async with app.run_test(size=SIZE) as pilot:
+            # Off the lecture's example first: the slides' notes on its numerics go (they are
+            # said of the example as it is), and stay gone.
+            app.apply(st.with_option(app.state, "keys", 9))
+            await pilot.pause()
+            widgets = list(app.query(".walkthrough-step").results(Rendered))
+            seen = [([w.renderable for w in widgets], [w.has_class("changed") for w in widgets])]
+            for state in (
+                st.with_option(app.state, "keys", 10),
+                st.with_option(st.with_option(app.state, "keys", 10), "dk", "1,4,16,64,256"),
+                None,  # the same state again: nothing moves
+            ):
+                app.apply(state or app.state)
+                await pilot.pause()
+                seen.append(
+                    ([w.renderable for w in widgets], [w.has_class("changed") for w in widgets])
+                )
+            return seen, shown_text(app, 5)
+
+    seen, temperature = run(scenario())
+    kept = [
+        [a is b for a, b in zip(before[0], after[0], strict=True)]
+        for before, after in itertools.pairwise(seen)
+    ]
+    assert [marks for _, marks in seen[1:]] == [[True] * 4 + [False] * 2] * 2 + [[False] * 6]
+    assert kept == [
+        [False] * 4 + [True, True],  # --keys 10
+        [False] * 4 + [True, False],  # --dk: the temperature step says d_k = 256 now
+        [False] * 4 + [True, True],  # nothing moved: the four marked drawn again, unmarked
+    ]
+    assert "unscaled at d_k = 256" in " ".join(temperature.split())
 
 
 def test_nudges_read_as_typed_and_numbers_are_written_short():

@@ -4,6 +4,7 @@ numerics computed independently, numpy against torch, every format and every use
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -208,21 +209,36 @@ def test_seed_makes_runs_repeatable(invoke_json):
 CHUNKED = ("variance", "--dk", "256,1024", "--samples", "1000")
 
 
-def kept_counts() -> tuple[int, int, int, int]:
-    """Tallies taken as kept and drawn, then keys' scores taken as kept and drawn."""
-    tallies, scores = lesson.KEPT_TALLIES, lesson.KEPT_SCORES
-    return tallies.hits, tallies.misses, scores.hits, scores.misses
+def kept_counts() -> tuple[int, ...]:
+    """Tallies, then keys' scores, then queries: each taken as kept, and drawn."""
+    stores = (lesson.KEPT_TALLIES, lesson.KEPT_SCORES, lesson.KEPT_QUERIES)
+    return tuple(count for kept in stores for count in (kept.hits, kept.misses))
+
+
+def kept_sizes() -> tuple[int, ...]:
+    return tuple(
+        kept.size for kept in (lesson.KEPT_TALLIES, lesson.KEPT_SCORES, lesson.KEPT_QUERIES)
+    )
 
 
 def more(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(b - a for a, b in zip(before, after, strict=True))
 
 
+def keeping(**options: Any) -> Any:
+    """The walkthrough of a run that keeps what it draws (as the explorer's runs do)."""
+    given = {"dk": "256,1024", "samples": 1000, **options}
+    return runner.compute(runner.RunRequest("variance", options=given, keep=True))
+
+
+def records(walkthrough: Any) -> list[Any]:
+    """What a run printed, as plain values: the output records and every step's value."""
+    return [walkthrough.output, *(step.value for step in walkthrough.steps[:4])]
+
+
 def test_the_numbers_do_not_depend_on_how_many_chunks_are_drawn_at_once(invoke_json, monkeypatch):
-    lesson.forget_kept()
     at_once = invoke_json(*CHUNKED)
     monkeypatch.setattr(lesson, "_workers", lambda backend: 1)
-    lesson.forget_kept()
     one_by_one = invoke_json(*CHUNKED)
     assert at_once["output"] == one_by_one["output"]
     assert at_once["steps"] == one_by_one["steps"]
@@ -239,36 +255,45 @@ def test_a_width_is_the_sum_of_its_chunks_each_from_its_own_streams(invoke_json)
     assert row["max_weight_raw"] == pytest.approx(by_hand.max_weight_raw, rel=1e-12)
 
 
+def test_a_run_keeps_nothing_unless_asked(invoke_json):
+    lesson.forget_kept()
+    invoke_json(*CHUNKED)  # the command line: one run, nothing to keep it for
+    timed = runner.RunRequest("variance", options={"dk": "4"}, keep=True, time_steps=True)
+    runner.compute(timed)  # timed steps: every number drawn, or the times would not be its
+    assert kept_sizes() == (0, 0, 0) and kept_counts() == (0,) * 6
+
+
 def test_more_samples_draw_only_the_last_chunk_again(invoke_json):
     lesson.forget_kept()
-    invoke_json(*CHUNKED)
+    first = keeping()
+    assert records(first)[0] == invoke_json(*CHUNKED)["output"]  # kept: the same numbers
     before = kept_counts()
-    grown = invoke_json("variance", "--dk", "256,1024", "--samples", "1001")
+    grown = keeping(samples=1001)
     # 256: 481 + 481 + 38 rows, then 39 at the end; 1024: 5 × 199 + 5, then 6 at the end. The
-    # first chunks' tallies are kept; the last chunk of each width draws its 8 keys again.
-    assert more(before, kept_counts()) == (2 + 5, 2, 0, 2 * 8)
+    # first chunks' tallies are kept; the last chunk of each width draws its queries and keys.
+    assert more(before, kept_counts()) == (2 + 5, 2, 0, 2 * 8, 0, 2)
     lesson.forget_kept()
-    fresh = invoke_json("variance", "--dk", "256,1024", "--samples", "1001")
-    assert grown["output"] == fresh["output"] and grown["steps"] == fresh["steps"]
+    fresh = keeping(samples=1001)
+    assert records(grown) == records(fresh)
 
 
-def test_more_keys_draw_only_the_new_keys(invoke_json):
+def test_more_keys_draw_only_the_new_keys():
     lesson.forget_kept()
-    invoke_json(*CHUNKED)
+    keeping()
     before = kept_counts()
-    grown = invoke_json(*CHUNKED, "--keys", "9")
-    # 9 chunks, each a new tally: 8 keys' scores kept, the 9th key drawn (with the queries).
-    assert more(before, kept_counts()) == (0, 9, 9 * 8, 9)
+    grown = keeping(keys=9)
+    # 9 chunks, each a new tally: 8 keys' scores and the queries kept, the 9th key drawn.
+    assert more(before, kept_counts()) == (0, 9, 9 * 8, 9, 9, 0)
     before = kept_counts()
-    invoke_json(*CHUNKED, "--keys", "5")  # every key's scores kept: nothing drawn
-    assert more(before, kept_counts()) == (0, 9, 9 * 5, 0)
+    keeping(keys=5)  # every key's scores kept: nothing drawn
+    assert more(before, kept_counts()) == (0, 9, 9 * 5, 0, 0, 0)
     lesson.forget_kept()
-    fresh = invoke_json(*CHUNKED, "--keys", "9")
-    assert grown["output"] == fresh["output"] and grown["steps"] == fresh["steps"]
+    fresh = keeping(keys=9)
+    assert records(grown) == records(fresh)
 
 
-def test_kept_scores_are_bounded_in_bytes():
-    kept = lesson.KeptScores(limit=100)
+def test_what_is_kept_is_bounded_in_bytes():
+    kept = lesson.Kept(limit=100)
     kept.put(("a",), np.zeros(5), 40)
     kept.put(("b",), np.zeros(5), 40)
     assert kept.get(("a",)) is not None  # now the most recently used
@@ -276,14 +301,6 @@ def test_kept_scores_are_bounded_in_bytes():
     assert kept.get(("b",)) is None and kept.get(("c",)) is not None and kept.size == 80
     kept.put(("d",), np.zeros(20), 160)  # larger than the limit: not kept at all
     assert kept.get(("d",)) is None and kept.size == 80
-
-
-def test_timed_steps_draw_everything_again(invoke_json):
-    invoke_json(*CHUNKED)
-    before = kept_counts(), lesson.KEPT_SCORES.size, lesson.KEPT_TALLIES.size
-    invoke_json(*CHUNKED, "--time")
-    after = kept_counts(), lesson.KEPT_SCORES.size, lesson.KEPT_TALLIES.size
-    assert after == before  # nothing taken, nothing kept
 
 
 def test_an_overflow_in_a_worker_thread_is_noted_as_in_the_main_one(monkeypatch):

@@ -8,7 +8,7 @@ from attn_cli.cards._shared import D_K
 # Samples per d_k (each one query and `keys` keys). The standard error of the variance
 # estimates is then 3.0% at d_k = 1 (the worst case), 1.7% at d_k = 4 and at most 1.2% from
 # d_k = 16 on (see mechanisms.variance.variance_standard_error); drawing and scoring all six
-# default widths takes about 0.4 s on numpy on one core, 0.22 s on two (2-core machine, 2026-11).
+# default widths takes about 0.33 s on numpy on one core, 0.19 s on two (2-core machine, 2026-11).
 DEFAULT_SAMPLES = 3000
 
 # The defaults are the lecture's settings; lessons/variance.toml's "lecture" example relies on

@@ -160,6 +160,7 @@ class Rendered(Widget):
         self.lines: list[Strip] = []
         self.drawn_at = -1  # the width the lines were drawn at (-1: not drawn since a change)
         self.later = False  # out of sight at the last change: its old lines stand in until drawn
+        self.source: Any = None  # what it shows, as data, when that is a step (see show_steps)
 
     @property
     def stale(self) -> bool:
@@ -449,12 +450,18 @@ class Explorer(App[None]):
         header_widget.show(header(walkthrough), later=not self.in_sight(header_widget, top, height))
         for number, (widget, step) in enumerate(zip(shown, walkthrough.steps, strict=False), 1):
             change = self.changes.get(step.key, False)
+            marked = st.changed_count(change) > 0
+            source = (number, walkthrough.dtype, step)
+            if not marked and not widget.has_class("changed") and st.same(widget.source, source):
+                continue  # the same step, unmarked before and now: its lines stand
             blocks = marked_step(step, number, options, walkthrough.dtype, change)
             widget.show(Group(*blocks), later=not self.in_sight(widget, top, height))
-            widget.set_class(st.changed_count(change) > 0, "changed")
+            widget.source = source
+            widget.set_class(marked, "changed")
         if walkthrough.notes:
             notes = Group(*notes_renderables(walkthrough, options.precision))
             shown[-1].show(notes, later=not self.in_sight(shown[-1], top, height))
+            shown[-1].source = None
         self.generation += 1
         self.call_after_refresh(self.catch_up, self.generation)
 

@@ -11,6 +11,7 @@ the copied command agree by construction. Until an input is edited the example r
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shlex
 from collections.abc import Mapping
@@ -177,7 +178,11 @@ def request(start: Opening, state: State) -> RunRequest:
         labels[start.card.rows] = start.tokens
     inputs = {name: matrix_text(cells) for name, cells in state.cells.items()} if own else {}
     return RunRequest(
-        lesson=state.lesson, inputs=inputs, options=given_options(start, state), labels=labels
+        lesson=state.lesson,
+        inputs=inputs,
+        options=given_options(start, state),
+        labels=labels,
+        keep=True,  # each edit runs the lesson again: what it drew before may serve
     )
 
 
@@ -267,6 +272,34 @@ def value_changes(old: Any, new: Any) -> Any:
         return bool(old != new)
     except (TypeError, ValueError):
         return True
+
+
+def same(old: Any, new: Any) -> bool:
+    """Whether two pieces of a walkthrough (steps, their values, parts, notes) are the same, so
+    that what is drawn of one stands for the other: arrays of one shape and dtype, entry for
+    entry (NaN equal to NaN); dataclasses, mappings and sequences item by item; else ``==``."""
+    if isinstance(old, np.ndarray) or isinstance(new, np.ndarray):
+        return (
+            isinstance(old, np.ndarray)
+            and isinstance(new, np.ndarray)
+            and old.shape == new.shape
+            and old.dtype == new.dtype
+            and bool(np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"))
+        )
+    if type(old) is not type(new):
+        return False
+    if dataclasses.is_dataclass(old) and not isinstance(old, type):
+        return all(
+            same(getattr(old, item.name), getattr(new, item.name))
+            for item in dataclasses.fields(old)
+        )
+    if isinstance(old, Mapping):
+        return old.keys() == new.keys() and all(same(old[key], new[key]) for key in old)
+    if isinstance(old, list | tuple):
+        return len(old) == len(new) and all(same(a, b) for a, b in zip(old, new, strict=True))
+    if isinstance(old, float) and math.isnan(old):
+        return math.isnan(new)
+    return bool(old == new)
 
 
 def changed_count(change: Any) -> int:

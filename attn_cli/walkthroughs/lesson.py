@@ -109,6 +109,7 @@ class LessonRun:
     labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
     drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
+    keep: bool = False  # keep what is drawn for the next run in this process (RunRequest.keep)
 
     @property
     def name(self) -> str:

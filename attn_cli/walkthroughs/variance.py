@@ -87,10 +87,10 @@ def settings(options: dict[str, Any]) -> Settings:
 
 # The work guard: numbers drawn per second (a query and its keys, every width), by the chunks
 # drawn at once, measured with `attn variance --samples 30000` (30,000 × 9 × 1,365 = 369 M
-# numbers: 3.9 s one chunk at a time, 2.0 s two at once; 2-core machine, 2026-11). More cores
+# numbers: 3.2 s one chunk at a time, 1.8 s two at once; 2-core machine, 2026-11). More cores
 # are counted as two (not measured). A run may draw about three minutes of it. The memory guard
 # does not see this: the lesson works in chunks of bounded size, however many samples it draws.
-DRAWN_PER_SECOND = {1: 9.4e7, 2: 1.84e8}
+DRAWN_PER_SECOND = {1: 1.15e8, 2: 2.0e8}
 
 
 def drawn_per_second() -> float:
@@ -256,13 +256,13 @@ def _measure(
     In chunk i of width d_k, the queries and each key j come from random streams of their own,
     seeded from (--seed, d_k, i, 0) and (--seed, d_k, i, j): a width's row is the same whether
     it is run alone or in a list; the chunks of a width are drawn at once on the cores there are
-    (numpy draws and multiplies without holding Python's lock); and a key's scores already drawn
-    with the same settings are taken as they were (KEPT_SCORES), unless the steps are timed: when
-    --samples grows, what is drawn is the last chunk of each width and the new ones; when --keys
-    grows, the queries and the new keys.
+    (numpy draws and multiplies without holding Python's lock); and, when the run asks to keep
+    what it draws (the explorer), the queries and keys' scores drawn by an earlier run with the
+    same settings are taken as they were (KEPT_QUERIES, KEPT_SCORES): when --samples grows, what
+    is drawn is the last chunk of each width and the new ones; when --keys grows, the new keys.
     """
     with_histogram = s.dks.index(max(s.dks))  # its first occurrence
-    keep = not run.time_steps
+    keep = run.keep
     results, seconds = [], []
     with concurrent.futures.ThreadPoolExecutor(_workers(run.backend)) as pool:
         for index, dk in enumerate(s.dks):
@@ -324,9 +324,9 @@ def streams(backend: Backend, seed: int, dk: int) -> mech.Streams:
     return lambda chunk, vector: backend.normal_sampler(stream_seed(seed, dk, chunk, vector))
 
 
-class KeptScores:
-    """The scores of one key in one chunk (a column of C numbers), from earlier runs in this
-    process, up to ``limit`` bytes: the least recently used go first. Threads share it."""
+class Kept:
+    """Arrays drawn (or computed from draws) by earlier runs in this process, by name, up to
+    ``limit`` bytes: the least recently used go first. Threads share it."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -361,16 +361,18 @@ class KeptScores:
             self.size = self.hits = self.misses = 0
 
 
-# The default example keeps 1.1 MB of scores (6 widths × 3000 samples × 8 keys, float64), and
-# the tallies of its 40 chunks (a few hundred bytes each).
-KEPT_SCORES = KeptScores(limit=64 * 2**20)
-KEPT_TALLIES = KeptScores(limit=4 * 2**20)
+# What runs that keep what they draw keep. The default example: 33 MB of queries (3000 samples
+# × 1,365 entries, float64, for the six widths), 1.1 MB of scores (6 widths × 3000 samples × 8
+# keys) and the tallies of its 40 chunks (a few hundred bytes each).
+KEPT_QUERIES = Kept(limit=128 * 2**20)
+KEPT_SCORES = Kept(limit=32 * 2**20)
+KEPT_TALLIES = Kept(limit=4 * 2**20)
 
 
 def forget_kept() -> None:
-    """Forget every score and tally kept: the next run draws everything."""
-    KEPT_SCORES.clear()
-    KEPT_TALLIES.clear()
+    """Forget every query, score and tally kept: the next run draws everything."""
+    for kept in (KEPT_QUERIES, KEPT_SCORES, KEPT_TALLIES):
+        kept.clear()
 
 
 def _chunk_tally(
@@ -396,7 +398,10 @@ def _chunk_tally(
     names = [(*chunk_name, key) for key in range(1, keys + 1)]
     columns = [KEPT_SCORES.get(name) for name in names]
     if any(column is None for column in columns):
-        q = mech.query_rows(drawn(chunk, 0), rows, dk)  # (C, d): drawn again for the new keys
+        q = KEPT_QUERIES.get(chunk_name)  # (C, d)
+        if q is None:
+            q = mech.query_rows(drawn(chunk, 0), rows, dk)
+            KEPT_QUERIES.put(chunk_name, q, rows * dk * backend.itemsize)
         for key, name in enumerate(names, 1):
             if columns[key - 1] is None:
                 columns[key - 1] = mech.key_scores(q, drawn(chunk, key))  # (C,)

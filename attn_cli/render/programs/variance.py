@@ -1,7 +1,7 @@
 """attn variance --code: the experiment, seeded as the lesson seeds it, so the estimates are the
 same numbers: in chunk i of width d_k, the queries (rows, d_k) and each key j (rows, d_k) drawn
-from numpy Generators of their own, default_rng(SeedSequence([seed, d_k, i, 0 or j])
-.generate_state(1)[0]) (the lesson's chunk sizes written in). Then the lecture's two worked softmaxes:
+from numpy Generators of their own, Generator(SFC64(SeedSequence([seed, d_k, i, 0 or j])
+.generate_state(1)[0])) (the lesson's chunk sizes written in). Then the lecture's two worked softmaxes:
 the spiky scores raw and scaled, and the logits at each temperature.
 
 numpy only: PyTorch's generator draws other numbers for the same seed.
@@ -66,9 +66,8 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "",
         "def stream(dk, index, vector):",
         '    """The random stream of the queries (vector 0) or of key j (vector j) in chunk index."""',
-        "    return np.random.default_rng(",
-        "        np.random.SeedSequence([seed, dk, index, vector]).generate_state(1)[0]",
-        "    )",
+        "    state = np.random.SeedSequence([seed, dk, index, vector]).generate_state(1)[0]",
+        "    return np.random.Generator(np.random.SFC64(state))",
         "",
         "",
         "for dk, chunk in zip(dks, chunks):",

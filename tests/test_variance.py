@@ -11,6 +11,7 @@ import pytest
 
 from attn_cli import runner
 from attn_cli.backend import get_backend
+from attn_cli.kept import Kept
 from attn_cli.mechanisms import variance as mech
 from attn_cli.walkthroughs import variance as lesson
 from attn_cli.walkthroughs.variance import chunk_rows
@@ -293,7 +294,7 @@ def test_more_keys_draw_only_the_new_keys():
 
 
 def test_what_is_kept_is_bounded_in_bytes():
-    kept = lesson.Kept(limit=100)
+    kept = Kept(limit=100)
     kept.put(("a",), np.zeros(5), 40)
     kept.put(("b",), np.zeros(5), 40)
     assert kept.get(("a",)) is not None  # now the most recently used

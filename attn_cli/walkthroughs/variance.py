@@ -7,8 +7,6 @@ import contextvars
 import dataclasses
 import math
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -19,6 +17,7 @@ from attn_cli import work
 from attn_cli.backend import Backend, namespace_of
 from attn_cli.cards.variance import CARD
 from attn_cli.errors import UserError
+from attn_cli.kept import Kept
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.matrices import parse_int_list
 from attn_cli.mechanisms import attention
@@ -322,43 +321,6 @@ def stream_seed(seed: int, dk: int, chunk: int, vector: int) -> int:
 def streams(backend: Backend, seed: int, dk: int) -> mech.Streams:
     """The lesson's random streams for width ``dk``, drawn where ``backend`` computes."""
     return lambda chunk, vector: backend.normal_sampler(stream_seed(seed, dk, chunk, vector))
-
-
-class Kept:
-    """Arrays drawn (or computed from draws) by earlier runs in this process, by name, up to
-    ``limit`` bytes: the least recently used go first. Threads share it."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.columns: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
-        self.size = 0  # bytes kept
-        self.hits = self.misses = 0
-        self.lock = threading.Lock()
-
-    def get(self, name: tuple[Any, ...]) -> Any:
-        with self.lock:
-            found = self.columns.get(name)
-            if found is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            self.columns.move_to_end(name)
-            return found[0]
-
-    def put(self, name: tuple[Any, ...], column: Any, size: int) -> None:
-        with self.lock:
-            if name in self.columns or size > self.limit:
-                return
-            self.columns[name] = (column, size)
-            self.size += size
-            while self.size > self.limit:
-                _, (_, dropped) = self.columns.popitem(last=False)
-                self.size -= dropped
-
-    def clear(self) -> None:
-        with self.lock:
-            self.columns.clear()
-            self.size = self.hits = self.misses = 0
 
 
 # What runs that keep what they draw keep. The default example: 33 MB of queries (3000 samples

@@ -165,7 +165,7 @@ def estimate_bytes(
 
     def at_once(dk: int) -> int:
         rows = chunk_rows(s.samples, s.keys, dk)
-        chunks = -(-s.samples // rows)
+        chunks = len(mech.chunk_sizes(s.samples, rows))
         return min(_cores(), chunks) * rows * _row_entries(s.keys, dk) * itemsize
 
     return max(at_once(dk) for dk in s.dks)
@@ -331,6 +331,10 @@ KEPT_SCORES = Kept(limit=32 * 2**20)
 KEPT_TALLIES = Kept(limit=4 * 2**20)
 
 
+# A run that does not keep: a store of no bytes, which takes nothing and finds nothing.
+NOTHING_KEPT = Kept(limit=0)
+
+
 def forget_kept() -> None:
     """Forget every query, score and tally kept: the next run draws everything."""
     for kept in (KEPT_QUERIES, KEPT_SCORES, KEPT_TALLIES):
@@ -348,30 +352,31 @@ def _chunk_tally(
     keep: bool,
 ) -> mech.Tally:
     """Draw one chunk's scores and tally them; with ``keep``, take what is kept (its tally, or
-    some of its keys' scores) and keep what is drawn."""
+    its queries and some of its keys' scores) and keep what is drawn."""
     drawn = streams(backend, seed, dk)
-    if not keep:
-        return mech.tally(mech.sample_scores(drawn, chunk, rows, keys, dk), dk, edges)
+    tallies, scores, queries = (
+        (KEPT_TALLIES, KEPT_SCORES, KEPT_QUERIES) if keep else (NOTHING_KEPT,) * 3
+    )
     chunk_name = (backend, seed, dk, rows, chunk)
     tally_name = (*chunk_name, keys, edges)
-    kept_tally = KEPT_TALLIES.get(tally_name)
+    kept_tally = tallies.get(tally_name)
     if kept_tally is not None:
         return cast(mech.Tally, kept_tally)
     names = [(*chunk_name, key) for key in range(1, keys + 1)]
-    columns = [KEPT_SCORES.get(name) for name in names]
+    columns = [scores.get(name) for name in names]
     if any(column is None for column in columns):
-        q = KEPT_QUERIES.get(chunk_name)  # (C, d)
+        q = queries.get(chunk_name)  # (C, d)
         if q is None:
             q = mech.query_rows(drawn(chunk, 0), rows, dk)
-            KEPT_QUERIES.put(chunk_name, q, rows * dk * backend.itemsize)
+            queries.put(chunk_name, q, rows * dk * backend.itemsize)
         for key, name in enumerate(names, 1):
             if columns[key - 1] is None:
                 columns[key - 1] = mech.key_scores(q, drawn(chunk, key))  # (C,)
-                KEPT_SCORES.put(name, columns[key - 1], rows * backend.itemsize)
+                scores.put(name, columns[key - 1], rows * backend.itemsize)
     raw = namespace_of(columns[0]).stack(columns, axis=-1)  # (C, n)
     result = mech.tally(raw, dk, edges)
     sums = len(mech.SUMS) + (2 * HISTOGRAM_BINS if edges is not None else 0)
-    KEPT_TALLIES.put(tally_name, result, sums * 8)
+    tallies.put(tally_name, result, sums * 8)
     return result
 
 

@@ -1,14 +1,19 @@
 """The flash lesson as a Triton kernel (attn_cli/kernels/flash_triton.py) and `attn flash --kernel`.
 
-The kernel runs on the CPU through Triton's interpreter (TRITON_INTERPRET=1, set before the
-kernel module is imported): against the float64 attention of attn_cli's mechanisms, and against
-`attn flash`'s own walkthrough (m and ℓ after each key block). Those tests skip where triton
-(or torch) is not installed. The --kernel tests read the source as text and need neither.
+The kernel runs compiled on a CUDA GPU where there is one, and otherwise on the CPU through
+Triton's interpreter (TRITON_INTERPRET=1, set before the kernel module is imported): against the
+float64 attention of attn_cli's mechanisms, and against `attn flash`'s own walkthrough (m and ℓ
+after each key block). Those tests skip where triton (or torch) is not installed, or where the
+installed triton's interpreter cannot run with the installed numpy (set
+ATTN_REQUIRE_KERNEL_TESTS=1 to make that skip a failure, as CI does). The --kernel tests read
+the source as text and need neither.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
 import json
 import math
 import os
@@ -29,10 +34,23 @@ from attn_cli.render.json_render import schema
 from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error
 
+
+def cuda_available() -> bool:
+    """A CUDA GPU that torch can use (without importing triton)."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 # Before triton is imported (nothing above imports it, nor does collecting the suite): triton
 # decorates its own library for the interpreter, or for a GPU, when it is imported, for good.
 TRITON_BEFORE = "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1"
-os.environ["TRITON_INTERPRET"] = "1"
+ON_GPU = cuda_available() and not TRITON_BEFORE and os.environ.get("TRITON_INTERPRET") != "1"
+if not ON_GPU:
+    os.environ["TRITON_INTERPRET"] = "1"
+DEVICE = "cuda" if ON_GPU else "cpu"
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_FILE = ROOT / "attn_cli" / "kernels" / "flash_triton.py"
@@ -41,16 +59,44 @@ KERNEL_STEPS = ["tile", "scores", "max", "rescale", "p", "sum", "acc", "tile_out
 # The lesson's options the kernel takes (the lesson has more, e.g. --sram for its HBM count).
 KERNEL_OPTIONS = ("block", "query_block", "causal", "scale")
 NO_TRITON = "triton is not installed (pip install 'attn-cli[kernel]'): the kernel tests need it"
+REQUIRED = os.environ.get("ATTN_REQUIRE_KERNEL_TESTS") == "1"
+
+
+def version(package: str) -> tuple[int, int]:
+    major, minor = re.match(r"(\d+)\.(\d+)", importlib.metadata.version(package)).groups()
+    return int(major), int(minor)
+
+
+def interpreter_problem() -> str | None:
+    """Why the installed triton's interpreter cannot run the kernel beside the installed numpy.
+
+    Up to triton 3.6 the interpreter holds every scalar (an argument, a program id) as a
+    one-element array and turns it into a Python int with int(), for a loop bound; numpy 2.4
+    refuses int() of an array that is not 0-dimensional (triton 3.7 squeezes it first). The
+    compiled kernel on a GPU is not affected."""
+    if version("triton") < (3, 7) and version("numpy") >= (2, 4):
+        return (
+            f"triton {importlib.metadata.version('triton')}'s interpreter cannot run a loop "
+            f"with numpy {np.__version__} (it calls int() on one-element arrays, which numpy "
+            "2.4 refuses): pip install 'triton>=3.7', or 'numpy<2.4'"
+        )
+    return None
 
 
 def interpreted_kernel():
-    """The kernel module, decorated for Triton's interpreter (a clean skip without triton)."""
+    """The kernel module, compiled for the GPU or decorated for Triton's interpreter (a clean
+    skip without triton, or with an interpreter that cannot run it here)."""
     pytest.importorskip("torch", reason="torch is not installed: the kernel takes torch tensors")
+    if REQUIRED and importlib.util.find_spec("triton") is None:
+        pytest.fail(NO_TRITON)
     pytest.importorskip("triton", reason=NO_TRITON)
     if TRITON_BEFORE:
         pytest.fail("triton was imported before this module set TRITON_INTERPRET=1")
+    problem = None if ON_GPU else interpreter_problem()
+    if problem:
+        (pytest.fail if REQUIRED else pytest.skip)(problem)
     module = importlib.import_module("attn_cli.kernels.flash_triton")
-    assert module.interpreted()
+    assert module.interpreted() is not ON_GPU
     return module
 
 
@@ -60,13 +106,17 @@ def kernel():
 
 
 # (m = n, d, d_v, block, query_block): n = 1; n not a multiple of the block; several query
-# tiles, the last one short; the lesson's small d and the kernel's widest, 128.
+# tiles, the last one short; the lesson's small d and the kernel's widest, 128; then blocks
+# whose tile is the block itself (a power of two, at least 16), so that whole blocks run
+# unmasked before the ragged last one (and, causal, before the diagonal).
 SHAPES = [
     (1, 2, 2, 2, None),
     (7, 5, 3, 3, 4),
     (6, 4, 4, 2, None),
     (9, 16, 8, 4, 2),
     (5, 128, 128, 2, 3),
+    (40, 16, 16, 16, 16),
+    (70, 32, 24, 32, 64),
 ]
 # The output against float64: float32 to rounding; float16 and bfloat16 round P and the output.
 TOLERANCE = {"float32": 2e-6, "float16": 4e-3, "bfloat16": 3e-2}
@@ -84,7 +134,7 @@ def rounded(rng: np.random.Generator, shape: tuple[int, ...], dtype):
     import torch
 
     tensor = torch.from_numpy(rng.standard_normal(shape)).to(getattr(torch, dtype))
-    return tensor, tensor.double().numpy()
+    return tensor.to(DEVICE), tensor.double().numpy()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -96,7 +146,7 @@ def test_the_kernel_is_attention_on_every_shape(kernel, dtype, causal):
         v, v64 = rounded(rng, (2, n, d_v), dtype)
         out = kernel.flash_attention(q, k, v, block=block, query_block=query_block, causal=causal)
         assert out.dtype == q.dtype and out.shape == (2, n, d_v)
-        error = np.abs(out.double().numpy() - reference(q64, k64, v64, causal=causal)).max()
+        error = np.abs(out.double().cpu().numpy() - reference(q64, k64, v64, causal=causal)).max()
         assert error < TOLERANCE[dtype], (n, d, block, query_block, error)
 
 
@@ -104,7 +154,7 @@ def test_m_differs_from_n_and_scores_can_go_unscaled(kernel):
     rng = np.random.default_rng(3)
     (q, q64), (k, k64), (v, v64) = (rounded(rng, s, "float32") for s in ((3, 4), (5, 4), (5, 2)))
     out = kernel.flash_attention(q, k, v, block=2, scale=False)
-    assert np.abs(out.double().numpy() - reference(q64, k64, v64, causal=False, scale=False)).max() < 2e-6  # fmt: skip
+    assert np.abs(out.double().cpu().numpy() - reference(q64, k64, v64, causal=False, scale=False)).max() < 2e-6  # fmt: skip
 
 
 def float32_values(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -118,10 +168,10 @@ def trace_against_walkthrough(kernel, q64, k64, v64, **options) -> int:
     skips. Returns how many (row, block) pairs were compared."""
     import torch
 
-    q, k, v = (torch.from_numpy(a).float() for a in (q64, k64, v64))
+    q, k, v = (torch.from_numpy(a).float().to(DEVICE) for a in (q64, k64, v64))
     kernel_options = {name: options[name] for name in KERNEL_OPTIONS if name in options}
     out, m_after, l_after = kernel.flash_attention_traced(q, k, v, **kernel_options)
-    m_after, l_after = m_after.double().numpy(), l_after.double().numpy()
+    m_after, l_after = m_after.double().cpu().numpy(), l_after.double().cpu().numpy()
     walkthrough = attn.flash(q64, k64, v64, **options)
     rows, block = q.shape[0], options["block"]
     tile = options.get("query_block") or rows
@@ -140,7 +190,7 @@ def trace_against_walkthrough(kernel, q64, k64, v64, **options) -> int:
             np.testing.assert_allclose(m_after[b - 1, start:stop], lesson_m, rtol=2e-6, atol=2e-6)
             np.testing.assert_allclose(l_after[b - 1, start:stop], lesson_l, rtol=2e-6, atol=2e-6)
             compared += stop - start
-    np.testing.assert_allclose(out.double().numpy(), walkthrough.output, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(out.double().cpu().numpy(), walkthrough.output, rtol=2e-6, atol=2e-6)
     return compared
 
 
@@ -150,6 +200,18 @@ def test_m_and_l_after_each_block_are_the_lessons(kernel, causal):
     for n, d, _d_v, block, query_block in SHAPES[:4]:
         q64, k64, v64 = (float32_values(rng, (n, d)) for _ in "qkv")
         options = {"block": block, "query_block": query_block, "causal": causal}
+        assert trace_against_walkthrough(kernel, q64, k64, v64, **options) >= n
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_whole_blocks_without_masks_give_the_lessons_m_and_l(kernel, causal):
+    """Blocks of 16 keys in tiles of 16 (no padding): the blocks before the ragged last one (and,
+    causal, before a tile's diagonal block) run without a mask, and still agree with the lesson
+    after every block."""
+    rng = np.random.default_rng(19)
+    for n, query_block in ((40, 16), (48, 32), (33, None)):
+        q64, k64, v64 = (float32_values(rng, (n, 8)) for _ in "qkv")
+        options = {"block": 16, "query_block": query_block, "causal": causal}
         assert trace_against_walkthrough(kernel, q64, k64, v64, **options) >= n
 
 
@@ -183,13 +245,54 @@ def test_the_kernel_refuses_what_it_cannot_run(kernel):
         kernel.flash_attention(wide, wide, wide)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_every_tuned_setting_computes_attention(kernel, causal):
+    """Each launch setting the tuner may pick (tile sides; warps and stages change no number)
+    gives the same attention: n not a multiple of any tile, d_v narrower than its tile."""
+    rng = np.random.default_rng(41)
+    (q, q64), (k, k64) = (rounded(rng, (2, 150, 32), "float32") for _ in range(2))
+    v, v64 = rounded(rng, (2, 150, 24), "float32")
+    expected = reference(q64, k64, v64, causal=causal)
+    for rows, keys in dict.fromkeys((rows, keys) for rows, keys, _, _ in kernel.TUNING):
+        out = kernel.flash_attention(q, k, v, block=keys, query_block=rows, causal=causal)
+        assert np.abs(out.double().cpu().numpy() - expected).max() < 2e-6, (rows, keys)
+
+
+def test_the_tuner_keeps_the_fastest_setting_for_each_shape(kernel):
+    """tuned_flash_attention times every setting of TUNING once per shape and keeps the
+    fastest; tuned_setting names it. (The timing is stubbed: the interpreter times nothing.)"""
+    fastest = 5  # which setting the stub times fastest
+    timed = []
+
+    def bench(launch, quantiles):
+        launch()
+        timed.append(len(timed) % len(kernel.TUNING))
+        ms = 1.0 if timed[-1] == fastest else 2.0
+        return [ms] * len(quantiles)
+
+    tuner = kernel.make_tuner(bench)
+    rng = np.random.default_rng(5)
+    (q, q64), (k, k64), (v, v64) = (rounded(rng, (3, 90, 16), "float32") for _ in range(3))
+    with pytest.raises(LookupError, match="has not run"):
+        kernel.tuned_setting(q, k, v, tuner=tuner)
+    for _ in range(2):  # the second call reuses the tuned setting: nothing timed again
+        out = kernel.tuned_flash_attention(q, k, v, causal=True, tuner=tuner)
+        assert np.abs(out.double().cpu().numpy() - reference(q64, k64, v64, causal=True)).max() < 2e-6  # fmt: skip
+        assert len(timed) == len(kernel.TUNING)
+    rows, keys, warps, stages = kernel.TUNING[fastest]
+    setting = kernel.tuned_setting(q, k, v, causal=True, tuner=tuner)
+    assert setting == {"query_block": rows, "block": keys, "warps": warps, "stages": stages}
+    with pytest.raises(LookupError):  # tuned causal, not full
+        kernel.tuned_setting(q, k, v, causal=False, tuner=tuner)
+
+
 DOCS = ROOT / "docs" / "kernel.md"
 
 
 def test_the_docs_show_the_kernels_own_code():
     text = DOCS.read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
-    loop = next(block for block in blocks if "for start in range" in block)
+    loop = next(block for block in blocks if "for start in tl.range" in block)
     assert loop in KERNEL_FILE.read_text(encoding="utf-8")
 
 
@@ -209,11 +312,11 @@ def test_the_docs_example_prints_what_the_kernel_computes(kernel):
         for name, value in re.findall(r"^(Q|K|V) = torch.tensor\((.*)\)$", text, re.MULTILINE)
     }
     out, m, ell = kernel.flash_attention_traced(
-        inputs["Q"].float(), inputs["K"].float(), inputs["V"].float(), block=2, scale=False
+        *(inputs[name].float().to(DEVICE) for name in "QKV"), block=2, scale=False
     )
     assert set(shown) == {"m", "l", "out"}
     for name, value in (("m", m), ("l", ell), ("out", out)):
-        np.testing.assert_array_equal(value.double().numpy().round(4), shown[name])
+        np.testing.assert_array_equal(value.double().cpu().numpy().round(4), shown[name])
 
 
 # --- attn bench --impl triton-flash ---------------------------------------------------------

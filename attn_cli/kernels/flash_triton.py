@@ -8,6 +8,15 @@ Then it writes its rows of the output, acc / ℓ. The programs of all the tiles 
 batch item and head) run side by side. Each part of the kernel is marked ``# ── step KEY ──``
 with the key of the lesson step it implements (``attn flash --kernel`` shows the marks).
 
+Two things make it fast without changing the lesson's arithmetic:
+
+* the scores are computed in base 2: log₂ e is folded into the scale, so that P = exp(S − m)
+  is one ``exp2`` (the GPU's native exponential) per entry; m is kept in base 2 and converted
+  back where the tests read it;
+* masks only where a block needs one: the key blocks before ``whole`` are whole (every key
+  real and, causal, no later than the tile's first query), and the loop over them carries no
+  mask; only the last, ragged block and, causal, the blocks on the diagonal are masked.
+
 In float16 and bfloat16 the products Q Kᵀ and P V run on the inputs' own type (tensor cores);
 m, ℓ, acc and the scores are float32 whatever the inputs are.
 
@@ -17,13 +26,18 @@ the CPU through numpy: slowly, but step for step (the tests do this).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 MAX_D = 128  # the widest Q, K and V rows: a tile of each stays in the program's fast memory
+LOG2_E = 1.4426950408889634  # log₂ e: exp(x) = exp2(x · log₂ e)
+LN_2 = tl.constexpr(0.6931471805599453)  # ln 2: a base-2 max back in the lesson's units
 
 
 @triton.jit
@@ -35,8 +49,6 @@ def flash_forward(
     trace_ptr,  # (B, blocks, 2, m) float32: m and ℓ after each key block (only if TRACE)
     m_rows,
     n_keys,
-    d,
-    d_v,
     stride_qb,
     stride_qm,
     stride_kb,
@@ -45,7 +57,9 @@ def flash_forward(
     stride_vn,
     stride_ob,
     stride_om,
-    scale,  # 1/√d_k, or 1 without scaling
+    scale,  # (1/√d_k, or 1 without scaling) · log₂ e: scores in base 2
+    D: tl.constexpr,  # d, the width of Q and K
+    D_V: tl.constexpr,  # d_v, the width of V
     QUERY_BLOCK: tl.constexpr,  # the lesson's --query-block: query rows per tile
     BLOCK: tl.constexpr,  # the lesson's --block: keys per block
     # tl.arange and tl.dot need tile sides that are powers of two, and tl.dot at least 16: a
@@ -69,10 +83,10 @@ def flash_forward(
     dims_v = tl.arange(0, TILE_DV)
     q = tl.load(
         q_ptr + lane * stride_qb + rows[:, None] * stride_qm + dims[None, :],
-        mask=own[:, None] & (dims[None, :] < d),
+        mask=own[:, None] & (dims[None, :] < D),
         other=0.0,
     )  # (TILE_M, TILE_D); padded entries 0, so they add nothing to a score
-    m_i = tl.full((TILE_M,), float("-inf"), tl.float32)  # m = −∞: no key seen yet
+    m_i = tl.full((TILE_M,), float("-inf"), tl.float32)  # m = −∞ (base 2): no key seen yet
     l_i = tl.zeros((TILE_M,), tl.float32)  # ℓ = 0
     acc = tl.zeros((TILE_M, TILE_DV), tl.float32)  # acc = 0
     # Causal: stop before the first key block wholly in the future of every row of the tile
@@ -80,59 +94,76 @@ def flash_forward(
     stop = n_keys
     if CAUSAL:
         stop = tl.minimum(n_keys, tl.minimum(row0 + QUERY_BLOCK, m_rows))
-
-    for start in range(0, stop, BLOCK):
-        # ── step scores ── S = Q K_bᵀ (/ √d_k) for keys start .. start + BLOCK − 1
-        keys = start + tl.arange(0, TILE_N)  # (TILE_N,)
-        real = (tl.arange(0, TILE_N) < BLOCK) & (keys < n_keys)  # not padding, not past n
-        k = tl.load(
-            k_ptr + lane * stride_kb + keys[:, None] * stride_kn + dims[None, :],
-            mask=real[:, None] & (dims[None, :] < d),
-            other=0.0,
-        )  # (TILE_N, TILE_D)
-        s = tl.dot(q.to(DOT), tl.trans(k.to(DOT)), input_precision=PRECISION) * scale
-        allowed = real[None, :]  # (1, TILE_N), broadcast over the rows
+    # Blocks before `whole` need no mask: all their keys are real and, causal, no later than
+    # the tile's first row. A tile padded past its block (BLOCK not a power of two) masks all.
+    whole = 0
+    if BLOCK == TILE_N:
+        whole = n_keys // BLOCK * BLOCK
         if CAUSAL:
-            allowed = allowed & (keys[None, :] <= rows[:, None])  # key j ≤ query i
-        s = tl.where(allowed, s, float("-inf"))  # (TILE_M, TILE_N)
+            whole = tl.minimum(whole, (row0 + 1) // BLOCK * BLOCK)
 
-        # ── step max ── m_new = max(m, row max of S)
-        # Every row meets key 1 in the first block (causal or not), so m is finite from then on
-        # and exp(m − m_new) below never meets −∞ − (−∞).
-        m_new = tl.maximum(m_i, tl.max(s, 1))  # (TILE_M,)
+    for masked in tl.static_range(2):  # the whole blocks, then the ragged and diagonal ones
+        for start in tl.range(whole if masked else 0, stop if masked else whole, BLOCK):
+            # ── step scores ── S = Q K_bᵀ (/ √d_k) for keys start .. start + BLOCK − 1
+            keys = start + tl.arange(0, TILE_N)  # (TILE_N,)
+            real = (tl.arange(0, TILE_N) < BLOCK) & (keys < n_keys)  # not padding, not past n
+            loadable = dims[None, :] < D  # (1, TILE_D): padded columns load as 0
+            if masked:
+                loadable = loadable & real[:, None]  # (TILE_N, TILE_D): and keys past n
+            k = tl.load(
+                k_ptr + lane * stride_kb + keys[:, None] * stride_kn + dims[None, :],
+                mask=loadable,
+                other=0.0,
+            )  # (TILE_N, TILE_D)
+            s = tl.dot(q.to(DOT), tl.trans(k.to(DOT)), input_precision=PRECISION) * scale
+            if masked:
+                allowed = real[None, :]  # (1, TILE_N), broadcast over the rows
+                if CAUSAL:
+                    allowed = allowed & (keys[None, :] <= rows[:, None])  # key j ≤ query i
+                s = tl.where(allowed, s, float("-inf"))  # (TILE_M, TILE_N)
 
-        # ── step rescale ── c = exp(m_old − m_new): 0 on the first block, 1 if m stayed put
-        c = tl.exp(m_i - m_new)  # (TILE_M,)
+            # ── step max ── m_new = max(m, row max of S)
+            # Every row meets key 1 in the first block (causal or not), so m is finite from
+            # then on and exp2(m − m_new) below never meets −∞ − (−∞).
+            m_new = tl.maximum(m_i, tl.max(s, 1))  # (TILE_M,)
 
-        # ── step p ── P = exp(S − m_new): every entry in [0, 1], masked ones exactly 0
-        p = tl.exp(s - m_new[:, None])  # (TILE_M, TILE_N)
+            # ── step rescale ── c = exp(m_old − m_new): 0 on the first block, 1 if m stayed
+            c = tl.math.exp2(m_i - m_new)  # (TILE_M,)
 
-        # ── step sum ── ℓ = c · ℓ + row sum of P
-        l_i = c * l_i + tl.sum(p, 1)  # (TILE_M,)
+            # ── step p ── P = exp(S − m_new): every entry in [0, 1], masked ones exactly 0
+            p = tl.math.exp2(s - m_new[:, None])  # (TILE_M, TILE_N)
 
-        # ── step acc ── acc = c · acc + P V_b
-        v = tl.load(
-            v_ptr + lane * stride_vb + keys[:, None] * stride_vn + dims_v[None, :],
-            mask=real[:, None] & (dims_v[None, :] < d_v),
-            other=0.0,
-        )  # (TILE_N, TILE_DV)
-        # P is rounded to the values' type for the product, as FlashAttention does: in float16
-        # and bfloat16 that is what lets P V run on tensor cores; ℓ above used P unrounded.
-        pv = tl.dot(p.to(v.dtype).to(DOT), v.to(DOT), input_precision=PRECISION)
-        acc = c[:, None] * acc + pv  # (TILE_M, TILE_DV)
-        m_i = m_new
+            # ── step sum ── ℓ = c · ℓ + row sum of P
+            l_i = c * l_i + tl.sum(p, 1)  # (TILE_M,)
 
-        if TRACE:  # for the tests: m and ℓ after this block, beside the lesson's own
-            at = trace_ptr + (lane * tl.cdiv(n_keys, BLOCK) + start // BLOCK) * 2 * m_rows
-            tl.store(at + rows, m_i, mask=own)
-            tl.store(at + m_rows + rows, l_i, mask=own)
+            # ── step acc ── acc = c · acc + P V_b
+            loadable_v = dims_v[None, :] < D_V
+            if masked:
+                loadable_v = loadable_v & real[:, None]
+            v = tl.load(
+                v_ptr + lane * stride_vb + keys[:, None] * stride_vn + dims_v[None, :],
+                mask=loadable_v,
+                other=0.0,
+            )  # (TILE_N, TILE_DV)
+            # P is rounded to the values' type for the product, as FlashAttention does: in
+            # float16 and bfloat16 that lets P V run on tensor cores; ℓ above used P unrounded.
+            # The product adds onto the rescaled accumulator inside tl.dot.
+            acc = tl.dot(
+                p.to(v.dtype).to(DOT), v.to(DOT), c[:, None] * acc, input_precision=PRECISION
+            )  # (TILE_M, TILE_DV)
+            m_i = m_new
+
+            if TRACE:  # for the tests: m (the lesson's units) and ℓ after this block
+                at = trace_ptr + (lane * tl.cdiv(n_keys, BLOCK) + start // BLOCK) * 2 * m_rows
+                tl.store(at + rows, m_i * LN_2, mask=own)
+                tl.store(at + m_rows + rows, l_i, mask=own)
 
     # ── step tile_output ── this tile's rows of the output: acc / ℓ, written once
     o = acc / l_i[:, None]  # (TILE_M, TILE_DV)
     tl.store(
         o_ptr + lane * stride_ob + rows[:, None] * stride_om + dims_v[None, :],
         o.to(o_ptr.dtype.element_ty),
-        mask=own[:, None] & (dims_v[None, :] < d_v),
+        mask=own[:, None] & (dims_v[None, :] < D_V),
     )
 
 
@@ -150,7 +181,8 @@ def flash_attention(
 
     ``block`` and ``query_block`` are `attn flash`'s --block and --query-block (None: one tile
     holding every query, as the lesson without --query-block). The output has q's type. On a
-    GPU, give a query_block (attn bench uses 128): one tile of every query fits only a small m.
+    GPU, give a query_block (or use tuned_flash_attention): one tile of every query fits only a
+    small m.
     """
     return _launch(q, k, v, block, query_block, causal, scale, trace=False)[0]
 
@@ -171,6 +203,132 @@ def flash_attention_traced(
     return output, trace[..., 0, :], trace[..., 1, :]
 
 
+def tuned_flash_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    tuner: Any = None,
+) -> torch.Tensor:
+    """flash_attention with its tile sides, warps and pipeline stages chosen by timing each
+    launch setting of TUNING on this device, once per shape (``tuned_setting`` says which won).
+
+    ``tuner``: flash_forward behind Triton's autotuner (make_tuner); default: one made on
+    first use, timing with CUDA events, so a GPU only.
+    """
+    checked = _checked(q, k, v, causal)
+    q3, k3, v3, o3 = _flat(q, k, v)
+    m, n = q3.shape[1], k3.shape[1]
+
+    def grid(meta: dict[str, Any]) -> tuple[int, int]:
+        return (math.ceil(m / meta["QUERY_BLOCK"]), q3.shape[0])
+
+    dot = tl.float32 if interpreted() and q.dtype == torch.bfloat16 else _TL_TYPES[q.dtype]
+    (tuner or _default_tuner())[grid](
+        q3, k3, v3, o3, o3,  # no trace: any pointer will do
+        m, n, *_strides(q3, k3, v3, o3), _scale(checked.d, True),
+        D=checked.d, D_V=checked.d_v, TILE_D=_tile(checked.d), TILE_DV=_tile(checked.d_v),
+        CAUSAL=causal, TRACE=False, DOT=dot, PRECISION=_precision(q.dtype),
+    )  # fmt: skip
+    return o3.reshape(*q.shape[:-1], checked.d_v)
+
+
+# The launch settings tuned_flash_attention times: (query rows per tile, keys per block, warps,
+# pipeline stages). Tiles of 64 or 128 queries and 32 to 128 keys; 8 warps only on tiles of
+# 128 queries (on Hopper a warp group, 4 warps, runs one 64-row matrix product); 2 to 4 key
+# blocks loading while one is computed on. A setting whose tiles do not fit in the GPU's
+# shared memory is passed over by the tuner.
+TUNING: tuple[tuple[int, int, int, int], ...] = (
+    *((128, 128, 8, stages) for stages in (2, 3)),
+    *((128, 64, warps, stages) for warps in (4, 8) for stages in (2, 3, 4)),
+    *((128, 32, 4, stages) for stages in (3, 4)),
+    *((64, 128, 4, stages) for stages in (2, 3)),
+    *((64, 64, 4, stages) for stages in (3, 4)),
+)
+
+
+def make_tuner(do_bench: Callable[..., Any] | None = None) -> Any:
+    """flash_forward behind Triton's autotuner, over the settings of TUNING, tuned again for
+    each shape (m, n, d, d_v, causal and the type). ``do_bench`` times one launch (default:
+    Triton's, with CUDA events)."""
+    configs = [
+        triton.Config(
+            {"QUERY_BLOCK": rows, "BLOCK": keys, "TILE_M": rows, "TILE_N": keys},
+            num_warps=warps,
+            num_stages=stages,
+        )
+        for rows, keys, warps, stages in TUNING
+    ]
+    keys = ["m_rows", "n_keys", "D", "D_V", "CAUSAL"]
+    return triton.autotune(configs, key=keys, do_bench=do_bench)(flash_forward)
+
+
+@functools.cache
+def _default_tuner() -> Any:
+    return make_tuner()
+
+
+def tuned_setting(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False, tuner: Any = None
+) -> dict[str, int]:
+    """The launch setting tuned_flash_attention chose for this shape (once it has run on it):
+    query rows per tile, keys per block, warps and pipeline stages."""
+    wanted = (q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], causal)
+    for key, config in (tuner or _default_tuner()).cache.items():
+        if tuple(key[: len(wanted)]) == wanted and str(q.dtype) in key:
+            return {
+                "query_block": config.kwargs["QUERY_BLOCK"],
+                "block": config.kwargs["BLOCK"],
+                "warps": config.num_warps,
+                "stages": config.num_stages,
+            }
+    raise LookupError("tuned_flash_attention has not run on this shape")
+
+
+class _Checked(NamedTuple):
+    d: int  # the width of Q and K
+    d_v: int  # the width of V
+
+
+def _checked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> _Checked:
+    """The shapes and type the kernel takes, or a ValueError saying what it does not."""
+    m, d = q.shape[-2:]
+    n, d_v = k.shape[-2], v.shape[-1]
+    if k.shape[-1] != d or v.shape[-2] != n or not (q.dtype == k.dtype == v.dtype):
+        raise ValueError("q (..., m, d), k (..., n, d) and v (..., n, d_v) of one dtype")
+    if q.dtype not in _TL_TYPES:
+        raise ValueError(f"{q.dtype}: the kernel takes float32, float16 or bfloat16")
+    if max(d, d_v) > MAX_D or min(m, n, d, d_v) < 1:
+        raise ValueError(f"need m, n, block >= 1 and 1 <= d, d_v <= {MAX_D}")
+    if causal and m != n:
+        raise ValueError("causal attention here is self-attention: m = n")
+    return _Checked(d, d_v)
+
+
+def _flat(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(B, rows, width) with unit stride along the width, batch and heads flattened; and the
+    output to fill, (B, m, d_v)."""
+    q3, k3, v3 = (t.reshape(-1, *t.shape[-2:]).contiguous() for t in (q, k, v))
+    o3 = torch.empty((q3.shape[0], q3.shape[1], v3.shape[2]), dtype=q.dtype, device=q.device)
+    return q3, k3, v3, o3
+
+
+def _strides(*tensors: torch.Tensor) -> list[int]:
+    return [stride for t in tensors for stride in (t.stride(0), t.stride(1))]
+
+
+def _scale(d: int, scale: bool) -> float:
+    """The scores' factor: 1/√d_k (or 1), times log₂ e for exp2."""
+    return (1 / math.sqrt(d) if scale else 1.0) * LOG2_E
+
+
+def _precision(dtype: torch.dtype) -> str:
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
 def _launch(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -182,21 +340,12 @@ def _launch(
     *,
     trace: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    *batch, m, d = q.shape
-    n, d_v = k.shape[-2], v.shape[-1]
-    if k.shape[-1] != d or v.shape[-2] != n or not (q.dtype == k.dtype == v.dtype):
-        raise ValueError("q (..., m, d), k (..., n, d) and v (..., n, d_v) of one dtype")
-    if q.dtype not in _TL_TYPES:
-        raise ValueError(f"{q.dtype}: the kernel takes float32, float16 or bfloat16")
-    if max(d, d_v) > MAX_D or min(m, n, d, d_v, block) < 1:
+    checked = _checked(q, k, v, causal)
+    if block < 1:
         raise ValueError(f"need m, n, block >= 1 and 1 <= d, d_v <= {MAX_D}")
-    if causal and m != n:
-        raise ValueError("causal attention here is self-attention: m = n")
+    q3, k3, v3, o3 = _flat(q, k, v)
+    lanes, m, n = q3.shape[0], q3.shape[1], k3.shape[1]
     query_block = query_block or m
-    # (B, rows, width) with unit stride along the width: batch and heads flattened
-    q3, k3, v3 = (t.reshape(-1, *t.shape[-2:]).contiguous() for t in (q, k, v))
-    lanes = q3.shape[0]
-    o3 = torch.empty((lanes, m, d_v), dtype=q.dtype, device=q.device)
     blocks = math.ceil(n / block)
     shape = (lanes, blocks, 2, m) if trace else (1,)
     trace_out = torch.full(shape, math.nan, dtype=torch.float32, device=q.device)
@@ -208,18 +357,14 @@ def _launch(
     grid = (math.ceil(m / query_block), lanes)
     flash_forward[grid](
         q3, k3, v3, o3, trace_out,
-        m, n, d, d_v,
-        q3.stride(0), q3.stride(1), k3.stride(0), k3.stride(1),
-        v3.stride(0), v3.stride(1), o3.stride(0), o3.stride(1),
-        1 / math.sqrt(d) if scale else 1.0,
-        QUERY_BLOCK=query_block, BLOCK=block,
-        TILE_M=tile_m, TILE_N=tile_n, TILE_D=_tile(d), TILE_DV=_tile(d_v),
-        CAUSAL=causal, TRACE=trace, DOT=dot,
-        PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        m, n, *_strides(q3, k3, v3, o3), _scale(checked.d, scale),
+        D=checked.d, D_V=checked.d_v, QUERY_BLOCK=query_block, BLOCK=block,
+        TILE_M=tile_m, TILE_N=tile_n, TILE_D=_tile(checked.d), TILE_DV=_tile(checked.d_v),
+        CAUSAL=causal, TRACE=trace, DOT=dot, PRECISION=_precision(q.dtype),
         num_warps=8 if tile_m * tile_n >= 128 * 64 else 4,
     )  # fmt: skip
-    output = o3.reshape(*batch, m, d_v)
-    return output, trace_out.reshape(*batch, blocks, 2, m) if trace else trace_out
+    output = o3.reshape(*q.shape[:-1], checked.d_v)
+    return output, trace_out.reshape(*q.shape[:-2], blocks, 2, m) if trace else trace_out
 
 
 _TL_TYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}

@@ -183,10 +183,10 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
     """A lesson's screens (header and inputs, each step, notes), or the bench's table."""
     params = parsed(stop)
     if stop.name == "bench":
-        from attn_cli.commands.bench import bench_config, measure
+        from attn_cli.commands.bench import WITH_SAVED, bench_config, measure
         from attn_cli.render.bench_render import bench_renderable
 
-        config = bench_config(**{k: v for k, v in params.items() if k not in ("fmt", "plot")})
+        config = bench_config(**{k: v for k, v in params.items() if k not in WITH_SAVED})
         result, fits = measure(config)
         if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
             raise KeyboardInterrupt

@@ -20,6 +20,8 @@ from attn_cli.render.bench_render import bench_renderable
 from tests.conftest import assert_user_error, render_plain
 
 FAST = ("--sizes", "16,32", "--d", "8", "--heads", "2", "--repeats", "2", "--block", "8")
+# Four sizes: the smallest is the floor, and the memory of three rows past it has a slope.
+FOUR = (*FAST, "--sizes", "16..128")
 ROW_KEYS = {
     "impl",
     "n",
@@ -45,14 +47,11 @@ def _needs_torch(torch):
 
 
 def test_json_rows_fit_and_device(invoke, torch):
-    result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy", "--causal", "--format", "json")
+    result = invoke("bench", *FOUR, "--impl", "naive,tiled-numpy", "--causal", "--format", "json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert [(row["impl"], row["n"]) for row in doc["rows"]] == [
-        ("naive", 16),
-        ("naive", 32),
-        ("tiled-numpy", 16),
-        ("tiled-numpy", 32),
+        (impl, n) for impl in ("naive", "tiled-numpy") for n in (16, 32, 64, 128)
     ]
     for row in doc["rows"]:
         assert set(row) >= ROW_KEYS
@@ -64,7 +63,18 @@ def test_json_rows_fit_and_device(invoke, torch):
         "memory_exponent",
         "time_reliable",
         "unstable_sizes",
+        "time_sizes",
+        "memory_sizes",
+        "time_left_out",
+        "memory_left_out",
+        "fastest_ms",
+        "smallest_bytes",
+        "time_exponent_max",
+        "block_step_ms",
     }
+    naive = doc["fit"]["naive"]
+    assert 16 in naive["memory_left_out"] and 128 in naive["memory_sizes"]  # 16: the floor
+    assert sorted(naive["time_sizes"] + naive["time_left_out"]) == [16, 32, 64, 128]
     assert doc["reading"][0].startswith("naive memory grows as n^")  # the contrast line
     assert doc["kind"] == "bench" and doc["device"] == "cpu" and doc["dtype"] == "float32"
     assert doc["machine"]["device"] == "cpu" and doc["machine"]["cores"] >= 1
@@ -73,7 +83,7 @@ def test_json_rows_fit_and_device(invoke, torch):
     assert threads["torch"] == torch.get_num_threads() and threads["numpy"] >= 1
     assert doc["machine"]["load"]["cores"] == doc["machine"]["cores"]
     assert all(row["unstable"] in (True, False) for row in doc["rows"])
-    assert doc["config"]["sizes"] == [16, 32] and doc["interrupted"] is False
+    assert doc["config"]["sizes"] == [16, 32, 64, 128] and doc["interrupted"] is False
 
 
 def test_csv_rows(invoke):
@@ -81,13 +91,16 @@ def test_csv_rows(invoke):
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert len(rows) == 4
-    assert set(rows[0]) >= ROW_KEYS
+    assert set(rows[0]) >= ROW_KEYS | {"time_fit", "memory_fit"}
     assert {row["status"] for row in rows} == {"ok"}
     assert rows[0]["note"].startswith("dispatched to")
+    # Two sizes: the smaller is below the floor, and one row past it is no fit.
+    assert {row["time_fit"] for row in rows} <= {"below floor", ""}
+    assert "fitted" not in {row["memory_fit"] for row in rows}
 
 
 def test_rich_table_with_notes_and_exponents(invoke, torch):
-    result = invoke("bench", *FAST, "--impl", "naive,sdpa-efficient,tiled")
+    result = invoke("bench", *FOUR, "--impl", "naive,sdpa-efficient,tiled")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "attn bench" in out and "float32" in out
@@ -100,6 +113,12 @@ def test_rich_table_with_notes_and_exponents(invoke, torch):
     # The threads a run uses and the load, in the header (they used to go unsaid).
     assert f"threads torch {torch.get_num_threads()} · " in out
     assert " cores" in out
+
+
+def test_the_help_gives_the_defaults_of_each_device(invoke):
+    text = " ".join(invoke("bench", "--help").stdout.replace("│", " ").split())
+    assert "Head dimension (default: 64 on cpu, 128 on cuda, 64 on mps)." in text
+    assert "(default: 128..2048 on cpu, 2048..32768 on cuda, 512..8192 on mps)." in text
 
 
 def test_rich_rendering_of_every_status():

@@ -23,6 +23,7 @@ from attn_cli.bench.fit import (
     diagnosis,
     fit_rows,
     judge,
+    left_out_readings,
     loglog_slope,
     reading,
     table_verdict,
@@ -62,20 +63,51 @@ def _row(impl, n, ms, mem, status="ok"):
     return Row.for_run(BenchConfig(), impl, n, ms_median=ms, peak_mem_bytes=mem, status=status)
 
 
-def test_fit_rows_uses_only_successful_rows():
+def test_fit_rows_uses_only_successful_rows_past_the_floor():
+    """A row enters a fit when its value is at least 3 × the implementation's least: the
+    smallest n of a doubling sweep never does, an n² time from the next n on, an n memory from
+    two sizes up."""
     rows = [
         _row("naive", 128, 1.0, 128**2),
         _row("naive", 256, 4.0, 256**2),
-        _row("naive", 512, None, None, status="oom"),
+        _row("naive", 512, 16.0, 512**2),
+        _row("naive", 1024, None, None, status="oom"),
         _row("tiled", 128, 2.0, 128 * 64),
         _row("tiled", 256, 8.0, 256 * 64),
         _row("tiled", 512, 32.0, 512 * 64),
+        _row("tiled", 1024, 128.0, 1024 * 64),
         _row("numpy", 128, None, None, status="unsupported"),
     ]
     fits = fit_rows(rows)
-    assert fits["naive"] == Fit(pytest.approx(2.0), pytest.approx(2.0))
-    assert fits["tiled"] == Fit(pytest.approx(2.0), pytest.approx(1.0))
+    naive, tiled = fits["naive"], fits["tiled"]
+    assert naive.time_exponent == pytest.approx(2.0) and naive.memory_exponent == pytest.approx(2)
+    assert (naive.time_sizes, naive.time_left_out) == ((256, 512), (128,))  # 1024: oom, in none
+    assert (naive.memory_sizes, naive.memory_left_out) == ((256, 512), (128,))
+    assert naive.fastest_ms == 1.0 and naive.time_cutoff_ms == 3.0
+    assert naive.smallest_bytes == 128**2 and naive.memory_cutoff_bytes == 3 * 128**2
+    assert naive.time_exponent_max == pytest.approx(math.log2(15 / 3))  # 4 − 1, 16 − 1
+    assert tiled.time_exponent == pytest.approx(2.0) and tiled.time_sizes == (256, 512, 1024)
+    assert tiled.memory_exponent == pytest.approx(1.0) and tiled.memory_sizes == (512, 1024)
+    assert tiled.memory_left_out == (128, 256)  # 2 × the least: the fixed part could be half
     assert fits["numpy"] == Fit(None, None)
+    assert not fits["numpy"].readable and naive.readable
+
+
+def test_one_size_has_no_floor_and_nothing_to_read():
+    fit = fit_rows([_row("sdpa", 16384, 0.93, 2**25)])["sdpa"]
+    assert fit.time_sizes == (16384,) and fit.time_left_out == () and fit.fastest_ms is None
+    assert fit.time_exponent is None and not fit.readable
+
+
+def test_a_d_sweep_fits_every_row():
+    """At one n the n² softmax is part of every call: over d nothing is a floor."""
+    rows = [
+        Row.for_run(BenchConfig(d=d), "numpy", 2048, ms_median=ms, peak_mem_bytes=2**20)
+        for d, ms in ((16, 41.4), (32, 45.1), (64, 48.3))
+    ]
+    fit = fit_rows(rows, "d")["numpy"]
+    assert fit.time_sizes == (16, 32, 64) and fit.time_left_out == ()
+    assert fit.time_exponent == pytest.approx(loglog_slope([16, 32, 64], [41.4, 45.1, 48.3]))
 
 
 def test_reading_names_the_exponents():
@@ -86,9 +118,68 @@ def test_reading_names_the_exponents():
     text = reading("tiled", Fit(1.95, 1.02))
     assert "memory grows as n^1.0 (the n × n matrix never exists)" in text
     assert "time as n^1.9" in text
-    assert "flat: not measuring the n² work" in reading("sdpa", Fit(0.4, 1.0))
-    assert "fixed costs still weigh" in reading("sdpa", Fit(1.2, 1.0))
+    # Below n²: whether a fixed cost per call (at most the fastest median) can account for it.
+    bent = Fit(1.2, 1.0, fastest_ms=0.05, time_exponent_max=1.9)
+    assert (
+        "time as n^1.2 (below n², which a fixed cost per call, at most the fastest median "
+        "(0.05 ms), can account for at these sizes)" in reading("sdpa", bent)
+    )
+    other = Fit(1.2, 1.0, fastest_ms=1.14, time_exponent_max=1.34)
+    assert (
+        "below n², by more than a fixed cost per call (up to 1.14 ms, the fastest median) can "
+        "account for: a cost that grows slower than n² weighs" in reading("sdpa", other)
+    )
     assert "no exponent" in reading("numpy", Fit(None, None))
+    # A slope of 8.7 (a busy 2-core machine, n 256..512) is not the n² work dominating.
+    assert "time as n^8.7 (steeper than the n² work alone: something else grows faster" in (
+        reading("tiled-numpy", Fit(8.74, 1.0))
+    )
+
+
+def test_fewer_than_two_rows_past_the_floor_read_no_exponent_and_say_so():
+    fit = Fit(
+        None,
+        1.0,
+        time_sizes=(131072,),
+        time_left_out=(4096, 8192, 16384, 32768, 65536),
+        fastest_ms=0.47,
+        memory_sizes=(16384, 32768),
+        memory_left_out=(4096, 8192),
+    )
+    assert reading("linear", fit) == (
+        "linear: memory grows as n^1.0 (the n × n matrix never exists); time not read: only "
+        "n=131072 reaches 3 × the fastest median (0.47 ms); larger --sizes show how time grows."
+    )
+    none = Fit(None, None, time_left_out=(256, 512), fastest_ms=7.99, smallest_bytes=2**20,
+               memory_left_out=(256, 512))  # fmt: skip
+    assert reading("sdpa", none) == (
+        "sdpa: memory not read: no row reaches 3 × the smallest peak (1 MiB); larger --sizes "
+        "show how memory grows; time not read: no row reaches 3 × the fastest median (7.99 ms); "
+        "larger --sizes show how time grows."
+    )
+    verdict = table_verdict("linear", fit)
+    assert verdict.endswith("Its time slope is not read (fewer than two rows past the floor).")
+
+
+def test_the_rows_left_out_are_named_with_the_reason():
+    fits = {
+        "sdpa": Fit(2.0, 1.0, time_sizes=(4096, 8192, 16384), time_left_out=(512, 1024, 2048),
+                    fastest_ms=0.025, memory_sizes=(2048, 4096), memory_left_out=(512, 1024),
+                    smallest_bytes=2**19),
+        "naive": Fit(2.0, 2.0, time_sizes=(1024, 4096), time_left_out=(512, 2048),
+                     fastest_ms=0.06),
+    }  # fmt: skip
+    time, memory = left_out_readings(fits)
+    assert time.startswith(
+        "Left out of the time fits, as the floor of fixed costs: the rows faster than 3 × their "
+        "implementation's fastest median (a fixed cost per call, such as a kernel launch or "
+        "Python's overhead, is at most that median, so it could be more than a third of these "
+        "rows' time): "
+    )
+    assert time.endswith("sdpa n=512..2048 (under 0.075 ms); naive n=512,2048 (under 0.18 ms).")
+    assert memory.startswith("Left out of the memory fits likewise: the rows below 3 × ")
+    assert memory.endswith("sdpa n=512,1024 (under 1.5 MiB).")
+    assert left_out_readings({"naive": Fit(2.0, 2.0)}) == []
 
 
 def test_contrast_of_steepest_and_flattest_memory():
@@ -150,17 +241,35 @@ IDLE = Load(cores=2, threads={"torch": 2}, before=0.1, during=[0.9, 1.2])
 
 def test_a_fit_through_an_unstable_row_is_unreliable_and_says_so():
     rows = [
-        _timed_row("tiled", 256, 43.4, 256 * 64, unstable=True),
-        _timed_row("tiled", 512, 30.0, 512 * 64),
+        _timed_row("tiled", 256, 10.0, 256 * 64),
+        _timed_row("tiled", 512, 43.4, 512 * 64, unstable=True),
         _timed_row("tiled", 1024, 120.0, 1024 * 64),
+        _timed_row("tiled", 2048, 480.0, 2048 * 64),
     ]
     fit = fit_rows(rows)["tiled"]
-    assert not fit.time_reliable and fit.unstable_sizes == (256,)
+    assert fit.time_sizes == (512, 1024, 2048)
+    assert not fit.time_reliable and fit.unstable_sizes == (512,)
     text = reading("tiled", fit)
-    assert "unreliable: unstable timings at n=256" in text
+    assert "unreliable: unstable timings at n=512" in text
     assert "overheads" not in text
     lines = diagnosis(_result(rows, IDLE), {"tiled": fit})
     assert len(lines) == 1 and "Time slopes of tiled are unreliable" in lines[0]
+    assert "Its time slope is not read (unstable rows)." in table_verdict("tiled", fit)
+
+
+def test_an_unstable_row_left_out_of_the_fit_leaves_it_reliable():
+    """The H200's default sweep: n = 512 unstable at the launch floor made sdpa-flash's whole
+    slope "unreliable"; left out of the fit, it says nothing about the slope."""
+    rows = [
+        _timed_row("sdpa-flash", 512, 0.0488, 2671616, unstable=True),
+        _timed_row("sdpa-flash", 1024, 0.0513, 5342208),
+        _timed_row("sdpa-flash", 4096, 0.119, 4326400),
+        _timed_row("sdpa-flash", 8192, 0.455, 8651776),
+        _timed_row("sdpa-flash", 16384, 1.91, 17302528),
+    ]
+    fit = fit_rows(rows)["sdpa-flash"]
+    assert fit.time_reliable and fit.unstable_sizes == () and 512 in fit.time_left_out
+    assert diagnosis(_result(rows, IDLE), {"sdpa-flash": fit}) == []
 
 
 def test_the_busy_machine_is_named_before_and_during_the_sweep():
@@ -189,13 +298,18 @@ def test_times_flat_while_memory_grows_as_n_squared_are_not_the_algorithm():
     rows = [_timed_row("naive", n, ms, 12 * n * n) for n, ms in naive]
     rows += [_timed_row("sdpa", n, ms, 8 * n * 64) for n, ms in sdpa]
     fits = fit_rows(rows)
-    assert fits["naive"].time_exponent == pytest.approx(0.49, abs=0.01)
+    # No median reaches 3 × the fastest (32 ms): every time row is on the floor.
+    assert fits["naive"].time_exponent is None and fits["naive"].time_left_out == ns
     assert fits["naive"].memory_exponent == pytest.approx(2.0)
     lines = diagnosis(_result(rows, IDLE), fits)
     assert len(lines) == 1
-    assert lines[0].startswith("naive: memory grows as n² but the time barely moves")
-    assert "not measuring the algorithm" in lines[0]
-    assert "flat: not measuring the n² work" in reading("sdpa", fits["sdpa"])
+    assert lines[0].startswith(
+        "naive: memory grows as n² but no median reaches 3 × the fastest: these timings are "
+        "not measuring the algorithm"
+    )
+    assert "time not read: only n=2048 reaches 3 × the fastest median (7.99 ms)" in reading(
+        "sdpa", fits["sdpa"]
+    )
     # The same lines reach the JSON reading, and the machine object carries the threads.
     document = to_document(_result(rows, IDLE), fits)
     assert document["reading"][-1] == lines[0]

@@ -199,7 +199,8 @@ def test_auto_repeats():
 
 def test_parse_sizes_and_impls():
     assert parse_sizes(None, "cpu") == (128, 256, 512, 1024, 2048)
-    assert parse_sizes(None, "cuda") == (512, 1024, 2048, 4096, 8192, 16384)
+    # On a GPU the default starts where the n² work, not a kernel's launch, sets the time.
+    assert parse_sizes(None, "cuda") == (2048, 4096, 8192, 16384, 32768)
     assert parse_sizes("100..900", "cpu") == (100, 200, 400, 800)
     assert parse_sizes("1024, 256,256", "cpu") == (256, 1024)
     for bad in ("0..8", "8..4", "12,x", "-5"):
@@ -305,6 +306,25 @@ def test_cuda_default_impls_and_defaults(fake_cuda, monkeypatch):
     monkeypatch.setattr(registry, "has_triton", lambda: True)
     assert registry.default_impls("cuda")[-1] == "triton-flash"
     assert "triton-flash" not in registry.default_impls("cpu")
+
+
+def test_the_default_shape_is_per_device(fake_cuda, monkeypatch):
+    """d 128 and n 2048..32768 on cuda (the width of published FlashAttention figures), d 64
+    elsewhere; the default cuda sweep passes the work guard of a GPU."""
+    from attn_cli.bench.config import DEFAULT_D
+    from attn_cli.bench.sweep import check_sweep_work
+    from attn_cli.commands.bench import bench_config
+    from attn_cli.options import DeviceName
+
+    monkeypatch.setattr(registry, "has_triton", lambda: False)
+    shape = (None, None, None, 128, 0, None, 8, 1, None, False)
+    cuda = bench_config(DeviceName("cuda"), *shape)
+    assert (cuda.d, cuda.sizes, cuda.dtype) == (128, (2048, 4096, 8192, 16384, 32768), "bfloat16")
+    check_sweep_work(cuda, cuda_ops_on_cpu())  # not refused
+    cpu = bench_config(DeviceName("cpu"), *shape)
+    assert (cpu.d, cpu.sizes) == (64, (128, 256, 512, 1024, 2048))
+    assert DEFAULT_D == {"cpu": 64, "cuda": 128, "mps": 64}
+    assert bench_config(DeviceName("cuda"), None, None, None, 128, 0, 32, 8, 1, None, False).d == 32
 
 
 def test_cuda_default_impls_leave_out_kernels_this_torch_lacks(monkeypatch):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from attn_cli.errors import UserError
 from attn_cli.matrices import whole_number
+from attn_cli.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:
     from attn_cli.bench.machine import Load
@@ -34,7 +35,8 @@ IMPLS = (
     "linear",
     "linear-numpy",
 )
-DEFAULT_SIZES = {"cpu": (128, 2048), "cuda": (512, 16384), "mps": (512, 8192)}
+DEFAULT_SIZES = BENCH_SIZES  # per device: the doubling range low..high of --sizes
+DEFAULT_D = BENCH_HEAD_WIDTH  # per device: the head width d of --d
 DEFAULT_DTYPE = {"cpu": "float32", "cuda": "bfloat16", "mps": "float32"}
 DEFAULT_BLOCK = 128
 DEFAULT_WINDOW = 64

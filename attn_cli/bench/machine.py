@@ -5,6 +5,10 @@ when other processes hold the cores, a thread that is descheduled holds every ru
 scheduler tick. Times then stop following the algorithm (a floor of fixed delays). The sweep
 compares the load average (``os.getloadavg()``: processes running or waiting for a core,
 averaged over a minute) with the cores left once its own threads run, before and during.
+
+On a GPU (cuda, mps) the device does the arithmetic: the run's one host thread launches the
+kernels and waits for them, and torch's CPU threads sit idle. There the sweep needs one core,
+not one per thread: a load that leaves a core free does not hold a GPU run up.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 BUSY_MARGIN = 0.5
 # Variables that set the thread count of OpenBLAS, MKL and OpenMP (torch reads OMP too).
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+# Devices whose kernels one host thread launches (the arithmetic runs on the device).
+GPU_DEVICES = ("cuda", "mps")
 
 
 @dataclass
@@ -31,10 +37,21 @@ class Load:
     threads: dict[str, int]  # array library -> threads one run uses
     before: float | None  # 1-minute load average before the first run (None: not available)
     during: list[float] = field(default_factory=list)  # after each row
+    device: str = "cpu"  # where the runs compute
 
     @property
     def most_threads(self) -> int:
         return max(self.threads.values(), default=1)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device in GPU_DEVICES
+
+    @property
+    def cores_needed(self) -> int:
+        """The cores a run keeps busy: on the CPU every thread of its array library; on a GPU
+        the one host thread that launches the kernels and waits for them."""
+        return 1 if self.on_gpu else self.most_threads
 
     @property
     def during_max(self) -> float | None:
@@ -43,13 +60,15 @@ class Load:
     @property
     def busy_before(self) -> bool:
         """Other processes already held cores our threads need."""
-        return self.before is not None and busy(self.before, self.most_threads, self.cores)
+        return self.before is not None and busy(self.before, self.cores_needed, self.cores)
 
     @property
     def busy_during(self) -> bool:
-        """The load exceeded the cores: something waited, and our threads run all the time."""
+        """The load left too few cores: the load counts our own threads, which run all the time
+        (on a GPU, the host thread that launches the kernels)."""
         peak = self.during_max
-        return peak is not None and busy(peak - self.most_threads, self.most_threads, self.cores)
+        needed = self.cores_needed
+        return peak is not None and busy(peak - needed, needed, self.cores)
 
     @property
     def busy(self) -> bool:

@@ -124,7 +124,9 @@ def run_sweep(
 ) -> BenchResult:
     result = BenchResult(config, ops.describe(config.dtype))
     families = [registry.family(impl) for impl in config.impls]
-    result.load = Load(os.cpu_count() or 1, thread_counts(families), load_average())
+    result.load = Load(
+        os.cpu_count() or 1, thread_counts(families), load_average(), device=ops.name
+    )
     failed_at: dict[str, int] = {}  # impl -> the n where it ran out of memory
     peak = ops.peak_tflops(config.dtype)
     try:

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from attn_cli.options import OUTPUT_PANEL, DeviceName, DtypeName
+from attn_cli.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:
     from attn_cli.bench.config import BenchConfig, BenchResult, Row
@@ -23,6 +24,18 @@ if TYPE_CHECKING:
 
 RUN_PANEL = "What to run"
 SHAPE_PANEL = "Shape"
+# The options --from allows: the rest measure, and a saved sweep is not measured again.
+WITH_SAVED = ("fmt", "plot", "saved")
+
+
+def per_device(values: dict[str, object]) -> str:
+    """A per-device default as the help says it: "64 on cpu, 128 on cuda, 64 on mps"."""
+    return ", ".join(f"{value} on {device}" for device, value in values.items())
+
+
+SIZES_DEFAULTS = per_device(
+    {device: f"{low}..{high}" for device, (low, high) in BENCH_SIZES.items()}
+)
 
 
 class BenchFormat(StrEnum):
@@ -32,6 +45,7 @@ class BenchFormat(StrEnum):
 
 
 def bench(
+    ctx: typer.Context,
     device: Annotated[
         DeviceName,
         typer.Option(
@@ -47,7 +61,7 @@ def bench(
             "--sizes",
             metavar="LENGTHS",
             help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
-            "(default: 128..2048 on cpu, 512..16384 on cuda).",
+            f"(default: {SIZES_DEFAULTS}).",
             rich_help_panel=RUN_PANEL,
             show_default=False,
         ),
@@ -111,8 +125,15 @@ def bench(
         ),
     ] = None,
     d: Annotated[
-        int, typer.Option("--d", min=1, help="Head dimension.", rich_help_panel=SHAPE_PANEL)
-    ] = 64,
+        int | None,
+        typer.Option(
+            "--d",
+            min=1,
+            help=f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)}).",
+            rich_help_panel=SHAPE_PANEL,
+            show_default=False,
+        ),
+    ] = None,
     heads: Annotated[
         int, typer.Option("--heads", min=1, help="Attention heads.", rich_help_panel=SHAPE_PANEL)
     ] = 8,
@@ -149,18 +170,36 @@ def bench(
             show_default=False,
         ),
     ] = None,
+    saved: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            metavar="FILE",
+            help="Show a sweep saved with --format json again, without measuring: its table, "
+            "its fits and their reading, by this attn's rules (measure on a GPU, show it on a "
+            "laptop). Goes with --format and --plot only; needs no PyTorch.",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Time and memory of attention against sequence length n: the O(n²) wall, measured.
 
     Runs every implementation at every n and reports the median time, TFLOP/s, % of the GPU's
     dense peak, peak memory and the max error against a float64 reference, then fits how
-    time and memory grow with n. See `attn flash` for the tiled algorithm step by step.
+    time and memory grow with n over the rows past the floor of fixed costs (a row enters
+    when it takes 3 × its implementation's fastest). See `attn flash` for the tiled algorithm
+    step by step.
     """
     from attn_cli.commands.common import start_up_done, stdout_console
     from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
 
     start_up_done()
 
+    if saved is not None:
+        refuse_measuring_options(ctx)
+        show_saved(saved, fmt, plot)
+        return
     if plot is not None and dims is not None:
         from attn_cli.errors import UserError
 
@@ -197,7 +236,7 @@ def bench(
         text = (
             bench_render.to_json(result, fits)
             if fmt is BenchFormat.json
-            else bench_render.to_csv(result)
+            else bench_render.to_csv(result, fits)
         )
         console.out(
             text[len(started) :], highlight=False, end="" if fmt is BenchFormat.csv else "\n"
@@ -213,6 +252,53 @@ def bench(
         raise typer.Exit(code=130)
 
 
+def refuse_measuring_options(ctx: typer.Context) -> None:
+    """--from shows a saved sweep: an option that would measure is a user error, named."""
+    from attn_cli.errors import UserError
+
+    for param in ctx.command.params:
+        if param.name in WITH_SAVED or param.name is None:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is not None and source.name == "COMMANDLINE":
+            raise UserError(
+                f"--from shows a saved sweep without measuring, and {param.opts[0]} is an "
+                "option of a measurement; leave it out (--from goes with --format and --plot)."
+            )
+
+
+def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
+    """attn bench --from FILE: the saved sweep's table, fits and reading, fitted again."""
+    from attn_cli.bench.fit import fit_sweep
+    from attn_cli.bench.saved import load_sweep
+    from attn_cli.commands.common import stdout_console
+    from attn_cli.errors import UserError
+    from attn_cli.render import bench_render
+    from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
+
+    if plot is not None:
+        check_plot_path(plot)
+        require_matplotlib()
+    sweep = load_sweep(path)
+    result = sweep.result
+    if plot is not None and result.config.dims:
+        raise UserError(
+            f"--plot draws time and memory against n, but the sweep in {path} varies d; leave "
+            "out --plot."
+        )
+    fits = fit_sweep(result)
+    console = stdout_console()
+    if fmt is BenchFormat.rich:
+        console.print(bench_render.bench_renderable(result, fits, source=sweep.describe(path)))
+    elif fmt is BenchFormat.json:
+        console.out(bench_render.to_json(result, fits), highlight=False)
+    else:
+        console.out(bench_render.to_csv(result, fits), highlight=False, end="")
+    if plot is not None and result.rows:
+        write_plot(result, plot)
+        _stderr().print(f"plot written to {plot}", markup=False)
+
+
 def bench_config(
     device: DeviceName,
     sizes: str | None,
@@ -220,7 +306,7 @@ def bench_config(
     repeats: int | None,
     block: int,
     seed: int,
-    d: int,
+    d: int | None,
     heads: int,
     batch: int,
     dtype: DtypeName | None,
@@ -229,7 +315,13 @@ def bench_config(
     dims: str | None = None,
 ) -> BenchConfig:
     """The sweep the options ask for, checked (a user error before anything runs)."""
-    from attn_cli.bench.config import DEFAULT_DTYPE, BenchConfig, parse_impls, parse_sizes
+    from attn_cli.bench.config import (
+        DEFAULT_D,
+        DEFAULT_DTYPE,
+        BenchConfig,
+        parse_impls,
+        parse_sizes,
+    )
     from attn_cli.bench.devices import device_ops, torch_available
     from attn_cli.bench.impls import default_impls, require_torch
     from attn_cli.errors import UserError
@@ -249,7 +341,7 @@ def bench_config(
     return BenchConfig(
         device=device.value,
         sizes=grid,
-        d=d,
+        d=d if d is not None else DEFAULT_D[device.value],
         heads=heads,
         batch=batch,
         dtype=dtype.value if dtype else DEFAULT_DTYPE[device.value],
@@ -266,10 +358,10 @@ def bench_config(
 def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
     """Run the sweep (a progress bar on stderr) and fit how time and memory grow with n."""
     from attn_cli.bench.devices import device_ops
-    from attn_cli.bench.fit import fit_rows
+    from attn_cli.bench.fit import fit_sweep
 
     result = _run_with_progress(config, device_ops(config.device))
-    return result, fit_rows(result.rows, config.variable)
+    return result, fit_sweep(result)
 
 
 def _stderr() -> Console:

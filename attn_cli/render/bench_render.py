@@ -23,6 +23,8 @@ from attn_cli.bench.fit import (
     complexity_rows,
     contrast,
     diagnosis,
+    fitted_sizes,
+    left_out_readings,
     reading,
     table_verdict,
 )
@@ -32,6 +34,11 @@ from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.rich_render import records_table
 
 ROW_KEYS = tuple(field.name for field in fields(Row))
+# The CSV's last columns: whether each row entered the time and the memory fit ("fitted"), or
+# was left out below the floor ("below floor"; see attn_cli.bench.fit); empty where no fit went
+# through it (the row did not run, or fewer than two rows of its implementation passed the floor).
+FIT_KEYS = ("time_fit", "memory_fit")
+CSV_KEYS = ROW_KEYS + FIT_KEYS
 MEMORY_METHODS = {
     "tracemalloc": "trace",
     "torch profiler": "prof",
@@ -53,7 +60,7 @@ def opening(fmt: str, config: BenchConfig, ops: CpuOps) -> str:
     """What the output starts with, known before the sweep: the rich title line, the CSV
     header, or the JSON envelope (the text of to_json and to_csv starts with it)."""
     if fmt == "csv":
-        return ",".join(ROW_KEYS) + "\n"
+        return ",".join(CSV_KEYS) + "\n"
     if fmt == "json":
         frame = dumps({**envelope("bench"), "device": None})
         return frame[: frame.index('"device"')]
@@ -66,29 +73,38 @@ def title(config: BenchConfig, info: dict[str, Any]) -> Text:
 
 
 def bench_renderable(
-    result: BenchResult, fits: dict[str, Fit], with_title: bool = True
+    result: BenchResult, fits: dict[str, Fit], with_title: bool = True, source: str | None = None
 ) -> RenderableType:
     """Header, one row per (implementation, n), notes, then the exponents and their reading
-    (without the title line when it was written before the sweep)."""
+    (without the title line when it was written before the sweep). ``source``: where a saved
+    sweep was read from, said under the title."""
     notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the sizes it applies to
     rows = sorted_rows(result)
     for row in rows:
         if row.note:
             notes.setdefault((row.impl, row.note), []).append(row.n)
     markers = {key: index for index, key in enumerate(notes, 1)}
-    parts: list[RenderableType] = [_header(result, with_title), _rows_table(result, rows, markers)]
+    parts: list[RenderableType] = [
+        _header(result, with_title, source),
+        _rows_table(result, rows, markers),
+    ]
     for (impl, note), index in markers.items():
         sizes = notes[(impl, note)]
         where = "every n" if len(sizes) == _count(rows, impl) else "n=" + ",".join(map(str, sizes))
         parts.append(Text(f"[{index}] {impl} ({where}): {note}", style="yellow"))
     parts.append(Text(LEGEND, style="dim"))
-    fitted = {impl: fit for impl, fit in fits.items() if _has_exponent(fit)}
+    fitted = {impl: fit for impl, fit in fits.items() if fit.readable}
     variable = result.config.variable
     if fitted:
         title = f"How time and memory grow with {variable} (log-log slope)"
+        if variable == "n":
+            title = "How time and memory grow with n (log-log slope over the rows past the floor)"
         parts += [Text(""), Text(title, style="bold")]
-        parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2)))
-        parts.extend(Text(sentence) for sentence in growth_readings(fitted, variable))
+        headings = {"time_over": f"over {variable}", "memory_over": f"over {variable}"}
+        parts.append(records_table(_fit_records(fitted), RenderOptions(precision=2), headings))
+        parts.extend(
+            Text(sentence) for sentence in growth_readings(fitted, variable, result.config.block)
+        )
         verdicts = table_verdicts(fitted, variable)
         if verdicts:  # the table the verdicts read, shown where they refer to it
             parts += [Text(""), Text(COMPLEXITY_TITLE, style="bold")]
@@ -123,7 +139,9 @@ def _count(rows: list[Row], impl: str) -> int:
     return sum(1 for row in rows if row.impl == impl)
 
 
-def _header(result: BenchResult, with_title: bool = True) -> RenderableType:
+def _header(
+    result: BenchResult, with_title: bool = True, source: str | None = None
+) -> RenderableType:
     config, info = result.config, result.device_info
     shape = f"d {config.d}" if not config.dims else f"d swept at n {_joined(config.sizes)}"
     details = (
@@ -136,6 +154,8 @@ def _header(result: BenchResult, with_title: bool = True) -> RenderableType:
     if info.get("peak_tflops"):
         details += f" · dense peak {info['peak_tflops']:g} TFLOP/s ({info.get('peak_label')})"
     lines = [title(config, info)] if with_title else []
+    if source is not None:
+        lines.append(Text(source, style="dim"))
     lines.append(Text(details, style="dim"))
     if result.load is not None:
         lines.append(Text(_load_line(result), style="dim"))
@@ -151,7 +171,10 @@ def _load_line(result: BenchResult) -> str:
     load = result.load
     assert load is not None
     threads = ", ".join(f"{name} {count}" for name, count in load.threads.items()) or "—"
-    line = f"threads {threads} · {load.cores} cores"
+    line = f"threads {threads}"
+    if load.on_gpu:  # the GPU does the arithmetic
+        line += " (one launches the kernels)"
+    line += f" · {load.cores} cores"
     if load.before is not None:
         line += f" · load average {load.before:.2f} before"
         if load.during_max is not None:
@@ -237,19 +260,21 @@ COMPLEXITY_TITLE = (
 )
 
 
-def readings(fits: dict[str, Fit], variable: str = "n") -> list[str]:
+def readings(fits: dict[str, Fit], variable: str = "n", block: int | None = None) -> list[str]:
     """The growth readings, then the verdicts against the complexity table."""
-    return growth_readings(fits, variable) + table_verdicts(fits, variable)
+    return growth_readings(fits, variable, block) + table_verdicts(fits, variable)
 
 
-def growth_readings(fits: dict[str, Fit], variable: str = "n") -> list[str]:
-    """The contrast line first (when there is one), then one sentence per implementation;
-    none over d (--dims)."""
+def growth_readings(
+    fits: dict[str, Fit], variable: str = "n", block: int | None = None
+) -> list[str]:
+    """The contrast line first (when there is one), one sentence per implementation, then the
+    rows left out of the fits; none over d (--dims). ``block``: the sweep's key block."""
     if variable == "d":
         return []
     first = contrast(fits)
-    per_impl = [reading(impl, fit) for impl, fit in fits.items()]
-    return ([first] if first else []) + per_impl
+    per_impl = [reading(impl, fit, block) for impl, fit in fits.items()]
+    return ([first] if first else []) + per_impl + left_out_readings(fits)
 
 
 def table_verdicts(fits: dict[str, Fit], variable: str = "n") -> list[str]:
@@ -259,28 +284,32 @@ def table_verdicts(fits: dict[str, Fit], variable: str = "n") -> list[str]:
     return [verdict for verdict in verdicts if verdict]
 
 
-def _has_exponent(fit: Fit) -> bool:
-    return fit.time_exponent is not None or fit.memory_exponent is not None
-
-
 def _fit_records(fits: dict[str, Fit]) -> list[dict[str, Any]]:
+    """Each exponent, then the sizes it was fitted over (time_over, memory_over)."""
     return [
         {
             "impl": impl,
             "time exponent": _time_exponent(fit),
-            "memory exponent": _exponent(fit.memory_exponent),
+            "time_over": fitted_sizes(fit, "time") if fit.time_exponent is not None else None,
+            "memory exponent": _exponent(fit.memory_exponent, fit.memory_left_out),
+            "memory_over": (
+                fitted_sizes(fit, "memory") if fit.memory_exponent is not None else None
+            ),
         }
         for impl, fit in fits.items()
     ]
 
 
 def _time_exponent(fit: Fit) -> str | None:
-    text = _exponent(fit.time_exponent)
-    return text if text is None or fit.time_reliable else f"{text} (noisy)"
+    text = _exponent(fit.time_exponent, fit.time_left_out)
+    return text if fit.time_exponent is None or fit.time_reliable else f"{text} (noisy)"
 
 
-def _exponent(value: float | None) -> str | None:
-    return None if value is None else f"{value:.2f}"
+def _exponent(value: float | None, left_out: tuple[int, ...] = ()) -> str | None:
+    """The exponent to two decimals; "not read" where rows were left out and too few remain."""
+    if value is None:
+        return "not read" if left_out else None
+    return f"{value:.2f}"
 
 
 def to_json(result: BenchResult, fits: dict[str, Fit]) -> str:
@@ -297,7 +326,7 @@ def to_document(result: BenchResult, fits: dict[str, Fit]) -> dict[str, Any]:
         "machine": plain(result.machine()),
         "config": plain(asdict(config)),
         "rows": [plain(row.as_dict()) for row in sorted_rows(result)],
-        "fit": {impl: plain(asdict(fit)) for impl, fit in fits.items()},
+        "fit": {impl: plain(fit.as_dict()) for impl, fit in fits.items()},
         "reading": _all_readings(result, fits),
         "interrupted": result.interrupted,
     }
@@ -305,16 +334,36 @@ def to_document(result: BenchResult, fits: dict[str, Fit]) -> dict[str, Any]:
 
 def _all_readings(result: BenchResult, fits: dict[str, Fit]) -> list[str]:
     """The sentences under the rich table, in order: the readings, then the warnings."""
-    fitted = {impl: fit for impl, fit in fits.items() if _has_exponent(fit)}
-    return readings(fitted, result.config.variable) + diagnosis(result, fitted)
+    fitted = {impl: fit for impl, fit in fits.items() if fit.readable}
+    config = result.config
+    return readings(fitted, config.variable, config.block) + diagnosis(result, fitted)
 
 
-def to_csv(result: BenchResult) -> str:
+def to_csv(result: BenchResult, fits: dict[str, Fit] | None = None) -> str:
+    """The rows, each with whether it entered the time and the memory fit (FIT_KEYS)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=ROW_KEYS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=CSV_KEYS, lineterminator="\n")
     writer.writeheader()
     for row in sorted_rows(result):
-        writer.writerow(
-            {key: "" if value is None else value for key, value in row.as_dict().items()}
-        )
+        record = {key: "" if value is None else value for key, value in row.as_dict().items()}
+        fit = (fits or {}).get(row.impl)
+        size = getattr(row, result.config.variable)
+        record["time_fit"] = _fit_cell(size, fit, "time")
+        record["memory_fit"] = _fit_cell(size, fit, "memory")
+        writer.writerow(record)
     return buffer.getvalue()
+
+
+def _fit_cell(size: int, fit: Fit | None, what: str) -> str:
+    """ "fitted", "below floor", or "" (the row is in no fit: it did not run, or too few rows
+    of its implementation did)."""
+    if fit is None:
+        return ""
+    fitted, left_out = (
+        (fit.time_sizes, fit.time_left_out)
+        if what == "time"
+        else (fit.memory_sizes, fit.memory_left_out)
+    )
+    if size in left_out:
+        return "below floor"
+    return "fitted" if size in fitted and len(fitted) >= 2 else ""

@@ -95,6 +95,62 @@ def test_blockwise_window_attention_equals_the_dense_masked_one(n, w, block, cau
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
 
 
+def random_band_case(seed: int) -> tuple[int, int, int, bool]:
+    """(n, w, block, causal) drawn so that every edge comes up: n not a multiple of the block,
+    w = 0, w ≥ n, a block larger than n, a block smaller than w."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 90))
+    w = int(rng.choice([0, rng.integers(1, 12), n - 1, n, n + int(rng.integers(0, 20))]))
+    block = int(rng.choice([1, rng.integers(2, 40), n, n + 5]))
+    return n, max(w, 0), block, bool(rng.integers(2))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_window_attention_on_random_shapes_equals_the_dense_masked_softmax(seed):
+    """Heads and a batch in front, float64, against the dense masked softmax to 1e-12."""
+    n, w, block, causal = random_band_case(seed)
+    rng = np.random.default_rng(1000 + seed)
+    q, k, v = (rng.standard_normal((2, 3, n, size)) for size in (4, 4, 5))  # (batch, heads, n, d)
+    allowed = band_by_loops(n, w, causal)
+    expected = softmax_rows(np.where(allowed, q @ np.swapaxes(k, -1, -2) / 2.0, -np.inf)) @ v
+    got = local.window_attention(q, k, v, w, causal=causal, block=block)
+    assert got.shape == (2, 3, n, 5)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_window_attention_in_torch_equals_sdpa_with_the_band_mask(torch, seed):
+    """The torch path of the same code, against torch's sdpa given the dense band (float64)."""
+    n, w, block, causal = random_band_case(100 + seed)
+    generator = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(2, n, 8, generator=generator, dtype=torch.float64) for _ in range(3))
+    band = torch.from_numpy(band_by_loops(n, w, causal))
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=band)
+    got = local.window_attention(q, k, v, w, causal=causal, block=block)
+    assert got.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=0, atol=1e-12)
+    numpy_path = local.window_attention(
+        q.numpy(), k.numpy(), v.numpy(), w, causal=causal, block=block
+    )
+    np.testing.assert_allclose(got.numpy(), numpy_path, rtol=0, atol=1e-13)
+
+
+def test_window_blocks_by_hand():
+    """n = 10, w = 2, blocks of 4: three blocks (the last with two stand-in rows), each seeing
+    4 + 2·2 = 8 keys (causal 4 + 2 = 6): 96 (72) scores, against the 100 of the full matrix."""
+    blocks = local.window_blocks(10, 2, block=4)
+    assert (blocks.size, blocks.count, blocks.span, blocks.reach) == (4, 3, 8, 2)
+    assert blocks.scores == 96 and local.window_blocks(10, 2, True, 4).scores == 72
+    wide = local.window_blocks(5, 50, block=8)  # a window past both ends reaches n − 1 = 4
+    assert (wide.size, wide.count, wide.span, wide.reach) == (5, 1, 13, 4)
+
+
+def test_the_scores_grow_as_n_times_the_span():
+    """O(n·(block + 2w)) scores, not n²: doubling n doubles them."""
+    counts = [local.window_blocks(n, 64, block=128).scores for n in (4096, 8192, 16384)]
+    assert counts == [4096 * 256, 8192 * 256, 16384 * 256]
+
+
 def test_window_and_graph_masks_agree_with_torch_sdpa(torch):
     F = torch.nn.functional
     rng = np.random.default_rng(3)

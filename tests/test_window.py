@@ -174,6 +174,9 @@ def test_blockwise_note_agrees(invoke_json):
     doc = invoke_json("window", "--n", "10", "--window", "2", "--causal")
     (note,) = steps_of(doc)["output"]["notes"]
     assert note["key"] == "blockwise" and note["values"]["difference"] < 1e-12
+    # Blocks of w + 1 = 3 queries: 4 blocks (10 rows padded to 12), each against 3 + 2 keys.
+    assert note["values"]["block"] == 3 and note["values"]["largest"] == 4 * 3 * 5
+    assert "every block at once: 60 scores held" in " ".join(note["text"].split())
 
 
 def test_check_passes_on_the_bundled_file(invoke):

@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from attn_cli.errors import UserError
 from attn_cli.install import install_command
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear as linear_mech
-from attn_cli.mechanisms.local import window_attention, window_pairs
+from attn_cli.mechanisms.local import window_attention, window_blocks, window_pairs
 from attn_cli.mechanisms.tiled import tiled_attention
 
 # --impl sdpa-X -> the torch.nn.attention.SDPBackend member it forces.
@@ -243,10 +244,12 @@ def estimate_bytes(
         return heads * ((4 + causal) * square * itemsize + 2 * rows * itemsize) + square
     # tracemalloc also counts numpy's small Python-side allocations: a fixed allowance
     overhead = PYTHON_OVERHEAD if family(impl) == "numpy" else 0
-    if impl in ("window", "window-numpy", "flex-window"):  # output + one block's scores (×5)
-        span = min(n, config.block + 2 * config.window)
-        per_head = itemsize * (2 * rows + 5 * min(config.block, n) * span)
-        return heads * per_head + overhead
+    if impl in ("window", "window-numpy"):
+        shared = window_shared_bytes(config, n, itemsize)
+        return heads * window_head_bytes(config, n, itemsize) + shared + overhead
+    if impl == "flex-window":  # the block mask (built first, then kept), then one call
+        building, kept = band_block_mask_bytes(n)
+        return max(building, kept + heads * flex_call_bytes(config, n, itemsize))
     if impl in LINEAR_IMPLS:  # φ(Q), φ(K), output (n × d each), φ(K)ᵀV (d × d), a chunk
         per_head = itemsize * (4 * rows + config.d**2 + causal * 3 * config.block**2)
         return heads * per_head + overhead
@@ -258,6 +261,24 @@ def estimate_bytes(
         return heads * per_head + overhead
     # fused kernels: output, log-sum-exp per row, a workspace
     return heads * (2 * rows * itemsize + 8 * n) + (1 << 20)
+
+
+def window_head_bytes(config: BenchConfig, n: int, itemsize: int) -> int:
+    """What window_attention holds per head at its peak (the softmax): the logits, the shifted
+    logits, their exp and the weights (every block's scores, n × (block + 2w) in all), each
+    block's gathered keys and values (span × d), Q/√d and the output (n × d each)."""
+    blocks = window_blocks(n, config.window, config.causal, config.block)
+    padded = blocks.count * blocks.size
+    gathered = 2 * blocks.count * blocks.span * config.d
+    return itemsize * (4 * blocks.scores + gathered + 2 * padded * config.d)
+
+
+def window_shared_bytes(config: BenchConfig, n: int, itemsize: int) -> int:
+    """What window_attention holds once for all heads: the additive mask (a score each), the
+    boolean band and its intermediate (a byte each), the key indices (int64, three arrays of
+    count × span)."""
+    blocks = window_blocks(n, config.window, config.causal, config.block)
+    return blocks.scores * (itemsize + 2) + 3 * 8 * blocks.count * blocks.span
 
 
 def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], Array]:
@@ -315,22 +336,92 @@ def _band(n: int, window: int, causal: bool, device: Array) -> Array:
     return (offset >= 0) & (offset <= window) if causal else offset.abs() <= window
 
 
+# FlexAttention's block (its default): the block mask says which FLEX_BLOCK × FLEX_BLOCK tiles
+# of the scores hold a pair of the band.
+FLEX_BLOCK = 128
+
+
 def _flex_window(q: Array, k: Array, v: Array, window: int, causal: bool) -> Callable[[], Array]:
     """FlexAttention with the band as a block mask: blocks outside the band are skipped.
 
     Compiled (eager FlexAttention materialises the n × n scores); the first call compiles, in
-    the uncounted warm-up.
+    the uncounted warm-up. The block mask is built from the tiles' index ranges
+    (band_block_mask), not with create_block_mask, which evaluates the mask function on every
+    one of the n² pairs (16 bytes a pair for |i − j| ≤ w: 256 GiB at n = 131072).
     """
     import torch
-    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    from torch.nn.attention.flex_attention import flex_attention
 
-    def band(_b: Array, _h: Array, i: Array, j: Array) -> Array:
-        return ((i - j >= 0) & (i - j <= window)) if causal else (i - j).abs() <= window
-
-    n = q.shape[-2]
-    block_mask = create_block_mask(band, None, None, n, n, device=str(q.device))
+    block_mask = band_block_mask(q.shape[-2], window, causal, q.device)
     compiled = torch.compile(flex_attention, dynamic=False)
     return lambda: compiled(q, k, v, block_mask=block_mask)
+
+
+def band_block_mask(n: int, window: int, causal: bool, device: Any) -> Any:
+    """FlexAttention's BlockMask of the band |i − j| ≤ w (causal: 0 ≤ i − j ≤ w) on n tokens,
+    the same as create_block_mask gives, built on the (n/128)² tiles rather than the n² pairs.
+
+    Tile (a, b) holds query rows r0..r1 − 1 and keys c0..c1 − 1, so its offsets i − j fill
+    r0 − (c1 − 1) .. (r1 − 1) − c0: the tile holds a pair of the band when that range meets the
+    band's offsets, and is full (its mask need not be applied) when the range lies inside them
+    and the tile is whole (a tile cut by the end of the sequence is only partly real).
+    """
+    import torch
+    from torch.nn.attention.flex_attention import BlockMask
+
+    def band(_b: Any, _h: Any, i: Any, j: Any) -> Any:
+        return ((i - j >= 0) & (i - j <= window)) if causal else (i - j).abs() <= window
+
+    start = torch.arange(0, n, FLEX_BLOCK, device=device)  # (tiles,) first row (or key)
+    last = torch.clamp(start + FLEX_BLOCK, max=n) - 1  # (tiles,) last row (or key)
+    low = start[:, None] - last[None, :]  # (tiles, tiles) least i − j in the tile
+    high = last[:, None] - start[None, :]  # most i − j in the tile
+    floor = 0 if causal else -window  # least i − j of the band
+    whole = last - start == FLEX_BLOCK - 1
+    touches = (low <= window) & (high >= floor)
+    full = (low >= floor) & (high <= window) & whole[:, None] & whole[None, :]
+    partial = touches & ~full
+
+    def ordered(tiles: Any) -> tuple[Any, Any]:
+        """(count, key tiles) of each query tile's row, its tiles first in ascending order."""
+        dense = tiles.to(torch.int32)[None, None]  # (1, 1, tiles, tiles)
+        order = torch.argsort(dense, dim=-1, descending=True, stable=True)
+        return dense.sum(dim=-1).to(torch.int32), order.to(torch.int32)
+
+    kv_num_blocks, kv_indices = ordered(partial)
+    full_kv_num_blocks, full_kv_indices = ordered(full)
+    return BlockMask.from_kv_blocks(
+        kv_num_blocks,
+        kv_indices,
+        full_kv_num_blocks,
+        full_kv_indices,
+        BLOCK_SIZE=FLEX_BLOCK,
+        mask_mod=band,
+        seq_lengths=(n, n),
+    )
+
+
+def band_block_mask_bytes(n: int) -> tuple[int, int]:
+    """(peak while band_block_mask builds, what the BlockMask keeps), in bytes.
+
+    Both grow as the (n/128)² tile pairs: the ranges, the ordering and from_kv_blocks'
+    transposes hold a few int64 and int32 tensors of that size at once (measured: 56 bytes a
+    pair on the CPU with torch 2.13, 72 on an H200 with torch 2.11); the mask keeps four int32
+    index tensors (16 bytes a pair) and four int32 counts (16 bytes a tile).
+    """
+    tiles = -(-n // FLEX_BLOCK)
+    return 80 * tiles**2 + 64 * tiles + BLOCK_MASK_ALLOWANCE, 16 * tiles**2 + 16 * tiles
+
+
+# The small tensors of the construction (a few hundred bytes measured) and allocator rounding.
+BLOCK_MASK_ALLOWANCE = 4096
+
+
+def flex_call_bytes(config: BenchConfig, n: int, itemsize: int) -> int:
+    """One head's allocations in a compiled FlexAttention call: the output (n × d) and two
+    float32 numbers a row (the log-sum-exp and the row max); 142,606,336 bytes measured for 8
+    heads at n = 131072, d = 64, bfloat16 on an H200, which is this exactly."""
+    return n * config.d * itemsize + 8 * n
 
 
 def work_flops(impl: str, config: BenchConfig, n: int) -> float:

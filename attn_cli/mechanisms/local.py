@@ -2,7 +2,8 @@
 
 * sliding window (local): query i sees key j when |i − j| ≤ w; causal: when 0 ≤ i − j ≤ w.
   Each row then has at most 2w + 1 (causal: w + 1) allowed keys instead of n, so only
-  O(n·w) scores need exist (window_attention computes just those, block by block).
+  O(n·w) scores need exist (window_attention computes, in blocks of queries, only those
+  near the band).
 * global tokens (Longformer): a few positions attend to every key and are attended by every
   query: their rows and columns are fully allowed on top of the window.
 * graph (graph attention): node i attends only to its neighbours N(i), from an edge list or a
@@ -15,6 +16,7 @@ F.scaled_dot_product_attention); masks.additive turns one into the −∞ mask t
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -101,6 +103,30 @@ def window_pairs(n: int, window: int, causal: bool = False) -> int:
     return n + side if causal else n + 2 * side
 
 
+@dataclass(frozen=True)
+class WindowBlocks:
+    """How window_attention cuts n queries: ``count`` blocks of ``size`` rows, each scored
+    against the ``span`` keys its window can reach (all blocks at once)."""
+
+    size: int  # query rows a block (the last one padded)
+    count: int  # query blocks: ⌈n / size⌉
+    span: int  # keys a block sees: size + 2·reach (causal: size + reach)
+    reach: int  # min(w, n − 1): a window wider than the sequence reaches no further
+
+    @property
+    def scores(self) -> int:
+        """Scores computed (and held at once): count × size × span, O(n·(size + 2w))."""
+        return self.count * self.size * self.span
+
+
+def window_blocks(n: int, window: int, causal: bool = False, block: int = 128) -> WindowBlocks:
+    """The blocks of window_attention for n tokens (n ≥ 1): see WindowBlocks."""
+    reach = min(window, n - 1)
+    size = min(block, n)
+    span = size + (reach if causal else 2 * reach)
+    return WindowBlocks(size=size, count=-(-n // size), span=span, reach=reach)
+
+
 def window_attention(
     q: Array,
     k: Array,
@@ -111,24 +137,43 @@ def window_attention(
     block: int = 128,
     use_scale: bool = True,
 ) -> Array:
-    """Sliding-window attention, block by block: never more than block × (block + 2w) scores.
+    """Sliding-window attention on all query blocks at once: n × (block + 2w) scores, not n².
 
-    Query rows i0..i1 can only see keys i0 − w .. i1 + w (causal: i0 − w .. i1), so each block
-    of queries is scored against that slice of keys alone; the band mask inside the slice does
-    the rest. Memory is O(block · (block + w)) scores plus the O(n·d) output; time O(n·(b + w)·d).
-    Self-attention (m = n). Equal to the dense masked attention up to rounding.
+    Query rows i0..i0 + b − 1 can only see keys i0 − w .. i0 + b − 1 + w (causal: up to
+    i0 + b − 1), so each block of b queries is scored against that slice of b + 2w keys alone
+    (gathered for every block in one step: key t of block c is key c·b − w + t). One batched
+    matmul makes every block's scores, the band mask (with keys outside 0..n − 1) sets the rest
+    to −∞, a softmax and one batched matmul with the gathered values give the output. Memory
+    O(n·(b + 2w)) scores plus O(n·d); time O(n·(b + 2w)·d). Self-attention (m = n). Equal to
+    the dense masked attention up to rounding.
     """
     xp = namespace_of(q, k, v)
-    n = q.shape[-2]
-    outputs = []
-    for row0 in range(0, n, block):
-        row1 = min(row0 + block, n)
-        col0 = max(0, row0 - window)
-        col1 = row1 if causal else min(n, row1 + window)  # last query i1 − 1 sees i1 − 1 + w
-        s = scores(q[..., row0:row1, :], k[..., col0:col1, :])  # (..., r, c)
-        if use_scale:
-            s = scale(s, q.shape[-1])
-        band = window_allowed(s, window, causal=causal, row0=row0, col0=col0)  # (r, c)
-        weights = softmax(s + additive(band, s))  # (..., r, c)
-        outputs.append(weighted_sum(weights, v[..., col0:col1, :]))  # (..., r, d_v)
-    return xp.concat(outputs, axis=-2)  # (..., n, d_v)
+    *lead, n, d_k = q.shape
+    blocks = window_blocks(n, window, causal, block)
+    size, count, span, reach = blocks.size, blocks.count, blocks.span, blocks.reach
+    device = q.device
+    # Key t of block c is key c·size − reach + t; outside 0..n − 1 it is a stand-in, masked.
+    first = xp.arange(count, device=device) * size - reach  # (count,)
+    key = first[:, None] + xp.arange(span, device=device)[None, :]  # (count, span)
+    gather = xp.reshape(xp.clip(key, 0, n - 1), (count * span,))
+    k_blocks = xp.reshape(xp.take(k, gather, axis=-2), (*lead, count, span, d_k))
+    v_blocks = xp.reshape(xp.take(v, gather, axis=-2), (*lead, count, span, v.shape[-1]))
+    padded = count * size  # the last block's missing rows: stand-ins, dropped at the end
+    rows = xp.arange(padded, device=device)  # (padded,) query positions
+    q_blocks = q if padded == n else xp.take(q, xp.clip(rows, 0, n - 1), axis=-2)
+    if use_scale:  # Q/√d_k before the product: the same scores, one pass over n·d, not n·span
+        q_blocks = scale(q_blocks, d_k)
+    q_blocks = xp.reshape(q_blocks, (*lead, count, size, d_k))
+    # Row r of a block against its key t: i − j = r + reach − t, the same in every block.
+    like = xp.empty((size, span), dtype=q.dtype, device=device)
+    band = window_allowed(like, window, causal=causal, col0=-reach)  # (size, span)
+    inside = xp.logical_and(key >= 0, key < n)  # (count, span): a real key
+    allowed = xp.logical_and(band[None, :, :], inside[:, None, :])  # (count, size, span)
+    if padded != n:  # a stand-in row sees every key: no row is empty, so no NaN appears
+        allowed = xp.logical_or(allowed, xp.reshape(rows >= n, (count, size, 1)))
+    # One additive mask (0 or −∞) for every head: adding it is one pass over the scores.
+    mask = additive(allowed, xp.zeros((), dtype=q.dtype, device=device))  # (count, size, span)
+    logits = scores(q_blocks, k_blocks) + mask  # (..., count, size, span)
+    weights = softmax(logits)  # (..., count, size, span)
+    output = xp.reshape(weighted_sum(weights, v_blocks), (*lead, padded, v.shape[-1]))
+    return output if padded == n else output[..., :n, :]  # (..., n, d_v)

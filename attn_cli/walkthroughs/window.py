@@ -320,14 +320,14 @@ def _blockwise_note(
     record: StepRecorder, qkv: tuple[Any, Any, Any], output: Any, window: int, causal: bool
 ) -> Note:
     """The blockwise computation (the bench's --impl window), which never forms the n × n
-    scores, gives the same output: each block of queries is scored against its key slice."""
+    scores, gives the same output: each block of queries is scored against its key slice,
+    every block at once."""
     q, k, v = qkv
     block = window + 1
     blocks = local.window_attention(q, k, v, window, causal=causal, block=block)
     backend = record.run.backend
     gap = float(np.max(np.abs(backend.to_numpy(blocks) - backend.to_numpy(output))))
-    n = q.shape[-2]
-    largest = min(block, n) * min(n, block + (window if causal else 2 * window))
+    largest = local.window_blocks(q.shape[-2], window, causal, block).scores
     return record.note("blockwise", block=block, largest=largest, difference=gap)
 
 

@@ -33,8 +33,6 @@ SDPA_BACKENDS = {
 SHORT_NAMES = {member: impl.removeprefix("sdpa-") for impl, member in SDPA_BACKENDS.items()}
 CUDA_ONLY = ("sdpa-efficient", "sdpa-cudnn")
 PYTHON_OVERHEAD = 64 * 1024
-# triton-flash: query rows per tile (the kernel's QUERY_BLOCK; its BLOCK is --block).
-KERNEL_QUERY_BLOCK = 128
 
 # What each implementation computes, so its output is checked against the right float64 one.
 WINDOW_IMPLS = ("sdpa-window", "flex-window", "window", "window-numpy")
@@ -223,6 +221,20 @@ def sdpa_choice(inputs: Inputs, causal: bool) -> str | None:
         return None
 
 
+def chosen_launch(impl: str, inputs: Inputs, causal: bool) -> str | None:
+    """What an implementation chose for itself while it ran, for its row's note (after the
+    runs): the launch setting triton-flash's tuner kept for this shape; None for the others."""
+    if impl != "triton-flash":
+        return None
+    from attn_cli.kernels.flash_triton import tuned_setting
+
+    chosen = tuned_setting(inputs.q, inputs.k, inputs.v, causal=causal)
+    return (
+        f"tuned for this shape: query tiles of {chosen['query_block']}, key blocks of "
+        f"{chosen['block']}, {chosen['warps']} warps, {chosen['stages']} pipeline stages"
+    )
+
+
 def estimate_bytes(
     impl: str, config: BenchConfig, n: int, itemsize: int, dispatched: str | None = None
 ) -> int:
@@ -303,11 +315,10 @@ def make_runner(impl: str, config: BenchConfig, inputs: Inputs) -> Callable[[], 
         return lambda: _naive(q, k, v, causal)
     if impl == "tiled":
         return lambda: tiled_attention(q, k, v, block=block, causal=causal)
-    if impl == "triton-flash":
-        from attn_cli.kernels.flash_triton import flash_attention
+    if impl == "triton-flash":  # its tiles, warps and stages tuned on the device, per shape
+        from attn_cli.kernels.flash_triton import tuned_flash_attention
 
-        query_block = KERNEL_QUERY_BLOCK
-        return lambda: flash_attention(q, k, v, block=block, query_block=query_block, causal=causal)
+        return lambda: tuned_flash_attention(q, k, v, causal=causal)
     import torch.nn.functional as F
 
     if impl == "sdpa":

@@ -279,6 +279,9 @@ def _measure(
     if peak_bytes is None:
         peak_bytes, method = estimate, "estimate"
     notes = [f"dispatched to {dispatched}"] if dispatched else []
+    chosen = registry.chosen_launch(impl, context.inputs, config.causal)
+    if chosen:
+        notes.append(chosen)
     if unstable:
         notes.append(UNSTABLE_NOTE)
     work = registry.work_flops(impl, config, n)

@@ -75,11 +75,12 @@ def bench(
             "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
             "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its kernels: "
             "FlashAttention, memory-efficient, cuDNN's, the plain math), tiled (the flash "
-            "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, CUDA only, "
-            "needs the kernel extra: attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
+            "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, "
+            "its tile sizes tuned on the GPU for each shape; CUDA only, needs the kernel extra: "
+            "attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
             "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
-            "wall, never by default: window, window-numpy (the band |i − j| ≤ w block by "
-            "block), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
+            "wall, never by default: window, window-numpy (the band |i − j| ≤ w, every block of "
+            "queries at once with its nearby keys), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
             "block mask, compiled), linear, linear-numpy (linear attention, φ = elu + 1).",
             rich_help_panel=RUN_PANEL,
             show_default=False,

@@ -16,3 +16,6 @@ FEATURE_MAPS = ("elu", "random", "relu", "leaky-squared")  # linear attention's 
 BACKENDS = ("numpy", "torch")
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # numpy has no bfloat16
+# --time: each step's computation runs once untimed (the warm-up), then this many times timed;
+# the median is shown (attn_cli.backend.Backend.timed).
+TIMED_RUNS = 3

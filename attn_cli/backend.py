@@ -2,9 +2,10 @@
 
 A mechanism is written once against an array namespace ``xp``, which :func:`namespace_of`
 finds from the arrays themselves; a backend converts inputs to its dtype and device explicitly
-(never silently), converts results back to numpy for display, synchronises a GPU before a
-clock is read, and says how much memory is free so that a size that cannot fit is refused
-before anything is allocated.
+(never silently), converts results back to numpy for display, times a computation on the
+device that runs it (its own clock: see :meth:`Backend.timed`), summarises an array where it
+lives (:meth:`Backend.summary`), and says how much memory is free so that a size that cannot fit
+is refused before anything is allocated.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from attn_cli import variants
 from attn_cli.errors import UserError
+from attn_cli.model import Summary, summary
 
 T = TypeVar("T")
 # An array of whichever backend runs the math (a numpy array or a torch tensor): mechanisms are
@@ -30,6 +32,7 @@ Array = Any
 MIN_TORCH = "2.1"
 
 BACKENDS = variants.BACKENDS
+TIMED_RUNS = variants.TIMED_RUNS
 DEVICES = variants.DEVICES
 NUMPY_DTYPES: dict[str, Any] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 TORCH_DTYPES = variants.DTYPES
@@ -112,13 +115,38 @@ class Backend:
         scaled_mask = keep.astype(dtype) / dtype(1 - p)  # 0 or 1/(1 − p), in the weights' dtype
         return weights * scaled_mask, keep
 
+    def clock(self) -> Clock:
+        """A clock that times one run of a computation on this backend's device."""
+        return WallClock(self.synchronize)
+
     def timed(self, compute: Callable[[], T]) -> tuple[T, float]:
-        """Run ``compute`` and return its result with its wall time in seconds."""
-        self.synchronize()
-        start = time.perf_counter()
+        """``compute``'s result and the device's time for it, warm: the median of TIMED_RUNS.
+
+        ``compute`` must compute the step and nothing else (no copy to the host, no summary,
+        no check): it runs once untimed first (the warm-up: a first call pays for loading
+        kernels, starting cuBLAS, growing the allocator's pool, filling caches), then
+        TIMED_RUNS times, each between the start and the stop of this backend's clock; the
+        result of the last run is returned. Each run's result is dropped before the next one
+        starts, so that no more than one is held at a time. ``compute`` must give the same
+        result each time it runs (anything it draws at random, it draws from its own seed).
+        """
+        compute()  # the warm-up, untimed
+        times = [self._time_once(compute)[1] for _ in range(TIMED_RUNS - 1)]
+        result, seconds = self._time_once(compute)
+        return result, median([*times, seconds])
+
+    def _time_once(self, compute: Callable[[], T]) -> tuple[T, float]:
+        clock = self.clock()
+        clock.start()
         result = compute()
-        self.synchronize()
-        return result, time.perf_counter() - start
+        return result, clock.stop()
+
+    def summary(self, array: Any) -> Summary | None:
+        """The statistics of ``array`` (:class:`~attn_cli.model.Summary`), computed where it
+        lives, in float64, so that the renderers that show a corner of it read them instead of
+        passing over its entries; None where this device cannot (the caller then summarises
+        the host copy)."""
+        return summary(self.to_numpy(array))
 
     def ensure_fits(self, needed_bytes: int, what: str, fix: str) -> None:
         """Refuse, before allocating, a computation that cannot fit in memory."""
@@ -128,6 +156,44 @@ class Backend:
                 f"{what} needs about {format_bytes(needed_bytes)} but only "
                 f"{format_bytes(available)} is free on {self.device}; {fix}."
             )
+
+
+def median(values: list[float]) -> float:
+    """The middle value (the mean of the two middle ones for an even count)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+class Clock:
+    """Times one run of a computation on a device: ``start()`` just before it, ``stop()`` just
+    after it, which returns the seconds the device spent between the two."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> float:
+        raise NotImplementedError
+
+
+class WallClock(Clock):
+    """The wall clock, read once the device has finished what was queued before (``start``)
+    and what the computation queued (``stop``): on the CPU, where nothing is queued, the
+    computation's wall time."""
+
+    def __init__(self, synchronize: Callable[[], None]) -> None:
+        self.synchronize = synchronize
+        self.started = 0.0
+
+    def start(self) -> None:
+        self.synchronize()
+        self.started = time.perf_counter()
+
+    def stop(self) -> float:
+        self.synchronize()
+        return time.perf_counter() - self.started
 
 
 def available_host_bytes() -> int | None:

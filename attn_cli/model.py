@@ -7,12 +7,14 @@ moved off any GPU), Python numbers, or plain records (lists of dicts) for tables
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from attn_cli.lessonfiles.templates import fill
+from attn_cli.variants import TIMED_RUNS
 
 if TYPE_CHECKING:  # numpy is imported by what computes; the data model only names its arrays
     import numpy as np  # matplotlib is optional and imported only when a plot is drawn
@@ -67,6 +69,8 @@ class Part:
     # Its own row and column labels; None: the step's, where the shapes match.
     rows: tuple[str, ...] | None = None
     cols: tuple[str, ...] | None = None
+    # The statistics of its value, computed where it was computed (None: not recorded).
+    summary: Summary | None = None
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,14 @@ class Step:
     parts: tuple[Part, ...] = ()
     # Facts computed with the value that the reader should see (e.g. weight row sums).
     row_sums: np.ndarray | None = None
+    # The statistics of the value, computed once where it was computed (StepRecorder.add):
+    # what a corner's caption and a summarised JSON array show. None: not recorded (a step
+    # made by hand); a renderer then computes them from the value.
+    summary: Summary | None = None
     # Notes shown under the value: where the slide and the exact value differ, and similar.
     notes: tuple[Note, ...] = ()
-    # Wall time of the computation, with --time.
+    # With --time: the device's time for the step's computation alone, warm (after an untimed
+    # run), the median of a few runs (Backend.timed); never a copy to the host or a summary.
     seconds: float | None = None
     # LaTeX for the left-hand side, e.g. "S = QK^\\top" (LaTeX output only).
     latex: str | None = None
@@ -242,6 +251,16 @@ class Walkthrough:
     def _precision(self, precision: int | None) -> int:
         return self.precision if precision is None else precision
 
+    @property
+    def time_legend(self) -> str | None:
+        """What a step's time is, said once above the steps when some are timed (--time)."""
+        if all(step.seconds is None for step in self.steps):
+            return None
+        return (
+            "Each step's time: its computation alone on the device (not the copy to the host, "
+            f"the statistics or the checks), warm, the median of {TIMED_RUNS} runs."
+        )
+
     def __repr__(self) -> str:
         example = f", example {self.example!r}" if self.example else ""
         keys = ", ".join(step.key for step in self.steps)
@@ -249,25 +268,78 @@ class Walkthrough:
         return f"<Walkthrough {self.lesson}{example}: {len(self.steps)} steps ({keys}){batch}>"
 
 
-def summary(array: np.ndarray) -> dict[str, float | int]:
-    """Statistics that describe a matrix too large to print (finite entries only)."""
+@dataclass(frozen=True)
+class Summary:
+    """Statistics that describe an array too large to print: its entry count, and the min,
+    max, mean and std of its finite entries (None when it has none), how many are not finite
+    and how many of those are +∞ (an overflow's trace; −∞ is a mask's).
+
+    A lesson's step and its parts carry theirs (``Step.summary``, ``Part.summary``), computed
+    once where the array was computed (``Backend.summary``, on the device): a renderer that
+    shows a corner of a large matrix reads them instead of passing over every entry.
+    """
+
+    count: int
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    non_finite: int = 0
+    positive_infinite: int = 0
+
+    def as_dict(self) -> dict[str, float | int]:
+        """What the JSON's ``summary`` object and the corners' captions show: count, then min,
+        max, mean and std when there are finite entries, then non_finite when any."""
+        stats: dict[str, float | int] = {"count": self.count}
+        for name in ("min", "max", "mean", "std"):
+            value = getattr(self, name)
+            if value is not None:
+                stats[name] = value
+        if self.non_finite:
+            stats["non_finite"] = self.non_finite
+        return stats
+
+    @property
+    def largest_magnitude(self) -> float | None:
+        """The largest |entry| among the finite entries (None when there are none)."""
+        if self.min is None or self.max is None:
+            return None
+        return max(abs(self.min), abs(self.max))
+
+
+def summary(array: Any) -> Summary:
+    """The :class:`Summary` of a numpy array (or anything numpy reads as one), computed in
+    float64, finite entries only.
+
+    Mean and std are those of the entries divided by the largest magnitude, scaled back: a sum
+    of entries near 1e308 would overflow, and the summary would say ∞ of finite numbers. When
+    every entry is finite (min and max are: either would be NaN or ±∞ otherwise), no pass picks
+    the finite ones out.
+    """
     import numpy as np
 
     values = np.asarray(array, dtype=np.float64)
-    finite = values[np.isfinite(values)]
-    stats: dict[str, float | int] = {"count": int(values.size)}
-    if finite.size:
-        # Mean and std of the entries divided by the largest magnitude, scaled back: a sum of
-        # entries near 1e308 would overflow, and the summary would say ∞ of finite numbers.
-        scale = float(np.max(np.abs(finite))) or 1.0
-        scaled = finite / scale
-        stats.update(
-            min=float(finite.min()),
-            max=float(finite.max()),
-            mean=float(scaled.mean()) * scale,
-            std=float(scaled.std()) * scale,
-        )
-    non_finite = int(values.size - finite.size)
-    if non_finite:
-        stats["non_finite"] = non_finite
-    return stats
+    count = int(values.size)
+    if not count:
+        return Summary(count)
+    flat = values.reshape(-1)  # the entries in order (a copy only of a strided view)
+    low, high = float(flat.min()), float(flat.max())
+    non_finite = positive_infinite = 0
+    if not (math.isfinite(low) and math.isfinite(high)):
+        flat = flat[np.isfinite(flat)]
+        non_finite = count - int(flat.size)
+        positive_infinite = int(np.count_nonzero(np.isposinf(values)))
+        if not flat.size:
+            return Summary(count, non_finite=non_finite, positive_infinite=positive_infinite)
+        low, high = float(flat.min()), float(flat.max())
+    scale = max(abs(low), abs(high)) or 1.0
+    scaled = flat / scale
+    return Summary(
+        count,
+        min=low,
+        max=high,
+        mean=float(scaled.mean()) * scale,
+        std=float(scaled.std()) * scale,
+        non_finite=non_finite,
+        positive_infinite=positive_infinite,
+    )

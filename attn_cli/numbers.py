@@ -51,10 +51,17 @@ def number_style(values: Any, precision: int = 4) -> NumberStyle:
       notation, ``precision`` significant digits;
     * otherwise fixed-point with ``precision`` decimals (an exact 0, also -0.0, as ``0.0000``).
     """
-    finite = [x for x in np.asarray(values, dtype=np.float64).ravel().tolist() if math.isfinite(x)]
-    if all(x == int(x) and abs(x) < 1e15 for x in finite):
+    # The tests of needs_scientific, on every finite value at once (a table's shown rows
+    # hold every column of them: thousands of values for a wide matrix).
+    numbers = np.asarray(values, dtype=np.float64).ravel()
+    finite = numbers[np.isfinite(numbers)]
+    size = np.abs(finite)
+    if np.all((finite == np.trunc(finite)) & (size < 1e15)):
         return "integer"
-    if any(needs_scientific(x, precision) for x in finite):
+    hidden = size >= 1e7
+    if precision > 0:
+        hidden |= size < 0.5 * 10.0**-precision
+    if np.any(hidden & (finite != 0)):
         return "scientific"
     return "fixed"
 

@@ -175,7 +175,11 @@ TimeOpt = Annotated[
     bool,
     typer.Option(
         "--time",
-        help="Show each step's wall time (synchronised on a GPU).",
+        help=(
+            "Show each step's time: the device's time for the step's computation alone (never "
+            "the copy to the host, the statistics or the checks), warm (after one untimed run), "
+            f"the median of {variants.TIMED_RUNS} runs."
+        ),
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]

@@ -266,17 +266,21 @@ def _built(run: LessonRun) -> Walkthrough:
 
 def _holds_inf(walkthrough: Walkthrough) -> bool:
     """Whether a step (or the output) of a run on another backend than numpy, which reports no
-    overflow, holds +∞ (−∞ is a mask's), or the output ±∞: the trace an overflow leaves."""
-    values = [walkthrough.output]
-    for step in walkthrough.steps:
-        values += [step.value, *(part.value for part in step.parts)]
-    arrays = [
-        value for value in values if isinstance(value, np.ndarray) and value.dtype.kind == "f"
-    ]
+    overflow, holds +∞ (−∞ is a mask's), or the output ±∞: the trace an overflow leaves.
+
+    A step's value and parts are read from their recorded summaries (which count the +∞
+    entries), not passed over again; a value recorded without one is read itself."""
     output = walkthrough.output
     if isinstance(output, np.ndarray) and output.dtype.kind == "f" and np.isinf(output).any():
         return True
-    return any(np.isposinf(array).any() for array in arrays)
+    for step in walkthrough.steps:
+        values = [(step.value, step.summary), *((part.value, part.summary) for part in step.parts)]
+        for value, recorded in values:
+            if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+                continue
+            if recorded.positive_infinite if recorded else np.isposinf(value).any():
+                return True
+    return False
 
 
 def with_overflow_note(

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from attn_cli.backend import MIN_TORCH, Backend
+from attn_cli.backend import MIN_TORCH, Backend, Clock
 from attn_cli.errors import UserError
 from attn_cli.install import install_command
+from attn_cli.model import Summary
 
 TORCH_DTYPES = {
     "float64": torch.float64,
@@ -76,6 +77,23 @@ class TorchBackend(Backend):
         elif self.device == "mps":
             torch.mps.synchronize()
 
+    def clock(self) -> Clock:
+        """CUDA events on a CUDA device (the GPU's own time between them); elsewhere the wall
+        clock, synchronised."""
+        if self.device == "cuda":
+            return CudaClock()
+        return super().clock()
+
+    def summary(self, array: Any) -> Summary | None:
+        """On a GPU, the statistics computed on the device, in float64 (as numpy computes them
+        from the host copy, up to the order of the sums); on the CPU numpy's own, from the
+        tensor's memory; None on MPS, which has no float64 (its host copy is summarised)."""
+        if self.device == "mps":
+            return None
+        if self.device == "cpu" or not isinstance(array, torch.Tensor):
+            return super().summary(array)
+        return tensor_summary(array)
+
     def normal_sampler(self, seed: int) -> Any:
         """Seeded N(0, 1) draws made on the device itself (a different stream from numpy's)."""
         generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -111,6 +129,58 @@ class TorchBackend(Backend):
             free, _total = torch.cuda.mem_get_info()
             return int(free)
         return super().available_bytes()
+
+
+class CudaClock(Clock):
+    """The GPU's time between two CUDA events recorded on the current stream: ``start`` waits
+    for the work queued before, so that the time is the computation's alone."""
+
+    def __init__(self) -> None:
+        self.begin = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        torch.cuda.synchronize()
+        self.begin.record()
+
+    def stop(self) -> float:
+        self.end.record()
+        self.end.synchronize()
+        return float(self.begin.elapsed_time(self.end)) / 1e3  # elapsed_time is in ms
+
+
+def tensor_summary(tensor: torch.Tensor) -> Summary:
+    """:func:`attn_cli.model.summary` on the device: the same statistics, in float64 (one copy
+    of the entries, divided in place), with one wait for the numbers at the end (two when some
+    entries are not finite)."""
+    values = tensor.detach().reshape(-1).to(torch.float64, copy=True)
+    count = int(values.numel())
+    if not count:
+        return Summary(count)
+    low, high = torch.aminmax(values)  # NaN if any entry is NaN
+    non_finite = positive_infinite = 0
+    if not bool(torch.isfinite(low) & torch.isfinite(high)):
+        positive_infinite = int(torch.count_nonzero(torch.isposinf(values)))
+        values = values[torch.isfinite(values)]
+        non_finite = count - int(values.numel())
+        if not values.numel():
+            return Summary(count, non_finite=non_finite, positive_infinite=positive_infinite)
+        low, high = torch.aminmax(values)
+    # Divided by the largest magnitude (1 when it is 0) and scaled back, as numpy's summary is.
+    scale = torch.maximum(low.abs(), high.abs())
+    scale = torch.where(scale == 0, torch.ones_like(scale), scale)
+    values.div_(scale)
+    numbers = torch.stack([low, high, values.mean(), values.std(correction=0), scale])
+    low_, high_, mean, std, scale_ = numbers.tolist()
+    return Summary(
+        count,
+        min=low_,
+        max=high_,
+        mean=mean * scale_,
+        std=std * scale_,
+        non_finite=non_finite,
+        positive_infinite=positive_infinite,
+    )
 
 
 def make_torch_backend(device: str, dtype: str) -> TorchBackend:

@@ -24,3 +24,7 @@ DTYPES = ("float64", "float32", "float16", "bfloat16")  # numpy has no bfloat16
 # peak at n 16384, against 50% at d 64).
 BENCH_SIZES = {"cpu": (128, 2048), "cuda": (2048, 32768), "mps": (512, 8192)}
 BENCH_HEAD_WIDTH = {"cpu": 64, "cuda": 128, "mps": 64}
+
+# --time: each step's computation runs once untimed (the warm-up), then this many times timed;
+# the median is shown (attn_cli.backend.Backend.timed).
+TIMED_RUNS = 3

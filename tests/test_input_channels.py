@@ -81,8 +81,8 @@ def test_summaries_of_huge_finite_entries_stay_finite():
     from attn_cli.model import summary
 
     stats = summary(np.full((3, 3), 1e308))
-    assert (stats["mean"], stats["std"], stats["max"]) == (1e308, 0.0, 1e308)
-    assert summary(np.array([1.0, 2.0, 3.0, 4.0]))["mean"] == 2.5
+    assert (stats.mean, stats.std, stats.max) == (1e308, 0.0, 1e308)
+    assert summary(np.array([1.0, 2.0, 3.0, 4.0])).mean == 2.5
 
 
 def test_overflowing_inputs_leave_no_numpy_warning_on_stderr(invoke):

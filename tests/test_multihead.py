@@ -350,3 +350,18 @@ def test_sources_are_named_for_a_student():
     assert "from-scratch book" not in text and "textbooks'" not in text
     assert 'Sebastian Raschka\'s book "Build a Large Language Model (From Scratch)"' in text
     assert '"Dive into Deep Learning", Zhang, Lipton, Li and Smola' in text
+
+
+def test_head_differences_compare_each_pair_once_and_keep_nan():
+    from attn_cli.mechanisms.multihead import weight_differences
+
+    rng = np.random.default_rng(5)
+    weights = [rng.random((6, 6)) for _ in range(4)]
+    weights[1][2, 3] = np.nan
+    weights[2][0, 0] = np.inf
+    weights[3][1, 1] = -np.inf
+    with np.errstate(invalid="ignore"):
+        reference = np.stack([np.stack([np.max(np.abs(a - b)) for b in weights]) for a in weights])
+        got = weight_differences(weights)
+    assert np.array_equal(got, reference, equal_nan=True)
+    assert np.array_equal(weight_differences(weights[:1]), np.zeros((1, 1)))

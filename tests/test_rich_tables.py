@@ -29,6 +29,8 @@ from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import (
     HEATMAP_MAX_COLS,
     HEATMAP_MAX_ROWS,
+    MAX_RECORDS,
+    RECORDS_CORNER,
     SHADE_MARKS,
     MatrixTable,
     histogram,
@@ -217,10 +219,14 @@ def assert_records_tables(
     where: str,
     headings: Mapping[str, str] | None = None,
 ) -> None:
-    """Numbers never wrap, so a number column holds one non-empty line per record, in order.
-    The tables are the record table's column groups (one when it fits); a column is headed by
-    the lesson file's heading of its key (``headings``), or by the key."""
+    """Numbers never wrap, so a number column holds one non-empty line per record shown, in
+    order (a long table: the first RECORDS_CORNER, "⋮", the last). The tables are the record
+    table's column groups (one when it fits); a column is headed by the lesson file's heading
+    of its key (``headings``), or by the key."""
     assert tables, where
+    shown: list[int | None] = list(range(len(records)))
+    if len(records) > MAX_RECORDS:
+        shown = [*range(RECORDS_CORNER), None, len(records) - 1]
     key_of = {heading: key for key, heading in (headings or {}).items()}
     seen: set[str] = set()
     for table in tables:
@@ -234,9 +240,13 @@ def assert_records_tables(
             if any(isinstance(v, bool | np.bool_) for v in values):
                 continue
             cells = [line[position] for line in table.body if line[position]]
-            assert len(cells) == len(records), (where, name, cells)
+            assert len(cells) == len(shown), (where, name, cells)
             styles = set()
-            for cell, v in zip(cells, values, strict=True):
+            for cell, row in zip(cells, shown, strict=True):
+                if row is None:
+                    assert cell == "⋮", (where, name)
+                    continue
+                v = values[row]
                 if v is None:
                     assert cell == "—", (where, name)
                     continue

@@ -275,3 +275,30 @@ def test_no_largest_change_when_no_row_moves(invoke_json):
     doc = invoke_json("window", "--q", "1", "--k", "1", "--v", "1", "--window", "1")
     notes = notes_of(steps_of(doc)["difference"])
     assert not {"worst_row", "grows_with_hidden", "not_with_hidden"} & set(notes)
+
+
+def test_the_rows_out_of_order_are_the_pairwise_searchs():
+    from attn_cli.walkthroughs.window import _TIE, _out_of_order
+
+    def pairwise(hidden: np.ndarray, change: np.ndarray) -> tuple[int, int] | None:
+        tie = _TIE * max(1.0, float(np.max(change, initial=0.0)))
+        worst = None
+        for a in range(len(hidden)):
+            for b in range(len(hidden)):
+                margin = float(change[a] - change[b])
+                pairs = hidden[a] < hidden[b] - _TIE and margin > tie
+                if pairs and (worst is None or margin > worst[0]):
+                    worst = (margin, a, b)
+        return None if worst is None else (worst[1], worst[2])
+
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        n = int(rng.integers(1, 10))
+        if trial % 3 == 0:
+            hidden, change = rng.random(n), rng.random(n)
+        elif trial % 3 == 1:  # ties
+            hidden, change = rng.integers(0, 3, n) / 4, rng.integers(0, 3, n) / 8
+        else:  # within the tie of each other
+            hidden = 0.5 + rng.integers(0, 2, n) * 1e-10
+            change = rng.integers(0, 4, n) * 1e-10
+        assert _out_of_order(hidden, change) == pairwise(hidden, change), (hidden, change)

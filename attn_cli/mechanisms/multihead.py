@@ -45,8 +45,23 @@ def concat(outputs: list[Array]) -> Array:
 def weight_differences(weights: list[Array]) -> Array:
     """(h, h): entry (i, j) is max |A_i - A_j|, how differently heads i and j attend."""
     xp = namespace_of(*weights)
-    # Pair by pair, so that only one (n, n) difference exists at a time.
-    rows = [xp.stack([xp.max(xp.abs(a - b)) for b in weights]) for a in weights]  # h x (h,)
+    heads = len(weights)
+    # Each pair once (|a - b| = |b - a| exactly), one (n, n) difference at a time.
+    pairs = {
+        (i, j): xp.max(xp.abs(weights[i] - weights[j]))
+        for i in range(heads)
+        for j in range(i + 1, heads)
+    }
+
+    def entry(i: int, j: int) -> Array:
+        if i == j:
+            # max |a - a| without a difference: 0, or NaN where a holds a NaN or an infinity
+            # (x * 0 is NaN exactly then; abs turns a -0.0 into 0).
+            a = weights[i]
+            return xp.abs(xp.max(a) * 0 + xp.min(a) * 0)
+        return pairs[min(i, j), max(i, j)]
+
+    rows = [xp.stack([entry(i, j) for j in range(heads)]) for i in range(heads)]  # h x (h,)
     return xp.stack(rows)  # (h, h)
 
 

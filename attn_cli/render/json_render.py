@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attn_cli.model import Note, Step, Walkthrough, summary
+from attn_cli.model import Note, Step, Summary, Walkthrough, summary
 from attn_cli.render import RenderOptions
 from attn_cli.version import __version__
 
@@ -181,7 +181,9 @@ def _step(step: Step, options: RenderOptions) -> dict[str, Any]:
     if step.row_sums is not None:
         item["row_sums"] = _number_or_array(step.row_sums, full)
     if step.parts:
-        item["parts"] = {part.label: _number_or_array(part.value, full) for part in step.parts}
+        item["parts"] = {
+            part.label: _number_or_array(part.value, full, part.summary) for part in step.parts
+        }
     if step.notes:
         item["notes"] = [note_object(note, options.precision) for note in step.notes]
     if step.seconds is not None:
@@ -191,7 +193,7 @@ def _step(step: Step, options: RenderOptions) -> dict[str, Any]:
 
 def _step_value(step: Step, full: bool) -> Any:
     if step.kind in ARRAY_KINDS:
-        return array_value(step.value, full)
+        return array_value(step.value, full, step.summary)
     if step.kind == "histogram":
         value = step.value
         return {
@@ -210,19 +212,20 @@ def _output(value: Any, full: bool) -> Any:
     return array_value(value, full)
 
 
-def _number_or_array(value: Any, full: bool) -> Any:
+def _number_or_array(value: Any, full: bool, recorded: Summary | None = None) -> Any:
     """A 0-d value stays a number; anything with a shape becomes an array object."""
     if np.ndim(value) == 0:
         return plain(np.asarray(value).item())
-    return array_value(value, full)
+    return array_value(value, full, recorded)
 
 
-def array_value(value: Any, full: bool = False) -> dict[str, Any]:
-    """{"shape", "data"} (nested lists, non-finite as strings), or {"shape", "summary"} if large."""
+def array_value(value: Any, full: bool = False, recorded: Summary | None = None) -> dict[str, Any]:
+    """{"shape", "data"} (nested lists, non-finite as strings), or {"shape", "summary"} if large:
+    the statistics ``recorded`` with the array, else computed from it."""
     array = np.asarray(value)
     shape = list(array.shape)
     if array.size > MAX_ENTRIES and not full:
-        return {"shape": shape, "summary": plain(summary(array))}
+        return {"shape": shape, "summary": plain((recorded or summary(array)).as_dict())}
     streamed = _STREAMED.get()
     if streamed is not None and array.size > MAX_ENTRIES:
         streamed.append(array)

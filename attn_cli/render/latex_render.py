@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.batch import batch_line
-from attn_cli.model import Part, Step, Walkthrough, summary
+from attn_cli.model import Part, Step, Summary, Walkthrough, summary
 from attn_cli.numbers import NumberStyle, as_matrix, format_column, number_style
 from attn_cli.render import RenderOptions
 from attn_cli.render.markdown_render import record_columns, shown_indices
@@ -64,6 +64,8 @@ def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
         lines += [f"\\emph{{{tex_text(walkthrough.example_description)}}}", ""]
     backend = f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}"
     lines += [f"\\textit{{{tex_text(backend)}}}", ""]
+    if walkthrough.time_legend:
+        lines += [f"\\textit{{{tex_text(walkthrough.time_legend)}}}", ""]
     if walkthrough.items:
         lines += [f"\\textbf{{{tex_text(batch_line(walkthrough))}}}", ""]
     if walkthrough.inputs:
@@ -115,12 +117,27 @@ def value_lines(step: Step, options: RenderOptions) -> list[str]:
         return [*histogram_tabular(step.value), ""]
     if step.latex is None and np.ndim(step.value) > 0:
         return [
-            *matrix_tabular(step.value, options, step.row_labels, step.col_labels, step.row_sums),
+            *matrix_tabular(
+                step.value,
+                options,
+                step.row_labels,
+                step.col_labels,
+                step.row_sums,
+                stats=step.summary,
+            ),
             "",
         ]
     left = step.latex if step.latex is not None else f"\\text{{{tex_text(step.title)}}}"
     return [
-        *equation_lines(left, step.value, options, step.row_labels, step.col_labels, step.row_sums),
+        *equation_lines(
+            left,
+            step.value,
+            options,
+            step.row_labels,
+            step.col_labels,
+            step.row_sums,
+            stats=step.summary,
+        ),
         "",
     ]
 
@@ -150,6 +167,8 @@ def equation_lines(
     row_labels: Sequence[str] | None = None,
     col_labels: Sequence[str] | None = None,
     row_sums: Any = None,
+    *,
+    stats: Summary | None = None,
 ) -> list[str]:
     """``\\[ left = [matrix] \\]``, with the weights' row sums beside it, then the labels and
     (for a corner) the matrix's shape and statistics as a line of text."""
@@ -178,7 +197,7 @@ def equation_lines(
         described.append(f"rows {row_names}")
     if col_names:
         described.append(f"columns {col_names}")
-    corner = _corner_text(value, rows, shown_rows, shown_cols, options)
+    corner = _corner_text(value, rows, shown_rows, shown_cols, options, stats)
     if described or corner:
         text = "; ".join(described)
         text = text[:1].upper() + text[1:] + "." if text else ""
@@ -329,8 +348,11 @@ def matrix_tabular(
     row_labels: Sequence[str] | None,
     col_labels: Sequence[str] | None,
     row_sums: Any = None,
+    *,
+    stats: Summary | None = None,
 ) -> list[str]:
-    """A matrix as a table with its row and column headings (and the weights' row sums)."""
+    """A matrix as a table with its row and column headings (and the weights' row sums);
+    ``stats``: its recorded statistics, for the caption of a corner."""
     rows = as_matrix(value)
     n_rows, n_cols = rows.shape
     shown_rows = shown_indices(n_rows, MAX_ROWS, CORNER_ROWS)
@@ -381,7 +403,7 @@ def matrix_tabular(
     for label, *cells in table:
         lines.append(" & ".join([label, *(f"${cell}$" for cell in cells)]) + " \\\\")
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
-    corner = _corner_text(value, rows, shown_rows, shown_cols, options)
+    corner = _corner_text(value, rows, shown_rows, shown_cols, options, stats)
     if corner:
         lines.append("{\\small " + corner + "\\par}")
     return lines
@@ -454,11 +476,13 @@ def _corner_text(
     shown_rows: list[int | None],
     shown_cols: list[int | None],
     options: RenderOptions,
+    recorded: Summary | None = None,
 ) -> str:
-    """For a cut-off matrix: its shape and statistics (as the terminal's caption)."""
+    """For a cut-off matrix: its shape and statistics (as the terminal's caption): those
+    ``recorded`` with it, else computed from it."""
     if None not in shown_rows and None not in shown_cols:
         return ""
-    stats = summary(rows)
+    stats = (recorded or summary(rows)).as_dict()
     names = [name for name in ("min", "max", "mean", "std") if name in stats]
     numbers = format_column([stats[name] for name in names], options.precision, unicode=False)
     described = ", ".join(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.batch import batch_line
-from attn_cli.model import Part, Step, Walkthrough, summary
+from attn_cli.model import Part, Step, Summary, Walkthrough, summary
 from attn_cli.numbers import NumberStyle, as_matrix, format_column, number_style, shape_text
 from attn_cli.render import RenderOptions
 
@@ -39,6 +39,8 @@ def to_markdown(walkthrough: Walkthrough, options: RenderOptions) -> str:
             lines += [md_paragraph(paragraph), ""]
     backend = f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}"
     lines += [f"*{md_text(backend)}*", ""]
+    if walkthrough.time_legend:
+        lines += [f"*{md_text(walkthrough.time_legend)}*", ""]
     if walkthrough.items:
         lines += [f"**{md_text(batch_line(walkthrough))}**", ""]
     if walkthrough.inputs:
@@ -77,6 +79,7 @@ def step_lines(step: Step, number: int, options: RenderOptions) -> list[str]:
         step.col_labels,
         step.row_sums,
         step.headings,
+        step.summary,
     )
     lines.append("")
     for note in step.notes:
@@ -95,7 +98,11 @@ def part_lines(part: Part, step: Step, options: RenderOptions) -> list[str]:
     columns = step.col_labels if same_width else None
     rows = rows if part.rows is None else part.rows
     columns = columns if part.cols is None else part.cols
-    return [label, "", *value_lines(part.value, part.kind, options, rows, columns)]
+    return [
+        label,
+        "",
+        *value_lines(part.value, part.kind, options, rows, columns, summary=part.summary),
+    ]
 
 
 def value_lines(
@@ -106,7 +113,9 @@ def value_lines(
     col_labels: Sequence[str] | None = None,
     row_sums: Any = None,
     headings: Mapping[str, str] | None = None,
+    summary: Summary | None = None,
 ) -> list[str]:
+    """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded."""
     if kind == "text":
         return [md_paragraph(str(value))]
     if kind == "records":
@@ -115,7 +124,7 @@ def value_lines(
         return histogram_lines(value)
     if kind == "scalar" or np.ndim(value) == 0:
         return [f"**{format_column([value], options.precision, unicode=False)[0]}**"]
-    return table_lines(value, options, row_labels, col_labels, row_sums)
+    return table_lines(value, options, row_labels, col_labels, row_sums, summary)
 
 
 def table_lines(
@@ -124,9 +133,11 @@ def table_lines(
     row_labels: Sequence[str] | None = None,
     col_labels: Sequence[str] | None = None,
     row_sums: Any = None,
+    stats: Summary | None = None,
 ) -> list[str]:
     """A matrix (a vector as one row) as a table: a heading per column, a label per row, the
-    weights' row sums as a last column; a large one as its corner and statistics."""
+    weights' row sums as a last column; a large one as its corner and statistics (``stats``,
+    the recorded ones, else computed from the matrix)."""
     rows = as_matrix(value)
     n_rows, n_cols = rows.shape
     if rows.size == 0:
@@ -159,9 +170,9 @@ def table_lines(
         cells = list(grid[index]) + ([sums[index][0]] if sums is not None else [])
         lines.append(f"| **{label}** | " + " | ".join(cells) + " |")
     if None in shown_rows or None in shown_cols:
-        stats = summary(rows)
-        names = [name for name in ("min", "max", "mean", "std") if name in stats]
-        numbers = format_column([stats[k] for k in names], options.precision, unicode=False)
+        described = (stats or summary(rows)).as_dict()
+        names = [name for name in ("min", "max", "mean", "std") if name in described]
+        numbers = format_column([described[k] for k in names], options.precision, unicode=False)
         lines.append("")
         lines.append(
             f"*Corner of a {shape_text(np.shape(value))} matrix; "

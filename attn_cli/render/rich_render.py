@@ -27,7 +27,7 @@ from rich.text import Text
 from attn_cli.backend import EPSILON
 from attn_cli.batch import batch_line
 from attn_cli.lessonfiles.loader import LessonFile
-from attn_cli.model import InputValue, Part, Step, Walkthrough, summary
+from attn_cli.model import InputValue, Part, Step, Summary, Walkthrough, summary
 from attn_cli.numbers import as_matrix, format_column, format_number, number_style, shape_text
 from attn_cli.render import RenderOptions
 
@@ -156,6 +156,8 @@ def header(walkthrough: Walkthrough) -> RenderableType:
             style="dim",
         )
     )
+    if walkthrough.time_legend:
+        lines.append(Text(walkthrough.time_legend, style="dim"))
     if walkthrough.items:
         lines.append(Text(batch_line(walkthrough), style="bold yellow"))
     return Group(*lines)
@@ -205,6 +207,7 @@ def step_value(step: Step, options: RenderOptions) -> RenderableType:
         col_labels=step.col_labels,
         row_sums=step.row_sums,
         headings=step.headings,
+        summary=step.summary,
     )
 
 
@@ -279,11 +282,13 @@ def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableTyp
     if per_row:
         return Group(
             Text(part.label, style="dim"),
-            _matrix_table(value.reshape(-1, 1), options, rows, (part.label,)),
+            _matrix_table(value.reshape(-1, 1), options, rows, (part.label,), summary=part.summary),
         )
     return Group(
         Text(part.label, style="dim"),
-        value_renderable(value, part.kind, options, row_labels=rows, col_labels=columns),
+        value_renderable(
+            value, part.kind, options, row_labels=rows, col_labels=columns, summary=part.summary
+        ),
     )
 
 
@@ -296,7 +301,9 @@ def value_renderable(
     col_labels: Sequence[str] | None = None,
     row_sums: np.ndarray | None = None,
     headings: Mapping[str, str] | None = None,
+    summary: Summary | None = None,
 ) -> RenderableType:
+    """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded."""
     if kind == "text":
         return Padding(Text(str(value)), (0, 0, 0, 2))
     if kind == "records":
@@ -311,7 +318,7 @@ def value_renderable(
     ):
         return block_heatmap(array)
     shading = {"weights": "weights", "heatmap": "signed"}.get(kind)
-    return _matrix_table(array, options, row_labels, col_labels, row_sums, shading)
+    return _matrix_table(array, options, row_labels, col_labels, row_sums, shading, summary)
 
 
 def _matrix_table(
@@ -321,8 +328,11 @@ def _matrix_table(
     col_labels: Sequence[str] | None,
     row_sums: np.ndarray | None = None,
     shading: str | None = None,
+    summary: Summary | None = None,
 ) -> RenderableType:
-    table = MatrixTable(value, options.precision, row_labels, col_labels, row_sums, shading)
+    table = MatrixTable(
+        value, options.precision, row_labels, col_labels, row_sums, shading, summary
+    )
     return Padding(table, (0, 0, 0, 2))
 
 
@@ -345,6 +355,10 @@ class MatrixTable:
     show before the ``…`` column. The whole table, its Σ row column included, has one number
     format (see :func:`number_style`), chosen from the rows on show. Without colour a weight
     carries a mark of its shade after the number.
+
+    Only the cells that can show are formatted; the statistics of the caption (and the scale of
+    a signed table's shading) come from ``summary``, the matrix's recorded statistics, or are
+    computed from the matrix only when a caption or a signed shading needs them.
     """
 
     def __init__(
@@ -355,6 +369,7 @@ class MatrixTable:
         col_labels: Sequence[str] | None = None,
         row_sums: np.ndarray | None = None,
         shading: str | None = None,
+        summary: Summary | None = None,
     ) -> None:
         rows = as_matrix(value)
         self.shape = tuple(np.shape(value))
@@ -386,9 +401,21 @@ class MatrixTable:
             c: format_column(rows[data_rows, c], precision, style=style) for c in self.candidates
         }
         self.sums = None if sums is None else format_column(sums[data_rows], precision, style=style)
-        finite = np.isfinite(rows)
-        self.scale = float(np.max(np.abs(rows[finite]))) if finite.any() else 1.0
-        self.stats = summary(rows)
+        self._summary = summary
+
+    @property
+    def stats(self) -> Summary:
+        """The matrix's statistics: as recorded, else computed from it (once)."""
+        if self._summary is None:
+            self._summary = summary(self.rows)
+        return self._summary
+
+    @property
+    def scale(self) -> float:
+        """The largest |entry| of the finite ones (1 when none is): a signed shading's
+        darkest."""
+        largest = self.stats.largest_magnitude
+        return 1.0 if largest is None else largest
 
     # Layouts: which columns show, None standing for the "…" column.
     def layouts(self) -> list[list[int | None]]:
@@ -477,10 +504,11 @@ class MatrixTable:
         return table
 
     def _cell(self, text: str, number: float, marks: bool) -> Text:
-        strength = _strength(number, self.scale, self.shading)
+        scale = self.scale if self.shading == "signed" else 1.0  # weights shade by value alone
+        strength = _strength(number, scale, self.shading)
         if marks and strength is not None:
             return Text(text + SHADE_MARKS[round(strength * (len(SHADE_MARKS) - 1))])
-        return Text(text, style=_shade(number, self.scale, self.shading) or "")
+        return Text(text, style=_shade(number, scale, self.shading) or "")
 
     def caption(self, layout: list[int | None]) -> Text | None:
         rows_cut = None in self.shown_rows
@@ -495,7 +523,7 @@ class MatrixTable:
             last = str(self.n_cols) if self.n_cols - 1 in layout else ""
             which = " and ".join(part for part in (lead, last) if part) or "none"
             shown = f"columns {which} of {self.n_cols} shown to fit the width"
-        stats = self.stats
+        stats = self.stats.as_dict()
         described = " · ".join(
             f"{name} {format_number(stats[name], self.precision)}"
             for name in ("min", "max", "mean", "std")
@@ -700,45 +728,70 @@ def _fit_widths(columns: list[FitColumn], max_width: int) -> list[int]:
     return widths
 
 
+# A records table longer than this shows its first RECORDS_CORNER rows, a "⋮" row and its
+# last row (a table with a row per token, at thousands of tokens, is a corner too).
+MAX_RECORDS = 32
+RECORDS_CORNER = 16
+
+
 def records_table(
     records: list[dict[str, Any]],
     options: RenderOptions,
     headings: Mapping[str, str] | None = None,
 ) -> RenderableType:
     """A records table; each column headed by ``headings[key]`` (the lesson file's words), or
-    by its key."""
+    by its key. Of a long one only the rows shown are formatted, each column's numbers in the
+    format that all of its numbers would take (as in the table shown whole)."""
     if not records:
         return Text("(no rows)", style="dim")
     headings = headings or {}
+    shown = _shown_records(len(records))
     columns = [
         _record_column(
-            headings.get(name, name), [record.get(name) for record in records], options.precision
+            headings.get(name, name),
+            [record.get(name) for record in records],
+            shown,
+            options.precision,
         )
         for name in records[0]
     ]
-    return Padding(FittedTable(columns), (0, 0, 0, 2))
+    table = Padding(FittedTable(columns), (0, 0, 0, 2))
+    if None not in shown:
+        return table
+    caption = f"{len(records)} rows: the first {RECORDS_CORNER} and the last shown"
+    return Group(table, Padding(Text(caption, style="dim"), (0, 0, 0, 2)))
+
+
+def _shown_records(count: int) -> list[int | None]:
+    """The rows of a records table shown (None: the "⋮" row)."""
+    if count <= MAX_RECORDS:
+        return list(range(count))
+    return [*range(RECORDS_CORNER), None, count - 1]
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
 
 
-def _record_column(name: str, values: list[Any], precision: int) -> FitColumn:
-    """A records column: its numbers in one format, None as "—", anything else as text."""
-    numbers = [value for value in values if _is_number(value)]
-    formatted = iter(format_column(numbers, precision) if numbers else [])
+def _record_column(
+    name: str, values: list[Any], shown: list[int | None], precision: int
+) -> FitColumn:
+    """A records column, its rows ``shown`` (None: "⋮"): its numbers in one format, None as
+    "—", anything else as text."""
+    style = number_style([value for value in values if _is_number(value)], precision)
     cells: list[Text] = []
     kinds: list[bool] = []
-    for value in values:
+    for row in shown:
+        value = "⋮" if row is None else values[row]
         if value is None:
             cells.append(Text("—"))
             kinds.append(True)
         elif _is_number(value):
-            cells.append(Text(next(formatted)))
+            cells.append(Text(format_column([value], precision, style=style)[0]))
             kinds.append(True)
         else:
             cells.append(Text(str(value)))
-            kinds.append(False)
+            kinds.append(row is None)  # "⋮" is never wrapped
     return FitColumn(name, tuple(cells), tuple(kinds))
 
 

@@ -146,11 +146,11 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(_DECODER, context=context),
     )
     summed = record.compute("sum", lambda: mech.combine(w1h, w2s), grid=by_state)
-    activated, seconds = backend.timed(lambda: mech.squash(summed))
+    activated, seconds = run.timed(lambda: mech.squash(summed))
     record.add(
         "tanh",
         activated,
-        seconds=seconds if run.time_steps else None,
+        seconds=seconds,
         notes=_saturation_notes(record, record.to_numpy(summed)),
         grid=by_state,
     )

@@ -13,13 +13,13 @@ child of numpy's default_rng(seed), so giving one changes none of the others.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import Array, Backend, namespace_of
+from attn_cli.backend import Array, namespace_of
 from attn_cli.cards.bahdanau import CARD
 from attn_cli.errors import UserError
 from attn_cli.mechanisms import attention as attn
@@ -161,22 +161,25 @@ class _Decoded:
 
 
 def _decode_step(
-    backend: Backend, seconds: dict[str, float], p: _Params, s_prev: Array, y_prev: Array
+    run: LessonRun, seconds: dict[str, float], p: _Params, s_prev: Array, y_prev: Array
 ) -> _Decoded:
-    """Step t: score with s_{t−1}, softmax, read c_t, update s_t; each part timed."""
+    """Step t: score with s_{t−1}, softmax, read c_t, update s_t; with --time each part timed,
+    its time added to its step's."""
+
+    def timed(key: str, compute: Callable[[], Any]) -> Any:
+        value, took = run.timed(compute)
+        if took is not None:
+            seconds[key] = seconds.get(key, 0.0) + took
+        return value
 
     def score() -> tuple[Array, Array]:
         projected = mech.project_decoder(s_prev, p.w2)  # (d_a,)
         return projected, mech.step_scores(p.w1h, projected, p.v)  # (n,)
 
-    (projected, scores), took = backend.timed(score)
-    seconds["decoder.scores"] += took
-    weights, took = backend.timed(lambda: attn.softmax(scores))  # (n,)
-    seconds["decoder.alignment"] += took
-    context, took = backend.timed(lambda: attn.weighted_sum(weights, p.h))  # (d_h,)
-    seconds["decoder.contexts"] += took
-    cell, took = backend.timed(lambda: mech.cell(s_prev, y_prev, context, p.w_s, p.w_y, p.w_c))
-    seconds["decoder.states"] += took
+    projected, scores = timed("decoder.scores", score)
+    weights = timed("decoder.alignment", lambda: attn.softmax(scores))  # (n,)
+    context = timed("decoder.contexts", lambda: attn.weighted_sum(weights, p.h))  # (d_h,)
+    cell = timed("decoder.states", lambda: mech.cell(s_prev, y_prev, context, p.w_s, p.w_y, p.w_c))
     return _Decoded(projected, scores, weights, context, cell)
 
 
@@ -202,21 +205,16 @@ def build(
     )
 
     params = _Params(h, w1h, w2, v, w_s, w_y, w_c)
-    seconds = dict.fromkeys(
-        ("decoder.scores", "decoder.alignment", "decoder.contexts", "decoder.states"), 0.0
-    )
+    seconds: dict[str, float] = {}  # with --time: each decoder step's, summed over t
     decoded: list[_Decoded] = []
     s_prev = s0
     for t in range(steps):
-        decoded.append(_decode_step(backend, seconds, params, s_prev, ys[t]))
+        decoded.append(_decode_step(run, seconds, params, s_prev, ys[t]))
         s_prev = decoded[-1].cell.state
     xp = namespace_of(s0)
 
     def stacked(pick: Any) -> Array:
         return xp.stack([pick(step) for step in decoded])  # (T, ...)
-
-    def timed(key: str) -> float | None:
-        return seconds[key] if run.time_steps else None
 
     by_step = Grid(at, states, context)
     record.add(
@@ -230,7 +228,7 @@ def build(
                 cols=tuple(str(j) for j in range(1, d_a + 1)),
             ),
         ),
-        seconds=timed("decoder.scores"),
+        seconds=seconds.get("decoder.scores"),
     )
     alignment = record.to_numpy(stacked(lambda step: step.weights))  # (T, n)
     record.add(
@@ -240,11 +238,11 @@ def build(
         row_sums=True,
         grid=by_step,
         notes=_focus_notes(record, alignment, states),
-        seconds=timed("decoder.alignment"),
+        seconds=seconds.get("decoder.alignment"),
     )
     contexts = stacked(lambda step: step.context)  # (T, d_h)
     rows = Grid(at, context=context)
-    record.add("decoder.contexts", contexts, grid=rows, seconds=timed("decoder.contexts"))
+    record.add("decoder.contexts", contexts, grid=rows, seconds=seconds.get("decoder.contexts"))
     record.add(
         "decoder.states",
         stacked(lambda step: step.cell.state),
@@ -254,7 +252,7 @@ def build(
             Part("W_y yₜ₋₁", stacked(lambda step: step.cell.previous)),
             Part("W_c cₜ", stacked(lambda step: step.cell.read)),
         ),
-        seconds=timed("decoder.states"),
+        seconds=seconds.get("decoder.states"),
     )
 
     last = h[n - 1]  # (d_h,) the fixed vector c = h_n

@@ -177,7 +177,7 @@ class _Layer:
         record, backend = self.record, self.run.backend
         gamma = backend.asarray(self.norms[f"γ_{index}"])
         beta = backend.asarray(self.norms[f"β_{index}"])
-        parts, seconds = backend.timed(lambda: mech.layer_norm(x, gamma, beta, self.s.eps))
+        parts, seconds = self.run.timed(lambda: mech.layer_norm(x, gamma, beta, self.s.eps))
         context = self.context(which=sub(index), input=given, result=result)
         xp = namespace_of(x)
         stats = xp.concat((parts.mean, parts.variance, parts.root), axis=-1)  # (n, 3)
@@ -200,7 +200,7 @@ class _Layer:
             parts.output,
             grid=Grid(self.rows, context=context),
             text="norm",
-            seconds=seconds if self.run.time_steps else None,
+            seconds=seconds,
         )
         return parts.output
 
@@ -267,7 +267,7 @@ class _Layer:
             for letter in LETTERS
         )
         heads = self.s.heads
-        parts, seconds = backend.timed(lambda: mech.multi_head(x, memory, weights, heads, mask))
+        parts, seconds = self.run.timed(lambda: mech.multi_head(x, memory, weights, heads, mask))
         context = self.context(
             sub=sublayer,
             input=given,
@@ -316,7 +316,7 @@ class _Layer:
             parts.output,
             grid=Grid(self.rows, context=context),
             text="attn_output",
-            seconds=seconds if self.run.time_steps else None,
+            seconds=seconds,
         )
         return parts.output
 
@@ -325,7 +325,7 @@ class _Layer:
         w1, b1, w2, b2 = (
             backend.asarray(self.weights[name]) for name in ("W_1", "b_1", "W_2", "b_2")
         )
-        parts, seconds = backend.timed(lambda: mech.feed_forward(x, w1, b1, w2, b2))
+        parts, seconds = self.run.timed(lambda: mech.feed_forward(x, w1, b1, w2, b2))
         context = self.context(input=given, result=result)
         hidden_cols = tuple(f"u{j + 1}" for j in range(self.s.d_ff))
         record.add("ffn.pre", parts.pre, grid=Grid(self.rows, hidden_cols, context), text="ffn_pre")
@@ -350,7 +350,7 @@ class _Layer:
             parts.output,
             grid=Grid(self.rows, context=context),
             text="ffn_output",
-            seconds=seconds if self.run.time_steps else None,
+            seconds=seconds,
         )
         return parts.output
 

@@ -127,14 +127,13 @@ def build(run: LessonRun) -> Walkthrough:
         "n2": 2 * s.n,
     }
     grid = Grid(context=context)
-    timed = run.backend.timed
+    timed = run.timed
 
     def add_table(
         key: str, make: Callable[[], Any], notes: Callable[[Any], tuple[Note, ...]] = lambda _: ()
     ) -> Any:
         """Time ``make`` and record its table as a step, with the notes it leads to."""
-        table, took = timed(make)
-        seconds = took if run.time_steps else None
+        table, seconds = timed(make)
         record.add(key, table, kind="records", grid=grid, seconds=seconds, notes=notes(table))
         return table
 
@@ -148,7 +147,7 @@ def build(run: LessonRun) -> Walkthrough:
         "score_matrix",
         matrix,
         grid=Grid(wall_rows(s), WALL_COLUMNS, context),
-        seconds=took if run.time_steps else None,
+        seconds=took,
         notes=tuple(
             record.note(
                 key,

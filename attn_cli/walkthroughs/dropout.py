@@ -98,7 +98,7 @@ def record_dropout(
     run = record.run
     seconds: float | None = None
     if drawn is None:
-        dropped, seconds = run.backend.timed(lambda: draw(record, weights, p))
+        dropped, seconds = run.timed(lambda: draw(record, weights, p))
     else:
         dropped = drawn
     keep = record.to_numpy(dropped.keep)
@@ -125,7 +125,7 @@ def record_dropout(
             Part("keep mask (1 = kept)", keep.astype(np.int8)),
             Part("weights before dropout", weights),
         ),
-        seconds=seconds if run.time_steps else None,
+        seconds=seconds,
         notes=(_sums_note(record, sums, p),),
         text=text,
         grid=Grid(grid.rows, grid.cols, context=context),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from attn_cli.lessonfiles.texts import Texts
 if TYPE_CHECKING:
     from attn_cli.model import Walkthrough
 
+T = TypeVar("T")
 Inputs = dict[str, np.ndarray]
 Shapes = dict[str, tuple[int, ...]]
 
@@ -115,3 +116,10 @@ class LessonRun:
     def name(self) -> str:
         """The lesson's name (its command)."""
         return self.file.lesson
+
+    def timed(self, compute: Callable[[], T]) -> tuple[T, float | None]:
+        """``compute()``, and with --time the device's time for it (Backend.timed: warm, the
+        median of a few runs); without --time it runs once, untimed (time None)."""
+        if not self.time_steps:
+            return compute(), None
+        return self.backend.timed(compute)

@@ -438,7 +438,7 @@ def _head_steps(
     ]
     # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
     # softmax and A V together) is shown on the head's output, the last value it computes.
-    result, seconds = record.run.backend.timed(lambda: mech.attention(*qkv, mask=mask))
+    result, seconds = record.run.timed(lambda: mech.attention(*qkv, mask=mask))
     weights_text = "head_weights"
     if mask is not None:
         record.add(
@@ -476,18 +476,18 @@ class _Head:
     weights: Any  # (n, n)
     v: Any  # (n, d_k)
     output: Any  # (n, d_k) A V, replaced by Ã V after dropout
-    seconds: float
+    seconds: float | None
 
 
 def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) -> None:
     """Record head i's output: A_i V_i, or Ã_i V_i with the dropped weights."""
     seconds: float | None = head.seconds
     if dropped is not None:
-        head.output, seconds = record.run.backend.timed(lambda: mech.weighted_sum(dropped, head.v))
+        head.output, seconds = record.run.timed(lambda: mech.weighted_sum(dropped, head.v))
     record.add(
         f"{head.prefix}.output",
         head.output,
-        seconds=seconds if record.run.time_steps else None,
+        seconds=seconds,
         text="head_output" if dropped is None else "head_output_dropout",
         grid=head.rows,
     )

@@ -53,15 +53,17 @@ def record_weights(record: StepRecorder, logits: Array, normaliser: str, grid: G
         "sigmoid": _sigmoid,
         "hardmax": _hardmax,
     }[normaliser]
-    (weights, parts), seconds = record.run.backend.timed(lambda: compute(logits))
-    notes = _notes(record, normaliser, record.to_numpy(weights), record.to_numpy(logits))
+    (weights, parts), seconds = record.run.timed(lambda: compute(logits))
+    shown = record.to_numpy(weights)
+    notes = _notes(record, normaliser, shown, record.to_numpy(logits))
     record.add(
         "weights",
         weights,
         kind="weights",
         row_sums=True,
         parts=parts,
-        seconds=seconds if record.run.time_steps else None,
+        seconds=seconds,
+        shown=shown,
         grid=grid,
         notes=notes,
         text=f"weights_{normaliser}",

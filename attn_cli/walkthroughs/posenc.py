@@ -92,7 +92,7 @@ def build(run: LessonRun) -> Walkthrough:
     columns = column_labels(h, s.layout)
     record = StepRecorder(run)
 
-    (omega, wavelength), took = backend.timed(
+    (omega, wavelength), took = run.timed(
         lambda: _with_wavelengths(mech.frequencies(pairs, d, s.base))
     )
     lengths = backend.to_numpy(wavelength).astype(np.float64)
@@ -117,7 +117,7 @@ def build(run: LessonRun) -> Walkthrough:
             ("sin col", "cos col", "ω rad/pos", "wavelength", "× pair 0", "turns"),
             context=context,
         ),
-        seconds=took if run.time_steps else None,
+        seconds=took,
     )
     pe = record.compute(
         "pe",
@@ -130,7 +130,7 @@ def build(run: LessonRun) -> Walkthrough:
         m_k = mech.rotation(s.offset, omega, s.layout)
         return m_k, mech.shift_error(pe, mech.encoding(positions + s.offset, omega, s.layout), m_k)
 
-    (m_k, error), took = backend.timed(shift)
+    (m_k, error), took = run.timed(shift)
     error = float(backend.to_numpy(error))
     record.add(
         "shift",
@@ -140,14 +140,14 @@ def build(run: LessonRun) -> Walkthrough:
             columns, columns, context={**context, "max_error": error, "eps": EPSILON[backend.dtype]}
         ),
         parts=(Part(f"largest |PE(pos+{s.offset}) − M_{s.offset} PE(pos)|", error, "scalar"),),
-        seconds=took if run.time_steps else None,
+        seconds=took,
     )
 
     def gram() -> tuple[Any, Any, Any]:
         s_matrix = mech.similarity(pe)
         return s_matrix, mech.lag_similarity(positions, omega), mech.diagonal_spread(s_matrix)
 
-    (s_matrix, by_lag, spread), took = backend.timed(gram)
+    (s_matrix, by_lag, spread), took = run.timed(gram)
     spread = backend.to_numpy(spread).astype(np.float64)
     record.add(
         "similarity",
@@ -158,7 +158,7 @@ def build(run: LessonRun) -> Walkthrough:
             Part("Σ cos(wₚ·δ)", namespace_of(by_lag).reshape(by_lag, (n, 1))),
             Part("spread", spread.reshape(n, 1)),
         ),
-        seconds=took if run.time_steps else None,
+        seconds=took,
         notes=_distance_notes(record, np.asarray(backend.to_numpy(by_lag), dtype=np.float64), d),
     )
     notes = () if s.layout == "interleaved" else (record.note("split", h=h, last=h - 1, d=d - 1),)

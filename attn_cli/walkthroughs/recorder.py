@@ -15,7 +15,7 @@ from attn_cli.errors import UserError
 from attn_cli.lessonfiles.templates import fill
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms.attention import softmax_parts
-from attn_cli.model import InputValue, Kind, Note, Part, Step, Walkthrough
+from attn_cli.model import InputValue, Kind, Note, Part, Step, Summary, Walkthrough, summary
 from attn_cli.walkthroughs.lesson import LessonRun, get_lesson
 
 
@@ -51,8 +51,9 @@ class StepRecorder:
         notes: tuple[Note, ...] = (),
         text: str | None = None,
     ) -> Array:
-        """Compute a step's value on the backend, record it, and return the backend array."""
-        value, seconds = self.run.backend.timed(compute)
+        """Compute a step's value on the backend (timed with --time: LessonRun.timed), record
+        it, and return the backend array."""
+        value, seconds = self.run.timed(compute)
         self.add(
             key,
             value,
@@ -60,7 +61,7 @@ class StepRecorder:
             kind=kind,
             parts=parts,
             row_sums=row_sums,
-            seconds=seconds if self.run.time_steps else None,
+            seconds=seconds,
             notes=notes,
             text=text,
         )
@@ -78,15 +79,20 @@ class StepRecorder:
         seconds: float | None = None,
         notes: tuple[Note, ...] = (),
         text: str | None = None,
+        shown: Any = None,
     ) -> None:
         """Record a step whose value is already computed.
 
         ``text`` names the lesson text to use when it is not the step's key: steps that repeat
         (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
+        ``shown``: the value's copy on the host, when the caller already made it.
+        Each array (the value, each part's) is copied to the host once and summarised once,
+        where it was computed (Backend.summary).
         """
         self.check_declared("steps", text or key, grid.context)
         words = self.run.file.text(text or key)
-        shown = self.to_numpy(value)
+        if shown is None:
+            shown = self.to_numpy(value)
         sums = None
         if row_sums:
             sums = np.sum(shown, axis=-1)
@@ -101,14 +107,33 @@ class StepRecorder:
                 kind=kind,
                 row_labels=grid.rows,
                 col_labels=grid.cols,
-                parts=tuple(replace(p, value=self.to_numpy(p.value)) for p in parts),
+                parts=tuple(self.recorded_part(part) for part in parts),
                 row_sums=sums,
+                summary=self.summarised(value, shown),
                 seconds=seconds,
                 latex=words.latex,
                 notes=notes,
                 headings=self.headings(shown) if kind == "records" else {},
             )
         )
+
+    def shown(self, key: str) -> Any:
+        """The value of the recorded step ``key`` as copied to the host when it was recorded
+        (a note that reads it needs no second copy)."""
+        return next(step.value for step in self.steps if step.key == key)
+
+    def recorded_part(self, part: Part) -> Part:
+        """The part with its value copied to the host, and its summary."""
+        shown = self.to_numpy(part.value)
+        return replace(part, value=shown, summary=self.summarised(part.value, shown))
+
+    def summarised(self, value: Any, shown: Any) -> Summary | None:
+        """The statistics of a recorded array of numbers (None for anything else), computed
+        where it lives (Backend.summary: on the device), or from ``shown``, its host copy,
+        where the device cannot."""
+        if not (isinstance(shown, np.ndarray) and shown.ndim and shown.dtype.kind in "biuf"):
+            return None
+        return self.run.backend.summary(value) or summary(shown)
 
     def note(self, key: str, **values: Any) -> Note:
         """The note ``[notes] key`` of the lesson file with the raw values its placeholders read
@@ -170,11 +195,13 @@ class StepRecorder:
 
         ``notes_of`` turns the computed weights (as numpy) into notes shown with the step.
         """
-        softmax, seconds = self.run.backend.timed(lambda: softmax_parts(logits))
-        notes = notes_of(self.run.backend.to_numpy(softmax.weights)) if notes_of else ()
+        softmax, seconds = self.run.timed(lambda: softmax_parts(logits))
+        shown = self.to_numpy(softmax.weights)
+        notes = notes_of(shown) if notes_of else ()
         self.add(
             key,
             softmax.weights,
+            shown=shown,
             kind="weights",
             row_sums=True,
             parts=(
@@ -183,7 +210,7 @@ class StepRecorder:
                 Part("exp(shifted)", softmax.exp),
                 Part("row sum of exp", softmax.row_sum),
             ),
-            seconds=seconds if self.run.time_steps else None,
+            seconds=seconds,
             grid=grid,
             notes=notes,
             text=text,

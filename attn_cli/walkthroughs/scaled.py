@@ -99,7 +99,7 @@ def build(run: LessonRun) -> Walkthrough:
     if n == 1:
         notes += (record.note("one_key"),)
     if use_scale and normaliser == "softmax":
-        notes += _peaked_notes(record, record.to_numpy(normalised), queries)
+        notes += _peaked_notes(record, record.shown("weights"), queries)
     if normaliser == "hardmax":
         notes += (record.note("hardmax_gradient"),)
     if normaliser != "softmax" and p is not None:

@@ -158,7 +158,7 @@ def build(run: LessonRun) -> Walkthrough:
         notes.append(record.note("one_token"))
     if not use_scale:
         notes.append(record.note("no_scale"))
-    notes.extend(_symmetry_notes(record, scores, weights, tokens))
+    notes.extend(_symmetry_notes(record, record.shown("scores"), record.shown("weights"), tokens))
     order = permutation(run.options.get("permute"))
     if order is not None:
         notes.extend(_permuted(record, run, list(order), tokens, output, (wq, wk, wv), context))
@@ -190,10 +190,10 @@ def _default_notes(record: StepRecorder, defaulted: list[str], d: int) -> list[N
 
 
 def _symmetry_notes(
-    record: StepRecorder, scores: Array, weights: Array, tokens: tuple[str, ...]
+    record: StepRecorder, s: np.ndarray, a: np.ndarray, tokens: tuple[str, ...]
 ) -> list[Note]:
-    """With Q = K the scores are symmetric, but the weights are not: say so with numbers."""
-    s, a = record.to_numpy(scores), record.to_numpy(weights)
+    """With Q = K the scores ``s`` are symmetric, but the weights ``a`` are not: say so with
+    numbers (both as recorded, on the host)."""
     if len(tokens) < 2 or not np.array_equal(s, s.T):
         return []
     gap = np.abs(a - a.T)
@@ -251,7 +251,7 @@ def _permuted(
         grid=Grid(moved, context=context),
     )
     use_scale = bool(run.options.get("scale", True))
-    result, seconds = backend.timed(
+    result, seconds = run.timed(
         lambda: proj.self_attention(backend.asarray(x_moved), *weights, use_scale=use_scale)
     )
     grid = Grid(moved, moved, context)
@@ -262,7 +262,7 @@ def _permuted(
         "permuted.output",
         result.attention.output,
         grid=Grid(moved, context=context),
-        seconds=seconds if run.time_steps else None,
+        seconds=seconds,
     )
     expected = record.to_numpy(output)[order]
     difference = float(np.max(np.abs(record.to_numpy(result.attention.output) - expected)))

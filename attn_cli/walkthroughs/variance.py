@@ -198,7 +198,7 @@ def build(run: LessonRun) -> Walkthrough:
         _moments_table(results),
         kind="records",
         grid=Grid(context=context),
-        seconds=sum(seconds) if run.time_steps else None,
+        seconds=None if None in seconds else sum(t for t in seconds if t is not None),
     )
     record.add("softmax", _softmax_table(results), kind="records", grid=Grid(context=context))
     record.add("gradient", _gradient_table(results), kind="records", grid=Grid(context=context))
@@ -231,10 +231,7 @@ def build(run: LessonRun) -> Walkthrough:
     )
     _spiky_step(record, s, run)
     _temperature_step(record, s, run)
-    output = [
-        _output_record(result, took, run.time_steps)
-        for result, took in zip(results, seconds, strict=True)
-    ]
+    output = [_output_record(result, took) for result, took in zip(results, seconds, strict=True)]
     return record.walkthrough(
         output,
         meta={"options": _plain_settings(s), "seed": run.seed},
@@ -249,7 +246,7 @@ def histogram_edges(sigma: float) -> tuple[float, ...]:
 
 def _measure(
     run: LessonRun, s: Settings, edges: tuple[float, ...]
-) -> tuple[list[mech.Estimates], list[float]]:
+) -> tuple[list[mech.Estimates], list[float | None]]:
     """Estimates for each d_k, with the histogram for the largest.
 
     In chunk i of width d_k, the queries and each key j come from random streams of their own,
@@ -262,7 +259,8 @@ def _measure(
     """
     with_histogram = s.dks.index(max(s.dks))  # its first occurrence
     keep = run.keep
-    results, seconds = [], []
+    results: list[mech.Estimates] = []
+    seconds: list[float | None] = []  # with --time
     with concurrent.futures.ThreadPoolExecutor(_workers(run.backend)) as pool:
         for index, dk in enumerate(s.dks):
             chunks = mech.chunk_sizes(s.samples, chunk_rows(s.samples, s.keys, dk))
@@ -288,7 +286,7 @@ def _measure(
                 ]
                 return [job.result() for job in jobs]  # in the chunks' order
 
-            parts, took = run.backend.timed(tallies)
+            parts, took = run.timed(tallies)
             results.append(mech.combine(parts, dk, s.keys, s.samples))
             seconds.append(took)
     return results, seconds
@@ -420,11 +418,11 @@ def _gradient_table(results: list[mech.Estimates]) -> list[dict[str, Any]]:
     ]
 
 
-def _output_record(result: mech.Estimates, took: float, timed: bool) -> dict[str, Any]:
+def _output_record(result: mech.Estimates, took: float | None) -> dict[str, Any]:
     fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
     del fields["histogram"], fields["within_three"]  # the histogram step's, and its note's
     fields["var_scaled_se"] = mech.variance_standard_error(result.dk, result.keys, result.samples)
-    if timed:
+    if took is not None:  # --time
         fields["seconds"] = took
     return fields
 
@@ -440,7 +438,7 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
         weights = attention.softmax(logits)  # (2, n)
         return logits, weights, mech.softmax_summary(logits).gradient  # (2,) w_max (1 - w_max)
 
-    (logits, weights, gradient), took = backend.timed(compute)
+    (logits, weights, gradient), took = run.timed(compute)
     top = np.max(backend.to_numpy(weights).astype(np.float64), axis=-1)  # (2,)
     grads = backend.to_numpy(gradient).astype(np.float64)  # (2,)
     rows = ("s", f"s / {root:g}")  # the scores of each row, then their softmax
@@ -470,7 +468,7 @@ def _spiky_step(record: StepRecorder, s: Settings, run: LessonRun) -> None:
             Part("scores", logits),
             Part("w_max (1 − w_max)", namespace_of(gradient).reshape(gradient, (2, 1))),
         ),
-        seconds=took if run.time_steps else None,
+        seconds=took,
         # Both recorded: the claims keep the one that describes these two rows.
         notes=(
             record.note(
@@ -497,7 +495,7 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
         weights = attention.softmax(shifted)  # (T, n)
         return tempered, weights, mech.softmax_summary(shifted).gradient  # (T,)
 
-    (tempered, weights, gradient), took = backend.timed(compute)
+    (tempered, weights, gradient), took = run.timed(compute)
     record.add(
         "temperature",
         weights,
@@ -520,7 +518,7 @@ def _temperature_step(record: StepRecorder, s: Settings, run: LessonRun) -> None
                 namespace_of(gradient).reshape(gradient, (len(s.temperatures), 1)),
             ),
         ),
-        seconds=took if run.time_steps else None,
+        seconds=took,
     )
 
 

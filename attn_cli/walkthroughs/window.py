@@ -203,22 +203,30 @@ _TIE = 1e-9
 
 def _out_of_order(hidden: np.ndarray, change: np.ndarray) -> tuple[int, int] | None:
     """The pair of rows (a, b) where a hides less of full attention's weight than b but moves
-    further, by the widest margin; None when ordering the rows by weight hidden orders them by
-    change too (or the numbers are not all finite)."""
+    further, by the widest margin (of the widest, the first a, then the first b); None when
+    ordering the rows by weight hidden orders them by change too (or the numbers are not all
+    finite).
+
+    Row b can pair with row a when hidden[a] < hidden[b] − _TIE: with the rows sorted by that
+    bound, those b are a suffix, and a's widest margin is against the suffix's smallest
+    change: O(n log n), not the O(n²) pairs.
+    """
     if not (np.all(np.isfinite(hidden)) and np.all(np.isfinite(change))):
         return None
     tie = _TIE * max(1.0, float(np.max(change, initial=0.0)))
-    worst: tuple[float, int, int] | None = None
-    for a in range(len(hidden)):
-        for b in range(len(hidden)):
-            margin = float(change[a] - change[b])
-            if (
-                hidden[a] < hidden[b] - _TIE
-                and margin > tie
-                and (worst is None or margin > worst[0])
-            ):
-                worst = (margin, a, b)
-    return None if worst is None else (worst[1], worst[2])
+    bound = hidden - _TIE  # b pairs with a when hidden[a] < bound[b]
+    order = np.argsort(bound, kind="stable")
+    suffix_least = np.minimum.accumulate(change[order][::-1])[::-1]  # least change from i on
+    first = np.searchsorted(bound[order], hidden, side="right")  # a's first partner there
+    paired = first < len(hidden)
+    margin = change - suffix_least[np.minimum(first, len(hidden) - 1)]
+    widest = paired & (margin > tie)
+    if not widest.any():
+        return None
+    best = float(np.max(margin[widest]))
+    a = int(np.flatnonzero(widest & (margin == best))[0])
+    partners = (hidden[a] < bound) & (change[a] - change == best)
+    return a, int(np.flatnonzero(partners)[0])
 
 
 def _follows_notes(

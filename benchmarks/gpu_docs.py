@@ -127,7 +127,7 @@ def _one_size(sweep: tuple[Any, dict[str, Any]], n: int, label: str) -> str:
     ]
     lines += [_row_line(row) for row in rows]
     compared = _comparison(rows)
-    return "\n".join(lines + ([""] + compared if compared else []))
+    return "\n".join(lines + (["", *compared] if compared else []))
 
 
 def _comparison(rows: list[Row]) -> list[str]:

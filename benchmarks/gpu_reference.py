@@ -35,8 +35,8 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from attn_cli.bench.peaks import dense_peak_tflops  # noqa: E402
-from attn_cli.kernels import flash_triton  # noqa: E402
+from attn_cli.bench.peaks import dense_peak_tflops
+from attn_cli.kernels import flash_triton
 
 HEADS, D = 8, 128
 BACKENDS = {
@@ -195,7 +195,9 @@ def settings(q, k, v, causal: bool, reference, cudnn_ms: float, peak: float | No
             torch.cuda.synchronize()
             error = (o3.reshape(q.shape).float() - reference).abs().max().item()
             ms = median_ms(launch)
-            print(f"{label} {rate(n, causal, ms, peak)} {cudnn_ms / ms:.2f}x cuDNN, err {error:.1e}")
+            print(
+                f"{label} {rate(n, causal, ms, peak)} {cudnn_ms / ms:.2f}x cuDNN, err {error:.1e}"
+            )
         except Exception as failure:  # a setting that does not fit: say so and go on
             print(f"{label} failed: {str(failure).splitlines()[0][:100]}")
 

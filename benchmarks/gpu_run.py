@@ -39,24 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from lessons import lesson_options  # noqa: E402  (benchmarks/lessons.py)
+
 ATTN = [sys.executable, "-m", "attn_cli"]
 FUSED = "naive,sdpa,sdpa-flash,sdpa-efficient,sdpa-cudnn,triton-flash"
-# Every lesson whose size is n at a GPU size: the options that make it n = 8192 (d_k 64, or
-# d_model 512 in 8 heads, as the lectures' larger examples). variance and cost have no n.
-LESSONS_AT_8192 = {
-    "scaled": "--n 8192 --dk 64",
-    "bahdanau": "--n 8192",
-    "selfattn": "--n 8192 --d 512 --dk 64",
-    "causal": "--n 8192 --dk 64",
-    "multihead": "--n 8192 --d-model 512 --heads 8",
-    "posenc": "--positions 8192 --d-model 512",
-    "block": "--n 8192 --d-model 512 --heads 8",
-    "flash": "--n 8192 --dk 64",
-    "window": "--n 8192 --dk 64",
-    "graph": "--n 8192",
-    "linear": "--n 8192 --dk 64",
-    "kvcache": "--n 8192 --dk 64",
-}
+# Every lesson at a GPU size, with the size options benchmarks/lessons.py gives it at n.
+LESSON_N = 8192
 
 
 @dataclass
@@ -69,7 +59,12 @@ class Step:
 
 def steps(out: Path, old_kernel: Path | None) -> list[Step]:
     bench = [*ATTN, "bench", "--device", "cuda", "--format", "json"]
-    reference = [sys.executable, str(ROOT / "benchmarks" / "gpu_reference.py"), "--sizes", "4096,16384"]
+    reference = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "gpu_reference.py"),
+        "--sizes",
+        "4096,16384",
+    ]
     if old_kernel is not None:
         reference += ["--old-kernel", str(old_kernel)]
     return [
@@ -86,18 +81,35 @@ def steps(out: Path, old_kernel: Path | None) -> list[Step]:
         ),
         Step(
             "bench-16k",
-            [*bench, "--d", "128", "--sizes", "4096..65536", "--impl", FUSED,
-             "--plot", str(out / "bench-gpu.png")],
+            [
+                *bench,
+                "--d",
+                "128",
+                "--sizes",
+                "4096..65536",
+                "--impl",
+                FUSED,
+                "--plot",
+                str(out / "bench-gpu.png"),
+            ],
             "bench-16k.json",
             150,
-        ),  # fmt: skip
+        ),
         Step(
             "bench-causal",
-            [*bench, "--d", "128", "--causal", "--sizes", "16384", "--impl",
-             "sdpa,sdpa-flash,sdpa-cudnn,triton-flash"],
+            [
+                *bench,
+                "--d",
+                "128",
+                "--causal",
+                "--sizes",
+                "16384",
+                "--impl",
+                "sdpa,sdpa-flash,sdpa-cudnn,triton-flash",
+            ],
             "bench-causal.json",
             60,
-        ),  # fmt: skip
+        ),
         Step(
             "beyond",
             [*bench, "--sizes", "4096..131072", "--impl", "window,sdpa-window,flex-window,linear"],
@@ -107,21 +119,33 @@ def steps(out: Path, old_kernel: Path | None) -> list[Step]:
         Step("lessons", [], "lessons.txt", 200),  # run_lessons
         Step(
             "pytest",
-            [sys.executable, "-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider",
-             "tests/test_flash_kernel.py", "tests/test_devices.py", "tests/test_bench_sweep.py",
-             "tests/test_bench_cli.py", "tests/test_scaled.py"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-n",
+                "8",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_flash_kernel.py",
+                "tests/test_devices.py",
+                "tests/test_bench_sweep.py",
+                "tests/test_bench_cli.py",
+                "tests/test_scaled.py",
+            ],
             "pytest.txt",
             200,
-        ),  # fmt: skip
+        ),
     ]
 
 
 def run_lessons(limit: int, deadline: float) -> tuple[str, int]:
-    """Each lesson at n = 8192 on the GPU: its step lines with --time, and the wall time."""
+    """Each lesson at n = LESSON_N on the GPU: its step lines with --time, and the wall time."""
     lines = []
     worst = 0
-    for lesson, options in LESSONS_AT_8192.items():
-        argv = [*ATTN, lesson, *options.split(), "--backend", "torch", "--device", "cuda"]
+    for lesson, options in lesson_options(LESSON_N).items():
+        argv = [*ATTN, lesson, *options, "--backend", "torch", "--device", "cuda"]
         argv += ["--dtype", "float32", "--time"]
         if time.monotonic() > deadline:
             lines.append(f"== {shlex.join(argv[2:])}: not run (the run's budget was spent)")
@@ -191,7 +215,9 @@ def main() -> None:
     for step in steps(out, args.old_kernel):
         entry: dict[str, object] = {"name": step.name, "output": step.output}
         if step.argv:
-            entry["command"] = shlex.join(["attn", *step.argv[3:]] if step.argv[:3] == ATTN else step.argv)
+            entry["command"] = shlex.join(
+                ["attn", *step.argv[3:]] if step.argv[:3] == ATTN else step.argv
+            )
         if time.monotonic() > deadline:
             entry["status"] = "not run: the budget was spent"
             record["steps"].append(entry)  # type: ignore[union-attr]
@@ -201,7 +227,9 @@ def main() -> None:
         limit = min(step.seconds, remaining)
         if step.name == "lessons":
             text, code = run_lessons(60, deadline)
-            entry["command"] = "attn LESSON <options at n = 8192> --backend torch --device cuda --dtype float32 --time"
+            entry["command"] = (
+                f"attn LESSON <options at n = {LESSON_N}> --backend torch --device cuda --dtype float32 --time"
+            )
         else:
             try:
                 done = subprocess.run(

@@ -34,7 +34,7 @@ DISTRIBUTION = "attn-cli"
 EXTRAS: dict[str, tuple[str, ...]] = {
     "torch": ("torch>=2.1",),
     "plot": ("matplotlib>=3.8",),
-    "kernel": ("triton>=3", "torch>=2.1"),
+    "kernel": ("triton>=3.6", "torch>=2.1"),
     "explore": ("textual>=8.0", "textual-serve>=1.1"),
 }
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attn_cli import cards as _cards
-from attn_cli.errors import UserError as UserError
+from attn_cli import course as _cards
+from attn_cli.core.errors import UserError as UserError
 from attn_cli.version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from attn_cli.model import Note as Note
-    from attn_cli.model import Step as Step
-    from attn_cli.model import Walkthrough as Walkthrough
+    from attn_cli.core.model import Note as Note
+    from attn_cli.core.model import Step as Step
+    from attn_cli.core.model import Walkthrough as Walkthrough
 
 
 # The lesson functions (see attn_cli.api, one per card) are resolved on first use; so is
@@ -44,7 +44,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = function  # later look-ups find it directly
         return function
     if name in ("Walkthrough", "Step", "Note"):
-        from attn_cli import api, model  # api hands the walkthrough's hooks their renderer
+        from attn_cli import api  # api hands the walkthrough's hooks their renderer
+        from attn_cli.core import model
 
         del api
         return getattr(model, name)

@@ -22,15 +22,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attn_cli.cards import card
-from attn_cli.errors import UserError
-from attn_cli.model import Walkthrough
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import Walkthrough
+from attn_cli.course import card
 
 
 def _show(walkthrough: Walkthrough, view: str, **options: Any) -> Any:
-    """A walkthrough's hooks render through attn_cli.render.show, loaded on first use."""
+    """A walkthrough's hooks render through attn_cli.render.show, loaded on first use, handed
+    the lesson's figure or programs where the view needs them."""
+    from attn_cli import course
     from attn_cli.render import show
 
+    if view == "plot":
+        options["figure"] = course.figure_of(walkthrough.lesson)
+    if view == "code":
+        options["programs"] = course.programs_of(walkthrough.lesson)
     return show(walkthrough, view, **options)
 
 
@@ -76,7 +82,7 @@ def _build(name: str) -> Callable[..., Walkthrough]:
     signature = inspect.Signature(parameters, return_annotation=Walkthrough)
 
     def run_lesson(*args: Any, **kwargs: Any) -> Walkthrough:
-        from attn_cli.runner import RunRequest, compute
+        from attn_cli.run.runner import RunRequest, compute
 
         try:
             bound = signature.bind(*args, **kwargs)
@@ -126,10 +132,10 @@ def _plain_option(value: Any) -> Any:
 
 def _names(tokens: str | Sequence[str]) -> tuple[str, ...]:
     if isinstance(tokens, str):
-        from attn_cli.matrices import parse_names
+        from attn_cli.core.matrices import parse_names
 
         return parse_names(tokens, "tokens")
-    from attn_cli.usertext import printable
+    from attn_cli.core.usertext import printable
 
     names = tuple(printable(str(token)) for token in tokens)
     if not names or not all(names):

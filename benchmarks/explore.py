@@ -35,10 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from attn_cli import cards
+from attn_cli import course as cards
+from attn_cli.course.variance import build as variance
 from attn_cli.explore import state as st
 from attn_cli.explore.app import Explorer, InputTable
-from attn_cli.walkthroughs import variance
 
 SIZE = (80, 24)
 

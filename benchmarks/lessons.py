@@ -104,8 +104,8 @@ def run_computation(argv: list[str]) -> None:
     print those as JSON on the last line of stdout (the walkthrough itself goes to /dev/null).
     On a GPU each timed part ends with the device synchronised."""
     from attn_cli import __main__ as entry
-    from attn_cli import runner
-    from attn_cli.walkthroughs.recorder import StepRecorder
+    from attn_cli.course.recorder import StepRecorder
+    from attn_cli.run import runner
 
     spent = {"build": 0.0, "recording": 0.0, "claims": 0.0}
 

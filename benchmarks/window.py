@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-from attn_cli.backend import namespace_of
+from attn_cli.core.backend import namespace_of
 from attn_cli.mechanisms.attention import scale, scores, softmax, weighted_sum
 from attn_cli.mechanisms.local import window_allowed, window_attention
 from attn_cli.mechanisms.masks import additive

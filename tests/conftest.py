@@ -16,7 +16,7 @@ from hypothesis import settings
 from rich.console import Console
 from typer.testing import CliRunner
 
-from attn_cli.cli import app
+from attn_cli.cli.app import app
 
 # CliRunner.invoke(app, ...) turns the Typer app into its click command on every call (Typer's
 # get_command inspects the signature of each of the 22 commands: ~60 ms, nine tenths of a typical
@@ -108,7 +108,7 @@ def installed_from_an_index(monkeypatch):
     tests/test_install.py fakes each installer in turn."""
     from pathlib import Path
 
-    from attn_cli import install
+    from attn_cli.core import install
 
     pip = install.Facts(Path("/venv"), direct_url=None, installer="pip")
     monkeypatch.setattr(install, "facts", lambda: pip)
@@ -126,7 +126,7 @@ def without_torch(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
-    monkeypatch.delitem(sys.modules, "attn_cli.torch_backend", raising=False)
+    monkeypatch.delitem(sys.modules, "attn_cli.core.torch_backend", raising=False)
 
 
 @pytest.fixture

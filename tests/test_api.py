@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.cards import lesson_names
+from attn_cli.course import lesson_names
 from tests.conftest import render_plain
 
 LESSONS = lesson_names()
@@ -87,8 +87,8 @@ def test_file_inputs_work_as_on_the_command_line(tmp_path):
 def test_keywords_are_the_command_line_options(invoke):
     """Each function takes exactly its command's options, less the ones that only print (and
     flash's --kernel, which prints the kernel), plus the settings only lesson files set."""
-    from attn_cli.cards import card
-    from attn_cli.cli import command_function
+    from attn_cli.cli.app import command_function
+    from attn_cli.course import card
 
     for lesson in LESSONS:
         options = card(lesson).options

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.cards import card, lesson_names
+from attn_cli.course import card, lesson_names
 from attn_cli.render.json_render import SCHEMA_VERSION, schema
 from tests.conftest import assert_user_error, data, render_plain, softmax_rows
 from tests.lesson_runs import runs_of
@@ -396,7 +396,7 @@ def test_random_inputs_have_no_batch(invoke):
 
 
 def test_a_batch_too_large_to_walk_through_is_refused(invoke, tmp_path):
-    from attn_cli.batch import MAX_BATCH
+    from attn_cli.core.batch import MAX_BATCH
 
     np.save(tmp_path / "q.npy", np.zeros((MAX_BATCH + 1, 1, 2)))
     result = invoke("scaled", "--q", f"@{tmp_path / 'q.npy'}", "--k", text(K), "--v", text(V))

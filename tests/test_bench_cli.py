@@ -14,7 +14,7 @@ import pytest
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import BenchConfig, BenchResult, Row
 from attn_cli.bench.fit import fit_rows
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 from attn_cli.render.bench_plot import PLOT_FORMATS, check_plot_path, write_plot
 from attn_cli.render.bench_render import bench_renderable
 from tests.conftest import assert_user_error, render_plain
@@ -154,13 +154,13 @@ def test_cuda_absent_is_a_user_error(invoke, torch):
 
 
 def test_a_torch_impl_without_torch_is_a_user_error(invoke, monkeypatch):
-    monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "attn_cli.core.torch_backend", None)  # import raises ImportError
     result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy")
     assert_user_error(result, "--impl naive needs PyTorch", "pip install 'attn-cli[torch]'")
 
 
 def test_another_device_without_torch_is_a_user_error(invoke, monkeypatch):
-    monkeypatch.setitem(sys.modules, "attn_cli.torch_backend", None)
+    monkeypatch.setitem(sys.modules, "attn_cli.core.torch_backend", None)
     result = invoke("bench", *FAST, "--device", "mps")
     assert_user_error(result, "--device mps needs PyTorch", "pip install 'attn-cli[torch]'")
 
@@ -272,7 +272,7 @@ def test_ctrl_c_prints_the_finished_rows(invoke, monkeypatch):
 @pytest.mark.slow
 def test_startup_of_other_commands_does_not_import_torch_or_the_bench():
     code = (
-        "import sys, attn_cli.cli; "
+        "import sys, attn_cli.cli.app; "
         "print(sorted(m for m in ('torch', 'attn_cli.bench.sweep', 'matplotlib') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

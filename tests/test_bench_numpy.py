@@ -10,7 +10,7 @@ import pytest
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import BenchConfig
 from attn_cli.bench.devices import CpuOps, device_ops, torch_available
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 from tests.conftest import assert_user_error
 
 FAST = ("--sizes", "32,64", "--d", "8", "--heads", "1", "--repeats", "2", "--block", "16")
@@ -91,5 +91,5 @@ def test_numpy_impls_give_the_same_errors_with_and_without_torch(invoke, monkeyp
     args = ("bench", *FAST, "--impl", "numpy,tiled-numpy", "--format", "json")
     with_torch = [row["max_abs_err"] for row in rows_of(invoke(*args))]
     monkeypatch.setitem(sys.modules, "torch", None)
-    monkeypatch.delitem(sys.modules, "attn_cli.torch_backend", raising=False)
+    monkeypatch.delitem(sys.modules, "attn_cli.core.torch_backend", raising=False)
     assert with_torch == [row["max_abs_err"] for row in rows_of(invoke(*args))]

@@ -367,7 +367,7 @@ def test_it_needs_no_torch(invoke, without_torch):
 def test_it_does_not_import_torch():
     code = (
         "import sys\n"
-        "from attn_cli.cli import app\n"
+        "from attn_cli.cli.app import app\n"
         f"try:\n    app(['bench', '--from', {str(DEFAULT)!r}, '-f', 'json'], prog_name='attn')\n"
         "except SystemExit:\n    pass\n"
         "heavy = ('torch', 'triton', 'attn_cli.bench.sweep')\n"

@@ -12,7 +12,7 @@ from attn_cli.bench.config import IMPLS, BenchConfig, parse_impls, parse_sizes
 from attn_cli.bench.devices import CpuOps, CudaOps, auto_repeats, device_ops
 from attn_cli.bench.peaks import dense_peak_tflops
 from attn_cli.bench.sweep import MEMORY_HEADROOM, run_sweep
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 
 pytest.importorskip("torch")
 
@@ -313,8 +313,8 @@ def test_the_default_shape_is_per_device(fake_cuda, monkeypatch):
     elsewhere; the default cuda sweep passes the work guard of a GPU."""
     from attn_cli.bench.config import DEFAULT_D
     from attn_cli.bench.sweep import check_sweep_work
-    from attn_cli.commands.bench import bench_config
-    from attn_cli.options import DeviceName
+    from attn_cli.cli.commands.bench import bench_config
+    from attn_cli.cli.options import DeviceName
 
     monkeypatch.setattr(registry, "has_triton", lambda: False)
     shape = (None, None, None, 128, 0, None, 8, 1, None, False)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.walkthroughs import block
-from attn_cli.walkthroughs import multihead as mh_lesson
+from attn_cli.course.block import build as block
+from attn_cli.course.multihead import build as mh_lesson
 from tests.conftest import assert_user_error, unwrap
 from tests.lesson_runs import Batch, Runs
 
@@ -386,9 +386,11 @@ def test_user_errors(invoke, args, fragments):
 
 def test_the_figure_has_a_panel_per_head_self_then_cross():
     pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    from attn_cli.course import figure_of
     from attn_cli.render.heatmap import heatmap_figure
 
-    figure = heatmap_figure(attn.block(example="decoder"))
+    walkthrough = attn.block(example="decoder")
+    figure = heatmap_figure(walkthrough, figure_of("block"))
     panels = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
     assert [ax.get_title() for ax in panels] == [
         "self-attention head 1", "self-attention head 2",

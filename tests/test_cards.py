@@ -9,10 +9,11 @@ import sys
 import pytest
 import typer.main
 
-from attn_cli import cards
-from attn_cli.cli import app
-from attn_cli.options import INPUT_PANEL, SIZE_PANEL, lesson_request
-from attn_cli.walkthroughs.lesson import get_lesson
+from attn_cli import course as cards
+from attn_cli.cli.app import app
+from attn_cli.cli.options import INPUT_PANEL, SIZE_PANEL, lesson_request
+from attn_cli.core.card import shown
+from attn_cli.course import get_lesson
 
 GROUP = typer.main.get_command(app)
 LESSONS = cards.lesson_names()
@@ -23,17 +24,19 @@ def command_options(lesson: str) -> dict[str, object]:
     return {param.name: param for param in GROUP.commands[lesson].params}  # type: ignore[attr-defined]
 
 
-def test_the_lessons_are_the_card_modules_in_their_order():
-    """Found by listing the package (no list of names to keep in step), ordered by the cards."""
+def test_the_lessons_are_the_folders_of_the_course_in_their_order():
+    """Found by listing the package's folders (no list of names to keep in step), ordered by the
+    cards; the modules beside the folders (the recorder, the lesson type) are not lessons."""
     from pathlib import Path
 
     folder = Path(cards.__file__).parent
-    modules = {path.stem for path in folder.glob("*.py") if not path.stem.startswith("_")}
-    assert set(LESSONS) == modules
+    folders = {path.parent.name for path in folder.glob("*/card.py")}
+    assert set(LESSONS) == folders
+    assert not cards.is_lesson("recorder") and not cards.is_lesson("lesson")
     orders = [cards.card(name).order for name in LESSONS]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
     assert LESSONS[0] == "scaled"  # the lectures start with scaled dot-product attention
-    assert cards.is_lesson("scaled") and not cards.is_lesson("_shared")
+    assert cards.is_lesson("scaled") and not cards.is_lesson("shared")
     assert not cards.is_lesson("check") and not cards.is_lesson("../scaled")
 
 
@@ -60,7 +63,7 @@ def test_each_option_and_size_is_a_flag_with_its_default_in_its_help(lesson):
         assert parsed.opts == [option.option], option  # type: ignore[attr-defined]
         assert parsed.help == option.help_text and "{" not in parsed.help  # type: ignore[attr-defined]
         if "{default}" in option.help:
-            assert cards.shown(option.default) in parsed.help  # type: ignore[attr-defined]
+            assert shown(option.default) in parsed.help
     for size in card.sizes:
         parsed = options[size.name]
         assert parsed.rich_help_panel == SIZE_PANEL  # type: ignore[attr-defined]
@@ -117,7 +120,7 @@ def test_sizes_take_their_defaults_from_the_card():
 
 def test_sizes_and_options_reach_the_request():
     """The request maps each flag to its input, option or size by the card."""
-    from attn_cli import tour
+    from attn_cli.cli import tour
 
     argv = ["--q", "1,0;0,1", "--k", "1,1;0,1", "--fill", "zero", "--conventions"]
     argv += ["--n", "3", "--tokens", "a,b", "--seed", "4", "--precision", "2"]
@@ -139,7 +142,7 @@ def test_sizes_and_options_reach_the_request():
 
 def test_a_command_option_not_for_the_lesson_stays_out_of_the_request():
     """flash --kernel is the command's (it prints the kernel): the lesson never sees it."""
-    from attn_cli import tour
+    from attn_cli.cli import tour
 
     params = tour.parsed(tour.Stop("flash", "", ("--block", "3")))
     request, _ = lesson_request(cards.card("flash"), params)
@@ -149,9 +152,9 @@ def test_a_command_option_not_for_the_lesson_stays_out_of_the_request():
 def test_cards_import_no_numpy():
     """The cards are plain data: reading every one imports neither numpy nor a lesson."""
     code = (
-        "import sys; from attn_cli import cards; names = cards.lesson_names(); "
+        "import sys; from attn_cli import course as cards; names = cards.lesson_names(); "
         "print(len(names), 'numpy' in sys.modules, "
-        "any(m.startswith('attn_cli.walkthroughs') for m in sys.modules))"
+        "any(m.endswith('.build') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == [str(len(LESSONS)), "False", "False"]

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attn_cli.backend import get_backend
+from attn_cli.core.backend import get_backend
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
-from attn_cli.runner import RunRequest, compute
+from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import assert_user_error, data, examples, unwrap
 from tests.lesson_runs import Batch, Runs
 
@@ -479,7 +479,7 @@ def test_causal_texts_name_their_sources(invoke):
 
 
 def test_every_row_sums_to_one_is_a_claim_on_the_drift():
-    from attn_cli.walkthroughs.causal import rows_sum_to_one
+    from attn_cli.course.causal.build import rows_sum_to_one
 
     class Fake:
         dtype = "float64"

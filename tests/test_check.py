@@ -11,18 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli import __version__, slides
-from attn_cli.cards import lesson_names
-from attn_cli.check import check_bundled
-from attn_cli.errors import UserError
+from attn_cli import __version__
+from attn_cli.core import slides
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import Step, Walkthrough
+from attn_cli.core.rounding import parse_rounded
+from attn_cli.core.slides import Erratum
+from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, bundled_lessons_dir, load_bundled
-from attn_cli.model import Step, Walkthrough
-from attn_cli.quiz import parse_answer
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import walkthrough_renderable
-from attn_cli.rounding import parse_rounded
-from attn_cli.runner import RunRequest, compute
-from attn_cli.slides import Erratum
+from attn_cli.run.check import check_bundled
+from attn_cli.run.quiz import parse_answer
+from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import assert_user_error, render_plain, softmax_rows
 
 DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"

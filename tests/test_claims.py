@@ -29,13 +29,11 @@ import pytest
 from typer.testing import CliRunner
 
 from attn_cli.api import lesson_function
-from attn_cli.cards import card, lesson_names
-from attn_cli.cli import app
-from attn_cli.errors import UserError
+from attn_cli.cli.app import app
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import Note, Walkthrough
+from attn_cli.course import card, get_lesson, lesson_names, recorder
 from attn_cli.lessonfiles.texts import Texts
-from attn_cli.model import Note, Walkthrough
-from attn_cli.walkthroughs import recorder
-from attn_cli.walkthroughs.lesson import get_lesson
 from tests.lesson_runs import runs_of
 from tests.test_lesson_texts import never_made, runs
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from attn_cli import __version__
-from attn_cli.cli import app, command_names, main
+from attn_cli.cli.app import app, command_names, main
 
 
 def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:

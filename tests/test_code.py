@@ -18,14 +18,13 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.cards import lesson_names
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import Walkthrough
+from attn_cli.course import lesson_names, programs_of
 from attn_cli.lessonfiles.loader import load_bundled
-from attn_cli.model import Walkthrough
-from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error
 
-WITH_CODE = sorted(name for name in lesson_names() if get_lesson(name).code is not None)
+WITH_CODE = sorted(name for name in lesson_names() if programs_of(name) is not None)
 WITHOUT_CODE = sorted(set(lesson_names()) - set(WITH_CODE))
 
 # Runs each program read from stdin (a JSON list) in its own globals, a marker line before each.

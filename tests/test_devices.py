@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from attn_cli.cards import lesson_names
+from attn_cli.course import lesson_names
 from tests.conftest import assert_user_error
 
 LESSONS = lesson_names()
@@ -61,7 +61,7 @@ def test_array_api_compat_is_a_core_dependency_and_the_extra_asks_for_min_torch(
     import tomllib
     from pathlib import Path
 
-    from attn_cli.backend import MIN_TORCH
+    from attn_cli.core.backend import MIN_TORCH
 
     project = tomllib.loads(
         (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
@@ -72,7 +72,7 @@ def test_array_api_compat_is_a_core_dependency_and_the_extra_asks_for_min_torch(
 
 
 def test_install_problem_names_the_upgrade_for_an_old_torch_only(torch):
-    from attn_cli.torch_backend import install_problem
+    from attn_cli.core.torch_backend import install_problem
 
     assert install_problem("2.13.0+cpu") is None
     assert install_problem("2.1.0") is None

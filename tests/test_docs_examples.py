@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from attn_cli import transcripts
-from attn_cli.cli import app
-from attn_cli.transcripts import MARKER, REGENERATE, attn_commands, with_transcripts
+from attn_cli.cli import transcripts
+from attn_cli.cli.app import app
+from attn_cli.cli.transcripts import MARKER, REGENERATE, attn_commands, with_transcripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

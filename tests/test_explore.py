@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("textual", reason="attn explore needs textual (the explore extra)")
 
 import attn_cli
-from attn_cli import cards
+from attn_cli import course as cards
 from attn_cli.explore import state as st
 from attn_cli.explore.serve import external_addresses, offline_template
 from tests.conftest import assert_user_error, unwrap
@@ -351,7 +351,7 @@ def test_the_lesson_key_switches_lesson():
 @pytest.mark.parametrize("lesson", cards.lesson_names())
 def test_every_lesson_opens_on_its_example(lesson):
     from attn_cli.explore.app import InputTable
-    from attn_cli.runner import RunRequest, compute
+    from attn_cli.run.runner import RunRequest, compute
 
     async def scenario() -> Any:
         app = explorer(lesson)
@@ -426,7 +426,7 @@ def test_an_unknown_lesson_is_one_line(invoke):
 @pytest.mark.slow
 def test_other_commands_import_no_textual():
     probe = (
-        "import sys\nfrom attn_cli.cli import main\nsys.argv = ['attn', 'scaled']\n"
+        "import sys\nfrom attn_cli.cli.app import main\nsys.argv = ['attn', 'scaled']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.split('.')[0].startswith('textual')))"
     )
     completed = subprocess.run(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from attn_cli.walkthroughs.flash import MAX_BLOCKS
+from attn_cli.course.flash.build import MAX_BLOCKS
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Batch, Runs
 
@@ -308,7 +308,7 @@ def test_sram_sets_m_and_the_papers_blocks(invoke, invoke_json):
 
 
 def test_the_check_claims_agreement_only_when_it_is_rounding():
-    from attn_cli.walkthroughs.flash import same_up_to_rounding
+    from attn_cli.course.flash.build import same_up_to_rounding
 
     doc_steps = {"difference": 2.2e-16}
 

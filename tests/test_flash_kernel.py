@@ -27,11 +27,11 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.bench.impls import static_problem
-from attn_cli.kernel_source import MARKER, kernel_source, marked_parts, symbolic_title
+from attn_cli.course import get_lesson
+from attn_cli.lessonfiles.kernel_source import MARKER, kernel_source, marked_parts, symbolic_title
 from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.mechanisms import attention as mech
 from attn_cli.render.json_render import schema
-from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error
 
 

@@ -39,10 +39,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from attn_cli.cards import lesson_names
+from attn_cli.course import get_lesson, lesson_names
 from attn_cli.lessonfiles.grammar import option_problem, option_schema
 from attn_cli.lessonfiles.loader import bundled_lessons_dir
-from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import examples
 
 BUDGET = settings(  # examples(60) for the printed values; the others set their own below

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.cards import lesson_names
-from attn_cli.errors import UserError
-from attn_cli.numbers import format_number
+from attn_cli.core.errors import UserError
+from attn_cli.core.numbers import format_number
+from attn_cli.course import lesson_names
 from tests.conftest import assert_user_error
 from tests.lesson_runs import runs_of
 
@@ -33,9 +33,10 @@ def mpl():
 
 
 def figure_of(walkthrough, precision=None):
+    from attn_cli.course import figure_of
     from attn_cli.render.heatmap import heatmap_figure
 
-    return heatmap_figure(walkthrough, precision)
+    return heatmap_figure(walkthrough, figure_of(walkthrough.lesson), precision)
 
 
 def panels(figure):
@@ -269,7 +270,7 @@ def without_matplotlib(monkeypatch):
 @pytest.fixture
 def no_compute(monkeypatch):
     """Checks come first: the walkthrough must not be computed."""
-    from attn_cli import runner
+    from attn_cli.run import runner
 
     def refuse(*args, **kwargs):
         raise AssertionError("the walkthrough was computed")

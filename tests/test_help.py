@@ -15,8 +15,8 @@ import typer.main
 from typer.core import TyperOption
 from typer.testing import CliRunner
 
-from attn_cli.cli import app, command_names, examples
-from attn_cli.cli_reference import REGENERATE, REGENERATE_TABLES, reference, with_tables
+from attn_cli.cli.app import app, command_names, examples
+from attn_cli.cli.reference import REGENERATE, REGENERATE_TABLES, reference, with_tables
 
 COMMANDS = command_names()
 

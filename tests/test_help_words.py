@@ -10,9 +10,9 @@ import typer.main
 from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
-from attn_cli.cards import card, lesson_names
-from attn_cli.cli import app, command_names
-from attn_cli.options import MATRIX_GRAMMAR, VECTOR_GRAMMAR
+from attn_cli.cli.app import app, command_names
+from attn_cli.cli.options import MATRIX_GRAMMAR, VECTOR_GRAMMAR
+from attn_cli.course import card, lesson_names
 
 COMMANDS = command_names()
 GROUP = typer.main.get_command(app)
@@ -111,11 +111,11 @@ def test_bench_explains_sdpa_and_describes_dtype():
 @pytest.mark.parametrize("name", lesson_names())
 def test_plot_says_what_this_lesson_draws(name):
     """--plot's help is the lesson's own figure (its card), and a lesson that draws none has no
-    --plot; the cards and the figures drawn (attn_cli.render.heatmap.FIGURES) agree."""
-    from attn_cli.render.heatmap import FIGURES
+    --plot; the cards and the figures drawn (each lesson folder's figure.py) agree."""
+    from attn_cli.course import figure_of
 
     declared = card(name)
-    assert bool(declared.figure) == (name in FIGURES)
+    assert bool(declared.figure) == (figure_of(name) is not None)
     text = flat(wide_help(name))
     if declared.figure:
         assert f"--plot FILE Also draw {flat(declared.figure)}, to FILE" in text
@@ -155,7 +155,7 @@ def test_every_symbol_of_the_help_is_defined_in_its_glossary(name):
     """Each symbol the help uses (d_k, W_Q, τ, ...) is in the command's glossary (its card's
     ``symbols``, a tool's cli.TOOL_SYMBOLS), shown once under "Symbols" before the examples;
     the glossary defines nothing the help does not use."""
-    from attn_cli.cli import symbols
+    from attn_cli.cli.app import symbols
 
     glossary = symbols(name)
     defined = {one for names, _meaning in glossary for one in names.split(", ")}

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import attn_cli
-from attn_cli.cli import app
-from attn_cli.errors import UserError
+from attn_cli.cli.app import app
+from attn_cli.core.errors import UserError
 from attn_cli.lessonfiles.loader import MAX_EXAMPLES, MAX_LESSON_FILE_BYTES
 from tests.conftest import assert_user_error, examples
 
@@ -64,7 +64,7 @@ def test_a_npy_that_memory_cannot_hold_is_refused_with_its_shape(invoke, tmp_pat
 
     path = tmp_path / "q.npy"
     np.save(path, np.ones((64, 64)))
-    monkeypatch.setattr("attn_cli.matrices.available_host_bytes", lambda: 4096)
+    monkeypatch.setattr("attn_cli.core.matrices.available_host_bytes", lambda: 4096)
     assert_user_error(invoke("scaled", "--q", f"@{path}", *SMALL), "q.npy", "64 × 64", "is free")
 
 
@@ -103,7 +103,7 @@ def test_deep_arrays_in_a_lesson_file_are_one_line(invoke, tmp_path):
 
 
 def test_brackets_inside_json_strings_do_not_count_as_nesting():
-    from attn_cli.matrices import nesting_depth
+    from attn_cli.core.matrices import nesting_depth
 
     assert nesting_depth('[[1, 2], ["[[[[", "\\"]]"]]') == 2
     assert nesting_depth("[[1,0],[0,1]]") == 2
@@ -182,7 +182,7 @@ def test_control_characters_cannot_write_to_the_terminal(invoke, tmp_path):
 def test_full_json_larger_than_memory_is_refused_in_the_library_and_streamed_by_the_cli(
     invoke, monkeypatch
 ):
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 10 * 2**20)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 10 * 2**20)
     # The library builds the document whole: refused before building, with its estimate.
     walkthrough = attn_cli.scaled(n=300, dk=4, seed=0)
     with pytest.raises(UserError, match=r"all 456,900 numbers, .* about 14\.8 MiB .* full=True"):

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli import terminal
-from attn_cli.quiz import parse_answer
-from attn_cli.rounding import MAX_DECIMALS
+from attn_cli.cli import terminal
+from attn_cli.core.rounding import MAX_DECIMALS
+from attn_cli.run.quiz import parse_answer
 from tests.conftest import assert_user_error
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,8 +91,7 @@ def test_graph_edges_as_text_or_pairs_still_run(invoke_json, tmp_path):
 
 def test_every_option_of_every_lesson_refuses_a_date_in_one_line(invoke, tmp_path):
     """The check is the options' schema, not code per field: no option takes a TOML date."""
-    from attn_cli.cards import lesson_names
-    from attn_cli.walkthroughs.lesson import get_lesson
+    from attn_cli.course import get_lesson, lesson_names
 
     checked = 0
     for name in lesson_names():

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import outputs
-from attn_cli.errors import UserError
-from attn_cli.walkthroughs import variance
+from attn_cli.core import outputs
+from attn_cli.core.errors import UserError
+from attn_cli.course.variance import build as variance
 from tests.conftest import assert_user_error
 
 
@@ -78,7 +78,7 @@ def test_the_work_guard_allows_the_lectures_run_and_its_tenfold():
 def test_summaries_of_huge_finite_entries_stay_finite():
     import numpy as np
 
-    from attn_cli.model import summary
+    from attn_cli.core.model import summary
 
     stats = summary(np.full((3, 3), 1e308))
     assert (stats.mean, stats.std, stats.max) == (1e308, 0.0, 1e308)

@@ -1,4 +1,4 @@
-"""Install advice that can be followed: one function (attn_cli.install.install_command) says the
+"""Install advice that can be followed: one function (attn_cli.core.install.install_command) says the
 command for the way attn was installed (pip from an index, an editable clone, pipx, uv tool, uv's
 pip), each installer faked here; library errors name the Python call, the CLI's the flag."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import attn_cli as attn
-from attn_cli import install
-from attn_cli.errors import UserError
-from attn_cli.install import Facts, install_command, installation
+from attn_cli.core import install
+from attn_cli.core.errors import UserError
+from attn_cli.core.install import Facts, install_command, installation
 from tests.conftest import assert_user_error
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attn_cli import __version__
-from attn_cli.cards import lesson_names
+from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render.json_render import MAX_ENTRIES, SCHEMA_VERSION, schema
 from tests.lesson_runs import runs_of
@@ -262,7 +262,7 @@ def test_bench_document_validates(invoke):
 def lesson_doc() -> dict[str, Any]:
     from typer.testing import CliRunner
 
-    from attn_cli.cli import app
+    from attn_cli.cli.app import app
 
     result = CliRunner().invoke(app, ["scaled", "--format", "json"])
     return validate(json.loads(result.stdout))

@@ -10,8 +10,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from attn_cli.cli import is_command
-from attn_cli.kinds import COLUMNS, load_overview, overview_path
+from attn_cli.cli.app import is_command
+from attn_cli.lessonfiles.kinds import COLUMNS, load_overview, overview_path
 from attn_cli.render.json_render import schema
 from tests.conftest import assert_user_error, data
 

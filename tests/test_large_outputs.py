@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from attn_cli import runner
-from attn_cli.backend import Backend
-from attn_cli.model import Part, Step, Summary, Walkthrough, summary
-from attn_cli.numbers import number_style
+from attn_cli.core.backend import Backend
+from attn_cli.core.model import Part, Step, Summary, Walkthrough, summary
+from attn_cli.core.numbers import number_style
 from attn_cli.render import json_render, latex_render, markdown_render, rich_render, show
 from attn_cli.render.rich_render import MAX_RECORDS, RECORDS_CORNER, MatrixTable, records_table
-from attn_cli.runner import RunRequest
+from attn_cli.run import runner
+from attn_cli.run.runner import RunRequest
 
 RECORDED = Summary(10**11, min=-1.5, max=2.5, mean=0.25, std=0.75)
 
@@ -214,7 +214,7 @@ def test_the_summary_is_what_the_renderers_computed_before_to_the_last_bit():
 
 def test_the_summary_on_torch_is_numpys_up_to_the_order_of_the_sums():
     torch = pytest.importorskip("torch")
-    from attn_cli.torch_backend import tensor_summary
+    from attn_cli.core.torch_backend import tensor_summary
 
     for array in sample_arrays():
         on_device = tensor_summary(torch.from_numpy(np.ascontiguousarray(array)))
@@ -234,7 +234,7 @@ def test_the_summary_on_torch_is_numpys_up_to_the_order_of_the_sums():
 
 def old_number_style(values: Any, precision: int) -> str:
     """number_style as written number by number (the reference)."""
-    from attn_cli.numbers import needs_scientific
+    from attn_cli.core.numbers import needs_scientific
 
     finite = [x for x in np.asarray(values, dtype=np.float64).ravel().tolist() if math.isfinite(x)]
     if all(x == int(x) and abs(x) < 1e15 for x in finite):

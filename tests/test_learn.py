@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 from attn_cli.learn import common
 from tests.conftest import assert_user_error
 

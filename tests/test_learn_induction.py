@@ -290,8 +290,8 @@ def test_the_code_program_prints_the_commands_scores(torch, invoke, invoke_json,
 
 
 def test_the_tour_stop_trains_and_shows_the_walkthrough(torch, invoke, monkeypatch):
-    from attn_cli import tour
-    from attn_cli.itinerary import TOUR
+    from attn_cli.cli import tour
+    from attn_cli.cli.itinerary import TOUR
 
     stop = next(stop for stop in TOUR if stop.name == "induction")
     assert stop.command_line.startswith("attn learn induction --steps")
@@ -305,7 +305,7 @@ def test_the_tour_stop_trains_and_shows_the_walkthrough(torch, invoke, monkeypat
 
 
 def test_the_tour_stop_is_skipped_without_torch(invoke, without_torch, monkeypatch):
-    from attn_cli import tour
+    from attn_cli.cli import tour
 
     tiny = tour.Stop("induction", "Induction", ("induction", *TINY), command="learn")
     monkeypatch.setattr(tour, "TOUR", (tiny,))

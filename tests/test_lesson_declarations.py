@@ -9,12 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli import cards
-from attn_cli.backend import get_backend
-from attn_cli.errors import UserError
+from attn_cli import course
+from attn_cli import course as cards
+from attn_cli import course as registry
+from attn_cli.core.backend import get_backend
+from attn_cli.core.errors import UserError
+from attn_cli.course import get_lesson
+from attn_cli.course import lesson as lesson_module
+from attn_cli.course.lesson import Lesson
 from attn_cli.lessonfiles.grammar import LABEL_NAMES
 from attn_cli.lessonfiles.loader import bundled_lessons_dir, load_bundled, own_lesson_file
-from attn_cli.runner import (
+from attn_cli.run.runner import (
     Given,
     RunRequest,
     Source,
@@ -23,8 +28,6 @@ from attn_cli.runner import (
     resolve_inputs,
     validate_inputs,
 )
-from attn_cli.walkthroughs import lesson as lesson_module
-from attn_cli.walkthroughs.lesson import Lesson, get_lesson
 
 LESSONS = cards.lesson_names()
 
@@ -60,7 +63,7 @@ def test_random_inputs_follow_the_declaration(name):
 
 @pytest.mark.parametrize("path", sorted(bundled_lessons_dir().glob("*.toml")), ids=lambda p: p.stem)
 def test_every_bundled_file_passes_the_checks_a_lecturers_file_gets(path: Path):
-    own_lesson_file(path, get_lesson, path.stem)  # its inputs, labels and options are the lesson's
+    own_lesson_file(path, course, path.stem)  # its inputs, labels and options are the lesson's
 
 
 def test_an_unknown_lesson_names_the_known_ones():
@@ -73,10 +76,10 @@ def test_an_unknown_lesson_names_the_known_ones():
 def test_a_module_declaring_another_lesson_is_refused(monkeypatch):
     import sys
 
-    from attn_cli.walkthroughs import scaled
+    from attn_cli.course.scaled import build as scaled
 
-    monkeypatch.setattr(lesson_module, "is_lesson", lambda name: name in (*LESSONS, "copy"))
-    monkeypatch.setitem(sys.modules, "attn_cli.walkthroughs.copy", scaled)
+    monkeypatch.setattr(registry, "is_lesson", lambda name: name in (*LESSONS, "copy"))
+    monkeypatch.setitem(sys.modules, "attn_cli.course.copy.build", scaled)
     with pytest.raises(
         TypeError, match=r"LESSON must be Lesson\(CARD, ...\) with the card of 'copy'"
     ):
@@ -164,16 +167,16 @@ def test_memory_is_the_inputs_and_each_items_walkthrough(monkeypatch):
     item_shapes = {name: array.shape for name, array in item.items()}
     options = dict(lesson.options)
     needed = entries * (8 + 8) + 3 * lesson.estimate_bytes(item_shapes, options, 8)
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: needed)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: needed)
     guard_memory(lesson, backend, shapes, batch, options)
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: needed - 1)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: needed - 1)
     with pytest.raises(UserError, match=r"^this scaled walkthrough needs about .*; choose smaller"):
         guard_memory(lesson, backend, shapes, batch, options)
 
 
 def test_a_lessons_own_memory_fix_is_named(monkeypatch):
     lesson, backend = get_lesson("posenc"), get_backend("numpy")
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 1)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 1)
     with pytest.raises(UserError, match=r"lower --positions or --d-model\.$"):
         guard_memory(lesson, backend, {}, None, dict(lesson.options))
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli.errors import UserError
+from attn_cli import course
+from attn_cli.core.errors import UserError
 from attn_cli.lessonfiles.loader import own_lesson_file
-from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error, data
 
 DOC_EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "four-dims.toml"
@@ -206,7 +206,7 @@ def test_a_missing_file_and_a_file_for_another_lesson(invoke, tmp_path):
     assert_user_error(invoke("scaled", "--lesson", str(tmp_path / "gone.toml")), "not found")
     path = write(tmp_path, GOOD)
     with pytest.raises(UserError, match=r"it is a lesson for 'scaled'; run it with 'attn scaled"):
-        own_lesson_file(path, get_lesson, "causal")
+        own_lesson_file(path, course, "causal")
 
 
 def test_own_inputs_with_a_lesson_file_still_use_its_texts(invoke, tmp_path):

@@ -13,11 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from attn_cli.cards import lesson_names
+from attn_cli.cli.options import complete_example
+from attn_cli.course import get_lesson, lesson_names
 from attn_cli.lessonfiles.grammar import LABEL_NAMES
 from attn_cli.lessonfiles.loader import bundled_lessons_dir, load_lesson_file
-from attn_cli.options import complete_example
-from attn_cli.walkthroughs.lesson import get_lesson
 from tests.conftest import assert_user_error
 
 ONE_EXAMPLE = """\

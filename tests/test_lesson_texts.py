@@ -15,16 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attn_cli.cards import lesson_names
-from attn_cli.errors import UserError
-from attn_cli.generated import declared_texts
+from attn_cli.cli.generated import declared_texts
+from attn_cli.core.errors import UserError
+from attn_cli.core.templates import template_fields
+from attn_cli.course import get_lesson, lesson_names
+from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles import loader as lesson_files
 from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
-from attn_cli.lessonfiles.templates import template_fields
 from attn_cli.lessonfiles.texts import BEGIN, END, Texts, check_texts, markdown
-from attn_cli.runner import RunRequest, prepare
-from attn_cli.walkthroughs.lesson import get_lesson
-from attn_cli.walkthroughs.recorder import Grid, StepRecorder
+from attn_cli.run.runner import RunRequest, prepare
 from tests.conftest import assert_user_error
 from tests.lesson_runs import runs_of
 
@@ -219,7 +218,7 @@ def recorded(lesson: str) -> dict[tuple[str, str], list[frozenset[str]]]:
     its test asks for (not every lesson in each xdist worker), once per process."""
     from typer.testing import CliRunner
 
-    from attn_cli.cli import app
+    from attn_cli.cli.app import app
 
     seen: dict[tuple[str, str], list[frozenset[str]]] = defaultdict(list)
     original = StepRecorder.check_declared
@@ -260,7 +259,7 @@ def test_the_docs_table_is_the_generated_one():
     text = DOCS.read_text(encoding="utf-8")
     section = text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
     assert section == markdown(declared_texts()), (
-        "docs/lesson-files.md is stale: python -m attn_cli.generated texts docs/lesson-files.md"
+        "docs/lesson-files.md is stale: python -m attn_cli.cli.generated texts docs/lesson-files.md"
     )
 
 

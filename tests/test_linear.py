@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Batch, Runs

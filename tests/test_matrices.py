@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from attn_cli.errors import UserError
-from attn_cli.matrices import as_matrix, as_vector_or_batch, parse_int_list
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import as_matrix, as_vector_or_batch, parse_int_list
 from tests.conftest import assert_user_error
 
 

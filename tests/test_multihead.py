@@ -10,7 +10,7 @@ import pytest
 
 from attn_cli.mechanisms import multihead as mh
 from attn_cli.mechanisms.attention import attention
-from attn_cli.runner import RunRequest, compute
+from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Batch, Runs
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.cards import card
-from attn_cli.check import check_bundled
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
+from attn_cli.course import card
 from attn_cli.mechanisms.normalise import NORMALISERS
+from attn_cli.run.check import check_bundled
 from tests.conftest import (
     assert_user_error,
     data,

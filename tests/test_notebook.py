@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.cards import lesson_names
+from attn_cli.course import lesson_names
 from tests.conftest import softmax_rows
 
 LESSONS = lesson_names()

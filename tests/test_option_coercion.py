@@ -1,4 +1,4 @@
-"""attn_cli.cli._skip_idle_coercion takes plain option values as they are, without Typer's
+"""attn_cli.cli.app._skip_idle_coercion takes plain option values as they are, without Typer's
 pydantic coercion: the parsed values and the refusals must be exactly Typer's."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import typer.main
 
-import attn_cli.cli as cli
+import attn_cli.cli.app as cli
 
 COMMAND_LINES = [
     ["scaled"],
@@ -64,7 +64,7 @@ def test_refusals_are_typers_own(args, invoke, monkeypatch):
 def test_the_values_the_command_receives():
     """The values themselves: an int, a float, an enum member, text, None (no context is read:
     none of these is of its option's type already)."""
-    from attn_cli.options import DeviceName
+    from attn_cli.cli.options import DeviceName
     from attn_cli.render import Format
 
     param = _option("scaled", "precision")

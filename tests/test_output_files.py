@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 import attn_cli as attn
-from attn_cli.cards import lesson_names
+from attn_cli.course import lesson_names
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import HTML_WIDTH, print_walkthrough
 from tests.conftest import assert_user_error
@@ -151,7 +151,7 @@ def nothing_computed(monkeypatch):
     def compute(request):
         raise AssertionError("computed before refusing the --output path")
 
-    monkeypatch.setattr("attn_cli.runner.compute", compute)
+    monkeypatch.setattr("attn_cli.run.runner.compute", compute)
 
 
 def test_output_into_a_missing_folder_is_refused_before_computing(

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from attn_cli.api import lesson_function
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
+from attn_cli.core.spelling import spelled
 from attn_cli.mechanisms import linear, normalise
 from attn_cli.render import RenderOptions, document_bytes, walkthrough_entries
 from attn_cli.render.json_render import json_chunks, to_document, to_json
-from attn_cli.spelling import spelled
 from tests.conftest import assert_user_error, unwrap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,7 +222,7 @@ def test_the_bench_guard_lets_the_default_sweep_run():
     from attn_cli.bench.config import BenchConfig, parse_sizes
     from attn_cli.bench.devices import CpuOps
     from attn_cli.bench.sweep import sweep_seconds
-    from attn_cli.work import MAX_SECONDS
+    from attn_cli.core.work import MAX_SECONDS
 
     config = BenchConfig(sizes=parse_sizes(None, "cpu"), impls=("numpy", "tiled-numpy"))
     assert 0 < sweep_seconds(config, CpuOps()) < MAX_SECONDS / 10
@@ -261,7 +261,7 @@ def test_a_plot_of_a_thousand_heads_is_refused_before_anything_is_printed(
 
 
 def test_the_work_guard_words():
-    from attn_cli.work import check_work, duration
+    from attn_cli.core.work import check_work, duration
 
     check_work(180, 1.0, "x", "y")  # exactly the cap
     with pytest.raises(UserError, match=r"^it, about 3 minutes here; ask for less: less\.$"):

@@ -26,10 +26,10 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from attn_cli.api import lesson_function
-from attn_cli.cards import lesson_names
+from attn_cli.core.model import Step, Walkthrough
+from attn_cli.core.numbers import as_matrix, format_column, number_style
+from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
-from attn_cli.model import Step, Walkthrough
-from attn_cli.numbers import as_matrix, format_column, number_style
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
 from attn_cli.render.latex_render import tex_text

@@ -300,7 +300,7 @@ def test_lesson_file_of_ones_own(invoke_json, tmp_path):
 
 
 def test_too_large_for_memory_is_refused_before_allocating(invoke, monkeypatch):
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 50 * 2**20)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 50 * 2**20)
     result = invoke("posenc", "--positions", "4000", "--d-model", "512")
     assert_user_error(result, "needs about", "MiB is free", "lower --positions or --d-model")
     assert invoke("posenc", "--positions", "40", "--d-model", "64").exit_code == 0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attn_cli import terminal
 from attn_cli.api import lesson_function
-from attn_cli.cards import lesson_names
-from attn_cli.quiz import mark, parse_answer, questions
-from attn_cli.rounding import parse_rounded
+from attn_cli.cli import terminal
+from attn_cli.core.rounding import parse_rounded
+from attn_cli.course import lesson_names
+from attn_cli.run.quiz import mark, parse_answer, questions
 from tests.conftest import assert_user_error
 
 LESSONS = lesson_names()

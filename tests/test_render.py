@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from attn_cli.model import InputValue, Step, Walkthrough
-from attn_cli.numbers import format_number
+from attn_cli.core.model import InputValue, Step, Walkthrough
+from attn_cli.core.numbers import format_number
 from attn_cli.render import Format, RenderOptions, render_text
 from attn_cli.render.rich_render import block_heatmap, value_renderable, walkthrough_renderable
-from attn_cli.runner import RunRequest, compute
+from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import render_plain
 
 OPTIONS = RenderOptions()

@@ -21,10 +21,10 @@ import pytest
 from rich.console import Console
 
 import attn_cli as attn
-from attn_cli.cards import lesson_names
+from attn_cli.core.model import InputValue, Step, Walkthrough
+from attn_cli.core.numbers import as_matrix, format_column
+from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import load_bundled
-from attn_cli.model import InputValue, Step, Walkthrough
-from attn_cli.numbers import as_matrix, format_column
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import (
     HEATMAP_MAX_COLS,
@@ -426,7 +426,7 @@ def test_without_colour_a_mark_stands_for_the_shade(monkeypatch):
 def test_no_color_through_the_command_line():
     from typer.testing import CliRunner
 
-    from attn_cli.cli import app
+    from attn_cli.cli.app import app
 
     result = CliRunner().invoke(app, ["scaled"], env={"NO_COLOR": "1"})
     assert result.exit_code == 0, result.output
@@ -469,8 +469,8 @@ def test_histogram_bars_shrink_to_the_width():
 
 
 def test_check_all_cuts_no_example_name():
-    from attn_cli.check import check_bundled
     from attn_cli.render.check_render import check_renderable
+    from attn_cli.run.check import check_bundled
 
     results = check_bundled()
     for width in (60, 80):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from attn_cli.backend import EXACT_INTEGERS, LARGEST
+from attn_cli.core.backend import EXACT_INTEGERS, LARGEST
 from tests.conftest import assert_user_error
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attn_cli.backend import get_backend
+from attn_cli.core.backend import get_backend
 from attn_cli.mechanisms import attention as mech
 from tests.conftest import assert_user_error, data, examples
 from tests.lesson_runs import Batch, Runs
@@ -260,7 +260,7 @@ def test_time_reports_each_step(invoke_json):
 
 
 def test_a_size_that_cannot_fit_is_refused_with_the_estimate(invoke, monkeypatch):
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 1_000_000)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 1_000_000)
     result = invoke("scaled", "--n", "1000", "--dk", "8")
     assert_user_error(
         result, "needs about", "MiB", "only 976.6 KiB is free", "choose smaller sizes"
@@ -268,7 +268,7 @@ def test_a_size_that_cannot_fit_is_refused_with_the_estimate(invoke, monkeypatch
 
 
 def test_estimate_scales_with_n_squared():
-    from attn_cli.walkthroughs import scaled
+    from attn_cli.course.scaled import build as scaled
 
     shapes = scaled.random_shapes({"n": 100_000, "dk": 64})
     assert scaled.estimate_bytes(shapes, {}, 8) >= 5 * 100_000**2 * 8
@@ -298,7 +298,7 @@ def test_missing_torch_is_a_user_error(invoke, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
-    monkeypatch.delitem(sys.modules, "attn_cli.torch_backend", raising=False)
+    monkeypatch.delitem(sys.modules, "attn_cli.core.torch_backend", raising=False)
     assert_user_error(invoke("scaled", "--backend", "torch"), "pip install 'attn-cli[torch]'")
 
 
@@ -377,7 +377,7 @@ def test_tab_completion_offers_the_example_names():
         "_TYPER_COMPLETE_ARGS": "attn scaled --example c",
     }
     completed = subprocess.run(
-        [sys.executable, "-c", "from attn_cli.cli import main; main()"],
+        [sys.executable, "-c", "from attn_cli.cli.app import main; main()"],
         env=env,
         capture_output=True,
         text=True,

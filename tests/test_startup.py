@@ -10,7 +10,7 @@ import pytest
 
 PROBE = """
 import sys
-from attn_cli.cli import app
+from attn_cli.cli.app import app
 try:
     app({args!r}, prog_name="attn")
 except SystemExit:
@@ -50,7 +50,7 @@ def test_lesson_commands_do_not_import_torch(args):
 MAIN_PROBE = """
 import sys
 sys.argv = ["attn", *{args!r}]
-from attn_cli.cli import main
+from attn_cli.cli.app import main
 try:
     main()
 except SystemExit:
@@ -60,18 +60,19 @@ print("MODULES", " ".join(sorted(sys.modules)))
 NOT_AT_START_UP = (
     "numpy",
     "tomllib",
-    "attn_cli.runner",
+    "attn_cli.run.runner",
     "attn_cli.lessonfiles.loader",
-    "attn_cli.walkthroughs",
+    "attn_cli.course.lesson",
+    "attn_cli.course.recorder",
     "attn_cli.mechanisms",
-    "attn_cli.model",
-    "attn_cli.matrices",
-    "attn_cli.slides",
-    "attn_cli.check",
-    "attn_cli.quiz",
-    "attn_cli.tour",
+    "attn_cli.core.model",
+    "attn_cli.core.matrices",
+    "attn_cli.core.slides",
+    "attn_cli.run.check",
+    "attn_cli.run.quiz",
+    "attn_cli.cli.tour",
     "attn_cli.bench",
-    "attn_cli.backend",
+    "attn_cli.core.backend",
 )
 
 
@@ -92,11 +93,15 @@ def modules_after(args: list[str]) -> list[str]:
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"], ["scaled", "--help"]])
 def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
     modules = modules_after(args)
-    assert "attn_cli.cli" in modules  # the probe did run the app
+    assert "attn_cli.cli.app" in modules  # the probe did run the app
     loaded = [
         module
         for module in modules[1:]
-        if module.startswith(NOT_AT_START_UP) or module.startswith("attn_cli.render.")
+        if module.startswith(NOT_AT_START_UP)
+        or module.startswith("attn_cli.render.")
+        # a lesson's folder (attn_cli.course.NAME) and its card, nothing more of it
+        or ((module.startswith("attn_cli.course.") and module.count(".") > 2)
+        and not module.endswith(".card"))
     ]
     assert loaded == [], loaded
 
@@ -108,17 +113,17 @@ def test_main_runs_the_command_with_the_collector_on_and_leaves_it_on(args, monk
     """main() turns the cyclic garbage collector off for start-up only."""
     import gc
 
-    import attn_cli.runner
-    from attn_cli.cli import main
+    import attn_cli.run.runner
+    from attn_cli.cli.app import main
 
     seen = []
-    compute = attn_cli.runner.compute
+    compute = attn_cli.run.runner.compute
 
     def recording_compute(request):
         seen.append(gc.isenabled())
         return compute(request)
 
-    monkeypatch.setattr(attn_cli.runner, "compute", recording_compute)
+    monkeypatch.setattr(attn_cli.run.runner, "compute", recording_compute)
     monkeypatch.setattr(sys, "argv", ["attn", *args])
     with pytest.raises(SystemExit):
         main()
@@ -140,14 +145,12 @@ def test_main_runs_the_command_with_the_collector_on_and_leaves_it_on(args, monk
 def test_a_lesson_run_imports_one_card_and_no_pydantic(args):
     """Typer coerces options through pydantic TypeAdapters (its import alone is about 50 ms);
     a default, text, a plain number in range and a choice typed exactly need none of it
-    (attn_cli.cli._skip_idle_coercion). And a lesson's run does not import every card."""
+    (attn_cli.cli.app._skip_idle_coercion). And a lesson's run does not import every card."""
     modules = modules_after(args)
-    assert "attn_cli.runner" in modules  # the lesson did run
+    assert "attn_cli.run.runner" in modules  # the lesson did run
     assert [m for m in modules if m == "pydantic" or m.startswith("pydantic.")] == []
-    cards = [
-        m for m in modules if m.startswith("attn_cli.cards.") and m != "attn_cli.cards._shared"
-    ]
+    cards = [m for m in modules if m.startswith("attn_cli.course.") and m.endswith(".card")]
     # Its own card, and those of the lessons its walkthrough builds on (causal's: scaled's and
     # selfattn's), not all sixteen.
-    assert f"attn_cli.cards.{args[0]}" in cards
+    assert f"attn_cli.course.{args[0]}.card" in cards
     assert len(cards) <= 3, cards

@@ -14,13 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attn_cli import runner
-from attn_cli.backend import TIMED_RUNS, Backend, Clock, median
-from attn_cli.cards import lesson_names
+from attn_cli.core.backend import TIMED_RUNS, Backend, Clock, median
+from attn_cli.core.model import Summary, Walkthrough
+from attn_cli.course import lesson_names, recorder
 from attn_cli.mechanisms import attention
-from attn_cli.model import Summary, Walkthrough
-from attn_cli.runner import RunRequest
-from attn_cli.walkthroughs import recorder
+from attn_cli.run import runner
+from attn_cli.run.runner import RunRequest
 from tests.lesson_runs import runs_of
 
 # The readings the logging clock gives, run after run: their median is what a step shows.
@@ -58,8 +57,9 @@ class LoggingBackend(Backend):
 
 def logged_run(lesson: str, argv: tuple[str, ...], backend: Backend, *, time: bool) -> Any:
     """The lesson's run of ``argv`` (as its command parses them) on ``backend``."""
-    from attn_cli import cards, tour
-    from attn_cli.options import lesson_request
+    from attn_cli import course as cards
+    from attn_cli.cli import tour
+    from attn_cli.cli.options import lesson_request
 
     request, _ = lesson_request(cards.card(lesson), tour.parsed(tour.Stop(lesson, "", argv)))
     run = runner.prepare(replace(request, time_steps=time))
@@ -185,7 +185,7 @@ def test_the_copy_to_the_host_and_the_summaries_follow_the_timed_runs(monkeypatc
     """On the torch backend a step's value is copied to the host (and summarised) once, after
     its last timed run, never between a start and a stop."""
     torch = pytest.importorskip("torch")
-    from attn_cli.torch_backend import TorchBackend
+    from attn_cli.core.torch_backend import TorchBackend
 
     @dataclass(frozen=True)
     class LoggingTorchBackend(TorchBackend):
@@ -222,7 +222,7 @@ def test_the_cuda_clock_reads_the_events_between_its_start_and_stop(monkeypatch)
     """CudaClock: an event recorded at the start (after the queue drained) and one at the stop,
     waited for; the time is the GPU's between them (elapsed_time, in ms)."""
     pytest.importorskip("torch")
-    from attn_cli import torch_backend as module
+    from attn_cli.core import torch_backend as module
 
     calls: list[str] = []
 

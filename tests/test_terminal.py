@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli import terminal
+from attn_cli.cli import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 

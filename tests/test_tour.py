@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from attn_cli import terminal, tour
-from attn_cli.tour import PROMPT, TOUR, Stop
+from attn_cli.cli import terminal, tour
+from attn_cli.cli.tour import PROMPT, TOUR, Stop
 from tests.conftest import assert_user_error
 
 NAMES = [stop.name for stop in TOUR]
@@ -36,9 +36,9 @@ def test_the_tour_follows_the_lecture_order():
 
 def test_the_bahdanau_stop_scores_several_encoder_states():
     # Issue 22 (14): the default has one encoder state, whose softmax weight is trivially 1.
-    from attn_cli.cards import card
-    from attn_cli.options import lesson_request
-    from attn_cli.runner import compute
+    from attn_cli.cli.options import lesson_request
+    from attn_cli.course import card
+    from attn_cli.run.runner import compute
 
     stop = TOUR[position("bahdanau")]
     request, _ = lesson_request(card("bahdanau"), tour.parsed(stop))
@@ -178,8 +178,8 @@ def test_a_stop_that_fails_is_skipped_with_its_reason(invoke, monkeypatch, args)
 
 def test_every_lesson_is_a_stop_and_every_stop_a_command():
     """The tour reads the one list of cards: a lesson added without a stop fails here."""
-    from attn_cli.cards import lesson_names
-    from attn_cli.cli import is_command
+    from attn_cli.cli.app import is_command
+    from attn_cli.course import lesson_names
 
     assert set(lesson_names()) <= set(NAMES)
     assert all(is_command(stop.command_name) for stop in TOUR)

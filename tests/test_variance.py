@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attn_cli import runner
-from attn_cli.backend import get_backend
-from attn_cli.kept import Kept
+from attn_cli.core.backend import get_backend
+from attn_cli.core.kept import Kept
+from attn_cli.course.variance import build as lesson
+from attn_cli.course.variance.build import chunk_rows
 from attn_cli.mechanisms import variance as mech
-from attn_cli.walkthroughs import variance as lesson
-from attn_cli.walkthroughs.variance import chunk_rows
+from attn_cli.run import runner
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Runs
 
@@ -377,7 +377,7 @@ def test_user_errors(invoke, args, fragments):
 
 
 def test_too_many_samples_for_memory_is_refused_with_the_estimate(invoke, monkeypatch):
-    monkeypatch.setattr("attn_cli.backend.available_host_bytes", lambda: 2**20)
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 2**20)
     monkeypatch.setattr(lesson, "_cores", lambda: 2)  # two chunks drawn at once
     result = invoke("variance", "--dk", "1024", "--samples", "1000000")
     assert_user_error(result, "needs about 6.7 MiB", "1.0 MiB is free", "lower --samples")

@@ -278,7 +278,7 @@ def test_no_largest_change_when_no_row_moves(invoke_json):
 
 
 def test_the_rows_out_of_order_are_the_pairwise_searchs():
-    from attn_cli.walkthroughs.window import _TIE, _out_of_order
+    from attn_cli.course.window.build import _TIE, _out_of_order
 
     def pairwise(hidden: np.ndarray, change: np.ndarray) -> tuple[int, int] | None:
         tie = _TIE * max(1.0, float(np.max(change, initial=0.0)))

@@ -6,9 +6,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from attn_cli.errors import UserError
-from attn_cli.matrices import whole_number
-from attn_cli.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import whole_number
+from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:
     from attn_cli.bench.machine import Load

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import available_host_bytes, meminfo_bytes
 from attn_cli.bench.peaks import dense_peak_tflops, known_device
-from attn_cli.errors import UserError
+from attn_cli.core.backend import available_host_bytes, meminfo_bytes
+from attn_cli.core.errors import UserError
 
 TARGET_TIMED_SECONDS = 0.5
 MIN_REPEATS, MAX_REPEATS = 5, 50
@@ -188,7 +188,7 @@ class MpsOps(CpuOps):
 def torch_available() -> bool:
     """Whether PyTorch can be imported here (it is an optional extra)."""
     try:
-        import attn_cli.torch_backend  # noqa: F401  (imports torch)
+        import attn_cli.core.torch_backend  # noqa: F401  (imports torch)
     except ImportError:
         return False
     return True
@@ -203,13 +203,13 @@ def device_ops(device: str) -> CpuOps:
     if not torch_available():
         if device == "cpu":
             return CpuOps()
-        from attn_cli.install import install_command
+        from attn_cli.core.install import install_command
 
         raise UserError(
             f"--device {device} needs PyTorch, which is not installed; install it with: "
             f"{install_command('torch')}."
         )
-    from attn_cli.torch_backend import device_problem
+    from attn_cli.core.torch_backend import device_problem
 
     problem = device_problem(device)
     if problem:

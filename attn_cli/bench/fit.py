@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import format_bytes
 from attn_cli.bench.config import BenchResult, Row
 from attn_cli.bench.machine import Load
+from attn_cli.core.backend import format_bytes
 
 # A row enters a fit when its value is at least this many times the implementation's least:
 # the part that does not grow with n (at most that least value) is then at most a third of it.

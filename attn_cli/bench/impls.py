@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.backend import Array
 from attn_cli.bench.config import BenchConfig
-from attn_cli.errors import UserError
-from attn_cli.install import install_command
+from attn_cli.core.backend import Array
+from attn_cli.core.errors import UserError
+from attn_cli.core.install import install_command
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import linear as linear_mech
 from attn_cli.mechanisms.local import window_attention, window_blocks, window_pairs
@@ -64,7 +64,7 @@ def require_torch(impls: Sequence[str], with_torch: bool) -> None:
             f"--impl {','.join(needing)} needs PyTorch, which is not installed; install it with: "
             f"{install_command('torch')} ({numpy_only})."
         )
-    from attn_cli.torch_backend import install_problem
+    from attn_cli.core.torch_backend import install_problem
 
     problem = install_problem()
     if problem:
@@ -197,7 +197,7 @@ def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
         return Inputs(arrays[0], arrays[1], arrays[2])
     import torch
 
-    from attn_cli.torch_backend import TORCH_DTYPES
+    from attn_cli.core.torch_backend import TORCH_DTYPES
 
     generator = torch.Generator(device=device).manual_seed(config.seed * 1_000_003 + n)
     tensors = [

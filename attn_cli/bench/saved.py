@@ -19,9 +19,9 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from attn_cli.bench.config import BenchConfig, BenchResult, Row
 from attn_cli.bench.machine import Load
-from attn_cli.errors import UserError
-from attn_cli.matrices import nesting_depth
-from attn_cli.variants import DEVICES
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import nesting_depth
+from attn_cli.core.variants import DEVICES
 
 # A sweep of every implementation at a dozen sizes is some 50 KB; a file of more is not one.
 MAX_SWEEP_BYTES = 16 * 2**20

@@ -24,8 +24,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from attn_cli import work
-from attn_cli.backend import ITEMSIZE, format_bytes
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import (
     UNSTABLE_SPREAD,
@@ -37,6 +35,8 @@ from attn_cli.bench.config import (
 )
 from attn_cli.bench.devices import MIN_REPEATS, TARGET_TIMED_SECONDS, CpuOps, auto_repeats
 from attn_cli.bench.machine import Load, load_average, thread_counts
+from attn_cli.core import work
+from attn_cli.core.backend import ITEMSIZE, format_bytes
 
 # A run is skipped when its estimate exceeds this share of the free memory.
 MEMORY_HEADROOM = 0.85

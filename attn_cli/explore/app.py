@@ -40,12 +40,12 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option as ListOption
 
-from attn_cli import cards
-from attn_cli.cards import Option
-from attn_cli.errors import UserError
+from attn_cli import course as cards
+from attn_cli.core.card import Option
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import Step
+from attn_cli.core.numbers import as_matrix
 from attn_cli.explore import state as st
-from attn_cli.model import Step
-from attn_cli.numbers import as_matrix
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import (
     MatrixTable,

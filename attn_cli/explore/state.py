@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attn_cli.cards import Card, Option, card, shown
-from attn_cli.errors import UserError
+from attn_cli.core.card import Card, Option, shown
+from attn_cli.core.errors import UserError
+from attn_cli.course import card
 from attn_cli.render import Format, RenderOptions, render_text
 
 if TYPE_CHECKING:
-    from attn_cli.model import Walkthrough
-    from attn_cli.runner import RunRequest
+    from attn_cli.core.model import Walkthrough
+    from attn_cli.run.runner import RunRequest
 
 Cells = tuple[tuple[str, ...], ...]  # rows of cell texts (a vector: one row)
 
@@ -72,7 +73,7 @@ def controls(lesson_card: Card) -> tuple[Option, ...]:
 def opening(lesson: str) -> Opening:
     """Lesson ``lesson`` on its default lecture example, prepared by the runner as `attn LESSON`
     prepares it."""
-    from attn_cli.runner import RunRequest, prepare
+    from attn_cli.run.runner import RunRequest, prepare
 
     lesson_card = card(lesson)
     run = prepare(RunRequest(lesson=lesson))
@@ -170,7 +171,7 @@ def matrix_text(cells: Cells) -> str:
 
 def request(start: Opening, state: State) -> RunRequest:
     """The run ``attn LESSON`` with :func:`command_line`'s options asks for."""
-    from attn_cli.runner import RunRequest
+    from attn_cli.run.runner import RunRequest
 
     own = runs_own(start, state)
     labels = {}
@@ -189,7 +190,7 @@ def request(start: Opening, state: State) -> RunRequest:
 def walkthrough(start: Opening, state: State) -> Walkthrough:
     """The walkthrough of the state, computed as the command line computes it (a UserError
     carries the command line's one-line message)."""
-    from attn_cli.runner import compute
+    from attn_cli.run.runner import compute
 
     return compute(request(start, state))
 
@@ -311,7 +312,7 @@ def changed_count(change: Any) -> int:
 
 def export(walkthrough: Walkthrough, folder: Path, precision: int) -> list[Path]:
     """The walkthrough in every text --format, written to FOLDER/LESSON.json, .md and .tex."""
-    from attn_cli.outputs import check_writable, write_text
+    from attn_cli.core.outputs import check_writable, write_text
 
     options = RenderOptions(precision=precision)
     written = []

@@ -28,16 +28,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
     import numpy as np
     from matplotlib.figure import Figure
     from rich.console import Console
 
+    from attn_cli.core.model import Kind, Note, Part, Step, Walkthrough
     from attn_cli.lessonfiles.loader import LessonFile
     from attn_cli.lessonfiles.texts import Texts
-    from attn_cli.model import Kind, Note, Part, Step, Walkthrough
 
 # Threads torch trains with: the same on every machine, so the same command prints the same
 # numbers (a reduction split over another number of threads sums in another order). One: the
@@ -112,7 +112,7 @@ def require_torch(task: str) -> None:
     try:
         import torch  # noqa: F401
     except ImportError:
-        from attn_cli.install import install_command
+        from attn_cli.core.install import install_command
 
         raise UserError(
             f"attn learn {task} trains with PyTorch, which is not installed; install it with: "
@@ -182,7 +182,7 @@ def save_arrays(path: Path, arrays: Mapping[str, np.ndarray], flag: str = "--sav
 
     import numpy as np
 
-    from attn_cli.outputs import write_bytes
+    from attn_cli.core.outputs import write_bytes
 
     if path.suffix.lower() != ".npz":
         raise UserError(f"{flag} {path}: the file name must end in .npz; e.g. {flag} model.npz.")
@@ -194,7 +194,7 @@ def save_arrays(path: Path, arrays: Mapping[str, np.ndarray], flag: str = "--sav
 
 def check_save_path(path: Path, flag: str = "--save") -> None:
     """Refuse, before training, a file the weights could not be written to."""
-    from attn_cli.outputs import check_writable
+    from attn_cli.core.outputs import check_writable
 
     if path.suffix.lower() != ".npz":
         raise UserError(f"{flag} {path}: the file name must end in .npz; e.g. {flag} model.npz.")
@@ -311,7 +311,7 @@ class Words:
 
     def note(self, key: str, **values: Any) -> Note:
         """The note ``key`` with its values (each declared name handed over, no other)."""
-        from attn_cli.model import Note
+        from attn_cli.core.model import Note
 
         self._check_names("notes", key, values)
         return Note(key, self.file.notes[key], values)
@@ -336,7 +336,7 @@ class Words:
         per head, say); the key itself when not given."""
         import numpy as np
 
-        from attn_cli.model import Step
+        from attn_cli.core.model import Step
 
         text = key if text is None else text
         self._check_names("steps", text, context)
@@ -370,8 +370,8 @@ class Words:
         example_description: str = "",
     ) -> Walkthrough:
         """The finished walkthrough, the notes whose claim does not hold withheld."""
-        from attn_cli.model import Walkthrough
-        from attn_cli.walkthroughs.recorder import keep_true_claims
+        from attn_cli.core.model import Walkthrough
+        from attn_cli.course.recorder import keep_true_claims
 
         drafted = Walkthrough(
             lesson=f"learn-{self.task}",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 from attn_cli.learn import common
 from attn_cli.learn import induction_data as data
 from attn_cli.learn import induction_model as model
@@ -31,8 +31,8 @@ from attn_cli.lessonfiles.texts import Texts
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from attn_cli.core.model import Walkthrough
     from attn_cli.learn.common import LearnOptions, Progress
-    from attn_cli.model import Walkthrough
 
 TASK = "induction"
 READS_WEIGHTS = True  # --weights FILE: evaluate a saved model instead of training

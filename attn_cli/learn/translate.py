@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import Note, Part, Walkthrough
 from attn_cli.learn import translate_data as data
 from attn_cli.learn.common import (
     THREADS,
@@ -35,7 +36,6 @@ from attn_cli.learn.common import (
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
-from attn_cli.model import Note, Part, Walkthrough
 
 if TYPE_CHECKING:  # torch is imported when a model trains: --code needs none
     import torch

@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.errors import UserError
-from attn_cli.usertext import printable
+from attn_cli.core.errors import UserError
+from attn_cli.core.usertext import printable
 
 if TYPE_CHECKING:  # the loader and the schema generator hand over a card's options
-    from attn_cli.cards import Option
+    from attn_cli.core.card import Option
 
 
 @dataclass(frozen=True)

@@ -48,31 +48,36 @@ import tomllib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from attn_cli.cards import lesson_names
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import as_matrix_or_batch
+from attn_cli.core.templates import template_fields
+from attn_cli.core.usertext import printable
 from attn_cli.lessonfiles.grammar import (
     check_keys,
     mismatch,
     option_problem,
     option_schema,
 )
-from attn_cli.lessonfiles.templates import template_fields
 from attn_cli.lessonfiles.texts import Texts, check_texts
-from attn_cli.matrices import as_matrix_or_batch
-from attn_cli.usertext import printable
 
 if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
-    from collections.abc import Callable
+    from collections.abc import Sequence
 
-    from attn_cli.cards import InputSpec
-    from attn_cli.walkthroughs.lesson import Lesson
+    from attn_cli.core.card import InputSpec
+    from attn_cli.course.lesson import Lesson
 
-    # Lesson name -> its declaration (walkthroughs.lesson.get_lesson): the loader is told it.
-    Declarations = Callable[[str], Lesson]
+
+class Declarations(Protocol):
+    """The lessons the loader checks a file against, handed to it by its caller (the course's
+    registry, attn_cli.course, is one): their names, and each one's declaration."""
+
+    def lesson_names(self) -> Sequence[str]: ...
+
+    def get_lesson(self, name: str) -> Lesson: ...
 
 # What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack
 # (a 10 MB file took attn check past 20 s before these limits).
@@ -233,7 +238,7 @@ def own_lesson_file(
     path: Path, declarations: Declarations, lesson: str | None = None
 ) -> LessonFile:
     """A lecturer's lesson file, checked against its lesson's declaration (``declarations``
-    gives it by name) and completed from the bundled file.
+    knows the lessons and gives each one's, by name) and completed from the bundled file.
 
     What the file leaves out (title, intro, step texts, even the examples) comes from the
     bundled lesson; every input, option and step it names must exist in the lesson.
@@ -255,8 +260,8 @@ _COMPLETED: dict[tuple[int, str | None], tuple[LessonFile, LessonFile]] = {}
 def _complete_own_lesson_file(
     own: LessonFile, path: Path, lesson: str | None, declarations: Declarations
 ) -> LessonFile:
-    if own.lesson not in lesson_names():
-        known = ", ".join(sorted(lesson_names()))
+    if own.lesson not in declarations.lesson_names():
+        known = ", ".join(sorted(declarations.lesson_names()))
         raise UserError(
             f'{path}: lesson = "{own.lesson}" is not a lesson attn knows; set lesson to one of: '
             f"{known}."
@@ -266,7 +271,7 @@ def _complete_own_lesson_file(
             f"{path}: it is a lesson for {own.lesson!r}; run it with "
             f"'attn {own.lesson} --lesson {path}' (or 'attn check {path}')."
         )
-    declared = declarations(own.lesson)
+    declared = declarations.get_lesson(own.lesson)
     with_checked_texts(own, declared.texts)  # its step and note keys, and their placeholders
     try:
         bundled: LessonFile | None = load_bundled(own.lesson)

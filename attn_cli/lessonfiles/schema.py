@@ -1,6 +1,6 @@
 """The JSON Schema of lesson files, generated (never edited by hand)::
 
-    python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json
+    python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json
     cp attn_cli/schema/lesson.schema.json docs/
 
 Its structure is the loader's own definition (:data:`attn_cli.lessonfiles.grammar.LESSON_FILE`); what
@@ -27,10 +27,10 @@ from attn_cli.lessonfiles.grammar import (
 )
 from attn_cli.lessonfiles.loader import load_bundled
 
-if TYPE_CHECKING:  # the generator (attn_cli.generated) hands over the declarations
-    from attn_cli.walkthroughs.lesson import Lesson
+if TYPE_CHECKING:  # the generator (attn_cli.cli.generated) hands over the declarations
+    from attn_cli.course.lesson import Lesson
 
-REGENERATE = "python -m attn_cli.generated schema > attn_cli/schema/lesson.schema.json"
+REGENERATE = "python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json"
 
 # An input: a number, a string in the matrix grammar, or nested lists of numbers.
 _DEFINITIONS = {

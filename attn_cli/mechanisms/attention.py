@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 
 
 def scores(q: Array, k: Array) -> Array:

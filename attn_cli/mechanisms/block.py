@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms import attention, posenc
 from attn_cli.mechanisms import multihead as mh
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_cli.backend import ITEMSIZE
+from attn_cli.core.backend import ITEMSIZE
 
 MIB = 2**20  # a mebibyte
 GB = 10**9  # a gigabyte

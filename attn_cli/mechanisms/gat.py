@@ -13,7 +13,7 @@ Geometric's GATv2Conv (its lin_l is W_right, applied to the neighbour j; lin_r i
 
 from __future__ import annotations
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 
 # GAT's and GATv2's negative slope (PyTorch Geometric's default negative_slope).
 LEAKY_SLOPE = 0.2

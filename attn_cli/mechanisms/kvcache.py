@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attn_cli.backend import ITEMSIZE, Array, namespace_of
+from attn_cli.core.backend import ITEMSIZE, Array, namespace_of
 from attn_cli.mechanisms.attention import attention
 from attn_cli.mechanisms.masks import causal_additive
 

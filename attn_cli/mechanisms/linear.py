@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms.attention import softmax
 from attn_cli.mechanisms.masks import causal_allowed
 

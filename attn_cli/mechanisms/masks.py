@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 
 
 def causal_allowed(s: Array, row0: int = 0, col0: int = 0) -> Array:

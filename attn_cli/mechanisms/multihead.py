@@ -14,7 +14,7 @@ holds only what multi-head adds: the column blocks, the concatenation, the compa
 
 from __future__ import annotations
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms.selfattn import project
 
 # project (X W) is re-exported: it makes each head's Q_i, K_i, V_i and the output [Y] W_O.

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attn_cli import variants
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core import variants
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms.attention import softmax
 
 
@@ -165,7 +165,7 @@ def hardmax(s: Array) -> Array:
         return hits / xp.sum(hits, axis=-1, keepdims=True)  # (m, n)
 
 
-# Each normaliser by its name (attn_cli.variants lists the names, for the command line's choices).
+# Each normaliser by its name (attn_cli.core.variants lists the names, for the command line's choices).
 NORMALISERS: dict[str, Callable[[Array], Array]] = dict(
     zip(
         variants.NORMALISERS,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from attn_cli import variants
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core import variants
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
 
 Layout = Literal["interleaved", "split"]

@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms.attention import scale, scores, weighted_sum
 from attn_cli.mechanisms.masks import causal_allowed
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from attn_cli.backend import Array, namespace_of
+from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
 
 Draw = Callable[[tuple[int, ...]], Array]  # shape -> array of i.i.d. N(0, 1) entries

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from attn_cli.model import Walkthrough
+    from attn_cli.core.model import Walkthrough
 
 
 class Format(StrEnum):
@@ -41,11 +41,15 @@ def show(
     full: bool = False,
     path: str | Path | None = None,
     code_backend: str = "numpy",
+    figure: Any = None,
+    programs: Any = None,
 ) -> Any:
     """The one entry point of the Walkthrough's hooks (``w.to_dict()``, ``w.to_markdown()``,
     ``w.plot()``, ``w.to_code()``, ``rich.print(w)``, Jupyter's view): ``view`` is "dict",
     "markdown", "latex", "html", "svg", "plot" (a Figure, or saved to ``path``), "code" (the
-    program of ``--code`` for ``code_backend``), "rich" or "notebook"."""
+    program of ``--code`` for ``code_backend``), "rich" or "notebook". ``figure`` and
+    ``programs`` are the walkthrough's lesson's (its folder's ``figure.draw`` and ``program``,
+    handed in by the caller: the renderers know no lesson)."""
     options = RenderOptions(precision=precision, full=full)
     if view == "dict":
         from attn_cli.render.json_render import to_document
@@ -55,7 +59,7 @@ def show(
     if view == "code":
         from attn_cli.render.code_render import program_text
 
-        return program_text(walkthrough, code_backend)
+        return program_text(walkthrough, programs, code_backend)
     if view in ("markdown", "latex", "html", "svg"):
         return render_text(walkthrough, Format(view), options)
     if view == "plot":
@@ -63,9 +67,9 @@ def show(
 
         # Python's w.plot(): its errors name the method, not the command line's --plot.
         if path is None:
-            return heatmap_figure(walkthrough, precision, PYTHON)
+            return heatmap_figure(walkthrough, figure, precision, PYTHON)
         check_heatmap_path(Path(path), PYTHON)
-        save_figure(heatmap_figure(walkthrough, precision, PYTHON), Path(path), PYTHON)
+        save_figure(heatmap_figure(walkthrough, figure, precision, PYTHON), Path(path), PYTHON)
         return None
     from attn_cli.render.rich_render import walkthrough_html, walkthrough_renderable
 
@@ -123,12 +127,12 @@ def ensure_output_fits(walkthrough: Walkthrough, fmt: Format, options: RenderOpt
     """
     if not (options.full and fmt is Format.json):
         return
-    from attn_cli.backend import available_host_bytes, format_bytes
+    from attn_cli.core.backend import available_host_bytes, format_bytes
 
     needed = document_bytes(walkthrough)
     available = available_host_bytes()
     if available is not None and needed > available:
-        from attn_cli.errors import UserError
+        from attn_cli.core.errors import UserError
 
         numbers = walkthrough_entries(walkthrough)
         raise UserError(

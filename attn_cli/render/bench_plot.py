@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from attn_cli.bench.config import BenchResult, Row
-from attn_cli.errors import UserError
-from attn_cli.outputs import check_writable, require_matplotlib, write_bytes
+from attn_cli.core.errors import UserError
+from attn_cli.core.outputs import check_writable, require_matplotlib, write_bytes
 
 # Formats matplotlib writes with its own backends and Pillow, chosen by the file's suffix. Listed
 # here so that a bad --plot is refused before the sweep without importing matplotlib. pgf is left

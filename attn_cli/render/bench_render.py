@@ -14,7 +14,6 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.backend import format_bytes
 from attn_cli.bench.config import BenchConfig, BenchResult, Row, is_unstable
 from attn_cli.bench.devices import CpuOps
 from attn_cli.bench.fit import (
@@ -29,6 +28,7 @@ from attn_cli.bench.fit import (
     table_verdict,
 )
 from attn_cli.bench.impls import WINDOW_IMPLS
+from attn_cli.core.backend import format_bytes
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.rich_render import records_table

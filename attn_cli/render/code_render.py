@@ -1,7 +1,7 @@
 """``--code``: the program behind a walkthrough's numbers.
 
-A lesson declares where its programs are (``Lesson(..., code="attn_cli.render.programs.<name>")``):
-a module with ``numpy_program(walkthrough)`` and, where PyTorch has the thing,
+A lesson's programs are its folder's ``program`` module (``attn_cli/course/<name>/program.py``,
+handed in by the caller): ``numpy_program(walkthrough)`` and, where PyTorch has the thing,
 ``torch_program(walkthrough)``, each returning the text of a short, self-contained program that
 computes the lesson's output from the walkthrough's inputs and options, written into it as
 literals (every float as its full repr, so the numbers reproduce exactly). The program prints
@@ -11,30 +11,29 @@ writes them), so that a reader (and the tests) can read them back.
 
 from __future__ import annotations
 
-import importlib
 import math
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.errors import UserError
+from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
-    from attn_cli.model import Walkthrough
+    from attn_cli.core.model import Walkthrough
 
 CODE_BACKENDS = ("numpy", "torch")
 
 
-def program_text(walkthrough: Walkthrough, backend: str = "numpy") -> str:
-    """The program of ``walkthrough`` for ``backend`` ("numpy" or "torch"), as text."""
-    from attn_cli.walkthroughs.lesson import get_lesson
-
+def program_text(
+    walkthrough: Walkthrough, programs: ModuleType | None, backend: str = "numpy"
+) -> str:
+    """The program of ``walkthrough`` for ``backend`` ("numpy" or "torch"), as text, written by
+    ``programs`` (its lesson's program module; None: the lesson has none)."""
     if backend not in CODE_BACKENDS:
         raise UserError(f"--code writes numpy or torch programs, not {backend!r}.")
     lesson = walkthrough.lesson
-    where = get_lesson(lesson).code
-    if where is None:
+    if programs is None:
         raise UserError(f"attn {lesson} has no --code program yet; leave out --code.")
-    module = importlib.import_module(where)
-    write = getattr(module, f"{backend}_program", None)
+    write = getattr(programs, f"{backend}_program", None)
     if write is None:
         raise UserError(
             f"attn {lesson} --code has a numpy program only; leave out --backend {backend}."

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attn_cli.numbers import format_number
+from attn_cli.core.numbers import format_number
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from attn_cli.model import Note, Step, Summary, Walkthrough, summary
+from attn_cli.core.model import Note, Step, Summary, Walkthrough, summary
 from attn_cli.render import RenderOptions
 from attn_cli.version import __version__
 

@@ -1,6 +1,6 @@
 """How `attn flash --kernel` lays out a kernel's source: the parts and the lesson steps they
 implement, then the code (syntax-highlighted in a terminal), as rich, Markdown or JSON. The
-source is plain data (attn_cli/kernel_source.py); nothing is computed here."""
+source is plain data (attn_cli/lessonfiles/kernel_source.py); nothing is computed here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.kernel_source import KernelSource
+from attn_cli.lessonfiles.kernel_source import KernelSource
 from attn_cli.render.json_render import dumps, envelope
 from attn_cli.render.markdown_render import md_text
 

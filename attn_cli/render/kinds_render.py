@@ -1,5 +1,5 @@
 """How ``attn kinds`` lays out its overview: a table and the commands per row (rich,
-Markdown), or JSON. The overview is plain data (attn_cli/kinds.py); nothing is computed here."""
+Markdown), or JSON. The overview is plain data (attn_cli/lessonfiles/kinds.py); nothing is computed here."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from attn_cli.kinds import COLUMNS, Overview
+from attn_cli.lessonfiles.kinds import COLUMNS, Overview
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope
 from attn_cli.render.markdown_render import md_paragraph, md_text, records_lines

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.batch import batch_line
-from attn_cli.model import Part, Step, Summary, Walkthrough, summary
-from attn_cli.numbers import NumberStyle, as_matrix, format_column, number_style, shape_text
+from attn_cli.core.batch import batch_line
+from attn_cli.core.model import Part, Step, Summary, Walkthrough, summary
+from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, number_style, shape_text
 from attn_cli.render import RenderOptions
 
 # A matrix larger than this shows its first CORNER_ROWS rows (CORNER_COLS columns), an

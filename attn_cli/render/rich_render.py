@@ -24,11 +24,11 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.backend import EPSILON
-from attn_cli.batch import batch_line
+from attn_cli.core.backend import EPSILON
+from attn_cli.core.batch import batch_line
+from attn_cli.core.model import InputValue, Part, Step, Summary, Walkthrough, summary
+from attn_cli.core.numbers import as_matrix, format_column, format_number, number_style, shape_text
 from attn_cli.lessonfiles.loader import LessonFile
-from attn_cli.model import InputValue, Part, Step, Summary, Walkthrough, summary
-from attn_cli.numbers import as_matrix, format_column, format_number, number_style, shape_text
 from attn_cli.render import RenderOptions
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.

@@ -1,0 +1,402 @@
+"""attn bench: time and memory of attention implementations against sequence length.
+
+Parsing and dispatch only; the sweep lives in attn_cli.bench, the layout in
+attn_cli.render.bench_render. Nothing heavy (torch, the bench package) is imported until the
+command runs, so the start-up of every other command is unaffected.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from attn_cli.cli.options import OUTPUT_PANEL, DeviceName, DtypeName
+from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
+
+if TYPE_CHECKING:
+    from attn_cli.bench.config import BenchConfig, BenchResult, Row
+    from attn_cli.bench.devices import CpuOps
+    from attn_cli.bench.fit import Fit
+
+RUN_PANEL = "What to run"
+SHAPE_PANEL = "Shape"
+# The options --from allows: the rest measure, and a saved sweep is not measured again.
+WITH_SAVED = ("fmt", "plot", "saved")
+
+
+def per_device(values: dict[str, object]) -> str:
+    """A per-device default as the help says it: "64 on cpu, 128 on cuda, 64 on mps"."""
+    return ", ".join(f"{value} on {device}" for device, value in values.items())
+
+
+SIZES_DEFAULTS = per_device(
+    {device: f"{low}..{high}" for device, (low, high) in BENCH_SIZES.items()}
+)
+
+
+class BenchFormat(StrEnum):
+    rich = "rich"
+    json = "json"
+    csv = "csv"
+
+
+def bench(
+    ctx: typer.Context,
+    device: Annotated[
+        DeviceName,
+        typer.Option(
+            "--device",
+            help="Where to run: the CPU, or a GPU (cuda: NVIDIA's; mps: Apple's; both need "
+            "PyTorch).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = DeviceName("cpu"),
+    sizes: Annotated[
+        str | None,
+        typer.Option(
+            "--sizes",
+            metavar="LENGTHS",
+            help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
+            f"(default: {SIZES_DEFAULTS}).",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    impl: Annotated[
+        str | None,
+        typer.Option(
+            "--impl",
+            metavar="NAMES",
+            help="Comma-separated: naive (softmax(Q Kᵀ / √d) V, the n × n weights formed), sdpa "
+            "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
+            "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its kernels: "
+            "FlashAttention, memory-efficient, cuDNN's, the plain math), tiled (the flash "
+            "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, "
+            "its tile sizes tuned on the GPU for each shape; CUDA only, needs the kernel extra: "
+            "attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
+            "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
+            "wall, never by default: window, window-numpy (the band |i − j| ≤ w, every block of "
+            "queries at once with its nearby keys), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
+            "block mask, compiled), linear, linear-numpy (linear attention, φ = elu + 1).",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--repeats",
+            min=1,
+            help="Timed runs per row (default: about 0.5 s worth, 5 to 50).",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    block: Annotated[
+        int,
+        typer.Option("--block", min=1, help="Key block size of tiled.", rich_help_panel=RUN_PANEL),
+    ] = 128,
+    seed: Annotated[
+        int,
+        typer.Option("--seed", min=0, help="Seed of the random inputs.", rich_help_panel=RUN_PANEL),
+    ] = 0,
+    window: Annotated[
+        int,
+        typer.Option(
+            "--window",
+            min=0,
+            help="Window w of the window implementations: query i sees key j when |i − j| ≤ w "
+            "(with --causal, 0 ≤ i − j ≤ w).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = 64,
+    dims: Annotated[
+        str | None,
+        typer.Option(
+            "--dims",
+            metavar="WIDTHS",
+            help="Sweep the head dimension d instead of n, at the one n of --sizes: "
+            "'16,32,64' or a doubling range '16..256' (shows linear attention's d² term).",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    d: Annotated[
+        int | None,
+        typer.Option(
+            "--d",
+            min=1,
+            help=f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)}).",
+            rich_help_panel=SHAPE_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    heads: Annotated[
+        int, typer.Option("--heads", min=1, help="Attention heads.", rich_help_panel=SHAPE_PANEL)
+    ] = 8,
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, help="Batch size.", rich_help_panel=SHAPE_PANEL)
+    ] = 1,
+    dtype: Annotated[
+        DtypeName | None,
+        typer.Option(
+            "--dtype",
+            help="Floating-point type of Q, K and V and of the computation (default: "
+            "bfloat16 on cuda, float32 otherwise).",
+            rich_help_panel=SHAPE_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    causal: Annotated[
+        bool,
+        typer.Option("--causal", help="Causal mask (half the FLOPs).", rich_help_panel=SHAPE_PANEL),
+    ] = False,
+    fmt: Annotated[
+        BenchFormat,
+        typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+    ] = BenchFormat.rich,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="Also write a log-log plot of time and memory to this file; its suffix picks "
+            "the format: .png, .pdf, .svg, ... (needs matplotlib).",
+            rich_help_panel=OUTPUT_PANEL,
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    saved: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            metavar="FILE",
+            help="Show a sweep saved with --format json again, without measuring: its table, "
+            "its fits and their reading, by this attn's rules (measure on a GPU, show it on a "
+            "laptop). Goes with --format and --plot only; needs no PyTorch.",
+            rich_help_panel=RUN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Time and memory of attention against sequence length n: the O(n²) wall, measured.
+
+    Runs every implementation at every n and reports the median time, TFLOP/s, % of the GPU's
+    dense peak, peak memory and the max error against a float64 reference, then fits how
+    time and memory grow with n over the rows past the floor of fixed costs (a row enters
+    when it takes 3 × its implementation's fastest). See `attn flash` for the tiled algorithm
+    step by step.
+    """
+    from attn_cli.cli.commands.common import start_up_done, stdout_console
+    from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
+
+    start_up_done()
+
+    if saved is not None:
+        refuse_measuring_options(ctx)
+        show_saved(saved, fmt, plot)
+        return
+    if plot is not None and dims is not None:
+        from attn_cli.core.errors import UserError
+
+        raise UserError(
+            "--plot draws time and memory against n, but --dims sweeps d; leave out one of them."
+        )
+    if plot is not None:  # before the sweep, which can take minutes
+        check_plot_path(plot)
+        require_matplotlib()
+    config = bench_config(
+        device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal, window, dims
+    )
+    from attn_cli.bench.devices import device_ops
+    from attn_cli.render import bench_render
+
+    console = stdout_console()
+    # What the output starts with is written before the sweep, which can take minutes: a
+    # reader such as `head -1` has its line at once, closes the pipe, and the sweep stops at
+    # the next row (measure checks between rows) instead of running to the end.
+    ops = device_ops(config.device)
+    from attn_cli.bench.sweep import check_sweep_work
+
+    check_sweep_work(config, ops)  # hours of rows: refused before the first
+    started = bench_render.opening(fmt.value, config, ops)
+    if fmt is BenchFormat.rich:
+        console.print(bench_render.title(config, ops.describe(config.dtype)))
+    else:
+        console.file.write(started)
+        console.file.flush()
+    result, fits = measure(config)
+    if fmt is BenchFormat.rich:
+        console.print(bench_render.bench_renderable(result, fits, with_title=False))
+    else:
+        text = (
+            bench_render.to_json(result, fits)
+            if fmt is BenchFormat.json
+            else bench_render.to_csv(result, fits)
+        )
+        console.out(
+            text[len(started) :], highlight=False, end="" if fmt is BenchFormat.csv else "\n"
+        )
+    if plot is not None and result.rows:
+        write_plot(result, plot)
+        _stderr().print(f"plot written to {plot}", markup=False)
+    if result.interrupted:
+        count = len(result.rows)
+        _stderr().print(
+            f"attn: interrupted after {count} row{'' if count == 1 else 's'}.", markup=False
+        )
+        raise typer.Exit(code=130)
+
+
+def refuse_measuring_options(ctx: typer.Context) -> None:
+    """--from shows a saved sweep: an option that would measure is a user error, named."""
+    from attn_cli.core.errors import UserError
+
+    for param in ctx.command.params:
+        if param.name in WITH_SAVED or param.name is None:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is not None and source.name == "COMMANDLINE":
+            raise UserError(
+                f"--from shows a saved sweep without measuring, and {param.opts[0]} is an "
+                "option of a measurement; leave it out (--from goes with --format and --plot)."
+            )
+
+
+def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
+    """attn bench --from FILE: the saved sweep's table, fits and reading, fitted again."""
+    from attn_cli.bench.fit import fit_sweep
+    from attn_cli.bench.saved import load_sweep
+    from attn_cli.cli.commands.common import stdout_console
+    from attn_cli.core.errors import UserError
+    from attn_cli.render import bench_render
+    from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
+
+    if plot is not None:
+        check_plot_path(plot)
+        require_matplotlib()
+    sweep = load_sweep(path)
+    result = sweep.result
+    if plot is not None and result.config.dims:
+        raise UserError(
+            f"--plot draws time and memory against n, but the sweep in {path} varies d; leave "
+            "out --plot."
+        )
+    fits = fit_sweep(result)
+    console = stdout_console()
+    if fmt is BenchFormat.rich:
+        console.print(bench_render.bench_renderable(result, fits, source=sweep.describe(path)))
+    elif fmt is BenchFormat.json:
+        console.out(bench_render.to_json(result, fits), highlight=False)
+    else:
+        console.out(bench_render.to_csv(result, fits), highlight=False, end="")
+    if plot is not None and result.rows:
+        write_plot(result, plot)
+        _stderr().print(f"plot written to {plot}", markup=False)
+
+
+def bench_config(
+    device: DeviceName,
+    sizes: str | None,
+    impl: str | None,
+    repeats: int | None,
+    block: int,
+    seed: int,
+    d: int | None,
+    heads: int,
+    batch: int,
+    dtype: DtypeName | None,
+    causal: bool,
+    window: int = 64,
+    dims: str | None = None,
+) -> BenchConfig:
+    """The sweep the options ask for, checked (a user error before anything runs)."""
+    from attn_cli.bench.config import (
+        DEFAULT_D,
+        DEFAULT_DTYPE,
+        BenchConfig,
+        parse_impls,
+        parse_sizes,
+    )
+    from attn_cli.bench.devices import device_ops, torch_available
+    from attn_cli.bench.impls import default_impls, require_torch
+    from attn_cli.core.errors import UserError
+
+    chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
+    grid = parse_sizes(sizes, device.value)
+    swept = parse_sizes(dims, device.value, "--dims") if dims is not None else ()
+    if swept and len(grid) != 1:
+        raise UserError(
+            f"--dims sweeps d at one n, but --sizes gives {len(grid)}; give one, e.g. "
+            "--sizes 2048 --dims 16..256."
+        )
+    device_ops(device.value)  # a user error off the CPU without torch
+    with_torch = torch_available()
+    impls = chosen or default_impls(device.value, with_torch)  # numpy ones only without torch
+    require_torch(impls, with_torch)
+    return BenchConfig(
+        device=device.value,
+        sizes=grid,
+        d=d if d is not None else DEFAULT_D[device.value],
+        heads=heads,
+        batch=batch,
+        dtype=dtype.value if dtype else DEFAULT_DTYPE[device.value],
+        causal=causal,
+        impls=impls,
+        repeats=repeats,
+        block=block,
+        seed=seed,
+        window=window,
+        dims=swept,
+    )
+
+
+def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
+    """Run the sweep (a progress bar on stderr) and fit how time and memory grow with n."""
+    from attn_cli.bench.devices import device_ops
+    from attn_cli.bench.fit import fit_sweep
+
+    result = _run_with_progress(config, device_ops(config.device))
+    return result, fit_sweep(result)
+
+
+def _stderr() -> Console:
+    from attn_cli.cli.commands.common import stderr_console
+
+    return stderr_console()
+
+
+def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
+    """The sweep, with a progress bar on stderr (gone when it finishes)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from attn_cli.bench.sweep import run_sweep
+    from attn_cli.cli.commands.common import reader_gone, stdout_closed
+
+    total = len(config.sizes) * len(config.impls)
+    stderr = _stderr()
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+        disable=not stderr.is_terminal,  # off a terminal a bar is only a stray newline
+    ) as progress:
+        task = progress.add_task("bench", total=total)
+
+        def started(impl: str, n: int) -> None:
+            progress.update(task, description=f"{impl:<14} n={n:<6}")
+
+        def finished(_row: Row) -> None:
+            progress.advance(task)
+            if reader_gone():  # nobody reads on: stop here, quietly
+                stdout_closed()
+
+        return run_sweep(config, ops, on_start=started, on_row=finished)

@@ -1,0 +1,203 @@
+"""attn learn: small models trained on the spot, their attention shown as it emerges.
+
+Parsing and dispatch only: each task is the module ``attn_cli.learn.<task>`` (imported by name
+when its command runs; see attn_cli.learn.common.TaskModule), which trains and returns a
+Walkthrough that the lessons' renderers lay out. Nothing heavy (numpy, torch, the task) is
+imported until the command runs, so the start-up of every other command is unaffected.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeAlias
+
+import typer
+
+from attn_cli.cli.options import OUTPUT_PANEL, PrecisionOpt, choice
+
+TRAIN_PANEL = "Training"
+
+# The tasks, each the module attn_cli.learn.<task> (imported by name when its command runs).
+TASKS: tuple[str, ...] = ("translate", "induction")
+
+if TYPE_CHECKING:  # a checker sees the choices as enum members: their .value is the text
+    Task: TypeAlias = StrEnum
+else:
+    Task = choice("Task", TASKS)
+
+
+class LearnFormat(StrEnum):
+    rich = "rich"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+
+
+def learn(
+    task: Annotated[
+        Task,
+        typer.Argument(
+            metavar="TASK",
+            help="translate: a toy translation task, the fixed-vector encoder-decoder beside "
+            "Bahdanau's attention; induction: a two-layer attention-only Transformer on "
+            "repeated sequences, beside a one-layer one.",
+            show_default=False,
+        ),
+    ],
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            min=0,
+            metavar="N",
+            help="Seed of the data, the initial weights and the batches: the same N, the same "
+            "numbers (on the same machine).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = 0,
+    steps: Annotated[
+        int | None,
+        typer.Option(
+            "--steps",
+            min=1,
+            metavar="N",
+            help="Training steps (one batch each) for every model (default: the task's).",
+            rich_help_panel=TRAIN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    hidden: Annotated[
+        int | None,
+        typer.Option(
+            "--hidden",
+            min=1,
+            metavar="N",
+            help="Width of the models' states (default: the task's).",
+            rich_help_panel=TRAIN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    max_len: Annotated[
+        int | None,
+        typer.Option(
+            "--max-len",
+            min=1,
+            metavar="N",
+            help="Longest sequence trained on: source sentence (translate), repeated half "
+            "(induction) (default: the task's).",
+            rich_help_panel=TRAIN_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            "--save",
+            metavar="FILE",
+            help="Also write the trained weights to FILE (.npz, no pickle); attn bahdanau "
+            "--weights FILE reads translate's.",
+            rich_help_panel=OUTPUT_PANEL,
+            show_default=False,
+            dir_okay=False,
+            readable=False,
+        ),
+    ] = None,
+    weights: Annotated[
+        Path | None,
+        typer.Option(
+            "--weights",
+            metavar="FILE",
+            help="Evaluate the weights FILE written by --save instead of training (induction), "
+            "on the held-out sequences of the seed it was trained with.",
+            rich_help_panel=TRAIN_PANEL,
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        LearnFormat,
+        typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+    ] = LearnFormat.rich,
+    precision: PrecisionOpt = 3,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            help="Also draw the heatmaps before and after training and the accuracy figure, to "
+            "FILE: .png, .svg or .pdf (needs matplotlib).",
+            rich_help_panel=OUTPUT_PANEL,
+            show_default=False,
+            dir_okay=False,
+            readable=False,
+        ),
+    ] = None,
+    code: Annotated[
+        bool,
+        typer.Option(
+            "--code",
+            help="Print the training program instead (PyTorch), with these options written in.",
+            rich_help_panel=OUTPUT_PANEL,
+        ),
+    ] = False,
+) -> None:
+    """Train small models on the spot and watch attention emerge: attention that was learned,
+    not written.
+
+    Generates the task's data from --seed, trains the models on the same batches with the same
+    budget (a progress bar on a terminal), then shows what they learned, measured only on
+    held-out data: accuracy, the attention heatmaps before and after training, and how well the
+    learned attention matches the true pattern. Needs PyTorch.
+    """
+    from attn_cli.cli.commands.common import start_up_done, stderr_console, stdout_console
+    from attn_cli.core.errors import UserError
+    from attn_cli.learn.common import LearnOptions, check_save_path, progress_bar, task_module
+
+    start_up_done()
+    options = LearnOptions(
+        task=task.value,
+        seed=seed,
+        steps=steps,
+        hidden=hidden,
+        max_len=max_len,
+        save=save,
+        weights=weights,
+    )
+    if code:
+        given = {
+            f"--format {fmt.value}": fmt is not LearnFormat.rich,
+            "--plot": plot is not None,
+            "--save": save is not None,
+            "--weights": weights is not None,
+        }
+        for flag, on in given.items():
+            if on:
+                raise UserError(f"--code prints the training program; leave out {flag}.")
+        stdout_console().out(task_module(task.value).program(options).rstrip("\n"), highlight=False)
+        return
+    from attn_cli.learn.common import require_torch
+
+    require_torch(task.value)
+    if plot is not None:  # before training, which takes a while
+        from attn_cli.core.outputs import check_distinct, require_matplotlib
+        from attn_cli.render.heatmap import check_heatmap_path
+
+        check_heatmap_path(plot)
+        require_matplotlib()
+        check_distinct({"--plot": plot, "--save": save})
+    if save is not None:
+        check_save_path(save)
+    module = task_module(task.value)
+    if weights is not None and not getattr(module, "READS_WEIGHTS", False):
+        raise UserError(f"attn learn {task.value} does not read --weights; it trains from scratch.")
+    with progress_bar(stderr_console()) as progress:
+        walkthrough = module.run(options, progress)
+    if plot is not None:
+        from attn_cli.core.outputs import write_bytes
+        from attn_cli.render.heatmap import figure_bytes
+
+        write_bytes(plot, figure_bytes(module.figure(walkthrough), plot), "--plot")
+    from attn_cli.render import Format, RenderOptions, render
+
+    render(walkthrough, Format(fmt.value), stdout_console(), RenderOptions(precision=precision))

@@ -1,0 +1,46 @@
+"""attn tour: the lecture's lessons in order, one screen at a time."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.commands.common import start_up_done, stdout_console
+from attn_cli.cli.itinerary import help_text
+
+
+def tour(
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            metavar="STOPS",
+            help="Comma-separated stops to run, each named by its command, e.g. scaled,causal "
+            "\\[default: all, in order].",
+            show_default=False,
+        ),
+    ] = None,
+    pause: Annotated[
+        bool | None,
+        typer.Option(
+            "--pause/--no-pause",
+            help="Wait for Enter between screens \\[default: when run at a terminal].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    # The help (this function's __doc__, set below) lists the stops from the tour itself.
+    from attn_cli.cli import terminal
+    from attn_cli.cli.tour import Pager, run_tour, select
+
+    start_up_done()
+
+    stops = select(only)
+    console = stdout_console()
+    if pause is None:
+        pause = terminal.interactive()
+    run_tour(stops, console, Pager(console, pause, terminal.read_key))
+
+
+tour.__doc__ = help_text()

@@ -1,0 +1,46 @@
+"""The files generated from the lessons' declarations, rewritten by one command:
+
+* ``python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json``: the lesson
+  files' JSON Schema (:func:`attn_cli.lessonfiles.schema.lesson_schema`);
+* ``python -m attn_cli.cli.generated texts docs/lesson-files.md``: the table of each lesson's
+  texts and placeholders (:func:`attn_cli.lessonfiles.texts.markdown`).
+
+This module sits above the lessons: it gathers their declarations from the registry and hands
+them to the TOML-world modules, which never ask for them themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from attn_cli.course import get_lesson, lesson_names
+from attn_cli.course.lesson import Lesson
+from attn_cli.lessonfiles.schema import lesson_schema
+from attn_cli.lessonfiles.texts import Texts, markdown, with_table
+
+
+def declarations() -> dict[str, Lesson]:
+    """Every lesson's declaration, in the order the lessons are registered."""
+    return {name: get_lesson(name) for name in lesson_names()}
+
+
+def declared_texts() -> dict[str, Texts]:
+    """Every lesson's declared texts, in the order the lessons are registered."""
+    return {name: lesson.texts for name, lesson in declarations().items()}
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["schema"]:
+        print(json.dumps(lesson_schema(declarations()), indent=2, ensure_ascii=False))
+    elif argv[:1] == ["texts"] and len(argv) == 2:
+        path = Path(argv[1])
+        document = path.read_text(encoding="utf-8")
+        path.write_text(with_table(document, markdown(declared_texts())), encoding="utf-8")
+    else:
+        sys.exit("usage: python -m attn_cli.cli.generated schema | texts docs/lesson-files.md")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,467 @@
+"""Options shared by the lesson commands, declared once as Annotated types for Typer."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
+
+import typer
+
+from attn_cli.core import variants
+from attn_cli.core.card import Card, InputSpec, Option, Size
+from attn_cli.render import Format
+
+# click's names, from the copy Typer runs on (the CLI and the tour read them here).
+try:  # Typer >= 0.2x ships its own copy of click
+    from typer._click.exceptions import NoArgsIsHelpError as NoArgsIsHelpError
+    from typer._click.exceptions import UsageError as UsageError
+except ImportError:  # older Typer runs on click itself
+    from click.exceptions import NoArgsIsHelpError as NoArgsIsHelpError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+    from click.exceptions import UsageError as UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+
+if TYPE_CHECKING:
+    from attn_cli.run.runner import RunRequest
+
+INPUT_PANEL = "Inputs"
+SIZE_PANEL = "Random inputs of any size"
+OUTPUT_PANEL = "Output"
+BACKEND_PANEL = "Backend"
+
+# What to type for a matrix or a vector input, said once in the help of each command that takes
+# one (attn_cli.core.matrices reads it); the inputs' own help says only what each one is.
+MATRIX_GRAMMAR = (
+    'MATRIX: rows separated by ";" (or new lines), entries by "," or spaces: "1,0;0,1"; or JSON: '
+    '"[[1,0],[0,1]]"; or @FILE, a .npy, .csv, .txt or .json file.'
+)
+VECTOR_GRAMMAR = 'VECTOR: one row, written the same ways: "0.1,0,-0.2".'
+BATCH_GRAMMAR = (
+    'A batch of inputs: items separated by "|" ("1,0;0,1 | 0,1;1,0"), JSON nested one level '
+    "deeper, or a 3-D .npy (--item picks the item shown)."
+)
+
+
+def choice(name: str, values: tuple[str, ...]) -> type[StrEnum]:
+    """The choices of an option as the enum Typer offers them (values as given, in order)."""
+    return StrEnum(name, {value: value for value in values})  # type: ignore[return-value]
+
+
+if TYPE_CHECKING:  # a checker sees the choices as enum members: their .value is the text
+    BackendName: TypeAlias = StrEnum
+    DeviceName: TypeAlias = StrEnum
+    DtypeName: TypeAlias = StrEnum
+else:
+    BackendName = choice("BackendName", variants.BACKENDS)
+    DeviceName = choice("DeviceName", variants.DEVICES)
+    DtypeName = choice("DtypeName", variants.DTYPES)
+
+
+def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """TAB completion for --example: the examples of the --lesson file given before it (when it
+    has any), else those of this command's bundled lesson."""
+    from attn_cli.core.errors import UserError
+    from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
+
+    own = ctx.params.get("lesson")
+    try:
+        lesson = load_lesson_file(Path(own)) if own else None
+        if lesson is None or not lesson.examples:
+            lesson = load_bundled(ctx.info_name or "")
+    except (OSError, UserError):  # no readable lesson file: nothing to offer
+        return []
+    return [
+        (example.name, " ".join(example.description.split())[:60])
+        for example in lesson.examples
+        if example.name.startswith(incomplete)
+    ]
+
+
+ExampleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--example",
+        "-e",
+        metavar="NAME",
+        help="Lecture example to run (see --list-examples).",
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+        autocompletion=complete_example,
+    ),
+]
+ListExamplesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--list-examples", help="List this lesson's examples and exit.", rich_help_panel=INPUT_PANEL
+    ),
+]
+LessonFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--lesson",
+        metavar="FILE",
+        help="A lesson file of your own (TOML; the format: attn check --help).",
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+SeedOpt = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        min=0,
+        metavar="N",
+        help="Seed for random inputs: the same N, the same inputs.",
+        rich_help_panel=SIZE_PANEL,
+    ),
+]
+FormatOpt = Annotated[
+    Format, typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL)
+]
+PrecisionOpt = Annotated[
+    int,
+    typer.Option(
+        "--precision",
+        min=0,
+        max=15,
+        metavar="N",
+        help="Decimals shown, 0 to 15 (rich, markdown, latex).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+FullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="With --format json: write every matrix in full. Without it, a matrix of more than "
+        "10,000 entries is written as its shape and a summary (min, max, mean, spread).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the output to FILE instead of the terminal (checked before computing).",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+        readable=False,  # written, not read
+    ),
+]
+
+
+def plot_option(card: Card) -> object:
+    """--plot of a lesson with a figure: its help says what this lesson draws (its card's
+    ``figure``)."""
+    option = typer.Option(
+        "--plot",
+        metavar="FILE",
+        help=f"Also draw {card.figure}, to FILE: .png, .svg or .pdf (needs matplotlib).",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+        readable=False,  # written, not read
+    )
+    return Annotated[Path | None, option]
+
+
+TimeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--time",
+        help=(
+            "Show each step's time: the device's time for the step's computation alone (never "
+            "the copy to the host, the statistics or the checks), warm (after one untimed run), "
+            f"the median of {variants.TIMED_RUNS} runs."
+        ),
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+BackendOpt = Annotated[
+    BackendName | None,
+    typer.Option(
+        "--backend",
+        help="Array library (default: numpy; torch for a GPU device).",
+        rich_help_panel=BACKEND_PANEL,
+        show_default=False,
+    ),
+]
+DeviceOpt = Annotated[
+    DeviceName,
+    typer.Option(
+        "--device", help="Where to compute (torch only off the CPU).", rich_help_panel=BACKEND_PANEL
+    ),
+]
+DtypeOpt = Annotated[
+    DtypeName,
+    typer.Option(
+        "--dtype", help="Floating-point type of the computation.", rich_help_panel=BACKEND_PANEL
+    ),
+]
+
+
+QuizOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiz",
+        help="Quiz mode: show the inputs and each step's title and shape, ask "
+        "for the values (an answer key after blanks when not at a terminal).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+CodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--code",
+        help="Print the program behind the numbers instead: a short numpy program (PyTorch "
+        "with --backend torch) with these inputs written into it, which prints the output.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+TokensOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tokens",
+        metavar="NAMES",
+        help='Names for the tokens (rows), e.g. "the,cat,slept".',
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+    ),
+]
+DropoutSeedOpt = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        min=0,
+        metavar="N",
+        help="Seed for random inputs and for the --dropout mask (each generator starts afresh "
+        "from it).",
+        rich_help_panel=SIZE_PANEL,
+    ),
+]
+ItemOpt = Annotated[
+    int,
+    typer.Option(
+        "--item",
+        metavar="N",
+        help="With batched inputs (a leading batch dimension: JSON nested one level deeper, a "
+        '3-D .npy, items separated by "|"): the item shown, from 0. The JSON holds every item.',
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class SharedOptions:
+    """The options every lesson command shares, as parsed (None: the command has no such
+    option)."""
+
+    example: str | None
+    list_examples: bool
+    quiz: bool
+    lesson: Path | None
+    fmt: Format
+    precision: int
+    full: bool
+    output: Path | None
+    time: bool
+    backend: BackendName | None
+    device: DeviceName
+    dtype: DtypeName
+    seed: int = 0
+    item: int = 0
+    plot: Path | None = None  # None also where the lesson has no figure (no --plot)
+    code: bool = False
+
+
+# The options every lesson command takes after its own, in this order: name -> (type, default).
+SHARED: dict[str, tuple[object, object]] = {
+    "seed": (SeedOpt, 0),
+    "example": (ExampleOpt, None),
+    "item": (ItemOpt, 0),
+    "list_examples": (ListExamplesOpt, False),
+    "quiz": (QuizOpt, False),
+    "code": (CodeOpt, False),
+    "lesson": (LessonFileOpt, None),
+    "fmt": (FormatOpt, Format.rich),
+    "precision": (PrecisionOpt, 4),
+    "full": (FullOpt, False),
+    "output": (OutputOpt, None),
+    "plot": (None, None),  # the lesson's own: plot_option(card), where it has a figure
+    "time": (TimeOpt, False),
+    "backend": (BackendOpt, None),
+    "device": (DeviceOpt, DeviceName("cpu")),
+    "dtype": (DtypeOpt, DtypeName("float64")),
+}
+
+
+# What a lesson command does with what it parsed (its card, click's params): compute, then
+# render (the CLI hands over attn_cli.cli.commands.common.run_card; a parse-only use, as the tour's,
+# hands over none).
+LessonRunner = Callable[[Card, dict[str, Any]], None]
+
+
+def lesson_command(card: Card, run: LessonRunner | None = None) -> Callable[..., None]:
+    """The Typer command of a lesson, made from its card; it hands what it parsed to ``run``.
+
+    It takes, in this order: the lesson's inputs, its options (the Inputs panel), --tokens when
+    the lesson names rows, the sizes of random inputs, then the shared options (without --seed
+    or --item where the lesson draws nothing or takes no batch; --seed says it seeds --dropout
+    too where the lesson has it).
+    """
+    params = [_keyword(spec.keyword, _input(spec), None) for spec in card.inputs]
+    params += [_keyword(option.name, *_option(option)) for option in _on_command_line(card)]
+    if card.rows:
+        params.append(_keyword("tokens", TokensOpt, None))
+    params += [_keyword(size.name, _size(size), None) for size in card.sizes]
+    params += [_keyword(name, *value) for name, value in shared_options(card).items()]
+
+    def command(**given: Any) -> None:
+        if run is not None:
+            run(card, given)
+
+    command.__name__ = command.__qualname__ = card.name
+    command.__doc__ = "\n\n".join(
+        paragraph for paragraph in (card.summary, card.details, grammar(card)) if paragraph
+    )
+    command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command
+
+
+def grammar(card: Card) -> str:
+    """How to type the lesson's matrix and vector inputs (its help's last paragraph), or ""."""
+    shapes = {spec.shape for spec in card.inputs}
+    parts = [MATRIX_GRAMMAR] if shapes else []
+    if "vector" in shapes:
+        parts.append(VECTOR_GRAMMAR)
+    if shapes and card.batches:
+        parts.append(BATCH_GRAMMAR)
+    return " ".join(parts)
+
+
+def shared_options(card: Card) -> dict[str, tuple[object, object]]:
+    """The shared options a lesson's command takes: name -> (type, default)."""
+    shared = {
+        name: value
+        for name, value in SHARED.items()
+        if (card.seed or name != "seed")
+        and (card.batches or name != "item")
+        and (card.figure or name != "plot")
+    }
+    if card.figure:
+        shared["plot"] = (plot_option(card), None)
+    if any(option.name == "dropout" for option in card.options):
+        shared["seed"] = (DropoutSeedOpt, 0)
+    shared["precision"] = (PrecisionOpt, card.precision)
+    return shared
+
+
+def lesson_request(card: Card, given: dict[str, Any]) -> tuple[RunRequest, SharedOptions]:
+    """A lesson command's parsed parameters (click's ``ctx.params``) as the run it asks for and
+    the shared options that say how to show it."""
+    from attn_cli.run.runner import RunRequest
+
+    request = RunRequest(
+        lesson=card.name,
+        inputs={spec.name: given[spec.keyword] for spec in card.inputs},
+        options={
+            option.name: _plain(given[option.name], option)
+            for option in _on_command_line(card)
+            if option.lesson
+        },
+        sizes={size.name: given[size.name] for size in card.sizes},
+        labels=_labels(given.get("tokens"), card.rows),
+        example=given["example"],
+        item=given.get("item", 0),
+        lesson_file=given["lesson"],
+        seed=given.get("seed", 0),
+        backend=given["backend"],
+        device=given["device"],
+        dtype=given["dtype"],
+        time_steps=given["time"],
+    )
+    shared = SharedOptions(**{name: given[name] for name in shared_options(card)})
+    return request, shared
+
+
+def _on_command_line(card: Card) -> tuple[Option, ...]:
+    return tuple(option for option in card.options if option.command_line)
+
+
+# What to type for a number: N a whole number, X any number (a card may name it: P, T, EPS).
+NUMBER_METAVARS: dict[type, str] = {int: "N", float: "X"}
+
+
+def _input(spec: InputSpec) -> object:
+    option = typer.Option(
+        spec.option,
+        metavar=spec.shape.upper(),  # MATRIX or VECTOR: the command's help says how to type it
+        help=spec.help,
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+    )
+    return Annotated[str | None, option]
+
+
+def _option(option: Option) -> tuple[object, object]:
+    """An option's parameter type (with its typer.Option) and default."""
+    if option.type is bool and not option.switch:  # a flag: given or not
+        flag = typer.Option(option.option, help=option.help_text, rich_help_panel=INPUT_PANEL)
+        return Annotated[bool, flag], False
+    name = option.option
+    if option.switch:
+        name = f"{name}/--no-{name.removeprefix('--')}"
+    kind: object = option.type
+    if option.choices:
+        kind = choice(option.name, option.choices)
+    parameter = typer.Option(
+        name,
+        help=option.help_text,
+        rich_help_panel=INPUT_PANEL,
+        show_default=False,
+        min=option.minimum,
+        metavar=option.metavar or NUMBER_METAVARS.get(option.type),
+    )
+    return Annotated[kind | None, parameter], None  # type: ignore[operator]
+
+
+def _size(size: Size) -> object:
+    # No min=1 here: the runner checks sizes, so a bad one is our one-line error, not a usage box.
+    option = typer.Option(
+        size.option,
+        metavar="N",
+        help=size.help_text,
+        rich_help_panel=SIZE_PANEL,
+        show_default=False,
+    )
+    return Annotated[int | None, option]
+
+
+def _keyword(name: str, annotation: object, default: object) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+def _plain(value: object, option: Option) -> object:
+    """An option as the lesson reads it: a choice as its text, a flag not given as None (the
+    example's or the lesson's default)."""
+    if isinstance(value, StrEnum):
+        return value.value
+    flag = option.type is bool and not option.switch
+    return None if flag and not value else value
+
+
+def _labels(tokens: str | None, rows: str | None) -> dict[str, tuple[str, ...]]:
+    if tokens is None or rows is None:
+        return {}
+    from attn_cli.core.matrices import parse_names
+
+    return {rows: parse_names(tokens, "--tokens")}

@@ -1,0 +1,249 @@
+"""``attn tour``: the lecture's lessons in order, one screen at a time.
+
+``TOUR`` (attn_cli/cli/itinerary.py, with each stop's bridge) is the one place that lists the
+lecture's order. Each stop is a real command line
+(``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
+student gets by typing it. A lesson's request is computed and shown a screen at a time (its
+header and inputs, then each step); the bench stop runs its sweep and shows its table. A screen
+taller than the terminal goes a page at a time, pages ending between two of its parts (a table,
+a paragraph), so that the prompt never splits a table that fits on the screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.control import Control
+from rich.rule import Rule
+from rich.segment import ControlType, Segment, Segments
+from rich.text import Text
+
+from attn_cli.cli.itinerary import CLOSING, INTRO, TOUR, Stop
+from attn_cli.core.errors import UserError
+
+__all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select"]
+
+
+PROMPT = "── Enter: next · q: quit ──"
+
+
+class TourQuit(Exception):
+    """The lecturer typed q (or ended the input) at a pause."""
+
+
+def select(only: str | None) -> list[Stop]:
+    """The stops to run, in the lecture's order; ``only`` is a comma-separated list of names."""
+    if only is None:
+        return list(TOUR)
+    names = [name.strip() for name in only.split(",") if name.strip()]
+    valid = [stop.name for stop in TOUR]
+    unknown = [name for name in names if name not in valid]
+    if unknown or not names:
+        what = f"no tour stop {unknown[0]!r}" if unknown else "--only names no stop"
+        raise UserError(f"{what}; choose from: {', '.join(valid)} (e.g. --only scaled,causal).")
+    return [stop for stop in TOUR if stop.name in names]
+
+
+class Pager:
+    """Shows screens; with pauses on, waits for Enter before each screen (and each page of a
+    screen taller than the terminal)."""
+
+    def __init__(self, console: Console, pause: bool, read_key: Callable[[], str | None]):
+        self.console = console
+        self.pause = pause
+        self.read_key = read_key  # a key (or a line), None at the end of the input
+        self.started = False
+
+    def screen(self, renderables: Sequence[RenderableType]) -> None:
+        """Show a screen (a stop's heading, a step, ...); with pauses, wait before it and fit it
+        to the terminal's height: a screen taller than the terminal goes a page at a time, each
+        page ending between two of its parts (a table, an explanation), inside one only where
+        that part alone is taller than the terminal (see :func:`pages`)."""
+        if not self.pause:
+            self.console.print(Group(*renderables))
+            return
+        height = max(self.console.size.height - 2, 5)  # the prompt's line and a spare one
+        for page in pages(self.console, renderables, height):
+            self._wait()
+            self.console.print(Segments(segment for line in page for segment in line))
+
+    def _wait(self) -> None:
+        if not self.started:
+            self.started = True
+            return
+        self.console.print(Text(PROMPT, style="dim"), end="")
+        answer = self.read_key()
+        if self.console.is_terminal:  # the reader ended the line: take the prompt line away
+            self.console.control(Control.move(0, -1), Control((ControlType.ERASE_IN_LINE, 2)))
+        else:
+            self.console.print()
+        if answer is None or answer.strip().lower() == "q":  # Ctrl-D, the input's end, or q
+            raise TourQuit
+
+
+Lines = list[list[Segment]]
+
+
+def pages(console: Console, renderables: Sequence[RenderableType], height: int) -> list[Lines]:
+    """The renderables' lines in pages of at most ``height`` lines, each page ending between
+    two renderables. A heading (a rule or a blank line) stays with what follows it; only a
+    single renderable taller than a page is cut, a page at a time."""
+    from attn_cli.render.rich_render import Heading
+
+    parts: list[Lines] = []
+    glued: Lines = []
+    for renderable in renderables:
+        lines = console.render_lines(renderable, pad=False, new_lines=True)
+        heading = isinstance(renderable, Rule | Heading)
+        if heading or (isinstance(renderable, Text) and not renderable.plain):
+            glued += lines  # a heading: kept with the part after it
+            continue
+        parts.append(glued + lines)
+        glued = []
+    if glued:
+        parts.append(glued)
+    out: list[Lines] = [[]]
+    for part in parts:
+        if out[-1] and len(out[-1]) + len(part) > height:
+            out.append([])
+        while len(part) > height:  # taller than a page on its own: cut it a page at a time
+            if out[-1]:
+                out.append([])
+            out[-1], part = part[:height], part[height:]
+            out.append([])
+        out[-1] += part
+    return [page for page in out if page]
+
+
+def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
+    try:
+        pager.screen(_intro(stops))
+        ran = []
+        for number, stop in enumerate(stops, start=1):
+            if _run_stop(stop, f"Stop {number}/{len(stops)}", pager):
+                ran.append(stop)
+                following = stops[number] if number < len(stops) else None
+                if bridges_to(stop, following):
+                    pager.screen([Text(""), Text(stop.bridge, style="italic")])
+    except TourQuit:
+        console.print(Text("Tour stopped.", style="bold"))
+        return
+    ending: list[RenderableType] = [
+        Text(""),
+        Rule("End of the tour", style="bold"),
+        Text(CLOSING),
+    ]
+    pager.screen(ending + [Text(f"  {stop.command_line}", style="cyan") for stop in ran])
+
+
+def bridges_to(stop: Stop, following: Stop | None) -> bool:
+    """Whether ``stop``'s bridge applies: it leads to the stop after it in the lecture, so it is
+    shown only when that stop comes next (or, for the last stop, when the tour ends there)."""
+    order = [each.name for each in TOUR]
+    if stop.name not in order:
+        return bool(stop.bridge) and following is None
+    position = order.index(stop.name)
+    lecture_next = order[position + 1] if position + 1 < len(order) else None
+    return bool(stop.bridge) and (following.name if following else None) == lecture_next
+
+
+def _intro(stops: list[Stop]) -> list[RenderableType]:
+    lines: list[RenderableType] = [
+        Rule("A tour of attention", style="bold"),
+        Text(INTRO.format(count=len(stops), s="s" if len(stops) > 1 else "")),
+    ]
+    for number, stop in enumerate(stops, start=1):
+        line = Text(f"{number:>3}. {stop.name:<10}", style="bold")
+        line.append(stop.title)
+        lines.append(line)
+    return lines
+
+
+def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
+    """Show a stop; False when it failed (its reason shown instead)."""
+    heading: list[RenderableType] = [
+        Text(""),
+        Rule(Text(f"{label} · {stop.title}", "rule.text"), style="bold magenta", align="left"),
+        Text(f"$ {stop.command_line}", style="dim"),
+    ]
+    try:
+        screens = _screens(stop)
+    except UserError as error:
+        pager.screen([*heading, Text(f"Skipped {stop.name}: {error}", style="yellow")])
+        return False
+    pager.screen([*heading, *screens[0]])
+    for screen in screens[1:]:
+        pager.screen(screen)
+    return True
+
+
+def _screens(stop: Stop) -> list[list[RenderableType]]:
+    """A lesson's screens (header and inputs, each step, notes), or the bench's table."""
+    params = parsed(stop)
+    if stop.name == "bench":
+        from attn_cli.cli.commands.bench import WITH_SAVED, bench_config, measure
+        from attn_cli.render.bench_render import bench_renderable
+
+        config = bench_config(**{k: v for k, v in params.items() if k not in WITH_SAVED})
+        result, fits = measure(config)
+        if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
+            raise KeyboardInterrupt
+        return [[bench_renderable(result, fits)]]
+    if stop.command == "learn":
+        return _learn_screens(params)
+    from attn_cli.cli.options import lesson_request
+    from attn_cli.course import card
+    from attn_cli.render import RenderOptions
+    from attn_cli.render.rich_render import walkthrough_sections
+    from attn_cli.run.runner import compute
+
+    request, shared = lesson_request(card(stop.name), params)
+    options = RenderOptions(precision=shared.precision, full=shared.full)
+    return walkthrough_sections(compute(request), options)
+
+
+def _learn_screens(params: dict[str, Any]) -> list[list[RenderableType]]:
+    """The learn stop: its task trained at the stop's small budget (a progress bar at a
+    terminal), shown as a lesson is."""
+    from attn_cli.cli.commands.common import stderr_console
+    from attn_cli.learn.common import LearnOptions, progress_bar, require_torch, task_module
+    from attn_cli.render import RenderOptions
+    from attn_cli.render.rich_render import walkthrough_sections
+
+    task = str(params["task"].value)
+    require_torch(task)
+    options = LearnOptions(
+        task=task,
+        seed=params["seed"],
+        steps=params["steps"],
+        hidden=params["hidden"],
+        max_len=params["max_len"],
+    )
+    with progress_bar(stderr_console()) as progress:
+        walkthrough = task_module(task).run(options, progress)
+    return walkthrough_sections(walkthrough, RenderOptions(precision=params["precision"]))
+
+
+def parsed(stop: Stop) -> dict[str, Any]:
+    """The stop's arguments as its command parses them (a user error if they do not parse)."""
+    import typer
+    import typer.main
+
+    from attn_cli import course as cards
+    from attn_cli.cli.options import UsageError, lesson_command
+
+    if cards.is_lesson(stop.name):
+        function = lesson_command(cards.card(stop.name))
+    elif stop.command == "learn":
+        from attn_cli.cli.commands.learn import learn as function
+    else:  # the bench stop
+        from attn_cli.cli.commands.bench import bench as function
+    parser = typer.Typer()  # the stop's command alone, to parse with (the CLI is not re-entered)
+    parser.command(stop.command_name)(function)
+    command = typer.main.get_command(parser)
+    try:
+        return dict(command.make_context(stop.command_name, list(stop.args)).params)
+    except UsageError as error:
+        raise UserError(error.format_message()) from None

@@ -1,0 +1,1 @@
+"""The ground floor: the data model, the arrays' backends, numbers and errors."""

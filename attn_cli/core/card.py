@@ -1,0 +1,158 @@
+"""What a lesson is, as the command line and the Python API see it: its card.
+
+A card (``attn_cli/course/<lesson>/card.py``, ``CARD = Card(...)``) is plain data, with no numpy,
+so that ``import attn_cli``, ``attn --help`` and the start of ``attn scaled`` stay light. It
+holds the lesson's summary, its matrix inputs, its options (type, default, help, choices), the
+sizes of its random inputs, which inputs may be given by position, its precision and the command
+lines its help ends with. From it are generated:
+
+- the Typer command (attn_cli.cli.options.lesson_command),
+- the Python function (attn_cli.api.lesson_function),
+- the lesson's defaults (the lesson declaration, attn_cli.course.lesson.Lesson, reads
+  ``card.defaults``).
+
+attn_cli.course finds the cards (each lesson a folder of that package).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+def keyword_of(flag: str) -> str:
+    """The parameter (and library keyword) of a command-line flag: ``--d-model`` -> ``d_model``."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def flag_of(keyword: str) -> str:
+    """The command-line flag of a lesson option or size: ``d_model`` -> ``--d-model``."""
+    return "--" + keyword.replace("_", "-")
+
+
+def shown(value: Any) -> str:
+    """A default as the help says it: on/off, a list as "1,4,16", 10000.0 as 10000."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list | tuple):
+        return ",".join(shown(item) for item in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A matrix or vector the lesson reads: given as text, JSON or @file, or drawn at random."""
+
+    name: str  # key in inputs and in lesson files, e.g. "Q"
+    option: str  # the CLI flag, e.g. "--q"
+    shape: Literal["matrix", "vector"]
+    description: str
+    required: bool = True  # an optional input has a default the lesson fills in
+    help: str = ""  # the option's --help text
+
+    @property
+    def keyword(self) -> str:
+        """The command's parameter (and the library function's keyword): --wq -> wq."""
+        return keyword_of(self.option)
+
+
+def optional(
+    name: str, option: str, shape: Literal["matrix", "vector"], description: str, help: str
+) -> InputSpec:
+    """An input the lesson can do without (it has a default, or another input replaces it)."""
+    return InputSpec(name, option, shape, description, required=False, help=help)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A lesson setting: ``--scale/--no-scale``, ``--heads 4``, ``--normalise sparsemax``.
+
+    ``help`` may say ``{default}``, filled with the default as the help shows it (the one place
+    the number is written). A lesson file's ``options`` table and the Python function's keyword
+    arguments take the same names; the lesson reads ``default`` when none gives it.
+    """
+
+    name: str  # the keyword: valid_len (and the flag --valid-len unless ``flag`` says otherwise)
+    help: str
+    default: Any = None  # None: the lesson decides (e.g. from the inputs)
+    type: type = str  # bool, int, float or str: what the command line parses
+    flag: str | None = None  # the command-line flag when it is not the name's (--global)
+    switch: bool = False  # a bool with --x/--no-x: not given leaves the example's own setting
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None  # checked by the parser (one line, exit 2)
+    metavar: str | None = None
+    command_line: bool = True  # False: set by lesson files and the Python API only
+    lesson: bool = True  # False: the command's own (flash --kernel), not handed to the lesson
+
+    @property
+    def option(self) -> str:
+        return self.flag or flag_of(self.name)
+
+    @property
+    def help_text(self) -> str:
+        return self.help.format(default=shown(self.default))
+
+
+@dataclass(frozen=True)
+class Size:
+    """A size of the random inputs (--n, --dk): giving one draws every input at random."""
+
+    name: str  # the keyword and, as --name, the flag
+    help: str  # after "Random inputs: "; may say {default}
+    default: int | None = None  # None: another size's value, or not drawn unless given
+
+    @property
+    def option(self) -> str:
+        return flag_of(self.name)
+
+    @property
+    def help_text(self) -> str:
+        return "Random inputs: " + self.help.format(default=self.default)
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a lesson is, as the command line and the Python API see it."""
+
+    name: str  # the command (attn NAME), the Python function, the lesson files' lesson = "..."
+    order: int  # its place in `attn --help`, the lectures' order
+    summary: str  # the help's first line and the Python function's docstring
+    details: str = ""  # the help's further paragraph, if any
+    inputs: tuple[InputSpec, ...] = ()  # in order
+    options: tuple[Option, ...] = ()
+    sizes: tuple[Size, ...] = ()
+    positional: tuple[str, ...] = ()  # inputs that may be given by position, in order (keywords)
+    rows: str | None = None  # the row names --tokens gives (the lesson's labels key)
+    seed: bool = True  # whether the lesson draws anything at random (--seed)
+    batches: bool = True  # whether it takes a batch of inputs (--item)
+    precision: int = 4  # the decimals its command prints by default
+    examples: tuple[str, ...] = ()  # command lines that end its --help (each runs as written)
+    # What --plot draws, after "Draw " in its help ("the weights as a heatmap, ..."); empty:
+    # the lesson has no figure, and its command no --plot (attn_cli.render.heatmap.FIGURES draws).
+    figure: str = ""
+    # A function "module:name" of attn_cli.cli.commands that the command calls with its parsed
+    # parameters before computing (flash --kernel prints the kernel instead); it may end the
+    # command. commands.common.run_card imports it.
+    before_run: str | None = None
+    # The symbols its help uses (d_k, W_Q, σ, ...), each with what it stands for: shown once,
+    # under "Symbols", at the end of the help (tests/test_help_words.py checks that every
+    # symbol of the help is here, and nothing else). A key may name several: "W_Q, W_K, W_V".
+    symbols: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every option the lesson reads, with its default."""
+        return {option.name: option.default for option in self.options if option.lesson}
+
+    def with_size_defaults(self, given: dict[str, int]) -> dict[str, int]:
+        """The sizes given, with the card's default for each size that has one."""
+        return {
+            **{size.name: size.default for size in self.sizes if size.default is not None},
+            **given,
+        }
+
+    def flag(self, name: str) -> str:
+        """The command-line flag of input ``name`` ("--q" for "Q"); the name when none has it."""
+        return next((spec.option for spec in self.inputs if spec.name == name), name)

@@ -1,0 +1,345 @@
+"""The walkthrough: what a lesson computed, as plain data that every renderer reads.
+
+A lesson computes a :class:`Walkthrough` (its inputs, ordered :class:`Step` s and output);
+renderers (rich, JSON, Markdown, LaTeX) only lay it out. Values are numpy arrays (already
+moved off any GPU), Python numbers, or plain records (lists of dicts) for tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from attn_cli.core.templates import fill
+from attn_cli.core.variants import TIMED_RUNS
+
+if TYPE_CHECKING:  # numpy is imported by what computes; the data model only names its arrays
+    import numpy as np  # matplotlib is optional and imported only when a plot is drawn
+    from matplotlib.figure import Figure
+
+# How a value is meant to be shown:
+#   matrix   a 1-D or 2-D array of numbers
+#   weights  a matrix of attention weights: shaded as a heatmap, with row sums
+#   heatmap  a signed matrix shaded by value (a compact block picture when large)
+#   scalar   one number
+#   records  a table: a list of dicts with the same keys
+#   histogram  {"edges": [...], "series": {name: counts}}: bars per bin
+#   text     a paragraph
+Kind = Literal["matrix", "weights", "heatmap", "scalar", "records", "histogram", "text"]
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note shown with a step or under the walkthrough: the words of ``[notes] KEY`` in the
+    lesson file, with the raw values its placeholders read.
+
+    Renderers fill it at their precision (:meth:`text`): a plain ``{x}`` holding a float is
+    written as the tables write numbers, with ``--precision`` decimals; a placeholder with a
+    spec (``{x:.1e}``) as the lesson file wrote it. ``str(note)`` is the text at 4 decimals.
+    """
+
+    key: str
+    template: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def text(self, precision: int = 4) -> str:
+        """The note's words with its values filled in, floats to ``precision`` decimals."""
+        return fill(self.template, dict(self.values), f"[notes] {self.key}", precision=precision)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    @classmethod
+    def fixed(cls, key: str, text: str) -> Note:
+        """A note whose words are made elsewhere (a slide's erratum, an overflow): the text as
+        it is, with no placeholder."""
+        return cls(key, text.replace("{", "{{").replace("}", "}}"))
+
+
+@dataclass(frozen=True)
+class Part:
+    """A labelled intermediate shown with a step (e.g. the row max inside a softmax)."""
+
+    label: str
+    value: Any
+    kind: Kind = "matrix"
+    # Its own row and column labels; None: the step's, where the shapes match.
+    rows: tuple[str, ...] | None = None
+    cols: tuple[str, ...] | None = None
+    # The statistics of its value, computed where it was computed (None: not recorded).
+    summary: Summary | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a walkthrough. Its title and explanation are the lesson file's templates with
+    the values they read (``context``), filled when read, at ``precision`` decimals: a renderer
+    reads them after :meth:`at_precision` with its own --precision, so they are filled once,
+    when shown."""
+
+    key: str
+    title_template: str
+    explanation_template: str
+    value: Any
+    kind: Kind = "matrix"
+    row_labels: tuple[str, ...] | None = None
+    col_labels: tuple[str, ...] | None = None
+    parts: tuple[Part, ...] = ()
+    # Facts computed with the value that the reader should see (e.g. weight row sums).
+    row_sums: np.ndarray | None = None
+    # The statistics of the value, computed once where it was computed (StepRecorder.add):
+    # what a corner's caption and a summarised JSON array show. None: not recorded (a step
+    # made by hand); a renderer then computes them from the value.
+    summary: Summary | None = None
+    # Notes shown under the value: where the slide and the exact value differ, and similar.
+    notes: tuple[Note, ...] = ()
+    # With --time: the device's time for the step's computation alone, warm (after an untimed
+    # run), the median of a few runs (Backend.timed); never a copy to the host or a summary.
+    seconds: float | None = None
+    # LaTeX for the left-hand side, e.g. "S = QK^\\top" (LaTeX output only).
+    latex: str | None = None
+    # The values the title and explanation read, and the decimals a plain {x} is written with.
+    context: Mapping[str, Any] = field(default_factory=dict)
+    precision: int = 4
+    # A records table's display heading of each (snake_case) key, from the lesson file.
+    headings: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return self._filled(self.title_template, "title")
+
+    @property
+    def explanation(self) -> str:
+        return self._filled(self.explanation_template, "explanation")
+
+    def _filled(self, template: str, field_name: str) -> str:
+        where = f"[steps.{self.key}] {field_name}"
+        return fill(template, self.context, where, precision=self.precision)
+
+    def at_precision(self, precision: int) -> Step:
+        """This step with a plain ``{x}`` number of its title and explanation written with
+        ``precision`` decimals, as the tables write numbers (a ``{x:.3f}`` stays as written)."""
+        return replace(self, precision=precision)
+
+
+@dataclass(frozen=True)
+class InputValue:
+    name: str
+    value: Any
+    row_labels: tuple[str, ...] | None = None
+    col_labels: tuple[str, ...] | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True, repr=False)
+class Walkthrough:
+    """What a lesson computed: inputs, ordered steps and output, as plain data.
+
+    In a notebook it shows as the terminal's tables (``_repr_html_``); ``step(key)`` gives a
+    step's value, ``to_dict()`` the JSON document, ``to_markdown()`` and ``to_latex()`` text,
+    ``plot()`` the heatmap of ``--plot``.
+
+    Of a batch, it is one item's walkthrough (``item_index``, from ``--item``): ``items``
+    holds every item's, in order, and ``item(i)`` gives item i's to show; unbatched, ``items``
+    is empty.
+    """
+
+    lesson: str
+    title: str
+    intro: str
+    example: str | None
+    backend: str
+    device: str
+    dtype: str
+    inputs: tuple[InputValue, ...]
+    steps: tuple[Step, ...]
+    output: Any
+    example_description: str = ""
+    notes: tuple[Note, ...] = ()
+    # Anything else a machine reader needs (JSON only), e.g. options that were used.
+    meta: dict[str, Any] = field(default_factory=dict)
+    # A batch: every item's walkthrough (each unbatched), and which of them this one is.
+    items: tuple[Walkthrough, ...] = ()
+    item_index: int = 0
+    # The decimals its lesson's command prints by default (renderers take --precision instead).
+    precision: int = 4
+    # Notes whose claim does not hold for these numbers (lesson_texts.Texts.claims): never
+    # shown by any renderer, kept so that a reader (and the tests) can see what was held back.
+    withheld: tuple[Note, ...] = ()
+
+    def at_precision(self, precision: int) -> Walkthrough:
+        """This walkthrough with its steps' texts written at ``precision`` (Step.at_precision),
+        every batch item's too: what each renderer shows."""
+        return replace(
+            self,
+            precision=precision,
+            steps=tuple(step.at_precision(precision) for step in self.steps),
+            items=tuple(item.at_precision(precision) for item in self.items),
+        )
+
+    def item(self, index: int) -> Walkthrough:
+        """Item ``index`` of a batch (counting from 0), shown as ``--item index`` shows it."""
+        size = len(self.items) or 1
+        if not 0 <= index < size:
+            batch = f"the batch has {size} items" if self.items else "it is not a batch"
+            raise IndexError(f"no item {index} in this {self.lesson} walkthrough: {batch}")
+        if not self.items:
+            return self
+        return replace(self.items[index], items=self.items, item_index=index)
+
+    def find(self, key: str) -> Step:
+        """The step with this key (its title, explanation, value, notes...)."""
+        for step in self.steps:
+            if step.key == key:
+                return step
+        known = ", ".join(step.key for step in self.steps)
+        raise KeyError(f"no step {key!r} in this {self.lesson} walkthrough; its steps are: {known}")
+
+    def step(self, key: str) -> Any:
+        """The value of the step with this key: a numpy array for a matrix."""
+        return self.find(key).value
+
+    # The thin hooks below (to_dict, to_markdown, plot, __rich__...) call ``view``, which the
+    # Python API (attn_cli/api.py) sets to attn_cli.render.show: the data imports no renderer.
+    view: ClassVar[Callable[..., Any]]
+
+    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
+        """The JSON document of ``--format json`` as Python data (``full``: no summaries)."""
+        return self.view(self, "dict", precision=self.precision, full=full)
+
+    def to_markdown(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
+        return self.view(self, "markdown", precision=self._precision(precision))
+
+    def to_latex(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format latex`` prints it (``precision``: decimals shown)."""
+        return self.view(self, "latex", precision=self._precision(precision))
+
+    def to_html(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and
+        shading as a whole HTML page."""
+        return self.view(self, "html", precision=self._precision(precision))
+
+    def to_svg(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format svg`` writes it: the terminal's tables, colours and
+        shading as an SVG picture (for slides)."""
+        return self.view(self, "svg", precision=self._precision(precision))
+
+    def to_code(self, backend: str = "numpy") -> str:
+        """The program of ``--code``: a short, self-contained numpy (or ``backend="torch"``)
+        program that computes this walkthrough's output from its inputs, written into it."""
+        return self.view(self, "code", precision=self.precision, code_backend=backend)
+
+    def plot(
+        self, path: str | Path | None = None, *, precision: int | None = None
+    ) -> Figure | None:
+        """The figure of ``--plot`` (needs matplotlib): written to ``path`` (.png, .svg or .pdf)
+        when given, else returned as a matplotlib Figure (a notebook shows it)."""
+        return self.view(self, "plot", precision=self._precision(precision), path=path)
+
+    def __rich__(self) -> Any:
+        """The terminal's tables, for ``rich.print(walkthrough)``."""
+        return self.view(self, "rich", precision=self.precision)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the terminal's tables and shading, as HTML."""
+        return self.view(self, "notebook", precision=self.precision)
+
+    def _precision(self, precision: int | None) -> int:
+        return self.precision if precision is None else precision
+
+    @property
+    def time_legend(self) -> str | None:
+        """What a step's time is, said once above the steps when some are timed (--time)."""
+        if all(step.seconds is None for step in self.steps):
+            return None
+        return (
+            "Each step's time: its computation alone on the device (not the copy to the host, "
+            f"the statistics or the checks), warm, the median of {TIMED_RUNS} runs."
+        )
+
+    def __repr__(self) -> str:
+        example = f", example {self.example!r}" if self.example else ""
+        keys = ", ".join(step.key for step in self.steps)
+        batch = f"; batch item {self.item_index} of {len(self.items)}" if self.items else ""
+        return f"<Walkthrough {self.lesson}{example}: {len(self.steps)} steps ({keys}){batch}>"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Statistics that describe an array too large to print: its entry count, and the min,
+    max, mean and std of its finite entries (None when it has none), how many are not finite
+    and how many of those are +∞ (an overflow's trace; −∞ is a mask's).
+
+    A lesson's step and its parts carry theirs (``Step.summary``, ``Part.summary``), computed
+    once where the array was computed (``Backend.summary``, on the device): a renderer that
+    shows a corner of a large matrix reads them instead of passing over every entry.
+    """
+
+    count: int
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    non_finite: int = 0
+    positive_infinite: int = 0
+
+    def as_dict(self) -> dict[str, float | int]:
+        """What the JSON's ``summary`` object and the corners' captions show: count, then min,
+        max, mean and std when there are finite entries, then non_finite when any."""
+        stats: dict[str, float | int] = {"count": self.count}
+        for name in ("min", "max", "mean", "std"):
+            value = getattr(self, name)
+            if value is not None:
+                stats[name] = value
+        if self.non_finite:
+            stats["non_finite"] = self.non_finite
+        return stats
+
+    @property
+    def largest_magnitude(self) -> float | None:
+        """The largest |entry| among the finite entries (None when there are none)."""
+        if self.min is None or self.max is None:
+            return None
+        return max(abs(self.min), abs(self.max))
+
+
+def summary(array: Any) -> Summary:
+    """The :class:`Summary` of a numpy array (or anything numpy reads as one), computed in
+    float64, finite entries only.
+
+    Mean and std are those of the entries divided by the largest magnitude, scaled back: a sum
+    of entries near 1e308 would overflow, and the summary would say ∞ of finite numbers. When
+    every entry is finite (min and max are: either would be NaN or ±∞ otherwise), no pass picks
+    the finite ones out.
+    """
+    import numpy as np
+
+    values = np.asarray(array, dtype=np.float64)
+    count = int(values.size)
+    if not count:
+        return Summary(count)
+    flat = values.reshape(-1)  # the entries in order (a copy only of a strided view)
+    low, high = float(flat.min()), float(flat.max())
+    non_finite = positive_infinite = 0
+    if not (math.isfinite(low) and math.isfinite(high)):
+        flat = flat[np.isfinite(flat)]
+        non_finite = count - int(flat.size)
+        positive_infinite = int(np.count_nonzero(np.isposinf(values)))
+        if not flat.size:
+            return Summary(count, non_finite=non_finite, positive_infinite=positive_infinite)
+        low, high = float(flat.min()), float(flat.max())
+    scale = max(abs(low), abs(high)) or 1.0
+    scaled = flat / scale
+    return Summary(
+        count,
+        min=low,
+        max=high,
+        mean=float(scaled.mean()) * scale,
+        std=float(scaled.std()) * scale,
+        non_finite=non_finite,
+        positive_infinite=positive_infinite,
+    )

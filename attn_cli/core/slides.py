@@ -1,0 +1,253 @@
+"""What a slide printed against what the lesson computed, to the slide's own rounding.
+
+An example's ``printed`` table records the slide's numbers as text in the matrix grammar. Its
+keys say which value they show:
+
+* ``weights``      the whole value of step ``weights`` (or ``output``: the walkthrough's output
+  when no step has that key);
+* ``output[1]``    row 1 of it (1-based, as on the slides);
+* ``weights[2,3]`` the single entry in row 2, column 3.
+
+Each printed number is checked to half a unit in its last decimal (see :mod:`attn_cli.core.rounding`).
+A printed value that cannot be compared (an unknown step, a shape that does not fit, a text that
+is not numbers) is a mistake in the lesson file and a :class:`UserError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import split_rows, whole_number
+from attn_cli.core.model import Note, Walkthrough
+from attn_cli.core.numbers import format_number, shape_text
+from attn_cli.core.rounding import OutOfRange, Rounded, parse_rounded
+
+_KEY = re.compile(r"^\s*(?P<name>[^\[\]\s]+)\s*(?:\[\s*(?P<index>[^\]]*)\])?\s*$")
+OUTPUT = "output"
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """One printed number that differs from the exact value by more than its rounding."""
+
+    key: str  # the printed key as written, e.g. "output[1]"
+    step: str  # the step it names ("output" may be the walkthrough's output)
+    cell: tuple[int, ...]  # 1-based position in the step's value: (row, col), (entry,) or ()
+    written: Rounded  # what the slide prints
+    exact: float
+
+    @property
+    def printed(self) -> str:
+        return self.written.text
+
+    @property
+    def tolerance(self) -> float:
+        """Half a unit in the printed number's last decimal."""
+        return self.written.half_unit
+
+    @property
+    def difference(self) -> float:
+        return abs(self.exact - self.written.value)
+
+    def exact_text(self) -> str:
+        """The exact value with two decimals more than the slide shows (at least four)."""
+        return format_number(self.exact, max(4, self.written.decimals + 2), unicode=False)
+
+    def tolerance_text(self) -> str:
+        """What the rounding allows, to one decimal more than the slide shows: ±0.0005 for 0.504."""
+        return f"±{self.tolerance:.{self.written.decimals + 1}f}"
+
+    def difference_text(self) -> str:
+        """How far off, with as many decimals as it takes to read as more than the tolerance:
+        0.00051 against ±0.0005 (at four decimals both would show 0.0005)."""
+        difference = self.difference
+        if not math.isfinite(difference) or self.tolerance == 0:
+            return format_number(difference, 4, unicode=False)
+        allowed = Decimal(self.tolerance_text()[1:])
+        decimals = max(4, self.written.decimals + 1)
+        while Decimal(f"{difference:.{decimals}f}") <= allowed and decimals < 20:
+            decimals += 1
+        return f"{difference:.{decimals}f}"
+
+    def note(self) -> str:
+        where = f" for {cell_text(self.cell)}" if self.cell else ""
+        return f"The slide prints {self.printed}{where}; the exact value is {self.exact_text()}."
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The printed values of one example against its computed walkthrough."""
+
+    checked: int  # printed numbers compared
+    errata: tuple[Erratum, ...]
+
+
+def cell_text(cell: tuple[int, ...]) -> str:
+    if len(cell) == 2:
+        return f"({cell[0]}, {cell[1]})"
+    if len(cell) == 1:
+        return f"entry {cell[0]}"
+    return ""
+
+
+def compare(walkthrough: Walkthrough, printed: dict[str, str], where: str) -> Comparison:
+    """Compare every printed value with the walkthrough; ``where`` names the file and example."""
+    checked = 0
+    errata: list[Erratum] = []
+    for key, text in printed.items():
+        field = f"{where}, printed.{_quoted(key)}"
+        name, index = _parse_key(key, field)
+        value = _target_value(walkthrough, name, field)
+        selected, origin = _select(value, name, index, field)
+        numbers, shape = _printed_numbers(text, field)
+        _check_shape(selected, shape, name, field)
+        expected = np.asarray(selected, dtype=np.float64).reshape(-1)
+        for flat, (written, exact) in enumerate(zip(numbers, expected, strict=True)):
+            checked += 1
+            if written.matches(float(exact)):
+                continue
+            inner = np.unravel_index(flat, np.shape(selected)) if np.ndim(selected) else ()
+            cell = tuple(origin) + tuple(int(i) + 1 for i in inner)
+            errata.append(Erratum(key, name, cell, written, float(exact)))
+    return Comparison(checked, tuple(errata))
+
+
+def with_notes(walkthrough: Walkthrough, errata: Iterable[Erratum]) -> Walkthrough:
+    """The walkthrough with a note under each step whose slide value is wrong.
+
+    The note gives the slide's digits and the exact value at the slide's own rounding, not at
+    --precision, and its words are the same for every lesson: it is fixed text.
+    """
+    by_step: dict[str, list[str]] = {}
+    for erratum in errata:
+        by_step.setdefault(erratum.step, []).append(erratum.note())
+    if not by_step:
+        return walkthrough
+
+    def noted(texts: list[str], prefix: str = "") -> tuple[Note, ...]:
+        return tuple(Note.fixed("slide_erratum", prefix + text) for text in texts)
+
+    steps = tuple(
+        replace(step, notes=(*step.notes, *noted(by_step.pop(step.key))))
+        if step.key in by_step
+        else step
+        for step in walkthrough.steps
+    )
+    # What no step holds is the walkthrough's output ("output" with no step of that key).
+    leftover = tuple(note for texts in by_step.values() for note in noted(texts, "Output: "))
+    return replace(walkthrough, steps=steps, notes=(*walkthrough.notes, *leftover))
+
+
+def _quoted(key: str) -> str:
+    return f'"{key}"' if not re.fullmatch(r"[A-Za-z0-9_-]+", key) else key
+
+
+def _parse_key(key: str, field: str) -> tuple[str, tuple[int, ...]]:
+    match = _KEY.match(key)
+    fix = 'write a step key ("weights"), a row ("weights[1]") or a cell ("weights[2,3]")'
+    if not match:
+        raise UserError(f"{field}: cannot read this key; {fix}.")
+    index_text = match["index"]
+    if index_text is None:
+        return match["name"], ()
+    try:
+        index = tuple(whole_number(part, field) for part in index_text.split(","))
+    except ValueError:
+        raise UserError(f"{field}: the index must be whole numbers; {fix}.") from None
+    if len(index) > 2 or any(i < 1 for i in index):
+        raise UserError(f"{field}: indices are 1-based and at most two (row, column); {fix}.")
+    return match["name"], index
+
+
+def _target_value(walkthrough: Walkthrough, name: str, field: str) -> Any:
+    for step in walkthrough.steps:
+        if step.key == name:
+            value = step.value
+            break
+    else:
+        if name != OUTPUT:
+            keys = ", ".join(step.key for step in walkthrough.steps)
+            raise UserError(
+                f"{field}: this run has no step {name!r}; use one of its step keys ({keys}) "
+                "or output."
+            )
+        value = walkthrough.output
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise UserError(
+            f"{field}: step {name!r} is a table or text, not numbers; printed values can only "
+            "record numeric steps."
+        ) from None
+    if array.ndim > 2:
+        raise UserError(f"{field}: step {name!r} has {array.ndim} dimensions; pick a row or cell.")
+    return array
+
+
+def _select(
+    value: np.ndarray, name: str, index: tuple[int, ...], field: str
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The part of the value the key names, and the 1-based index where it starts."""
+    if not index:
+        return value, ()
+    if len(index) > value.ndim:
+        raise UserError(
+            f"{field}: step {name!r} is {shape_text(value.shape)}, which has no "
+            f"{'cell (row, column)' if len(index) == 2 else 'rows'}; write the key {name!r}."
+        )
+    for axis, position in enumerate(index):
+        size = value.shape[axis]
+        if position > size:
+            what = "rows" if axis == 0 and value.ndim == 2 else "columns"
+            what = what if value.ndim == 2 else "entries"
+            raise UserError(
+                f"{field}: step {name!r} has {size} {what}, so index {position} is out of range "
+                "(indices are 1-based)."
+            )
+    return value[tuple(i - 1 for i in index)], index
+
+
+def _printed_numbers(text: str, field: str) -> tuple[list[Rounded], tuple[int, int]]:
+    rows = split_rows(text, field)
+    if not rows:
+        raise UserError(f'{field} is empty; write the numbers the slide shows, e.g. "0.33,0.67".')
+    width = len(rows[0])
+    numbers = []
+    for row_number, row in enumerate(rows, start=1):
+        if len(row) != width:
+            raise UserError(
+                f"{field}: row {row_number} has {len(row)} entries but row 1 has {width}; every "
+                "row needs the same number of entries."
+            )
+        for entry in row:
+            try:
+                number = parse_rounded(entry)
+            except OutOfRange as error:
+                raise UserError(f"{field}: {error}; write the value the slide shows.") from None
+            if number is None:
+                raise UserError(
+                    f"{field}: {entry!r} is not a number; write the slide's numbers as \"0.33,0.67; "
+                    '0.67,0.33".'
+                )
+            numbers.append(number)
+    return numbers, (len(rows), width)
+
+
+def _check_shape(selected: np.ndarray, shape: tuple[int, int], name: str, field: str) -> None:
+    """Rows and columns must agree; a single row or column may stand for a vector."""
+    if [size for size in shape if size != 1] == [size for size in selected.shape if size != 1]:
+        return
+    printed = "1 number" if shape == (1, 1) else f"{shape[0]} × {shape[1]}"
+    raise UserError(
+        f"{field}: the slide value is {printed} but the value it names is "
+        f'{shape_text(selected.shape)}; record all of it, or a row with "{name}[1]" or a cell '
+        f'with "{name}[1,2]".'
+    )

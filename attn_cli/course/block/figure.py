@@ -1,0 +1,40 @@
+"""--plot for attn block: the layer's attention weights, one panel per head."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attn_cli.core.model import Walkthrough
+from attn_cli.render.heatmap import (
+    as_matrix,
+    grid_of,
+    panels,
+    step_of,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def draw(walkthrough: Walkthrough, precision: int) -> Figure:
+    """The layer's attention weights, one panel per head: self-attention's, then (decoder)
+    cross-attention's over the memory; one colour scale."""
+    heads = [s for s in walkthrough.steps if s.kind == "weights" and s.key.endswith(".weights")]
+    if not heads:
+        step_of(walkthrough, "self.head1.weights")
+    top = max(float(np.nanmax(as_matrix(head.value))) for head in heads)
+    grids = []
+    for head in heads:
+        cross = head.key.startswith("cross.")
+        grid = grid_of(
+            head,
+            xlabel="memory row" if cross else "key token",
+            ylabel="query token",
+            precision=precision,
+            vmax=top,
+        )
+        number = head.key.split(".")[1].removeprefix("head")
+        grids.append(grid.titled(f"{'cross' if cross else 'self'}-attention head {number}"))
+    return panels(walkthrough, grids)

@@ -1,0 +1,63 @@
+"""Checks and words the lessons share: whole-number options, counts with their noun, row names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeGuard
+
+from attn_cli.core.errors import UserError
+
+if TYPE_CHECKING:
+    from attn_cli.course.lesson import LessonRun
+
+
+def is_whole(value: object) -> TypeGuard[int]:
+    """Whether an option is a whole number (a lesson file's ``true`` is not 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """A count and its noun, singular for exactly one: 1 head, 2 heads."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+def whole_option(value: object, flag: str) -> int:
+    """An option that must be a whole number, else a UserError naming its ``flag``."""
+    if not is_whole(value):
+        raise UserError(f"{flag} {value!r}: give a whole number.")
+    return value
+
+
+def whole_at_least(value: object, flag: str, minimum: int = 1, meaning: str = "") -> int:
+    """An option that must be a whole number >= ``minimum``, else a UserError naming ``flag``
+    (and what the number counts, ``meaning``)."""
+    if not is_whole(value) or value < minimum:
+        counts = f" ({meaning})" if meaning else ""
+        raise UserError(f"{flag} must be a whole number >= {minimum}{counts}, not {value!r}.")
+    return value
+
+
+def check_causal_square(m: int, n: int) -> None:
+    """--causal pairs query i with keys 1..i: it needs as many queries as keys."""
+    if m != n:
+        raise UserError(
+            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
+            f"rows and K has {n}."
+        )
+
+
+def labels(prefix: str, count: int) -> tuple[str, ...]:
+    """Row or column labels: q1, q2, ... (1-based, as on the slides)."""
+    return tuple(f"{prefix}{index}" for index in range(1, count + 1))
+
+
+def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) -> tuple[str, ...]:
+    """The names given for ``count`` rows (``run.labels[key]``), else prefix1, prefix2, ..."""
+    names = run.labels.get(key)
+    if not names:
+        return labels(prefix, count)
+    if len(names) != count:
+        raise UserError(
+            f"{option} (or the example's labels.{key}) gives {counted(len(names), 'name')} but "
+            f"there {'is' if count == 1 else 'are'} {counted(count, 'row')}; give one name per row."
+        )
+    return tuple(names)

@@ -1,0 +1,109 @@
+"""The lesson type and registry: what a lesson module declares (``LESSON = Lesson(CARD, ...)``)
+and the run it computes from.
+
+A lesson module (``attn_cli/course/<name>.py``) ends with its declaration: its card
+(attn_cli/course/<name>.py: inputs, options and their defaults), the example labels it reads, the
+functions that check, size and compute it, and its texts (:class:`~attn_cli.lessonfiles.texts.Texts`).
+One generic path (CLI commands, ``attn check``, quizzes, lesson files of one's own, the Python
+API) runs any lesson through :func:`get_lesson`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from attn_cli.core.backend import Backend
+from attn_cli.core.card import Card, InputSpec
+from attn_cli.lessonfiles.loader import Example, LessonFile
+from attn_cli.lessonfiles.texts import Texts
+
+if TYPE_CHECKING:
+    from attn_cli.core.model import Walkthrough
+
+T = TypeVar("T")
+Inputs = dict[str, np.ndarray]
+Shapes = dict[str, tuple[int, ...]]
+
+
+def draw_standard_normal(shapes: Shapes, seed: int) -> Inputs:
+    """Random inputs of the given shapes, in order: N(0, 1) from numpy's default_rng(seed)."""
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson, declared once at the bottom of its module: ``LESSON = Lesson(...)``."""
+
+    card: Card  # its name, inputs, options and their defaults (attn_cli/course/<name>.py)
+    labels: tuple[str, ...]  # the example labels (lesson files' labels = {...}) it reads
+    # Raise UserError for inputs (each 2-D, one batch item) and options that do not fit.
+    validate: Callable[[Inputs, dict[str, Any]], None]
+    # The shapes of random inputs for --n and friends (only the sizes given).
+    random_shapes: Callable[[dict[str, int]], Shapes]
+    # The memory the walkthrough will hold: (shapes, options, itemsize) -> bytes.
+    estimate_bytes: Callable[[Shapes, dict[str, Any], int], int]
+    build: Callable[[LessonRun], Walkthrough]  # compute every step
+    # Every step text and note it records, with the placeholder names it hands over to each.
+    texts: Texts
+    # Random inputs of those shapes from a seed (multihead scales its weights).
+    draw_random: Callable[[Shapes, int], Inputs] = draw_standard_normal
+    # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
+    example_overrides: frozenset[str] = frozenset()
+    memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
+
+    @property
+    def name(self) -> str:
+        return self.card.name
+
+    @property
+    def inputs(self) -> tuple[InputSpec, ...]:
+        return self.card.inputs
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """Every option and its default, e.g. {"scale": True}."""
+        return self.card.defaults
+
+    def flag(self, name: str) -> str:
+        """The command-line flag of input ``name`` ("--q" for "Q")."""
+        return self.card.flag(name)
+
+    def options_with(self, *layers: Mapping[str, Any]) -> dict[str, Any]:
+        """The defaults with each layer (an example's options, then the user's) on top."""
+        options = dict(self.options)
+        for layer in layers:
+            options.update(layer)
+        return options
+
+
+@dataclass
+class LessonRun:
+    """Everything a lesson needs to compute its walkthrough."""
+
+    file: LessonFile  # the lesson's words and examples (bundled, or the user's --lesson)
+    example: Example | None
+    inputs: dict[str, np.ndarray]  # float64, validated
+    options: dict[str, Any]
+    backend: Backend
+    time_steps: bool = False
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
+    drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
+    keep: bool = False  # keep what is drawn for the next run in this process (RunRequest.keep)
+
+    @property
+    def name(self) -> str:
+        """The lesson's name (its command)."""
+        return self.file.lesson
+
+    def timed(self, compute: Callable[[], T]) -> tuple[T, float | None]:
+        """``compute()``, and with --time the device's time for it (Backend.timed: warm, the
+        median of a few runs); without --time it runs once, untimed (time None)."""
+        if not self.time_steps:
+            return compute(), None
+        return self.backend.timed(compute)

@@ -1,0 +1,653 @@
+"""The multi-head lesson: h heads on column blocks of W_Q, W_K, W_V, concatenated, projected.
+
+Both conventions: the transformer paper's square d_model × d_model weights, and Raschka's
+book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
+its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from attn_cli.core.backend import namespace_of
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import InputValue, Note, Part, Walkthrough
+from attn_cli.course import dropout, padding
+from attn_cli.course.checks import counted, row_names, whole_at_least
+from attn_cli.course.lesson import Lesson, LessonRun
+from attn_cli.course.multihead.card import CARD
+from attn_cli.course.recorder import Grid, StepRecorder
+from attn_cli.lessonfiles.texts import Texts
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import masks
+from attn_cli.mechanisms import multihead as mh
+
+WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
+PROJECTIONS = ("W_Q", "W_K", "W_V")
+BIAS_OF = {"W_Q": "b_Q", "W_K": "b_K", "W_V": "b_V", "W_O": "b_O"}
+# Per head: scores, scaled, masked, softmax intermediates and weights, (n × n) each.
+_SCORE_MATRICES = 7
+_MASK_MATRICES = 5  # M, P, their boolean spellings
+
+
+def _heads(options: dict[str, Any]) -> int:
+    """The number of heads, checked: a lesson file's options may hold any TOML value."""
+    return whole_at_least(options.get("heads"), "--heads (options.heads)")
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    heads = _heads(options)
+    given = [name for name in WEIGHT_NAMES if name in inputs]
+    biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
+    if "X" not in inputs:
+        first = (given + biases)[:1]
+        needs = f"{CARD.flag(first[0])} needs --x" if first else "X is missing; give --x"
+        raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
+    _check_weights_given(inputs, given)
+    if biases and options.get("bias"):
+        flags = ", ".join(CARD.flag(name) for name in biases)
+        raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
+    d_in = inputs["X"].shape[1]
+    d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
+    _check_shapes(inputs, d_in, d_out, heads)
+    _check_biases(inputs, d_in, d_out)
+    padding.valid_lengths(options.get("valid_len"), inputs["X"].shape[0], inputs["X"].shape[0])
+    dropout.probability(options.get("dropout"))
+
+
+def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> None:
+    """W_Q, W_K, W_V together or not at all (then drawn); W_O only with them, and optional."""
+    projections = [name for name in PROJECTIONS if name in given]
+    if projections and len(projections) < len(PROJECTIONS):
+        missing = ", ".join(CARD.flag(name) for name in PROJECTIONS if name not in given)
+        raise UserError(
+            f"missing {missing}: give W_Q, W_K and W_V together (--wq, --wk, --wv; --wo is "
+            "optional) or none of them (then all four weights are drawn from --seed)."
+        )
+    if "W_O" in given and not projections:
+        raise UserError(
+            "--wo needs --wq, --wk and --wv: without them all four weights are drawn from --seed."
+        )
+
+
+def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: int) -> None:
+    if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
+        rows, cols = inputs["W_Q"].shape
+        raise UserError(
+            f"--wq is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
+            f"{d_in} rows (Q = X W_Q)."
+        )
+    for name in PROJECTIONS[1:]:
+        if name in inputs and inputs[name].shape != (d_in, d_out):
+            rows, cols = inputs[name].shape
+            raise UserError(
+                f"{CARD.flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
+                "like W_Q (W_Q, W_K and W_V share their shape)."
+            )
+    if d_out % heads:
+        if d_in == d_out:
+            what = f"X has d_model = {d_in} columns"
+            fix = "--heads must divide d_model (each head gets d_model / h columns"
+        else:
+            what = f"W_Q has d_out = {d_out} columns"
+            fix = "--heads must divide d_out (each head gets d_out / h columns"
+        raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
+    if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
+        rows, cols = inputs["W_O"].shape
+        raise UserError(
+            f"--wo is {rows} × {cols} but needs d_out = {d_out} rows, one per column of the "
+            f"concatenated heads (W_Q is {d_in} × {d_out})."
+        )
+
+
+def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
+    if "b_O" in inputs and "W_O" not in inputs and "W_Q" in inputs:
+        raise UserError("--bo needs --wo: without W_O there is no output projection to add it to.")
+    width_o = inputs["W_O"].shape[1] if "W_O" in inputs else d_out
+    for weight, bias in BIAS_OF.items():
+        if bias not in inputs:
+            continue
+        expected = width_o if weight == "W_O" else d_out
+        got = inputs[bias].shape[0]
+        if got != expected:
+            where = "W_O's columns" if weight == "W_O" else "d_out, the columns of W_Q, W_K, W_V"
+            raise UserError(
+                f"{CARD.flag(bias)} has {got} entries but must have {expected} ({where}): one per "
+                f"output column of {weight}."
+            )
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Tokens X (n × d_in) and the weights: W_Q, W_K, W_V d_in × d_out, W_O d_out × d_out.
+
+    --d-model sets d_in and d_out together (the transformer paper's square weights); --d-in and
+    --d-out set one each. draw_random() draws them (the weights scaled, from their own stream).
+    """
+    n, d_model = sizes["n"], sizes["d_model"]
+    d_in = sizes.get("d_in") or d_model
+    d_out = sizes.get("d_out") or d_in
+    square = (d_in, d_out)
+    return {
+        "X": (n, d_in),
+        **{name: square for name in PROJECTIONS},
+        "W_O": (d_out, d_out),
+    }
+
+
+def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
+    """Random inputs: X ~ N(0, 1) from numpy's default_rng(seed), the weights as draw_weights."""
+    x = np.random.default_rng(seed).standard_normal(shapes["X"])
+    d_in, d_out = shapes["W_Q"]
+    return {"X": x, **draw_weights(seed, d_in, d_out)}
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    n, d_in = shapes["X"]
+    d_out = shapes["W_Q"][1] if "W_Q" in shapes else d_in
+    d_o = shapes["W_O"][1] if "W_O" in shapes else d_out
+    heads = _heads(options)  # random inputs are sized before validate() runs
+    per_head = _SCORE_MATRICES * n * n + 3 * n * (d_out // heads or 1)
+    weights = 3 * d_in * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
+    extra = dropout.dropout_bytes(options, heads * n * n, itemsize)
+    return (
+        heads * per_head + _MASK_MATRICES * n * n + 2 * weights + 3 * n * d_o
+    ) * itemsize + extra
+
+
+def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np.ndarray]:
+    """W_Q, W_K, W_V (d_in × d_out) with N(0, 1/d_in) entries, so Q = X W_Q keeps X's scale,
+    and W_O (d_out × d_out) with N(0, 1/d_out) entries.
+
+    They come from a child of numpy's default_rng(seed), independent of the stream that draws
+    random tokens X from the same seed (and of the biases', see draw_biases).
+    """
+    if seed < 0:
+        raise UserError(f"--seed {seed}: give a seed of 0 or more.")
+    d_out = d_in if d_out is None else d_out
+    rng = np.random.default_rng(seed).spawn(1)[0]
+    shapes = {**{name: (d_in, d_out) for name in PROJECTIONS}, "W_O": (d_out, d_out)}
+    return {
+        name: rng.standard_normal(shape) / math.sqrt(shape[0]) for name, shape in shapes.items()
+    }
+
+
+def draw_biases(seed: int, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A bias per weight (its columns wide), N(0, 1/rows of the weight) like the weight's entries.
+
+    From a second child of default_rng(seed): drawing them changes neither X nor the weights.
+    """
+    rng = np.random.default_rng(seed).spawn(2)[1]
+    return {
+        BIAS_OF[name]: rng.standard_normal((w.shape[1],)) / math.sqrt(w.shape[0])
+        for name, w in weights.items()
+    }
+
+
+def build(run: LessonRun) -> Walkthrough:
+    backend = run.backend
+    heads: int = run.options["heads"]  # checked by validate()
+    x_in = run.inputs["X"]
+    weights_in, biases_in, drawn = _parameters(run)
+    (n, d_in), d_out = x_in.shape, weights_in["W_Q"].shape[1]
+    d_k = d_out // heads
+    x = backend.asarray(x_in)
+    wq, wk, wv = (backend.asarray(weights_in[name]) for name in PROJECTIONS)
+    bq, bk, bv = (
+        None if BIAS_OF[name] not in biases_in else backend.asarray(biases_in[BIAS_OF[name]])
+        for name in PROJECTIONS
+    )
+    tokens = row_names(run, "tokens", n, "t", "--tokens")
+    projected = "W_O" in weights_in
+    base = {
+        "n": n,
+        "h": heads,
+        "h_heads": counted(heads, "head"),
+        "dk_columns": counted(d_k, "column"),
+        "dk_numbers": counted(d_k, "number"),
+        "d_model": d_in,
+        "d_in": d_in,
+        "d_out": d_out,
+        "dk": d_k,
+        "sqrt_dk": math.sqrt(d_k),
+        "then_wo": _THEN_WO if projected else _NO_WO,
+        # The transformer paper's name for square weights, Raschka's book's otherwise.
+        "width": "d_model" if d_in == d_out else "d_out",
+        "weight_shape": (
+            f"d_model × d_model = {d_in} × {d_in}"
+            if d_in == d_out
+            else f"d_in × d_out = {d_in} × {d_out}"
+        ),
+    }
+    record = StepRecorder(run)
+    record.add(
+        "split",
+        _split_records(heads, d_k, projected),
+        kind="records",
+        grid=Grid(context=base),
+        notes=_split_notes(record, n, heads, d_in, d_out, d_k),
+    )
+    mask = _mask_steps(record, x, run.options, tokens, base)
+    p = dropout.probability(run.options.get("dropout"))
+    computed = []
+    for index in range(heads):
+        head = _head_steps(
+            record, index, heads, x, ((wq, bq), (wk, bk), (wv, bv)), mask, tokens, base
+        )
+        computed.append(head)
+        if p is None:
+            _head_output(record, head)
+    head_weights = [head.weights for head in computed]
+    if p is not None:
+        # One draw for all heads at once, as nn.Dropout on the (h, n, n) weights of Raschka's
+        # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
+        draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
+        for index, head in enumerate(computed):
+            grid = replace(head.rows, cols=tokens)
+            dropped = dropout.record_dropout(
+                record,
+                head.weights,
+                p,
+                grid,
+                key=f"{head.prefix}.dropout",
+                text="head_dropout",
+                drawn=draw.part(index),
+            )
+            _head_output(record, head, dropped)
+    outputs = [head.output for head in computed]
+    head_names = tuple(f"head {i}" for i in range(1, heads + 1))
+    differences = record.compute(
+        "differences",
+        lambda: mh.weight_differences(head_weights),
+        grid=Grid(head_names, head_names, context=base),
+    )
+    concat_labels = _split_labels(d_out, d_k)
+    joined = record.compute(
+        "concat",
+        lambda: mh.concat(outputs),
+        grid=Grid(tokens, concat_labels, context=base),
+        notes=() if projected else (record.note("concat_only"),),
+    )
+    output = joined
+    if projected:
+        wo = backend.asarray(weights_in["W_O"])
+        bo = backend.asarray(biases_in["b_O"]) if "b_O" in biases_in else None
+        output_context = {**base, "d_o": wo.shape[1]}
+        output = record.compute(
+            "output",
+            lambda: mh.affine(joined, wo, bo),
+            grid=Grid(tokens, context=output_context),
+            text="output" if bo is None else "output_bias",
+        )
+    inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
+    notes = _difference_notes(record, record.to_numpy(differences))
+    if not projected:
+        notes += (record.note("concat_only"),)
+    if drawn:
+        notes += (record.note(_drawn_key(drawn), seed=run.seed),)
+    parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
+    meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
+    lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
+    if lengths is not None:
+        meta["valid_lengths"] = list(lengths)
+    return record.walkthrough(output, inputs=inputs, notes=notes, meta=meta)
+
+
+_THEN_WO = ", and W_O turns the concatenation into the output"
+_NO_WO = "; no W_O was given, so the concatenation is the result"
+
+
+def _parameters(
+    run: LessonRun,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], frozenset[str]]:
+    """The weights and biases used, and the names of those drawn from --seed.
+
+    Weights not given are all four drawn (square, d_model × d_model); --bias draws a bias for
+    every weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn too.
+    """
+    inputs = run.inputs
+    drawn = set(run.drawn) & set(WEIGHT_NAMES)
+    if "W_Q" in inputs:
+        weights = {name: inputs[name] for name in WEIGHT_NAMES if name in inputs}
+    else:
+        weights = draw_weights(run.seed, inputs["X"].shape[1])
+        drawn |= set(WEIGHT_NAMES)
+    biases = {BIAS_OF[name]: inputs[BIAS_OF[name]] for name in weights if BIAS_OF[name] in inputs}
+    if run.options.get("bias"):
+        biases = draw_biases(run.seed, weights)
+        drawn |= set(biases)
+    return weights, biases, frozenset(drawn)
+
+
+def _drawn_key(drawn: frozenset[str]) -> str:
+    """The note on what was drawn from --seed: weights, biases, or both."""
+    weights = any(name in drawn for name in WEIGHT_NAMES)
+    biases = any(name in drawn for name in BIAS_OF.values())
+    if weights and biases:
+        return "drawn_both"
+    return "drawn_weights" if weights else "drawn_biases"
+
+
+def _mask_steps(
+    record: StepRecorder,
+    x: Any,
+    options: dict[str, Any],
+    tokens: tuple[str, ...],
+    base: dict[str, Any],
+) -> Any | None:
+    """The mask every head shares: causal M and/or padding P, each its own step; their sum."""
+    causal = bool(options.get("causal"))
+    n = len(tokens)
+    lengths = padding.valid_lengths(options.get("valid_len"), n, n)
+    if not causal and lengths is None:
+        return None
+    grid = Grid(tokens, tokens, base)
+    xp = namespace_of(x)
+    like = xp.zeros((n, n), dtype=x.dtype, device=x.device)  # (n, n): a mask's shape and dtype
+    mask = None
+    if causal:
+        mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid)
+    if lengths is not None:
+        pad = padding.record_padding(record, like, lengths, grid, causal=causal)
+        mask = pad if mask is None else mask + pad
+    base["mask_name"] = " + ".join(("M",) * causal + ("P",) * (lengths is not None))
+    return mask
+
+
+def _split_records(heads: int, d_k: int, projected: bool) -> list[dict[str, Any]]:
+    concat = "concat_wo_rows" if projected else "concat_columns"
+    return [
+        {
+            "head": index + 1,
+            "qkv_columns": _span(index, d_k),
+            "d_k": d_k,
+            concat: _span(index, d_k),
+        }
+        for index in range(heads)
+    ]
+
+
+def _span(index: int, d_k: int) -> str:
+    first, last = index * d_k + 1, (index + 1) * d_k
+    return str(first) if first == last else f"{first}–{last}"
+
+
+def _split_notes(
+    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int
+) -> tuple[Note, ...]:
+    if d_in != d_out:
+        return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
+    notes = (
+        record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),
+        record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in)),
+    )
+    if heads == 1:
+        return notes
+    cost = record.note(
+        "heads_cost",
+        n=n,
+        heads=heads,
+        d_model=d_in,
+        d_k=d_k,
+        weights=heads * n * n,  # each head its own n × n scores and softmax
+        one=n * n,
+        dots=heads * n * n,
+        score_flops=2 * heads * n * n * d_k,  # h · n² dot products, each d_k long
+    )
+    return (*notes, cost)
+
+
+def _head_steps(
+    record: StepRecorder,
+    index: int,
+    heads: int,
+    x: Any,
+    projections: tuple[tuple[Any, Any | None], ...],
+    mask: Any | None,
+    tokens: tuple[str, ...],
+    base: dict[str, Any],
+) -> _Head:
+    """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
+    is recorded by _head_output, after dropout when there is dropout)."""
+    d_k = base["dk"]
+    span = _span(index, d_k)
+    context = {
+        **base,
+        "head": index + 1,
+        "cols": span,
+        "cols_word": ("column " if d_k == 1 else "columns ") + span,
+        "entries_word": ("entry " if d_k == 1 else "entries ") + span,
+    }
+    rows = Grid(tokens, context=context)
+    prefix = f"head{index + 1}"
+    qkv = [
+        record.compute(
+            f"{prefix}.{letter}",
+            functools.partial(_head_affine, x, w, b, index, heads),
+            text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
+            grid=rows,
+        )
+        for letter, (w, b) in zip("QKV", projections, strict=True)
+    ]
+    # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
+    # softmax and A V together) is shown on the head's output, the last value it computes.
+    result, seconds = record.run.timed(lambda: mech.attention(*qkv, mask=mask))
+    weights_text = "head_weights"
+    if mask is not None:
+        record.add(
+            f"{prefix}.masked",
+            result.scaled + mask,
+            text="head_masked",
+            grid=replace(rows, cols=tokens),
+        )
+        weights_text = "head_weights_masked"
+    record.add(
+        f"{prefix}.weights",
+        result.weights,
+        kind="weights",
+        row_sums=True,
+        parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
+        text=weights_text,
+        grid=replace(rows, cols=tokens),
+    )
+    return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
+
+
+def _head_affine(x: Any, w: Any, b: Any | None, index: int, heads: int) -> Any:
+    """Head ``index``'s projection: X times its block of W's columns, plus its block of b."""
+    return mh.affine(
+        x, mh.head_block(w, index, heads), None if b is None else mh.head_block(b, index, heads)
+    )
+
+
+@dataclass
+class _Head:
+    """One head's results, for its output step (recorded after dropout when there is any)."""
+
+    prefix: str  # "head1"
+    rows: Grid  # row labels and the step context
+    weights: Any  # (n, n)
+    v: Any  # (n, d_k)
+    output: Any  # (n, d_k) A V, replaced by Ã V after dropout
+    seconds: float | None
+
+
+def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) -> None:
+    """Record head i's output: A_i V_i, or Ã_i V_i with the dropped weights."""
+    seconds: float | None = head.seconds
+    if dropped is not None:
+        head.output, seconds = record.run.timed(lambda: mech.weighted_sum(dropped, head.v))
+    record.add(
+        f"{head.prefix}.output",
+        head.output,
+        seconds=seconds,
+        text="head_output" if dropped is None else "head_output_dropout",
+        grid=head.rows,
+    )
+
+
+def _difference_notes(record: StepRecorder, differences: np.ndarray) -> tuple[Note, ...]:
+    heads = differences.shape[0]
+    if heads < 2:
+        return (record.note("one_head"),)
+    pairs = [
+        (float(differences[i, j]), i + 1, j + 1) for i in range(heads) for j in range(i + 1, heads)
+    ]
+    most, least = max(pairs), min(pairs)
+    if least[0] == 0:
+        return (record.note("heads_same", first=least[1], second=least[2]),)
+    if heads == 2:
+        return (record.note("two_heads_differ", most=most[0]),)
+    return (
+        record.note(
+            "heads_differ",
+            most=most[0],
+            most_first=most[1],
+            most_second=most[2],
+            least=least[0],
+            least_first=least[1],
+            least_second=least[2],
+        ),
+    )
+
+
+def _pair_gaps(walkthrough: Walkthrough) -> dict[tuple[Any, Any], float] | None:
+    """(i, j) -> max |A_i − A_j| for every pair of heads i < j (1-based), from the walkthrough's
+    differences step; None when it cannot be read or holds a NaN."""
+    try:
+        differences = np.asarray(walkthrough.step("differences"), dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if differences.ndim != 2 or not np.all(np.isfinite(differences)):
+        return None
+    heads = differences.shape[0]
+    return {
+        (i + 1, j + 1): float(differences[i, j]) for i in range(heads) for j in range(i + 1, heads)
+    }
+
+
+def heads_have_same_weights(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The two named heads' weights differ nowhere."""
+    gaps = _pair_gaps(walkthrough)
+    return gaps is not None and gaps.get((values.get("first"), values.get("second"))) == 0.0
+
+
+def two_heads_differ(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Two heads whose weights differ, by the note's amount."""
+    gaps = _pair_gaps(walkthrough)
+    return gaps is not None and list(gaps) == [(1, 2)] and 0 < gaps[1, 2] == values.get("most")
+
+
+def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Every pair of heads differs, and the note's most and least different pairs are so."""
+    gaps = _pair_gaps(walkthrough)
+    if not gaps or min(gaps.values()) <= 0:
+        return False
+    most = gaps.get((values.get("most_first"), values.get("most_second")))
+    least = gaps.get((values.get("least_first"), values.get("least_second")))
+    return most == max(gaps.values()) and least == min(gaps.values())
+
+
+def _labelled_inputs(
+    run: LessonRun,
+    weights: dict[str, np.ndarray],
+    biases: dict[str, np.ndarray],
+    tokens: tuple[str, ...],
+    d_k: int,
+    drawn: frozenset[str],
+) -> tuple[InputValue, ...]:
+    """X and every weight and bias used; W_Q, W_K, W_V columns and W_O rows named by head."""
+    split = _split_labels(weights["W_Q"].shape[1], d_k)
+    descriptions = {spec.name: spec.description for spec in CARD.inputs}
+    items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
+    for name in WEIGHT_NAMES:
+        if name not in weights:
+            continue
+        description = descriptions[name] + (
+            f" (drawn, random seed {run.seed})" if name in drawn else ""
+        )
+        by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
+        items.append(InputValue(name, weights[name], description=description, **by_head))
+    for name in WEIGHT_NAMES:
+        bias = BIAS_OF[name]
+        if bias in biases:
+            description = descriptions[bias] + (
+                f" (drawn, random seed {run.seed})" if bias in drawn else ""
+            )
+            items.append(InputValue(bias, biases[bias], description=description))
+    return tuple(items)
+
+
+def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
+    """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1."""
+    return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
+
+
+# What every step's text reads: the sizes and words of both conventions; each head's steps add
+# the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
+SIZES = (
+    *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
+    *("then_wo", "width", "weight_shape"),
+)
+HEAD = (*SIZES, "head", "cols", "cols_word", "entries_word")
+MASKED = (*HEAD, "mask_name")
+# Head i's Q, K and V: one text each, and one when the projection adds a bias.
+PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}
+BIASED_TEXTS = {"Q": "head_Q_bias", "K": "head_K_bias", "V": "head_V_bias"}
+TEXTS = Texts(
+    steps={
+        "split": SIZES,
+        "mask": SIZES,
+        **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
+        **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
+        "head_masked": MASKED,
+        "head_weights_masked": MASKED,
+        "head_weights": HEAD,
+        "head_output": HEAD,
+        "head_dropout": (*HEAD, *dropout.STEP_NAMES),
+        "head_output_dropout": HEAD,
+        "differences": SIZES,
+        "concat": SIZES,
+        "output": (*SIZES, "d_o"),
+        "output_bias": (*SIZES, "d_o"),
+    },
+    notes={
+        "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
+        "split_square": ("d_model", "heads", "d_k"),
+        "parameters": ("d_model", "count"),
+        "heads_cost": ("n", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
+        "concat_only": (),
+        "one_head": (),
+        "heads_same": ("first", "second"),
+        "two_heads_differ": ("most",),
+        "heads_differ": (
+            *("most", "most_first", "most_second"),
+            *("least", "least_first", "least_second"),
+        ),
+        **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
+        **dropout.NOTES,
+    },
+    claims={
+        "heads_same": heads_have_same_weights,
+        "two_heads_differ": two_heads_differ,
+        "heads_differ": every_pair_differs,
+    },
+)
+
+LESSON = Lesson(
+    card=CARD,
+    labels=("tokens",),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    draw_random=draw_random,
+    texts=TEXTS,
+)

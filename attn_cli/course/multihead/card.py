@@ -1,0 +1,92 @@
+"""attn multihead: split into heads, attend, concatenate, project."""
+
+from __future__ import annotations
+
+from attn_cli.core.card import Card, Option, Size, optional
+from attn_cli.course.shared import DROPOUT, QKV_WEIGHTS, VALID_LEN
+
+CARD = Card(
+    "multihead",
+    order=50,
+    summary="Multi-head attention step by step: Concat(head_1, …, head_h) W_O (+ b_O).",
+    inputs=(
+        optional("X", "--x", "matrix", "tokens", "Tokens X, n × d_in (n tokens of width d_in)."),
+        optional(
+            "W_Q",
+            "--wq",
+            "matrix",
+            "query weights",
+            "Query weights W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model "
+            "in the transformer paper).",
+        ),
+        optional("W_K", "--wk", "matrix", "key weights", "Key weights W_K, d_in × d_out."),
+        optional("W_V", "--wv", "matrix", "value weights", "Value weights W_V, d_in × d_out."),
+        optional(
+            "W_O",
+            "--wo",
+            "matrix",
+            "output weights",
+            "Output weights W_O, d_out × d_o (d_o: the width of the output, yours to choose); "
+            "optional: without it the result is the concatenated heads "
+            "(default, with no weights given: all four drawn from --seed).",
+        ),
+        optional(
+            "b_Q",
+            "--bq",
+            "vector",
+            "query bias",
+            "Bias b_Q added to X W_Q, d_out wide.",
+        ),
+        optional("b_K", "--bk", "vector", "key bias", "Bias b_K, d_out wide."),
+        optional("b_V", "--bv", "vector", "value bias", "Bias b_V, d_out wide."),
+        optional(
+            "b_O", "--bo", "vector", "output bias", "Bias b_O added to Concat · W_O, d_o wide."
+        ),
+    ),
+    positional=("x", "wq", "wk", "wv", "wo"),
+    rows="tokens",
+    options=(
+        Option(
+            "heads",
+            "Number of heads h; must divide d_out (default: the example's, else {default}).",
+            2,
+            type=int,
+            minimum=1,
+        ),
+        Option(
+            "causal",
+            "Causal mask in every head: token i attends to tokens 1 … i only.",
+            False,
+            type=bool,
+        ),
+        VALID_LEN,
+        DROPOUT,
+        Option(
+            "bias",
+            "Add a random bias to every projection (b_Q, b_K, b_V and, with W_O, b_O), drawn "
+            "from --seed: each entry from N(0, 1/r), r the rows of its weight.",
+            False,
+            type=bool,
+        ),
+    ),
+    sizes=(
+        Size("n", "number of tokens n (default: {default}).", 6),
+        Size("d_model", "d_in and d_out together (default: {default}).", 8),
+        Size("d_in", "token width d_in (default: d_model)."),
+        Size("d_out", "width d_out of W_Q, W_K, W_V (default: d_in)."),
+    ),
+    figure=("each head's weights, one panel per head, on one colour scale"),
+    examples=(
+        "attn multihead",
+        "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
+    ),
+    symbols=(
+        ("d_in", "the width of a token, a row of X"),
+        ("d_out", "the width of Q, K and V, split into h heads of d_out / h"),
+        ("d_o", "the width of the output, W_O's columns"),
+        ("d_model", "the transformer paper's single width: d_in = d_out = d_model"),
+        QKV_WEIGHTS,
+        ("W_O", "the output weights, applied to the concatenated heads"),
+        ("b_Q, b_K, b_V, b_O", "the biases added to X W_Q, X W_K, X W_V and Concat · W_O"),
+    ),
+)

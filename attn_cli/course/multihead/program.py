@@ -1,0 +1,128 @@
+"""attn multihead --code: h heads side by side (each scaled dot-product attention on its own
+columns of W_Q, W_K, W_V), concatenated, then W_O; with --causal, --valid-len and biases.
+
+PyTorch's nn.MultiheadAttention has the same conventions when d_in = d_out and W_O is given:
+its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose) and out_proj.weight
+is W_Oᵀ.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attn_cli.core.model import Walkthrough
+from attn_cli.render.attention_program import SOFTMAX
+from attn_cli.render.code_render import assignments, inputs_of, options_of, refuse
+
+BIASES = ("b_Q", "b_K", "b_V", "b_O")
+
+
+def _given(walkthrough: Walkthrough) -> tuple[dict[str, Any], int, list[int] | None, bool]:
+    options = options_of(walkthrough)
+    if options.get("dropout") is not None:
+        raise refuse("multihead", "--dropout", "a random mask")
+    given = inputs_of(walkthrough)
+    lengths = walkthrough.meta.get("valid_lengths")
+    return given, int(options["heads"]), lengths, bool(options.get("causal"))
+
+
+def _mask_lines(causal: bool, lengths: list[int] | None, xp: str) -> list[str]:
+    if not causal and lengths is None:
+        return []
+    terms = (["(j <= i)"] if causal else []) + (["(j < valid_len[:, None])"] if lengths else [])
+    return [
+        f"i = {xp}.arange(X.shape[0])[:, None]  # query positions",
+        f"j = {xp}.arange(X.shape[0])[None, :]  # key positions",
+        "allowed = "
+        + " & ".join(terms)
+        + "  # causal: no future key; padding: no key past valid_len",
+    ]
+
+
+def numpy_program(walkthrough: Walkthrough) -> str:
+    given, heads, lengths, causal = _given(walkthrough)
+    values = {name: value for name, value in given.items()}
+    if lengths is not None:
+        values["valid_len"] = lengths
+    bias = {name: f" + {name}[cols]" if name in given else "" for name in BIASES}
+    masked = bool(_mask_lines(causal, lengths, "np"))
+    lines = [
+        '"""attn multihead: multi-head attention, in numpy."""',
+        "import numpy as np",
+        "",
+        assignments(values),
+        f"heads = {heads}",
+        "",
+        "",
+        SOFTMAX,
+        *_mask_lines(causal, lengths, "np"),
+        "d_k = W_Q.shape[1] // heads  # each head's width",
+        "outputs = []",
+        "for h in range(heads):",
+        "    cols = slice(h * d_k, (h + 1) * d_k)  # head h's columns of W_Q, W_K, W_V",
+        f"    Q = X @ W_Q[:, cols]{bias['b_Q']}",
+        f"    K = X @ W_K[:, cols]{bias['b_K']}",
+        f"    V = X @ W_V[:, cols]{bias['b_V']}",
+        "    scores = Q @ K.T / np.sqrt(d_k)",
+        *(["    scores = np.where(allowed, scores, -np.inf)"] if masked else []),
+        "    weights = softmax(scores)",
+        '    print(f"head{h + 1}.weights =", weights.tolist())',
+        "    outputs.append(weights @ V)",
+        "concat = np.concatenate(outputs, axis=-1)  # [Y_1 | ... | Y_h]",
+    ]
+    if "W_O" in given:
+        b_o = " + b_O" if "b_O" in given else ""
+        lines += [f"output = concat @ W_O{b_o}", "", 'print("output =", output.tolist())']
+    else:
+        lines += [
+            "",
+            'print("concat =", concat.tolist())  # no W_O: the concatenation is the result',
+        ]
+    return "\n".join(lines)
+
+
+def torch_program(walkthrough: Walkthrough) -> str:
+    given, heads, lengths, causal = _given(walkthrough)
+    d_in, d_out = given["W_Q"].shape
+    if "W_O" not in given or d_in != d_out or given["W_O"].shape != (d_out, d_out):
+        raise refuse(
+            "multihead",
+            "--backend torch here",
+            "nn.MultiheadAttention needs d_in = d_out and a square W_O",
+        )
+    with_bias = [name for name in BIASES if name in given]
+    if with_bias and len(with_bias) != len(BIASES):
+        raise refuse("multihead", "--backend torch here", "nn.MultiheadAttention biases all four")
+    values = {name: value for name, value in given.items()}
+    if lengths is not None:
+        values["valid_len"] = lengths
+    mask_lines = _mask_lines(causal, lengths, "torch")
+    lines = [
+        '"""attn multihead: multi-head attention, in PyTorch (nn.MultiheadAttention)."""',
+        "import torch",
+        "from torch import nn",
+        "",
+        assignments(values, "torch"),
+        f"heads = {heads}",
+        "",
+        f"mha = nn.MultiheadAttention(X.shape[1], heads, bias={bool(with_bias)}, dtype=torch.float64)",
+        "with torch.no_grad():  # nn.Linear multiplies by the transpose: X W is X @ (W.T).T",
+        "    mha.in_proj_weight.copy_(torch.cat([W_Q.T, W_K.T, W_V.T]))",
+        "    mha.out_proj.weight.copy_(W_O.T)",
+    ]
+    if with_bias:
+        lines += [
+            "    mha.in_proj_bias.copy_(torch.cat([b_Q, b_K, b_V]))",
+            "    mha.out_proj.bias.copy_(b_O)",
+        ]
+    lines += mask_lines
+    mask = ", attn_mask=~allowed" if mask_lines else ""  # its boolean mask: True = blocked
+    lines += [
+        "with torch.no_grad():",
+        f"    output, weights = mha(X, X, X{mask}, average_attn_weights=False)  # weights (h, n, n)",
+        "",
+        "for h in range(heads):",
+        '    print(f"head{h + 1}.weights =", weights[h].tolist())',
+        'print("output =", output.tolist())',
+    ]
+    return "\n".join(lines)

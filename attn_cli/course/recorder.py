@@ -1,0 +1,281 @@
+"""The step recorder: computes a lesson's steps in order and collects them, with their texts and
+notes, into a walkthrough; and the claims check that withholds a note its numbers contradict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from attn_cli.core.backend import Array
+from attn_cli.core.errors import UserError
+from attn_cli.core.model import InputValue, Kind, Note, Part, Step, Summary, Walkthrough, summary
+from attn_cli.core.templates import fill
+from attn_cli.course import get_lesson, precision_of
+from attn_cli.course.lesson import LessonRun
+from attn_cli.lessonfiles.texts import Texts
+from attn_cli.mechanisms.attention import softmax_parts
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Where a step's values sit: its row and column labels (None: numbered), and the values
+    its title and explanation read (``{n}``, ``{dk}``...). Steps over the same axes share one."""
+
+    rows: tuple[str, ...] | None = None
+    cols: tuple[str, ...] | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+NO_GRID = Grid()
+
+
+class StepRecorder:
+    """Computes steps in order, timing them with --time, and collects them as plain data."""
+
+    def __init__(self, run: LessonRun) -> None:
+        self.run = run
+        self.steps: list[Step] = []
+
+    def compute(
+        self,
+        key: str,
+        compute: Callable[[], Array],
+        *,
+        grid: Grid = NO_GRID,
+        kind: Kind = "matrix",
+        parts: tuple[Part, ...] = (),
+        row_sums: bool = False,
+        notes: tuple[Note, ...] = (),
+        text: str | None = None,
+    ) -> Array:
+        """Compute a step's value on the backend (timed with --time: LessonRun.timed), record
+        it, and return the backend array."""
+        value, seconds = self.run.timed(compute)
+        self.add(
+            key,
+            value,
+            grid=grid,
+            kind=kind,
+            parts=parts,
+            row_sums=row_sums,
+            seconds=seconds,
+            notes=notes,
+            text=text,
+        )
+        return value
+
+    def add(
+        self,
+        key: str,
+        value: Any,
+        *,
+        grid: Grid = NO_GRID,
+        kind: Kind = "matrix",
+        parts: tuple[Part, ...] = (),
+        row_sums: bool = False,
+        seconds: float | None = None,
+        notes: tuple[Note, ...] = (),
+        text: str | None = None,
+        shown: Any = None,
+    ) -> None:
+        """Record a step whose value is already computed.
+
+        ``text`` names the lesson text to use when it is not the step's key: steps that repeat
+        (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
+        ``shown``: the value's copy on the host, when the caller already made it.
+        Each array (the value, each part's) is copied to the host once and summarised once,
+        where it was computed (Backend.summary).
+        """
+        self.check_declared("steps", text or key, grid.context)
+        words = self.run.file.text(text or key)
+        if shown is None:
+            shown = self.to_numpy(value)
+        sums = None
+        if row_sums:
+            sums = np.sum(shown, axis=-1)
+        self.steps.append(
+            Step(
+                key=key,
+                title_template=words.title,
+                explanation_template=words.explanation,
+                context=dict(grid.context),
+                precision=precision_of(self.run.name),  # renderers: --precision
+                value=shown,
+                kind=kind,
+                row_labels=grid.rows,
+                col_labels=grid.cols,
+                parts=tuple(self.recorded_part(part) for part in parts),
+                row_sums=sums,
+                summary=self.summarised(value, shown),
+                seconds=seconds,
+                latex=words.latex,
+                notes=notes,
+                headings=self.headings(shown) if kind == "records" else {},
+            )
+        )
+
+    def shown(self, key: str) -> Any:
+        """The value of the recorded step ``key`` as copied to the host when it was recorded
+        (a note that reads it needs no second copy)."""
+        return next(step.value for step in self.steps if step.key == key)
+
+    def recorded_part(self, part: Part) -> Part:
+        """The part with its value copied to the host, and its summary."""
+        shown = self.to_numpy(part.value)
+        return replace(part, value=shown, summary=self.summarised(part.value, shown))
+
+    def summarised(self, value: Any, shown: Any) -> Summary | None:
+        """The statistics of a recorded array of numbers (None for anything else), computed
+        where it lives (Backend.summary: on the device), or from ``shown``, its host copy,
+        where the device cannot."""
+        if not (isinstance(shown, np.ndarray) and shown.ndim and shown.dtype.kind in "biuf"):
+            return None
+        return self.run.backend.summary(value) or summary(shown)
+
+    def note(self, key: str, **values: Any) -> Note:
+        """The note ``[notes] key`` of the lesson file with the raw values its placeholders read
+        (numpy numbers become Python ones); renderers fill it at their precision.
+
+        It is filled once here, so that a placeholder the values lack (in a lecturer's file) is
+        a user error naming the file and key when the note is made, not when it is shown.
+        """
+        self.check_declared("notes", key, values)
+        lesson = self.run.file
+        where = f"{lesson.path or lesson.lesson}: [notes] {key}"
+        template = lesson.notes.get(key)
+        if template is None:
+            raise UserError(f'{where}: the lesson file has no such note; add {key} = "...".')
+        plain = {
+            name: value.item() if isinstance(value, np.generic) else value
+            for name, value in values.items()
+        }
+        fill(template, plain, where, precision=4)
+        return Note(key, template, plain)
+
+    def check_declared(self, table: str, key: str, names: Mapping[str, Any]) -> None:
+        """Refuse a text the lesson does not declare (``LESSON.texts``), or one missing a name
+        the declaration promises it; a note must hand over exactly its declared values.
+
+        The lesson file was checked against the declaration when it was loaded, so a text that
+        passes here can be filled; failing here is a bug in the lesson, not in the file.
+        """
+        lesson = self.run.name
+        texts = get_lesson(lesson).texts
+        promised = (texts.steps if table == "steps" else texts.notes).get(key)
+        if promised is None:
+            raise TypeError(
+                f"lesson {lesson!r} records {table} text {key!r} but its texts do not declare it"
+            )
+        missing = sorted(set(promised) - set(names))
+        extra = sorted(set(names) - set(promised)) if table == "notes" else []
+        if missing or extra:
+            raise TypeError(
+                f"lesson {lesson!r}, {table} text {key!r}: declared {list(promised)}, but the code "
+                f"hands over {sorted(names)} (missing {missing}, undeclared {extra})"
+            )
+
+    def headings(self, records: Any) -> dict[str, str]:
+        """The display heading of each key of a records table (``[headings]``; else the key)."""
+        names = records[0] if isinstance(records, list) and records else {}
+        return {name: self.run.file.headings.get(name, name) for name in names}
+
+    def softmax(
+        self,
+        key: str,
+        logits: Array,
+        *,
+        grid: Grid = NO_GRID,
+        text: str | None = None,
+        notes_of: Callable[[np.ndarray], tuple[Note, ...]] | None = None,
+    ) -> Array:
+        """Record a row-wise softmax as a weights step, with its stable-softmax intermediates.
+
+        ``notes_of`` turns the computed weights (as numpy) into notes shown with the step.
+        """
+        softmax, seconds = self.run.timed(lambda: softmax_parts(logits))
+        shown = self.to_numpy(softmax.weights)
+        notes = notes_of(shown) if notes_of else ()
+        self.add(
+            key,
+            softmax.weights,
+            shown=shown,
+            kind="weights",
+            row_sums=True,
+            parts=(
+                Part("row max", softmax.row_max),
+                Part("shifted = scores − row max", softmax.shifted),
+                Part("exp(shifted)", softmax.exp),
+                Part("row sum of exp", softmax.row_sum),
+            ),
+            seconds=seconds,
+            grid=grid,
+            notes=notes,
+            text=text,
+        )
+        return softmax.weights
+
+    def to_numpy(self, value: Any) -> Any:
+        if isinstance(value, list | dict | str | float | int | np.ndarray):
+            return value
+        return self.run.backend.to_numpy(value)
+
+    def walkthrough(
+        self,
+        output: Any,
+        *,
+        inputs: tuple[InputValue, ...] | None = None,
+        notes: tuple[Note, ...] = (),
+        meta: dict[str, Any] | None = None,
+    ) -> Walkthrough:
+        run = self.run
+        if inputs is None:
+            inputs = tuple(InputValue(name, value) for name, value in run.inputs.items())
+        drafted = Walkthrough(
+            lesson=run.name,
+            title=run.file.title,
+            intro=run.file.intro,
+            example=run.example.name if run.example else None,
+            example_description=run.example.description if run.example else "",
+            backend=run.backend.name,
+            device=run.backend.device,
+            dtype=run.backend.dtype,
+            inputs=inputs,
+            steps=tuple(self.steps),
+            output=self.to_numpy(output),
+            notes=notes,
+            meta={"options": dict(run.options), **(meta or {})},
+            precision=precision_of(run.name),
+        )
+        return keep_true_claims(drafted, get_lesson(run.name).texts)
+
+
+def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
+    """``walkthrough`` without the notes whose declared claim (``texts.claims``) does not hold
+    for its numbers; those move to ``withheld``. Each condition reads the walkthrough as drafted,
+    every note still in it, so the order of the checks does not matter."""
+    withheld: list[Note] = []
+
+    def true_ones(notes: tuple[Note, ...]) -> tuple[Note, ...]:
+        kept = []
+        for note in notes:
+            claim = texts.claims.get(note.key)
+            if claim is None or claim(walkthrough, note.values):
+                kept.append(note)
+            else:
+                withheld.append(note)
+        return tuple(kept)
+
+    steps = tuple(replace(step, notes=true_ones(step.notes)) for step in walkthrough.steps)
+    notes = true_ones(walkthrough.notes)
+    if not withheld:
+        return walkthrough
+    return replace(walkthrough, steps=steps, notes=notes, withheld=tuple(withheld))
+
+
+def on_an_example(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """A claim's condition for a note about a lecture's slide or a worked example: true only
+    when the walkthrough runs one of the lesson file's examples, not the user's own inputs."""
+    return walkthrough.example is not None

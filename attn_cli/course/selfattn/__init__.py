@@ -1,0 +1,1 @@
+"""The selfattn lesson: its card, its build, its --code program (and its figure, its tour stop)."""

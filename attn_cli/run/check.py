@@ -1,0 +1,80 @@
+"""``attn check``: compute every example of a lesson file and compare what its slides print.
+
+Results are plain data; :mod:`attn_cli.render.check_render` lays them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from attn_cli import course
+from attn_cli.core import slides
+from attn_cli.core.errors import UserError
+from attn_cli.core.slides import Erratum
+from attn_cli.course import lesson_names
+from attn_cli.lessonfiles.loader import (
+    LessonFile,
+    bundled_lesson_names,
+    bundled_lessons_dir,
+    load_bundled,
+    own_lesson_file,
+)
+from attn_cli.run.runner import RunRequest, build, prepare
+
+
+@dataclass(frozen=True)
+class ExampleCheck:
+    name: str
+    checked: int  # printed numbers compared (0: the example has none; its inputs were checked)
+    errata: tuple[Erratum, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    path: Path
+    lesson: str
+    examples: tuple[ExampleCheck, ...] = ()
+    skipped: str | None = None  # why the file was not checked
+    bundled: bool = False
+
+    @property
+    def errata(self) -> int:
+        return sum(len(example.errata) for example in self.examples)
+
+
+def check_file(path: Path) -> FileCheck:
+    """Check a lecturer's file; a malformed one raises UserError naming the file and field."""
+    lesson = own_lesson_file(path, course)
+    return _check(lesson, RunRequest(lesson=lesson.lesson, lesson_file=path))
+
+
+def check_bundled() -> list[FileCheck]:
+    """Check every bundled lesson file (those of lessons not installed are skipped)."""
+    results = []
+    for name in bundled_lesson_names():
+        if name not in lesson_names():
+            path = bundled_lessons_dir() / f"{name}.toml"
+            skipped = f"lesson {name!r} is not installed"
+            results.append(FileCheck(path, name, skipped=skipped, bundled=True))
+            continue
+        results.append(_check(load_bundled(name), RunRequest(lesson=name), bundled=True))
+    return results
+
+
+def _check(lesson: LessonFile, request: RunRequest, bundled: bool = False) -> FileCheck:
+    results = []
+    for example in lesson.examples:
+        run = prepare(replace(request, example=example.name))  # checks inputs and options
+        where = f"{lesson.path}: example {example.name!r}"
+        try:  # built even without printed values: what only the build checks (labels that do
+            walkthrough = build(run)  # not fit the matrices) must fail here, not on the run
+        except UserError as error:
+            raise UserError(f"{where}: {error}") from None
+        if not example.printed:
+            results.append(ExampleCheck(example.name, 0))
+            continue
+        comparison = slides.compare(walkthrough, example.printed, where)
+        results.append(ExampleCheck(example.name, comparison.checked, comparison.errata))
+    path = lesson.path or Path(f"{lesson.lesson}.toml")
+    return FileCheck(path, lesson.lesson, tuple(results), bundled=bundled)

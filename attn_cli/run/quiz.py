@@ -1,0 +1,286 @@
+"""Quiz mode (``--quiz`` on any lesson command): the learner computes, the tool marks.
+
+It shows the inputs, then each step's title and shape, and asks for the values one row at a
+time. An answer is right when every number rounds to the exact value: a number typed with k
+decimals may be off by half a unit in its k-th decimal ("0.33" for 0.3333), and any answer
+within the displayed precision (``--precision``) is right too. A whole number typed without a
+decimal point ("1") must be exact to the displayed precision, so "0, 1, 0" does not pass for
+0.24, 0.53, 0.24. Steps too large to type, and tables or text, are shown rather than asked.
+
+With nobody at the terminal (stdin or stdout a pipe or a file) it prints a handout: the blanks,
+then an answer key. The Console does all printing; this module decides what to print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import split_rows
+from attn_cli.core.model import Step, Walkthrough
+from attn_cli.core.numbers import format_number
+from attn_cli.core.rounding import OutOfRange, Rounded, parse_rounded
+from attn_cli.render import RenderOptions
+from attn_cli.render.rich_render import (
+    inputs_renderables,
+    notes_renderables,
+    step_notes,
+    step_rule,
+    step_value,
+)
+
+# A step larger than this is shown in full rather than typed in.
+MAX_ROWS = 12
+MAX_COLS = 8
+BLANK = "______"
+QUIT = "q"
+
+
+@dataclass(frozen=True)
+class Question:
+    """A step to fill in: its number, the step, and its value as rows (None: shown only)."""
+
+    number: int
+    step: Step
+    rows: np.ndarray | None  # float64, 2-D
+    row_names: tuple[str, ...] = ()
+
+    @property
+    def asked(self) -> bool:
+        return self.rows is not None
+
+
+@dataclass(frozen=True)
+class Mark:
+    right: bool
+    wrong_entries: tuple[int, ...] = ()  # 1-based positions that are off
+
+
+@dataclass
+class Score:
+    right: int = 0
+    asked: int = 0
+    stopped: bool = False
+
+
+def questions(walkthrough: Walkthrough) -> list[Question]:
+    """One question per step; numeric steps small enough to type are asked row by row."""
+    out = []
+    for number, step in enumerate(walkthrough.steps, start=1):
+        rows = _rows(step)
+        if rows is None:
+            out.append(Question(number, step, None))
+            continue
+        names: tuple[str, ...]
+        if rows.shape[0] == 1 and np.ndim(step.value) < 2:
+            names = ("value",) if np.ndim(step.value) == 0 else ("values",)
+        elif step.row_labels and len(step.row_labels) == rows.shape[0]:
+            names = tuple(f"row {label}" for label in step.row_labels)
+        else:
+            names = tuple(f"row {index}" for index in range(1, rows.shape[0] + 1))
+        out.append(Question(number, step, rows, names))
+    if not any(question.asked for question in out):
+        raise UserError(
+            "--quiz needs a step small enough to type in (at most "
+            f"{MAX_ROWS} rows of {MAX_COLS} numbers); run a lecture example or choose smaller "
+            "sizes."
+        )
+    return out
+
+
+def _rows(step: Step) -> np.ndarray | None:
+    if step.kind in ("records", "histogram", "text"):
+        return None
+    try:
+        value = np.asarray(step.value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if value.ndim > 2:
+        return None
+    rows = value.reshape(1, -1) if value.ndim < 2 else value
+    if rows.shape[0] > MAX_ROWS or rows.shape[1] > MAX_COLS or rows.size == 0:
+        return None
+    return rows
+
+
+def parse_answer(line: str, width: int) -> list[Rounded] | str:
+    """The numbers of one typed row, or what is wrong with the line."""
+    try:
+        cells = [cell for row in split_rows(line, "your answer") for cell in row]
+    except UserError as error:
+        return str(error)
+    try:
+        numbers = [parse_rounded(cell) for cell in cells]
+    except OutOfRange as error:
+        return f"{error}; type the numbers of this row."
+    bad = [cell for cell, number in zip(cells, numbers, strict=True) if number is None]
+    if bad:
+        return f"{bad[0]!r} is not a number; type {width} number(s) separated by commas."
+    if len(numbers) != width:
+        return f"that is {len(numbers)} number(s); this row has {width}."
+    return [number for number in numbers if number is not None]
+
+
+def mark(answer: list[Rounded], exact: np.ndarray, precision: int) -> Mark:
+    """Right when every number agrees with the exact one to its rounding (see the module)."""
+    shown = 0.5 * 10.0**-precision
+    wrong = []
+    for position, (number, value) in enumerate(zip(answer, exact, strict=True), start=1):
+        allowed = number if number.has_decimals else replace(number, half_unit=0.0)
+        if not allowed.matches(float(value), at_least=shown):
+            wrong.append(position)
+    return Mark(not wrong, tuple(wrong))
+
+
+def run_quiz(
+    walkthrough: Walkthrough,
+    console: Console,
+    *,
+    precision: int,
+    interactive: bool,
+    read_line: Callable[[str], str | None],
+) -> Score:
+    """Ask (at a terminal) or print a handout with an answer key (otherwise)."""
+    options = RenderOptions(precision=precision)
+    items = questions(walkthrough)
+    console.print(_title(walkthrough, interactive))
+    console.print(Group(*inputs_renderables(walkthrough, options)))
+    if not interactive:
+        _handout(walkthrough, items, console, options)
+        return Score()
+    score = Score()
+    for item in items:
+        console.print(Text(""), step_rule(item.step, item.number))
+        if not item.asked:
+            console.print(Text("  (not asked: shown for reading)", style="dim"))
+            _show_value(item.step, console, options)
+        elif not score.stopped:
+            _ask(item, console, precision, read_line, score)
+            if score.stopped:
+                _show_value(item.step, console, options)
+        else:
+            _show_value(item.step, console, options)
+        _print_notes(item.step, console, precision)
+    if walkthrough.notes:
+        console.print(Group(*notes_renderables(walkthrough, precision)))
+    console.print()
+    console.print(_score_line(score))
+    return score
+
+
+def _title(walkthrough: Walkthrough, interactive: bool) -> RenderableType:
+    title = Text(f"Quiz · {walkthrough.title}", style="bold")
+    if walkthrough.example:
+        title.append(f" · example {walkthrough.example}", style="bold cyan")
+    # A lesson without matrix inputs (variance, posenc) gives its numbers in each step's title.
+    source = "the inputs" if walkthrough.inputs else "the numbers in its step's title"
+    how = (
+        "Type each row's numbers separated by commas or spaces and press Enter; rounding is "
+        "fine (0.33 for 0.3333). An empty line skips a row; q stops."
+        if interactive
+        else f"Fill in every blank from {source}; the answer key follows the blanks."
+    )
+    return Text.assemble(title, "\n", Text(how, style="italic"))
+
+
+def _handout(
+    walkthrough: Walkthrough, items: list[Question], console: Console, options: RenderOptions
+) -> None:
+    for item in items:
+        console.print(Text(""), step_rule(item.step, item.number))
+        if item.asked:
+            console.print(_blanks(item))
+        else:
+            console.print(Text("  (not asked: see the answer key)", style="dim"))
+    console.print(Text(""), Rule("Answer key", style="bold"))
+    for item in items:
+        console.print(Text(""), step_rule(item.step, item.number))
+        _show_value(item.step, console, options)
+        _print_notes(item.step, console, options.precision)
+    if walkthrough.notes:
+        console.print(Group(*notes_renderables(walkthrough, options.precision)))
+
+
+def _print_notes(step: Step, console: Console, precision: int) -> None:
+    for note in step_notes(step, precision):
+        console.print(note)
+
+
+def _blanks(item: Question) -> RenderableType:
+    assert item.rows is not None
+    step = item.step
+    n_rows, n_cols = item.rows.shape
+    columns = step.col_labels if step.col_labels and len(step.col_labels) == n_cols else None
+    table = Table(box=box.ROUNDED, header_style="bold")
+    table.add_column("", style="bold", justify="right")
+    for col in range(n_cols):
+        table.add_column(Text(columns[col] if columns else str(col + 1)), justify="right")
+    for row in range(n_rows):
+        table.add_row(Text(item.row_names[row].removeprefix("row ")), *([BLANK] * n_cols))
+    return Padding(table, (0, 0, 0, 2))
+
+
+def _show_value(step: Step, console: Console, options: RenderOptions) -> None:
+    console.print(step_value(step, options))
+
+
+def _ask(
+    item: Question,
+    console: Console,
+    precision: int,
+    read_line: Callable[[str], str | None],
+    score: Score,
+) -> None:
+    assert item.rows is not None
+    for name, exact in zip(item.row_names, item.rows, strict=True):
+        width = exact.size
+        while True:
+            prompt = f"  {name} ({width} number{'s' if width > 1 else ''}): "
+            line = read_line(prompt)  # the reader writes the prompt (line editing redraws it)
+            if line is None or line.strip().lower() == QUIT:
+                score.stopped = True
+                console.print(Text("\n  Stopped; the remaining steps are shown below.", "dim"))
+                return
+            if not line.strip():
+                score.asked += 1
+                console.print(Text(f"  skipped: the exact row is {_row_text(exact, precision)}"))
+                break
+            answer = parse_answer(line, width)
+            if isinstance(answer, str):
+                console.print(Text(f"  {answer} Try again.", style="yellow"))
+                continue
+            score.asked += 1
+            result = mark(answer, exact, precision)
+            if result.right:
+                score.right += 1
+                console.print(Text(f"  ✓ right: {_row_text(exact, precision)}", style="green"))
+            else:
+                off = ", ".join(str(position) for position in result.wrong_entries)
+                which = f"entries {off} are" if len(result.wrong_entries) > 1 else f"entry {off} is"
+                console.print(
+                    Text(
+                        f"  ✗ not right: the exact row is {_row_text(exact, precision)} "
+                        f"({which} off)",
+                        style="red",
+                    )
+                )
+            break
+
+
+def _row_text(row: np.ndarray, precision: int) -> str:
+    return ", ".join(format_number(value, precision) for value in row)
+
+
+def _score_line(score: Score) -> Text:
+    if not score.asked:
+        return Text("No rows answered.", style="bold")
+    return Text(f"Score: {score.right} of {score.asked} rows right.", style="bold")

@@ -1,0 +1,391 @@
+"""From parsed command-line values to a computed walkthrough, the same way for every lesson."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attn_cli import course
+from attn_cli.core import slides
+from attn_cli.core.backend import LARGEST, Backend, get_backend
+from attn_cli.core.batch import check_item, select_item, split_batch, split_options
+from attn_cli.core.card import InputSpec, flag_of
+from attn_cli.core.errors import UserError
+from attn_cli.core.matrices import as_matrix_or_batch, as_vector_or_batch
+from attn_cli.core.model import Note, Walkthrough
+from attn_cli.course import get_lesson
+from attn_cli.course.lesson import Inputs, Lesson, LessonRun, Shapes
+from attn_cli.lessonfiles.loader import (
+    Example,
+    LessonFile,
+    bundled_for_run,
+    missing_input,
+    own_lesson_file,
+)
+
+
+@dataclass
+class RunRequest:
+    """What the user asked a lesson command for (None = not given)."""
+
+    lesson: str
+    # input name -> the option's text, or (from the Python API) an array, tensor or nested list
+    inputs: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # lesson option -> value or None
+    sizes: dict[str, int | None] = field(default_factory=dict)  # e.g. {"n": 512, "dk": 64}
+    example: str | None = None
+    lesson_file: Path | None = None
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    seed: int = 0
+    backend: str | None = None
+    device: str = "cpu"
+    dtype: str = "float64"
+    time_steps: bool = False
+    # Keep what the lesson draws at random for the next run in this process (the explorer, whose
+    # edits run a lesson again and again); never with time_steps, whose times must be measured.
+    keep: bool = False
+    item: int = 0  # the batch item shown (--item)
+    python: bool = False  # asked by a Python call (attn_cli.api): errors name its arguments
+
+
+def lesson_data(request: RunRequest) -> LessonFile:
+    """The bundled lesson file, or the user's own (which must be for this lesson)."""
+    if request.lesson_file is None:
+        return bundled_for_run(request.lesson, get_lesson(request.lesson).texts)
+    return own_lesson_file(request.lesson_file, course, request.lesson)
+
+
+def prepare(request: RunRequest) -> LessonRun:
+    """Resolve inputs (random, user's, or an example), validate them, and check memory.
+
+    Of a batch, the first item's run (``prepare_items`` gives every item's).
+    """
+    return prepare_items(request)[0][0]
+
+
+def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str, Any]]:
+    """The run of every item of a batch, or the one run of unbatched inputs; whether the
+    inputs were a batch (a 3-D matrix input: even a batch of one is one); and the options as
+    given (an option with one value per item, "2|3", split into the items' runs)."""
+    lesson = get_lesson(request.lesson)
+    data = lesson_data(request)
+    backend = get_backend(request.backend, request.device, request.dtype, python=request.python)
+    given = Given.of(request)
+    source = resolve_inputs(lesson, data, request, given)
+    options = lesson.options_with(source.example_options, given.options)
+    batch = None if source.inputs is None else split_batch(lesson.inputs, source.inputs)
+    item_options = split_options(options, None if batch is None else len(batch))
+    if source.inputs is not None:
+        items = [source.inputs] if batch is None else batch
+        validate_inputs(lesson, data, source, items, item_options, backend.dtype, given.any)
+    guard_memory(lesson, backend, source.shapes, batch, options)
+    drawn: frozenset[str] = frozenset()
+    if source.inputs is None:
+        items = [draw_inputs(lesson, source.shapes, request.seed, options)]
+        drawn = frozenset(items[0])
+    labels = {**source.example_labels, **request.labels}
+    runs = [
+        LessonRun(
+            data,
+            source.example,
+            item,
+            settings,
+            backend,
+            request.time_steps,
+            labels,
+            request.seed,
+            drawn,
+            request.keep and not request.time_steps,
+        )
+        for item, settings in zip(items, item_options, strict=True)
+    ]
+    return runs, batch is not None, options
+
+
+@dataclass(frozen=True)
+class Given:
+    """What a request gives: the sizes, inputs and options that are not None."""
+
+    sizes: dict[str, int]
+    inputs: dict[str, Any]
+    options: dict[str, Any]
+
+    @classmethod
+    def of(cls, request: RunRequest) -> Given:
+        """The given values, each size checked to be at least 1."""
+        sizes = {key: value for key, value in request.sizes.items() if value is not None}
+        for key, value in sizes.items():
+            if value < 1:
+                raise UserError(f"{flag_of(key)} must be at least 1, not {value}.")
+        return cls(
+            sizes,
+            {name: text for name, text in request.inputs.items() if text is not None},
+            {key: value for key, value in request.options.items() if value is not None},
+        )
+
+    @property
+    def any(self) -> bool:
+        """Whether the user gave inputs or options of their own (on top of an example or not)."""
+        return bool(self.inputs or self.options)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a run's inputs come from, resolved."""
+
+    inputs: Inputs | None  # None: drawn at random (of ``shapes``) once they are known to fit
+    shapes: Shapes
+    example: Example | None = None  # the lecture example they come from
+
+    @property
+    def example_options(self) -> dict[str, Any]:
+        return {} if self.example is None else self.example.options
+
+    @property
+    def example_labels(self) -> dict[str, tuple[str, ...]]:
+        return {} if self.example is None else dict(self.example.labels)
+
+
+def resolve_inputs(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:
+    """Where the inputs come from: sizes (random), the user's own, the options alone (a lesson
+    without matrix inputs), or a lecture example (with inputs the lesson lets one give on top)."""
+    if given.sizes:
+        source = _random_source(lesson, given)
+    elif given.inputs and not set(given.inputs) <= lesson.example_overrides:
+        inputs = _parse_inputs(lesson, given.inputs)
+        source = Source(inputs, _shapes(inputs))
+    elif not lesson.inputs and given.options and request.example is None:
+        # A lesson without matrix inputs (posenc, variance) takes its options as the user's
+        # inputs: given any, the run is the user's own, not the default example.
+        source = Source({}, {})
+    else:
+        return _example_source(lesson, data, request, given)
+    if request.example is not None:
+        raise UserError("--example picks a lecture example; leave it out with your own inputs.")
+    return source
+
+
+def _random_source(lesson: Lesson, given: Given) -> Source:
+    if given.inputs:
+        flags = ", ".join(lesson.flag(name) for name in given.inputs)
+        raise UserError(f"give either sizes for random inputs or {flags}, not both.")
+    return Source(None, lesson.random_shapes(lesson.card.with_size_defaults(given.sizes)))
+
+
+def _example_source(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:
+    """The example --example names (else the file's default), with the inputs given on top."""
+    try:
+        example = data.example(request.example)
+    except UserError as error:
+        if request.lesson_file is None:
+            raise
+        raise UserError(f"{request.lesson_file}: {error}") from None
+    if example is None:
+        raise UserError(f"{data.path}: has no examples; add one, or give the inputs.")
+    inputs = _example_inputs(lesson, example, _where(data, example))
+    inputs.update(_parse_inputs(lesson, given.inputs, check_missing=False))
+    return Source(inputs, _shapes(inputs), example)
+
+
+def _shapes(inputs: Inputs) -> Shapes:
+    return {name: array.shape for name, array in inputs.items()}
+
+
+def validate_inputs(
+    lesson: Lesson,
+    data: LessonFile,
+    source: Source,
+    items: list[Inputs],
+    item_options: list[dict[str, Any]],
+    dtype: str,
+    users_own: bool,
+) -> None:
+    """Each item's inputs and options checked by the lesson, then every input against the
+    dtype's range. A lecture example the user changed nothing of is at fault itself: its
+    error names the lesson file and the example."""
+    for item, settings in zip(items, item_options, strict=True):
+        try:
+            lesson.validate(item, settings)
+        except UserError as error:
+            if source.example is None or users_own:
+                raise  # the user's own inputs or options are at fault, not the lesson file
+            raise UserError(f"{_where(data, source.example)}, inputs: {error}") from None
+    if source.inputs:
+        _check_representable(lesson, source.inputs, dtype)
+
+
+def guard_memory(
+    lesson: Lesson,
+    backend: Backend,
+    shapes: Shapes,
+    batch: list[Inputs] | None,
+    options: dict[str, Any],
+) -> None:
+    """Refuse a run whose inputs (with their float64 copies) and walkthrough, item by item,
+    would not fit the backend's memory."""
+    input_bytes = sum(int(np.prod(shape)) for shape in shapes.values()) * (8 + backend.itemsize)
+    item_shapes = shapes if batch is None else _shapes(batch[0])
+    count = 1 if batch is None else len(batch)
+    needed = input_bytes + count * lesson.estimate_bytes(item_shapes, options, backend.itemsize)
+    backend.ensure_fits(needed, f"this {lesson.name} walkthrough", lesson.memory_fix)
+
+
+def draw_inputs(lesson: Lesson, shapes: Shapes, seed: int, options: dict[str, Any]) -> Inputs:
+    """Random inputs of the resolved shapes from ``seed`` (N(0, 1) unless the lesson draws its
+    own), checked by the lesson."""
+    inputs = dict(lesson.draw_random(shapes, seed))
+    lesson.validate(inputs, options)
+    return inputs
+
+
+def compute(request: RunRequest) -> Walkthrough:
+    """Prepare and build the walkthrough; a lecture example also gets its slide's errata noted.
+
+    A batch is computed item by item (each a 2-D run of the lesson); the walkthrough returned
+    is item ``request.item``'s, holding every item's (``Walkthrough.items``).
+    """
+    runs, batched, options = prepare_items(request)
+    check_item(request.item, len(runs) if batched else None)
+    if not batched:
+        return with_slide_notes(_built(runs[0]), runs[0], request)
+    return select_item(tuple(_built(run) for run in runs), request.item, options)
+
+
+def _built(run: LessonRun) -> Walkthrough:
+    overflows: list[str] = []
+
+    def seen(kind: str, flag: int) -> None:  # numpy's report of a floating-point overflow
+        overflows.append(kind)
+
+    with np.errstate(over="call", invalid="ignore", call=seen):  # an overflow is noted instead
+        walkthrough = build(run)
+    overflowed = bool(overflows) or (run.backend.name != "numpy" and _holds_inf(walkthrough))
+    return with_overflow_note(walkthrough, run, overflowed)
+
+
+def _holds_inf(walkthrough: Walkthrough) -> bool:
+    """Whether a step (or the output) of a run on another backend than numpy, which reports no
+    overflow, holds +∞ (−∞ is a mask's), or the output ±∞: the trace an overflow leaves.
+
+    A step's value and parts are read from their recorded summaries (which count the +∞
+    entries), not passed over again; a value recorded without one is read itself."""
+    output = walkthrough.output
+    if isinstance(output, np.ndarray) and output.dtype.kind == "f" and np.isinf(output).any():
+        return True
+    for step in walkthrough.steps:
+        values = [(step.value, step.summary), *((part.value, part.summary) for part in step.parts)]
+        for value, recorded in values:
+            if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+                continue
+            if recorded.positive_infinite if recorded else np.isposinf(value).any():
+                return True
+    return False
+
+
+def with_overflow_note(
+    walkthrough: Walkthrough, run: LessonRun, overflowed: bool = True
+) -> Walkthrough:
+    """Say so when finite inputs gave a non-finite output: that a number overflowed the dtype
+    when one did (numpy reported it), else that 0 / 0, x / 0 or ∞ − ∞ arose without one."""
+    output = walkthrough.output
+    if not isinstance(output, np.ndarray) or np.isfinite(output).all():
+        return walkthrough
+    dtype = run.backend.dtype
+    if overflowed:
+        fix = "smaller inputs" if dtype == "float64" else "--dtype float64 or smaller inputs"
+        note = Note.fixed(
+            "overflow",
+            f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
+            f"({LARGEST[dtype]:g}) and overflowed; use {fix}.",
+        )
+    else:
+        note = Note.fixed(
+            "undefined",
+            "The output has inf or NaN values although no number overflowed: a 0 / 0, x / 0 "
+            "or ∞ − ∞ reached it; the steps above show where they first appear.",
+        )
+    return replace(walkthrough, notes=(*walkthrough.notes, note))
+
+
+def build(run: LessonRun) -> Walkthrough:
+    return get_lesson(run.name).build(run)
+
+
+def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunRequest) -> Walkthrough:
+    """Note under each step where the example's slide prints a value that is not right.
+
+    Only for the example as the slide has it: options changed on the command line make the
+    slide's numbers a different computation. The exact values come from float64 on numpy.
+    """
+    example = run.example
+    if example is None or not example.printed:
+        return walkthrough
+    as_printed = get_lesson(request.lesson).options_with(example.options)
+    if any(v is not None and as_printed.get(k) != v for k, v in request.options.items()):
+        return walkthrough
+    reference = walkthrough
+    if (run.backend.name, run.backend.dtype) != ("numpy", "float64"):
+        reference = build(replace(run, backend=get_backend("numpy"), time_steps=False))
+    try:
+        comparison = slides.compare(reference, example.printed, _where(run.file, example))
+    except UserError:
+        if request.lesson_file is not None:
+            raise  # the lecturer's own file: say what to fix
+        # A bundled file's record is checked by `attn check --all` and the tests; a slip in
+        # it must not stop the lesson itself.
+        return walkthrough
+    return slides.with_notes(walkthrough, comparison.errata)
+
+
+def _where(lesson: LessonFile, example: Example) -> str:
+    return f"{lesson.path or lesson.lesson}: example {example.name!r}"
+
+
+def _check_representable(lesson: Lesson, inputs: Inputs, dtype: str) -> None:
+    """Refuse an input that the chosen dtype would turn into infinity (never silently)."""
+    for name, array in inputs.items():
+        largest = float(np.max(np.abs(array))) if array.size else 0.0
+        if largest > LARGEST[dtype]:
+            flag = lesson.flag(name)
+            raise UserError(
+                f"{flag} has {largest:g}, beyond the largest {dtype} ({LARGEST[dtype]:g}); use "
+                "--dtype float32 or float64."
+            )
+
+
+def _parse_inputs(lesson: Lesson, given: dict[str, Any], check_missing: bool = True) -> Inputs:
+    missing = [spec.option for spec in lesson.inputs if spec.name not in given and spec.required]
+    if missing and check_missing:
+        required = ", ".join(spec.option for spec in lesson.inputs if spec.required)
+        raise UserError(
+            f"{', '.join(missing)} missing: give every required input ({required})"
+            " or none of them to run the lecture example."
+        )
+    return {
+        spec.name: _as_input(spec, given[spec.name], spec.option)
+        for spec in lesson.inputs
+        if spec.name in given
+    }
+
+
+def _example_inputs(lesson: Lesson, example: Example, where: str) -> Inputs:
+    """An example's inputs with each reshaped as its spec says (matrix 2-D, vector 1-D; a batch
+    one dimension more)."""
+    inputs = {}
+    for spec in lesson.inputs:
+        if spec.name not in example.inputs:
+            if spec.required:
+                raise missing_input(spec, where)
+            continue
+        array = np.asarray(example.inputs[spec.name], dtype=np.float64)
+        inputs[spec.name] = _as_input(spec, array, f"{where}, inputs.{spec.name}")
+    return inputs
+
+
+def _as_input(spec: InputSpec, value: Any, where: str) -> np.ndarray:
+    """A matrix input 2-D, a vector input 1-D (a batch: one dimension more)."""
+    convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
+    return convert(value, where)

@@ -1,1 +1,0 @@
-"""The lessons: each module computes one walkthrough and declares its lesson (LESSON)."""

@@ -21,7 +21,7 @@ from rich.console import Console
 from attn_cli.core.backend import Backend
 from attn_cli.core.model import Part, Step, Summary, Walkthrough, summary
 from attn_cli.core.numbers import number_style
-from attn_cli.render import json_render, latex_render, markdown_render, rich_render, show
+from attn_cli.render import cells, json_render, rich_render, show
 from attn_cli.render.rich_render import MAX_RECORDS, RECORDS_CORNER, MatrixTable, records_table
 from attn_cli.run import runner
 from attn_cli.run.runner import RunRequest
@@ -151,7 +151,7 @@ def test_each_step_is_summarised_once_and_no_renderer_summarises_it_again(lesson
         watched.append(id(array))
         return summary(array)
 
-    for module in (rich_render, markdown_render, latex_render, json_render):
+    for module in (rich_render, cells, json_render):  # cells: the Markdown and LaTeX captions
         monkeypatch.setattr(module, "summary", watching)
     rich_text(show(walkthrough, "rich", precision=4))
     for view in ("markdown", "latex", "dict"):

@@ -32,6 +32,7 @@ from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
+from attn_cli.render.cells import record_columns, shown_indices
 from attn_cli.render.latex_render import tex_text
 from tests.lesson_runs import runs_of
 
@@ -150,7 +151,7 @@ def first_cell(value: Any, precision: int) -> str | None:
     if isinstance(value, dict) or np.size(value) == 0:
         return None
     if isinstance(value, list):  # records: the first numeric column
-        for column in md.record_columns(value, precision):
+        for column in record_columns(value, precision):
             if column.numeric and column.cells[0] is not None:
                 return column.cells[0]
         return None
@@ -159,7 +160,7 @@ def first_cell(value: Any, precision: int) -> str | None:
         return str(bool(rows[0, 0]))
     shown = [
         r
-        for r in md.shown_indices(rows.shape[0], latex_render.MAX_ROWS, latex_render.CORNER_ROWS)
+        for r in shown_indices(rows.shape[0], latex_render.MAX_ROWS, latex_render.CORNER_ROWS)
         if r is not None
     ]
     style = number_style(rows[shown], precision)  # the whole table's format
@@ -399,8 +400,8 @@ def expected_matrix(
     value: Any, row_labels: Any = None, col_labels: Any = None, row_sums: Any = None
 ) -> Table:
     rows = as_matrix(value)
-    shown_rows = md.shown_indices(rows.shape[0], md.MAX_ROWS, md.CORNER_ROWS)
-    shown_cols = md.shown_indices(rows.shape[1], md.MAX_COLS, md.CORNER_COLS)
+    shown_rows = shown_indices(rows.shape[0], md.MAX_ROWS, md.CORNER_ROWS)
+    shown_cols = shown_indices(rows.shape[1], md.MAX_COLS, md.CORNER_COLS)
     header = ["", *_names(col_labels, rows.shape[1], shown_cols, "…")]
     with_sums = row_sums is not None and np.size(row_sums) == rows.shape[0]
     if with_sums:

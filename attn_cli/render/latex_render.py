@@ -1,6 +1,9 @@
 """LaTeX: a section per walkthrough, a subsection per step, matrices as ``bmatrix`` equations and
 tables as ``tabular`` s, ready to paste into a document.
 
+The document's blocks (what appears, in what order) come from :func:`document.document`; this
+module writes each as LaTeX.
+
 The first line of the output is a comment that states the preamble it compiles with
 (:data:`PREAMBLE`); nothing else is assumed. Every piece of text that comes from a lesson file or
 the command line (titles, explanations, labels, notes) goes through :func:`tex_text`, which
@@ -13,15 +16,22 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 
-from attn_cli.core.batch import batch_line
-from attn_cli.core.model import Part, Step, Summary, Walkthrough, summary
-from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, number_style
+from attn_cli.core.model import Walkthrough
+from attn_cli.core.numbers import NumberStyle, as_matrix
 from attn_cli.render import RenderOptions
-from attn_cli.render.markdown_render import record_columns, shown_indices
+from attn_cli.render import document as doc
+from attn_cli.render.cells import (
+    cell_texts,
+    corner_caption,
+    record_columns,
+    shown_grid,
+    shown_indices,
+    table_style,
+)
 
 # Matrices wider than MAX_COLS show their first CORNER_COLS columns, \cdots and the last one;
 # taller than MAX_ROWS, their first CORNER_ROWS rows, \vdots and the last. A bmatrix then has
@@ -37,6 +47,7 @@ TEXT_WIDTH_PT = 345.0
 _COLUMN_SEP = 10.0  # between the columns of a bmatrix (2 \arraycolsep)
 _TABLE_SEP = 12.0  # between the columns of a tabular (2 \tabcolsep)
 _BRACKETS = 10.0
+_DOTS = ("\\cdots", "\\vdots", "\\ddots")  # across, down, diagonal
 _SIZES = (
     ("", 1.0),
     ("\\small", 0.9),
@@ -51,153 +62,122 @@ PREAMBLE = (
 )
 FIRST_LINE = f"% attn LaTeX: compile with {PREAMBLE}"
 
+# A line of text in each role (document.LineRole), its text escaped.
+_LINES: dict[doc.LineRole, str] = {
+    "section": "\\subsection*{{{}}}",
+    "remark": "\\textit{{{}}}",
+    "banner": "\\textbf{{{}}}",
+    "note": "\\emph{{Note:}} {}",
+}
+
 
 def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
-    walkthrough = walkthrough.at_precision(options.precision)
-    title = tex_text(walkthrough.title)
-    if walkthrough.example:
-        title += f", example \\texttt{{{tex_text(walkthrough.example)}}}"
-    lines = [FIRST_LINE, f"\\section*{{{title}}}", ""]
-    if walkthrough.intro:
-        lines += [tex_paragraph(walkthrough.intro), ""]
-    if walkthrough.example_description:
-        lines += [f"\\emph{{{tex_text(walkthrough.example_description)}}}", ""]
-    backend = f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}"
-    lines += [f"\\textit{{{tex_text(backend)}}}", ""]
-    if walkthrough.time_legend:
-        lines += [f"\\textit{{{tex_text(walkthrough.time_legend)}}}", ""]
-    if walkthrough.items:
-        lines += [f"\\textbf{{{tex_text(batch_line(walkthrough))}}}", ""]
-    if walkthrough.inputs:
-        lines += ["\\subsection*{Inputs}", ""]
-        for item in walkthrough.inputs:
-            intro = f"${tex_symbol(item.name)}$"
-            if item.description:
-                intro += f", {tex_text(item.description)}"
-            intro += f" (${shape_math(np.shape(item.value))}$):"
-            lines += [f"\\noindent {intro}", ""]
-            lines += equation_lines(
-                tex_symbol(item.name), item.value, options, item.row_labels, item.col_labels
-            )
-            lines.append("")
-    for number, step in enumerate(walkthrough.steps, start=1):
-        lines += step_lines(step, number, options)
-    if walkthrough.notes:
-        lines += ["\\subsection*{Notes}", "", "\\begin{itemize}"]
-        lines += [f"\\item {tex_text(note.text(options.precision))}" for note in walkthrough.notes]
-        lines += ["\\end{itemize}", ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return f"{FIRST_LINE}\n{doc.written(walkthrough, options, latex_chunks)}"
 
 
-def step_lines(step: Step, number: int, options: RenderOptions) -> list[str]:
-    """A step: heading (number, title, shape), explanation, intermediates, value, notes."""
-    heading = f"{number}. {tex_text(step.title)}"
-    if step.kind not in ("records", "histogram", "text"):
-        heading += f" (${shape_math(np.shape(step.value))}$)"
-    if step.seconds is not None:
-        heading += f" ({step.seconds * 1e3:.3f} ms)"
-    lines = [f"\\subsection*{{{heading}}}", ""]
-    if step.explanation:
-        lines += [tex_paragraph(step.explanation), ""]
-    lines += parts_lines(step.parts, options)
-    lines += value_lines(step, options)
-    for note in step.notes:
-        lines += [f"\\emph{{Note:}} {tex_text(note.text(options.precision))}", ""]
-    return lines
+def latex_chunks(block: doc.Block, options: RenderOptions) -> list[str]:
+    """A block as LaTeX: its paragraphs (blank lines go between them)."""
+    match block:
+        case doc.Title(text, example):
+            title = tex_text(text)
+            if example:
+                title += f", example \\texttt{{{tex_text(example)}}}"
+            return [f"\\section*{{{title}}}"]
+        case doc.Line(role, text):
+            return [_LINES[role].format(tex_text(text))]
+        case doc.Description(text):
+            return [f"\\emph{{{tex_text(text)}}}"]
+        case doc.InputCaption(name, description, shape):
+            intro = f"${tex_symbol(name)}$"
+            if description:
+                intro += f", {tex_text(description)}"
+            return [f"\\noindent {intro} (${shape_math(shape)}$):"]
+        case doc.StepHeading(number, title, shape, time):
+            heading = f"{number}. {tex_text(title)}"
+            if shape is not None:
+                heading += f" (${shape_math(shape)}$)"
+            if time is not None:
+                heading += f" ({time})"
+            return [f"\\subsection*{{{heading}}}"]
+        case doc.Intermediates(parts):
+            return intermediates_chunks(parts, options)
+        case doc.NoteList(items):
+            lines = ["\\begin{itemize}", *(f"\\item {tex_text(item)}" for item in items)]
+            return ["\n".join([*lines, "\\end{itemize}"])]
+        case doc.Prose() | doc.Records() | doc.Histogram() | doc.Number() | doc.Matrix():
+            return [value_text(block, options)]
+    assert_never(block)
 
 
-def value_lines(step: Step, options: RenderOptions) -> list[str]:
-    """The step's value: a paragraph, a tabular, or an equation whose left-hand side is the
-    lesson's LaTeX (a step without one is a table under its title)."""
-    if step.kind == "text":
-        return [tex_paragraph(str(step.value)), ""]
-    if step.kind == "records":
-        return [*records_tabular(step.value, options, step.headings), ""]
-    if step.kind == "histogram":
-        return [*histogram_tabular(step.value), ""]
-    if step.latex is None and np.ndim(step.value) > 0:
-        return [
-            *matrix_tabular(
-                step.value,
-                options,
-                step.row_labels,
-                step.col_labels,
-                step.row_sums,
-                stats=step.summary,
-            ),
-            "",
-        ]
-    left = step.latex if step.latex is not None else f"\\text{{{tex_text(step.title)}}}"
-    return [
-        *equation_lines(
-            left,
-            step.value,
-            options,
-            step.row_labels,
-            step.col_labels,
-            step.row_sums,
-            stats=step.summary,
-        ),
-        "",
-    ]
+def value_text(value: doc.Value, options: RenderOptions) -> str:
+    """A value: a paragraph, a tabular, or an equation whose left-hand side is the input's
+    symbol or the lesson's LaTeX (a matrix without either is a table under its title; a number,
+    an equation with its name)."""
+    match value:
+        case doc.Prose(text):
+            return tex_paragraph(text)
+        case doc.Records(records, headings):
+            return "\n".join(records_tabular(records, options, headings))
+        case doc.Histogram():
+            return "\n".join(histogram_tabular(value))
+        case doc.Number():
+            left = value.latex if value.latex is not None else f"\\text{{{tex_text(value.name)}}}"
+            return f"\\[ {left} = {bmatrix(value.value, options)} \\]"
+        case doc.Matrix():
+            if value.symbol is not None:
+                return "\n".join(equation_lines(tex_symbol(value.symbol), value, options))
+            if value.latex is not None:
+                return "\n".join(equation_lines(value.latex, value, options))
+            return "\n".join(matrix_tabular(value, options))
+    assert_never(value)
 
 
-def parts_lines(parts: Sequence[Part], options: RenderOptions) -> list[str]:
-    """The labelled intermediates (row max, exp, ...): one display, an equation per line."""
-    lines: list[str] = []
+def intermediates_chunks(parts: Sequence[doc.Labelled], options: RenderOptions) -> list[str]:
+    """The labelled intermediates (row max, exp, ...): the numbers in one display, an equation
+    per line; then any other value (text, a table) under its label."""
+    chunks: list[str] = []
     equations = []
     for part in parts:
-        if part.kind in ("records", "histogram", "text"):
-            inner = Step(part.label, part.label, "", part.value, kind=part.kind)
-            lines += [f"\\noindent {tex_text(part.label)}:", "", *value_lines(inner, options)]
+        if not isinstance(part.value, doc.Number | doc.Matrix):
+            chunks += [f"\\noindent {tex_text(part.label)}:", value_text(part.value, options)]
             continue
         left = f"\\text{{{tex_text(part.label)}}}"
         budget = TEXT_WIDTH_PT - _math_width(left) - _math_width("=") - _BRACKETS
-        equations.append(f"{left} = {bmatrix(part.value, options, budget)}")
+        equations.append(f"{left} = {bmatrix(part.value.value, options, budget)}")
     if equations:
         body = " \\\\\n".join(equations)
-        lines = ["\\begin{gather*}", body, "\\end{gather*}", "", *lines]
-    return lines
+        chunks.insert(0, f"\\begin{{gather*}}\n{body}\n\\end{{gather*}}")
+    return chunks
 
 
-def equation_lines(
-    left: str,
-    value: Any,
-    options: RenderOptions,
-    row_labels: Sequence[str] | None = None,
-    col_labels: Sequence[str] | None = None,
-    row_sums: Any = None,
-    *,
-    stats: Summary | None = None,
-) -> list[str]:
+def equation_lines(left: str, matrix: doc.Matrix, options: RenderOptions) -> list[str]:
     """``\\[ left = [matrix] \\]``, with the weights' row sums beside it, then the labels and
     (for a corner) the matrix's shape and statistics as a line of text."""
+    value = matrix.value
     if np.ndim(value) == 0 or np.size(value) == 0:
         return [f"\\[ {left} = {bmatrix(value, options)} \\]"]
-    rows = as_matrix(value)
+    rows = matrix.rows
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
     budget = TEXT_WIDTH_PT - _math_width(left) - _math_width("=") - _BRACKETS
     extra = ""
-    style = _table_style(rows, shown_rows, options)
-    if row_sums is not None:
-        sums = np.atleast_1d(np.asarray(row_sums)).reshape(-1, 1)
-        if sums.shape[0] == rows.shape[0]:
-            style = _table_style(rows, shown_rows, options, sums)  # the sums in the same format
-            column = _grid(sums, shown_rows, [0], options, style=style)
-            extra = f" \\qquad \\Sigma_{{\\text{{row}}}} = {_bmatrix_text(column)}"
-            budget -= 20 + _math_width("\\Sigma_{row}=") + _BRACKETS
-            budget -= max(_math_width(cell[0]) for cell in column)
+    # One number format for the matrix and its row sums.
+    style = table_style(rows, shown_rows, options.precision, matrix.row_sums)
+    if matrix.row_sums is not None:
+        column = _grid(matrix.row_sums, shown_rows, [0], options, style=style)
+        extra = f" \\qquad \\Sigma_{{\\text{{row}}}} = {_bmatrix_text(column)}"
+        budget -= 20 + _math_width("\\Sigma_{row}=") + _BRACKETS
+        budget -= max(_math_width(cell[0]) for cell in column)
     shown_cols = _fit_columns(rows, shown_rows, options, budget, style=style)
-    grid = _grid(rows, shown_rows, shown_cols, options, style=style)
-    lines = [f"\\[ {left} = {_bmatrix_text(grid)}{extra} \\]"]
+    cells = _grid(rows, shown_rows, shown_cols, options, style=style)
+    lines = [f"\\[ {left} = {_bmatrix_text(cells)}{extra} \\]"]
     described = []
-    row_names = _labels(row_labels, rows.shape[0], shown_rows)
-    col_names = _labels(col_labels, rows.shape[1], shown_cols)
+    row_names = _labels(matrix.row_labels, shown_rows)
+    col_names = _labels(matrix.col_labels, shown_cols)
     if row_names:
         described.append(f"rows {row_names}")
     if col_names:
         described.append(f"columns {col_names}")
-    corner = _corner_text(value, rows, shown_rows, shown_cols, options, stats)
+    corner = _corner_text(matrix, shown_rows, shown_cols, options)
     if described or corner:
         text = "; ".join(described)
         text = text[:1].upper() + text[1:] + "." if text else ""
@@ -213,7 +193,7 @@ def bmatrix(value: Any, options: RenderOptions, budget: float = TEXT_WIDTH_PT) -
         return "\\text{(empty)}"
     rows = as_matrix(value)
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
-    style = _table_style(rows, shown_rows, options)
+    style = table_style(rows, shown_rows, options.precision)
     shown_cols = _fit_columns(rows, shown_rows, options, budget - _BRACKETS, style=style)
     return _bmatrix_text(_grid(rows, shown_rows, shown_cols, options, style=style))
 
@@ -231,17 +211,6 @@ def _sized(lines: list[str], width: float) -> list[str]:
     if not command:
         return lines
     return [f"{{{command}", *lines, "}"]
-
-
-def _table_style(
-    rows: np.ndarray, shown_rows: list[int | None], options: RenderOptions, sums: Any = None
-) -> NumberStyle | None:
-    """One number format for a whole table: its shown rows (every column) and row sums."""
-    if rows.dtype == np.bool_:
-        return None
-    kept = [r for r in shown_rows if r is not None]
-    values = [np.ravel(rows[kept])] + ([] if sums is None else [np.ravel(np.asarray(sums)[kept])])
-    return number_style(np.concatenate(values), options.precision)
 
 
 def _fit_columns(
@@ -304,60 +273,31 @@ def _grid(
     shown_cols: list[int | None],
     options: RenderOptions,
     *,
-    dots: tuple[str, str, str] = ("\\cdots", "\\vdots", "\\ddots"),
     style: NumberStyle | None = None,
 ) -> list[list[str]]:
     """The shown cells (math mode), in one number format (``style``, else the cells' own),
     with the ellipses."""
-    row_index = [r for r in shown_rows if r is not None]
-    col_index = [c for c in shown_cols if c is not None]
-    cells = _cells(rows[np.ix_(row_index, col_index)], options, style)
-    across, down, diagonal = dots
-    grid = []
-    r_iter = iter(cells)
-    for r in shown_rows:
-        if r is None:
-            grid.append([diagonal if c is None else down for c in shown_cols])
-            continue
-        row = iter(next(r_iter))
-        grid.append([across if c is None else next(row) for c in shown_cols])
-    return grid
+    return shown_grid(
+        rows, shown_rows, shown_cols, options.precision, _DOTS, style=style, cell=tex_number
+    )
 
 
 def _cells(
     matrix: np.ndarray, options: RenderOptions, style: NumberStyle | None = None
 ) -> list[list[str]]:
     """Cells in math mode, all in one format (integers, fixed or scientific)."""
-    array = np.asarray(matrix)
-    if array.dtype == np.bool_:
-        return [[f"\\text{{{bool(x)}}}" for x in row] for row in array]
-    style = style or number_style(array, options.precision)  # one format for the whole table
-    columns = [
-        [
-            tex_number(cell)
-            for cell in format_column(array[:, c], options.precision, unicode=False, style=style)
-        ]
-        for c in range(array.shape[1])
+    return [
+        [tex_number(cell) for cell in row] for row in cell_texts(matrix, options.precision, style)
     ]
-    return [[column[r] for column in columns] for r in range(array.shape[0])]
 
 
-def matrix_tabular(
-    value: Any,
-    options: RenderOptions,
-    row_labels: Sequence[str] | None,
-    col_labels: Sequence[str] | None,
-    row_sums: Any = None,
-    *,
-    stats: Summary | None = None,
-) -> list[str]:
-    """A matrix as a table with its row and column headings (and the weights' row sums);
-    ``stats``: its recorded statistics, for the caption of a corner."""
-    rows = as_matrix(value)
+def matrix_tabular(matrix: doc.Matrix, options: RenderOptions) -> list[str]:
+    """A matrix as a table with its row and column headings (and the weights' row sums); a
+    corner with the recorded statistics as its caption."""
+    rows = matrix.rows
     n_rows, n_cols = rows.shape
     shown_rows = shown_indices(n_rows, MAX_ROWS, CORNER_ROWS)
-    row_names = list(row_labels) if row_labels and len(row_labels) == n_rows else None
-    col_names = list(col_labels) if col_labels and len(col_labels) == n_cols else None
+    row_names, col_names = matrix.row_labels, matrix.col_labels
     all_heads = [tex_text(name) for name in col_names] if col_names else None
     labels = [
         "$\\vdots$" if r is None else tex_text(row_names[r]) if row_names else str(r + 1)
@@ -365,15 +305,11 @@ def matrix_tabular(
     ]
     budget = TEXT_WIDTH_PT - _TABLE_SEP - max(_math_width(label) for label in labels)
     sums = None
-    style = _table_style(rows, shown_rows, options)
-    if row_sums is not None:
-        sums_array = np.atleast_1d(np.asarray(row_sums)).reshape(-1, 1)
-        if sums_array.shape[0] == n_rows:
-            style = _table_style(rows, shown_rows, options, sums_array)  # one format with them
-            sums = _grid(sums_array, shown_rows, [0], options, style=style)
-            budget -= _TABLE_SEP + max(
-                _math_width("$\\Sigma$ row"), *(_math_width(s[0]) for s in sums)
-            )
+    # One number format for the table and its row sums.
+    style = table_style(rows, shown_rows, options.precision, matrix.row_sums)
+    if matrix.row_sums is not None:
+        sums = _grid(matrix.row_sums, shown_rows, [0], options, style=style)
+        budget -= _TABLE_SEP + max(_math_width("$\\Sigma$ row"), *(_math_width(s[0]) for s in sums))
     shown_cols = _fit_columns(
         rows,
         shown_rows,
@@ -383,13 +319,13 @@ def matrix_tabular(
         heads=all_heads or [str(c + 1) for c in range(n_cols)],
         style=style,
     )
-    grid = _grid(rows, shown_rows, shown_cols, options, style=style)
+    cells = _grid(rows, shown_rows, shown_cols, options, style=style)
     heads = [
         "$\\cdots$" if c is None else all_heads[c] if all_heads else str(c + 1) for c in shown_cols
     ]
     if sums is not None:
         heads.append("$\\Sigma$ row")
-    table = [[label, *row] for label, row in zip(labels, grid, strict=True)]
+    table = [[label, *row] for label, row in zip(labels, cells, strict=True)]
     if sums is not None:
         table = [[*row, total[0]] for row, total in zip(table, sums, strict=True)]
     spec = "l" + "r" * len(heads)
@@ -400,10 +336,10 @@ def matrix_tabular(
         " & ".join(["", *heads]) + " \\\\",
         "\\hline",
     ]
-    for label, *cells in table:
-        lines.append(" & ".join([label, *(f"${cell}$" for cell in cells)]) + " \\\\")
+    for label, *row in table:
+        lines.append(" & ".join([label, *(f"${cell}$" for cell in row)]) + " \\\\")
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
-    corner = _corner_text(value, rows, shown_rows, shown_cols, options, stats)
+    corner = _corner_text(matrix, shown_rows, shown_cols, options)
     if corner:
         lines.append("{\\small " + corner + "\\par}")
     return lines
@@ -429,26 +365,25 @@ def records_tabular(
     ]
     table = [[tex_text(column.name) for column in columns]]
     for index in range(len(records)):
-        cells = []
+        row = []
         for column in columns:
             cell = column.cells[index]
             if cell is None:
-                cells.append("---")
+                row.append("---")
             elif column.is_number[index]:
-                cells.append(f"${tex_number(cell)}$")
+                row.append(f"${tex_number(cell)}$")
             else:
-                cells.append(tex_text(cell))
-        lines.append(" & ".join(cells) + " \\\\")
-        table.append(cells)
+                row.append(tex_text(cell))
+        lines.append(" & ".join(row) + " \\\\")
+        table.append(row)
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
     widths = [max(_math_width(cell) for cell in column) for column in zip(*table, strict=True)]
     return _sized(lines, sum(widths) + _TABLE_SEP * len(widths))
 
 
-def histogram_tabular(value: dict[str, Any]) -> list[str]:
+def histogram_tabular(histogram: doc.Histogram) -> list[str]:
     """A histogram as a table of counts: one row per bin, one column per series."""
-    edges = list(value["edges"])
-    series = dict(value["series"])
+    edges, series = histogram.edges, histogram.series
     lines = [
         "\\begin{center}",
         f"\\begin{{tabular}}{{l{'r' * len(series)}}}",
@@ -458,41 +393,34 @@ def histogram_tabular(value: dict[str, Any]) -> list[str]:
     ]
     for i in range(len(edges) - 1):
         low, high = f"{edges[i]:+.1f}", f"{edges[i + 1]:+.1f}"
-        cells = [f"$[{low}, {high})$", *(str(counts[i]) for counts in series.values())]
-        lines.append(" & ".join(cells) + " \\\\")
+        row = [f"$[{low}, {high})$", *(str(counts[i]) for counts in series.values())]
+        lines.append(" & ".join(row) + " \\\\")
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
     return lines
 
 
-def _labels(labels: Sequence[str] | None, count: int, shown: list[int | None]) -> str:
-    if not labels or len(labels) != count:
+def _labels(labels: Sequence[str] | None, shown: list[int | None]) -> str:
+    if not labels:
         return ""
     return ", ".join("\\ldots" if i is None else tex_text(labels[i]) for i in shown)
 
 
 def _corner_text(
-    value: Any,
-    rows: np.ndarray,
+    matrix: doc.Matrix,
     shown_rows: list[int | None],
     shown_cols: list[int | None],
     options: RenderOptions,
-    recorded: Summary | None = None,
 ) -> str:
-    """For a cut-off matrix: its shape and statistics (as the terminal's caption): those
-    ``recorded`` with it, else computed from it."""
-    if None not in shown_rows and None not in shown_cols:
+    """For a cut-off matrix: its shape and statistics (as the terminal's caption)."""
+    caption = corner_caption(matrix.rows, shown_rows, shown_cols, options.precision, matrix.stats)
+    if caption is None:
         return ""
-    stats = (recorded or summary(rows)).as_dict()
-    names = [name for name in ("min", "max", "mean", "std") if name in stats]
-    numbers = format_column([stats[name] for name in names], options.precision, unicode=False)
-    described = ", ".join(
-        f"{name} ${tex_number(number)}$" for name, number in zip(names, numbers, strict=True)
-    )
-    text = f"A corner of the ${shape_math(np.shape(value))}$ matrix"
+    described = ", ".join(f"{name} ${tex_number(number)}$" for name, number in caption.stats)
+    text = f"A corner of the ${shape_math(matrix.shape)}$ matrix"
     if described:
         text += f"; {described}"
-    if "non_finite" in stats:
-        text += f"; {stats['non_finite']} non-finite"
+    if caption.non_finite:
+        text += f"; {caption.non_finite} non-finite"
     return text + "."
 
 

@@ -17,21 +17,30 @@ def position(name: str) -> int:
     return NAMES.index(name)
 
 
-def test_the_tour_follows_the_lecture_order():
-    # The lectures' order: retrieval, then √d_k right after scaled dot-product (issue 22, 14:
-    # √d_k was used from stop 3 and explained at stop 7), Bahdanau, self-attention, the causal
-    # mask, heads, positions, the O(n²) wall (measured, then its formulas evaluated), then the ways
-    # past it.
-    assert TOUR[0].name == "scaled" and TOUR[0].args == ("--example", "library")
-    assert position("variance") == position("scaled") + 1
-    assert position("variance") < position("bahdanau") < position("selfattn")
-    assert position("selfattn") < position("causal") < position("multihead") < position("posenc")
-    assert position("posenc") == position("block") - 1  # the layer attention sits in
-    assert position("block") < position("bench") < position("flash")
-    assert position("induction") == position("block") + 1  # attention learned, after the layer
-    assert position("cost") == position("bench") + 1  # the wall measured, then evaluated
-    assert position("flash") < position("window") < position("linear") < position("kvcache")
-    assert len(set(NAMES)) == len(NAMES)  # each command once
+def test_the_tour_is_one_order_linked_from_the_stops():
+    """The lecture's order is TOUR, linked from each stop's own ``after``: every lesson and
+    every tool the tour visits once, each stop right after the one it names (a tool's stop
+    before the lesson that follows the same stop), the lectures' first lesson first."""
+    from attn_cli.cli.itinerary import TOOL_STOPS
+    from attn_cli.course import lesson_names
+
+    assert TOUR[0].name == "scaled" and TOUR[0].after is None
+    assert TOUR[0].args == ("--example", "library")
+    assert [stop.name for stop in TOUR if stop.lesson] == list(lesson_names())
+    assert sorted(NAMES) == sorted([*lesson_names(), *(stop.name for stop in TOOL_STOPS)])
+    for stop in TOUR[1:]:
+        named = NAMES.index(stop.after)  # the stop it names comes before it...
+        between = TOUR[named + 1 : position(stop.name)]  # ...with only tools' stops between
+        assert named < position(stop.name) and all(not each.lesson for each in between), stop
+
+
+def test_linking_refuses_stops_that_do_not_make_one_line():
+    from attn_cli.cli.itinerary import linked
+
+    first, second = Stop("a", "A"), Stop("b", "B", after="a")
+    assert linked([first, second], [Stop("t", "T", after="a", lesson=False)])[1].name == "t"
+    with pytest.raises(ValueError, match="follow no stop of the tour: t"):
+        linked([first, second], [Stop("t", "T", after="nowhere", lesson=False)])
 
 
 def test_the_bahdanau_stop_scores_several_encoder_states():
@@ -49,13 +58,14 @@ def test_the_bahdanau_stop_scores_several_encoder_states():
     assert walkthrough.example == "cat-slept"
 
 
-def test_every_stop_has_a_bridge_to_the_next():
-    for stop, following in itertools.pairwise(TOUR):
-        assert stop.bridge and "next" in stop.bridge, stop.name
-        assert tour.bridges_to(stop, following)
-        assert not tour.bridges_to(stop, None)  # --only may end the tour early: no bridge
-    assert tour.bridges_to(TOUR[-1], None) and "next" not in TOUR[-1].bridge
-    assert not tour.bridges_to(TOUR[0], TOUR[2])  # a bridge speaks of the lecture's next stop
+def test_every_stop_but_the_first_has_a_lead_in_from_the_one_before():
+    for shown, stop in itertools.pairwise(TOUR):
+        assert stop.lead_in and "next" in stop.lead_in, stop.name
+        assert tour.leads_in(shown, stop)
+        assert not tour.leads_in(None, stop)  # the stop before could not run: no lead-in
+    assert not TOUR[0].lead_in and not tour.leads_in(None, TOUR[0])
+    assert not tour.leads_in(TOUR[0], TOUR[2])  # a lead-in speaks of the lecture's stop before
+    assert "next" not in tour.CLOSING_WORDS
 
 
 def test_the_help_lists_every_stop_from_the_tour(invoke):
@@ -95,12 +105,14 @@ def test_without_a_terminal_it_runs_straight_through(invoke):
     for number, stop in enumerate(shown, start=1):
         assert f"Stop {number}/{total} · {stop.title}" in out
         assert f"$ {stop.command_line}" in out
-        if number < total:  # the bridge comes after its stop, before the next one
+        if number < total:  # a lead-in comes after the stop before it, before its own stop
             after = flat[flat.index(f"Stop {number}/{total}") : flat.index(f"Stop {number + 1}/")]
             following = shown[number]
-            assert (stop.bridge in after) == tour.bridges_to(stop, following), stop.name
-    assert TOUR[position("block")].bridge not in flat  # its next stop, induction, is left out
-    assert TOUR[-1].bridge in flat[flat.index(f"Stop {total}/{total}") :]
+            said = " ".join(following.lead_in.split())
+            assert (said in after) == tour.leads_in(stop, following), following.name
+    # cost's lead-in speaks of the bench, left out: not shown
+    assert " ".join(TOUR[position("cost")].lead_in.split()) not in flat
+    assert " ".join(tour.CLOSING_WORDS.split()) in flat[flat.index(f"Stop {total}/{total}") :]
     assert f"Stop {total}/{total} · KV caching" in out and "$ attn kvcache" in out
     assert "$ attn flash" in out and "Step 1 · Block 1" in out
     assert max(len(line) for line in out.splitlines()) <= 80

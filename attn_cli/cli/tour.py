@@ -1,7 +1,7 @@
 """``attn tour``: the lecture's lessons in order, one screen at a time.
 
-``TOUR`` (attn_cli/cli/itinerary.py, with each stop's bridge) is the one place that lists the
-lecture's order. Each stop is a real command line
+``TOUR`` (attn_cli/cli/itinerary.py, linked from each stop's own declaration and its lead-in)
+is the one order of the lecture. Each stop is a real command line
 (``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
 student gets by typing it. A lesson's request is computed and shown a screen at a time (its
 header and inputs, then each step); the bench stop runs its sweep and shows its table. A screen
@@ -20,8 +20,9 @@ from rich.rule import Rule
 from rich.segment import ControlType, Segment, Segments
 from rich.text import Text
 
-from attn_cli.cli.itinerary import CLOSING, INTRO, TOUR, Stop
+from attn_cli.cli.itinerary import CLOSING, CLOSING_WORDS, INTRO, TOUR
 from attn_cli.core.errors import UserError
+from attn_cli.core.stop import Stop
 
 __all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select"]
 
@@ -120,13 +121,16 @@ def pages(console: Console, renderables: Sequence[RenderableType], height: int) 
 def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
     try:
         pager.screen(_intro(stops))
-        ran = []
+        ran: list[Stop] = []
+        shown: Stop | None = None  # the stop just shown (None: none, or it could not run)
         for number, stop in enumerate(stops, start=1):
-            if _run_stop(stop, f"Stop {number}/{len(stops)}", pager):
+            if leads_in(shown, stop):
+                pager.screen([Text(""), Text(stop.lead_in, style="italic")])
+            shown = stop if _run_stop(stop, f"Stop {number}/{len(stops)}", pager) else None
+            if shown is not None:
                 ran.append(stop)
-                following = stops[number] if number < len(stops) else None
-                if bridges_to(stop, following):
-                    pager.screen([Text(""), Text(stop.bridge, style="italic")])
+        if shown is not None and shown == TOUR[-1]:
+            pager.screen([Text(""), Text(CLOSING_WORDS, style="italic")])
     except TourQuit:
         console.print(Text("Tour stopped.", style="bold"))
         return
@@ -138,15 +142,14 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
     pager.screen(ending + [Text(f"  {stop.command_line}", style="cyan") for stop in ran])
 
 
-def bridges_to(stop: Stop, following: Stop | None) -> bool:
-    """Whether ``stop``'s bridge applies: it leads to the stop after it in the lecture, so it is
-    shown only when that stop comes next (or, for the last stop, when the tour ends there)."""
+def leads_in(shown: Stop | None, stop: Stop) -> bool:
+    """Whether ``stop``'s lead-in applies: it speaks of the stop before it in the lecture, so it
+    is shown only when that stop was just shown (not after --only skipped it)."""
     order = [each.name for each in TOUR]
-    if stop.name not in order:
-        return bool(stop.bridge) and following is None
+    if not stop.lead_in or shown is None or stop.name not in order:
+        return False
     position = order.index(stop.name)
-    lecture_next = order[position + 1] if position + 1 < len(order) else None
-    return bool(stop.bridge) and (following.name if following else None) == lecture_next
+    return position > 0 and order[position - 1] == shown.name
 
 
 def _intro(stops: list[Stop]) -> list[RenderableType]:

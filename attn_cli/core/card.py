@@ -117,7 +117,6 @@ class Card:
     """What a lesson is, as the command line and the Python API see it."""
 
     name: str  # the command (attn NAME), the Python function, the lesson files' lesson = "..."
-    order: int  # its place in `attn --help`, the lectures' order
     summary: str  # the help's first line and the Python function's docstring
     details: str = ""  # the help's further paragraph, if any
     inputs: tuple[InputSpec, ...] = ()  # in order

@@ -25,6 +25,7 @@ from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
     from attn_cli.core.card import Card
+    from attn_cli.core.stop import Stop
     from attn_cli.course.lesson import Lesson
 
 
@@ -32,12 +33,46 @@ def _is_lesson_folder(name: str, is_package: bool) -> bool:
     return is_package and name.isidentifier() and not name.startswith("_")
 
 
+def _found() -> list[str]:
+    """The lessons' folders, found where this package's path leads (no card imported)."""
+    found = [m.name for m in pkgutil.iter_modules(__path__) if _is_lesson_folder(m.name, m.ispkg)]
+    return sorted(set(found))
+
+
 @functools.cache
 def lesson_names() -> tuple[str, ...]:
-    """Every lesson, in the order `attn --help` lists them (each card's ``order``)."""
-    found = [m.name for m in pkgutil.iter_modules(__path__) if _is_lesson_folder(m.name, m.ispkg)]
-    cards = [card(name) for name in found]
-    return tuple(each.name for each in sorted(cards, key=lambda each: each.order))
+    """Every lesson, in the lecture's order, as the tour and `attn --help` list them: the first
+    lesson's stop follows none, and each lesson's stop names the lesson it follows
+    (``STOP.after``); a lesson without a stop comes after those, by name."""
+    stops = {name: stop for name in _found() if (stop := stop_of(name)) is not None}
+    after: dict[str | None, str] = {}
+    for name, stop in stops.items():
+        if stop.after in after:
+            raise ValueError(
+                f"lessons {after[stop.after]!r} and {name!r} both follow {stop.after!r} in the "
+                "tour: give one of their stops another 'after'"
+            )
+        after[stop.after] = name
+    order: list[str] = []
+    current = after.get(None)
+    while current is not None and current not in order:
+        order.append(current)
+        current = after.get(current)
+    unlinked = sorted(name for name in stops if name not in order)
+    if unlinked:
+        raise ValueError(f"lessons whose stops follow no lesson of the tour: {', '.join(unlinked)}")
+    return (*order, *(name for name in _found() if name not in stops))
+
+
+def stop_of(name: str) -> Stop | None:
+    """Lesson ``name``'s tour stop (its folder's ``stop.STOP``), or None for a lesson without."""
+    module = folder_part(name, "stop")
+    return None if module is None else module.STOP
+
+
+def lecture_stops() -> tuple[Stop, ...]:
+    """The lessons' tour stops, in the lecture's order."""
+    return tuple(stop for name in lesson_names() if (stop := stop_of(name)) is not None)
 
 
 def is_lesson(name: str) -> bool:
@@ -111,6 +146,6 @@ def precision_of(name: str) -> int:
 
 
 def forget() -> None:
-    """Find the lessons afresh (after ``__path__`` gained a folder)."""
+    """Find the lessons afresh (after ``__path__`` gained or lost a folder)."""
     lesson_names.cache_clear()
     card.cache_clear()

@@ -470,7 +470,9 @@ def build(
     targets = (*shown.target_words, "</s>")
     sources = shown.source_words
     truth = np.vstack([data.alignment_matrix(shown), np.zeros((1, len(sources)))])  # (T, n)
-    words.step("truth", truth, "weights", rows=targets, cols=sources, notes=rule_notes(words, shown))
+    words.step(
+        "truth", truth, "weights", rows=targets, cols=sources, notes=rule_notes(words, shown)
+    )
     n = len(sources)
     words.step(
         "before",

@@ -79,6 +79,7 @@ class Declarations(Protocol):
 
     def get_lesson(self, name: str) -> Lesson: ...
 
+
 # What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack
 # (a 10 MB file took attn check past 20 s before these limits).
 MAX_LESSON_FILE_BYTES = 2 * 2**20

@@ -15,12 +15,38 @@ import typer
 from rich.console import Console
 
 from attn_cli.cli.options import OUTPUT_PANEL, DeviceName, DtypeName
+from attn_cli.core.stop import Stop
 from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:
     from attn_cli.bench.config import BenchConfig, BenchResult, Row
     from attn_cli.bench.devices import CpuOps
     from attn_cli.bench.fit import Fit
+
+# The tour's stop at attn bench: the O(n²) wall measured, small enough for any machine.
+# The lesson's own numpy code (every n × n score in memory) against the tiled loop (one key
+# block of 64 at a time), on every machine, with or without PyTorch. Memory grows as n² against
+# n from the first size; time needs n in the hundreds to leave fixed costs behind. About 10 s on
+# a 2-core laptop (see docs/benchmarks.md).
+BENCH_ARGS = (
+    "--device", "cpu", "--impl", "numpy,tiled-numpy", "--sizes", "256..2048", "--d", "32",
+    "--heads", "1", "--block", "64",
+)  # fmt: skip
+
+STOP = Stop(
+    "bench",
+    "The O(n²) wall, measured: a small run on the CPU",
+    BENCH_ARGS,
+    topic="the O(n²) wall measured",
+    lead_in=(
+        "Of everything in a Transformer layer, only attention compares every token with every"
+        " other: its n × n scores, one matrix per head and layer. The next stop measures what"
+        " they cost as the sequence grows: the O(n²) wall."
+    ),
+    after="induction",
+    lesson=False,
+)
+
 
 RUN_PANEL = "What to run"
 SHAPE_PANEL = "Shape"

@@ -7,7 +7,6 @@ from attn_cli.course.shared import D_V, DROPOUT
 
 CARD = Card(
     "bahdanau",
-    order=20,
     summary="Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context "
     "Σ αᵢ hᵢ (Σ αᵢ vᵢ with --values).",
     inputs=(

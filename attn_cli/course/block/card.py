@@ -6,7 +6,6 @@ from attn_cli.core.card import Card, InputSpec, Option, Size, optional
 
 CARD = Card(
     "block",
-    order=65,
     summary="One Transformer layer step by step: multi-head attention, residual, LayerNorm, "
     "feed-forward (encoder, or --decoder).",
     details="The weights are drawn from --seed, from numpy's default_rng(seed).spawn(1)[0], in "

@@ -8,7 +8,6 @@ from attn_cli.course.shared import D_K, D_V, DROPOUT, QKV_WEIGHTS, VALID_LEN
 
 CARD = Card(
     "causal",
-    order=40,
     summary="Causal attention step by step: softmax(S + M) with M = −∞ above the diagonal.",
     inputs=(
         optional(

@@ -7,7 +7,6 @@ from attn_cli.core.card import Card, Option
 
 CARD = Card(
     "cost",
-    order=75,
     summary="What attention costs: the lectures' complexity tables evaluated at your n and d, "
     "the doubling rule, and the bytes of the n × n score matrix.",
     options=(

@@ -8,7 +8,6 @@ from attn_cli.course.shared import D_K, D_V
 
 CARD = Card(
     "flash",
-    order=80,
     summary="Tiled attention, one key block at a time: running max, running sum, rescaling.",
     details="No --dropout here: FlashAttention's kernels drop weights inside the kernel, tile "
     "by tile, with their own generator, so no nn.Dropout mask reproduces theirs (see attn "

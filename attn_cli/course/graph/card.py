@@ -8,7 +8,6 @@ from attn_cli.course.shared import D_K, D_V, QKV_WEIGHTS
 
 CARD = Card(
     "graph",
-    order=100,
     summary="Graph attention: node i attends only to its neighbours N(i), from an edge list or "
     "adjacency.",
     inputs=(

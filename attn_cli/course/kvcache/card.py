@@ -9,7 +9,6 @@ from attn_cli.course.shared import D_K, D_V
 
 CARD = Card(
     "kvcache",
-    order=120,
     summary="Generation with a KV cache: each token appends a key and a value and attends once.",
     inputs=QKV,
     positional=("q", "k", "v"),

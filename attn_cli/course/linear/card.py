@@ -9,7 +9,6 @@ from attn_cli.course.shared import D_K, D_V
 
 CARD = Card(
     "linear",
-    order=110,
     summary="Linear attention step by step: φ(Q)(φ(K)ᵀV) / φ(Q)(φ(K)ᵀ1), no n × n matrix.",
     inputs=QKV,
     positional=("q", "k", "v"),

@@ -7,7 +7,6 @@ from attn_cli.course.shared import DROPOUT, QKV_WEIGHTS, VALID_LEN
 
 CARD = Card(
     "multihead",
-    order=50,
     summary="Multi-head attention step by step: Concat(head_1, …, head_h) W_O (+ b_O).",
     inputs=(
         optional("X", "--x", "matrix", "tokens", "Tokens X, n × d_in (n tokens of width d_in)."),

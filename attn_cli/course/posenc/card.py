@@ -7,7 +7,6 @@ from attn_cli.core.card import Card, Option
 
 CARD = Card(
     "posenc",
-    order=60,
     summary="Sinusoidal positional encoding: frequencies, PE, the shift rotation M_k, similarity.",
     options=(
         Option(

@@ -24,7 +24,6 @@ SMALL_QKV_SIZES = (
 
 CARD = Card(
     "scaled",
-    order=10,
     summary="Scaled dot-product attention step by step: softmax(Q Kᵀ / √d_k) V.",
     inputs=QKV,
     positional=("q", "k", "v"),

@@ -7,7 +7,6 @@ from attn_cli.course.shared import D_K, D_V, DROPOUT, QKV_WEIGHTS
 
 CARD = Card(
     "selfattn",
-    order=30,
     summary="Self-attention step by step: Q, K, V = X W_Q, X W_K, X W_V, then "
     "softmax(Q Kᵀ / √d_k) V.",
     inputs=(

@@ -15,7 +15,6 @@ DEFAULT_SAMPLES = 3000
 # them (its examples state only what differs).
 CARD = Card(
     "variance",
-    order=70,
     summary="Why divide by √d_k: the variance of q·k, the softmax and its gradient, measured.",
     options=(
         Option(

@@ -8,7 +8,6 @@ from attn_cli.course.shared import D_K, D_V
 
 CARD = Card(
     "window",
-    order=90,
     summary="Sliding-window attention: each token attends to the keys within w of it (softmax "
     "over a band).",
     inputs=QKV,  # one sequence: m = n

@@ -400,6 +400,25 @@ def kvcache_figure(walkthrough: Walkthrough, precision: int) -> Figure:
     return _single(walkthrough, grid)
 
 
+def learn_translate_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """attn learn translate: the true alignment, the attention before and after training, and
+    accuracy by source length."""
+    from attn_cli.render.heatmap_learn import translate_panels
+
+    truth, before, after = (_step(walkthrough, key) for key in ("truth", "before", "after"))
+    return translate_panels(truth, before, after, _step(walkthrough, "by_length").value)
+
+
+def learn_induction_figure(walkthrough: Walkthrough, precision: int) -> Figure:
+    """attn learn induction: every head's attention before and after training."""
+    from attn_cli.render.heatmap_learn import induction_panels
+
+    heads = [step for step in walkthrough.steps if step.kind == "weights"]
+    if not heads:
+        _step(walkthrough, "two.layer1.head1.after")  # the one-line error
+    return induction_panels(heads)
+
+
 FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "scaled": scaled_figure,
     "bahdanau": bahdanau_figure,
@@ -412,4 +431,6 @@ FIGURES: dict[str, Callable[[Walkthrough, int], Figure]] = {
     "variance": variance_figure,
     "linear": linear_figure,
     "kvcache": kvcache_figure,
+    "learn-translate": learn_translate_figure,
+    "learn-induction": learn_induction_figure,
 }

@@ -1,9 +1,10 @@
 """attn learn: small models trained on the spot, their attention shown as it emerges.
 
-Parsing and dispatch only: each task is the module ``attn_cli.learn.<task>`` (imported by name
-when its command runs; see attn_cli.learn.common.TaskModule), which trains and returns a
-Walkthrough that the lessons' renderers lay out. Nothing heavy (numpy, torch, the task) is
-imported until the command runs, so the start-up of every other command is unaffected.
+Parsing and dispatch only: each task is the module ``attn_cli.learn.<task>``, whose declaration
+(``TASK``, attn_cli.learn.common.Task; imported by name when its command runs) trains and
+returns a Walkthrough that the lessons' renderers lay out, --plot's figure included. Nothing
+heavy (numpy, torch, the task) is imported until the command runs, so the start-up of every
+other command is unaffected.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def learn(
     """
     from attn_cli.commands.common import start_up_done, stderr_console, stdout_console
     from attn_cli.errors import UserError
-    from attn_cli.learn.common import LearnOptions, check_save_path, progress_bar, task_module
+    from attn_cli.learn.common import LearnOptions, check_save_path, get_task, progress_bar
 
     start_up_done()
     options = LearnOptions(
@@ -174,7 +175,7 @@ def learn(
         for flag, on in given.items():
             if on:
                 raise UserError(f"--code prints the training program; leave out {flag}.")
-        stdout_console().out(task_module(task.value).program(options).rstrip("\n"), highlight=False)
+        stdout_console().out(get_task(task.value).program(options).rstrip("\n"), highlight=False)
         return
     from attn_cli.learn.common import require_torch
 
@@ -188,16 +189,16 @@ def learn(
         check_distinct({"--plot": plot, "--save": save})
     if save is not None:
         check_save_path(save)
-    module = task_module(task.value)
-    if weights is not None and not getattr(module, "READS_WEIGHTS", False):
+    declared = get_task(task.value)
+    if weights is not None and not declared.reads_weights:
         raise UserError(f"attn learn {task.value} does not read --weights; it trains from scratch.")
     with progress_bar(stderr_console()) as progress:
-        walkthrough = module.run(options, progress)
+        walkthrough = declared.run(options, progress)
     if plot is not None:
         from attn_cli.outputs import write_bytes
-        from attn_cli.render.heatmap import figure_bytes
+        from attn_cli.render.heatmap import heatmap_file
 
-        write_bytes(plot, figure_bytes(module.figure(walkthrough), plot), "--plot")
+        write_bytes(plot, heatmap_file(walkthrough, plot, precision), "--plot")
     from attn_cli.render import Format, RenderOptions, render
 
     render(walkthrough, Format(fmt.value), stdout_console(), RenderOptions(precision=precision))

@@ -34,10 +34,23 @@ def _show(walkthrough: Walkthrough, view: str, **options: Any) -> Any:
     from attn_cli.render import show
 
     if view == "plot":
-        options["figure"] = course.figure_of(walkthrough.lesson)
+        options["figure"] = _figure(walkthrough.lesson)
     if view == "code":
         options["programs"] = course.programs_of(walkthrough.lesson)
     return show(walkthrough, view, **options)
+
+
+def _figure(lesson: str) -> Any:
+    """The figure of a lesson's walkthrough, or of an `attn learn` task's (lesson "learn-TASK")."""
+    from attn_cli import course
+
+    if course.is_lesson(lesson):
+        return course.figure_of(lesson)
+    if lesson.startswith("learn-"):
+        from attn_cli.learn.common import get_task
+
+        return get_task(lesson.removeprefix("learn-")).figure
+    return None
 
 
 # The data model imports no renderer: its hooks (w.to_markdown(), w.plot()...) are handed this.

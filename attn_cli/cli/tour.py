@@ -211,7 +211,7 @@ def _learn_screens(params: dict[str, Any]) -> list[list[RenderableType]]:
     """The learn stop: its task trained at the stop's small budget (a progress bar at a
     terminal), shown as a lesson is."""
     from attn_cli.cli.commands.common import stderr_console
-    from attn_cli.learn.common import LearnOptions, progress_bar, require_torch, task_module
+    from attn_cli.learn.common import LearnOptions, get_task, progress_bar, require_torch
     from attn_cli.render import RenderOptions
     from attn_cli.render.rich_render import walkthrough_sections
 
@@ -225,7 +225,7 @@ def _learn_screens(params: dict[str, Any]) -> list[list[RenderableType]]:
         max_len=params["max_len"],
     )
     with progress_bar(stderr_console()) as progress:
-        walkthrough = task_module(task).run(options, progress)
+        walkthrough = get_task(task).run(options, progress)
     return walkthrough_sections(walkthrough, RenderOptions(precision=params["precision"]))
 
 

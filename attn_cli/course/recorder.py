@@ -33,10 +33,19 @@ NO_GRID = Grid()
 
 
 class StepRecorder:
-    """Computes steps in order, timing them with --time, and collects them as plain data."""
+    """Computes steps in order, timing them with --time, and collects them as plain data.
 
-    def __init__(self, run: LessonRun) -> None:
+    What it records is checked against ``texts`` and written at ``precision`` decimals: the
+    lesson's declaration's (``LESSON.texts``, its card's precision) unless given; an `attn learn`
+    task, which records the same way but is no lesson, hands over its own.
+    """
+
+    def __init__(
+        self, run: LessonRun, *, texts: Texts | None = None, precision: int | None = None
+    ) -> None:
         self.run = run
+        self.texts = get_lesson(run.name).texts if texts is None else texts
+        self.precision = precision_of(run.name) if precision is None else precision
         self.steps: list[Step] = []
 
     def compute(
@@ -102,7 +111,7 @@ class StepRecorder:
                 title_template=words.title,
                 explanation_template=words.explanation,
                 context=dict(grid.context),
-                precision=precision_of(self.run.name),  # renderers: --precision
+                precision=self.precision,  # renderers: --precision
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,
@@ -156,14 +165,13 @@ class StepRecorder:
         return Note(key, template, plain)
 
     def check_declared(self, table: str, key: str, names: Mapping[str, Any]) -> None:
-        """Refuse a text the lesson does not declare (``LESSON.texts``), or one missing a name
-        the declaration promises it; a note must hand over exactly its declared values.
+        """Refuse a text the lesson does not declare (its ``texts``), or one missing a name the
+        declaration promises it; a note must hand over exactly its declared values.
 
         The lesson file was checked against the declaration when it was loaded, so a text that
         passes here can be filled; failing here is a bug in the lesson, not in the file.
         """
-        lesson = self.run.name
-        texts = get_lesson(lesson).texts
+        lesson, texts = self.run.name, self.texts
         promised = (texts.steps if table == "steps" else texts.notes).get(key)
         if promised is None:
             raise TypeError(
@@ -247,9 +255,9 @@ class StepRecorder:
             output=self.to_numpy(output),
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
-            precision=precision_of(run.name),
+            precision=self.precision,
         )
-        return keep_true_claims(drafted, get_lesson(run.name).texts)
+        return keep_true_claims(drafted, self.texts)
 
 
 def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:

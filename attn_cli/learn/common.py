@@ -1,30 +1,25 @@
 """What every `attn learn` task shares.
 
-A task is a module ``attn_cli.learn.<task>`` with (see :class:`TaskModule`):
+A task is a module ``attn_cli.learn.<task>`` that ends with its declaration, ``TASK =
+Task(...)`` (:class:`Task`, found by :func:`get_task`, as a lesson's ``LESSON`` is by
+get_lesson): its texts, the function that trains and returns the walkthrough, and the program
+of ``--code``. A task records its walkthrough with the lessons' step recorder (:func:`recorder`:
+declared texts, notes, claims withheld when false) and the lessons' renderers show it, --plot
+included (attn_cli.render.heatmap).
 
-- ``run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough``: generate the
-  data from ``options.seed``, train, evaluate on held-out data only, and return the walkthrough
-  the renderers show (its steps' words from ``lessons/learn/<task>.toml``, every sentence about
-  the numbers a claim, see :class:`Texts`); with ``options.save`` it also writes the trained
-  weights (:func:`save_arrays`, .npz, no pickle);
-- ``program(options: LearnOptions) -> str``: the training program of ``--code`` (needs no torch
-  to print);
-- ``figure(walkthrough: Walkthrough) -> Figure``: the figure of ``--plot`` (matplotlib imported
-  inside).
-
-Also here: :func:`seeded` (data, initialisation and batches from the seed; deterministic
-algorithms; a fixed thread count), the :class:`Progress` callback and :func:`progress_bar` (rich's
-progress on a terminal, nothing otherwise), :func:`save_arrays` / :func:`load_arrays`,
-:func:`too_small` (the "budget too small to say anything" error), :func:`require_torch` and the
-lesson texts (:class:`Words`). Light at import (no numpy, no torch): the command imports it.
+Also here: :class:`LearnOptions`, :func:`seeded` (data, initialisation and batches from the
+seed; deterministic algorithms; a fixed thread count), the :class:`Progress` callback and
+:func:`progress_bar` (rich's progress on a terminal, nothing otherwise), :func:`save_arrays` /
+:func:`load_arrays`, :func:`too_small` (the "budget too small to say anything" error) and
+:func:`require_torch`. Light at import (no numpy, no torch): the command imports it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,11 +27,10 @@ from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
     import numpy as np
-    from matplotlib.figure import Figure
     from rich.console import Console
 
-    from attn_cli.core.model import Kind, Note, Part, Step, Walkthrough
-    from attn_cli.lessonfiles.loader import LessonFile
+    from attn_cli.core.model import Walkthrough
+    from attn_cli.course.recorder import StepRecorder
     from attn_cli.lessonfiles.texts import Texts
 
 # Threads torch trains with: the same on every machine, so the same command prints the same
@@ -58,7 +52,7 @@ class LearnOptions:
     hidden: int | None = None
     max_len: int | None = None
     save: Path | None = None
-    # A file written by --save to evaluate instead of training (a task with READS_WEIGHTS).
+    # A file written by --save to evaluate instead of training (a task that reads_weights).
     weights: Path | None = None
 
     def resolved(self, *, steps: int, hidden: int, max_len: int) -> LearnOptions:
@@ -81,27 +75,38 @@ class Progress(Protocol):
     ) -> None: ...
 
 
-class TaskModule(Protocol):
-    """What a task module ``attn_cli.learn.<task>`` exposes."""
+@dataclass(frozen=True)
+class Task:
+    """A task, declared once at the bottom of its module ``attn_cli.learn.<task>``:
+    ``TASK = Task(...)``, as a lesson declares ``LESSON = Lesson(...)``. Its figure (--plot) is
+    drawn from the walkthrough (attn_cli.learn.figures), by the lessons' renderer."""
 
-    def run(self, options: LearnOptions, progress: Progress | None = None) -> Walkthrough: ...
+    name: str
+    # Every step text and note it records, with the names each hands over, and the claims.
+    texts: Texts
+    # Generate the data from options.seed, train (telling ``progress``), evaluate on held-out
+    # data only, and record the walkthrough (:func:`recorder`); with options.save also write
+    # the trained weights (:func:`save_arrays`).
+    run: Callable[[LearnOptions, Progress | None], Walkthrough]
+    # --code: the training program with the options written in (printing it needs no torch).
+    program: Callable[[LearnOptions], str]
+    # --plot: the walkthrough and a precision in, a matplotlib figure out.
+    figure: Callable[[Walkthrough, int], Any] | None = None
+    # --weights FILE: evaluate a file written by --save instead of training.
+    reads_weights: bool = False
 
-    def program(self, options: LearnOptions) -> str: ...
 
-    def figure(self, walkthrough: Walkthrough) -> Figure: ...
-
-
-def task_module(task: str) -> TaskModule:
-    """The module of ``task`` (imported now); a UserError when this attn has none."""
-    import importlib
-
-    try:
-        module: TaskModule = importlib.import_module(f"attn_cli.learn.{task}")
-    except ModuleNotFoundError as error:
-        if error.name != f"attn_cli.learn.{task}":
-            raise
-        raise UserError(f"attn learn {task} is not part of this version of attn.") from None
-    return module
+def get_task(name: str) -> Task:
+    """Task ``name``'s declaration (its module imported now); a UserError when this attn has
+    none."""
+    declared: Task
+    if name == "translate":
+        from attn_cli.learn.translate import TASK as declared
+    elif name == "induction":
+        from attn_cli.learn.induction import TASK as declared
+    else:
+        raise UserError(f"attn learn {name} is not part of this version of attn.")
+    return declared
 
 
 # --- torch, seeding and determinism ----------------------------------------------------------
@@ -273,7 +278,11 @@ def load_words(path: Path, name: str, flag: str) -> tuple[str, ...] | None:
     return words
 
 
-# --- the lesson texts ------------------------------------------------------------------------
+# --- recording: the lessons' recorder, the task's words --------------------------------------
+
+# The decimals a task's walkthrough is written at unless --precision says otherwise (the
+# command's default).
+PRECISION = 3
 
 
 def texts_path(task: str) -> Path:
@@ -284,126 +293,24 @@ def texts_path(task: str) -> Path:
     return bundled_lessons_dir() / "learn" / f"{task}.toml"
 
 
-@dataclass
-class Words:
-    """A task's walkthrough, built step by step from its lesson file's words.
+def recorder(task: str, texts: Texts, options: Mapping[str, Any]) -> StepRecorder:
+    """The lessons' step recorder for ``task``: its steps' and notes' words from its lesson
+    file (``lesson = "learn-<task>"``, the lesson file's format), checked against ``texts``
+    when loaded; a note whose words depend on the numbers is a claim (``Texts(claims=...)``),
+    withheld by the finished walkthrough when its condition does not hold. The walkthrough says
+    it was computed by torch in float32 on the CPU (where the models train), with ``options``
+    (the options the run used, meta["options"])."""
+    from attn_cli.core.backend import get_backend
+    from attn_cli.course.lesson import LessonRun
+    from attn_cli.course.recorder import StepRecorder
+    from attn_cli.lessonfiles.loader import load_lesson_file, with_checked_texts
 
-    The file has the lesson file's format (``lesson = "learn-<task>"``, title, intro,
-    ``[steps.KEY]`` title and explanation, ``[notes]``), checked against the task's
-    :class:`~attn_cli.lessonfiles.texts.Texts` when loaded: a step or note the task does not
-    declare, or a placeholder it does not hand over, is an error. A note whose words depend on
-    the numbers is a claim (``Texts(claims={key: condition})``): :meth:`walkthrough` withholds
-    it when its condition does not hold for the finished walkthrough.
-    """
-
-    task: str
-    texts: Texts
-    file: LessonFile = field(init=False)
-    steps: list[Step] = field(default_factory=list)
-    notes: list[Note] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        from attn_cli.lessonfiles.loader import load_lesson_file
-        from attn_cli.lessonfiles.texts import check_texts
-
-        self.file = load_lesson_file(texts_path(self.task))
-        check_texts(self.file, self.texts)
-
-    def note(self, key: str, **values: Any) -> Note:
-        """The note ``key`` with its values (each declared name handed over, no other)."""
-        from attn_cli.core.model import Note
-
-        self._check_names("notes", key, values)
-        return Note(key, self.file.notes[key], values)
-
-    def step(
-        self,
-        key: str,
-        value: Any,
-        kind: Kind = "matrix",
-        *,
-        rows: Sequence[str] | None = None,
-        cols: Sequence[str] | None = None,
-        notes: Sequence[Note] = (),
-        parts: Sequence[Part] = (),
-        row_sums: bool = False,
-        latex: str | None = None,
-        text: str | None = None,
-        **context: Any,
-    ) -> Step:
-        """Record step ``key``: its value, how it is shown, and the values its words read.
-        ``text``: the ``[steps.TEXT]`` its words come from when several steps share them (one
-        per head, say); the key itself when not given."""
-        import numpy as np
-
-        from attn_cli.core.model import Step
-
-        text = key if text is None else text
-        self._check_names("steps", text, context)
-        words = self.file.steps[text]
-        array = isinstance(value, np.ndarray)
-        step = Step(
-            key=key,
-            title_template=words.title or key,
-            explanation_template=words.explanation or "",
-            value=value,
-            kind=kind,
-            row_labels=None if rows is None else tuple(rows),
-            col_labels=None if cols is None else tuple(cols),
-            parts=tuple(parts),
-            row_sums=value.sum(axis=-1) if row_sums and array else None,
-            notes=tuple(notes),
-            latex=latex or words.latex,
-            context=context,
-            headings=self._headings(value) if kind == "records" else {},
-        )
-        self.steps.append(step)
-        return step
-
-    def walkthrough(
-        self,
-        output: Any,
-        *,
-        inputs: Sequence[Any] = (),
-        meta: Mapping[str, Any] | None = None,
-        precision: int = 3,
-        example_description: str = "",
-    ) -> Walkthrough:
-        """The finished walkthrough, the notes whose claim does not hold withheld."""
-        from attn_cli.core.model import Walkthrough
-        from attn_cli.course.recorder import keep_true_claims
-
-        drafted = Walkthrough(
-            lesson=f"learn-{self.task}",
-            title=self.file.title,
-            intro=self.file.intro,
-            example=None,
-            backend="torch",
-            device="cpu",
-            dtype="float32",
-            inputs=tuple(inputs),
-            steps=tuple(self.steps),
-            output=output,
-            example_description=example_description,
-            notes=tuple(self.notes),
-            meta=dict(meta or {}),
-            precision=precision,
-        )
-        return keep_true_claims(drafted, self.texts)
-
-    def _check_names(self, table: str, key: str, given: Mapping[str, Any]) -> None:
-        declared = getattr(self.texts, table).get(key)
-        if declared is None:
-            raise TypeError(f"learn {self.task}: {table} key {key!r} is not declared")
-        if set(declared) != set(given):
-            raise TypeError(
-                f"learn {self.task}: {table} {key!r} declares {sorted(declared)} "
-                f"but was handed {sorted(given)}"
-            )
-        words = self.file.steps if table == "steps" else self.file.notes
-        if key not in words:
-            raise TypeError(f"learn {self.task}: lessons/learn/{self.task}.toml has no {key!r}")
-
-    def _headings(self, records: Any) -> dict[str, str]:
-        keys = records[0].keys() if isinstance(records, list) and records else ()
-        return {key: self.file.headings[key] for key in keys if key in self.file.headings}
+    file = with_checked_texts(load_lesson_file(texts_path(task)), texts)
+    run = LessonRun(
+        file=file,
+        example=None,
+        inputs={},
+        options=dict(options),
+        backend=get_backend("torch", "cpu", "float32"),
+    )
+    return StepRecorder(run, texts=texts, precision=PRECISION)

@@ -11,31 +11,34 @@ same budget (attn_cli/learn/induction_model.py). Then, on held-out sequences onl
 
 A sentence about what a head does is a claim (attn_cli/lessonfiles/texts.py): printed only when
 its score shows it. ``--weights FILE`` evaluates a file written by ``--save`` instead of training.
+Declared at the bottom (``TASK``, attn_cli.learn.common.Task): :func:`run` and :func:`program`
+(the text of attn_cli.learn.induction_program).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attn_cli.core.errors import UserError
+from attn_cli.course.recorder import Grid
 from attn_cli.learn import common
 from attn_cli.learn import induction_data as data
 from attn_cli.learn import induction_model as model
+from attn_cli.learn.common import Task
+from attn_cli.learn.figures import induction_figure
 from attn_cli.lessonfiles.texts import Texts
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-    from attn_cli.core.model import Walkthrough
+    from attn_cli.core.model import Note, Walkthrough
+    from attn_cli.course.recorder import StepRecorder
     from attn_cli.learn.common import LearnOptions, Progress
 
-TASK = "induction"
-READS_WEIGHTS = True  # --weights FILE: evaluate a saved model instead of training
+NAME = "induction"
 
 STEPS = 400  # the default budget: seconds on a laptop CPU
 HIDDEN = 32  # d_model
@@ -170,7 +173,7 @@ def _checked(options: LearnOptions) -> LearnOptions:
     assert steps is not None and hidden is not None and max_len is not None
     if steps < MIN_STEPS:
         raise common.too_small(
-            TASK, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
+            NAME, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
         )
     if hidden % model.HEADS or hidden < 2 * model.HEADS:
         raise UserError(
@@ -201,6 +204,17 @@ class _Model:
     curve: list[dict[str, float]]
 
 
+@dataclass(frozen=True)
+class Trained:
+    """Both models, trained here or read from a --save file, with the seed and steps they were
+    trained with and that seed's sequences (a loaded model's: the held-out ones alone)."""
+
+    seed: int
+    steps: int
+    split: data.Split
+    models: list[_Model]
+
+
 def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     """Train both models from the seed (or load them), evaluate on held-out sequences, and
     return the walkthrough; with --save, write the trained weights."""
@@ -209,40 +223,63 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     options = _checked(options)
     common.seeded(options.seed)
     torch.set_num_threads(THREADS)
-    if options.weights is not None:
-        seed, steps, models = _load(options.weights)
-        split = data.split(seed, 0, model.BATCH, HELD_OUT, models[0].shape.max_len)
-        return _walkthrough(options, seed, steps, split, models)
-    assert options.steps is not None and options.hidden is not None
-    assert options.max_len is not None
-    split = data.split(options.seed, options.steps, model.BATCH, HELD_OUT, options.max_len)
+    trained = _train(options, progress) if options.weights is None else _load(options.weights)
+    record = common.recorder(NAME, TEXTS, _options_used(trained))
+    if options.save is not None:
+        common.save_arrays(options.save, _saved(trained))
+    return _walkthrough(record, trained, options.weights)
+
+
+def _train(options: LearnOptions, progress: Progress | None) -> Trained:
+    """Both models from weights drawn from the seed, trained on the seed's batches."""
+    steps, hidden, max_len = options.steps, options.hidden, options.max_len
+    assert steps is not None and hidden is not None and max_len is not None
+    split = data.split(options.seed, steps, model.BATCH, HELD_OUT, max_len)
     models = []
     for key, (layers, name) in MODELS.items():
-        shape = model.Shape(layers, options.hidden, options.max_len)
+        shape = model.Shape(layers, hidden, max_len)
         start = model.initial_weights(shape, options.seed)
 
         def report(step: int, loss: float, accuracy: float, name: str = name) -> None:
             if progress is not None:
-                progress(name, step, options.steps or 0, loss, accuracy)
+                progress(name, step, steps, loss, accuracy)
 
         trained = model.train(shape, start, split, report)
         models.append(_Model(key, name, shape, start, trained.weights, trained.curve))
-    if options.save is not None:
-        common.save_arrays(options.save, _saved(options.seed, options.steps, models))
-    return _walkthrough(options, options.seed, options.steps, split, models)
+    return Trained(options.seed, steps, split, models)
 
 
-def _saved(seed: int, steps: int, models: list[_Model]) -> dict[str, np.ndarray]:
+def _options_used(trained: Trained) -> dict[str, Any]:
+    """The options the models were trained with, as the walkthrough states them
+    (meta["options"]); of a loaded model, those its file holds (not the batch size or the
+    learning rate)."""
+    shape = trained.models[0].shape
+    used: dict[str, Any] = {
+        "seed": trained.seed,
+        "steps": trained.steps,
+        "hidden": shape.d_model,
+        "max_len": shape.max_len,
+    }
+    if trained.split.batches:
+        used.update(batch=model.BATCH, learning_rate=model.LEARNING_RATE)
+    return used
+
+
+def _saved(trained: Trained) -> dict[str, np.ndarray]:
     """The file of --save: each model's trained weights as ``<model>.<weight>``, and the seed and
     steps it was trained with (its held-out sequences are the seed's)."""
-    arrays: dict[str, np.ndarray] = {"seed": np.array(seed), "steps": np.array(steps)}
-    for m in models:
+    arrays: dict[str, np.ndarray] = {
+        "seed": np.array(trained.seed),
+        "steps": np.array(trained.steps),
+    }
+    for m in trained.models:
         arrays.update({f"{m.key}.{name}": value for name, value in m.after.items()})
     return arrays
 
 
-def _load(path: Path) -> tuple[int, int, list[_Model]]:
-    """The seed, steps and models of a file written by --save; a UserError when it is not one."""
+def _load(path: Path) -> Trained:
+    """The seed, steps and models of a file written by --save, with the seed's held-out
+    sequences; a UserError when it is not one."""
     flag = f"--weights {path}:"
     found = common.load_arrays(
         path, {"seed": (), "steps": (), "two.embed": (data.VOCAB, None)}, "--weights"
@@ -262,45 +299,79 @@ def _load(path: Path) -> tuple[int, int, list[_Model]]:
         )
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
         models.append(_Model(key, name, shape, None, weights, []))
-    return seed, steps, models
+    split = data.split(seed, 0, model.BATCH, HELD_OUT, max_len)
+    return Trained(seed, steps, split, models)
 
 
 # --- the walkthrough -------------------------------------------------------------------------
 
+# A layer's heads' scores on the held-out sequences: (previous-token, prefix-matching), each
+# (heads,).
+LayerScores = tuple[np.ndarray, np.ndarray]
 
-def _walkthrough(
-    options: LearnOptions, seed: int, steps: int | None, split: data.Split, models: list[_Model]
-) -> Walkthrough:
-    words = common.Words(TASK, TEXTS)
-    held = split.held_out
-    lengths = held.lengths
+
+def _walkthrough(record: StepRecorder, trained: Trained, weights: Path | None) -> Walkthrough:
+    """The task, the models (and how they trained), accuracy, every head's scores, every head's
+    attention on one held-out sequence before and after training, and what formed."""
+    held = trained.split.held_out
+    chances = {
+        "previous": data.chance(held.lengths, "previous"),
+        "prefix": data.chance(held.lengths, "prefix"),
+    }
+    _record_task(record, trained)
+    _record_models(record, trained, weights)
+    after = {m.key: model.evaluate(m.after, m.shape, held) for m in trained.models}
+    scores = {m.key: _layer_scores(after[m.key], held) for m in trained.models}
+    accuracy = [{"model": m.name, "accuracy": after[m.key].accuracy} for m in trained.models]
+    guessed = Grid(context={"guess": 1 / data.VOCAB})
+    record.add("accuracy", accuracy, kind="records", grid=guessed)
+    _record_scores(record, trained.models, scores, chances, len(held))
     shown = _shown(held)
-    tokens = held.tokens[shown, : 2 * int(lengths[shown])]
-    labels = [f"{letter}{i + 1}" for i, letter in enumerate(data.show(tokens))]
-    prefix_chance = data.chance(lengths, "prefix")
-    previous_chance = data.chance(lengths, "previous")
+    for when in ("before", "after"):
+        for m in trained.models:
+            evaluation = after[m.key] if when == "after" else None
+            _record_heads(record, m, when, held, shown, evaluation, chances)
+    notes = _formed_notes(record, trained.steps, scores, after, chances)
+    meta = _meta(trained, weights, shown, chances, after, scores)
+    output = [
+        {
+            "model": m.name,
+            "accuracy": after[m.key].accuracy,
+            "prefix_matching": float(scores[m.key][-1][1].max()),
+        }
+        for m in trained.models
+    ]
+    walkthrough = record.walkthrough(output, notes=notes, meta=meta)
+    return replace(walkthrough, example_description=f"held-out sequence {data.text(held, shown)}")
 
-    trained_count = sum(len(batch) for batch in split.batches)
+
+def _record_task(record: StepRecorder, trained: Trained) -> None:
+    """A few sequences of the task: training ones, or held-out ones for a loaded model."""
+    split, held = trained.split, trained.split.held_out
     example = split.batches[0] if split.batches else held
+    trained_count = sum(len(batch) for batch in split.batches)
     shown_from = (
         f"a few of the {trained_count} training sequences"
         if split.batches
         else "the first held-out sequences (a model loaded with --weights: its training "
         "sequences are not in the file)"
     )
-    words.step(
-        "task",
-        [
-            {"sequence": data.text(example, i), "repeat": int(example.lengths[i])}
-            for i in range(min(4, len(example)))
-        ],
-        "records",
-        vocab=data.VOCAB,
-        min_len=data.MIN_LEN,
-        max_len=models[0].shape.max_len,
-        held_out=len(held),
-        shown=shown_from,
-    )
+    rows = [
+        {"sequence": data.text(example, i), "repeat": int(example.lengths[i])}
+        for i in range(min(4, len(example)))
+    ]
+    context = {
+        "vocab": data.VOCAB,
+        "min_len": data.MIN_LEN,
+        "max_len": trained.models[0].shape.max_len,
+        "held_out": len(held),
+        "shown": shown_from,
+    }
+    record.add("task", rows, kind="records", grid=Grid(context=context))
+
+
+def _record_models(record: StepRecorder, trained: Trained, weights: Path | None) -> None:
+    """The two models' sizes; how they trained, or the file they were read from."""
     table = [
         {
             "model": m.name,
@@ -309,135 +380,182 @@ def _walkthrough(
             "d_model": m.shape.d_model,
             "parameters": m.shape.parameters(),
         }
-        for m in models
+        for m in trained.models
     ]
-    if options.weights is not None:
-        words.step("loaded", table, "records", file=str(options.weights), seed=seed, steps=steps)
-    else:
-        words.step(
-            "models",
-            table,
-            "records",
-            steps=steps,
-            batch=model.BATCH,
-            learning_rate=model.LEARNING_RATE,
-        )
-        words.step("curve", _curve(models), "records", every=model.EVALUATE_EVERY)
+    if weights is not None:
+        read = {"file": str(weights), "seed": trained.seed, "steps": trained.steps}
+        record.add("loaded", table, kind="records", grid=Grid(context=read))
+        return
+    budget = {"steps": trained.steps, "batch": model.BATCH, "learning_rate": model.LEARNING_RATE}
+    record.add("models", table, kind="records", grid=Grid(context=budget))
+    every = Grid(context={"every": model.EVALUATE_EVERY})
+    record.add("curve", _curve(trained.models), kind="records", grid=every)
 
-    after = {m.key: model.evaluate(m.after, m.shape, held) for m in models}
-    scores = {
-        m.key: [
-            (data.previous_token(p, lengths), data.prefix_matching(p, lengths))
-            for p in after[m.key].patterns
-        ]
+
+def _layer_scores(evaluation: model.Evaluation, held: data.Sequences) -> list[LayerScores]:
+    """Each layer's heads' scores, layer 1 first."""
+    lengths = held.lengths
+    return [
+        (data.previous_token(pattern, lengths), data.prefix_matching(pattern, lengths))
+        for pattern in evaluation.patterns
+    ]
+
+
+def _record_scores(
+    record: StepRecorder,
+    models: list[_Model],
+    scores: Mapping[str, list[LayerScores]],
+    chances: Mapping[str, float],
+    held_out: int,
+) -> None:
+    """Every head's previous-token and prefix-matching scores, and an even spread's."""
+    rows: list[dict[str, Any]] = [
+        {
+            "model": m.name,
+            "layer": layer,
+            "head": head + 1,
+            "previous_token": float(previous[head]),
+            "prefix_matching": float(prefix[head]),
+        }
         for m in models
-    }
-    words.step(
-        "accuracy",
-        [{"model": m.name, "accuracy": after[m.key].accuracy} for m in models],
-        "records",
-        guess=1 / data.VOCAB,
-    )
-    rows: list[dict[str, Any]] = []
-    for m in models:
-        for layer, (previous, prefix) in enumerate(scores[m.key], start=1):
-            for head in range(m.shape.heads):
-                rows.append(
-                    {
-                        "model": m.name,
-                        "layer": layer,
-                        "head": head + 1,
-                        "previous_token": float(previous[head]),
-                        "prefix_matching": float(prefix[head]),
-                    }
-                )
+        for layer, (previous, prefix) in enumerate(scores[m.key], start=1)
+        for head in range(m.shape.heads)
+    ]
     rows.append(
         {
             "model": "even spread (chance)",
             "layer": "",
             "head": "",
-            "previous_token": previous_chance,
-            "prefix_matching": prefix_chance,
+            "previous_token": chances["previous"],
+            "prefix_matching": chances["prefix"],
         }
     )
-    words.step(
-        "scores",
-        rows,
-        "records",
-        previous_chance=previous_chance,
-        prefix_chance=prefix_chance,
-        held_out=len(held),
+    context = {
+        "previous_chance": chances["previous"],
+        "prefix_chance": chances["prefix"],
+        "held_out": held_out,
+    }
+    record.add("scores", rows, kind="records", grid=Grid(context=context))
+
+
+def _record_heads(
+    record: StepRecorder,
+    m: _Model,
+    when: str,
+    held: data.Sequences,
+    shown: int,
+    evaluation: model.Evaluation | None,
+    chances: Mapping[str, float],
+) -> None:
+    """Each head's attention on held-out sequence ``shown``, ``when`` "before" or "after"
+    training (``evaluation``: the model's after training, already made); what a head does
+    noted after training only. A loaded model has no before."""
+    weights = m.before if when == "before" else m.after
+    if weights is None:
+        return
+    if evaluation is None:
+        evaluation = model.evaluate(weights, m.shape, held)
+    tokens = held.tokens[shown, : 2 * int(held.lengths[shown])]
+    labels = tuple(f"{letter}{i + 1}" for i, letter in enumerate(data.show(tokens)))
+    n = len(labels)
+    layers = zip(evaluation.patterns, _layer_scores(evaluation, held), strict=True)
+    for layer, (pattern, (previous, prefix)) in enumerate(layers, start=1):
+        for head in range(m.shape.heads):
+            scored = {"previous": float(previous[head]), "prefix": float(prefix[head])}
+            notes = _head_notes(record, **scored, chances=chances) if when == "after" else ()
+            context = {"model": m.name, "layer": layer, "head": head + 1, **scored}
+            record.add(
+                f"{m.key}.layer{layer}.head{head + 1}.{when}",
+                pattern[shown, head, :n, :n],
+                kind="weights",
+                grid=Grid(labels, labels, context),
+                notes=notes,
+                text=f"head_{when}",
+            )
+
+
+def _shown(held: data.Sequences) -> int:
+    """The held-out sequence whose heatmaps are shown: the first of the shortest length (8 tokens
+    by default, so that a terminal shows every row and column)."""
+    return int(np.argmin(held.lengths))
+
+
+def _head_notes(
+    record: StepRecorder, previous: float, prefix: float, chances: Mapping[str, float]
+) -> tuple[Note, ...]:
+    return (
+        record.note(
+            "previous_token",
+            score=previous,
+            chance=chances["previous"],
+            times=previous / chances["previous"],
+        ),
+        record.note(
+            "induction_head",
+            score=prefix,
+            chance=chances["prefix"],
+            times=prefix / chances["prefix"],
+        ),
     )
 
-    chances = {"previous": previous_chance, "prefix": prefix_chance}
-    for when in ("before", "after"):
-        for m in models:
-            weights = m.before if when == "before" else m.after
-            if weights is None:
-                continue
-            evaluation = after[m.key] if when == "after" else model.evaluate(weights, m.shape, held)
-            for layer, pattern in enumerate(evaluation.patterns, start=1):
-                previous = data.previous_token(pattern, lengths)
-                prefix = data.prefix_matching(pattern, lengths)
-                for head in range(m.shape.heads):
-                    notes = (
-                        _head_notes(words, float(previous[head]), float(prefix[head]), chances)
-                        if when == "after"
-                        else ()
-                    )
-                    words.step(
-                        f"{m.key}.layer{layer}.head{head + 1}.{when}",
-                        pattern[shown, head, : len(labels), : len(labels)],
-                        "weights",
-                        rows=labels,
-                        cols=labels,
-                        notes=notes,
-                        text=f"head_{when}",
-                        model=m.name,
-                        layer=layer,
-                        head=head + 1,
-                        previous=float(previous[head]),
-                        prefix=float(prefix[head]),
-                    )
 
-    two = models[0]
-    last = len(scores["two"]) - 1
-    best = int(np.argmax(scores["two"][last][1]))
-    best_score = float(scores["two"][last][1][best])
-    words.notes.append(
-        words.note(
+def _formed_notes(
+    record: StepRecorder,
+    steps: int,
+    scores: Mapping[str, list[LayerScores]],
+    after: Mapping[str, model.Evaluation],
+    chances: Mapping[str, float],
+) -> tuple[Note, ...]:
+    """What formed: an induction head in the two-layer model's last layer (its best head), or
+    none; the circuit of a previous-token head and an induction head; and the control."""
+    two = scores["two"]
+    best = int(np.argmax(two[-1][1]))
+    best_score = float(two[-1][1][best])
+    return (
+        record.note(
             "induction_formed",
-            layer=last + 1,
+            layer=len(two),
             head=best + 1,
             score=best_score,
-            chance=prefix_chance,
+            chance=chances["prefix"],
             accuracy=after["two"].accuracy,
-        )
-    )
-    words.notes.append(
-        words.note("not_formed", score=best_score, steps=steps, threshold=INDUCTION_MIN)
-    )
-    previous_head = int(np.argmax(scores["two"][0][0])) + 1
-    words.notes.append(words.note("circuit", previous_head=previous_head, induction_head=best + 1))
-    words.notes.append(
-        words.note(
+        ),
+        record.note("not_formed", score=best_score, steps=steps, threshold=INDUCTION_MIN),
+        record.note(
+            "circuit", previous_head=int(np.argmax(two[0][0])) + 1, induction_head=best + 1
+        ),
+        record.note(
             "control",
             score=float(scores["one"][0][1].max()),
             accuracy=after["one"].accuracy,
             two_accuracy=after["two"].accuracy,
-        )
+        ),
     )
-    meta = {
-        "task": TASK,
-        "seed": seed,
-        "steps": steps,
-        "weights": None if options.weights is None else str(options.weights),
+
+
+def _meta(
+    trained: Trained,
+    weights: Path | None,
+    shown: int,
+    chances: dict[str, float],
+    after: Mapping[str, model.Evaluation],
+    scores: Mapping[str, list[LayerScores]],
+) -> dict[str, Any]:
+    """What a machine reader needs beyond the steps (meta, JSON only): the sizes, the shown
+    sequence, chance, and each model's accuracy, head scores and training curve."""
+    held = trained.split.held_out
+    two = trained.models[0]
+    return {
+        "task": NAME,
+        "seed": trained.seed,
+        "steps": trained.steps,
+        "weights": None if weights is None else str(weights),
         "vocab": data.VOCAB,
         "min_len": data.MIN_LEN,
         "max_len": two.shape.max_len,
         "d_model": two.shape.d_model,
         "held_out": len(held),
-        "shown_sequence": data.show(tokens),
+        "shown_sequence": data.show(held.tokens[shown, : 2 * int(held.lengths[shown])]),
         "chance": chances,
         "models": {
             m.key: {
@@ -453,46 +571,9 @@ def _walkthrough(
                     for name in ("step", "loss", "accuracy")
                 },
             }
-            for m in models
+            for m in trained.models
         },
     }
-    return words.walkthrough(
-        [
-            {
-                "model": m.name,
-                "accuracy": after[m.key].accuracy,
-                "prefix_matching": float(scores[m.key][-1][1].max()),
-            }
-            for m in models
-        ],
-        meta=meta,
-        example_description=f"held-out sequence {data.text(held, shown)}",
-    )
-
-
-def _shown(held: data.Sequences) -> int:
-    """The held-out sequence whose heatmaps are shown: the first of the shortest length (8 tokens
-    by default, so that a terminal shows every row and column)."""
-    return int(np.argmin(held.lengths))
-
-
-def _head_notes(
-    words: common.Words, previous: float, prefix: float, chances: Mapping[str, float]
-) -> tuple[Any, ...]:
-    return (
-        words.note(
-            "previous_token",
-            score=previous,
-            chance=chances["previous"],
-            times=previous / chances["previous"],
-        ),
-        words.note(
-            "induction_head",
-            score=prefix,
-            chance=chances["prefix"],
-            times=prefix / chances["prefix"],
-        ),
-    )
 
 
 def _curve(models: list[_Model]) -> list[dict[str, Any]]:
@@ -506,7 +587,7 @@ def _curve(models: list[_Model]) -> list[dict[str, Any]]:
     return [rows[step] for step in sorted(rows)]
 
 
-# --- --code and --plot -----------------------------------------------------------------------
+# --- --code, and the declaration -------------------------------------------------------------
 
 
 def program(options: LearnOptions) -> str:
@@ -524,49 +605,4 @@ def program(options: LearnOptions) -> str:
     )
 
 
-def figure(walkthrough: Walkthrough) -> Figure:
-    """Every head's attention on the shown held-out sequence: a row per model and time (before,
-    after), a column per head."""
-    from matplotlib.figure import Figure
-
-    keys = [step.key for step in walkthrough.steps if step.kind == "weights"]
-    rows = sorted({key.split(".")[0] + "." + key.split(".")[-1] for key in keys}, key=_row_order)
-    columns = max(
-        sum(
-            1
-            for key in keys
-            if key.startswith(row.split(".")[0] + ".") and key.endswith(row.split(".")[1])
-        )
-        for row in rows
-    )
-    fig = Figure(figsize=(2.6 * columns, 2.6 * len(rows)), layout="constrained")
-    axes = fig.subplots(len(rows), columns, squeeze=False)
-    for r, row in enumerate(rows):
-        name, when = row.split(".")
-        steps = [
-            s for s in walkthrough.steps if s.key.startswith(name + ".") and s.key.endswith(when)
-        ]
-        for c in range(columns):
-            ax = axes[r][c]
-            if c >= len(steps):
-                ax.axis("off")
-                continue
-            step = steps[c]
-            ax.imshow(step.value, vmin=0, vmax=1, cmap="Blues")
-            labels = step.row_labels or ()
-            ax.set_xticks(range(len(labels)), labels, fontsize=6, rotation=90)
-            ax.set_yticks(range(len(labels)), labels, fontsize=6)
-            _, layer, head, _ = step.key.split(".")
-            ax.set_title(
-                f"{MODELS[name][1]}, {when}\n{layer} {head}: prefix {step.context['prefix']:.2f}",
-                fontsize=7,
-            )
-    return fig
-
-
-def _row_order(row: str) -> tuple[int, int]:
-    name, when = row.split(".")
-    return (list(MODELS).index(name), 0 if when == "before" else 1)
-
-
-__all__ = ["figure", "program", "run"]
+TASK = Task(NAME, TEXTS, run, program, figure=induction_figure, reads_weights=True)

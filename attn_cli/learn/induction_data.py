@@ -21,7 +21,6 @@ The scores read attention weights (count, heads, T, T), rows = queries, causal:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,9 +181,3 @@ def accuracy(predicted: np.ndarray, sequences: Sequences) -> float:
     target = np.roll(sequences.tokens, -1, axis=1)  # (count, T): x_{t+1} at t
     where = sequences.predictable()  # (count, T)
     return float(np.mean(predicted[where] == target[where]))
-
-
-def batches_of(sequences: Sequences, size: int) -> Iterator[Sequences]:
-    """``sequences`` in consecutive pieces of at most ``size``."""
-    for start in range(0, len(sequences), size):
-        yield sequences.take(slice(start, start + size))

@@ -7,8 +7,8 @@ length for both, the attention heatmap of one sentence before and after training
 score against the true alignment, and one decoder step of the trained model as `attn
 bahdanau`'s worked example, whose recomputed row equals the model's own.
 
-The entry points are those of attn_cli.learn.common.TaskModule: :func:`run`, :func:`program`
-and :func:`figure`.
+Declared at the bottom (``TASK``, attn_cli.learn.common.Task): :func:`run` and :func:`program`
+(the text of attn_cli.learn.translate_program).
 """
 
 from __future__ import annotations
@@ -23,27 +23,30 @@ import numpy as np
 
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Note, Part, Walkthrough
+from attn_cli.course.recorder import Grid
 from attn_cli.learn import translate_data as data
 from attn_cli.learn.common import (
     THREADS,
     LearnOptions,
     Progress,
-    Words,
+    Task,
+    recorder,
     save_arrays,
     seeded,
     too_small,
 )
+from attn_cli.learn.figures import translate_figure
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 
 if TYPE_CHECKING:  # torch is imported when a model trains: --code needs none
     import torch
-    from matplotlib.figure import Figure
 
+    from attn_cli.course.recorder import StepRecorder
     from attn_cli.learn.translate_model import Seq2Seq
 
-TASK = "translate"
+NAME = "translate"
 # The defaults: about 40 s on a 2-core laptop CPU (docs/learn.md has the measured figures).
 STEPS = 700
 HIDDEN = 64
@@ -91,48 +94,33 @@ def check_options(options: LearnOptions) -> None:
 
 
 def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
-    """Generate, train both models, evaluate on held-out sentences, and lay it all out."""
-
-    from attn_cli.learn.translate_model import Seq2Seq
-
+    """Generate, train both models, evaluate on held-out sentences, and lay it all out; with
+    --save, write the trained attention model."""
     options = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
     check_options(options)
-    assert options.steps is not None and options.hidden is not None and options.max_len is not None
-    words = Words(TASK, TEXTS)
+    assert options.steps is not None and options.max_len is not None
+    record = recorder(NAME, TEXTS, options_used(options))
     corpus = data.corpus(options.seed, options.max_len, HELD_OUT_PER_LENGTH)
     seeded(options.seed)
-    vocabulary = len(data.SOURCE_WORDS)
-    models = {
-        name: Seq2Seq(vocabulary, vocabulary, options.hidden, name == "attention")
-        for name in MODELS
-    }
-    initial = copy.deepcopy(models["attention"])
-    started = time.perf_counter()
-    curve = train(models, corpus, options.steps, progress)
-    seconds = time.perf_counter() - started
-    evaluations = {name: evaluate(model, corpus) for name, model in models.items()}
-    accuracy = _overall(evaluations["attention"].words, corpus)
-    if accuracy < LEAST_ACCURACY:
-        raise too_small(
-            TASK,
-            f"after {options.steps} steps the attention model gets {accuracy:.0%} of held-out "
-            "words right, so its attention shows noise, not what it learned",
-            f"train longer (--steps {max(STEPS, 2 * options.steps)})",
-        )
-    shown = shown_pair(corpus)
-    before_score, after_score = (
-        alignment_score(initial, corpus),
-        alignment_score(models["attention"], corpus),
-    )
-    before = attention_rows(initial, shown)
-    after = attention_rows(models["attention"], shown)
-    walkthrough = build(
-        words, options, corpus, models, curve, seconds, evaluations, shown, before, after,
-        (before_score, after_score),
-    )  # fmt: skip
+    trained = train_both(options, corpus, progress)
+    measured = measure(trained, corpus, options.steps)
+    walkthrough = record_walkthrough(record, options, corpus, trained, measured)
     if options.save is not None:
-        save_arrays(options.save, saved_arrays(models["attention"], shown, after))
+        attention = trained.models["attention"]
+        save_arrays(options.save, saved_arrays(attention, measured.pair, measured.after))
     return walkthrough
+
+
+def options_used(options: LearnOptions) -> dict[str, Any]:
+    """The options of the run as its walkthrough states them (meta["options"])."""
+    return {
+        "seed": options.seed,
+        "steps": options.steps,
+        "hidden": options.hidden,
+        "max_len": options.max_len,
+        "batch": BATCH,
+        "learning_rate": LEARNING_RATE,
+    }
 
 
 # --- training --------------------------------------------------------------------------------
@@ -197,6 +185,33 @@ def train(
             for name in MODELS:
                 progress(name, step, steps, losses[name], accuracy.get(name))
     return curve
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The two models after training, the attention model as it started, the curve (every
+    EVAL_EVERY steps) and the seconds training took."""
+
+    models: Mapping[str, Seq2Seq]
+    initial: Seq2Seq
+    curve: list[dict[str, Any]]
+    seconds: float
+
+
+def train_both(options: LearnOptions, corpus: data.Corpus, progress: Progress | None) -> Trained:
+    """Both models, initialised from the (already seeded) generator in order, trained."""
+    from attn_cli.learn.translate_model import Seq2Seq
+
+    assert options.steps is not None and options.hidden is not None
+    vocabulary = len(data.SOURCE_WORDS)
+    models = {
+        name: Seq2Seq(vocabulary, vocabulary, options.hidden, name == "attention")
+        for name in MODELS
+    }
+    initial = copy.deepcopy(models["attention"])
+    started = time.perf_counter()
+    curve = train(models, corpus, options.steps, progress)
+    return Trained(models, initial, curve, time.perf_counter() - started)
 
 
 # --- evaluation, on held-out sentences only ---------------------------------------------------
@@ -306,6 +321,44 @@ def attention_rows(model: Seq2Seq, pair: data.Pair) -> Rows:
     )
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the trained models do on held-out sentences: each one's accuracy by length, the
+    attention model's alignment score before and after training, and the shown sentence
+    through it before and after."""
+
+    evaluations: Mapping[str, Evaluation]
+    before_score: Score
+    after_score: Score
+    pair: data.Pair
+    before: Rows
+    after: Rows
+
+
+def measure(trained: Trained, corpus: data.Corpus, steps: int) -> Measured:
+    """Both models on the held-out sentences; a UserError when the attention model gets too
+    few words right for its attention to show what it learned."""
+    evaluations = {name: evaluate(model, corpus) for name, model in trained.models.items()}
+    accuracy = _overall(evaluations["attention"].words, corpus)
+    if accuracy < LEAST_ACCURACY:
+        raise too_small(
+            NAME,
+            f"after {steps} steps the attention model gets {accuracy:.0%} of held-out "
+            "words right, so its attention shows noise, not what it learned",
+            f"train longer (--steps {max(STEPS, 2 * steps)})",
+        )
+    initial, attention = trained.initial, trained.models["attention"]
+    pair = shown_pair(corpus)
+    return Measured(
+        evaluations,
+        alignment_score(initial, corpus),
+        alignment_score(attention, corpus),
+        pair,
+        attention_rows(initial, pair),
+        attention_rows(attention, pair),
+    )
+
+
 def example_step(pair: data.Pair) -> int:
     """The decoder step shown term by term (from 0): the time word moved to the end, or else an
     adjective after its noun, or else the last word."""
@@ -351,92 +404,89 @@ def saved_arrays(model: Seq2Seq, pair: data.Pair, rows: Rows) -> dict[str, np.nd
 # --- the walkthrough -------------------------------------------------------------------------
 
 
-def _pct(value: float) -> float:
-    return round(value, 6)
+def sizes(hidden: int) -> dict[str, int]:
+    """The widths --hidden sets: the encoder's states d_h (both directions), the decoder's d_s
+    and the attention's d_a."""
+    return {"d_h": 2 * hidden, "d_s": hidden, "d_a": hidden}
 
 
-def build(
-    words: Words,
+def record_walkthrough(
+    record: StepRecorder,
     options: LearnOptions,
     corpus: data.Corpus,
-    models: Mapping[str, Seq2Seq],
-    curve: list[dict[str, Any]],
-    seconds: float,
-    evaluations: Mapping[str, Evaluation],
-    shown: data.Pair,
-    before: Rows,
-    after: Rows,
-    scores: tuple[Score, Score],
+    trained: Trained,
+    measured: Measured,
 ) -> Walkthrough:
-    import torch
-
+    """The task, the models, training, accuracy by length, the shown sentence (its true
+    alignment, the attention before and after), the alignment score, and one decoder step of
+    the trained model worked through."""
     from attn_cli.learn.translate_model import parameter_count
 
     assert options.steps is not None and options.hidden is not None
-    d_s = options.hidden
-    d_h, d_a = 2 * d_s, d_s
-    rng = np.random.default_rng([options.seed, 2])
-    lengths = corpus.lengths
+    widths = sizes(options.hidden)
+    counts = {name: parameter_count(model) for name, model in trained.models.items()}
+    record_examples(record, options.seed, corpus.lengths)
+    record_models(record, counts, widths, options.steps)
+    sample = sum(min(EVAL_SAMPLE, len(found)) for found in corpus.held_out.values())
+    seconds = round(trained.seconds, 1)
+    context = {"every": EVAL_EVERY, "sample": sample, "seconds": seconds}
+    record.add("training", trained.curve, kind="records", grid=Grid(context=context))
+    record_by_length(record, measured.evaluations, corpus)
+    record_sentence(record, measured, options.steps)
+    record_score(record, measured.before_score, measured.after_score)
+    decoder_step(record, trained.models["attention"], measured.pair, measured.after, widths)
+    meta = walkthrough_meta(counts, trained.seconds, measured)
+    return record.walkthrough(measured.after.weights, meta=meta)
+
+
+def record_examples(record: StepRecorder, seed: int, lengths: Sequence[int]) -> None:
+    """A few training-like pairs (their own seeded stream), each with its true alignment."""
+    rng = np.random.default_rng([seed, 2])
     picked = [lengths[1], (lengths[1] + lengths[-1]) // 2, lengths[-1]]
     pairs = data.examples(rng, picked)
-    words.step(
-        "examples",
-        [
-            {
-                "source": " ".join(pair.source_words),
-                "target": " ".join(pair.target_words),
-                "alignment": " ".join(
-                    f"{target}←{pair.source_words[i]}"
-                    for target, i in zip(pair.target_words, pair.alignment, strict=True)
-                ),
-            }
-            for pair in pairs
-        ],
-        "records",
-        pairs=len(pairs),
-        shortest=lengths[0],
-        longest=lengths[-1],
+    rows = [
+        {
+            "source": " ".join(pair.source_words),
+            "target": " ".join(pair.target_words),
+            "alignment": " ".join(
+                f"{target}←{pair.source_words[i]}"
+                for target, i in zip(pair.target_words, pair.alignment, strict=True)
+            ),
+        }
+        for pair in pairs
+    ]
+    context = {"pairs": len(pairs), "shortest": lengths[0], "longest": lengths[-1]}
+    record.add("examples", rows, kind="records", grid=Grid(context=context))
+
+
+def record_models(
+    record: StepRecorder, counts: Mapping[str, int], widths: Mapping[str, int], steps: int
+) -> None:
+    """The two models side by side, with their parameter counts."""
+    rows = [
+        {"model": "fixed vector", "context": "c = hₙ at every step", "parameters": counts["fixed"]},
+        {"model": "attention", "context": "cₜ = Σᵢ α_{t,i} hᵢ", "parameters": counts["attention"]},
+    ]
+    parameters = record.note(
+        "parameters",
+        extra=counts["attention"] - counts["fixed"],
+        attention=counts["attention"],
+        fixed=counts["fixed"],
+        d_a=widths["d_a"],
+        d_h=widths["d_h"],
+        d_s=widths["d_s"],
     )
-    counts = {name: parameter_count(model) for name, model in models.items()}
-    extra = counts["attention"] - counts["fixed"]
-    words.step(
-        "models",
-        [
-            {
-                "model": "fixed vector",
-                "context": "c = hₙ at every step",
-                "parameters": counts["fixed"],
-            },
-            {
-                "model": "attention",
-                "context": "cₜ = Σᵢ α_{t,i} hᵢ",
-                "parameters": counts["attention"],
-            },
-        ],
-        "records",
-        notes=[
-            words.note(
-                "parameters",
-                extra=extra,
-                attention=counts["attention"],
-                fixed=counts["fixed"],
-                d_a=d_a,
-                d_h=d_h,
-                d_s=d_s,
-            )
-        ],
-        d_h=d_h,
-        d_s=d_s,
-        d_a=d_a,
-        rate=LEARNING_RATE,
-        steps=options.steps,
-        batch=BATCH,
-    )
-    sample = sum(min(EVAL_SAMPLE, len(found)) for found in corpus.held_out.values())
-    words.step(
-        "training", curve, "records", every=EVAL_EVERY, sample=sample, seconds=round(seconds, 1)
-    )
+    context = {**widths, "rate": LEARNING_RATE, "steps": steps, "batch": BATCH}
+    record.add("models", rows, kind="records", notes=(parameters,), grid=Grid(context=context))
+
+
+def record_by_length(
+    record: StepRecorder, evaluations: Mapping[str, Evaluation], corpus: data.Corpus
+) -> None:
+    """Exact-match and word accuracy by source length, both models, with the notes on how the
+    fixed vector falls and attention holds."""
     fixed, attention = evaluations["fixed"], evaluations["attention"]
+    lengths = corpus.lengths
     table = [
         {
             "length": length,
@@ -449,109 +499,98 @@ def build(
         for length in lengths
     ]
     longest, shortest = lengths[-1], lengths[0]
-    length_notes = [
-        words.note(
+    notes = (
+        record.note(
             "attention_ahead_longest",
             longest=longest,
             attention=attention.exact[longest],
             fixed=fixed.exact[longest],
         ),
-        words.note(
+        record.note(
             "fixed_falls",
             short=fixed.exact[shortest],
             shortest=shortest,
             long=fixed.exact[longest],
             longest=longest,
         ),
-        words.note("attention_holds", lowest=min(attention.exact.values())),
-        words.note("paper_shape"),
-    ]
-    words.step("by_length", table, "records", notes=length_notes, per_length=HELD_OUT_PER_LENGTH)
-    targets = (*shown.target_words, "</s>")
-    sources = shown.source_words
-    truth = np.vstack([data.alignment_matrix(shown), np.zeros((1, len(sources)))])  # (T, n)
-    words.step(
-        "truth", truth, "weights", rows=targets, cols=sources, notes=rule_notes(words, shown)
+        record.note("attention_holds", lowest=min(attention.exact.values())),
+        record.note("paper_shape"),
     )
-    n = len(sources)
-    words.step(
-        "before",
-        before.weights,
-        "weights",
-        rows=targets,
-        cols=sources,
-        row_sums=True,
-        notes=[words.note("before_flat", largest=float(before.weights.max()), n=n, uniform=1 / n)],
-    )
-    true = list(shown.alignment)
+    context = {"per_length": HELD_OUT_PER_LENGTH}
+    record.add("by_length", table, kind="records", notes=notes, grid=Grid(context=context))
+
+
+def record_sentence(record: StepRecorder, measured: Measured, steps: int) -> None:
+    """The shown sentence: its true alignment, and the attention on it before and after."""
+    pair, before, after = measured.pair, measured.before, measured.after
+    words = Grid(rows=(*pair.target_words, "</s>"), cols=pair.source_words)
+    n = len(pair.source_words)
+    truth = np.vstack([data.alignment_matrix(pair), np.zeros((1, n))])  # (T, n)
+    record.add("truth", truth, kind="weights", grid=words, notes=rule_notes(record, pair))
+    largest = float(before.weights.max())
+    flat = record.note("before_flat", largest=largest, n=n, uniform=1 / n)
+    record.add("before", before.weights, kind="weights", grid=words, row_sums=True, notes=(flat,))
+    true = list(pair.alignment)
     hits = int(np.sum(after.weights[:-1].argmax(axis=1) == true))
-    words.step(
-        "after",
-        after.weights,
-        "weights",
-        rows=targets,
-        cols=sources,
-        row_sums=True,
-        notes=[words.note("after_true", hits=hits, rows=len(true))],
-        steps=options.steps,
+    found = record.note("after_true", hits=hits, rows=len(true))
+    trained = Grid(words.rows, words.cols, {"steps": steps})
+    record.add("after", after.weights, kind="weights", grid=trained, row_sums=True, notes=(found,))
+
+
+def record_score(record: StepRecorder, before: Score, after: Score) -> None:
+    """The alignment score before and after training."""
+    rows = [
+        {"when": "before training", "share": before.share, "weight": before.weight},
+        {"when": "after training", "share": after.share, "weight": after.weight},
+    ]
+    notes = (
+        record.note(
+            "learned",
+            before=before.share,
+            after=after.share,
+            before_weight=before.weight,
+            after_weight=after.weight,
+        ),
+        record.note("aligned", after=after.share),
     )
-    before_score, after_score = scores
-    words.step(
-        "score",
-        [
-            {"when": "before training", "share": before_score.share, "weight": before_score.weight},
-            {"when": "after training", "share": after_score.share, "weight": after_score.weight},
-        ],
-        "records",
-        notes=[
-            words.note(
-                "learned",
-                before=before_score.share,
-                after=after_score.share,
-                before_weight=before_score.weight,
-                after_weight=after_score.weight,
-            ),
-            words.note("aligned", after=after_score.share),
-        ],
-        words=after_score.words,
-    )
-    decoder_step(words, models["attention"], shown, after, d_h, d_s, d_a)
-    meta = {
-        "options": {
-            "seed": options.seed,
-            "steps": options.steps,
-            "hidden": options.hidden,
-            "max_len": options.max_len,
-            "batch": BATCH,
-            "learning_rate": LEARNING_RATE,
-        },
-        "parameters": counts,
+    context = {"words": after.words}
+    record.add("score", rows, kind="records", notes=notes, grid=Grid(context=context))
+
+
+def walkthrough_meta(
+    counts: Mapping[str, int], seconds: float, measured: Measured
+) -> dict[str, Any]:
+    """What a machine reader needs beyond the steps (meta, JSON only)."""
+    import torch
+
+    before, after, pair = measured.before_score, measured.after_score, measured.pair
+    return {
+        "parameters": dict(counts),
         "training_seconds": seconds,
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "alignment_score": {
-            "before": {"share": before_score.share, "weight": before_score.weight},
-            "after": {"share": after_score.share, "weight": after_score.weight},
-            "words": after_score.words,
+            "before": {"share": before.share, "weight": before.weight},
+            "after": {"share": after.share, "weight": after.weight},
+            "words": after.words,
         },
         "by_length": {
             name: {
                 "exact": {str(k): v for k, v in found.exact.items()},
                 "words": {str(k): v for k, v in found.words.items()},
             }
-            for name, found in evaluations.items()
+            for name, found in measured.evaluations.items()
         },
         "sentence": {
-            "source": list(sources),
-            "target": list(shown.target_words),
-            "true_alignment": true,
-            "step": example_step(shown) + 1,
+            "source": list(pair.source_words),
+            "target": list(pair.target_words),
+            "true_alignment": list(pair.alignment),
+            "step": example_step(pair) + 1,
         },
     }
-    return words.walkthrough(after.weights, meta=meta, precision=3)
 
 
-def rule_notes(words: Words, pair: data.Pair) -> list[Note]:
+def rule_notes(record: StepRecorder, pair: data.Pair) -> tuple[Note, ...]:
     """The notes that point at the two rules in the shown sentence's true alignment: where a
     noun and its adjective swap places (their rows cross), and where a moved time word lands."""
     notes = []
@@ -565,17 +604,17 @@ def rule_notes(words: Words, pair: data.Pair) -> list[Note]:
         None,
     )  # target t is the noun, t + 1 its adjective
     if swapped is not None:
-        notes.append(words.note("adjective_swapped", first=swapped + 1, second=swapped + 2))
+        notes.append(record.note("adjective_swapped", first=swapped + 1, second=swapped + 2))
     last = len(alignment) - 1
     if classes[alignment[last]] == "time":
         notes.append(
-            words.note("time_moved", column=alignment[last] + 1, distance=last - alignment[last])
+            record.note("time_moved", column=alignment[last] + 1, distance=last - alignment[last])
         )
-    return notes
+    return tuple(notes)
 
 
 def decoder_step(
-    words: Words, model: Seq2Seq, pair: data.Pair, rows: Rows, d_h: int, d_s: int, d_a: int
+    record: StepRecorder, model: Seq2Seq, pair: data.Pair, rows: Rows, widths: Mapping[str, int]
 ) -> None:
     """One decoder step of the trained model as `attn bahdanau` computes it, every term, in
     float64, from the learned W1, W2, v, the sentence's encoder states and the decoder state;
@@ -585,52 +624,34 @@ def decoder_step(
     h, s = rows.states, rows.queries[t]  # (n, d_h), (d_s,)
     w1, w2, v = learned["W1"], learned["W2"], learned["v"]
     sources = pair.source_words
-    n = len(sources)
+    n, d_h, d_s, d_a = len(sources), widths["d_h"], widths["d_s"], widths["d_a"]
     word = pair.target_words[t]
-    context: dict[str, Any] = {
-        "t": t + 1,
-        "word": word,
-        "source": sources[pair.alignment[t]],
-        "n": n,
-        "d_h": d_h,
-        "d_s": d_s,
-        "d_a": d_a,
-    }
-    words.step("step.H", h, rows=sources, n=n, d_h=d_h)
-    words.step("step.s", s, rows=("sₜ₋₁",), t=t + 1, d_s=d_s)
+    named = {"t": t + 1, "word": word, "source": sources[pair.alignment[t]], "n": n, **widths}
+    over_sources = Grid(rows=sources)
+    record.add("step.H", h, grid=Grid(sources, None, {"n": n, "d_h": d_h}))
+    record.add("step.s", s, grid=Grid(("sₜ₋₁",), None, {"t": t + 1, "d_s": d_s}))
     w1h = mech.project_states(h, w1)  # (n, d_a)
-    words.step("step.W1h", w1h, parts=[Part("W1", w1)], rows=sources, **context)
+    record.add("step.W1h", w1h, parts=(Part("W1", w1),), grid=Grid(sources, None, named))
     w2s = mech.project_decoder(s, w2)  # (d_a,)
-    step_sizes: dict[str, Any] = {key: context[key] for key in ("t", "d_a", "d_s")}
-    words.step("step.W2s", w2s, rows=("W2 sₜ₋₁",), parts=[Part("W2", w2)], **step_sizes)
+    query = Grid(("W2 sₜ₋₁",), None, {"t": t + 1, "d_a": d_a, "d_s": d_s})
+    record.add("step.W2s", w2s, parts=(Part("W2", w2),), grid=query)
     summed = mech.combine(w1h, w2s)  # (n, d_a)
-    words.step("step.sum", summed, rows=sources)
+    record.add("step.sum", summed, grid=over_sources)
     activated = mech.squash(summed)  # (n, d_a)
-    words.step("step.tanh", activated, rows=sources)
+    record.add("step.tanh", activated, grid=over_sources)
     scores = mech.additive_scores(activated, v)  # (n,)
-    words.step(
-        "step.scores", scores, rows=(f"e_{t + 1}",), cols=sources, parts=[Part("v", v)], d_a=d_a
-    )
+    scored = Grid((f"e_{t + 1}",), sources, {"d_a": d_a})
+    record.add("step.scores", scores, parts=(Part("v", v),), grid=scored)
     alpha = attn.softmax(scores[None, :])[0]  # (n,)
-    words.step(
-        "step.weights",
-        alpha[None, :],
-        "weights",
-        rows=(f"α_{t + 1}",),
-        cols=sources,
-        row_sums=True,
-        t=t + 1,
-    )
+    weighted = Grid((f"α_{t + 1}",), sources, {"t": t + 1})
+    record.add("step.weights", alpha[None, :], kind="weights", grid=weighted, row_sums=True)
     c = attn.weighted_sum(alpha[None, :], h)[0]  # (d_h,)
-    words.step("step.context", c, rows=(f"c_{t + 1}",), t=t + 1, d_h=d_h, word=word)
+    summed_states = Grid((f"c_{t + 1}",), None, {"t": t + 1, "d_h": d_h, "word": word})
+    record.add("step.context", c, grid=summed_states)
     difference = float(np.max(np.abs(alpha - rows.weights[t])))
-    words.step(
-        "step.check",
-        difference,
-        "scalar",
-        notes=[words.note("equal", tolerance=TOLERANCE)],
-        t=t + 1,
-    )
+    equal = record.note("equal", tolerance=TOLERANCE)
+    checked = Grid(context={"t": t + 1})
+    record.add("step.check", difference, kind="scalar", grid=checked, notes=(equal,))
 
 
 # --- claims: each sentence about the numbers, checked against them ----------------------------
@@ -834,135 +855,28 @@ TEXTS = Texts(
 )
 
 
-# --- --code and --plot -----------------------------------------------------------------------
-
-PROGRAM_MAIN = """
-# --- the run: attn learn translate --seed {seed} --steps {steps} --hidden {hidden} --max-len {max_len}
-
-SEED, STEPS, HIDDEN, MAX_LEN = {seed}, {steps}, {hidden}, {max_len}
-BATCH, LEARNING_RATE, CLIP, HELD_OUT_PER_LENGTH = {batch}, {rate}, {clip}, {per_length}
-
-
-def tensors(pairs):
-    import torch
-
-    source = torch.tensor([pair.source for pair in pairs])
-    target = torch.tensor([(*pair.target, EOS) for pair in pairs])
-    previous = torch.cat([torch.full((len(pairs), 1), BOS), target[:, :-1]], dim=1)
-    return source, target, previous
-
-
-def main():
-    corpus_ = corpus(SEED, MAX_LEN, HELD_OUT_PER_LENGTH)  # held-out sentences, never trained on
-    torch.manual_seed(SEED)
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads({threads})
-    vocabulary = len(SOURCE_WORDS)
-    models = {{name: Seq2Seq(vocabulary, vocabulary, HIDDEN, name == "attention")
-              for name in ("fixed", "attention")}}
-    optimisers = {{name: torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
-                  for name, model in models.items()}}
-    batches = corpus_.batches(BATCH)
-    for step in range(1, STEPS + 1):
-        _, batch = next(batches)  # the same batch for both models
-        source, target, previous = tensors(batch)
-        for name, model in models.items():
-            model.train()
-            logits, _, _ = model(source, previous)  # teacher forcing
-            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target.flatten())
-            optimisers[name].zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-            optimisers[name].step()
-    for name, model in models.items():  # greedy translation of the held-out sentences
-        model.eval()
-        with torch.no_grad():
-            for length, pairs in corpus_.held_out.items():
-                source, target, previous = tensors(pairs)
-                logits, _, _ = model(source, previous, greedy=True)
-                exact = (logits.argmax(-1) == target).all(dim=1).float().mean().item()
-                print(f"{{name}} length {{length}}: exact {{exact:.2f}}")
-    model = models["attention"]  # the alignment score, reference words fed in
-    hits = weight = count = 0
-    with torch.no_grad():
-        for pairs in corpus_.held_out.values():
-            source, _, previous = tensors(pairs)
-            _, weights, _ = model(source, previous)
-            rows = weights[:, :-1]  # the end token has no source word
-            true = torch.tensor([pair.alignment for pair in pairs]).unsqueeze(-1)
-            hits += (rows.argmax(-1, keepdim=True) == true).sum().item()
-            weight += rows.gather(2, true).sum().item()
-            count += true.numel()
-    print(f"alignment score: argmax share {{hits / count:.3f}}, mean weight {{weight / count:.3f}}")
-
-
-if __name__ == "__main__":
-    main()
-"""
+# --- --code, and the declaration -------------------------------------------------------------
 
 
 def program(options: LearnOptions) -> str:
-    """The training program of --code: the data generator and the models as attn runs them
-    (their source), then the training and the held-out evaluation, with these options written
-    in. It needs numpy and PyTorch, nothing of attn."""
-    from pathlib import Path
+    """The training program of --code, with these options written in (refused where they do
+    not fit, as a run would refuse them)."""
+    from attn_cli.learn.translate_program import program_text
 
     options = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
     check_options(options)
-    parts = [
-        "# attn learn translate --code: the training program, self-contained (numpy, torch).",
-        "from __future__ import annotations",
-        "",
-    ]
-    here = Path(__file__).parent  # read as text: printing the program imports no torch
-    for name in ("translate_data", "translate_model"):
-        source = (here / f"{name}.py").read_text(encoding="utf-8")
-        source = source.replace("from __future__ import annotations\n", "")
-        parts += [f"# --- {name} " + "-" * 60, source]
-    parts.append(
-        PROGRAM_MAIN.format(
-            seed=options.seed, steps=options.steps, hidden=options.hidden, max_len=options.max_len,
-            batch=BATCH, rate=LEARNING_RATE, clip=CLIP, per_length=HELD_OUT_PER_LENGTH,
-            threads=THREADS,
-        )
-    )  # fmt: skip
-    return "\n".join(parts)
-
-
-def figure(walkthrough: Walkthrough) -> Figure:
-    """--plot: the true alignment, the heatmaps before and after training (words as labels),
-    and exact-match accuracy by source length for both models."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    shown = Figure(figsize=(12, 10), layout="constrained")
-    axes = shown.subplots(2, 2)
-    for axis, key, title in (
-        (axes[0][0], "truth", "true alignment"),
-        (axes[0][1], "before", "attention before training"),
-        (axes[1][0], "after", "attention after training"),
-    ):
-        step = walkthrough.find(key)
-        weights = np.asarray(step.value)
-        axis.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
-        axis.set_title(title)
-        axis.set_xticks(range(weights.shape[1]), step.col_labels or (), rotation=60, ha="right")
-        axis.set_yticks(range(weights.shape[0]), step.row_labels or ())
-        axis.set_xlabel("source word")
-        axis.set_ylabel("target word")
-    table = walkthrough.step("by_length")
-    lengths = [row["length"] for row in table]
-    axis = axes[1][1]
-    axis.plot(lengths, [row["fixed_exact"] for row in table], "o-", label="fixed vector (c = hₙ)")
-    axis.plot(
-        lengths, [row["attention_exact"] for row in table], "s-", label="attention (Bahdanau)"
+    assert options.steps is not None and options.hidden is not None and options.max_len is not None
+    return program_text(
+        seed=options.seed,
+        steps=options.steps,
+        hidden=options.hidden,
+        max_len=options.max_len,
+        batch=BATCH,
+        rate=LEARNING_RATE,
+        clip=CLIP,
+        per_length=HELD_OUT_PER_LENGTH,
+        threads=THREADS,
     )
-    axis.set_xticks(lengths)
-    axis.set_ylim(-0.02, 1.02)
-    axis.set_xlabel("source length (words)")
-    axis.set_ylabel("held-out exact-match accuracy")
-    axis.set_title("accuracy by source length")
-    axis.legend()
-    return shown
+
+
+TASK = Task(NAME, TEXTS, run, program, figure=translate_figure)

@@ -1,9 +1,10 @@
 """attn learn: small models trained on the spot, their attention shown as it emerges.
 
-Parsing and dispatch only: each task is the module ``attn_cli.learn.<task>`` (imported by name
-when its command runs; see attn_cli.learn.common.TaskModule), which trains and returns a
-Walkthrough that the lessons' renderers lay out. Nothing heavy (numpy, torch, the task) is
-imported until the command runs, so the start-up of every other command is unaffected.
+Parsing and dispatch only: each task is the module ``attn_cli.learn.<task>``, whose declaration
+(``TASK``, attn_cli.learn.common.Task; imported by name when its command runs) trains and
+returns a Walkthrough that the lessons' renderers lay out, --plot's figure included. Nothing
+heavy (numpy, torch, the task) is imported until the command runs, so the start-up of every
+other command is unaffected.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 import typer
 
 from attn_cli.cli.options import OUTPUT_PANEL, PrecisionOpt, choice
+
+if TYPE_CHECKING:
+    from attn_cli.learn.common import LearnOptions
 
 TRAIN_PANEL = "Training"
 
@@ -34,113 +38,125 @@ class LearnFormat(StrEnum):
     latex = "latex"
 
 
+TaskArg = Annotated[
+    Task,
+    typer.Argument(
+        metavar="TASK",
+        help="translate: a toy translation task, the fixed-vector encoder-decoder beside "
+        "Bahdanau's attention; induction: a two-layer attention-only Transformer on "
+        "repeated sequences, beside a one-layer one.",
+        show_default=False,
+    ),
+]
+SeedOpt = Annotated[
+    int,
+    typer.Option(
+        "--seed",
+        min=0,
+        metavar="N",
+        help="Seed of the data, the initial weights and the batches: the same N, the same "
+        "numbers (on the same machine).",
+        rich_help_panel=TRAIN_PANEL,
+    ),
+]
+StepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--steps",
+        min=1,
+        metavar="N",
+        help="Training steps (one batch each) for every model (default: the task's).",
+        rich_help_panel=TRAIN_PANEL,
+        show_default=False,
+    ),
+]
+HiddenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--hidden",
+        min=1,
+        metavar="N",
+        help="Width of the models' states (default: the task's).",
+        rich_help_panel=TRAIN_PANEL,
+        show_default=False,
+    ),
+]
+MaxLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-len",
+        min=1,
+        metavar="N",
+        help="Longest sequence trained on: source sentence (translate), repeated half "
+        "(induction) (default: the task's).",
+        rich_help_panel=TRAIN_PANEL,
+        show_default=False,
+    ),
+]
+SaveOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--save",
+        metavar="FILE",
+        help="Also write the trained weights to FILE (.npz, no pickle); attn bahdanau "
+        "--weights FILE reads translate's.",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+        readable=False,
+    ),
+]
+WeightsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--weights",
+        metavar="FILE",
+        help="Evaluate the weights FILE written by --save instead of training (induction), "
+        "on the held-out sequences of the seed it was trained with.",
+        rich_help_panel=TRAIN_PANEL,
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+LearnFormatOpt = Annotated[
+    LearnFormat,
+    typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+]
+LearnPlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        metavar="FILE",
+        help="Also draw the heatmaps before and after training and the accuracy figure, to "
+        "FILE: .png, .svg or .pdf (needs matplotlib).",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+        readable=False,
+    ),
+]
+CodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--code",
+        help="Print the training program instead (PyTorch), with these options written in.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+
+
 def learn(
-    task: Annotated[
-        Task,
-        typer.Argument(
-            metavar="TASK",
-            help="translate: a toy translation task, the fixed-vector encoder-decoder beside "
-            "Bahdanau's attention; induction: a two-layer attention-only Transformer on "
-            "repeated sequences, beside a one-layer one.",
-            show_default=False,
-        ),
-    ],
-    seed: Annotated[
-        int,
-        typer.Option(
-            "--seed",
-            min=0,
-            metavar="N",
-            help="Seed of the data, the initial weights and the batches: the same N, the same "
-            "numbers (on the same machine).",
-            rich_help_panel=TRAIN_PANEL,
-        ),
-    ] = 0,
-    steps: Annotated[
-        int | None,
-        typer.Option(
-            "--steps",
-            min=1,
-            metavar="N",
-            help="Training steps (one batch each) for every model (default: the task's).",
-            rich_help_panel=TRAIN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    hidden: Annotated[
-        int | None,
-        typer.Option(
-            "--hidden",
-            min=1,
-            metavar="N",
-            help="Width of the models' states (default: the task's).",
-            rich_help_panel=TRAIN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    max_len: Annotated[
-        int | None,
-        typer.Option(
-            "--max-len",
-            min=1,
-            metavar="N",
-            help="Longest sequence trained on: source sentence (translate), repeated half "
-            "(induction) (default: the task's).",
-            rich_help_panel=TRAIN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    save: Annotated[
-        Path | None,
-        typer.Option(
-            "--save",
-            metavar="FILE",
-            help="Also write the trained weights to FILE (.npz, no pickle); attn bahdanau "
-            "--weights FILE reads translate's.",
-            rich_help_panel=OUTPUT_PANEL,
-            show_default=False,
-            dir_okay=False,
-            readable=False,
-        ),
-    ] = None,
-    weights: Annotated[
-        Path | None,
-        typer.Option(
-            "--weights",
-            metavar="FILE",
-            help="Evaluate the weights FILE written by --save instead of training (induction), "
-            "on the held-out sequences of the seed it was trained with.",
-            rich_help_panel=TRAIN_PANEL,
-            show_default=False,
-            dir_okay=False,
-        ),
-    ] = None,
-    fmt: Annotated[
-        LearnFormat,
-        typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
-    ] = LearnFormat.rich,
+    task: TaskArg,
+    seed: SeedOpt = 0,
+    steps: StepsOpt = None,
+    hidden: HiddenOpt = None,
+    max_len: MaxLenOpt = None,
+    save: SaveOpt = None,
+    weights: WeightsOpt = None,
+    fmt: LearnFormatOpt = LearnFormat.rich,
     precision: PrecisionOpt = 3,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            metavar="FILE",
-            help="Also draw the heatmaps before and after training and the accuracy figure, to "
-            "FILE: .png, .svg or .pdf (needs matplotlib).",
-            rich_help_panel=OUTPUT_PANEL,
-            show_default=False,
-            dir_okay=False,
-            readable=False,
-        ),
-    ] = None,
-    code: Annotated[
-        bool,
-        typer.Option(
-            "--code",
-            help="Print the training program instead (PyTorch), with these options written in.",
-            rich_help_panel=OUTPUT_PANEL,
-        ),
-    ] = False,
+    plot: LearnPlotOpt = None,
+    code: CodeOpt = False,
 ) -> None:
     """Train small models on the spot and watch attention emerge: attention that was learned,
     not written.
@@ -150,9 +166,8 @@ def learn(
     held-out data: accuracy, the attention heatmaps before and after training, and how well the
     learned attention matches the true pattern. Needs PyTorch.
     """
-    from attn_cli.cli.commands.common import start_up_done, stderr_console, stdout_console
-    from attn_cli.core.errors import UserError
-    from attn_cli.learn.common import LearnOptions, check_save_path, progress_bar, task_module
+    from attn_cli.cli.commands.common import start_up_done
+    from attn_cli.learn.common import LearnOptions
 
     start_up_done()
     options = LearnOptions(
@@ -165,39 +180,67 @@ def learn(
         weights=weights,
     )
     if code:
-        given = {
-            f"--format {fmt.value}": fmt is not LearnFormat.rich,
-            "--plot": plot is not None,
-            "--save": save is not None,
-            "--weights": weights is not None,
-        }
-        for flag, on in given.items():
-            if on:
-                raise UserError(f"--code prints the training program; leave out {flag}.")
-        stdout_console().out(task_module(task.value).program(options).rstrip("\n"), highlight=False)
-        return
-    from attn_cli.learn.common import require_torch
+        print_program(options, fmt, plot)
+    else:
+        train_and_show(options, fmt, precision, plot)
 
-    require_torch(task.value)
-    if plot is not None:  # before training, which takes a while
+
+def print_program(options: LearnOptions, fmt: LearnFormat, plot: Path | None) -> None:
+    """--code: the task's training program, nothing trained (and no torch needed)."""
+    from attn_cli.cli.commands.common import stdout_console
+    from attn_cli.core.errors import UserError
+    from attn_cli.learn.common import get_task
+
+    given = {
+        f"--format {fmt.value}": fmt is not LearnFormat.rich,
+        "--plot": plot is not None,
+        "--save": options.save is not None,
+        "--weights": options.weights is not None,
+    }
+    for flag, on in given.items():
+        if on:
+            raise UserError(f"--code prints the training program; leave out {flag}.")
+    program = get_task(options.task).program(options)
+    stdout_console().out(program.rstrip("\n"), highlight=False)
+
+
+def train_and_show(
+    options: LearnOptions, fmt: LearnFormat, precision: int, plot: Path | None
+) -> None:
+    """Check the files and the task's needs, train (a progress bar on a terminal), then show
+    the walkthrough, and draw its figure with --plot."""
+    from attn_cli.cli.commands.common import stderr_console, stdout_console
+    from attn_cli.core.errors import UserError
+    from attn_cli.learn.common import get_task, progress_bar, require_torch
+    from attn_cli.render import Format, RenderOptions, render
+
+    require_torch(options.task)
+    check_files(options, plot)
+    task = get_task(options.task)
+    if options.weights is not None and not task.reads_weights:
+        raise UserError(f"attn learn {task.name} does not read --weights; it trains from scratch.")
+    with progress_bar(stderr_console()) as progress:
+        walkthrough = task.run(options, progress)
+    if plot is not None:
+        from attn_cli.core.outputs import write_bytes
+        from attn_cli.render.heatmap import heatmap_file
+
+        draw = get_task(options.task).figure
+        write_bytes(plot, heatmap_file(walkthrough, draw, plot, precision), "--plot")
+    render(walkthrough, Format(fmt.value), stdout_console(), RenderOptions(precision=precision))
+
+
+def check_files(options: LearnOptions, plot: Path | None) -> None:
+    """Refuse, before training (which takes a while), a figure that could not be drawn or
+    written, the same file for two outputs, and a weights file that could not be written."""
+    from attn_cli.learn.common import check_save_path
+
+    if plot is not None:
         from attn_cli.core.outputs import check_distinct, require_matplotlib
         from attn_cli.render.heatmap import check_heatmap_path
 
         check_heatmap_path(plot)
         require_matplotlib()
-        check_distinct({"--plot": plot, "--save": save})
-    if save is not None:
-        check_save_path(save)
-    module = task_module(task.value)
-    if weights is not None and not getattr(module, "READS_WEIGHTS", False):
-        raise UserError(f"attn learn {task.value} does not read --weights; it trains from scratch.")
-    with progress_bar(stderr_console()) as progress:
-        walkthrough = module.run(options, progress)
-    if plot is not None:
-        from attn_cli.core.outputs import write_bytes
-        from attn_cli.render.heatmap import figure_bytes
-
-        write_bytes(plot, figure_bytes(module.figure(walkthrough), plot), "--plot")
-    from attn_cli.render import Format, RenderOptions, render
-
-    render(walkthrough, Format(fmt.value), stdout_console(), RenderOptions(precision=precision))
+        check_distinct({"--plot": plot, "--save": options.save})
+    if options.save is not None:
+        check_save_path(options.save)

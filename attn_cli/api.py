@@ -18,13 +18,12 @@ keyword names cannot drift from the command line's flags.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from attn_cli.core.errors import UserError
 from attn_cli.core.model import Walkthrough
 from attn_cli.course import card
+from attn_cli.run.request import request_for, run_settings
 
 
 def _show(walkthrough: Walkthrough, view: str, **options: Any) -> Any:
@@ -81,49 +80,20 @@ def _build(name: str) -> Callable[..., Walkthrough]:
     common: list[tuple[str, Any]] = [
         *((option, None) for option in options),
         *((size, None) for size in sizes),
-        ("example", None),
-        *((("item", 0),) if call.batches else ()),
-        ("lesson", None),
-        *((("tokens", None),) if call.rows else ()),
-        *((("seed", 0),) if call.seed else ()),
-        ("backend", None),
-        ("device", "cpu"),
-        ("dtype", "float64"),
-        ("time", False),
+        *run_settings(call).items(),
     ]
     parameters += [inspect.Parameter(key, keyword_only, default=value) for key, value in common]
     signature = inspect.Signature(parameters, return_annotation=Walkthrough)
 
     def run_lesson(*args: Any, **kwargs: Any) -> Walkthrough:
-        from attn_cli.run.runner import RunRequest, compute
+        from attn_cli.run.runner import compute
 
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as error:
             raise TypeError(f"attn_cli.{name}(): {error}") from None
         bound.apply_defaults()
-        given = bound.arguments
-        labels = {}
-        if call.rows and given["tokens"] is not None:
-            labels[call.rows] = _names(given["tokens"])
-        lesson_file = given["lesson"]
-        request = RunRequest(
-            lesson=name,
-            inputs={spec.name: given[key] for key, spec in specs.items()},
-            options={option: _plain_option(given[option]) for option in options},
-            sizes={size: given[size] for size in sizes},
-            example=given["example"],
-            item=given.get("item", 0),
-            lesson_file=None if lesson_file is None else Path(lesson_file),
-            labels=labels,
-            seed=given.get("seed", 0),
-            backend=given["backend"],
-            device=given["device"],
-            dtype=given["dtype"],
-            time_steps=bool(given["time"]),
-            python=True,
-        )
-        return compute(request)
+        return compute(request_for(call, bound.arguments, python=True))
 
     run_lesson.__name__ = run_lesson.__qualname__ = name
     run_lesson.__module__ = "attn_cli"
@@ -134,23 +104,3 @@ def _build(name: str) -> Callable[..., Walkthrough]:
         "as keyword arguments; returns the Walkthrough. See docs/api.md."
     )
     return run_lesson
-
-
-def _plain_option(value: Any) -> Any:
-    """An option given as a numpy array (valid_len=np.array([2, 3])) as the list it holds."""
-    import numpy as np
-
-    return value.tolist() if isinstance(value, np.ndarray | np.generic) else value
-
-
-def _names(tokens: str | Sequence[str]) -> tuple[str, ...]:
-    if isinstance(tokens, str):
-        from attn_cli.core.matrices import parse_names
-
-        return parse_names(tokens, "tokens")
-    from attn_cli.core.usertext import printable
-
-    names = tuple(printable(str(token)) for token in tokens)
-    if not names or not all(names):
-        raise UserError('tokens needs one non-empty name per row, e.g. ["the", "cat", "slept"].')
-    return names

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attn_cli.core import weights_file
 from attn_cli.core.errors import UserError
 from attn_cli.learn import common
 from tests.conftest import assert_user_error
@@ -41,15 +42,15 @@ def test_code_refuses_other_outputs(invoke, tmp_path):
 def test_saved_arrays_load_back_exactly(tmp_path):
     path = tmp_path / "w.npz"
     arrays = {"W1": np.arange(6.0).reshape(2, 3) / 7, "v": np.array([0.1, -0.2])}
-    common.save_arrays(path, arrays)
-    loaded = common.load_arrays(path, {"W1": (2, None), "v": (2,)}, "--weights")
+    weights_file.save_arrays(path, arrays)
+    loaded = weights_file.load_arrays(path, {"W1": (2, None), "v": (2,)}, "--weights")
     assert set(loaded) == {"W1", "v"}
     assert np.array_equal(loaded["W1"], arrays["W1"]) and np.array_equal(loaded["v"], arrays["v"])
 
 
 def _refused(path, shapes, *fragments):
     with pytest.raises(UserError) as caught:
-        common.load_arrays(path, shapes, "--weights")
+        weights_file.load_arrays(path, shapes, "--weights")
     message = str(caught.value)
     assert "\n" not in message and message.startswith("--weights ")
     for fragment in fragments:

@@ -100,8 +100,10 @@ def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
         if module.startswith(NOT_AT_START_UP)
         or module.startswith("attn_cli.render.")
         # a lesson's folder (attn_cli.course.NAME) and its card, nothing more of it
-        or ((module.startswith("attn_cli.course.") and module.count(".") > 2)
-        and not module.endswith((".card", ".stop")))
+        or (
+            (module.startswith("attn_cli.course.") and module.count(".") > 2)
+            and not module.endswith((".card", ".stop"))
+        )
     ]
     assert loaded == [], loaded
 

@@ -366,29 +366,10 @@ def shared_options(card: Card) -> dict[str, tuple[object, object]]:
 def lesson_request(card: Card, given: dict[str, Any]) -> tuple[RunRequest, SharedOptions]:
     """A lesson command's parsed parameters (click's ``ctx.params``) as the run it asks for and
     the shared options that say how to show it."""
-    from attn_cli.run.runner import RunRequest
+    from attn_cli.run.request import request_for
 
-    request = RunRequest(
-        lesson=card.name,
-        inputs={spec.name: given[spec.keyword] for spec in card.inputs},
-        options={
-            option.name: _plain(given[option.name], option)
-            for option in _on_command_line(card)
-            if option.lesson
-        },
-        sizes={size.name: given[size.name] for size in card.sizes},
-        labels=_labels(given.get("tokens"), card.rows),
-        example=given["example"],
-        item=given.get("item", 0),
-        lesson_file=given["lesson"],
-        seed=given.get("seed", 0),
-        backend=given["backend"],
-        device=given["device"],
-        dtype=given["dtype"],
-        time_steps=given["time"],
-    )
     shared = SharedOptions(**{name: given[name] for name in shared_options(card)})
-    return request, shared
+    return request_for(card, given), shared
 
 
 def _on_command_line(card: Card) -> tuple[Option, ...]:
@@ -425,8 +406,7 @@ def _option(option: Option) -> tuple[object, object]:
         name,
         help=option.help_text,
         rich_help_panel=INPUT_PANEL,
-        show_default=False,
-        min=option.minimum,
+        show_default=False,  # no min=: the least value is checked with the run (run/request.py)
         metavar=option.metavar or NUMBER_METAVARS.get(option.type),
     )
     return Annotated[kind | None, parameter], None  # type: ignore[operator]
@@ -450,18 +430,3 @@ def _keyword(name: str, annotation: object, default: object) -> inspect.Paramete
     )
 
 
-def _plain(value: object, option: Option) -> object:
-    """An option as the lesson reads it: a choice as its text, a flag not given as None (the
-    example's or the lesson's default)."""
-    if isinstance(value, StrEnum):
-        return value.value
-    flag = option.type is bool and not option.switch
-    return None if flag and not value else value
-
-
-def _labels(tokens: str | None, rows: str | None) -> dict[str, tuple[str, ...]]:
-    if tokens is None or rows is None:
-        return {}
-    from attn_cli.core.matrices import parse_names
-
-    return {rows: parse_names(tokens, "--tokens")}

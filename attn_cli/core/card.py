@@ -16,6 +16,7 @@ attn_cli.course finds the cards (each lesson a folder of that package).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -129,12 +130,12 @@ class Card:
     precision: int = 4  # the decimals its command prints by default
     examples: tuple[str, ...] = ()  # command lines that end its --help (each runs as written)
     # What --plot draws, after "Draw " in its help ("the weights as a heatmap, ..."); empty:
-    # the lesson has no figure, and its command no --plot (attn_cli.render.heatmap.FIGURES draws).
+    # the lesson has no figure, and its command no --plot (its folder's figure.py draws it).
     figure: str = ""
-    # A function "module:name" of attn_cli.cli.commands that the command calls with its parsed
-    # parameters before computing (flash --kernel prints the kernel instead); it may end the
-    # command. commands.common.run_card imports it.
-    before_run: str | None = None
+    # Called with the command's parsed parameters before the lesson runs: it may change them
+    # (bahdanau --weights reads the inputs from a file), or return what the command shows in
+    # place of the lesson (flash --kernel: the kernel's source); None: run the lesson.
+    before_run: Callable[[dict[str, Any]], Any] | None = None
     # The symbols its help uses (d_k, W_Q, σ, ...), each with what it stands for: shown once,
     # under "Symbols", at the end of the help (tests/test_help_words.py checks that every
     # symbol of the help is here, and nothing else). A key may name several: "W_Q, W_K, W_V".

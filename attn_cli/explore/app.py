@@ -606,13 +606,7 @@ class Explorer(App[None]):
         if not text:  # left empty: the value the run takes without it
             value = None if option.default is None else st.as_given(option, option.default)
         elif option.type is int:
-            value = int(text) if text.lstrip("+-").isdigit() else text
-            if isinstance(value, int) and option.minimum is not None and value < option.minimum:
-                self.show_message(
-                    f"attn: error: Invalid value for '{option.option}': {value} is not in the "
-                    f"range x>={option.minimum}; see 'attn {self.start.lesson} --help'."
-                )
-                return
+            value = int(text) if text.lstrip("+-").isdigit() else text  # its range: the runner's
         elif option.type is float:
             try:
                 value = float(text)
@@ -636,10 +630,8 @@ class Explorer(App[None]):
         option = self.option_of(widget_id)
         if self.syncing or option is None or self.state.options[option.name] == value:
             return
-        if not self.apply(st.with_option(self.state, option.name, value)):
-            self.show_controls()  # refused: the control shows the value still in force
-        else:
-            self.show_controls()
+        self.apply(st.with_option(self.state, option.name, value))
+        self.show_controls()  # refused or not: the controls show the values in force
 
     # Keys ------------------------------------------------------------------------------------
 

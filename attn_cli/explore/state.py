@@ -170,21 +170,19 @@ def matrix_text(cells: Cells) -> str:
 
 
 def request(start: Opening, state: State) -> RunRequest:
-    """The run ``attn LESSON`` with :func:`command_line`'s options asks for."""
-    from attn_cli.run.runner import RunRequest
+    """The run ``attn LESSON`` with :func:`command_line`'s options asks for, made as the command
+    line makes it (attn_cli.run.request)."""
+    from attn_cli.run.request import request_for
 
     own = runs_own(start, state)
-    labels = {}
-    if own and start.tokens and start.card.rows:
-        labels[start.card.rows] = start.tokens
-    inputs = {name: matrix_text(cells) for name, cells in state.cells.items()} if own else {}
-    return RunRequest(
-        lesson=state.lesson,
-        inputs=inputs,
-        options=given_options(start, state),
-        labels=labels,
-        keep=True,  # each edit runs the lesson again: what it drew before may serve
-    )
+    given: dict[str, Any] = dict(given_options(start, state))
+    if own:
+        keywords = {spec.name: spec.keyword for spec in start.card.inputs}
+        given.update({keywords[name]: matrix_text(cells) for name, cells in state.cells.items()})
+        if start.tokens and start.card.rows:
+            given["tokens"] = start.tokens
+    # keep: each edit runs the lesson again, and what it drew before may serve
+    return request_for(start.card, given, keep=True)
 
 
 def walkthrough(start: Opening, state: State) -> Walkthrough:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attn_cli.core import weights_file
 from attn_cli.core.errors import UserError
 from attn_cli.course.recorder import Grid
 from attn_cli.learn import common
@@ -226,7 +227,7 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     trained = _train(options, progress) if options.weights is None else _load(options.weights)
     record = common.recorder(NAME, TEXTS, _options_used(trained))
     if options.save is not None:
-        common.save_arrays(options.save, _saved(trained))
+        weights_file.save_arrays(options.save, _saved(trained))
     return _walkthrough(record, trained, options.weights)
 
 
@@ -281,12 +282,12 @@ def _load(path: Path) -> Trained:
     """The seed, steps and models of a file written by --save, with the seed's held-out
     sequences; a UserError when it is not one."""
     flag = f"--weights {path}:"
-    found = common.load_arrays(
+    found = weights_file.load_arrays(
         path, {"seed": (), "steps": (), "two.embed": (data.VOCAB, None)}, "--weights"
     )
     seed, steps = int(found["seed"]), int(found["steps"])
     d_model = found["two.embed"].shape[1]
-    position = common.load_arrays(path, {"two.position": (None, d_model)}, "--weights")
+    position = weights_file.load_arrays(path, {"two.position": (None, d_model)}, "--weights")
     positions = position["two.position"].shape[0]
     max_len = positions // 2
     if positions % 2 or not data.MIN_LEN < max_len <= data.VOCAB or d_model % model.HEADS:
@@ -294,7 +295,7 @@ def _load(path: Path) -> Trained:
     models = []
     for key, (layers, name) in MODELS.items():
         shape = model.Shape(layers, d_model, max_len)
-        arrays = common.load_arrays(
+        arrays = weights_file.load_arrays(
             path, {f"{key}.{n}": s for n, s in shape.shapes().items()}, "--weights"
         )
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}

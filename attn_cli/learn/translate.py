@@ -23,6 +23,7 @@ import numpy as np
 
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Note, Part, Walkthrough
+from attn_cli.core.weights_file import save_arrays
 from attn_cli.course.recorder import Grid
 from attn_cli.learn import translate_data as data
 from attn_cli.learn.common import (
@@ -31,7 +32,6 @@ from attn_cli.learn.common import (
     Progress,
     Task,
     recorder,
-    save_arrays,
     seeded,
     too_small,
 )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib
 import os
 import stat
 import sys
@@ -134,10 +133,21 @@ def run_card(card: Card, given: dict[str, Any]) -> None:
     command: flash --kernel prints the kernel instead), then the lesson run and shown."""
     from attn_cli.cli.options import lesson_request
 
-    if card.before_run:
-        module, name = card.before_run.split(":")
-        getattr(importlib.import_module(module), name)(given)
+    instead = card.before_run(given) if card.before_run else None
+    if instead is not None:
+        show_instead(instead, given)
+        return
     run_lesson_command(*lesson_request(card, given))
+
+
+def show_instead(shown: Any, given: dict[str, Any]) -> None:
+    """What a card's before_run hook gave to show in place of its lesson: a kernel's source."""
+    from attn_cli.cli.commands.flash_kernel import show_kernel
+    from attn_cli.lessonfiles.kernel_source import KernelSource
+
+    if not isinstance(shown, KernelSource):
+        raise TypeError(f"a card's before_run returned {type(shown).__name__}, not a KernelSource")
+    show_kernel(shown, Format(given["fmt"]), given["output"])
 
 
 def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:

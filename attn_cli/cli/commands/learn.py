@@ -233,7 +233,7 @@ def train_and_show(
 def check_files(options: LearnOptions, plot: Path | None) -> None:
     """Refuse, before training (which takes a while), a figure that could not be drawn or
     written, the same file for two outputs, and a weights file that could not be written."""
-    from attn_cli.learn.common import check_save_path
+    from attn_cli.core.weights_file import check_save_path
 
     if plot is not None:
         from attn_cli.core.outputs import check_distinct, require_matplotlib

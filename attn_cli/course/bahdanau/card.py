@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.core.card import Card, InputSpec, Option, Size, optional
+from attn_cli.course.bahdanau.weights import weights_into_inputs
 from attn_cli.course.shared import D_V, DROPOUT
 
 CARD = Card(
@@ -162,5 +163,5 @@ CARD = Card(
         ),
         ("d_y", "the width of the previous output's embedding y"),
     ),
-    before_run="attn_cli.cli.commands.bahdanau_weights:weights_into_inputs",
+    before_run=weights_into_inputs,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.core.card import Card, Option
+from attn_cli.course.flash.kernel import kernel_instead
 from attn_cli.course.scaled.card import QKV, SMALL_QKV_SIZES
 from attn_cli.course.shared import D_K, D_V
 
@@ -67,6 +68,6 @@ CARD = Card(
         "attn flash --example causal-three",
         "attn flash --n 8 --block 4 --causal",
     ),
-    before_run="attn_cli.cli.commands.flash_kernel:kernel_instead",
+    before_run=kernel_instead,
     symbols=(D_K, D_V),
 )

@@ -40,7 +40,7 @@ def weights_into_inputs(given: dict[str, Any]) -> None:
     """With --weights FILE, the file's arrays become the inputs (and its words the tokens)."""
     path = given.get("weights")
     if path is None:
-        return
+        return None
     for name, flag in CONFLICTS.items():
         if given.get(name) is not None:
             raise UserError(f"--weights gives the inputs of one decoder step; leave out {flag}.")
@@ -49,7 +49,7 @@ def weights_into_inputs(given: dict[str, Any]) -> None:
 
 def load_step(path: Path) -> dict[str, Any]:
     """The command's parameters that the file at ``path`` gives, its shapes checked together."""
-    from attn_cli.learn.common import load_arrays, load_words
+    from attn_cli.core.weights_file import load_arrays, load_words
 
     flag = f"--weights {path}"
     arrays = load_arrays(

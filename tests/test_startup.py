@@ -99,10 +99,11 @@ def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
         for module in modules[1:]
         if module.startswith(NOT_AT_START_UP)
         or module.startswith("attn_cli.render.")
-        # a lesson's folder (attn_cli.course.NAME) and its card, nothing more of it
+        # a lesson's card and stop (and the hooks its card names), never its build, its
+        # programs or its figure
         or (
-            (module.startswith("attn_cli.course.") and module.count(".") > 2)
-            and not module.endswith((".card", ".stop"))
+            module.startswith("attn_cli.course.")
+            and module.endswith((".build", ".program", ".figure"))
         )
     ]
     assert loaded == [], loaded

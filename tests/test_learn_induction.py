@@ -296,7 +296,7 @@ def test_the_tour_stop_trains_and_shows_the_walkthrough(torch, invoke, monkeypat
     stop = next(stop for stop in TOUR if stop.name == "induction")
     assert stop.command_line.startswith("attn learn induction --steps")
     tiny = tour.Stop("induction", stop.title, ("induction", *TINY), command="learn")
-    monkeypatch.setattr(tour, "TOUR", (tiny,))
+    monkeypatch.setattr(tour, "tour", lambda: (tiny,))
     result = invoke("tour")
     assert result.exit_code == 0, result.output
     assert "Skipped" not in result.stdout
@@ -308,7 +308,7 @@ def test_the_tour_stop_is_skipped_without_torch(invoke, without_torch, monkeypat
     from attn_cli.cli import tour
 
     tiny = tour.Stop("induction", "Induction", ("induction", *TINY), command="learn")
-    monkeypatch.setattr(tour, "TOUR", (tiny,))
+    monkeypatch.setattr(tour, "tour", lambda: (tiny,))
     result = invoke("tour")
     assert result.exit_code == 0, result.output
     assert "Skipped induction:" in result.stdout and "PyTorch" in result.stdout

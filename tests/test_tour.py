@@ -163,11 +163,8 @@ def test_q_or_the_end_of_the_input_stops_the_tour(invoke):
 
 def test_the_bench_stop_shows_its_table_then_flash_follows(invoke, monkeypatch):
     small = ("--device", "cpu", "--impl", "numpy", "--sizes", "16,32", "--d", "4", "--heads", "1")
-    monkeypatch.setattr(
-        tour,
-        "TOUR",
-        (Stop("bench", "The wall, measured", small), Stop("flash", "Tiled attention")),
-    )
+    stops = (Stop("bench", "The wall, measured", small), Stop("flash", "Tiled attention"))
+    monkeypatch.setattr(tour, "tour", lambda: stops)
     result = invoke("tour")
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -181,7 +178,7 @@ def test_the_bench_stop_shows_its_table_then_flash_follows(invoke, monkeypatch):
 
 @pytest.mark.parametrize("args", [("--example", "nope"), ("--bogus",)])
 def test_a_stop_that_fails_is_skipped_with_its_reason(invoke, monkeypatch, args):
-    monkeypatch.setattr(tour, "TOUR", (Stop("scaled", "Broken", args),))
+    monkeypatch.setattr(tour, "tour", lambda: (Stop("scaled", "Broken", args),))
     result = invoke("tour")
     assert result.exit_code == 0, result.output
     assert "Skipped scaled:" in result.stdout

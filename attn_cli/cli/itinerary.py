@@ -48,13 +48,24 @@ def linked(lessons: Iterable[Stop], tools: Iterable[Stop]) -> tuple[Stop, ...]:
     return tuple(order)
 
 
-TOUR: tuple[Stop, ...] = linked(course.lecture_stops(), TOOL_STOPS)
+def tour() -> tuple[Stop, ...]:
+    """The tour: every stop, in the lecture's order (linked afresh from the lessons the course
+    finds now, a lesson added to its folder included)."""
+    return linked(course.lecture_stops(), TOOL_STOPS)
+
+
+def __getattr__(name: str) -> tuple[Stop, ...]:
+    """``TOUR``, the tour as it stands (:func:`tour`)."""
+    if name == "TOUR":
+        return tour()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def help_text() -> str:
     """The tour command's help: its stops' topics, in order, from the tour itself."""
-    topics = ", ".join(stop.topic for stop in TOUR)
+    stops = tour()
+    topics = ", ".join(stop.topic for stop in stops)
     return (
-        f"The lecture in order, {len(TOUR)} stops: {topics}; one screen at a time. At a "
+        f"The lecture in order, {len(stops)} stops: {topics}; one screen at a time. At a "
         "pause: Enter (or any key) for the next screen, q or Ctrl-D to stop."
     )

@@ -1,6 +1,6 @@
 """``attn tour``: the lecture's lessons in order, one screen at a time.
 
-``TOUR`` (attn_cli/cli/itinerary.py, linked from each stop's own declaration and its lead-in)
+The tour (attn_cli/cli/itinerary.py, linked from each stop's own declaration and its lead-in)
 is the one order of the lecture. Each stop is a real command line
 (``attn NAME ARGS``), parsed by the command's own parser, so a stop shows exactly what a
 student gets by typing it. A lesson's request is computed and shown a screen at a time (its
@@ -20,11 +20,18 @@ from rich.rule import Rule
 from rich.segment import ControlType, Segment, Segments
 from rich.text import Text
 
-from attn_cli.cli.itinerary import CLOSING, CLOSING_WORDS, INTRO, TOUR
+from attn_cli.cli.itinerary import CLOSING, CLOSING_WORDS, INTRO, tour
 from attn_cli.core.errors import UserError
 from attn_cli.core.stop import Stop
 
-__all__ = ["PROMPT", "TOUR", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select"]
+__all__ = ["PROMPT", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select", "tour"]
+
+
+def __getattr__(name: str) -> tuple[Stop, ...]:
+    """``TOUR``: the tour as it stands (attn_cli.cli.itinerary.tour)."""
+    if name == "TOUR":
+        return tour()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 PROMPT = "── Enter: next · q: quit ──"
@@ -36,15 +43,16 @@ class TourQuit(Exception):
 
 def select(only: str | None) -> list[Stop]:
     """The stops to run, in the lecture's order; ``only`` is a comma-separated list of names."""
+    stops = tour()
     if only is None:
-        return list(TOUR)
+        return list(stops)
     names = [name.strip() for name in only.split(",") if name.strip()]
-    valid = [stop.name for stop in TOUR]
+    valid = [stop.name for stop in stops]
     unknown = [name for name in names if name not in valid]
     if unknown or not names:
         what = f"no tour stop {unknown[0]!r}" if unknown else "--only names no stop"
         raise UserError(f"{what}; choose from: {', '.join(valid)} (e.g. --only scaled,causal).")
-    return [stop for stop in TOUR if stop.name in names]
+    return [stop for stop in stops if stop.name in names]
 
 
 class Pager:
@@ -129,7 +137,7 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
             shown = stop if _run_stop(stop, f"Stop {number}/{len(stops)}", pager) else None
             if shown is not None:
                 ran.append(stop)
-        if shown is not None and shown == TOUR[-1]:
+        if shown is not None and shown == tour()[-1]:
             pager.screen([Text(""), Text(CLOSING_WORDS, style="italic")])
     except TourQuit:
         console.print(Text("Tour stopped.", style="bold"))
@@ -145,7 +153,7 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
 def leads_in(shown: Stop | None, stop: Stop) -> bool:
     """Whether ``stop``'s lead-in applies: it speaks of the stop before it in the lecture, so it
     is shown only when that stop was just shown (not after --only skipped it)."""
-    order = [each.name for each in TOUR]
+    order = [each.name for each in tour()]
     if not stop.lead_in or shown is None or stop.name not in order:
         return False
     position = order.index(stop.name)

@@ -100,8 +100,10 @@ def test_version_and_help_import_no_lesson_numpy_or_renderer(args):
         if module.startswith(NOT_AT_START_UP)
         or module.startswith("attn_cli.render.")
         # a lesson's folder (attn_cli.course.NAME) and its card, nothing more of it
-        or ((module.startswith("attn_cli.course.") and module.count(".") > 2)
-        and not module.endswith(".card"))
+        or (
+            (module.startswith("attn_cli.course.") and module.count(".") > 2)
+            and not module.endswith(".card")
+        )
     ]
     assert loaded == [], loaded
 
@@ -145,7 +147,8 @@ def test_main_runs_the_command_with_the_collector_on_and_leaves_it_on(args, monk
 def test_a_lesson_run_imports_one_card_and_no_pydantic(args):
     """Typer coerces options through pydantic TypeAdapters (its import alone is about 50 ms);
     a default, text, a plain number in range and a choice typed exactly need none of it
-    (attn_cli.cli.app._skip_idle_coercion). And a lesson's run does not import every card."""
+    (attn_cli.cli.typer_internals.skip_idle_coercion). And a lesson's run does not import every
+    card."""
     modules = modules_after(args)
     assert "attn_cli.run.runner" in modules  # the lesson did run
     assert [m for m in modules if m == "pydantic" or m.startswith("pydantic.")] == []

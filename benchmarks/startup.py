@@ -37,7 +37,8 @@ COMMANDS = {
     ],
     "attn scaled": [str(ATTN), "scaled"],
     # The user's own matrices (text options), and a number option: Typer coerces a number
-    # through pydantic, which the floor's one option pays too (attn_cli.cli.app._skip_idle_coercion).
+    # through pydantic, which the floor's one option pays too
+    # (attn_cli.cli.typer_internals.skip_idle_coercion).
     "attn scaled --q --k --v": [str(ATTN), "scaled", *MATRICES],
     "attn scaled --precision 2": [str(ATTN), "scaled", "--precision", "2"],
     "attn --help": [str(ATTN), "--help"],

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from attn_cli.cli.app import app, command_names, examples
 from attn_cli.cli.reference import REGENERATE, REGENERATE_TABLES, reference, with_tables
+from attn_cli.cli.typer_internals import choices_of
 
 COMMANDS = command_names()
 
@@ -48,7 +49,7 @@ def test_help_at_80_columns(command):
             continue
         for name in [*param.opts, *param.secondary_opts]:
             assert whole_on_a_line(name, text), (name, text)
-        for choice in param.type_descriptor.choices or ():
+        for choice in choices_of(param):
             value = getattr(choice, "value", choice)
             assert whole_on_a_line(str(value), text), (param.name, value, text)
 

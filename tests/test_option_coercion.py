@@ -1,5 +1,5 @@
-"""attn_cli.cli.app._skip_idle_coercion takes plain option values as they are, without Typer's
-pydantic coercion: the parsed values and the refusals must be exactly Typer's."""
+"""attn_cli.cli.typer_internals.skip_idle_coercion takes plain option values as they are,
+without Typer's pydantic coercion: the parsed values and the refusals must be exactly Typer's."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 import typer.main
 
 import attn_cli.cli.app as cli
+import attn_cli.cli.typer_internals as internals
 
 COMMAND_LINES = [
     ["scaled"],
@@ -39,7 +40,7 @@ REFUSED = [
 
 
 def _typer_only(monkeypatch):
-    monkeypatch.setattr(cli, "_skip_idle_coercion", lambda params: params)
+    monkeypatch.setattr(internals, "skip_idle_coercion", lambda params: params)
 
 
 @pytest.mark.parametrize("args", COMMAND_LINES, ids=" ".join)
@@ -68,14 +69,14 @@ def test_the_values_the_command_receives():
     from attn_cli.render import Format
 
     param = _option("scaled", "precision")
-    assert cli._plainly(param, None, "3") == 3
-    assert cli._plainly(param, None, "3.0") is cli._TYPER
-    assert cli._plainly(param, None, "16") is cli._TYPER  # out of range: Typer says
-    assert cli._plainly(_option("scaled", "dropout"), None, "0.5") == 0.5
-    assert cli._plainly(_option("scaled", "dropout"), None, None) is None
-    assert cli._plainly(_option("scaled", "fmt"), None, "json") is Format.json
-    assert cli._plainly(_option("scaled", "device"), None, "cpu") is DeviceName.cpu
-    assert cli._plainly(_option("scaled", "q"), None, "1,0;0,1") == "1,0;0,1"
+    assert internals._plainly(param, None, "3") == 3
+    assert internals._plainly(param, None, "3.0") is internals._TYPER
+    assert internals._plainly(param, None, "16") is internals._TYPER  # out of range: Typer says
+    assert internals._plainly(_option("scaled", "dropout"), None, "0.5") == 0.5
+    assert internals._plainly(_option("scaled", "dropout"), None, None) is None
+    assert internals._plainly(_option("scaled", "fmt"), None, "json") is Format.json
+    assert internals._plainly(_option("scaled", "device"), None, "cpu") is DeviceName.cpu
+    assert internals._plainly(_option("scaled", "q"), None, "1,0;0,1") == "1,0;0,1"
 
 
 def _option(command: str, name: str):

@@ -8,33 +8,28 @@ and `attn --version` build every command from its signature and docstring, nothi
 
 from __future__ import annotations
 
-import enum
 import functools
 import gc
 import importlib
 import inspect
 import os
-import re
 import sys
 from collections.abc import Callable, MutableMapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperCommand, TyperGroup
 
 from attn_cli import __version__
 from attn_cli import course as cards
+from attn_cli.cli import typer_internals
 from attn_cli.cli.commands.common import print_error, user_errors
-from attn_cli.cli.options import NoArgsIsHelpError, UsageError
+from attn_cli.cli.typer_internals import UsageError
 from attn_cli.core.errors import UserError
 
-try:  # Typer >= 0.2x ships its own copy of click
-    from typer._click.core import Context as ClickContext
-    from typer._click.core import ParameterSource
-except ImportError:  # older Typer runs on click itself
-    from click.core import Context as ClickContext  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
-    from click.core import ParameterSource  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
+if TYPE_CHECKING:
+    from attn_cli.cli.typer_internals import Context
 
 # The commands besides the lessons, listed after them by `attn --help`: each is the function of
 # the same name in attn_cli.cli.commands.<name>, imported only when the command is built. The lessons'
@@ -173,141 +168,12 @@ def root(
     """Worked examples of the attention mechanism: every intermediate matrix, computed."""
 
 
-def _for_help(params: list[Any], ctx: ClickContext) -> list[Any]:
-    """Options as the help should show them (parsing is unaffected):
-
-    - an on/off option as the flag it is: Typer's rich help gives every boolean option a
-      `<bool>` type, which reads as if `--full true` were accepted (it is not); an empty
-      metavar leaves the type column of a flag blank;
-    - the choices of an option with spaces between them, `<float64 | float32 | bfloat16>`, so
-      that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`);
-    - an argument that takes several values as what is typed, `FILE...`: Typer shows the
-      Python annotation, `<list[Path]>`, in the type column; one that takes a single named
-      value (`LESSON`) with nothing there, since its name already says what is typed (Typer:
-      `<str>`), or its choices if it has them (`TASK  <translate | induction>`);
-    - a number as what is typed, `N` (a whole number) or `X`, not `<int range> [x>=0]`: where
-      the range matters the option's help says it in words (the parser still checks it);
-    - a file as `FILE`, not `<file>`.
-    """
-    for param in params:
-        if isinstance(param, TyperArgument) and param.metavar and param.nargs != 1:
-            param.display_type_rich = _shown_as(f"{param.metavar}...")  # type: ignore[method-assign,assignment]
-            continue
-        if isinstance(param, TyperArgument) and param.metavar:
-            descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
-            choices = descriptor is not None and descriptor.is_choice
-            shown = param.display_type(ctx).replace("|", " | ") if choices else ""
-            param.display_type_rich = _shown_as(shown)  # type: ignore[method-assign,assignment]
-            continue
-        if not isinstance(param, TyperOption):
-            continue
-        if getattr(param, "min", None) is not None or getattr(param, "max", None) is not None:
-            # Typer >= 0.2x: the option's min and max only say the range in the help (its
-            # parameter_info checks the value): `[x>=0]` is not what a student reads.
-            param.min = param.max = None
-        if param.metavar is not None:
-            continue
-        descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
-        if param.is_flag:
-            param.metavar = ""
-        elif descriptor is not None and descriptor.is_choice:
-            param.metavar = param.display_type(ctx).replace("|", " | ")
-        else:
-            param.metavar = _typed_as(param, descriptor)
-    return params
-
-
-def _typed_as(param: Any, descriptor: Any) -> str | None:
-    """What to type for a number or a file (None: Typer's own type, which the help test flags)."""
-    annotation = getattr(descriptor, "annotation", None)
-    if descriptor is not None and descriptor.is_path:
-        return "FILE"
-    if annotation is int:
-        return "N"
-    if annotation is float:
-        return "X"
-    return None
-
-
-def _shown_as(text: str) -> Callable[[ClickContext], str]:
-    """A parameter's display_type_rich that shows ``text`` in the help's type column."""
-
-    def display_type_rich(ctx: ClickContext) -> str:
-        return text
-
-    return display_type_rich
-
-
-def _skip_idle_coercion(params: list[Any]) -> list[Any]:
-    """Parse without the coercions that would change nothing, or that need no machinery.
-
-    Typer >= 0.2x coerces every option's value at parse time, given or not, through a pydantic
-    TypeAdapter that it builds for the option on first use: `attn scaled` built 26 of them (the
-    first one importing pydantic, about 50 ms; about 1 ms each after it) to get back each
-    option's default unchanged. An absent option (None), a default already of the option's
-    type, text typed for a text option (a matrix), a whole number or a decimal within the
-    option's range, and a choice typed exactly, are now taken as they are (:func:`_plainly`);
-    anything else (a number out of range, a misspelt choice, a file) goes to Typer, which
-    coerces it, or refuses it with its own message, as before.
-    """
-    for param in params:
-        if isinstance(param, TyperOption | TyperArgument) and "process_value" not in vars(param):
-            param.process_value = functools.partial(_process_value, param, param.process_value)  # type: ignore[method-assign]
-    return params
-
-
-_TYPER = object()  # _plainly's answer for a value that Typer must coerce
-# Short enough that int() never meets Python's limit on digits (Typer refuses more, in its words).
-_PLAIN_NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]{0,15})?")
-
-
-def _process_value(
-    param: Any, typer_process_value: Callable[..., Any], ctx: ClickContext, value: Any
-) -> Any:
-    """Typer's process_value (coerce, check required, run the callback), coercing plainly
-    where it can."""
-    coerced = _TYPER if param.required else _plainly(param, ctx, value)
-    if coerced is _TYPER:
-        return typer_process_value(ctx, value)
-    return coerced if param.callback is None else param.callback(ctx, param, coerced)
-
-
-def _plainly(param: Any, ctx: ClickContext, value: Any) -> Any:
-    """What Typer's coercion would make of ``value``, where that is plain; else _TYPER."""
-    if value is None:  # an absent option
-        return () if param.multiple or param.nargs == -1 else None
-    descriptor = getattr(param, "type_descriptor", None)  # Typer >= 0.2x
-    info = getattr(descriptor, "parameter_info", None)
-    if info is None or info.parser is not None or param.multiple or param.nargs != 1:
-        return _TYPER
-    annotation = getattr(descriptor, "annotation", None)
-    if not isinstance(annotation, type):
-        return _TYPER
-    if type(value) is annotation:  # text typed for text, or a default of the option's type
-        if annotation is str:
-            return value
-        from_default = ctx.get_parameter_source(param.name) is ParameterSource.DEFAULT
-        return value if from_default else _TYPER
-    if type(value) is not str:
-        return _TYPER
-    if issubclass(annotation, enum.Enum) and info.case_sensitive:
-        return next((member for member in annotation if member.value == value), _TYPER)
-    if annotation in (int, float) and not info.clamp and _PLAIN_NUMBER.fullmatch(value):
-        if annotation is int and "." in value:
-            return _TYPER
-        number = annotation(value)
-        below = info.min is not None and number < info.min
-        above = info.max is not None and number > info.max
-        return _TYPER if below or above else number
-    return _TYPER
-
-
 class AttnCommand(TyperCommand):
     """A command whose help shows flags as flags and wraps choices between them, and whose
-    parsing skips the coercions that would change nothing (_skip_idle_coercion)."""
+    parsing skips the coercions that would change nothing (attn_cli.cli.typer_internals)."""
 
-    def get_params(self, ctx: ClickContext) -> list[Any]:
-        return _for_help(_skip_idle_coercion(super().get_params(ctx)), ctx)
+    def get_params(self, ctx: Context) -> list[Any]:
+        return typer_internals.adapt_params(super().get_params(ctx), ctx)
 
 
 class OneLineUsageErrors(TyperGroup):
@@ -315,24 +181,24 @@ class OneLineUsageErrors(TyperGroup):
     one of the choices, a number out of range, an unknown command) becomes one line on stderr and
     exit code 2, like every other user error, instead of Typer's usage box."""
 
-    def get_params(self, ctx: ClickContext) -> list[Any]:
-        return _for_help(_skip_idle_coercion(super().get_params(ctx)), ctx)
+    def get_params(self, ctx: Context) -> list[Any]:
+        return typer_internals.adapt_params(super().get_params(ctx), ctx)
 
     def make_context(
         self,
         info_name: str | None,
         args: list[str],
-        parent: ClickContext | None = None,
+        parent: Context | None = None,
         **extra: Any,
-    ) -> ClickContext:
+    ) -> Context:
+        if not args and self.no_args_is_help:  # `attn` alone prints the help, as it should
+            return super().make_context(info_name, args, parent, **extra)
         try:  # attn's own options: attn --nosuch
             return super().make_context(info_name, args, parent, **extra)
-        except NoArgsIsHelpError:  # `attn` alone prints the help, as it should
-            raise
         except UsageError as error:
             raise _one_line(error, info_name or "attn") from None
 
-    def invoke(self, ctx: ClickContext) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         try:  # the command's name and options: attn nosuch, attn scaled --format xml
             return super().invoke(ctx)
         except UsageError as error:

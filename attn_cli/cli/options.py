@@ -15,14 +15,6 @@ from attn_cli.core import variants
 from attn_cli.core.card import Card, InputSpec, Option, Size
 from attn_cli.render import Format
 
-# click's names, from the copy Typer runs on (the CLI and the tour read them here).
-try:  # Typer >= 0.2x ships its own copy of click
-    from typer._click.exceptions import NoArgsIsHelpError as NoArgsIsHelpError
-    from typer._click.exceptions import UsageError as UsageError
-except ImportError:  # older Typer runs on click itself
-    from click.exceptions import NoArgsIsHelpError as NoArgsIsHelpError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
-    from click.exceptions import UsageError as UsageError  # type: ignore[import-not-found,no-redef,assignment,unused-ignore]
-
 if TYPE_CHECKING:
     from attn_cli.run.runner import RunRequest
 

@@ -243,7 +243,8 @@ def parsed(stop: Stop) -> dict[str, Any]:
     import typer.main
 
     from attn_cli import course as cards
-    from attn_cli.cli.options import UsageError, lesson_command
+    from attn_cli.cli.options import lesson_command
+    from attn_cli.cli.typer_internals import UsageError
 
     if cards.is_lesson(stop.name):
         function = lesson_command(cards.card(stop.name))

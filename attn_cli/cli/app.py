@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib
 import inspect
 import os
 import sys
@@ -116,8 +115,26 @@ def command_function(name: str) -> Callable[..., None]:
         from attn_cli.cli.options import lesson_command
 
         return lesson_command(cards.card(name), run_card)
-    module = importlib.import_module(f"attn_cli.cli.commands.{name}")
-    function: Callable[..., None] = getattr(module, name)
+    return _tool(name)
+
+
+def _tool(name: str) -> Callable[..., None]:
+    """A tool's command function, its module imported now (and only then: start-up)."""
+    function: Callable[..., None]
+    if name == "check":
+        from attn_cli.cli.commands.check import check as function
+    elif name == "tour":
+        from attn_cli.cli.commands.tour import tour as function
+    elif name == "bench":
+        from attn_cli.cli.commands.bench import bench as function
+    elif name == "kinds":
+        from attn_cli.cli.commands.kinds import kinds as function
+    elif name == "learn":
+        from attn_cli.cli.commands.learn import learn as function
+    elif name == "explore":
+        from attn_cli.cli.commands.explore import explore as function
+    else:
+        raise KeyError(f"no tool {name!r}: TOOLS names {', '.join(TOOLS)}")
     return function
 
 

@@ -70,145 +70,178 @@ class BenchFormat(StrEnum):
     csv = "csv"
 
 
+# The options of attn bench, each declared once (the command below takes them all).
+DeviceOpt = Annotated[
+    DeviceName,
+    typer.Option(
+        "--device",
+        help="Where to run: the CPU, or a GPU (cuda: NVIDIA's; mps: Apple's; both need PyTorch).",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+
+SizesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sizes",
+        metavar="LENGTHS",
+        help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
+        f"(default: {SIZES_DEFAULTS}).",
+        rich_help_panel=RUN_PANEL,
+        show_default=False,
+    ),
+]
+
+ImplOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--impl",
+        metavar="NAMES",
+        help="Comma-separated: naive (softmax(Q Kᵀ / √d) V, the n × n weights formed), sdpa "
+        "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
+        "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its kernels: "
+        "FlashAttention, memory-efficient, cuDNN's, the plain math), tiled (the flash "
+        "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, "
+        "its tile sizes tuned on the GPU for each shape; CUDA only, needs the kernel extra: "
+        "attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
+        "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
+        "wall, never by default: window, window-numpy (the band |i − j| ≤ w, every block of "
+        "queries at once with its nearby keys), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
+        "block mask, compiled), linear, linear-numpy (linear attention, φ = elu + 1).",
+        rich_help_panel=RUN_PANEL,
+        show_default=False,
+    ),
+]
+
+RepeatsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--repeats",
+        min=1,
+        help="Timed runs per row (default: about 0.5 s worth, 5 to 50).",
+        rich_help_panel=RUN_PANEL,
+        show_default=False,
+    ),
+]
+
+BlockOpt = Annotated[
+    int,
+    typer.Option("--block", min=1, help="Key block size of tiled.", rich_help_panel=RUN_PANEL),
+]
+
+SeedOpt = Annotated[
+    int,
+    typer.Option("--seed", min=0, help="Seed of the random inputs.", rich_help_panel=RUN_PANEL),
+]
+
+WindowOpt = Annotated[
+    int,
+    typer.Option(
+        "--window",
+        min=0,
+        help="Window w of the window implementations: query i sees key j when |i − j| ≤ w "
+        "(with --causal, 0 ≤ i − j ≤ w).",
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+
+DimsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dims",
+        metavar="WIDTHS",
+        help="Sweep the head dimension d instead of n, at the one n of --sizes: "
+        "'16,32,64' or a doubling range '16..256' (shows linear attention's d² term).",
+        rich_help_panel=RUN_PANEL,
+        show_default=False,
+    ),
+]
+
+HeadWidthOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--d",
+        min=1,
+        help=f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)}).",
+        rich_help_panel=SHAPE_PANEL,
+        show_default=False,
+    ),
+]
+
+HeadsOpt = Annotated[
+    int, typer.Option("--heads", min=1, help="Attention heads.", rich_help_panel=SHAPE_PANEL)
+]
+
+BatchOpt = Annotated[
+    int, typer.Option("--batch", min=1, help="Batch size.", rich_help_panel=SHAPE_PANEL)
+]
+
+DtypeOpt = Annotated[
+    DtypeName | None,
+    typer.Option(
+        "--dtype",
+        help="Floating-point type of Q, K and V and of the computation (default: "
+        "bfloat16 on cuda, float32 otherwise).",
+        rich_help_panel=SHAPE_PANEL,
+        show_default=False,
+    ),
+]
+
+CausalOpt = Annotated[
+    bool,
+    typer.Option("--causal", help="Causal mask (half the FLOPs).", rich_help_panel=SHAPE_PANEL),
+]
+
+BenchFormatOpt = Annotated[
+    BenchFormat,
+    typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+]
+
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        metavar="FILE",
+        help="Also write a log-log plot of time and memory to this file; its suffix picks "
+        "the format: .png, .pdf, .svg, ... (needs matplotlib).",
+        rich_help_panel=OUTPUT_PANEL,
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+
+FromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        metavar="FILE",
+        help="Show a sweep saved with --format json again, without measuring: its table, "
+        "its fits and their reading, by this attn's rules (measure on a GPU, show it on a "
+        "laptop). Goes with --format and --plot only; needs no PyTorch.",
+        rich_help_panel=RUN_PANEL,
+        show_default=False,
+    ),
+]
+
+
 def bench(
     ctx: typer.Context,
-    device: Annotated[
-        DeviceName,
-        typer.Option(
-            "--device",
-            help="Where to run: the CPU, or a GPU (cuda: NVIDIA's; mps: Apple's; both need "
-            "PyTorch).",
-            rich_help_panel=RUN_PANEL,
-        ),
-    ] = DeviceName("cpu"),
-    sizes: Annotated[
-        str | None,
-        typer.Option(
-            "--sizes",
-            metavar="LENGTHS",
-            help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
-            f"(default: {SIZES_DEFAULTS}).",
-            rich_help_panel=RUN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    impl: Annotated[
-        str | None,
-        typer.Option(
-            "--impl",
-            metavar="NAMES",
-            help="Comma-separated: naive (softmax(Q Kᵀ / √d) V, the n × n weights formed), sdpa "
-            "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
-            "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its kernels: "
-            "FlashAttention, memory-efficient, cuDNN's, the plain math), tiled (the flash "
-            "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, "
-            "its tile sizes tuned on the GPU for each shape; CUDA only, needs the kernel extra: "
-            "attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
-            "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
-            "wall, never by default: window, window-numpy (the band |i − j| ≤ w, every block of "
-            "queries at once with its nearby keys), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
-            "block mask, compiled), linear, linear-numpy (linear attention, φ = elu + 1).",
-            rich_help_panel=RUN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    repeats: Annotated[
-        int | None,
-        typer.Option(
-            "--repeats",
-            min=1,
-            help="Timed runs per row (default: about 0.5 s worth, 5 to 50).",
-            rich_help_panel=RUN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    block: Annotated[
-        int,
-        typer.Option("--block", min=1, help="Key block size of tiled.", rich_help_panel=RUN_PANEL),
-    ] = 128,
-    seed: Annotated[
-        int,
-        typer.Option("--seed", min=0, help="Seed of the random inputs.", rich_help_panel=RUN_PANEL),
-    ] = 0,
-    window: Annotated[
-        int,
-        typer.Option(
-            "--window",
-            min=0,
-            help="Window w of the window implementations: query i sees key j when |i − j| ≤ w "
-            "(with --causal, 0 ≤ i − j ≤ w).",
-            rich_help_panel=RUN_PANEL,
-        ),
-    ] = 64,
-    dims: Annotated[
-        str | None,
-        typer.Option(
-            "--dims",
-            metavar="WIDTHS",
-            help="Sweep the head dimension d instead of n, at the one n of --sizes: "
-            "'16,32,64' or a doubling range '16..256' (shows linear attention's d² term).",
-            rich_help_panel=RUN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    d: Annotated[
-        int | None,
-        typer.Option(
-            "--d",
-            min=1,
-            help=f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)}).",
-            rich_help_panel=SHAPE_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    heads: Annotated[
-        int, typer.Option("--heads", min=1, help="Attention heads.", rich_help_panel=SHAPE_PANEL)
-    ] = 8,
-    batch: Annotated[
-        int, typer.Option("--batch", min=1, help="Batch size.", rich_help_panel=SHAPE_PANEL)
-    ] = 1,
-    dtype: Annotated[
-        DtypeName | None,
-        typer.Option(
-            "--dtype",
-            help="Floating-point type of Q, K and V and of the computation (default: "
-            "bfloat16 on cuda, float32 otherwise).",
-            rich_help_panel=SHAPE_PANEL,
-            show_default=False,
-        ),
-    ] = None,
-    causal: Annotated[
-        bool,
-        typer.Option("--causal", help="Causal mask (half the FLOPs).", rich_help_panel=SHAPE_PANEL),
-    ] = False,
-    fmt: Annotated[
-        BenchFormat,
-        typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
-    ] = BenchFormat.rich,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            metavar="FILE",
-            help="Also write a log-log plot of time and memory to this file; its suffix picks "
-            "the format: .png, .pdf, .svg, ... (needs matplotlib).",
-            rich_help_panel=OUTPUT_PANEL,
-            dir_okay=False,
-            show_default=False,
-        ),
-    ] = None,
-    saved: Annotated[
-        Path | None,
-        typer.Option(
-            "--from",
-            metavar="FILE",
-            help="Show a sweep saved with --format json again, without measuring: its table, "
-            "its fits and their reading, by this attn's rules (measure on a GPU, show it on a "
-            "laptop). Goes with --format and --plot only; needs no PyTorch.",
-            rich_help_panel=RUN_PANEL,
-            show_default=False,
-        ),
-    ] = None,
+    device: DeviceOpt = DeviceName("cpu"),
+    sizes: SizesOpt = None,
+    impl: ImplOpt = None,
+    repeats: RepeatsOpt = None,
+    block: BlockOpt = 128,
+    seed: SeedOpt = 0,
+    window: WindowOpt = 64,
+    dims: DimsOpt = None,
+    d: HeadWidthOpt = None,
+    heads: HeadsOpt = 8,
+    batch: BatchOpt = 1,
+    dtype: DtypeOpt = None,
+    causal: CausalOpt = False,
+    fmt: BenchFormatOpt = BenchFormat.rich,
+    plot: PlotOpt = None,
+    saved: FromOpt = None,
 ) -> None:
     """Time and memory of attention against sequence length n: the O(n²) wall, measured.
 
@@ -218,8 +251,8 @@ def bench(
     when it takes 3 × its implementation's fastest). See `attn flash` for the tiled algorithm
     step by step.
     """
-    from attn_cli.cli.commands.common import start_up_done, stdout_console
-    from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
+    from attn_cli.cli.commands.common import start_up_done
+    from attn_cli.render.bench_plot import check_plot_path, require_matplotlib
 
     start_up_done()
 
@@ -239,16 +272,22 @@ def bench(
     config = bench_config(
         device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal, window, dims
     )
+    measure_and_show(config, fmt, plot)
+
+
+def measure_and_show(config: BenchConfig, fmt: BenchFormat, plot: Path | None) -> None:
+    """The sweep, measured and shown in ``fmt`` (and drawn to ``plot``)."""
     from attn_cli.bench.devices import device_ops
+    from attn_cli.bench.sweep import check_sweep_work
+    from attn_cli.cli.commands.common import stdout_console
     from attn_cli.render import bench_render
+    from attn_cli.render.bench_plot import write_plot
 
     console = stdout_console()
     # What the output starts with is written before the sweep, which can take minutes: a
     # reader such as `head -1` has its line at once, closes the pipe, and the sweep stops at
     # the next row (measure checks between rows) instead of running to the end.
     ops = device_ops(config.device)
-    from attn_cli.bench.sweep import check_sweep_work
-
     check_sweep_work(config, ops)  # hours of rows: refused before the first
     started = bench_render.opening(fmt.value, config, ops)
     if fmt is BenchFormat.rich:

@@ -26,9 +26,12 @@ from attn_cli.course import card
 from attn_cli.run.request import request_for, run_settings
 
 
-def _show(walkthrough: Walkthrough, view: str, **options: Any) -> Any:
+def _show(
+    walkthrough: Walkthrough, view: str, *, precision: int | None = None, **options: Any
+) -> Any:
     """A walkthrough's hooks render through attn_cli.render.show, loaded on first use, handed
-    the lesson's figure or programs where the view needs them."""
+    the decimals to write (``precision``; None: the lesson's default, as its command prints)
+    and the lesson's figure or programs where the view needs them."""
     from attn_cli import course
     from attn_cli.render import show
 
@@ -36,7 +39,9 @@ def _show(walkthrough: Walkthrough, view: str, **options: Any) -> Any:
         options["figure"] = _figure(walkthrough.lesson)
     if view == "code":
         options["programs"] = course.programs_of(walkthrough.lesson)
-    return show(walkthrough, view, **options)
+    if precision is None:
+        precision = _default_precision(walkthrough.lesson)
+    return show(walkthrough, view, precision=precision, **options)
 
 
 def _figure(lesson: str) -> Any:
@@ -50,6 +55,22 @@ def _figure(lesson: str) -> Any:
 
         return get_task(lesson.removeprefix("learn-")).figure
     return None
+
+
+def _default_precision(lesson: str) -> int:
+    """The decimals a walkthrough's command prints unless --precision says otherwise: its
+    lesson's card's, an `attn learn` task's (lesson "learn-TASK"), else the renderers' own."""
+    from attn_cli import course
+
+    if course.is_lesson(lesson):
+        return course.card(lesson).precision
+    if lesson.startswith("learn-"):
+        from attn_cli.learn.common import PRECISION
+
+        return PRECISION
+    from attn_cli.render import RenderOptions
+
+    return RenderOptions().precision
 
 
 # The data model imports no renderer: its hooks (w.to_markdown(), w.plot()...) are handed this.

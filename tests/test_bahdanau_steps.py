@@ -364,11 +364,13 @@ def test_rich_output_names_both_notations(invoke):
 
 def test_plot_draws_the_alignment_matrix(pytestconfig):
     pytest.importorskip("matplotlib")
-    from attn_cli.course import figure_of
+    from attn_cli.course import card, figure_of
     from attn_cli.render.heatmap import heatmap_figure
 
     walkthrough = attn.bahdanau(example="cat-slept", steps=3)
-    figure = heatmap_figure(walkthrough, figure_of(walkthrough.lesson))
+    figure = heatmap_figure(
+        walkthrough, figure_of(walkthrough.lesson), card(walkthrough.lesson).precision
+    )
     (ax,) = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
     assert [label.get_text() for label in ax.get_yticklabels()] == ["t=1", "t=2", "t=3"]
     assert [label.get_text() for label in ax.get_xticklabels()] == ["the", "cat", "slept"]

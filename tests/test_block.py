@@ -386,11 +386,11 @@ def test_user_errors(invoke, args, fragments):
 
 def test_the_figure_has_a_panel_per_head_self_then_cross():
     pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
-    from attn_cli.course import figure_of
+    from attn_cli.course import card, figure_of
     from attn_cli.render.heatmap import heatmap_figure
 
     walkthrough = attn.block(example="decoder")
-    figure = heatmap_figure(walkthrough, figure_of("block"))
+    figure = heatmap_figure(walkthrough, figure_of("block"), card("block").precision)
     panels = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
     assert [ax.get_title() for ax in panels] == [
         "self-attention head 1", "self-attention head 2",

@@ -33,9 +33,12 @@ def mpl():
 
 
 def figure_of(walkthrough, precision=None):
-    from attn_cli.course import figure_of
+    """The lesson's figure at ``precision`` (None: the lesson's own default, as --plot draws)."""
+    from attn_cli.course import card, figure_of
     from attn_cli.render.heatmap import heatmap_figure
 
+    if precision is None:
+        precision = card(walkthrough.lesson).precision
     return heatmap_figure(walkthrough, figure_of(walkthrough.lesson), precision)
 
 

@@ -394,9 +394,10 @@ def test_the_program_prints_the_commands_alignment_score(invoke, tiny, tmp_path)
 def test_plot_draws_the_heatmaps_and_the_accuracy_figure(tiny, tmp_path):
     pytest.importorskip("matplotlib")
     from attn_cli.learn import translate
+    from attn_cli.learn.common import PRECISION
     from attn_cli.render.heatmap import heatmap_figure
 
-    figure = heatmap_figure(tiny, translate.TASK.figure)
+    figure = heatmap_figure(tiny, translate.TASK.figure, PRECISION)
     titles = [axis.get_title() for axis in figure.axes]
     assert titles == [
         "true alignment",

@@ -393,7 +393,7 @@ def test_a_computed_number_in_an_explanation_follows_precision(invoke, invoke_js
     walkthrough = attn.scaled()
     assert f"{root:.4f}" in walkthrough.find("scaled").explanation  # the lesson's default
     assert f"√2 = {root:.3f}." in flat(walkthrough.to_markdown(precision=3))
-    assert f"√2 = {root:.3f}." in flat(walkthrough.at_precision(3).find("scaled").explanation)
+    assert f"√2 = {root:.3f}." in flat(walkthrough.find("scaled").explanation_at(3))
 
 
 def test_an_explicit_spec_in_a_step_text_is_kept_at_any_precision(invoke, tmp_path):

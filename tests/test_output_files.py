@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 import attn_cli as attn
-from attn_cli.course import lesson_names
+from attn_cli.course import card, lesson_names
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import HTML_WIDTH, print_walkthrough
 from tests.conftest import assert_user_error
@@ -26,7 +26,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def terminal_numbers(walkthrough) -> list[str]:
     """Every decimal number the terminal shows at the width the exports use, in order."""
     console = Console(file=io.StringIO(), width=HTML_WIDTH, color_system=None)
-    precision = walkthrough.precision  # the lesson's own default, as the command prints it
+    precision = card(walkthrough.lesson).precision  # the lesson's own default, as printed
     print_walkthrough(walkthrough, console, RenderOptions(precision=precision))
     return NUMBER.findall(console.file.getvalue())
 

@@ -28,7 +28,7 @@ from markdown_it.token import Token
 from attn_cli.api import lesson_function
 from attn_cli.core.model import Step, Walkthrough
 from attn_cli.core.numbers import as_matrix, format_column, number_style
-from attn_cli.course import lesson_names
+from attn_cli.course import card, lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
@@ -170,7 +170,7 @@ def first_cell(value: Any, precision: int) -> str | None:
 def expected_values(case: Case) -> list[str]:
     """Numbers the PDF of this case must show: each input's and the last values' first entry."""
     walk = walkthrough(case)
-    precision = walk._precision(None)
+    precision = card(walk.lesson).precision  # the lesson's own default, as the command prints
     values = [item.value for item in walk.inputs]
     values += [step.value for step in walk.steps if step.kind not in ("text", "histogram")][-2:]
     cells = [first_cell(value, precision) for value in values]
@@ -466,7 +466,7 @@ def check_markdown(walk: Walkthrough, markdown: str, where: str) -> None:
             assert len(row) == len(want.header), label  # no cell lost or split off
             if want_row[0]:
                 assert row[0] == want_row[0], label
-    precision = walk._precision(None)
+    precision = card(walk.lesson).precision  # the lesson's own default, as the command prints
     notes = [" ".join(note.text(precision).split()) for step in walk.steps for note in step.notes]
     assert quotes == [[f"Note: {note}"] for note in notes], where  # one paragraph per note
     assert items == [" ".join(note.text(precision).split()) for note in walk.notes], where

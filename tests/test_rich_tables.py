@@ -23,7 +23,7 @@ from rich.console import Console
 import attn_cli as attn
 from attn_cli.core.model import InputValue, Step, Walkthrough
 from attn_cli.core.numbers import as_matrix, format_column
-from attn_cli.course import lesson_names
+from attn_cli.course import card, lesson_names
 from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import (
@@ -286,7 +286,7 @@ def sections(text: str) -> list[str]:
 def assert_sections_show_the_values(walk: Walkthrough, text: str, where: str) -> int:
     """Each section's tables, in reading order, against the values it shows: the inputs;
     a step's intermediates, then its value. Returns the number of tables checked."""
-    precision = walk.precision
+    precision = card(walk.lesson).precision  # the lesson's own default, as the command prints
     parts = sections(text)
     assert len(parts) == len(walk.steps) + 1, where
     checked = 0
@@ -456,7 +456,7 @@ def test_bfloat16_row_sums_on_torch_are_explained(torch):
 
 def test_long_headings_wrap_instead_of_losing_their_end():
     step = Step("s", "A title long enough to need more than one line here", "", np.eye(3))
-    text = render_plain(step_rule(step, 12), 40)
+    text = render_plain(step_rule(step, 12, 4), 40)
     assert "3 × 3" in text and "…" not in text
 
 

@@ -36,9 +36,10 @@ class Note:
     """A note shown with a step or under the walkthrough: the words of ``[notes] KEY`` in the
     lesson file, with the raw values its placeholders read.
 
-    Renderers fill it at their precision (:meth:`text`): a plain ``{x}`` holding a float is
-    written as the tables write numbers, with ``--precision`` decimals; a placeholder with a
-    spec (``{x:.1e}``) as the lesson file wrote it. ``str(note)`` is the text at 4 decimals.
+    Renderers fill it when they show it (:meth:`text`), with the decimals they are handed (the
+    command's ``--precision``): a plain ``{x}`` holding a float is written as the tables write
+    numbers; a placeholder with a spec (``{x:.1e}``) as the lesson file wrote it. ``str(note)``
+    is the text at 4 decimals.
     """
 
     key: str
@@ -76,9 +77,9 @@ class Part:
 @dataclass(frozen=True)
 class Step:
     """One step of a walkthrough. Its title and explanation are the lesson file's templates with
-    the values they read (``context``), filled when read, at ``precision`` decimals: a renderer
-    reads them after :meth:`at_precision` with its own --precision, so they are filled once,
-    when shown."""
+    the values they read (``context``), filled when read: a renderer reads them with the
+    decimals it is handed (:meth:`title_at`, :meth:`explanation_at`); ``title`` and
+    ``explanation`` are the texts at 4 decimals, as ``str(note)``."""
 
     key: str
     title_template: str
@@ -101,28 +102,31 @@ class Step:
     seconds: float | None = None
     # LaTeX for the left-hand side, e.g. "S = QK^\\top" (LaTeX output only).
     latex: str | None = None
-    # The values the title and explanation read, and the decimals a plain {x} is written with.
+    # The values the title and explanation read.
     context: Mapping[str, Any] = field(default_factory=dict)
-    precision: int = 4
     # A records table's display heading of each (snake_case) key, from the lesson file.
     headings: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
-        return self._filled(self.title_template, "title")
+        return self.title_at(4)
 
     @property
     def explanation(self) -> str:
-        return self._filled(self.explanation_template, "explanation")
+        return self.explanation_at(4)
 
-    def _filled(self, template: str, field_name: str) -> str:
+    def title_at(self, precision: int) -> str:
+        """The title with a plain ``{x}`` number written with ``precision`` decimals, as the
+        tables write numbers (a ``{x:.3f}`` stays as written): what a renderer shows."""
+        return self._filled(self.title_template, "title", precision)
+
+    def explanation_at(self, precision: int) -> str:
+        """The explanation, its numbers written as :meth:`title_at` writes them."""
+        return self._filled(self.explanation_template, "explanation", precision)
+
+    def _filled(self, template: str, field_name: str, precision: int) -> str:
         where = f"[steps.{self.key}] {field_name}"
-        return fill(template, self.context, where, precision=self.precision)
-
-    def at_precision(self, precision: int) -> Step:
-        """This step with a plain ``{x}`` number of its title and explanation written with
-        ``precision`` decimals, as the tables write numbers (a ``{x:.3f}`` stays as written)."""
-        return replace(self, precision=precision)
+        return fill(template, self.context, where, precision=precision)
 
 
 @dataclass(frozen=True)
@@ -164,21 +168,9 @@ class Walkthrough:
     # A batch: every item's walkthrough (each unbatched), and which of them this one is.
     items: tuple[Walkthrough, ...] = ()
     item_index: int = 0
-    # The decimals its lesson's command prints by default (renderers take --precision instead).
-    precision: int = 4
     # Notes whose claim does not hold for these numbers (lesson_texts.Texts.claims): never
     # shown by any renderer, kept so that a reader (and the tests) can see what was held back.
     withheld: tuple[Note, ...] = ()
-
-    def at_precision(self, precision: int) -> Walkthrough:
-        """This walkthrough with its steps' texts written at ``precision`` (Step.at_precision),
-        every batch item's too: what each renderer shows."""
-        return replace(
-            self,
-            precision=precision,
-            steps=tuple(step.at_precision(precision) for step in self.steps),
-            items=tuple(item.at_precision(precision) for item in self.items),
-        )
 
     def item(self, index: int) -> Walkthrough:
         """Item ``index`` of a batch (counting from 0), shown as ``--item index`` shows it."""
@@ -204,52 +196,50 @@ class Walkthrough:
 
     # The thin hooks below (to_dict, to_markdown, plot, __rich__...) call ``view``, which the
     # Python API (attn_cli/api.py) sets to attn_cli.render.show: the data imports no renderer.
+    # A hook's ``precision`` is handed on as given; None: the view writes the lesson's default.
     view: ClassVar[Callable[..., Any]]
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         """The JSON document of ``--format json`` as Python data (``full``: no summaries)."""
-        return self.view(self, "dict", precision=self.precision, full=full)
+        return self.view(self, "dict", full=full)
 
     def to_markdown(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
-        return self.view(self, "markdown", precision=self._precision(precision))
+        return self.view(self, "markdown", precision=precision)
 
     def to_latex(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format latex`` prints it (``precision``: decimals shown)."""
-        return self.view(self, "latex", precision=self._precision(precision))
+        return self.view(self, "latex", precision=precision)
 
     def to_html(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and
         shading as a whole HTML page."""
-        return self.view(self, "html", precision=self._precision(precision))
+        return self.view(self, "html", precision=precision)
 
     def to_svg(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format svg`` writes it: the terminal's tables, colours and
         shading as an SVG picture (for slides)."""
-        return self.view(self, "svg", precision=self._precision(precision))
+        return self.view(self, "svg", precision=precision)
 
     def to_code(self, backend: str = "numpy") -> str:
         """The program of ``--code``: a short, self-contained numpy (or ``backend="torch"``)
         program that computes this walkthrough's output from its inputs, written into it."""
-        return self.view(self, "code", precision=self.precision, code_backend=backend)
+        return self.view(self, "code", code_backend=backend)
 
     def plot(
         self, path: str | Path | None = None, *, precision: int | None = None
     ) -> Figure | None:
         """The figure of ``--plot`` (needs matplotlib): written to ``path`` (.png, .svg or .pdf)
         when given, else returned as a matplotlib Figure (a notebook shows it)."""
-        return self.view(self, "plot", precision=self._precision(precision), path=path)
+        return self.view(self, "plot", precision=precision, path=path)
 
     def __rich__(self) -> Any:
         """The terminal's tables, for ``rich.print(walkthrough)``."""
-        return self.view(self, "rich", precision=self.precision)
+        return self.view(self, "rich")
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the terminal's tables and shading, as HTML."""
-        return self.view(self, "notebook", precision=self.precision)
-
-    def _precision(self, precision: int | None) -> int:
-        return self.precision if precision is None else precision
+        return self.view(self, "notebook")
 
     @property
     def time_legend(self) -> str | None:

@@ -140,11 +140,6 @@ def programs_of(name: str) -> ModuleType | None:
     return folder_part(name, "program")
 
 
-def precision_of(name: str) -> int:
-    """The decimals lesson ``name``'s command prints unless --precision says otherwise."""
-    return card(name).precision if is_lesson(name) else 4
-
-
 def forget() -> None:
     """Find the lessons afresh (after ``__path__`` gained or lost a folder)."""
     lesson_names.cache_clear()

@@ -13,7 +13,7 @@ from attn_cli.core.backend import Array
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Kind, Note, Part, Step, Summary, Walkthrough, summary
 from attn_cli.core.templates import fill
-from attn_cli.course import get_lesson, precision_of
+from attn_cli.course import get_lesson
 from attn_cli.course.lesson import LessonRun
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms.attention import softmax_parts
@@ -35,17 +35,14 @@ NO_GRID = Grid()
 class StepRecorder:
     """Computes steps in order, timing them with --time, and collects them as plain data.
 
-    What it records is checked against ``texts`` and written at ``precision`` decimals: the
-    lesson's declaration's (``LESSON.texts``, its card's precision) unless given; an `attn learn`
-    task, which records the same way but is no lesson, hands over its own.
+    What it records is checked against ``texts``: the lesson's declaration's (``LESSON.texts``)
+    unless given; an `attn learn` task, which records the same way but is no lesson, hands over
+    its own. Texts are recorded as templates with the values they read: a renderer fills them.
     """
 
-    def __init__(
-        self, run: LessonRun, *, texts: Texts | None = None, precision: int | None = None
-    ) -> None:
+    def __init__(self, run: LessonRun, *, texts: Texts | None = None) -> None:
         self.run = run
         self.texts = get_lesson(run.name).texts if texts is None else texts
-        self.precision = precision_of(run.name) if precision is None else precision
         self.steps: list[Step] = []
 
     def compute(
@@ -111,7 +108,6 @@ class StepRecorder:
                 title_template=words.title,
                 explanation_template=words.explanation,
                 context=dict(grid.context),
-                precision=self.precision,  # renderers: --precision
                 value=shown,
                 kind=kind,
                 row_labels=grid.rows,
@@ -146,7 +142,7 @@ class StepRecorder:
 
     def note(self, key: str, **values: Any) -> Note:
         """The note ``[notes] key`` of the lesson file with the raw values its placeholders read
-        (numpy numbers become Python ones); renderers fill it at their precision.
+        (numpy numbers become Python ones); renderers fill it when they show it.
 
         It is filled once here, so that a placeholder the values lack (in a lecturer's file) is
         a user error naming the file and key when the note is made, not when it is shown.
@@ -161,7 +157,7 @@ class StepRecorder:
             name: value.item() if isinstance(value, np.generic) else value
             for name, value in values.items()
         }
-        fill(template, plain, where, precision=4)
+        fill(template, plain, where)
         return Note(key, template, plain)
 
     def check_declared(self, table: str, key: str, names: Mapping[str, Any]) -> None:
@@ -255,7 +251,6 @@ class StepRecorder:
             output=self.to_numpy(output),
             notes=notes,
             meta={"options": dict(run.options), **(meta or {})},
-            precision=self.precision,
         )
         return keep_true_claims(drafted, self.texts)
 

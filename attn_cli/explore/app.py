@@ -432,11 +432,16 @@ class Explorer(App[None]):
             Text(f"attn explore {self.start.lesson} · {where}{edits}", style="bold")
         )
 
+    @property
+    def precision(self) -> int:
+        """The decimals shown and exported: the lesson's default, as its command prints."""
+        return self.start.card.precision
+
     def show_steps(self) -> None:
         """Every step of the walkthrough, as the command line prints it, its changes marked:
         those in sight drawn for the next frame, the others right after it (catch_up)."""
-        walkthrough = self.walkthrough.at_precision(self.walkthrough.precision)
-        options = RenderOptions(precision=walkthrough.precision)
+        walkthrough = self.walkthrough
+        options = RenderOptions(precision=self.precision)
         steps = self.query_one("#steps", VerticalScroll)
         shown = list(steps.query(".walkthrough-step").results(Rendered))
         wanted = len(walkthrough.steps) + (1 if walkthrough.notes else 0)
@@ -676,7 +681,7 @@ class Explorer(App[None]):
 
     def action_export(self) -> None:
         try:
-            written = st.export(self.walkthrough, self.export_dir, self.walkthrough.precision)
+            written = st.export(self.walkthrough, self.export_dir, self.precision)
         except UserError as error:
             self.show_message(f"attn: error: {error}")
             return

@@ -178,8 +178,8 @@ def progress_bar(console: Console) -> Iterator[Progress | None]:
 
 # --- recording: the lessons' recorder, the task's words --------------------------------------
 
-# The decimals a task's walkthrough is written at unless --precision says otherwise (the
-# command's default).
+# The decimals a task's walkthrough is shown with unless --precision says otherwise: the
+# default of the command's --precision and of the walkthrough's Python hooks (attn_cli.api).
 PRECISION = 3
 
 
@@ -211,4 +211,4 @@ def recorder(task: str, texts: Texts, options: Mapping[str, Any]) -> StepRecorde
         options=dict(options),
         backend=get_backend("torch", "cpu", "float32"),
     )
-    return StepRecorder(run, texts=texts, precision=PRECISION)
+    return StepRecorder(run, texts=texts)

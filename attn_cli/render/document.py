@@ -190,7 +190,6 @@ def document(walkthrough: Walkthrough, options: RenderOptions) -> list[Block]:
     """The walkthrough's blocks, in the order every text format shows them, with texts and
     notes written at ``options.precision``."""
     precision = options.precision
-    walkthrough = walkthrough.at_precision(precision)
     blocks: list[Block] = [Title(walkthrough.title, walkthrough.example or None)]
     if walkthrough.intro:
         blocks.append(Prose(walkthrough.intro))
@@ -220,22 +219,23 @@ def step_blocks(step: Step, number: int, precision: int) -> list[Block]:
     """A step: heading, explanation, intermediates, value, then each note."""
     shape = None if step.kind in _NOT_NUMBERS else tuple(np.shape(step.value))
     time = None if step.seconds is None else f"{step.seconds * 1e3:.3f} ms"
-    blocks: list[Block] = [StepHeading(number, step.title, shape, time)]
-    if step.explanation:
-        blocks.append(Prose(step.explanation))
+    title, explanation = step.title_at(precision), step.explanation_at(precision)
+    blocks: list[Block] = [StepHeading(number, title, shape, time)]
+    if explanation:
+        blocks.append(Prose(explanation))
     if step.parts:
         blocks.append(Intermediates(tuple(_labelled(part, step) for part in step.parts)))
-    blocks.append(_step_value(step))
+    blocks.append(_step_value(step, title))
     blocks += [Line("note", note.text(precision)) for note in step.notes]
     return blocks
 
 
-def _step_value(step: Step) -> Value:
+def _step_value(step: Step, title: str) -> Value:
     value = _other_value(step.value, step.kind, step.headings)
     if value is not None:
         return value
     if step.kind == "scalar" or np.ndim(step.value) == 0:
-        return Number(step.value, step.title, step.latex)
+        return Number(step.value, title, step.latex)
     return _matrix(
         step.value,
         step.row_labels,

@@ -60,10 +60,9 @@ def check_heatmap_path(path: Path, asked: str = COMMAND_LINE) -> None:
     require_matplotlib(asked)
 
 
-def heatmap_file(
-    walkthrough: Walkthrough, draw: Draw | None, path: Path, precision: int | None = None
-) -> bytes:
-    """The lesson's figure, drawn in memory as the bytes of ``path``'s format."""
+def heatmap_file(walkthrough: Walkthrough, draw: Draw | None, path: Path, precision: int) -> bytes:
+    """The lesson's figure, its numbers at ``precision``, drawn in memory as the bytes of
+    ``path``'s format."""
     return figure_bytes(heatmap_figure(walkthrough, draw, precision), path)
 
 
@@ -118,20 +117,19 @@ def most_panels() -> int:
 def heatmap_figure(
     walkthrough: Walkthrough,
     draw: Draw | None,
-    precision: int | None = None,
+    precision: int,
     asked: str = COMMAND_LINE,
 ) -> Figure:
     """The lesson's figure (its folder's ``figure.draw``, handed in by the caller, None for a
-    lesson without one): weights heatmaps, heads, the PE matrix or the variance plots
-    (``asked``: what asked for it, COMMAND_LINE or PYTHON, as its errors name it)."""
+    lesson without one), its numbers and titles at ``precision``: weights heatmaps, heads, the
+    PE matrix or the variance plots (``asked``: what asked for it, COMMAND_LINE or PYTHON, as
+    its errors name it)."""
     require_matplotlib(asked)
     check_plot_work(walkthrough, asked)
     if draw is None:
         raise UserError(f"{asked}: the {walkthrough.lesson} lesson has no figure to draw.")
-    if precision is None:
-        precision = walkthrough.precision
     try:
-        return draw(walkthrough.at_precision(precision), precision)
+        return draw(walkthrough, precision)
     except NoStep as missing:
         raise UserError(
             f"{asked}: this {walkthrough.lesson} run has no {missing.key!r} step to draw; "
@@ -179,7 +177,7 @@ def grid_of(step: Step, *, xlabel: str, ylabel: str, precision: int, **options: 
         values=values,
         row_labels=axis_labels(step.row_labels, rows),
         col_labels=axis_labels(step.col_labels, cols),
-        title=step.title,
+        title=step.title_at(precision),
         xlabel=xlabel,
         ylabel=ylabel,
         precision=precision,

@@ -127,7 +127,6 @@ _STREAMED: ContextVar[list[np.ndarray] | None] = ContextVar("streamed", default=
 
 
 def _document(walkthrough: Walkthrough, options: RenderOptions) -> dict[str, Any]:
-    walkthrough = walkthrough.at_precision(options.precision)
     full = options.full
     settings = walkthrough.meta.get("options", {})
     document = {
@@ -169,8 +168,8 @@ def _step(step: Step, options: RenderOptions) -> dict[str, Any]:
     full = options.full
     item: dict[str, Any] = {
         "key": step.key,
-        "title": step.title,
-        "explanation": step.explanation,
+        "title": step.title_at(options.precision),
+        "explanation": step.explanation_at(options.precision),
         "kind": step.kind,
         "value": _step_value(step, full),
     }

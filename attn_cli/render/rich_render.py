@@ -109,7 +109,6 @@ def walkthrough_sections(
     walkthrough: Walkthrough, options: RenderOptions
 ) -> list[list[RenderableType]]:
     """The walkthrough in screens: header and inputs, each step, then the notes (if any)."""
-    walkthrough = walkthrough.at_precision(options.precision)
     sections = [[header(walkthrough), *inputs_renderables(walkthrough, options)]]
     for number, step in enumerate(walkthrough.steps, start=1):
         sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))
@@ -184,9 +183,10 @@ def step_renderables(
 
     ``dtype`` (the walkthrough's) explains row sums that visibly differ from 1.
     """
-    out: list[RenderableType] = [Text(""), step_rule(step, number)]
-    if step.explanation:
-        out.append(Text(step.explanation))
+    out: list[RenderableType] = [Text(""), step_rule(step, number, options.precision)]
+    explanation = step.explanation_at(options.precision)
+    if explanation:
+        out.append(Text(explanation))
     if step.parts:
         out.append(side_by_side([_part_block(part, step, options) for part in step.parts]))
     out.append(step_value(step, options))
@@ -241,9 +241,10 @@ def row_sum_note(step: Step, precision: int, dtype: str | None) -> str | None:
     )
 
 
-def step_rule(step: Step, number: int) -> RenderableType:
-    """The step's heading: number, title, shape (and time with --time)."""
-    heading = f"Step {number} · {step.title}"
+def step_rule(step: Step, number: int, precision: int) -> RenderableType:
+    """The step's heading: number, title (its numbers at ``precision``), shape (and time with
+    --time)."""
+    heading = f"Step {number} · {step.title_at(precision)}"
     if step.kind not in ("records", "histogram", "text"):
         heading += f" · {shape_text(np.shape(step.value))}"
     if step.seconds is not None:

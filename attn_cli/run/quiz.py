@@ -159,7 +159,7 @@ def run_quiz(
         return Score()
     score = Score()
     for item in items:
-        console.print(Text(""), step_rule(item.step, item.number))
+        console.print(Text(""), step_rule(item.step, item.number, precision))
         if not item.asked:
             console.print(Text("  (not asked: shown for reading)", style="dim"))
             _show_value(item.step, console, options)
@@ -196,14 +196,14 @@ def _handout(
     walkthrough: Walkthrough, items: list[Question], console: Console, options: RenderOptions
 ) -> None:
     for item in items:
-        console.print(Text(""), step_rule(item.step, item.number))
+        console.print(Text(""), step_rule(item.step, item.number, options.precision))
         if item.asked:
             console.print(_blanks(item))
         else:
             console.print(Text("  (not asked: see the answer key)", style="dim"))
     console.print(Text(""), Rule("Answer key", style="bold"))
     for item in items:
-        console.print(Text(""), step_rule(item.step, item.number))
+        console.print(Text(""), step_rule(item.step, item.number, options.precision))
         _show_value(item.step, console, options)
         _print_notes(item.step, console, options.precision)
     if walkthrough.notes:

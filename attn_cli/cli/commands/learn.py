@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 import typer
 
 from attn_cli.cli.options import OUTPUT_PANEL, PrecisionOpt, choice
+from attn_cli.learn.common import PRECISION
 
 if TYPE_CHECKING:
     from attn_cli.learn.common import LearnOptions
@@ -154,7 +155,7 @@ def learn(
     save: SaveOpt = None,
     weights: WeightsOpt = None,
     fmt: LearnFormatOpt = LearnFormat.rich,
-    precision: PrecisionOpt = 3,
+    precision: PrecisionOpt = PRECISION,
     plot: LearnPlotOpt = None,
     code: CodeOpt = False,
 ) -> None:

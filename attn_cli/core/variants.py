@@ -13,6 +13,10 @@ LAYOUTS = ("interleaved", "split")  # sinusoidal encoding: sin/cos alternating, 
 FILLS = ("-inf", "zero")  # what a causal mask writes over the future scores
 GRAPH_SCORES = ("dot", "additive", "gatv2")  # graph attention's score of a pair
 FEATURE_MAPS = ("elu", "random", "relu", "leaky-squared")  # linear attention's φ
+# Ring attention: which positions each process holds (contiguous first: the default), and how
+# the processes pass their blocks (torch.distributed's gloo and nccl, or OS pipes).
+SHARDINGS = ("contiguous", "striped", "zigzag")
+TRANSPORTS = ("gloo", "nccl", "pipes")
 BACKENDS = ("numpy", "torch")
 DEVICES = ("cpu", "cuda", "mps")
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # numpy has no bfloat16

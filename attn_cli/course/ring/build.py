@@ -1,0 +1,697 @@
+"""The ring attention lesson: the flash lesson's online softmax, spread over P real processes.
+
+Each process holds the queries of its shard and, round by round, one block of keys and values:
+it merges the block into its running max, running sum and accumulator exactly as attn flash
+does (attn_cli.mechanisms.ring.merge calls the same update), and passes the block on to the
+next process. The processes are started here (launch.py) and run rank.py; this module shows
+what they recorded: the layout, each round's blocks, every merge (six steps, as flash shows a
+block), each process's rows, the gathered output beside single-device attention, the work per
+process per round under a causal mask for each sharding, and the bytes sent against the FLOPs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from attn_cli.bench.peaks import dense_peak_tflops, known_device
+from attn_cli.core import variants
+from attn_cli.core.backend import ITEMSIZE
+from attn_cli.core.errors import UserError
+from attn_cli.core.install import install_command
+from attn_cli.core.model import Note, Part, Walkthrough
+from attn_cli.course.checks import row_names, whole_at_least
+from attn_cli.course.flash.build import same_up_to_rounding
+from attn_cli.course.lesson import Lesson, LessonRun
+from attn_cli.course.recorder import Grid, StepRecorder
+from attn_cli.course.ring import launch
+from attn_cli.course.ring.card import CARD, MAX_PROCESSES
+from attn_cli.course.ring.rank import Ring
+from attn_cli.course.scaled import build as scaled
+from attn_cli.lessonfiles.texts import Texts
+from attn_cli.mechanisms import attention as mech
+from attn_cli.mechanisms import masks, ring
+
+# What the traffic step concludes, from the machine's figures: whether a process holds the
+# queries it takes for a round's merge to outlast its transfer.
+VERDICTS = {
+    True: "there the transfers would hide behind the merges",
+    False: "there every round would wait for the link",
+}
+# The GPU the traffic step measures the ratio against when the run is not on a listed one: an
+# H100 SXM in bfloat16, the usual card and dtype of long-context training.
+REFERENCE_GPU = "NVIDIA H100 80GB HBM3"
+REFERENCE_DTYPE = "bfloat16"
+# NVLink between two GPUs of a node, GB/s each way: half the bidirectional figure of NVIDIA's
+# datasheets (H100 SXM and H200 SXM 900 GB/s, A100 600 GB/s, H100 PCIe with its bridge
+# 600 GB/s). Keyed by attn bench's labels (attn_cli.bench.peaks); a GPU not listed has none.
+NVLINK_GB_PER_S = {"H100 SXM": 450.0, "H200 SXM": 450.0, "A100": 300.0, "H100 PCIe": 300.0}
+
+
+def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
+    q, k = inputs["Q"], inputs["K"]
+    if q.shape[0] != k.shape[0]:
+        raise UserError(
+            f"Q has {q.shape[0]} rows but K has {k.shape[0]}: ring attention splits one sequence "
+            "over the processes (each holds the queries and the keys of the same positions), so "
+            "give Q and K the same n."
+        )
+    scaled.validate({name: inputs[name] for name in ("Q", "K", "V")}, {})
+    processes_of(options, k.shape[0])
+    sharding_of(options)
+    transport = options.get("dist_backend")
+    if transport is not None and transport not in variants.TRANSPORTS:
+        raise UserError(
+            f"--dist-backend {transport!r}: choose one of {', '.join(variants.TRANSPORTS)}."
+        )
+
+
+def processes_of(options: Mapping[str, Any], n: int) -> int:
+    """P: a whole number from 1 to MAX_PROCESSES and at most n (a process holds a position)."""
+    processes = whole_at_least(options.get("processes"), "--processes", meaning="processes")
+    if processes > MAX_PROCESSES:
+        raise UserError(
+            f"--processes {processes} is more than {MAX_PROCESSES}: the lesson shows every "
+            f"process in every round ({processes}² merges); use at most {MAX_PROCESSES}."
+        )
+    if processes > n:
+        raise UserError(
+            f"--processes {processes} is more than the {n} positions of the sequence: each "
+            f"process must hold at least one query and one key; use at most {n}, or a longer "
+            "sequence."
+        )
+    return processes
+
+
+def sharding_of(options: Mapping[str, Any]) -> str:
+    sharding = options.get("sharding") or variants.SHARDINGS[0]
+    if sharding not in variants.SHARDINGS:
+        raise UserError(f"--sharding {sharding!r}: choose one of {', '.join(variants.SHARDINGS)}.")
+    return str(sharding)
+
+
+def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """One sequence: Q and K n × d_k, V n × d_v (d_v defaults to d_k)."""
+    n, d_k = sizes["n"], sizes["dk"]
+    return {"Q": (n, d_k), "K": (n, d_k), "V": (n, sizes.get("dv") or d_k)}
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    """Every merge is kept for display: over the P rounds each process's scores and exponentials
+    cover its rows × all n keys (2 n²), and each merge keeps three accumulators and six columns;
+    the processes hold their shard and its copies while they run."""
+    (n, d_k), (_, d_v) = shapes["Q"], shapes["V"]
+    processes = processes_of(options, n)
+    kept = 2 * n * n + processes * n * (3 * d_v + 6) + 4 * n * d_v
+    running = 4 * n * (2 * d_k + d_v)  # the inputs, each process's shard and one block in flight
+    return (kept + running) * itemsize
+
+
+def transport_of(run: LessonRun) -> str:
+    """How the blocks move (--dist-backend, else the default for the run's device), checked
+    against the run's backend and device and against what is installed."""
+    backend = run.backend
+    chosen = run.options.get("dist_backend")
+    if backend.device not in ("cpu", "cuda"):
+        raise UserError(
+            f"--device {backend.device}: the ring runs on the CPU (gloo, pipes) or on CUDA GPUs "
+            "(nccl); use --device cpu or cuda."
+        )
+    if chosen is None:
+        if backend.device == "cuda":
+            chosen = "nccl"
+        elif importlib.util.find_spec("torch") is not None:
+            chosen = "gloo"
+        else:
+            chosen = "pipes"
+    if chosen == "nccl" and backend.device != "cuda":
+        raise UserError(
+            "--dist-backend nccl moves CUDA tensors between GPUs: add --backend torch --device "
+            "cuda, or use gloo on the CPU."
+        )
+    if chosen != "nccl" and backend.device == "cuda":
+        raise UserError(
+            f"--dist-backend {chosen} moves blocks between CPU processes: use --dist-backend "
+            "nccl with --device cuda, or --device cpu."
+        )
+    if chosen == "pipes" and backend.name != "numpy":
+        raise UserError(
+            "--dist-backend pipes moves numpy arrays: leave out --backend torch, or use "
+            "--dist-backend gloo."
+        )
+    if chosen != "pipes" and importlib.util.find_spec("torch") is None:
+        raise UserError(
+            f"--dist-backend {chosen} needs PyTorch (torch.distributed), which is not installed; "
+            f"install it with: {install_command('torch')}, or use --dist-backend pipes."
+        )
+    if chosen == "nccl":
+        _check_gpus(processes_of(run.options, run.inputs["K"].shape[0]))
+    return str(chosen)
+
+
+def _check_gpus(processes: int) -> None:
+    import torch
+
+    count = torch.cuda.device_count()
+    if count < processes:
+        raise UserError(
+            f"--processes {processes} with nccl needs {processes} GPUs (one per process) but "
+            f"{count} {'is' if count == 1 else 'are'} here; use --processes {max(count, 1)}."
+        )
+
+
+def build(run: LessonRun) -> Walkthrough:
+    q, k, v = (run.inputs[name] for name in ("Q", "K", "V"))
+    n, d_k = q.shape
+    d_v = v.shape[1]
+    processes = processes_of(run.options, n)
+    sharding = sharding_of(run.options)
+    causal = bool(run.options.get("causal", False))
+    use_scale = bool(run.options.get("scale", True))
+    transport = transport_of(run)
+    layout = ring.shards(n, processes, sharding)
+    queries = row_names(run, "queries", n, "q", "the lesson file")
+    keys = row_names(run, "keys", n, "k", "the lesson file")
+    records = launch.run(
+        Ring(layout, causal, use_scale, run.backend.name, run.backend.dtype, transport, ""),
+        q,
+        k,
+        v,
+    )
+    base: dict[str, Any] = {"n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
+    base.update(processes=processes, sharding=sharding, transport=transport)
+    base["block"] = max(shard.size for shard in layout)
+    record = StepRecorder(run)
+    names = (queries, keys)
+    _layout(record, layout, names, base)
+    first = [record.note("block_scaled", sqrt_dk=math.sqrt(d_k))] if use_scale else []
+    first += [] if use_scale else [record.note("block_unscaled")]
+    first += [record.note("block_causal")] if causal else []
+    for t in range(1, processes + 1):
+        _round(record, records, layout, names, {**base, "t": t}, tuple(first))
+    for rank, shard in enumerate(layout):
+        rows = tuple(queries[p] for p in shard.positions)
+        context = {**base, "r": rank, "rows": shard.size, "held": _spans(rows)}
+        record.add(
+            f"process{rank}.output",
+            records[rank]["output"],
+            text="process_output",
+            grid=Grid(rows, context=context),
+        )
+    gathered = records[0]["gathered"]
+    record.add("gathered", gathered, grid=Grid(queries, context=base))
+    backend = run.backend
+    qb, kb, vb = (backend.asarray(array) for array in (q, k, v))
+    mask = masks.causal_additive(mech.scores(qb, kb)) if causal else None
+    plain = record.compute(
+        "check",
+        lambda: mech.attention(qb, kb, vb, use_scale=use_scale, mask=mask).output,
+        grid=Grid(queries, context=base),
+    )
+    difference = float(np.max(np.abs(gathered - backend.to_numpy(plain))))
+    if causal:
+        _work(record, records, (n, processes, sharding), base)
+    _traffic(record, records, layout, (d_k, d_v), base, run.backend.dtype)
+    notes = [record.note("ring_check", difference=difference)]
+    notes.append(record.note(f"transport_{transport}", processes=processes))
+    sizes = sorted({shard.size for shard in layout})
+    if len(sizes) > 1:
+        notes.append(record.note("uneven", n=n, processes=processes, small=sizes[0], big=sizes[-1]))
+    return record.walkthrough(
+        gathered,
+        inputs=scaled.labelled_inputs(run, queries, keys),
+        notes=tuple(notes),
+        meta={"max_abs_difference": difference},
+    )
+
+
+def _spans(labels: tuple[str, ...] | list[str]) -> str:
+    """Labels as the lesson writes them: the first and last of a run of three or more joined by
+    "..", the rest by commas ("k1..k4", "k1, k3, k5")."""
+    if len(labels) >= 3 and _consecutive(labels):
+        return f"{labels[0]}..{labels[-1]}"
+    return ", ".join(labels)
+
+
+def _consecutive(labels: tuple[str, ...] | list[str]) -> bool:
+    numbers = [label[1:] for label in labels]
+    if not all(number.isdigit() for number in numbers):
+        return False
+    values = [int(number) for number in numbers]
+    return values == list(range(values[0], values[0] + len(values)))
+
+
+def _held(keys: tuple[str, ...], shard: ring.Shard) -> str:
+    """A shard's labels, each of its runs written on its own ("k1..k2, k7..k8")."""
+    return ", ".join(_spans([keys[p] for p in shard.positions[a:b]]) for a, b in shard.runs)
+
+
+def _layout(
+    record: StepRecorder,
+    layout: tuple[ring.Shard, ...],
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+    base: dict[str, Any],
+) -> None:
+    queries, keys = names
+    rows = [
+        {
+            "process": rank,
+            "queries": _held(queries, shard),
+            "block": _held(keys, shard),
+            "rows": shard.size,
+        }
+        for rank, shard in enumerate(layout)
+    ]
+    record.add("layout", rows, kind="records", grid=Grid(context=base))
+
+
+def _round(
+    record: StepRecorder,
+    records: list[dict[str, np.ndarray]],
+    layout: tuple[ring.Shard, ...],
+    names: tuple[tuple[str, ...], tuple[str, ...]],
+    context: dict[str, Any],
+    first_notes: tuple[Note, ...],
+) -> None:
+    """Round t: who holds which block (a table), then each process's merge, six steps each."""
+    queries, keys = names
+    t, processes = context["t"], context["processes"]
+    prefix = f"round{t}."
+    table = []
+    for rank in range(processes):
+        held = int(records[rank][prefix + "source"])
+        table.append(
+            {
+                "process": rank,
+                "block_of": held,
+                "keys": _held(keys, layout[held]),
+                "computed": int(records[rank][prefix + "computed"]),
+                "sent": int(records[rank][prefix + "sent"]),
+                "to": (rank + 1) % processes if t < processes else None,
+            }
+        )
+    record.add(
+        f"round{t}",
+        table,
+        kind="records",
+        text="round" if t == 1 else "round_again",
+        grid=Grid(context=context),
+    )
+    for rank in range(processes):
+        values = records[rank]
+        if prefix + "scores" not in values:
+            continue  # every tile of the held block lay in the future: skipped
+        held = int(values[prefix + "source"])
+        rows = tuple(queries[p] for p in layout[rank].positions)
+        columns = tuple(keys[p] for p in layout[held].positions)
+        where = f"Round {t} · process {rank}"
+        step_context = {**context, "r": rank, "source": held, "where": where}
+        step_context.update(width=len(columns), rows=len(rows), held=_spans(columns))
+        before = _before(records[rank], t, values[prefix + "acc"].shape)
+        is_first = t == 1 and rank == 0
+        _merge_steps(
+            record,
+            f"{prefix}process{rank}.",
+            values,
+            prefix,
+            before,
+            Grid(rows, columns, context=step_context),
+            first_notes if is_first else (),
+            BLOCK_TEXTS if is_first else BLOCK_TEXTS_AGAIN,
+        )
+
+
+def _before(values: dict[str, np.ndarray], t: int, acc_shape: tuple[int, ...]) -> dict[str, Any]:
+    """The running state before round t's merge: the last merge's, else m = −∞, ℓ = 0, acc = 0."""
+    dtype = values["output"].dtype
+    for earlier in range(t - 1, 0, -1):
+        prefix = f"round{earlier}."
+        if prefix + "row_max" in values:
+            return {name: values[prefix + name] for name in ("row_max", "row_sum", "acc")}
+    rows = acc_shape[0]
+    return {
+        "row_max": np.full((rows, 1), -np.inf, dtype=dtype),
+        "row_sum": np.zeros((rows, 1), dtype=dtype),
+        "acc": np.zeros(acc_shape, dtype=dtype),
+    }
+
+
+def _merge_steps(
+    record: StepRecorder,
+    key: str,
+    values: dict[str, np.ndarray],
+    prefix: str,
+    before: dict[str, Any],
+    grid: Grid,
+    notes: tuple[Note, ...],
+    texts: dict[str, str],
+) -> None:
+    """One merge as the flash lesson shows a block: scores, m, c, P, ℓ and acc."""
+    rows = replace(grid, cols=None)
+    record.add(
+        f"{key}scores", values[prefix + "scores"], text=texts["scores"], grid=grid, notes=notes
+    )
+    record.add(
+        f"{key}max",
+        values[prefix + "row_max"],
+        text=texts["max"],
+        grid=replace(rows, cols=("m",)),
+        parts=(
+            Part("m before", before["row_max"]),
+            Part("row max of S", values[prefix + "block_max"]),
+        ),
+    )
+    record.add(
+        f"{key}rescale",
+        values[prefix + "rescale"],
+        text=texts["rescale"],
+        grid=replace(rows, cols=("c",)),
+    )
+    record.add(f"{key}p", values[prefix + "p"], text=texts["p"], grid=grid)
+    record.add(
+        f"{key}sum",
+        values[prefix + "row_sum"],
+        text=texts["sum"],
+        grid=replace(rows, cols=("ℓ",)),
+        parts=(
+            Part("ℓ before", before["row_sum"]),
+            Part("row sum of P", values[prefix + "block_sum"]),
+        ),
+    )
+    record.add(
+        f"{key}acc",
+        values[prefix + "acc"],
+        text=texts["acc"],
+        grid=rows,
+        parts=(Part("acc before", before["acc"]), Part("P V", values[prefix + "pv"])),
+    )
+
+
+def _work(
+    record: StepRecorder,
+    records: list[dict[str, np.ndarray]],
+    sizes: tuple[int, int, str],
+    base: dict[str, Any],
+) -> None:
+    """The scores each process computes in each round under the causal mask, for every
+    sharding: this run's counted by its processes as they ran, the others by the same rule."""
+    n, processes, shown = sizes
+    table = []
+    spread = {}
+    for sharding in variants.SHARDINGS:
+        if sharding == shown:
+            counts = [
+                [
+                    ring.Work(int(values[f"round{t}.computed"]), int(values[f"round{t}.kept"]))
+                    for t in range(1, processes + 1)
+                ]
+                for values in records
+            ]
+        else:
+            counts = ring.work_table(n, processes, sharding, causal=True)
+        totals = []
+        for rank, rounds in enumerate(counts):
+            row: dict[str, Any] = {"sharding": sharding, "process": rank}
+            row.update({f"round{t}": work.computed for t, work in enumerate(rounds, start=1)})
+            row["total"] = sum(work.computed for work in rounds)
+            row["kept"] = sum(work.kept for work in rounds)
+            table.append(row)
+            totals.append(row["total"])
+        spread[sharding] = totals
+    notes = []
+    for sharding, totals in spread.items():
+        most, least = max(totals), min(totals)
+        notes.append(
+            record.note(
+                "work_spread",
+                sharding=sharding,
+                most=most,
+                least=least,
+                ratio=most / least if least else math.inf,
+            )
+        )
+    contiguous = spread["contiguous"]
+    if processes > 1 and contiguous[0]:
+        notes.append(
+            record.note(
+                "work_contiguous",
+                first=contiguous[0],
+                last=contiguous[-1],
+                ratio=contiguous[-1] / contiguous[0],
+                processes=processes,
+            )
+        )
+    record.add("work", table, kind="records", grid=Grid(context=base), notes=tuple(notes))
+
+
+def _traffic(
+    record: StepRecorder,
+    records: list[dict[str, np.ndarray]],
+    layout: tuple[ring.Shard, ...],
+    widths: tuple[int, int],
+    base: dict[str, Any],
+    dtype: str,
+) -> None:
+    """Per round: the bytes every process sends (the block it holds, passed on) and the FLOPs
+    of the merges that run meanwhile; their ratio decides whether the transfer hides."""
+    d_k, d_v = widths
+    processes = len(layout)
+    table = []
+    total_sent = total_flops = 0
+    for t in range(1, processes + 1):
+        prefix = f"round{t}."
+        sent = [int(values[prefix + "sent"]) for values in records]
+        flops = [
+            ring.Work(int(values[prefix + "computed"]), 0).flops(d_k, d_v) for values in records
+        ]
+        ratios = [f / s for f, s in zip(flops, sent, strict=True) if s]
+        table.append(
+            {
+                "round": t,
+                "sent": sum(sent),
+                "flops": sum(flops),
+                "per_byte": sum(flops) / sum(sent) if sum(sent) else None,
+                "lowest": min(ratios) if ratios else None,
+            }
+        )
+        total_sent += sum(sent)
+        total_flops += sum(flops)
+    notes = []
+    if total_sent:
+        notes.append(
+            record.note(
+                "traffic_total",
+                sent=total_sent,
+                flops=total_flops,
+                ratio=total_flops / total_sent,
+            )
+        )
+    machine = _machine(records, dtype)
+    if machine is not None and processes > 1:
+        label, machine_dtype, tflops, link = machine
+        balance = tflops * 1e12 / (link * 1e9)
+        itemsize = ITEMSIZE[machine_dtype]
+        needed = math.ceil(balance * itemsize / 2)
+        rows = base["block"]
+        values = {
+            "device": label,
+            "dtype": machine_dtype,
+            "tflops": tflops,
+            "link": link,
+            "balance": balance,
+            "itemsize": itemsize,
+            "needed": needed,
+            "rows": rows,
+            "verdict": VERDICTS[rows >= needed],
+        }
+        notes.append(record.note("traffic_machine", **values))
+    context = {**base, "itemsize": ITEMSIZE[dtype]}
+    record.add("traffic", table, kind="records", grid=Grid(context=context), notes=tuple(notes))
+
+
+def _machine(
+    records: list[dict[str, np.ndarray]], dtype: str
+) -> tuple[str, str, float, float] | None:
+    """The GPU the ratio is weighed against: the run's own where it is listed with a link and a
+    peak for the run's dtype; else the reference (an H100 SXM in bfloat16)."""
+    if "device" in records[0]:
+        name = str(records[0]["device"])
+        entry = known_device(name)
+        peak = dense_peak_tflops(name, dtype)
+        if entry is not None and peak is not None and entry[0] in NVLINK_GB_PER_S:
+            return entry[0], dtype, peak, NVLINK_GB_PER_S[entry[0]]
+    entry = known_device(REFERENCE_GPU)
+    peak = dense_peak_tflops(REFERENCE_GPU, REFERENCE_DTYPE)
+    if entry is None or peak is None:
+        return None
+    return entry[0], REFERENCE_DTYPE, peak, NVLINK_GB_PER_S[entry[0]]
+
+
+# --- claims: every note about the numbers is checked against the walkthrough it describes ---
+
+
+def _table(walkthrough: Walkthrough, key: str) -> list[dict[str, Any]] | None:
+    try:
+        rows = walkthrough.step(key)
+    except KeyError:
+        return None
+    return rows if isinstance(rows, list) else None
+
+
+def _close(a: Any, b: Any) -> bool:
+    return isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b)
+
+
+def work_spread_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The busiest and the least busy process of that sharding, as the work table has them."""
+    rows = _table(walkthrough, "work")
+    if not rows:
+        return False
+    totals = [row["total"] for row in rows if row["sharding"] == values["sharding"]]
+    if not totals:
+        return False
+    most, least = max(totals), min(totals)
+    ratio = most / least if least else math.inf
+    return most == values["most"] and least == values["least"] and ratio == values["ratio"]
+
+
+def contiguous_last_does_more(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The last contiguous process computes more than the first, in the ratio said."""
+    rows = _table(walkthrough, "work")
+    if not rows:
+        return False
+    totals = [row["total"] for row in rows if row["sharding"] == "contiguous"]
+    if len(totals) < 2 or not totals[0]:
+        return False
+    return (
+        totals[0] == values["first"]
+        and totals[-1] == values["last"]
+        and totals[-1] > totals[0]
+        and _close(totals[-1] / totals[0], values["ratio"])
+    )
+
+
+def traffic_total_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    rows = _table(walkthrough, "traffic")
+    if not rows:
+        return False
+    sent = sum(row["sent"] for row in rows)
+    flops = sum(row["flops"] for row in rows)
+    return (
+        sent == values["sent"]
+        and flops == values["flops"]
+        and sent > 0
+        and _close(flops / sent, values["ratio"])
+    )
+
+
+def _machine_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The machine's balance and the queries it takes, computed from the figures the note
+    states; the shards' largest as the layout table has it."""
+    layout = _table(walkthrough, "layout")
+    if not layout:
+        return False
+    balance = values["tflops"] * 1e12 / (values["link"] * 1e9)
+    needed = math.ceil(balance * ITEMSIZE[values["dtype"]] / 2)
+    rows = max(row["rows"] for row in layout)
+    return (
+        _close(balance, values["balance"])
+        and needed == values["needed"]
+        and rows == values["rows"]
+        and values["itemsize"] == ITEMSIZE[values["dtype"]]
+    )
+
+
+def machine_verdict(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The machine's figures hold, and the verdict is the one its numbers give."""
+    hides = values["rows"] >= values["needed"]
+    return _machine_holds(walkthrough, values) and values["verdict"] == VERDICTS[hides]
+
+
+def processes_as_run(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    layout = _table(walkthrough, "layout")
+    return layout is not None and len(layout) == values["processes"]
+
+
+def uneven_blocks(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """n is not a multiple of P, and the layout's shards hold the two sizes said."""
+    layout = _table(walkthrough, "layout")
+    if not layout:
+        return False
+    sizes = {row["rows"] for row in layout}
+    return (
+        values["n"] % values["processes"] != 0
+        and sizes == {values["small"], values["big"]}
+        and len(layout) == values["processes"]
+        and sum(row["rows"] for row in layout) == values["n"]
+    )
+
+
+# What the texts read: the sizes and the ring; each round adds t; each merge adds the process,
+# the block's origin and its keys.
+SIZES = (*scaled.SIZES[1:], "processes", "sharding", "transport", "block")
+ROUND = (*SIZES, "t")
+MERGE = (*ROUND, "r", "source", "where", "width", "rows", "held")
+PROCESS = (*SIZES, "r", "rows", "held")
+# A merge's six steps: the long texts explain the first (round 1, process 0), the short ones
+# ("..._again") every merge after it.
+BLOCK_TEXTS = {key: key for key in ("scores", "max", "rescale", "p", "sum", "acc")}
+BLOCK_TEXTS_AGAIN = {key: f"{key}_again" for key in BLOCK_TEXTS}
+MACHINE = ("device", "dtype", "tflops", "link", "balance", "itemsize", "needed", "rows", "verdict")
+TEXTS = Texts(
+    steps={
+        "layout": SIZES,
+        "round": ROUND,
+        "round_again": ROUND,
+        **dict.fromkeys(BLOCK_TEXTS.values(), MERGE),
+        **dict.fromkeys(BLOCK_TEXTS_AGAIN.values(), MERGE),
+        "process_output": PROCESS,
+        "gathered": SIZES,
+        "check": SIZES,
+        "work": SIZES,
+        "traffic": (*SIZES, "itemsize"),
+    },
+    notes={
+        "block_scaled": ("sqrt_dk",),
+        "block_unscaled": (),
+        "block_causal": (),
+        "ring_check": ("difference",),
+        "transport_gloo": ("processes",),
+        "transport_nccl": ("processes",),
+        "transport_pipes": ("processes",),
+        "uneven": ("n", "processes", "small", "big"),
+        "work_spread": ("sharding", "most", "least", "ratio"),
+        "work_contiguous": ("first", "last", "ratio", "processes"),
+        "traffic_total": ("sent", "flops", "ratio"),
+        "traffic_machine": MACHINE,
+    },
+    claims={
+        "ring_check": same_up_to_rounding,
+        "uneven": uneven_blocks,
+        "work_spread": work_spread_holds,
+        "work_contiguous": contiguous_last_does_more,
+        "traffic_total": traffic_total_holds,
+        "traffic_machine": machine_verdict,
+        "transport_gloo": processes_as_run,
+        "transport_nccl": processes_as_run,
+        "transport_pipes": processes_as_run,
+    },
+)
+
+LESSON = Lesson(
+    card=CARD,
+    labels=("queries", "keys"),  # lesson files' labels = {...} it reads
+    validate=validate,
+    random_shapes=random_shapes,
+    estimate_bytes=estimate_bytes,
+    build=build,
+    texts=TEXTS,
+    memory_fix="choose a shorter sequence",
+)

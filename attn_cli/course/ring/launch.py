@@ -1,0 +1,164 @@
+"""Starting the ring's P processes on this machine, watching them, and stopping them.
+
+`attn ring` returns, fails or is interrupted only once every process it started has ended: when
+one ends early (killed, or failing) the others are killed at once, and Ctrl-C kills them before
+the command stops. The processes are forked where the system can (Linux, for gloo and pipes):
+each starts in milliseconds with what the command already imported (torch among it); for nccl,
+whose CUDA cannot be used in a process forked from one that may have touched it, and where
+there is no fork, they are spawned (a fresh interpreter each).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import socket
+import sys
+import tempfile
+from dataclasses import replace
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import numpy as np
+
+from attn_cli.core.errors import UserError
+from attn_cli.course.ring import rank as ranks
+from attn_cli.course.ring.rank import Job, PipeEnds, Ring
+
+Record = dict[str, np.ndarray]
+
+
+def start_method(transport: str) -> str:
+    """fork for gloo and pipes on Linux; spawn for nccl, and where fork is unsafe or missing."""
+    forking = sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+    return "fork" if forking and transport != "nccl" else "spawn"
+
+
+def run(ring: Ring, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[Record]:
+    """Run the ring on Q, K, V (float64, n rows each): each process's record, in rank order."""
+    with tempfile.TemporaryDirectory(prefix="attn-ring-") as folder:
+        listener = None if ring.transport == "pipes" else _loopback_listener()
+        try:
+            ring = replace(ring, folder=folder, listener=listener)
+            jobs = _jobs(ring, q, k, v)
+            _run_jobs(ring, jobs)
+        finally:
+            if listener is not None:
+                listener.close()
+        return [
+            dict(np.load(ranks.record_path(folder, job.rank), allow_pickle=False)) for job in jobs
+        ]
+
+
+def _loopback_listener() -> socket.socket:
+    """A socket on 127.0.0.1 and a free port, listening: process 0 serves the store on it (bound
+    before any process starts, so no other program can take the port in between)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind((ranks.LOOPBACK, 0))
+    listener.listen(128)
+    return listener
+
+
+def _jobs(ring: Ring, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[Job]:
+    jobs = []
+    pipes = _pipes(ring.processes) if ring.transport == "pipes" else None
+    every = [] if pipes is None else [c for ends in pipes for c in _connections(ends)]
+    for rank, shard in enumerate(ring.shards):
+        rows = shard.positions
+        ends = None if pipes is None else pipes[rank]
+        own = [] if ends is None else _connections(ends)
+        unused = [c for c in every if all(c is not mine for mine in own)]
+        jobs.append(Job(ring, rank, q[rows], k[rows], v[rows], ends, unused))
+    return jobs
+
+
+def _pipes(processes: int) -> list[PipeEnds]:
+    """The ring's pipes (process r to r + 1) and the gather's (each process to process 0)."""
+    ring = [multiprocessing.Pipe(duplex=False) for _ in range(processes)]  # (read, write) ends
+    gather = [multiprocessing.Pipe(duplex=False) for _ in range(1, processes)]
+    return [
+        PipeEnds(
+            right=ring[rank][1],
+            left=ring[(rank - 1) % processes][0],
+            to_first=gather[rank - 1][1] if rank else None,
+            from_others=tuple(read for read, _write in gather) if rank == 0 else (),
+        )
+        for rank in range(processes)
+    ]
+
+
+def _connections(ends: PipeEnds) -> list[Any]:
+    found = [ends.right, ends.left, *ends.from_others]
+    return found if ends.to_first is None else [*found, ends.to_first]
+
+
+def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
+    """Start a process per job and wait for all of them; whatever happens, none is left."""
+    method = start_method(ring.transport)
+    if method == "fork":
+        context: Any = multiprocessing.get_context("fork")
+    else:
+        context = multiprocessing.get_context("spawn")
+    if method == "fork" and ring.transport != "pipes":
+        import torch.distributed  # noqa: F401  (imported once here, not once per process)
+    for stream in (sys.stdout, sys.stderr):  # a forked process must not write them again
+        stream.flush()
+    processes: list[BaseProcess] = []
+    try:
+        for job in jobs:
+            process = context.Process(
+                target=ranks.main, args=(job,), name=f"attn ring rank {job.rank}", daemon=True
+            )
+            process.start()
+            processes.append(process)
+        if jobs[0].pipes is not None:  # the processes hold their ends; the command none
+            for connection in jobs[0].unused + _connections(jobs[0].pipes):
+                connection.close()
+        failed = _first_failure(processes)
+    finally:  # an error, Ctrl-C (KeyboardInterrupt) or the end: stop every process still there
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+        for process in processes:
+            process.join()
+    if failed is not None:
+        raise _failure(ring, processes.index(failed), failed.exitcode)
+
+
+def _first_failure(processes: list[BaseProcess]) -> BaseProcess | None:
+    """Wait until every process has ended, or one has ended in failure: that one (of several
+    ended at once, one killed by a signal before one that failed, as its neighbours fail
+    because it died); None when all ended well."""
+    waiting: dict[Any, BaseProcess] = {process.sentinel: process for process in processes}
+    while waiting:
+        ended = [waiting.pop(sentinel) for sentinel in wait(list(waiting))]
+        for process in ended:
+            process.join()
+        failed = [process for process in ended if process.exitcode != 0]
+        if failed:
+            return min(failed, key=lambda p: ((p.exitcode or 0) >= 0, processes.index(p)))
+    return None
+
+
+def _failure(ring: Ring, rank: int, exitcode: int | None) -> Exception:
+    """What to report of process ``rank``'s early end: killed by a signal, one line; an error
+    in it, its traceback (a bug); the others, now stopped, are not left running."""
+    others = ring.processes - 1
+    stopped = (
+        f"the other {others} process{'' if others == 1 else 'es'} {'was' if others == 1 else 'were'} "
+        "stopped and none is left running"
+        if others
+        else "none is left running"
+    )
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        return UserError(
+            f"process {rank} of the ring ({ring.processes} processes) was killed ({name}) before "
+            f"the lesson ended; {stopped}; run the lesson again."
+        )
+    error = ranks.error_path(ring.folder, rank)
+    log = ranks.log_path(ring.folder, rank)
+    said = error.read_text(encoding="utf-8") if error.exists() else f"exit code {exitcode}"
+    details = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    return RuntimeError(f"process {rank} of the ring failed ({said}); {stopped}.\n{details}")

@@ -1,0 +1,406 @@
+"""attn ring: the gathered output against attn scaled's and attn causal's, each process's running
+statistics against the flash lesson's for the same blocks in the same order, the work and the
+bytes counted, the processes stopped when one dies or on Ctrl-C, the user errors, and the
+--code programs run as written (torchrun too)."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attn_cli as attn
+from attn_cli.mechanisms import ring, tiled
+from tests.conftest import assert_user_error, random_qkv
+from tests.lesson_runs import Runs
+
+ROOT = Path(__file__).resolve().parent.parent
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py): pipes, so that they run
+# without PyTorch too (gloo is tested here).
+RUNS = Runs(
+    random=("--n", "5", "--dk", "2", "--processes", "2", "--causal", "--seed", "3"),
+    sized=lambda s: {"n": s, "dk": min(s, 4), "processes": min(s, 2), "causal": True},
+    large=("--n", "101", "--dk", "2", "--processes", "1"),
+    variants=(
+        ("--n", "5", "--dk", "2", "--processes", "2"),
+        ("--n", "5", "--dk", "2", "--processes", "2", "--no-scale"),
+        ("--n", "6", "--dk", "2", "--processes", "3", "--causal", "--sharding", "zigzag"),
+        ("--n", "4", "--dk", "2", "--processes", "2", "--dist-backend", "pipes"),
+    ),
+    options=({"processes": 2, "causal": True},),
+    # nccl runs between GPUs only (its note is checked on a GPU machine, docs/ring.md).
+    never_made=frozenset({"transport_nccl"}),
+)
+SHARDINGS = ("contiguous", "striped", "zigzag")
+
+
+def transport_available(transport: str) -> None:
+    if transport == "gloo":
+        pytest.importorskip("torch")
+
+
+def steps_of(walkthrough) -> dict:
+    return {step.key: step.value for step in walkthrough.steps}
+
+
+# --- the gathered output --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+@pytest.mark.parametrize("processes", [2, 4])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n", [8, 11])  # 11: not a multiple of the block, shards of 3 and 2
+def test_gathered_output_equals_one_device_attention(transport, processes, causal, n):
+    transport_available(transport)
+    q, k, v = random_qkv(seed=n + processes, m=n, n=n, d_k=3, d_v=2)
+    expected = (attn.causal(q=q, k=k, v=v) if causal else attn.scaled(q, k, v)).output
+    for sharding in SHARDINGS:
+        w = attn.ring(
+            q, k, v, processes=processes, causal=causal, sharding=sharding, dist_backend=transport
+        )
+        assert w.output.shape == (n, 2)
+        assert np.max(np.abs(w.output - expected)) <= 1e-12, (sharding, transport)
+        assert w.meta["max_abs_difference"] <= 1e-12
+        notes = [note.key for note in w.notes]
+        assert "ring_check" in notes and f"transport_{transport}" in notes
+        assert ("uneven" in notes) == (n % processes != 0)
+
+
+def test_the_default_example_by_hand():
+    """Four tokens on two processes: process 0 holds q1, q2 and merges k1, k2 then k3, k4; for
+    q1 the max rises from 1 to 2 in round 2, so c = e⁻¹."""
+    w = attn.ring()
+    values = steps_of(w)
+    assert [row["queries"] for row in values["layout"]] == ["q1, q2", "q3, q4"]
+    assert [row["block_of"] for row in values["round2"]] == [1, 0]
+    np.testing.assert_array_equal(values["round1.process0.max"], [[1], [1]])
+    np.testing.assert_array_equal(values["round2.process0.max"], [[2], [1]])
+    np.testing.assert_allclose(values["round2.process0.rescale"], [[math.exp(-1)], [1]])
+    q = np.array([[1, 0], [0, 1], [1, 1], [-1, 0]], dtype=float)
+    k = np.array([[1, 0], [0, 1], [2, 1], [-1, 0]], dtype=float)
+    v = np.array([[1, 2], [3, 0], [0, 1], [2, 2]], dtype=float)
+    e = np.exp(q @ k.T)
+    np.testing.assert_allclose(w.output, e / e.sum(axis=1, keepdims=True) @ v, rtol=1e-13)
+
+
+# --- each process is the flash lesson on its blocks -----------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+@pytest.mark.parametrize("processes", [2, 4])
+def test_each_process_merges_as_the_flash_lesson_does(transport, processes):
+    """With P dividing n, process r's running max, sum and accumulator after round t are the
+    flash lesson's after block t, run on r's queries and the blocks in the order r got them."""
+    transport_available(transport)
+    n = 2 * processes
+    q, k, v = random_qkv(seed=processes, m=n, n=n, d_k=3, d_v=2)
+    w = attn.ring(q, k, v, processes=processes, dist_backend=transport)
+    values = steps_of(w)
+    layout = ring.shards(n, processes, "contiguous")
+    for rank, shard in enumerate(layout):
+        order = [layout[ring.source(rank, t, processes)].positions for t in range(processes)]
+        arrived = np.concatenate(order)
+        flash = steps_of(attn.flash(q[shard.positions], k[arrived], v[arrived], block=shard.size))
+        for t in range(1, processes + 1):
+            for name in ("scores", "max", "rescale", "p", "sum", "acc"):
+                np.testing.assert_allclose(
+                    values[f"round{t}.process{rank}.{name}"],
+                    flash[f"block{t}.{name}"],
+                    rtol=1e-12,
+                    atol=1e-15,
+                    err_msg=f"process {rank}, round {t}, {name}",
+                )
+        np.testing.assert_allclose(
+            values[f"process{rank}.output"], flash["output"], rtol=1e-12, atol=1e-15
+        )
+
+
+@pytest.mark.parametrize("sharding", SHARDINGS)
+@pytest.mark.parametrize(("n", "processes"), [(8, 4), (7, 2), (9, 4)])
+def test_causal_and_uneven_merges_are_the_tiled_update_of_the_masked_block(sharding, n, processes):
+    """Causal, and n not a multiple of P: each merge is tiled.update (the flash lesson's) of
+    the held block's scores, masked by position, in the ring's order; a block wholly in the
+    future of a process's queries is skipped, its state unchanged."""
+    q, k, v = random_qkv(seed=n, m=n, n=n, d_k=2, d_v=3)
+    w = attn.ring(q, k, v, processes=processes, causal=True, sharding=sharding)
+    values = steps_of(w)
+    layout = ring.shards(n, processes, sharding)
+    for rank, mine in enumerate(layout):
+        state = tiled.initial_state(q[mine.positions], v[mine.positions])
+        for t in range(1, processes + 1):
+            held = layout[ring.source(rank, t - 1, processes)]
+            s = q[mine.positions] @ k[held.positions].T / math.sqrt(2)
+            s = np.where(held.positions[None, :] <= mine.positions[:, None], s, -np.inf)
+            key = f"round{t}.process{rank}"
+            future = all(
+                held.positions[k0] > mine.positions[q1 - 1]
+                for q0, q1 in mine.runs
+                for k0, k1 in held.runs
+                if q1 > q0 and k1 > k0
+            )
+            assert (f"{key}.max" not in values) == future, key  # skipped, state unchanged
+            if future:
+                continue
+            state = tiled.update(state, s, v[held.positions]).state
+            np.testing.assert_allclose(values[f"{key}.max"], state.row_max, rtol=1e-12)
+            np.testing.assert_allclose(values[f"{key}.sum"], state.row_sum, rtol=1e-12)
+            np.testing.assert_allclose(values[f"{key}.acc"], state.acc, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(
+            values[f"process{rank}.output"], state.acc / state.row_sum, rtol=1e-12, atol=1e-15
+        )
+
+
+# --- work and bytes ---------------------------------------------------------------------------
+
+
+def test_contiguous_causal_work_grows_p_fold_and_zigzag_evens_it():
+    """P = 4, n = 16: contiguous process r computes r + 1 blocks of 4 × 4 (the last P× the
+    first); zigzag and striped every process alike; the run's rows are what its processes
+    counted, the same as the counting rule."""
+    q, k, v = random_qkv(seed=4, m=16, n=16)
+    w = attn.ring(q, k, v, processes=4, causal=True)
+    table = steps_of(w)["work"]
+    totals = {s: [row["total"] for row in table if row["sharding"] == s] for s in SHARDINGS}
+    assert totals["contiguous"] == [16, 32, 48, 64]
+    # zigzag: runs of 2; its own round 3 tiles of 2 × 2, every other round 2 tiles
+    assert totals["zigzag"] == [36, 36, 36, 36] and totals["striped"] == [64, 64, 64, 64]
+    rounds = [
+        [row[f"round{t}"] for t in range(1, 5)] for row in table if row["sharding"] == "contiguous"
+    ]
+    counted = ring.work_table(16, 4, "contiguous", causal=True)
+    assert rounds == [[work.computed for work in row] for row in counted]
+    notes = {note.key: note.values for note in w.find("work").notes}
+    assert notes["work_contiguous"]["ratio"] == 4.0
+
+
+def test_bytes_sent_are_the_blocks_passed_on():
+    """n = 7, P = 2, d_k = 3, d_v = 2: the blocks of 4 and 3 rows each send (3 + 2) float64
+    entries a row in round 1 and nothing in round 2."""
+    q, k, v = random_qkv(seed=1, m=7, n=7)
+    traffic = steps_of(attn.ring(q, k, v, processes=2))["traffic"]
+    assert [row["sent"] for row in traffic] == [(4 + 3) * 5 * 8, 0]
+    assert [row["flops"] for row in traffic] == [2 * (16 + 9) * 5, 2 * 2 * 12 * 5]
+
+
+# --- the processes: none is left behind -----------------------------------------------------
+
+
+def test_a_run_leaves_no_process():
+    attn.ring(processes=2)
+    assert multiprocessing.active_children() == []
+
+
+DRIVER = """
+import os, signal, sys
+from attn_cli.course.ring import rank
+real = rank.merge
+merged = []
+
+def merge(state, q, k, v, queries, keys, **options):
+    merged.append(1)
+    if queries.positions[0] == {first} and len(merged) == 2:  # process 1, round 2
+        {action}
+    return real(state, q, k, v, queries, keys, **options)
+
+rank.merge = merge  # the processes are forked from this one: they merge through it
+sys.argv = ["attn", "ring", *{args!r}]
+from attn_cli.__main__ import main
+main()
+"""
+KILL = "os.kill(os.getpid(), signal.SIGKILL)"
+CTRL_C = "os.kill(os.getppid(), signal.SIGINT); signal.pause()"
+
+
+def run_driver(action: str, args: list[str]) -> tuple[subprocess.CompletedProcess, list[int]]:
+    """`attn ring ARGS` with process 1 doing ``action`` in round 2; what it did, and the
+    processes it left (those that inherited its tag)."""
+    tag = uuid.uuid4().hex
+    code = textwrap.dedent(DRIVER).format(first=4, action=action, args=args)
+    env = {**os.environ, "ATTN_RING_TEST": tag, "COLUMNS": "80"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if f"ATTN_RING_TEST={tag}".encode() in environ:
+                left.append(int(entry.name))
+    return result, left
+
+
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+@LINUX
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+def test_a_process_killed_mid_lesson_stops_the_ring_in_one_line(transport):
+    transport_available(transport)
+    args = ["--n", "16", "--processes", "4", "--dist-backend", transport]
+    result, left = run_driver(KILL, args)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("attn: error: process 1 of the ring (4 processes) was killed")
+    assert "none is left running" in lines[0]
+    assert left == []
+
+
+@LINUX
+@pytest.mark.slow
+def test_ctrl_c_mid_lesson_stops_every_process():
+    result, left = run_driver(CTRL_C, ["--n", "16", "--processes", "4", "--dist-backend", "pipes"])
+    assert result.returncode != 0 and result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert left == []
+
+
+# --- user errors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (("--n", "3", "--processes", "4"), ("--processes 4 is more than the 3 positions",)),
+        (("--n", "20", "--processes", "9"), ("--processes 9 is more than 8",)),
+        (("--n", "4", "--processes", "0"), ("--processes must be at least 1",)),
+        (("--q", "1,0;0,1", "--k", "1,0", "--v", "1"), ("Q has 2 rows but K has 1",)),
+        (("--dist-backend", "nccl"), ("nccl moves CUDA tensors", "--device cuda")),
+    ],
+)
+def test_user_errors_are_one_line(invoke, args, fragments):
+    assert_user_error(invoke("ring", *args), *fragments)
+
+
+def test_pipes_carry_numpy_arrays_only(invoke, torch):
+    assert_user_error(
+        invoke("ring", "--backend", "torch", "--dist-backend", "pipes"), "pipes moves numpy"
+    )
+
+
+def test_gloo_without_torch_names_the_install_and_pipes(invoke, without_torch):
+    assert_user_error(
+        invoke("ring", "--dist-backend", "gloo"), "needs PyTorch", "--dist-backend pipes"
+    )
+
+
+def test_without_torch_the_ring_runs_over_pipes(without_torch):
+    w = attn.ring()
+    assert "transport_pipes" in [note.key for note in w.notes]
+
+
+# --- the doors: CLI, lesson file, tour, --code -------------------------------------------------
+
+
+def test_torch_backend_on_gloo_gives_the_same_numbers(torch):
+    numpy_run = attn.ring(example="causal-four")
+    torch_run = attn.ring(example="causal-four", backend="torch")
+    np.testing.assert_allclose(torch_run.output, numpy_run.output, rtol=1e-12)
+
+
+def test_json_holds_every_merge_and_the_tables(invoke):
+    result = invoke("ring", "--example", "zigzag-four", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    keys = [step["key"] for step in doc["steps"]]
+    assert keys[:2] == ["layout", "round1"] and keys[-2:] == ["work", "traffic"]
+    assert "round4.process3.acc" in keys
+
+
+def test_a_lesson_file_of_ones_own(invoke, tmp_path):
+    path = tmp_path / "mine.toml"
+    words = (ROOT / "lessons" / "ring.toml").read_text(encoding="utf-8")
+    path.write_text(
+        words.split("[[examples]]")[0].replace('"two-processes"', '"three"')
+        + textwrap.dedent(
+            """
+            [[examples]]
+            name = "three"
+            description = "Three tokens on three processes."
+            options = { processes = 3, causal = true }
+            labels = { queries = ["a", "b", "c"], keys = ["a", "b", "c"] }
+            [examples.inputs]
+            Q = [[1, 0], [0, 1], [1, 1]]
+            K = [[1, 0], [0, 1], [1, 1]]
+            V = [[1, 0], [0, 1], [1, 1]]
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = invoke("ring", "--lesson", str(path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [row["queries"] for row in doc["steps"][0]["value"]] == ["a", "b", "c"]
+
+
+def test_the_tour_visits_the_ring_after_flash_and_before_window():
+    from attn_cli.cli.itinerary import tour
+
+    names = [stop.name for stop in tour()]
+    assert names[names.index("flash") + 1] == "ring"
+    assert names[names.index("ring") + 1] == "window"
+
+
+def test_the_explorer_opens_the_ring():
+    from attn_cli.explore import state
+
+    start = state.opening("ring")
+    shown = state.walkthrough(start, start.state)
+    assert shown.lesson == "ring" and shown.output.shape == (4, 2)
+
+
+@pytest.mark.slow
+def test_the_numpy_program_prints_the_walkthroughs_numbers(tmp_path):
+    w = attn.ring(example="causal-four")
+    printed = run_program(tmp_path, w.to_code(), [sys.executable])
+    check_printed(w, printed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["python", "torchrun"])
+def test_the_torch_program_runs_with_torchrun_and_alone(torch, tmp_path, launcher):
+    w = attn.ring(n=7, processes=2, causal=True, sharding="zigzag", seed=2)
+    start = [sys.executable]
+    if launcher == "torchrun":
+        start += ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    printed = run_program(tmp_path, w.to_code("torch"), start)
+    check_printed(w, printed)
+
+
+def run_program(folder: Path, code: str, start: list[str]) -> dict:
+    path = folder / "ring.py"
+    path.write_text(code, encoding="utf-8")
+    result = subprocess.run(
+        [*start, str(path)], capture_output=True, text=True, timeout=300, cwd=folder
+    )
+    assert result.returncode == 0, result.stderr
+    names = {"inf": math.inf, "nan": math.nan, "__builtins__": {}}
+    printed = {}
+    for line in result.stdout.splitlines():
+        name, _, literal = line.partition(" = ")
+        printed[name] = eval(literal, names)
+    return printed
+
+
+def check_printed(walkthrough, printed: dict) -> None:
+    values = steps_of(walkthrough)
+    assert "gathered" in printed and "check" in printed and "output" in printed
+    merges = [key for key in values if key.endswith((".max", ".sum", ".acc"))]
+    assert sorted(name for name in printed if name.startswith("round")) == sorted(merges)
+    for name, value in printed.items():
+        want = walkthrough.output if name == "output" else values[name]
+        np.testing.assert_allclose(np.asarray(value), want, rtol=1e-10, atol=1e-14, err_msg=name)

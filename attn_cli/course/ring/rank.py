@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class Ring:
     transport: str  # gloo, nccl or pipes
     folder: str  # where each process writes its record and its log
     listener: socket.socket | None = None  # the store's socket, bound to LOOPBACK (gloo, nccl)
+    keep: bool = True  # keep every merge's values (the lesson shows them; a benchmark need not)
 
     @property
     def processes(self) -> int:
@@ -136,7 +138,10 @@ def _die_with_parent() -> None:
 
 
 def run(job: Job) -> dict[str, np.ndarray]:
-    """The ring, for process ``job.rank``: every round's merge, then the gather."""
+    """The ring, for process ``job.rank``: every round's merge, then the gather. Beside what the
+    lesson shows, each round's seconds: merging, and then waiting for the exchange to end (the
+    benchmark reads them; the lesson shows no time)."""
+    started = time.perf_counter()
     ring, rank = job.ring, job.rank
     processes = ring.processes
     backend = _backend(ring, rank)
@@ -144,13 +149,19 @@ def run(job: Job) -> dict[str, np.ndarray]:
     d_k, d_v = job.q.shape[1], job.v.shape[1]
     itemsize = ITEMSIZE[ring.dtype]
     arrays: dict[str, np.ndarray] = {"queries": ring.shards[rank].positions}
+    if ring.transport == "nccl":  # the GPU's name, for its figures (the traffic step)
+        import torch
+
+        arrays["device"] = np.asarray(torch.cuda.get_device_name(rank))
     with _link(job, backend) as link:
+        arrays["set_up_seconds"] = np.asarray(time.perf_counter() - started)
         state = tiled.initial_state(q, v)
         block = _joined(backend, k, v)  # the block this process holds: its keys, then values
         for t in range(processes):
             held = source(rank, t, processes)
             keys = ring.shards[held]
             last = t == processes - 1
+            clock = time.perf_counter()
             if not last:  # start passing this block on while it is merged (the overlap)
                 link.start(block, ring.shards[source(rank, t + 1, processes)].size)
             k_block, v_block = block[:, :d_k], block[:, d_k:]
@@ -164,6 +175,8 @@ def run(job: Job) -> dict[str, np.ndarray]:
                 causal=ring.causal,
                 use_scale=ring.use_scale,
             )
+            backend.synchronize()
+            merged_at = time.perf_counter()
             prefix = f"round{t + 1}."
             arrays[prefix + "source"] = np.asarray(held)
             arrays[prefix + "computed"] = np.asarray(merged.work.computed)
@@ -171,15 +184,19 @@ def run(job: Job) -> dict[str, np.ndarray]:
             sent = 0 if last else block_bytes(keys, d_k, d_v, itemsize)
             arrays[prefix + "sent"] = np.asarray(sent)
             if merged.update is not None:
-                arrays.update(_round_values(backend, prefix, merged.update))
+                if ring.keep:
+                    arrays.update(_round_values(backend, prefix, merged.update))
                 state = merged.update.state
             if not last:
                 block = link.finish()
+            arrays[prefix + "merge_seconds"] = np.asarray(merged_at - clock)
+            arrays[prefix + "wait_seconds"] = np.asarray(time.perf_counter() - merged_at)
         output = tiled.finish(state)
         arrays["output"] = backend.to_numpy(output)
         gathered = link.gather(output, ring.shards)
         if gathered is not None:
             arrays["gathered"] = gathered
+    arrays["seconds"] = np.asarray(time.perf_counter() - started)
     return arrays
 
 

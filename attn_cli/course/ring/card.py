@@ -10,6 +10,8 @@ from attn_cli.course.shared import D_K, D_V
 # The most processes a run starts: a walkthrough shows each process in each round (P² merges of
 # six steps), and eight is a node's GPUs.
 MAX_PROCESSES = 8
+# --dist-backend's default: the transport the run's device and the installed packages allow.
+AUTO = "auto"
 
 CARD = Card(
     "ring",
@@ -56,10 +58,11 @@ CARD = Card(
         Option(
             "dist_backend",
             "How the blocks move: gloo (torch.distributed between CPU processes), nccl "
-            "(torch.distributed between GPUs, with --backend torch --device cuda) or pipes (OS "
-            "pipes, no PyTorch needed); default: nccl with --device cuda, else gloo where "
-            "PyTorch is installed, else pipes.",
-            choices=variants.TRANSPORTS,
+            "(torch.distributed between GPUs, with --backend torch --device cuda), pipes (OS "
+            "pipes, no PyTorch needed) or auto (the default: nccl with --device cuda, else gloo "
+            "where PyTorch is installed, else pipes).",
+            AUTO,
+            choices=(AUTO, *variants.TRANSPORTS),
         ),
     ),
     sizes=(
@@ -73,5 +76,5 @@ CARD = Card(
         "attn ring --example causal-four",
         "attn ring --n 12 --processes 4 --causal --sharding zigzag",
     ),
-    symbols=(D_K, D_V, ("P", "the number of processes in the ring")),
+    symbols=(D_K, D_V),
 )

@@ -121,8 +121,9 @@ def _common(walkthrough: Walkthrough, x: dict[str, str], how: str) -> list[str]:
         "",
         "def ring(rank, exchange):",
         '    """Process `rank`: P rounds, each merging the block it holds into its running max,',
-        "    sum and accumulator while the block moves on; `exchange(block, rows)` sends the block",
-        '    to the next process and returns the one from the previous (of `rows` rows)."""',
+        "    sum and accumulator while the block moves on: `exchange(block, rows)` starts sending",
+        "    the block to the next process and receiving the previous one's (of `rows` rows), and",
+        '    returns what to call, after the merge, for the block received."""',
         "    mine = shards[rank]",
         f"    q = Q[{x['cat']}(mine)]",
         f"    block = {x['cat']}([K[{x['cat']}(mine)], V[{x['cat']}(mine)]], 1)  # keys | values",
@@ -132,7 +133,9 @@ def _common(walkthrough: Walkthrough, x: dict[str, str], how: str) -> list[str]:
         "    lines = []",
         "    for t in range(P):",
         "        held = (rank - t) % P  # the block that started on process `held`",
-        "        incoming = (rank - t - 1) % P",
+        "        if t < P - 1:  # pass this block on while merging it",
+        "            incoming = shards[(rank - t - 1) % P]",
+        "            arrival = exchange(block, sum(len(run) for run in incoming))",
         "        s, computed = scores_of(q, mine, block[:, :d_k], shards[held])",
         "        if computed:  # else every tile lay in the future: nothing to merge",
         f"            new_max = {x['maximum']}(row_max, {x['rowmax']})",
@@ -144,7 +147,7 @@ def _common(walkthrough: Walkthrough, x: dict[str, str], how: str) -> list[str]:
         '            name = f"round{t + 1}.process{rank}."',
         "            lines += [(name + 'max', row_max), (name + 'sum', row_sum), (name + 'acc', acc)]",
         "        if t < P - 1:",
-        "            block = exchange(block, sum(len(run) for run in shards[incoming]))",
+        "            block = arrival()  # the next block, once it is here",
         "    lines.append((f'process{rank}.output', acc / row_sum))",
         "    return [(name, " + x["tolist"].format("value") + ") for name, value in lines]",
         "",
@@ -172,7 +175,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
     _processes, _sharding, causal, scale = _settings(walkthrough)
     how = (
         "Run it with python: it starts the P processes itself (multiprocessing, fork: Linux or\n"
-        "macOS), joined in a ring of pipes; process 0 gathers every process's lines and prints."
+        "macOS), joined in a ring of pipes; this process gathers every process's lines and prints."
     )
     lines = _common(walkthrough, NUMPY, how)
     lines += [
@@ -192,10 +195,14 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "def process(rank, right, left, to_first):",
         "    def exchange(block, rows):",
         "        sender = threading.Thread(target=right.send, args=(block,))",
-        "        sender.start()  # while the block goes right, the next comes from the left",
-        "        received = left.recv()",
-        "        sender.join()",
-        "        return received",
+        "        sender.start()  # the block goes right while this process merges it",
+        "",
+        "        def arrival():",
+        "            received = left.recv()  # the next one, from the left",
+        "            sender.join()",
+        "            return received",
+        "",
+        "        return arrival",
         "",
         "    to_first.send(ring(rank, exchange))",
         "",
@@ -238,25 +245,30 @@ def torch_program(walkthrough: Walkthrough) -> str:
         "",
         "",
         "def process(rank):",
-        f'    dist.init_process_group("{backend}", rank=rank, world_size=P)',
+        "    torch.set_num_threads(1)  # as torchrun does: P processes share the cores",
     ]
     if gpu:
         lines += [
-            "    torch.cuda.set_device(rank)",
+            '    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))  # this node\'s GPU',
             "    global Q, K, V",
             "    Q, K, V = Q.cuda(), K.cuda(), V.cuda()",
         ]
+    lines += [f'    dist.init_process_group("{backend}", rank=rank, world_size=P)']
     lines += [
         "",
         "    def exchange(block, rows):",
         "        received = torch.empty((rows, block.shape[1]), dtype=block.dtype, device=block.device)",
-        "        works = dist.batch_isend_irecv([",
+        "        works = dist.batch_isend_irecv([  # started: the merge runs meanwhile",
         "            dist.P2POp(dist.isend, block.contiguous(), (rank + 1) % P),",
         "            dist.P2POp(dist.irecv, received, (rank - 1) % P),",
         "        ])",
-        "        for work in works:  # a real ring merges the block it holds before this wait",
-        "            work.wait()",
-        "        return received",
+        "",
+        "        def arrival():",
+        "            for work in works:",
+        "                work.wait()",
+        "            return received",
+        "",
+        "        return arrival",
         "",
         "    lines = ring(rank, exchange)",
         "    everything = [None] * P if rank == 0 else None",

@@ -106,6 +106,9 @@ def main(job: Job) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the command stops every process
     _die_with_parent()
     folder, rank = job.ring.folder, job.rank
+    torch = sys.modules.get("torch")
+    if torch is not None:  # one thread each, as torchrun sets: P processes share the cores (and
+        torch.set_num_threads(1)  # a forked process must not enter the parent's thread pool)
     log = open(log_path(folder, rank), "w", encoding="utf-8")  # noqa: SIM115 (until exit)
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
@@ -323,7 +326,6 @@ class DistributedLink(Link):
         self.torch, self.dist, self.backend = torch, dist, backend
         self.rank, self.processes = job.rank, ring.processes
         self.device = torch.device(backend.device)
-        torch.set_num_threads(1)  # P processes share the cores: one thread each
         loopback = _loopback_interface()
         if loopback:  # gloo's and nccl's own connections: over the loopback interface too
             os.environ.setdefault("GLOO_SOCKET_IFNAME", loopback)

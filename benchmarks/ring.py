@@ -105,16 +105,42 @@ def reading(rows: list[dict], cores: int, load: float) -> list[str]:
             f"{row['flops'] / row['sent']:.0f} FLOPs per byte) and sets up for "
             f"{row['set_up'] * 1e3:.0f} ms."
         )
-    if one is not None and len(rows) > 1:
-        flops = {row["flops"] for row in rows}
-        same = "the same" if len(flops) == 1 else "about the same"
+    more = [row for row in rows if row["processes"] > 1]
+    if one is None or not more:
+        return lines
+    flops = {row["flops"] for row in rows}
+    lines.append(
+        f"Why: the work is {'the same' if len(flops) == 1 else 'about the same'} for every P "
+        f"({max(flops) / 1e9:.2f} GFLOP); the ring only spreads it."
+    )
+    if all(row["merge"] >= 0.9 * one["merge"] for row in more):
         lines.append(
-            f"Why: the work is {same} for every P ({max(flops) / 1e9:.2f} GFLOP); the ring "
-            f"only spreads it. With {cores} cores and a load of {load:.1f} before the runs, "
-            "a process gets no core of its own, so P processes merge no faster than one "
-            "(the merges column), and each process more adds its set-up and waits for a "
-            "neighbour that is not running (on the loopback the bytes themselves take "
-            "milliseconds). More processes pay off only with a core, or a GPU, each."
+            f"With {cores} cores and a load of {load:.1f} before the runs the processes did not "
+            "get a core each: the busiest process of every P merged for at least 0.9 of P = 1's "
+            "time (the merges column), so spreading the work bought nothing."
+        )
+    else:
+        best = min(more, key=lambda row: row["merge"] / one["merge"])
+        lines.append(
+            f"The merges did spread: P = {best['processes']}'s busiest process merged for "
+            f"{best['merge'] / one['merge']:.2f} of P = 1's time."
+        )
+    last = more[-1]
+    costs = []
+    if last["set_up"] > one["set_up"]:
+        costs.append(
+            f"set-up ({one['set_up'] * 1e3:.0f} ms at P = 1, {last['set_up'] * 1e3:.0f} ms at "
+            f"P = {last['processes']})"
+        )
+    if last["wait"] > one["wait"]:
+        costs.append(
+            f"waits for blocks ({last['wait'] * 1e3:.0f} ms at P = {last['processes']}: a "
+            "neighbour not yet running, or its bytes in flight)"
+        )
+    if costs:
+        lines.append(
+            f"More processes add {' and '.join(costs)}, which the wall time pays on top of the "
+            "merges."
         )
     return lines
 

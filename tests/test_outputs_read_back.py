@@ -264,7 +264,7 @@ def test_latex_escapes_labels_and_lesson_texts(invoke, tmp_path):
         ("selfattn", "--n", "8", "--d", "3", "--tokens", TOKENS),
         ("causal", "--n", "8", "--dk", "2", "--tokens", MORE_TOKENS),
     ):
-        result = invoke(*args, "--format", "latex")
+        result = invoke(*args, "--format", "latex", "--latex-fragment")  # pasted into one
         assert result.exit_code == 0, result.output
         outputs.append(result.stdout)
     ok, log = compile_latex(latex_document(outputs), tmp_path / "tex")

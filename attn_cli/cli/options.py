@@ -133,6 +133,16 @@ FullOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
+LatexFragmentOpt = Annotated[
+    bool,
+    typer.Option(
+        "--latex-fragment",
+        help="With --format latex: the body alone, to paste into a document of your own (its "
+        "first line states the preamble it needs). Without it, a whole document that pdflatex "
+        "compiles as it is.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
 OutputOpt = Annotated[
     Path | None,
     typer.Option(
@@ -261,6 +271,7 @@ class SharedOptions:
     fmt: Format
     precision: int
     full: bool
+    latex_fragment: bool
     output: Path | None
     time: bool
     backend: BackendName | None
@@ -284,6 +295,7 @@ SHARED: dict[str, tuple[object, object]] = {
     "fmt": (FormatOpt, Format.rich),
     "precision": (PrecisionOpt, 4),
     "full": (FullOpt, False),
+    "latex_fragment": (LatexFragmentOpt, False),
     "output": (OutputOpt, None),
     "plot": (None, None),  # the lesson's own: plot_option(card), where it has a figure
     "time": (TimeOpt, False),

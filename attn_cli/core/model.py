@@ -207,9 +207,11 @@ class Walkthrough:
         """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
         return self.view(self, "markdown", precision=precision)
 
-    def to_latex(self, *, precision: int | None = None) -> str:
-        """The walkthrough as ``--format latex`` prints it (``precision``: decimals shown)."""
-        return self.view(self, "latex", precision=precision)
+    def to_latex(self, *, precision: int | None = None, document: bool = False) -> str:
+        """The walkthrough as ``--format latex --latex-fragment`` prints it, to paste into a
+        document (``precision``: decimals shown); ``document=True``: a whole document that
+        compiles as it is, as ``--format latex`` writes it."""
+        return self.view(self, "latex", precision=precision, document=document)
 
     def to_html(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and

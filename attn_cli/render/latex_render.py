@@ -4,8 +4,10 @@ tables as ``tabular`` s, ready to paste into a document.
 The document's blocks (what appears, in what order) come from :func:`document.document`; this
 module writes each as LaTeX.
 
-The first line of the output is a comment that states the preamble it compiles with
-(:data:`PREAMBLE`); nothing else is assumed. Every piece of text that comes from a lesson file or
+As a whole document (``RenderOptions.whole_document``, what the command line writes) it is the
+body between :data:`PREAMBLE`, ``\begin{document}`` and ``\\end{document}``: ``pdflatex`` compiles
+it as it is. As a fragment (``--latex-fragment``, and ``w.to_latex()``) its first line is a
+comment that states the preamble it compiles with; nothing else is assumed. Every piece of text that comes from a lesson file or
 the command line (titles, explanations, labels, notes) goes through :func:`tex_text`, which
 escapes LaTeX's special characters and spells the Unicode that lesson texts use (√, ·, ᵀ, α,
 ...) as LaTeX commands, so the output compiles with a plain ``pdflatex``.
@@ -56,10 +58,12 @@ _SIZES = (
     ("\\tiny", 0.5),
 )
 
-PREAMBLE = (
-    r"\documentclass{article} \usepackage{amsmath} "
-    rf"\setcounter{{MaxMatrixCols}}{{{MAX_MATRIX_COLS}}}"
+PREAMBLE_LINES = (
+    r"\documentclass{article}",
+    r"\usepackage{amsmath}",
+    rf"\setcounter{{MaxMatrixCols}}{{{MAX_MATRIX_COLS}}}",
 )
+PREAMBLE = " ".join(PREAMBLE_LINES)
 FIRST_LINE = f"% attn LaTeX: compile with {PREAMBLE}"
 
 # A line of text in each role (document.LineRole), its text escaped.
@@ -72,7 +76,14 @@ _LINES: dict[doc.LineRole, str] = {
 
 
 def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
-    return f"{FIRST_LINE}\n{doc.written(walkthrough, options, latex_chunks)}"
+    body = doc.written(walkthrough, options, latex_chunks)
+    if not options.whole_document:
+        return f"{FIRST_LINE}\n{body}"
+    return (
+        "% attn LaTeX: a whole document (pdflatex compiles it; --latex-fragment: the body alone)\n"
+        + "\n".join(PREAMBLE_LINES)
+        + f"\n\\begin{{document}}\n{body.rstrip(chr(10))}\n\\end{{document}}\n"
+    )
 
 
 def latex_chunks(block: doc.Block, options: RenderOptions) -> list[str]:

@@ -435,8 +435,8 @@ class MatrixTable:
         return out
 
     def _marks(self, console: Console) -> bool:
-        # Weights only: the lessons point at their shading ("darker cells get more
-        # attention"); a signed table's signs are in its numbers.
+        # Weights only: their shading says how much attention a cell gets; a signed table's
+        # signs are in its numbers.
         return self.shading == "weights" and colourless(console)
 
     def column_width(self, col: int | None, marks: bool) -> int:

@@ -173,6 +173,7 @@ def test_a_false_claim_is_withheld_and_a_true_one_kept():
     texts = Texts(
         notes={"big": ("x",), "plain": ()},
         claims={"big": lambda walkthrough, values: values["x"] > 1},
+        general=("plain",),
     )
     notes = (Note("big", "x = {x} is big", {"x": 0.5}), Note("plain", "always"))
     kept_notes = (Note("big", "x = {x} is big", {"x": 2.0}),)

@@ -655,6 +655,10 @@ TEXTS = Texts(
         "relu_zeros": relu_zeros,
         "unnormalised": unnormalised,
     },
+    general=(
+        "drawn",
+        "memory_drawn",
+    ),
 )
 
 LESSON = Lesson(

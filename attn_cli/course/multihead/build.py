@@ -635,10 +635,26 @@ TEXTS = Texts(
         **dropout.NOTES,
     },
     claims={
+        **dropout.CLAIMS,
         "heads_same": heads_have_same_weights,
         "two_heads_differ": two_heads_differ,
         "heads_differ": every_pair_differs,
     },
+    measured=(
+        "heads_cost",
+        *dropout.MEASURED,
+    ),
+    general=(
+        "split_rectangular",
+        "split_square",
+        "parameters",
+        "concat_only",
+        "one_head",
+        "drawn_weights",
+        "drawn_biases",
+        "drawn_both",
+        *dropout.GENERAL,
+    ),
 )
 
 LESSON = Lesson(

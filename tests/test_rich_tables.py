@@ -349,7 +349,11 @@ def test_a_matrix_too_wide_shows_fewer_columns_and_says_so():
     (table,) = read_tables(text)
     heads = table.header[0][1:]
     assert heads[-2:] == ["…", "16"] and len(heads) < 8
-    assert "shown to fit the width" in " ".join(text.split())
+    said = " ".join(text.split())
+    assert "columns 4–15 hidden (--full shows every row and column;" in said
+    assert "a terminal 81 columns wide shows every column of the corner (COLUMNS=81)" in said
+    (corner,) = read_tables(render_plain(value_renderable(x, "matrix", RenderOptions()), 81))
+    assert corner.header[0][1:] == ["1", "2", "3", "4", "5", "6", "…", "16"]
     assert_matrix_table(table, x, 4, "X at 60 columns")
 
 

@@ -249,7 +249,9 @@ def test_large_matrices_are_summarised_in_json_unless_full(invoke_json):
 def test_large_matrices_show_a_corner_in_the_terminal(invoke):
     result = invoke("scaled", "--n", "40", "--dk", "8")
     assert result.exit_code == 0
-    assert "corner shown" in result.stdout and "shape 40 × 40" in result.stdout
+    said = " ".join(result.stdout.split())
+    assert "rows 7–39 and columns 7–39 hidden (--full shows every row and column)" in said
+    assert "shape 40 × 40" in result.stdout
     assert "⋮" in result.stdout and "…" in result.stdout
 
 

@@ -128,8 +128,10 @@ FullOpt = Annotated[
     bool,
     typer.Option(
         "--full",
-        help="With --format json: write every matrix in full. Without it, a matrix of more than "
-        "10,000 entries is written as its shape and a summary (min, max, mean, spread).",
+        help="Every number: with --format json, every matrix in full (without it, a matrix of "
+        "more than 10,000 entries is written as its shape and a summary: min, max, mean, "
+        "spread); in the terminal, every row and column instead of a corner (the columns "
+        "still cut to the terminal's width, which COLUMNS= widens).",
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]

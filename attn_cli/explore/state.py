@@ -312,7 +312,7 @@ def export(walkthrough: Walkthrough, folder: Path, precision: int) -> list[Path]
     """The walkthrough in every text --format, written to FOLDER/LESSON.json, .md and .tex."""
     from attn_cli.core.outputs import check_writable, write_text
 
-    options = RenderOptions(precision=precision)
+    options = RenderOptions(precision=precision, whole_document=True)  # LaTeX: it compiles
     written = []
     for fmt, suffix in EXPORTS.items():
         path = folder / f"{walkthrough.lesson}.{suffix}"

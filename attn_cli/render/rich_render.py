@@ -332,7 +332,7 @@ def _matrix_table(
     summary: Summary | None = None,
 ) -> RenderableType:
     table = MatrixTable(
-        value, options.precision, row_labels, col_labels, row_sums, shading, summary
+        value, options.precision, row_labels, col_labels, row_sums, shading, summary, options.full
     )
     return Padding(table, (0, 0, 0, 2))
 
@@ -371,9 +371,11 @@ class MatrixTable:
         row_sums: np.ndarray | None = None,
         shading: str | None = None,
         summary: Summary | None = None,
+        full: bool = False,
     ) -> None:
         rows = as_matrix(value)
         self.shape = tuple(np.shape(value))
+        self.full = full  # --full: every row and every column that fits the width, no corner
         self.rows = rows
         self.precision = precision
         self.shading = shading
@@ -381,7 +383,7 @@ class MatrixTable:
         self.n_cols = n_cols
         row_names = list(row_labels) if row_labels and len(row_labels) == n_rows else None
         col_names = list(col_labels) if col_labels and len(col_labels) == n_cols else None
-        self.shown_rows = _shown_indices(n_rows, MAX_ROWS)
+        self.shown_rows = _shown_indices(n_rows, n_rows if full else MAX_ROWS)
         data_rows = [row for row in self.shown_rows if row is not None]
         self.labels = [
             "⋮" if row is None else (row_names[row] if row_names else str(row + 1))
@@ -389,7 +391,7 @@ class MatrixTable:
         ]
         # The columns that can show: all of them, or the standard corner's.
         self.candidates = (
-            list(range(n_cols)) if n_cols <= MAX_COLS else [*range(CORNER), n_cols - 1]
+            list(range(n_cols)) if n_cols <= MAX_COLS or full else [*range(CORNER), n_cols - 1]
         )
         self.headers = {c: col_names[c] if col_names else str(c + 1) for c in self.candidates}
         shown = rows[data_rows]  # every column of the rows shown: the whole table's format
@@ -422,7 +424,7 @@ class MatrixTable:
     def layouts(self) -> list[list[int | None]]:
         """Column choices, the widest first: the full (or corner) view, then ever fewer."""
         n = self.n_cols
-        if n <= MAX_COLS:
+        if n <= MAX_COLS or self.full:
             full: list[int | None] = list(range(n))
             most = n - 2  # leading columns when at least one is left out
         else:
@@ -471,7 +473,10 @@ class MatrixTable:
         marks = self._marks(console)
         layout = self.layout_for(options.max_width, marks)
         yield self.table(layout, marks)
-        caption = self.caption(layout)
+        # The terminal width that shows every column: the widest layout, and what the
+        # table is indented by in this console (its width less the table's).
+        indent = max(0, console.width - options.max_width)
+        caption = self.caption(layout, self.width(self.layouts()[0], marks) + indent)
         if caption is not None:
             yield caption
         if marks:
@@ -511,29 +516,57 @@ class MatrixTable:
             return Text(text + SHADE_MARKS[round(strength * (len(SHADE_MARKS) - 1))])
         return Text(text, style=_shade(number, scale, self.shading) or "")
 
-    def caption(self, layout: list[int | None]) -> Text | None:
+    def caption(self, layout: list[int | None], every_column: int | None = None) -> Text | None:
+        """Under a cut table: its shape, what is hidden, the option that shows it, and the
+        statistics of the whole matrix. ``every_column``: the terminal width that shows every
+        column (of the corner's, without --full)."""
         rows_cut = None in self.shown_rows
         cols_cut = None in layout
         if not rows_cut and not cols_cut:
             return None
-        if layout == self.layouts()[0]:
-            shown = "corner shown"
-        else:
-            first = [col for col in layout if col is not None and col != self.n_cols - 1]
-            lead = f"1–{len(first)}" if len(first) > 1 else ("1" if first else "")
-            last = str(self.n_cols) if self.n_cols - 1 in layout else ""
-            which = " and ".join(part for part in (lead, last) if part) or "none"
-            shown = f"columns {which} of {self.n_cols} shown to fit the width"
+        hidden = []
+        if rows_cut:
+            rows = [row for row in self.shown_rows if row is not None]
+            hidden.append(f"rows {_runs_hidden(rows, len(self.rows))}")
+        cornered = not self.full and self.n_cols > MAX_COLS
+        if cols_cut:
+            columns = [col for col in layout if col is not None]
+            hidden.append(f"columns {_runs_hidden(columns, self.n_cols)}")
+        how = []
+        if rows_cut or cornered:
+            how.append("--full shows every row and column")
+        if layout != self.layouts()[0] and every_column is not None:
+            what = "every column of the corner" if cornered else "every column"
+            how.append(
+                f"a terminal {every_column} columns wide shows {what} (COLUMNS={every_column})"
+            )
         stats = self.stats.as_dict()
         described = " · ".join(
             f"{name} {format_number(stats[name], self.precision)}"
             for name in ("min", "max", "mean", "std")
             if name in stats
         )
-        caption = Text(f"shape {shape_text(self.shape)} · {shown} · {described}", style="dim")
+        text = f"shape {shape_text(self.shape)} · {' and '.join(hidden)} hidden"
+        if how:
+            text += f" ({'; '.join(how)})"
+        caption = Text(f"{text} · {described}", style="dim")
         if "non_finite" in stats:
             caption.append(f" · {stats['non_finite']} non-finite", style="dim")
         return caption
+
+
+def _runs_hidden(shown: Sequence[int], count: int) -> str:
+    """The 1-based indices not in ``shown`` (of 0..count-1), as runs: "7–31" or "3, 5–9"."""
+    missing = sorted(set(range(count)) - set(shown))
+    runs: list[list[int]] = []
+    for index in missing:
+        if runs and runs[-1][-1] == index - 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(
+        f"{run[0] + 1}–{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs
+    )
 
 
 def _shown_indices(count: int, limit: int) -> list[int | None]:

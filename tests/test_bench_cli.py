@@ -154,7 +154,8 @@ def test_cuda_absent_is_a_user_error(invoke, torch):
 
 
 def test_a_torch_impl_without_torch_is_a_user_error(invoke, monkeypatch):
-    monkeypatch.setitem(sys.modules, "attn_cli.core.torch_backend", None)  # import raises ImportError
+    # None in sys.modules: importing the torch backend raises ImportError.
+    monkeypatch.setitem(sys.modules, "attn_cli.core.torch_backend", None)
     result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy")
     assert_user_error(result, "--impl naive needs PyTorch", "pip install 'attn-cli[torch]'")
 

@@ -133,7 +133,7 @@ def test_the_help_defines_its_symbols_and_speaks_plainly():
     assert "drawn from --seed" in multihead.split("--bias")[1]
     assert "d_a: the attention width" in flat(wide_help("bahdanau"))
     full = flat(wide_help("scaled")).split("--full ")[1]
-    assert full.startswith("With --format json: write every matrix in full.")
+    assert full.startswith("Every number: with --format json, every matrix in full")
 
 
 # A symbol as the lectures write one: a letter with a subscript after "_" (d_k, W_Q, a_left,

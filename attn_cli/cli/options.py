@@ -434,5 +434,3 @@ def _keyword(name: str, annotation: object, default: object) -> inspect.Paramete
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
     )
-
-

@@ -11,7 +11,17 @@ import numpy as np
 
 from attn_cli.core.backend import Array
 from attn_cli.core.errors import UserError
-from attn_cli.core.model import InputValue, Kind, Note, Part, Step, Summary, Walkthrough, summary
+from attn_cli.core.model import (
+    InputValue,
+    Kind,
+    Note,
+    Part,
+    Quantities,
+    Step,
+    Summary,
+    Walkthrough,
+    summary,
+)
 from attn_cli.core.templates import fill
 from attn_cli.course import get_lesson
 from attn_cli.course.lesson import LessonRun
@@ -86,12 +96,15 @@ class StepRecorder:
         notes: tuple[Note, ...] = (),
         text: str | None = None,
         shown: Any = None,
+        quantities: Quantities | None = None,
     ) -> None:
         """Record a step whose value is already computed.
 
         ``text`` names the lesson text to use when it is not the step's key: steps that repeat
         (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
         ``shown``: the value's copy on the host, when the caller already made it.
+        ``quantities``: the columns that are one quantity each, when not the kind's default
+        (:attr:`Step.quantities`): a table whose columns are different units.
         Each array (the value, each part's) is copied to the host once and summarised once,
         where it was computed (Backend.summary).
         """
@@ -119,6 +132,7 @@ class StepRecorder:
                 latex=words.latex,
                 notes=notes,
                 headings=self.headings(shown) if kind == "records" else {},
+                quantities=quantities,
             )
         )
 

@@ -26,10 +26,11 @@ from rich.text import Text
 
 from attn_cli.core.backend import EPSILON
 from attn_cli.core.batch import batch_line
-from attn_cli.core.model import InputValue, Part, Step, Summary, Walkthrough, summary
-from attn_cli.core.numbers import as_matrix, format_column, format_number, number_style, shape_text
+from attn_cli.core.model import InputValue, Part, Quantities, Step, Summary, Walkthrough, summary
+from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, format_number, shape_text
 from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.render import RenderOptions
+from attn_cli.render.cells import is_number, record_styles, table_styles
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
 MAX_ROWS = 12
@@ -208,6 +209,7 @@ def step_value(step: Step, options: RenderOptions) -> RenderableType:
         row_sums=step.row_sums,
         headings=step.headings,
         summary=step.summary,
+        quantities=step.quantities,
     )
 
 
@@ -303,12 +305,15 @@ def value_renderable(
     row_sums: np.ndarray | None = None,
     headings: Mapping[str, str] | None = None,
     summary: Summary | None = None,
+    quantities: Quantities | None = None,
 ) -> RenderableType:
-    """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded."""
+    """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded;
+    ``quantities``: the columns that share a number format (see
+    :attr:`attn_cli.core.model.Step.quantities`)."""
     if kind == "text":
         return Padding(Text(str(value)), (0, 0, 0, 2))
     if kind == "records":
-        return records_table(value, options, headings)
+        return records_table(value, options, headings, quantities)
     if kind == "histogram":
         return histogram(value)
     if kind == "scalar" or np.ndim(value) == 0:
@@ -319,7 +324,9 @@ def value_renderable(
     ):
         return block_heatmap(array)
     shading = {"weights": "weights", "heatmap": "signed"}.get(kind)
-    return _matrix_table(array, options, row_labels, col_labels, row_sums, shading, summary)
+    return _matrix_table(
+        array, options, row_labels, col_labels, row_sums, shading, summary, quantities
+    )
 
 
 def _matrix_table(
@@ -330,9 +337,18 @@ def _matrix_table(
     row_sums: np.ndarray | None = None,
     shading: str | None = None,
     summary: Summary | None = None,
+    quantities: Quantities | None = None,
 ) -> RenderableType:
     table = MatrixTable(
-        value, options.precision, row_labels, col_labels, row_sums, shading, summary, options.full
+        value,
+        options.precision,
+        row_labels,
+        col_labels,
+        row_sums,
+        shading,
+        summary,
+        options.full,
+        quantities,
     )
     return Padding(table, (0, 0, 0, 2))
 
@@ -354,7 +370,8 @@ class MatrixTable:
     Rows beyond MAX_ROWS and columns beyond MAX_COLS always show as a corner (the first
     CORNER, ``⋮`` or ``…``, the last). When even that is too wide, fewer leading columns
     show before the ``…`` column. The whole table, its Σ row column included, has one number
-    format (see :func:`number_style`), chosen from the rows on show. Without colour a weight
+    format (see :func:`number_style`), chosen from the rows on show; a table whose columns are
+    different quantities (``quantities``) has one per quantity. Without colour a weight
     carries a mark of its shade after the number.
 
     Only the cells that can show are formatted; the statistics of the caption (and the scale of
@@ -372,6 +389,7 @@ class MatrixTable:
         shading: str | None = None,
         summary: Summary | None = None,
         full: bool = False,
+        quantities: Quantities | None = None,
     ) -> None:
         rows = as_matrix(value)
         self.shape = tuple(np.shape(value))
@@ -394,16 +412,24 @@ class MatrixTable:
             list(range(n_cols)) if n_cols <= MAX_COLS or full else [*range(CORNER), n_cols - 1]
         )
         self.headers = {c: col_names[c] if col_names else str(c + 1) for c in self.candidates}
-        shown = rows[data_rows]  # every column of the rows shown: the whole table's format
         sums = None if row_sums is None else np.atleast_1d(np.asarray(row_sums, dtype=np.float64))
-        # One format for the whole table, its row sums included: 1 never beside 1.0000.
-        style = number_style(
-            np.concatenate([np.ravel(shown), [] if sums is None else sums[data_rows]]), precision
+        # One format for the whole table, its row sums included (1 never beside 1.0000), or
+        # one per quantity; chosen from every column of the rows shown.
+        styles = table_styles(
+            rows,
+            self.shown_rows,
+            precision,
+            sums,
+            col_labels=tuple(col_names) if col_names else None,
+            quantities=quantities,
         )
         self.cells = {
-            c: format_column(rows[data_rows, c], precision, style=style) for c in self.candidates
+            c: format_column(rows[data_rows, c], precision, style=styles.columns[c])
+            for c in self.candidates
         }
-        self.sums = None if sums is None else format_column(sums[data_rows], precision, style=style)
+        self.sums = (
+            None if sums is None else format_column(sums[data_rows], precision, style=styles.sums)
+        )
         self._summary = summary
 
     @property
@@ -772,20 +798,24 @@ def records_table(
     records: list[dict[str, Any]],
     options: RenderOptions,
     headings: Mapping[str, str] | None = None,
+    quantities: Quantities | None = None,
 ) -> RenderableType:
     """A records table; each column headed by ``headings[key]`` (the lesson file's words), or
     by its key. Of a long one only the rows shown are formatted, each column's numbers in the
-    format that all of its numbers would take (as in the table shown whole)."""
+    format that all of its numbers (and its quantity's, see :func:`record_styles`) would take,
+    as in the table shown whole."""
     if not records:
         return Text("(no rows)", style="dim")
     headings = headings or {}
     shown = _shown_records(len(records))
+    styles = record_styles(records, options.precision, quantities)
     columns = [
         _record_column(
             headings.get(name, name),
             [record.get(name) for record in records],
             shown,
             options.precision,
+            styles.get(name),
         )
         for name in records[0]
     ]
@@ -803,16 +833,15 @@ def _shown_records(count: int) -> list[int | None]:
     return [*range(RECORDS_CORNER), None, count - 1]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
-
-
 def _record_column(
-    name: str, values: list[Any], shown: list[int | None], precision: int
+    name: str,
+    values: list[Any],
+    shown: list[int | None],
+    precision: int,
+    style: NumberStyle | None,
 ) -> FitColumn:
-    """A records column, its rows ``shown`` (None: "⋮"): its numbers in one format, None as
-    "—", anything else as text."""
-    style = number_style([value for value in values if _is_number(value)], precision)
+    """A records column, its rows ``shown`` (None: "⋮"): its numbers in one format
+    (``style``), None as "—", anything else as text."""
     cells: list[Text] = []
     kinds: list[bool] = []
     for row in shown:
@@ -820,7 +849,7 @@ def _record_column(
         if value is None:
             cells.append(Text("—"))
             kinds.append(True)
-        elif _is_number(value):
+        elif is_number(value):
             cells.append(Text(format_column([value], precision, style=style)[0]))
             kinds.append(True)
         else:

@@ -23,7 +23,7 @@ from attn_cli.core.model import (
     summary,
 )
 from attn_cli.core.templates import fill
-from attn_cli.course import get_lesson
+from attn_cli.course import card, get_lesson, is_lesson
 from attn_cli.course.lesson import LessonRun
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms.attention import softmax_parts
@@ -256,7 +256,7 @@ class StepRecorder:
             title=run.file.title,
             intro=run.file.intro,
             example=run.example.name if run.example else None,
-            example_description=run.example.description if run.example else "",
+            example_description=example_description(run),
             backend=run.backend.name,
             device=run.backend.device,
             dtype=run.backend.dtype,
@@ -267,6 +267,25 @@ class StepRecorder:
             meta={"options": dict(run.options), **(meta or {})},
         )
         return keep_true_claims(drafted, self.texts)
+
+
+def example_description(run: LessonRun) -> str:
+    """The example's description, true of the example as written: where options on the command
+    line change it (``--no-scale`` of an example that scales), a line that names the example
+    and the options changed instead."""
+    example = run.example
+    if example is None:
+        return ""
+    if not is_lesson(run.name):
+        return example.description
+    written = get_lesson(run.name).options_with(example.options)
+    changed = card(run.name).changed_flags(run.options, written)
+    if not changed:
+        return example.description
+    return (
+        f"The inputs of example {example.name}, run with {' '.join(changed)}; the example's "
+        f"own description is of it as written (attn {run.name} --example {example.name})."
+    )
 
 
 def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:

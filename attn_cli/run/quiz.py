@@ -218,23 +218,11 @@ def _setting(walkthrough: Walkthrough) -> RenderableType:
     if walkthrough.example_description:
         lines.append(Text(" ".join(walkthrough.example_description.split())))
     if is_lesson(walkthrough.lesson):
-        given = walkthrough.meta.get("options", {})
-        flags = []
-        for option in card(walkthrough.lesson).options:
-            value = given.get(option.name)
-            if option.command_line and value is not None and value != option.default:
-                flags.append(_flag(option.option, value))
+        declared = card(walkthrough.lesson)
+        flags = declared.changed_flags(walkthrough.meta.get("options", {}), declared.defaults)
         if flags:
             lines.append(Text("Options: " + " ".join(flags)))
     return Group(*lines)
-
-
-def _flag(option: str, value: object) -> str:
-    if isinstance(value, bool):
-        return option if value else "--no-" + option.removeprefix("--")
-    if isinstance(value, list | tuple):
-        value = ",".join(str(item) for item in value)
-    return f"{option} {value}"
 
 
 def _handout(

@@ -195,7 +195,7 @@ def _d_ff(
     model: pytorch.LoadedModel | None,
     d_model: int,
 ) -> int:
-    """W_1's columns (or W_2's rows, b_1's entries) when given, the file's, the option's, else
+    """W_1's columns (or W_2's rows) when given, the file's, the option's, else
     4 × d_model; an option that disagrees with the weights is refused."""
     asked = options.get("d_ff")
     if asked is not None:
@@ -203,7 +203,7 @@ def _d_ff(
     held, where = None, ""
     if model is not None:
         held, where = model.d_ff, f"{model.where} holds d_ff = {model.d_ff}"
-    for name, axis in (("W_1", 1), ("W_2", 0), ("b_1", 0)):
+    for name, axis in (("W_1", 1), ("W_2", 0)):
         if name in given and given[name].ndim > axis:
             held = int(given[name].shape[axis])
             where = f"{CARD.flag(name)} is {shape_text(given[name].shape)}, so d_ff = {held}"

@@ -31,8 +31,11 @@ def write_safetensors(path: Path, arrays: dict[str, np.ndarray], dtype: str = "F
     blobs, offset = [], 0
     for name, value in arrays.items():
         blob = np.ascontiguousarray(value, dtype=kinds[dtype]).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(value.shape),
-                        "data_offsets": [offset, offset + len(blob)]}  # fmt: skip
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(value.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     text = json.dumps(header).encode()
@@ -68,8 +71,12 @@ def torch_output(torch: Any, module: Any, x: np.ndarray, memory: np.ndarray | No
         return module(torch.tensor(x)[None], torch.tensor(memory)[None], tgt_mask=causal)[0].numpy()
 
 
-KINDS = ["TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
-         "TransformerDecoder"]  # fmt: skip
+KINDS = [
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -115,8 +122,9 @@ def test_the_safetensors_package_writes_what_attn_reads(torch, tmp_path):
     for key, value in module.state_dict().items():
         assert np.array_equal(read[key], value.numpy()), key
     walk = attn.block(x=np.eye(4), weights=str(path), posenc=False)
-    np.testing.assert_allclose(walk.output, torch_output(torch, module, np.eye(4), None),
-                               rtol=0, atol=TOLERANCE)  # fmt: skip
+    np.testing.assert_allclose(
+        walk.output, torch_output(torch, module, np.eye(4), None), rtol=0, atol=TOLERANCE
+    )
 
 
 def test_float32_and_bfloat16_files_widen_exactly(torch, tmp_path):
@@ -136,8 +144,9 @@ def test_a_state_dict_from_python_and_the_lessons_own_names(torch):
     module = torch_model(torch, "TransformerEncoder")
     x = np.random.default_rng(1).standard_normal((3, 4))
     walk = attn.block(x, weights=module.state_dict(), posenc=False)
-    np.testing.assert_allclose(walk.output, torch_output(torch, module, x, None), rtol=0,
-                               atol=TOLERANCE)  # fmt: skip
+    np.testing.assert_allclose(
+        walk.output, torch_output(torch, module, x, None), rtol=0, atol=TOLERANCE
+    )
     assert walk.meta["options"]["weights"] == "a state_dict of 26 arrays"
     # The walkthrough's parameters, written back as PyTorch's state_dict, are the module's.
     named = {item.name: item.value for item in walk.inputs if item.name in walk.meta["sources"]}
@@ -179,8 +188,9 @@ def test_a_pickled_object_is_refused_without_running_it(torch, tmp_path, invoke)
     assert not marker.exists()
     whole = tmp_path / "module.pt"
     torch.save(torch_model(torch, "TransformerEncoderLayer"), whole)  # the module, not its weights
-    assert_user_error(invoke("block", "--weights", str(whole)), "pickled Python object",
-                      "state_dict()")  # fmt: skip
+    assert_user_error(
+        invoke("block", "--weights", str(whole)), "pickled Python object", "state_dict()"
+    )
 
 
 def test_missing_extra_and_misshaped_keys_are_named_in_one_line(tmp_path, invoke):
@@ -202,8 +212,11 @@ def test_missing_extra_and_misshaped_keys_are_named_in_one_line(tmp_path, invoke
 
 def test_a_misshaped_weight_by_hand_names_it_and_both_shapes(invoke):
     result = invoke("block", "--wq", "1,2,3;4,5,6;7,8,9", "--b1", "1,2")
-    assert_user_error(result, "--wq is 3 × 3 but must be d_model × d_model = 4 × 4",
-                      "--b1 has 2 entries but must be d_ff = 8")  # fmt: skip
+    assert_user_error(
+        result,
+        "--wq is 3 × 3 but must be d_model × d_model = 4 × 4",
+        "--b1 has 2 entries but must be d_ff = 8",
+    )
 
 
 def test_non_finite_weights_are_refused_like_non_finite_inputs(tmp_path, invoke):
@@ -212,10 +225,13 @@ def test_non_finite_weights_are_refused_like_non_finite_inputs(tmp_path, invoke)
     state["linear1.weight"][0, 0] = np.nan
     state["norm2.bias"][1] = np.inf
     np.savez(tmp_path / "nan.npz", **state)
-    assert_user_error(invoke("block", "--weights", str(tmp_path / "nan.npz")),
-                      "linear1.weight, norm2.bias have entries that are not finite")  # fmt: skip
-    assert_user_error(invoke("block", "--wq", "nan,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"),
-                      "--wq has nan", "finite")  # fmt: skip
+    assert_user_error(
+        invoke("block", "--weights", str(tmp_path / "nan.npz")),
+        "linear1.weight, norm2.bias have entries that are not finite",
+    )
+    assert_user_error(
+        invoke("block", "--wq", "nan,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"), "--wq has nan", "finite"
+    )
 
 
 def test_a_forged_or_truncated_safetensors_file_is_refused(tmp_path, invoke):
@@ -226,27 +242,37 @@ def test_a_forged_or_truncated_safetensors_file_is_refused(tmp_path, invoke):
     assert_user_error(invoke("block", "--weights", str(path)), "truncated")
     path.write_bytes((10**9).to_bytes(8, "little") + whole[8:])
     assert_user_error(invoke("block", "--weights", str(path)), "header claims")
-    header = json.dumps({"norm1.weight": {"dtype": "F64", "shape": [4],
-                                          "data_offsets": [0, 64]}}).encode()  # fmt: skip
+    header = json.dumps(
+        {"norm1.weight": {"dtype": "F64", "shape": [4], "data_offsets": [0, 64]}}
+    ).encode()
     path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(64))
     assert_user_error(invoke("block", "--weights", str(path)), "(32 bytes)", "64 bytes")
 
 
 def test_options_that_contradict_the_file_are_refused(tmp_path, invoke, torch):
-    assert_user_error(invoke("block", "--weights", WEIGHTS_FILE, "--decoder"),
-                      "--decoder", "holds an encoder")  # fmt: skip
-    assert_user_error(invoke("block", "--weights", WEIGHTS_FILE, "--wq", "1,0;0,1"),
-                      "gives the weights; leave out --wq")  # fmt: skip
-    assert_user_error(invoke("block", "--weights", WEIGHTS_FILE, "--d-ff", "3"),
-                      "--d-ff 3", "d_ff = 8")  # fmt: skip
-    assert_user_error(invoke("block", "--weights", WEIGHTS_FILE, "--x", "1,2;3,4"),
-                      "d_model = 4", "2 columns")  # fmt: skip
-    assert_user_error(invoke("block", "--weights", WEIGHTS_FILE, "--layers", "2"),
-                      "--shared-weights")  # fmt: skip
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--decoder"), "--decoder", "holds an encoder"
+    )
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--wq", "1,0;0,1"),
+        "gives the weights; leave out --wq",
+    )
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--d-ff", "3"), "--d-ff 3", "d_ff = 8"
+    )
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--x", "1,2;3,4"), "d_model = 4", "2 columns"
+    )
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--layers", "2"), "--shared-weights"
+    )
     mha = torch.nn.MultiheadAttention(4, 2, dtype=torch.float64)
     torch.save(mha.state_dict(), tmp_path / "mha.pt")
-    assert_user_error(invoke("block", "--weights", str(tmp_path / "mha.pt")),
-                      "nn.MultiheadAttention", "attn multihead --weights")  # fmt: skip
+    assert_user_error(
+        invoke("block", "--weights", str(tmp_path / "mha.pt")),
+        "nn.MultiheadAttention",
+        "attn multihead --weights",
+    )
     assert_user_error(invoke("block", "--weights", str(tmp_path / "none.pt")), "no such file")
     (tmp_path / "w.txt").write_text("1")
     assert_user_error(invoke("block", "--weights", str(tmp_path / "w.txt")), ".safetensors")

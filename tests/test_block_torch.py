@@ -187,8 +187,11 @@ def torch_masks(torch: Any, case: Case, inputs: Inputs) -> dict[str, Any]:
             return blocked
         return torch.zeros(blocked.shape, dtype=torch.float64).masked_fill(blocked, -torch.inf)
 
-    return {"mask": mask, "padding": padding(inputs.padding),
-            "memory_padding": padding(inputs.memory_padding)}  # fmt: skip
+    return {
+        "mask": mask,
+        "padding": padding(inputs.padding),
+        "memory_padding": padding(inputs.memory_padding),
+    }
 
 
 def run_torch(torch: Any, case: Case, module: Any, inputs: Inputs) -> dict[str, np.ndarray]:
@@ -235,8 +238,10 @@ def run_torch(torch: Any, case: Case, module: Any, inputs: Inputs) -> dict[str, 
     x = arranged(inputs.x)
     if case.decoder:
         memory = arranged(inputs.memory)
-        kwargs = {"tgt_key_padding_mask": masks["padding"],
-                  "memory_key_padding_mask": masks["memory_padding"]}  # fmt: skip
+        kwargs = {
+            "tgt_key_padding_mask": masks["padding"],
+            "memory_key_padding_mask": masks["memory_padding"],
+        }
         output = module(x, memory, tgt_mask=masks["mask"], **kwargs)
     else:
         name = "mask" if stacked else "src_mask"
@@ -327,8 +332,9 @@ def record(test: str, compared: int, largest: float) -> None:
     path = os.environ.get("ATTN_TORCH_REPORT")
     if path:
         with open(f"{path}.{test}.txt", "w", encoding="utf-8") as file:
-            file.write(f"{test}: {SEEN[test][0]} arrays compared, largest difference "
-                       f"{SEEN[test][1]:.3e}\n")  # fmt: skip
+            file.write(
+                f"{test}: {SEEN[test][0]} arrays compared, largest difference {SEEN[test][1]:.3e}\n"
+            )
 
 
 def combinations() -> Iterator[Case]:

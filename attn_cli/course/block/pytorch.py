@@ -247,12 +247,6 @@ def _layer_keys(
     return keys
 
 
-def module_name(decoder: bool, stacked: bool) -> str:
-    """The PyTorch module that holds these weights: a layer, or a stack of them."""
-    kind = "Decoder" if decoder else "Encoder"
-    return f"nn.Transformer{kind}" if stacked else f"nn.Transformer{kind}Layer"
-
-
 def state_dict_of(
     parameters: Mapping[str, np.ndarray], layers: int, stacked: bool
 ) -> dict[str, np.ndarray]:

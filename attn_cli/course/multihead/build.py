@@ -198,7 +198,7 @@ def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.n
     """Random inputs: X, then X_K and X_V where drawn, N(0, 1) in that order from numpy's
     default_rng(seed); the weights as draw_weights."""
     rng = np.random.default_rng(seed)
-    drawn = {
+    drawn: dict[str, np.ndarray] = {
         name: rng.standard_normal(shapes[name]) for name in ("X", "X_K", "X_V") if name in shapes
     }
     d_in, d_out = shapes["W_Q"]

@@ -109,7 +109,7 @@ def torch_program(walkthrough: Walkthrough) -> str:
     state = state_dict_of(weights)
     bias = "in_proj_bias" in state
     kdim, vdim = given["W_K"].shape[0], given["W_V"].shape[0]
-    values = {name: given[name] for name in ("X", "X_K", "X_V") if name in given}
+    values: dict[str, Any] = {name: given[name] for name in ("X", "X_K", "X_V") if name in given}
     if lengths is not None:
         values["valid_len"] = lengths
     mask_lines = _mask_lines(causal, lengths, "torch")

@@ -400,3 +400,28 @@ def test_the_figure_has_a_panel_per_head_self_then_cross():
         "cross-attention head 1", "cross-attention head 2",
     ]  # fmt: skip
     assert [label.get_text() for label in panels[2].get_xticklabels()] == ["the", "cat", "sleeps"]
+
+
+# --- the explorer (issue 41): every weight an input table ----------------------------------------
+
+
+def test_the_explorer_shows_every_weight_and_gives_only_those_edited(invoke_json):
+    import shlex
+
+    from attn_cli.explore import state as st
+
+    start = st.opening("block")
+    names = [spec.name for spec in block.CARD.inputs if spec.name in start.state.cells]
+    assert names[:5] == ["X", "W_Q", "W_K", "W_V", "W_O"] and "gamma_2" in names
+    drawn = inputs_of(attn.block())
+    assert start.state.cells["W_1"] == st.cells_of(drawn["W_1"])  # the values drawn, shown
+    edited = st.with_cell(start.state, "W_Q", 0, 0, "2")
+    command = st.command_line(start, edited)
+    assert "--wq" in command and "--wk" not in command and "--w1" not in command
+    walk = st.walkthrough(start, edited)
+    assert walk.meta["sources"]["W_Q"] == "given" and walk.meta["sources"]["W_K"] == "drawn"
+    assert inputs_of(walk)["W_Q"][0, 0] == 2
+    doc = invoke_json(*shlex.split(command)[1:])
+    np.testing.assert_array_equal(np.array(unwrap(doc["output"])), walk.output)
+    gelu = st.with_option(edited, "activation", "gelu")
+    assert st.walkthrough(start, gelu).meta["activation"] == "gelu"

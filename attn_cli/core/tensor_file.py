@@ -164,9 +164,11 @@ def _read_pt(path: Path, where: str) -> dict[str, np.ndarray]:
     try:
         import torch
     except ImportError:
+        from attn_cli.core.install import install_command
+
         raise UserError(
-            f"{where}: reading a .pt file needs PyTorch (pip install torch); or save the "
-            "state_dict as .safetensors or .npz."
+            f"{where}: reading a .pt file needs PyTorch; install it with: "
+            f"{install_command('torch')}, or save the state_dict as .safetensors or .npz."
         ) from None
     import pickle
 

@@ -79,9 +79,7 @@ def controls(lesson_card: Card) -> tuple[Option, ...]:
 def opening(lesson: str) -> Opening:
     """Lesson ``lesson`` on its default lecture example, prepared by the runner as `attn LESSON`
     prepares it."""
-    from attn_cli.run.runner import RunRequest, prepare
-
-    from attn_cli.run.runner import compute
+    from attn_cli.run.runner import RunRequest, compute, prepare
 
     lesson_card = card(lesson)
     request = RunRequest(lesson=lesson)

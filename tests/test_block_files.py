@@ -318,3 +318,37 @@ def test_a_fully_masked_row(torch):
     reference = module(torch.tensor(x)[None], src_mask=mask)[0].detach().numpy()  # gradients on
     assert np.all(np.isfinite(reference[1]))  # 0 for the attention, not NaN: where they differ
     np.testing.assert_allclose(walk.output[good], reference[good], rtol=0, atol=TOLERANCE)
+
+
+def test_a_batch_in_pytorchs_default_layout_reads_with_sequence_first(torch, tmp_path, invoke_json):
+    """A 3-D input file of n × batch × d_model (batch_first=False, PyTorch's default), with one
+    padding mask per item (batch × n either way): each item is PyTorch's."""
+    module = torch_model(torch, "TransformerEncoderLayer")  # built batch_first=True
+    layer = torch.nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, dtype=torch.float64)
+    layer.load_state_dict(module.state_dict())  # the same weights, batch_first=False
+    x = np.random.default_rng(8).standard_normal((5, 3, 4))  # (n, B, d)
+    padding = np.array([[0, 0, 0, 1, 1], [0, 0, 0, 0, 0], [0, 1, 1, 1, 1]], dtype=float)
+    np.save(tmp_path / "x.npy", x)
+    torch.save(module.state_dict(), tmp_path / "layer.pt")
+    expected = (
+        layer.eval()(torch.tensor(x), src_key_padding_mask=torch.tensor(padding).bool())
+        .detach()
+        .numpy()
+    )  # (n, B, d): gradients on, PyTorch's reference path
+    for item in range(3):
+        doc = invoke_json(
+            "block",
+            "--weights",
+            str(tmp_path / "layer.pt"),
+            "--x",
+            f"@{tmp_path / 'x.npy'}",
+            "--sequence-first",
+            "--padding",
+            "0,0,0,1,1 | 0,0,0,0,0 | 0,1,1,1,1",
+            "--no-posenc",
+            "--item",
+            str(item),
+            "--full",
+        )
+        got = np.array(unwrap(doc["output"]), dtype=float)
+        assert np.max(np.abs(got - expected[:, item])) <= TOLERANCE

@@ -72,7 +72,8 @@ CARD = Card(
     "and W_2 (d_ff × d_model) and b_2, N(0, 1/d_ff); attention's biases not given are 0 and "
     "LayerNorm's γ and β are 1 and 0 (PyTorch's initial values; --gamma-beta draws γ and β). "
     "Weights are written as the lectures write them, inputs × outputs (Q = X W_Q); nn.Linear "
-    "stores each transposed. The first step lists which were given and which drawn.",
+    "stores each transposed. When any is given, the first step lists every one and where it "
+    "came from.",
     inputs=(
         InputSpec(
             "X",

@@ -509,7 +509,10 @@ def _checked(array: np.ndarray, name: str, minus_infinity: bool = False) -> np.n
         index = tuple(int(i) for i in np.argwhere(~finite)[0])
         position = ", ".join(str(i + 1) for i in index)
         bad = array[index]
-        raise UserError(
-            f"{name} has {bad} at position ({position}); inputs must be finite numbers."
+        allowed = (
+            "finite numbers, or -inf where a key is blocked"
+            if minus_infinity
+            else ("finite numbers")
         )
+        raise UserError(f"{name} has {bad} at position ({position}); inputs must be {allowed}.")
     return array

@@ -280,8 +280,8 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
         )
     if "memory_key_padding_mask" in inputs and not s.decoder:
         raise UserError(
-            "--memory-key-padding-mask pads the memory, which only the decoder reads; add "
-            "--decoder or leave it out."
+            f"{CARD.flag('memory_key_padding_mask')} pads the memory, which only the decoder "
+            "reads; add --decoder or leave it out."
         )
     sizes = {
         "key_padding_mask": ((n,), "n, one per token"),
@@ -295,10 +295,10 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
         value = inputs[name]
         shape, words = sizes[name]
         if value.shape != shape:
-            got = f"{value.size} entries" if value.ndim == 1 else shape_text(value.shape)
-            raise UserError(
-                f"{CARD.flag(name)} has {got} but must be {words} = {shape_text(shape)}."
+            got = (
+                f"has {value.size} entries" if value.ndim == 1 else f"is {shape_text(value.shape)}"
             )
+            raise UserError(f"{CARD.flag(name)} {got} but must be {words} = {shape_text(shape)}.")
         if name != "attn_mask_float" and not np.all((value == 0) | (value == 1)):
             raise UserError(
                 f"{CARD.flag(name)} holds {_first_other(value)}: a boolean mask is 0 or 1 (1 = "

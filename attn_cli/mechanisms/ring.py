@@ -13,8 +13,9 @@ Which positions a process holds (the sharding), for n positions and P processes:
     striped     process r: positions r, r + P, r + 2P, ...
     zigzag      the sequence cut in 2P runs; process r: runs r and 2P − 1 − r
 
-When P does not divide n, the runs differ in length by one (the first ones are longer, as
-numpy's array_split cuts them); every process holds at least one position when P ≤ n.
+When P (for zigzag 2P) does not divide n, the runs differ in length by one (the first ones are
+longer, as numpy's array_split cuts them), and the work no longer evens out; the lesson (attn
+ring) refuses such a layout, and every process holds n / P positions there.
 
 With a causal mask a process skips, as FlashAttention skips a key block, each tile (a run of its
 queries against a run of the held keys) that lies wholly in the future of those queries; the

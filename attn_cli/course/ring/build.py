@@ -45,8 +45,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             "give Q and K the same n."
         )
     scaled.validate({name: inputs[name] for name in ("Q", "K", "V")}, {})
-    processes_of(options, k.shape[0])
-    sharding_of(options)
+    sharding_of(options, processes_of(options, k.shape[0]), k.shape[0])
     transport = options.get("dist_backend") or AUTO
     if transport not in (AUTO, *variants.TRANSPORTS):
         raise UserError(
@@ -55,26 +54,43 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 
 def processes_of(options: Mapping[str, Any], n: int) -> int:
-    """P: a whole number from 1 to MAX_PROCESSES and at most n (a process holds a position)."""
+    """P: a whole number from 1 to MAX_PROCESSES that divides n (each process holds n / P
+    queries and one block of n / P keys and values)."""
     processes = whole_at_least(options.get("processes"), "--processes", meaning="processes")
     if processes > MAX_PROCESSES:
         raise UserError(
             f"--processes {processes} is more than {MAX_PROCESSES}: the lesson shows every "
             f"process in every round ({processes}² merges); use at most {MAX_PROCESSES}."
         )
-    if processes > n:
+    if n % processes:
+        fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % p == 0]
         raise UserError(
-            f"--processes {processes} is more than the {n} positions of the sequence: each "
-            f"process must hold at least one query and one key; use at most {n}, or a longer "
-            "sequence."
+            f"--processes {processes} does not divide n = {n}: each process holds n / P queries "
+            f"and one block of n / P keys; use --processes {_either(fits)}, or a sequence "
+            f"length that is a multiple of {processes}."
         )
     return processes
 
 
-def sharding_of(options: Mapping[str, Any]) -> str:
+def _either(choices: list[int]) -> str:
+    """1, 2 or 4."""
+    words = [str(choice) for choice in choices]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def sharding_of(options: Mapping[str, Any], processes: int, n: int) -> str:
+    """The sharding; zigzag's 2P runs of equal length need n a multiple of 2P."""
     sharding = options.get("sharding") or variants.SHARDINGS[0]
     if sharding not in variants.SHARDINGS:
         raise UserError(f"--sharding {sharding!r}: choose one of {', '.join(variants.SHARDINGS)}.")
+    if sharding == "zigzag" and n % (2 * processes):
+        fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % (2 * p) == 0]
+        fix = f"--processes {_either(fits)}, " if fits else ""
+        raise UserError(
+            f"--sharding zigzag cuts the sequence into 2P = {2 * processes} runs of equal length, "
+            f"but n = {n} is not a multiple of {2 * processes}; use {fix}a sequence length that "
+            f"is a multiple of {2 * processes}, or --sharding contiguous or striped."
+        )
     return str(sharding)
 
 
@@ -155,7 +171,7 @@ def build(run: LessonRun) -> Walkthrough:
     n, d_k = q.shape
     d_v = v.shape[1]
     processes = processes_of(run.options, n)
-    sharding = sharding_of(run.options)
+    sharding = sharding_of(run.options, processes, n)
     causal = bool(run.options.get("causal", False))
     use_scale = bool(run.options.get("scale", True))
     transport = transport_of(run)
@@ -204,9 +220,6 @@ def build(run: LessonRun) -> Walkthrough:
     costs.traffic_step(record, records, layout, (d_k, d_v), base, run.backend.dtype)
     notes = [record.note("ring_check", difference=difference)]
     notes.append(record.note(f"transport_{transport}"))
-    sizes = sorted({shard.size for shard in layout})
-    if len(sizes) > 1:
-        notes.append(record.note("uneven", n=n, processes=processes, small=sizes[0], big=sizes[-1]))
     return record.walkthrough(
         gathered,
         inputs=scaled.labelled_inputs(run, queries, keys),
@@ -377,20 +390,6 @@ def _merge_steps(
     )
 
 
-def uneven_blocks(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """n is not a multiple of P, and the layout's shards hold the two sizes said."""
-    layout = costs.table_of(walkthrough, "layout")
-    if not layout:
-        return False
-    sizes = {row["rows"] for row in layout}
-    return (
-        values["n"] % values["processes"] != 0
-        and sizes == {values["small"], values["big"]}
-        and len(layout) == values["processes"]
-        and sum(row["rows"] for row in layout) == values["n"]
-    )
-
-
 # What the texts read: the sizes and the ring; each round adds t; each merge adds the process,
 # the block's origin and its keys.
 SIZES = (*scaled.SIZES[1:], "processes", "sharding", "transport", "block")
@@ -422,7 +421,6 @@ TEXTS = Texts(
         "transport_gloo": (),
         "transport_nccl": (),
         "transport_pipes": (),
-        "uneven": ("n", "processes", "small", "big"),
         "work_spread": ("sharding", "most", "least", "ratio"),
         "work_contiguous": ("first", "last", "ratio", "processes"),
         "traffic_total": ("sent", "flops", "ratio"),
@@ -430,12 +428,20 @@ TEXTS = Texts(
     },
     claims={
         "ring_check": same_up_to_rounding,
-        "uneven": uneven_blocks,
         "work_spread": costs.work_spread_holds,
         "work_contiguous": costs.contiguous_last_does_more,
         "traffic_total": costs.traffic_total_holds,
         "traffic_machine": costs.machine_verdict,
     },
+    # What the run was asked for (scale, mask, transport), true of every input.
+    general=(
+        "block_scaled",
+        "block_unscaled",
+        "block_causal",
+        "transport_gloo",
+        "transport_nccl",
+        "transport_pipes",
+    ),
 )
 
 LESSON = Lesson(

@@ -26,8 +26,8 @@ CARD = Card(
     options=(
         Option(
             "processes",
-            f"P, the processes of the ring: 1 to {MAX_PROCESSES}, at most n (default: the "
-            "example's, else {default}).",
+            f"P, the processes of the ring: 1 to {MAX_PROCESSES}, a divisor of n; each holds n/P "
+            "queries and a block of n/P keys (default: the example's, else {default}).",
             2,
             type=int,
             minimum=1,
@@ -74,7 +74,7 @@ CARD = Card(
     examples=(
         "attn ring",
         "attn ring --example causal-four",
-        "attn ring --n 12 --processes 4 --causal --sharding zigzag",
+        "attn ring --n 16 --processes 4 --causal --sharding zigzag",
     ),
     symbols=(D_K, D_V),
 )

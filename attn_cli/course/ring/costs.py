@@ -43,11 +43,14 @@ def work_step(
     base: dict[str, Any],
 ) -> None:
     """The scores each process computes in each round under the causal mask, for every
-    sharding: this run's counted by its processes as they ran, the others by the same rule."""
+    sharding that n and P allow: this run's counted by its processes as they ran, the others by
+    the same rule."""
     n, processes, shown = sizes
     table = []
     spread = {}
     for sharding in variants.SHARDINGS:
+        if sharding == "zigzag" and n % (2 * processes):
+            continue  # zigzag needs n a multiple of 2P (its 2P runs of equal length)
         if sharding == shown:
             counts = [
                 [
@@ -68,7 +71,7 @@ def work_step(
             totals.append(row["total"])
         spread[sharding] = totals
     notes = []
-    for sharding, totals in spread.items():
+    for sharding, totals in spread.items() if processes > 1 else ():
         most, least = max(totals), min(totals)
         notes.append(
             record.note(
@@ -218,6 +221,7 @@ def contiguous_last_does_more(walkthrough: Walkthrough, values: Mapping[str, Any
 
 
 def traffic_total_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The bytes and FLOPs said are the traffic table's sums, and their ratio the one said."""
     rows = table_of(walkthrough, "traffic")
     if not rows:
         return False
@@ -233,17 +237,17 @@ def traffic_total_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> 
 
 def _machine_holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The machine's balance and the queries it takes, computed from the figures the note
-    states; the shards' largest as the layout table has it."""
+    states; the queries each process holds as the layout table has them."""
     layout = table_of(walkthrough, "layout")
     if not layout:
         return False
     balance = values["tflops"] * 1e12 / (values["link"] * 1e9)
     needed = math.ceil(balance * ITEMSIZE[values["dtype"]] / 2)
-    rows = max(row["rows"] for row in layout)
+    rows = {row["rows"] for row in layout}  # each process holds the same number
     return (
         _close(balance, values["balance"])
         and needed == values["needed"]
-        and rows == values["rows"]
+        and rows == {values["rows"]}
         and values["itemsize"] == ITEMSIZE[values["dtype"]]
     )
 

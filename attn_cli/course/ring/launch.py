@@ -115,7 +115,7 @@ def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
         if jobs[0].pipes is not None:  # the processes hold their ends; the command none
             for connection in jobs[0].unused + _connections(jobs[0].pipes):
                 connection.close()
-        failed = _first_failure(processes)
+        failed = _first_failure(ring, processes)
     finally:  # an error, Ctrl-C (KeyboardInterrupt) or the end: stop every process still there
         for process in processes:
             if process.is_alive():
@@ -126,10 +126,10 @@ def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
         raise _failure(ring, processes.index(failed), failed.exitcode)
 
 
-def _first_failure(processes: list[BaseProcess]) -> BaseProcess | None:
+def _first_failure(ring: Ring, processes: list[BaseProcess]) -> BaseProcess | None:
     """Wait until every process has ended, or one has ended in failure: that one (of several
-    ended at once, one killed by a signal before one that failed, as its neighbours fail
-    because it died); None when all ended well."""
+    ended at once, one killed by a signal, as its neighbours fail because it died; else the one
+    whose error came first, as a neighbour's error follows from it); None when all ended well."""
     waiting: dict[Any, BaseProcess] = {process.sentinel: process for process in processes}
     while waiting:
         ended = [waiting.pop(sentinel) for sentinel in wait(list(waiting))]
@@ -137,8 +137,17 @@ def _first_failure(processes: list[BaseProcess]) -> BaseProcess | None:
             process.join()
         failed = [process for process in ended if process.exitcode != 0]
         if failed:
-            return min(failed, key=lambda p: ((p.exitcode or 0) >= 0, processes.index(p)))
+            return min(failed, key=lambda p: _blame(ring, processes.index(p), p.exitcode))
     return None
+
+
+def _blame(ring: Ring, rank: int, exitcode: int | None) -> tuple[bool, int, int]:
+    """The order in which to blame a failed process: killed by a signal first, then by when it
+    wrote its error (none written: last), then by rank."""
+    when = ranks.error_time_path(ring.folder, rank)
+    said = when.read_text(encoding="utf-8") if when.exists() else ""
+    written = int(said) if said.isdigit() else sys.maxsize  # none (or cut short): last
+    return ((exitcode or 0) >= 0, written, rank)
 
 
 def _failure(ring: Ring, rank: int, exitcode: int | None) -> Exception:

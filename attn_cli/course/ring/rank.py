@@ -100,6 +100,11 @@ def error_path(folder: str, rank: int) -> Path:
     return Path(folder) / f"rank{rank}.error"
 
 
+def error_time_path(folder: str, rank: int) -> Path:
+    """When the process caught its error (time.monotonic_ns, one clock for every process)."""
+    return Path(folder) / f"rank{rank}.error-time"
+
+
 def main(job: Job) -> None:
     """The process's entry point. It exits 0 once its record is written; on an error it writes
     the error (one line, then the traceback in its log) and exits 1."""
@@ -117,6 +122,7 @@ def main(job: Job) -> None:
         arrays: dict[str, Any] = run(job)
         np.savez(record_path(folder, rank), **arrays)
     except BaseException as error:  # anything: reported by the command, which stops the rest
+        error_time_path(folder, rank).write_text(str(time.monotonic_ns()), encoding="utf-8")
         error_path(folder, rank).write_text(
             f"{type(error).__name__}: {error}".splitlines()[0], encoding="utf-8"
         )
@@ -265,10 +271,10 @@ def _link(job: Job, backend: Backend) -> Iterator[Link]:
         yield PipeLink(job, backend)
         return
     link = DistributedLink(job, backend)
-    try:
-        yield link
-    finally:
-        link.close()
+    yield link
+    # Closed only after a run that went well: after an error the group stays as it is until the
+    # process exits, so that its error is written before its neighbours see it gone (and fail).
+    link.close()
 
 
 class PipeLink(Link):

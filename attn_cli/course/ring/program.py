@@ -17,7 +17,7 @@ from attn_cli.render.code_render import assignments, inputs_of, options_of
 SHARDS = {
     "contiguous": [
         "cuts = {split}({arange}(n), P)",
-        "shards = [[cuts[r]] for r in range(P)]  # process r: one run of about n / P positions",
+        "shards = [[cuts[r]] for r in range(P)]  # process r: one run of n / P positions",
     ],
     "striped": ["shards = [[{arange}(r, n, P)] for r in range(P)]  # process r: r, r + P, ..."],
     "zigzag": [

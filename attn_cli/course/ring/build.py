@@ -215,7 +215,7 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(queries, context=base),
     )
     difference = float(np.max(np.abs(gathered - backend.to_numpy(plain))))
-    if causal:
+    if causal and processes > 1:  # one process: no work to spread
         costs.work_step(record, records, (n, processes, sharding), base)
     costs.traffic_step(record, records, layout, (d_k, d_v), base, run.backend.dtype)
     notes = [record.note("ring_check", difference=difference)]

@@ -42,8 +42,8 @@ def work_step(
     sizes: tuple[int, int, str],
     base: dict[str, Any],
 ) -> None:
-    """The scores each process computes in each round under the causal mask, for every
-    sharding that n and P allow: this run's counted by its processes as they ran, the others by
+    """The scores each process computes in each round under the causal mask (P above 1), for
+    every sharding that n and P allow: this run's counted by its processes as they ran, the others by
     the same rule."""
     n, processes, shown = sizes
     table = []
@@ -71,7 +71,7 @@ def work_step(
             totals.append(row["total"])
         spread[sharding] = totals
     notes = []
-    for sharding, totals in spread.items() if processes > 1 else ():
+    for sharding, totals in spread.items():
         most, least = max(totals), min(totals)
         notes.append(
             record.note(
@@ -83,7 +83,7 @@ def work_step(
             )
         )
     contiguous = spread["contiguous"]
-    if processes > 1 and contiguous[0]:
+    if contiguous[0]:
         notes.append(
             record.note(
                 "work_contiguous",

@@ -205,6 +205,21 @@ def test_a_run_leaves_no_process():
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+def test_spawned_processes_run_the_same_ring(transport, monkeypatch):
+    """The start nccl's processes take (spawned: a fresh interpreter each, the job and the
+    store's socket pickled to it), over gloo and pipes here: the same numbers, none left."""
+    from attn_cli.course.ring import launch
+
+    transport_available(transport)
+    forked = attn.ring(example="causal-four", dist_backend=transport)
+    monkeypatch.setattr(launch, "start_method", lambda transport: "spawn")
+    spawned = attn.ring(example="causal-four", dist_backend=transport)
+    np.testing.assert_array_equal(spawned.output, forked.output)
+    assert multiprocessing.active_children() == []
+
+
 DRIVER = """
 import os, signal, sys
 from attn_cli.course.ring import rank

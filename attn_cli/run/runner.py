@@ -16,6 +16,7 @@ from attn_cli.core.card import InputSpec, flag_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.core.model import Note, Walkthrough
+from attn_cli.core.whole import check_whole_size
 from attn_cli.course import get_lesson
 from attn_cli.course.lesson import Inputs, Lesson, LessonRun, Shapes
 from attn_cli.lessonfiles.loader import (
@@ -76,6 +77,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     given = Given.of(request)
     source = resolve_inputs(lesson, data, request, given)
     options = lesson.options_with(source.example_options, given.options)
+    check_whole_sizes(options, request)
     batch = None if source.inputs is None else split_batch(lesson.inputs, source.inputs)
     item_options = split_options(options, None if batch is None else len(batch))
     if source.inputs is not None:
@@ -105,6 +107,16 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     return runs, batch is not None, options
 
 
+def check_whole_sizes(options: dict[str, Any], request: RunRequest) -> None:
+    """Refuse a whole number larger than any attn takes (LARGEST_WHOLE) in an option (from any
+    door: the command line, Python, a lesson file), the seed or the item, before it reaches
+    arithmetic that would overflow or allocate for it."""
+    for name, value in options.items():
+        check_whole_size(value, flag_of(name))
+    check_whole_size(request.seed, "--seed")
+    check_whole_size(request.item, "--item")
+
+
 @dataclass(frozen=True)
 class Given:
     """What a request gives: the sizes, inputs and options that are not None."""
@@ -120,6 +132,7 @@ class Given:
         for key, value in sizes.items():
             if value < 1:
                 raise UserError(f"{flag_of(key)} must be at least 1, not {value}.")
+            check_whole_size(value, flag_of(key))
         return cls(
             sizes,
             {name: text for name, text in request.inputs.items() if text is not None},

@@ -37,6 +37,9 @@ RUNS = Runs(
         # A constant row going into a LayerNorm: σ² = 0 there (flat_rows).
         ("--x", "1,1,1,1;0,1,2,3", "--no-posenc", "--pre-norm"),
         ("--x", "0,0,0,0;0,0,0,0", "--no-posenc"),
+        # Rows near 1e155: σ² passes float64 and shows ∞, the root and N stay exact
+        # (variance_beyond).
+        ("--x", "1e155,2e155,3e155,4e155;5e155,6e155,7e155,8e155", "--no-posenc", "--pre-norm"),
     ),
     # The claims sweep draws a memory length m too, which only --decoder takes: the runs without
     # it are refused (counted), and the examples and variants above cover the encoder.

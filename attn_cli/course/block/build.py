@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.backend import namespace_of
+from attn_cli.core.backend import LARGEST, namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course.block.card import CARD
@@ -216,6 +216,20 @@ class _Layer:
             means = np.mean(hat, axis=-1)
             variances = np.mean((hat - means[:, None]) ** 2, axis=-1)
         notes = []
+        variance = np.asarray(record.to_numpy(parts.variance), dtype=np.float64).ravel()
+        root = np.asarray(record.to_numpy(parts.root), dtype=np.float64).ravel()
+        beyond = [i for i in range(len(variance)) if np.isinf(variance[i]) and np.isfinite(root[i])]
+        if beyond:
+            notes.append(
+                record.note(
+                    "variance_beyond",
+                    rows=", ".join(self.rows[i] for i in beyond),
+                    input=given,
+                    which=sub(index),
+                    dtype=self.run.backend.dtype,
+                    largest=LARGEST[self.run.backend.dtype],
+                )
+            )
         if flat:
             notes.append(
                 record.note(
@@ -555,6 +569,25 @@ def rows_normalised(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
     )
 
 
+def variance_beyond(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The named rows, and only those, show σ² = ∞ beside a finite √(σ² + ε)."""
+    try:
+        key = f"norm{_norm_index(values)}"
+        step = walkthrough.find(f"{key}.stats")
+        stats = np.asarray(step.value, dtype=np.float64)
+        labels = step.row_labels or ()
+    except (KeyError, ValueError, TypeError):
+        return False
+    if stats.ndim != 2 or stats.shape[1] != 3 or len(labels) != stats.shape[0]:
+        return False
+    beyond = {
+        labels[i]
+        for i in range(stats.shape[0])
+        if np.isinf(stats[i, 1]) and np.isfinite(stats[i, 2])
+    }
+    return bool(beyond) and beyond == set(str(values.get("rows", "")).split(", "))
+
+
 def rows_flat(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The named rows, and only those, have every entry of the LayerNorm's input equal."""
     try:
@@ -642,6 +675,7 @@ TEXTS = Texts(
     notes={
         "norm_rows": ("which", "gap", "low", "high", "eps"),
         "flat_rows": ("rows", "count", "input", "input_step", "which"),
+        "variance_beyond": ("rows", "input", "which", "dtype", "largest"),
         "causal_zero": ("head",),
         "relu_zeros": ("zeros", "total", "percent"),
         "drawn": ("seed",),
@@ -651,6 +685,7 @@ TEXTS = Texts(
     claims={
         "norm_rows": rows_normalised,
         "flat_rows": rows_flat,
+        "variance_beyond": variance_beyond,
         "causal_zero": causal_zero,
         "relu_zeros": relu_zeros,
         "unnormalised": unnormalised,

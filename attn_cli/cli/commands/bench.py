@@ -353,6 +353,9 @@ def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
             "out --plot."
         )
     fits = fit_sweep(result)
+    if plot is not None and result.rows:  # written whole before anything is printed
+        write_plot(result, plot)
+        _stderr().print(f"plot written to {plot}", markup=False)
     console = stdout_console()
     if fmt is BenchFormat.rich:
         console.print(bench_render.bench_renderable(result, fits, source=sweep.describe(path)))
@@ -360,9 +363,6 @@ def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
         console.out(bench_render.to_json(result, fits), highlight=False)
     else:
         console.out(bench_render.to_csv(result, fits), highlight=False, end="")
-    if plot is not None and result.rows:
-        write_plot(result, plot)
-        _stderr().print(f"plot written to {plot}", markup=False)
 
 
 def bench_config(

@@ -133,8 +133,8 @@ def guard_stdout() -> None:
         io.BufferedWriter(_GuardedStdout(descriptor)),
         encoding=stream.encoding,
         errors=stream.errors,
-        line_buffering=stream.line_buffering,
-        write_through=getattr(stream, "write_through", False),
+        line_buffering=bool(getattr(stream, "line_buffering", False)),
+        write_through=bool(getattr(stream, "write_through", False)),
     )
 
 

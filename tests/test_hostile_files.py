@@ -179,3 +179,25 @@ def test_a_lesson_file_in_latin_1_is_one_line(invoke, tmp_path, command):
     path.write_bytes(b'lesson = "block"\ntitle = "caf\xe9"\n')
     args = ["block", "--lesson", str(path)] if command == "block" else ["check", str(path)]
     assert_user_error(invoke(*args), "cafe.toml", "UTF-8", "byte 0xe9", "line 2")
+
+
+def test_check_on_numbers_that_overflow_prints_no_warning(invoke, tmp_path):
+    import warnings
+
+    path = tmp_path / "big.toml"
+    body = '[[examples]]\nname = "big"\n[examples.inputs]\nX = [[1e308, 1e308, 1, 3]]\n'
+    for lesson in ("selfattn", "block", "multihead"):
+        path.write_text(f'lesson = "{lesson}"\n{body}', encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a RuntimeWarning fails the run
+            result = invoke("check", str(path))
+        assert result.exit_code == 0, result.output
+        assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"), [(("--seed", "3"), "--seed"), (("--tokens", "a,b,c,d"), "--tokens")]
+)
+def test_bahdanau_weights_refuses_what_the_file_gives_or_nothing_uses(invoke, tmp_path, args, flag):
+    np.savez(tmp_path / "w.npz", **translate_arrays())
+    assert_user_error(invoke("bahdanau", "--weights", str(tmp_path / "w.npz"), *args), flag)

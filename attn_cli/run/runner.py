@@ -263,11 +263,13 @@ def compute(request: RunRequest) -> Walkthrough:
     runs, batched, options = prepare_items(request)
     check_item(request.item, len(runs) if batched else None)
     if not batched:
-        return with_slide_notes(_built(runs[0]), runs[0], request)
-    return select_item(tuple(_built(run) for run in runs), request.item, options)
+        return with_slide_notes(built(runs[0]), runs[0], request)
+    return select_item(tuple(built(run) for run in runs), request.item, options)
 
 
-def _built(run: LessonRun) -> Walkthrough:
+def built(run: LessonRun) -> Walkthrough:
+    """The lesson built, a floating-point overflow noted on the walkthrough (never a
+    RuntimeWarning on stderr: ``attn check`` builds through here too)."""
     overflows: list[str] = []
 
     def seen(kind: str, flag: int) -> None:  # numpy's report of a floating-point overflow

@@ -400,3 +400,20 @@ def test_the_figure_has_a_panel_per_head_self_then_cross():
         "cross-attention head 1", "cross-attention head 2",
     ]  # fmt: skip
     assert [label.get_text() for label in panels[2].get_xticklabels()] == ["the", "cat", "sleeps"]
+
+
+def test_layer_norm_of_rows_near_1e155_gives_the_true_root_and_rows(invoke_json):
+    """Their squares pass float64: σ² shows ∞ (noted), √(σ² + ε) and N are those of the same
+    rows divided by 1e150 (scaled back), where nothing overflows."""
+    big = invoke_json("block", "--x", "1e155,2e155,3e155,5e155", "--no-posenc", "--pre-norm")
+    small = invoke_json("block", "--x", "1e5,2e5,3e5,5e5", "--no-posenc", "--pre-norm")
+    steps = {step["key"]: step for step in big["steps"]}
+    reference = {step["key"]: step for step in small["steps"]}
+    stats = unwrap(steps["norm1.stats"]["value"])[0]
+    assert stats[1] is None or stats[1] in ("Infinity", "inf") or stats[1] == float("inf")
+    assert math.isclose(stats[2], unwrap(reference["norm1.stats"]["value"])[0][2] * 1e150)
+    assert np.allclose(
+        unwrap(steps["norm1.normalised"]["value"]), unwrap(reference["norm1.normalised"]["value"])
+    )
+    notes = [note["key"] for note in steps["norm1.normalised"].get("notes", [])]
+    assert "variance_beyond" in notes

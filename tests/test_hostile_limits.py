@@ -65,3 +65,16 @@ def test_learn_induction_caps_its_width(invoke, value, fragment):
 def test_learn_induction_refuses_a_budget_of_days_with_its_estimate(invoke):
     result = invoke("learn", "induction", "--steps", "100000000")
     assert_user_error(result, "--steps 100,000,000", "days here", "the default is 400")
+
+
+def test_block_refuses_a_layer_of_minutes_with_its_estimate(invoke):
+    result = invoke("block", "--d-ff", "300000000")
+    assert_user_error(result, "d_ff = 300,000,000", "minutes here", "--d-ff")
+
+
+def test_blocks_memory_estimate_counts_the_ffn_weights_as_measured():
+    from attn_cli.course.block.build import estimate_bytes
+
+    measured = 1_530_456 * 1024  # peak resident bytes of attn block --d-ff 4000000 (3 × 4 X)
+    estimate = estimate_bytes({"X": (3, 4)}, {"heads": 2, "d_ff": 4_000_000}, 8)
+    assert measured * 0.8 <= estimate <= measured * 1.5

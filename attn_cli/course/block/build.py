@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.core import work
 from attn_cli.core.backend import LARGEST, namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
@@ -77,8 +78,9 @@ def settings(options: Mapping[str, Any], d_model: int) -> Settings:
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
-    d_model = inputs["X"].shape[1]
+    n, d_model = inputs["X"].shape
     chosen = settings(options, d_model)
+    check_layer_work(n, inputs["Memory"].shape[0] if "Memory" in inputs else n, d_model, chosen)
     if "Memory" in inputs:
         if not chosen.decoder:
             raise UserError(
@@ -101,6 +103,22 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+# Numbers the layer makes and records a second here (the work guard's speed): about 2.5e7 at
+# --d-ff 10,000,000 (18 s on a loaded 2-core machine: drawing W_1 and W_2 dominates), 1e8 at
+# --n 1,500 with 8 heads (the scores, made by matmul).
+NUMBERS_PER_SECOND = 2.5e7
+
+
+def held_numbers(n: int, m: int, d: int, heads: int, d_ff: int) -> int:
+    """The numbers a layer's walkthrough holds at its peak: n queries, m keys (the memory's
+    rows, or n), width d, d_ff hidden. The weights of d_ff count four times: drawn, scaled,
+    and held for the steps (measured: 1.5 GB at --d-ff 4,000,000, where twice counted 0.8)."""
+    scores = heads * 5 * (n * n + n * m)  # per head: scores, scaled, weights, exp, masked
+    rows = 40 * n * d + 3 * n * d_ff + 4 * m * d  # every step of n rows, d or d_ff wide
+    weights = 2 * (8 * d * d + 7 * d) + 4 * (2 * d * d_ff + d_ff)
+    return scores + rows + weights
+
+
 def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
@@ -108,10 +126,20 @@ def estimate_bytes(
     m = shapes["Memory"][0] if "Memory" in shapes else n
     heads = whole_at_least(options.get("heads"), "--heads (options.heads)")
     d_ff = options.get("d_ff") or 4 * d
-    scores = heads * 5 * (n * n + n * m)  # per head: scores, scaled, weights, exp, masked
-    rows = 40 * n * d + 3 * n * d_ff + 4 * m * d  # every step of n rows, d or d_ff wide
-    weights = 2 * (8 * d * d + 2 * d * d_ff + d_ff + 7 * d)
-    return (scores + rows + weights) * itemsize
+    return held_numbers(n, m, d, heads, d_ff) * itemsize
+
+
+def check_layer_work(n: int, m: int, d: int, chosen: Settings) -> None:
+    """Refuse a layer that would take more than a few minutes to make here (the work guard,
+    as the other lessons' sizes have it), saying how long."""
+    numbers = held_numbers(n, m, d, chosen.heads, chosen.d_ff)
+    work.check_work(
+        numbers,
+        NUMBERS_PER_SECOND,
+        f"a layer of n = {n:,} tokens, d_model = {d:,}, d_ff = {chosen.d_ff:,} and "
+        f"{counted(chosen.heads, 'head')} makes {numbers:.2g} numbers",
+        "a smaller --n, --d-model or --d-ff",
+    )
 
 
 def draw_weights(seed: int, d_model: int, d_ff: int, decoder: bool) -> dict[str, np.ndarray]:
@@ -701,5 +729,5 @@ LESSON = Lesson(
     build=build,
     texts=TEXTS,
     example_overrides=frozenset({"Memory"}),
-    memory_fix="choose a smaller --n, --m or --d-model",
+    memory_fix="choose a smaller --n, --m, --d-model or --d-ff",
 )

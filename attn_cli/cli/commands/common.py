@@ -97,9 +97,10 @@ class _GuardedStdout(io.RawIOBase):
     """File descriptor 1, written with os.write: a failure other than a closed pipe (which
     keeps its own handling, stdout_closed) is raised as StdoutFailed."""
 
-    def __init__(self, descriptor: int) -> None:
+    def __init__(self, descriptor: int, original: Any) -> None:
         super().__init__()
         self.descriptor = descriptor
+        self.original = original  # kept: were it collected, it would close the descriptor
 
     def writable(self) -> bool:
         return True
@@ -130,7 +131,7 @@ def guard_stdout() -> None:
     except (AttributeError, OSError, ValueError):
         return
     sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(_GuardedStdout(descriptor)),
+        io.BufferedWriter(_GuardedStdout(descriptor, stream)),
         encoding=stream.encoding,
         errors=stream.errors,
         line_buffering=bool(getattr(stream, "line_buffering", False)),

@@ -391,7 +391,12 @@ def bench_config(
     from attn_cli.bench.devices import device_ops, torch_available
     from attn_cli.bench.impls import default_impls, require_torch
     from attn_cli.core.errors import UserError
+    from attn_cli.core.whole import check_whole_size
 
+    numbers = {"--repeats": repeats, "--block": block, "--seed": seed, "--d": d}
+    numbers.update({"--heads": heads, "--batch": batch, "--window": window})
+    for flag, value in numbers.items():
+        check_whole_size(value, flag)
     chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
     grid = parse_sizes(sizes, device.value)
     swept = parse_sizes(dims, device.value, "--dims") if dims is not None else ()

@@ -201,3 +201,34 @@ def test_check_on_numbers_that_overflow_prints_no_warning(invoke, tmp_path):
 def test_bahdanau_weights_refuses_what_the_file_gives_or_nothing_uses(invoke, tmp_path, args, flag):
     np.savez(tmp_path / "w.npz", **translate_arrays())
     assert_user_error(invoke("bahdanau", "--weights", str(tmp_path / "w.npz"), *args), flag)
+
+
+def test_pt_files_are_judged_before_any_tensor_is_read(torch, tmp_path):
+    import zipfile
+
+    where = "--weights m.pt"
+    good = tmp_path / "good.pt"
+    torch.save({"w": torch.zeros(2, 3), "b": torch.ones(4, dtype=torch.float64)}, good)
+    declared = array_headers.pt_declared(good, where)
+    assert {name: (d.shape, d.dtype, d.held) for name, d in declared.items()} == {
+        "w": ((2, 3), np.float32, 24),
+        "b": ((4,), np.float64, 32),
+    }
+    array_headers.check_declared(declared["w"], (2, None), 8, where, "attn block --weights")
+    # The pickle says 2 × 3 float32; the file holds 4 bytes of it (torch would map past them).
+    lying = tmp_path / "lying.pt"
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(lying, "w") as out:
+        for info in source.infolist():
+            data = source.read(info)
+            out.writestr(info, data[:4] if info.filename.endswith("data/0") else data)
+    with pytest.raises(UserError, match="declare storages of 56 bytes but the file holds 36"):
+        array_headers.pt_declared(lying, where)
+    squeezed = tmp_path / "squeezed.pt"
+    with (
+        zipfile.ZipFile(good) as source,
+        zipfile.ZipFile(squeezed, "w", zipfile.ZIP_DEFLATED) as out,
+    ):
+        for info in source.infolist():
+            out.writestr(info.filename, source.read(info))
+    with pytest.raises(UserError, match="compressed members"):
+        array_headers.pt_declared(squeezed, where)

@@ -5,7 +5,8 @@ A file's header says what it holds (a .npy's shape and dtype; a .npz's, member b
 compress a thousandfold. Every reader of arrays from a file (``@file`` inputs, ``--weights``,
 the model files a command reads) asks here first:
 
-* :func:`npy_declared`, :func:`npz_declared`, :func:`safetensors_declared`: what a file
+* :func:`npy_declared`, :func:`npz_declared`, :func:`safetensors_declared`,
+  :func:`pt_declared`: what a file
   declares, as :class:`Declared` (name, shape, dtype, and the bytes the file holds for it),
   reading headers only (a bounded number of bytes, whatever the file);
 * :func:`check_declared`: refuse, in one line, an array whose header does not parse, whose
@@ -13,9 +14,9 @@ the model files a command reads) asks here first:
   header), or whose shape is not one the reader accepts (naming the array, its declared shape
   and what is accepted), before anything is allocated for it.
 
-Model files read with torch (``.pt``, ``torch.load(..., weights_only=True, mmap=True)``, which
-reads no tensor's data) give their tensors' shapes and dtypes to :class:`Declared` and
-:func:`check_declared` the same way. Every problem is a UserError: one line, exit 2.
+Model files read with torch (``.pt``): :func:`pt_declared`, through ``torch.load(...,
+weights_only=True, mmap=True)``, which reads no tensor's data. Every problem is a UserError: one
+line, exit 2.
 """
 
 from __future__ import annotations
@@ -220,6 +221,79 @@ def _safetensors_entry(name: str, entry: object, where: str) -> tuple[Declared, 
     begin, end = offsets
     declared = Declared(name, tuple(shape), np.dtype(SAFETENSORS_DTYPES[kind]), end - begin)
     return declared, begin, end
+
+
+def pt_declared(path: Path, where: str) -> dict[str, Declared]:
+    """Every tensor of the PyTorch file at ``path`` (a dict of tensors, torch.save's), read with
+    ``torch.load(weights_only=True, mmap=True)``: no pickle beyond tensors and plain values is
+    run, and no tensor's data is read (each is mapped from the file). The zip is judged first
+    (every member stored, as torch.save writes: no bomb), and after loading, the storages the
+    pickle declares must be the data the zip holds, byte for byte in size (torch maps what the
+    pickle says, however little the file holds). Needs torch (imported here)."""
+    import pickle
+
+    import torch
+
+    stored = _pt_storage_sizes(path, where)
+    try:
+        loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except (RuntimeError, pickle.UnpicklingError, ValueError, OSError, EOFError) as error:
+        detail = " ".join(str(error).split())[:160]
+        raise UserError(
+            f"{where}: not a PyTorch file of tensors attn can read ({detail})."
+        ) from None
+    if not isinstance(loaded, dict) or not all(isinstance(name, str) for name in loaded):
+        raise UserError(
+            f"{where}: not a dict of named tensors (a state_dict), as torch.save writes."
+        )
+    tensors = {name: value for name, value in loaded.items() if isinstance(value, torch.Tensor)}
+    storages = {
+        t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors.values()
+    }
+    if sorted(size for size in storages.values() if size) != stored:
+        raise UserError(
+            f"{where}: its tensors declare storages of {sum(storages.values()):,} bytes but the "
+            f"file holds {sum(stored):,}; the file is truncated or its header is wrong."
+        )
+    found = {}
+    for name, tensor in tensors.items():
+        try:
+            dtype = np.dtype(str(tensor.dtype).removeprefix("torch."))
+        except TypeError:  # bfloat16, the float8 kinds: no numpy dtype (refused as not numbers)
+            dtype = np.dtype("V2")
+        offset = int(tensor.storage_offset()) * tensor.element_size()
+        held = int(tensor.untyped_storage().nbytes()) - offset
+        found[name] = Declared(name, tuple(int(size) for size in tensor.shape), dtype, held)
+    return found
+
+
+def _pt_storage_sizes(path: Path, where: str) -> list[int]:
+    """The sizes of a torch.save zip's data members, in order, after refusing one that is not
+    a zip, has too many members, or has a compressed one (torch.save stores them as they are)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise UserError(f"{where}: no such file.") from None
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as error:
+        raise UserError(
+            f"{where}: not a PyTorch file (a zip, as torch.save writes): {error}."
+        ) from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise UserError(
+                f"{where}: {len(members):,} members; attn reads at most {MAX_MEMBERS:,}."
+            )
+        if any(member.compress_type != zipfile.ZIP_STORED for member in members):
+            raise UserError(
+                f"{where}: holds compressed members, which torch.save never writes; save the "
+                "tensors again with torch.save."
+            )
+        return sorted(  # empty storages aside (mapped, they may share an address)
+            member.file_size
+            for member in members
+            if member.file_size and "/data/" in member.filename and "/.data/" not in member.filename
+        )
 
 
 def accepted_text(accepts: Sequence[int | None], largest: int) -> str:

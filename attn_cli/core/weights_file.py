@@ -125,8 +125,8 @@ def load_wholes(path: Path, names: Sequence[str], flag: str, *, written_by: str)
             number = int(value) if value.dtype.kind in "iu" else int(arrays[name])
             if number < 0:
                 raise UserError(
-                    f"{where}: {name} is {number}; a whole number of 0 or more was saved. "
-                    f"Write the file again with {written_by}."
+                    f"{where}: {name} is {number}, where {written_by} saves a whole number of 0 "
+                    "or more; write the file again with it."
                 )
             check_whole_size(number, f"{where}: {name}")
             found[name] = number

@@ -31,6 +31,9 @@ class Format(StrEnum):
 class RenderOptions:
     precision: int = 4
     full: bool = False  # JSON: every entry even of large matrices
+    # rich: every row and column of every table, a matrix's in column groups that fit the width
+    # (attn learn --full).
+    whole_tables: bool = False
 
 
 def show(

@@ -131,6 +131,32 @@ class RecordColumn:
         )
 
 
+def is_record_number(item: Any) -> bool:
+    """Whether a records table's cell is a number (a bool is not)."""
+    return isinstance(item, int | float | np.number) and not isinstance(item, bool | np.bool_)
+
+
+def record_styles(records: list[dict[str, Any]], precision: int) -> dict[str, NumberStyle]:
+    """The format of each numeric column of a records table: one format for the whole table's
+    measured numbers (every column holding a float takes the format all of the table's floats
+    would take together, so that 1.000 never sits beside 1 or 1.11e-02 beside 0.456), and
+    whole numbers for a column of counts (ints only)."""
+    floats = [
+        float(item)
+        for record in records
+        for item in record.values()
+        if is_record_number(item) and not isinstance(item, int | np.integer)
+    ]
+    shared = number_style(floats, precision)
+    styles: dict[str, NumberStyle] = {}
+    for name in records[0] if records else ():
+        numbers = [record.get(name) for record in records if is_record_number(record.get(name))]
+        if numbers:
+            counts = all(isinstance(number, int | np.integer) for number in numbers)
+            styles[name] = number_style(numbers, precision) if counts else shared
+    return styles
+
+
 def record_columns(
     records: list[dict[str, Any]],
     precision: int,
@@ -138,21 +164,20 @@ def record_columns(
     unicode: bool = False,
     headings: Mapping[str, str] | None = None,
 ) -> list[RecordColumn]:
-    """The columns of a records table; the numbers of a column share one format. A column is
-    headed by ``headings[key]`` (the lesson file's words), or by its key."""
+    """The columns of a records table, its numbers in one format (:func:`record_styles`). A
+    column is headed by ``headings[key]`` (the lesson file's words), or by its key."""
     headings = headings or {}
+    styles = record_styles(records, precision)
     columns = []
     for name in records[0]:
         items = [record.get(name) for record in records]
-        is_number = [
-            isinstance(item, int | float | np.number) and not isinstance(item, bool | np.bool_)
-            for item in items
-        ]
+        is_number = [is_record_number(item) for item in items]
         numbers = iter(
             format_column(
                 [item for item, number in zip(items, is_number, strict=True) if number],
                 precision,
                 unicode=unicode,
+                style=styles.get(name),
             )
             if any(is_number)
             else []

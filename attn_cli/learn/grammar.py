@@ -797,9 +797,7 @@ def program(options: LearnOptions) -> str:
     """The training program of --code, with the options written in."""
     from attn_cli.learn.grammar_program import program_text
 
-    if options.weights is not None:
-        raise UserError("--code prints the training program; leave out --weights.")
-    resolved = _checked(replace(options, weights=None))
+    resolved = _checked(replace(options, weights=None))  # the command refuses --code --weights
     assert resolved.steps is not None and resolved.hidden is not None
     assert resolved.max_len is not None
     return program_text(

@@ -797,7 +797,7 @@ def records_table(
     if not records:
         return Text("(no rows)", style="dim")
     headings = headings or {}
-    shown = (
+    shown: list[int | None] = (
         list(range(len(records))) if options.whole_tables else _shown_records(len(records))
     )
     styles = record_styles(records, options.precision)

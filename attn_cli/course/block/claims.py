@@ -112,7 +112,7 @@ def unit_patterns(hidden: np.ndarray, names: Sequence[str]) -> dict[str, str]:
     }
 
     def said(chosen: np.ndarray) -> str:
-        picked = [names[j] for j in np.flatnonzero(chosen)]
+        picked = [names[int(j)] for j in np.flatnonzero(chosen)]
         return f"{len(picked)} ({', '.join(picked)})" if picked else "none"
 
     return {group: said(chosen) for group, chosen in groups.items()}

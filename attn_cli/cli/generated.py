@@ -3,7 +3,9 @@
 * ``python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json``: the lesson
   files' JSON Schema (:func:`attn_cli.lessonfiles.schema.lesson_schema`);
 * ``python -m attn_cli.cli.generated texts docs/lesson-files.md``: the table of each lesson's
-  texts and placeholders (:func:`attn_cli.lessonfiles.texts.markdown`).
+  texts and placeholders (:func:`attn_cli.lessonfiles.texts.markdown`);
+* ``python -m attn_cli.cli.generated keys docs/explore.md``: the table of the explorer's keys
+  (:func:`attn_cli.explore.keys.markdown`).
 
 This module sits above the lessons: it gathers their declarations from the registry and hands
 them to the TOML-world modules, which never ask for them themselves.
@@ -38,8 +40,16 @@ def main(argv: list[str]) -> None:
         path = Path(argv[1])
         document = path.read_text(encoding="utf-8")
         path.write_text(with_table(document, markdown(declared_texts())), encoding="utf-8")
+    elif argv[:1] == ["keys"] and len(argv) == 2:
+        from attn_cli.explore.keys import with_keys_table
+
+        path = Path(argv[1])
+        path.write_text(with_keys_table(path.read_text(encoding="utf-8")), encoding="utf-8")
     else:
-        sys.exit("usage: python -m attn_cli.cli.generated schema | texts docs/lesson-files.md")
+        sys.exit(
+            "usage: python -m attn_cli.cli.generated schema | texts docs/lesson-files.md"
+            " | keys docs/explore.md"
+        )
 
 
 if __name__ == "__main__":

@@ -84,6 +84,23 @@ def screen_lines(app: Any) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
+async def settled(pilot: Any) -> None:
+    """Wait until the app has drawn every step shown (the steps out of sight are drawn right
+    after the frame, a few at a time) and checked which controls change a number (a moment
+    after the frame: Explorer.schedule_checks)."""
+    from attn_cli.explore.widgets import Rendered
+
+    app = pilot.app
+    await pilot.pause()
+    for _ in range(500):
+        drawing = any(widget.stale for widget in app.query(Rendered) if widget.display)
+        if not app.checks_pending and not drawing:
+            await pilot.pause()
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the app never settled")
+
+
 def message(app: Any) -> str:
     return str(app.query_one("#message").render())
 
@@ -456,8 +473,7 @@ def test_snapshot_every_lesson_opens_with_the_focused_steps_numbers(lesson, size
     checked = []
 
     async def check(pilot: Any) -> None:
-        await pilot.pause()
-        await pilot.pause()
+        await settled(pilot)
         assert_focused_numbers_visible(pilot.app)
         footer = screen_lines(pilot.app)[-1]
         assert "x Export" in footer and "q Quit" in footer, footer
@@ -738,7 +754,7 @@ def test_a_control_that_changes_no_number_is_hidden_with_a_note():
     async def scenario(lesson: str) -> Any:
         app = explorer(lesson)
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
+            await settled(pilot)
             note = app.query_one("#inert")
             return (
                 app.query_one("#control-scale").display,
@@ -756,7 +772,7 @@ def test_block_has_a_seed_control_and_its_command_reproduces_the_screen(invoke_j
     async def scenario() -> Any:
         app = explorer("block")
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
+            await settled(pilot)
             shown = app.query_one("#control-seed").display
             seed = app.query_one("#option-seed")
             seed.focus()
@@ -782,14 +798,13 @@ def test_the_seed_shows_only_where_something_is_drawn():
     async def scenario() -> Any:
         app = explorer("scaled")
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
+            await settled(pilot)
             before = app.query_one("#control-seed").display
             dropout = app.query_one("#option-dropout")
             dropout.focus()
             dropout.value = "0.5"
             await pilot.press("enter")
-            await pilot.pause()
-            await pilot.pause()
+            await settled(pilot)
             return before, app.query_one("#control-seed").display
 
     assert run(scenario()) == (False, True)
@@ -894,16 +909,14 @@ def test_an_input_the_lesson_fills_in_is_a_table_that_follows_the_seed(drawn_les
     async def scenario() -> Any:
         app = explorer(drawn_lesson)
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await pilot.pause()
+            await settled(pilot)
             tables = [table.input_name for table in app.query("InputTable")]
             opened = (app.state.cells["W"], app.query_one("#control-seed").display)
             app.apply(st.with_seed(app.state, 5))  # the seed control's edit
             await pilot.pause()
             reseeded = app.state.cells["W"]
             await pilot.press("+")  # X[1,1]: the inputs are the user's, W given in full
-            await pilot.pause()
-            await pilot.pause()
+            await settled(pilot)
             own = (app.state.cells["W"], app.query_one("#control-seed").display)
             return app, tables, opened, reseeded, own
 

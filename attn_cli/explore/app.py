@@ -50,6 +50,8 @@ from attn_cli.render.rich_render import header, notes_renderables
 # How long the steps out of sight are drawn for before the keys get a turn: a key waits at most
 # about this long (one step's drawing takes 1 to 6 ms).
 CATCH_UP_SECONDS = 0.012
+# How long after a frame the controls are checked (each check a run of the lesson).
+CHECK_DELAY = 0.05
 # The width of one control in the options' grid (a grid of as many as fit across).
 CONTROL_WIDTH = 26
 # The hints above the inputs and the steps: the keys each part of the screen takes.
@@ -109,6 +111,8 @@ class Explorer(App[None]):
         super().__init__()
         self.export_dir = export_dir
         self.prose = False  # the steps' explanations shown (f)
+        self.checked: dict[Any, frozenset[str]] = {}  # inert_controls, by lesson and state
+        self.checks_pending = False  # a check of the controls is scheduled (schedule_checks)
         self.open(lesson)
         self.editing: Editing | None = None
         self.syncing = False  # controls set from the state: their events change nothing
@@ -128,13 +132,10 @@ class Explorer(App[None]):
         self.changes: dict[str, st.StepChange] = {}
         self.cells_changed: dict[tuple[str, int, int], int] = {}
         self.focused_step = st.focus_step(self.walkthrough) + 1  # 0: the introduction
-        # The controls that change no number (state.inert_controls), checked now for the
-        # options; the seed, whose check may cost a whole run (variance), is hidden until it is
-        # seen to matter, right after the first frame.
-        self.checked: dict[Any, frozenset[str]] = {}
-        options = tuple(name for name in st.checked_controls(self.start) if name != st.SEED)
-        inert = st.inert_controls(self.start, self.state, self.walkthrough, options)
-        self.inert = inert | ({st.SEED} if self.start.card.seed else frozenset())
+        # The controls that change no number (state.inert_controls), each check a run of the
+        # lesson: done right after the first frame (the screen does not wait for them), and
+        # kept for the session. Until then every option shows, and the seed does not.
+        self.inert = frozenset({st.SEED} if self.start.card.seed else ())
 
     # Layout ----------------------------------------------------------------------------------
 
@@ -179,7 +180,7 @@ class Explorer(App[None]):
             table.first().focus()
         else:  # a lesson without inputs: the keys go to the app (and the arrows scroll)
             steps.focus()
-        self.call_after_refresh(self.check_controls, (st.SEED,) if self.start.card.seed else ())
+        self.schedule_checks()
 
     async def build_tables(self) -> None:
         tables = self.query_one("#tables", HorizontalScroll)
@@ -429,19 +430,24 @@ class Explorer(App[None]):
     def check_key(self) -> Any:
         return (tuple(sorted(self.state.options.items(), key=lambda item: item[0])), self.state.own)
 
-    def check_controls(self, names: tuple[str, ...] | None = None) -> None:
-        """Check which controls change no number of the state on screen (each by computing it,
-        after the frame: the screen shows the edit first) and show only the others."""
-        names = st.checked_controls(self.start) if names is None else names
-        if not names:
-            return
-        key = (self.start.lesson, self.check_key(), names)
+    def schedule_checks(self) -> None:
+        """Check the controls (check_controls) CHECK_DELAY after the next frame: the frame is
+        written to the terminal first (by Textual's writer thread, which a long computation on
+        this one would hold up)."""
+        self.checks_pending = True
+        self.call_after_refresh(lambda: self.set_timer(CHECK_DELAY, self.check_controls))
+
+    def check_controls(self) -> None:
+        """Show only the controls that change a number of the state on screen (each checked by
+        computing it: state.inert_controls)."""
+        key = (self.start.lesson, self.check_key())
         if key not in self.checked:
+            names = st.checked_controls(self.start)
             self.checked[key] = st.inert_controls(self.start, self.state, self.walkthrough, names)
-        inert = (self.inert - set(names)) | self.checked[key]
-        if inert != self.inert:
-            self.inert = frozenset(inert)
+        if self.checked[key] != self.inert:
+            self.inert = self.checked[key]
             self.show_inert()
+        self.checks_pending = False
 
     # Changing the state ----------------------------------------------------------------------
 
@@ -479,7 +485,7 @@ class Explorer(App[None]):
         self.show_steps()
         self.show_title()
         if self.check_key() != checks_before:
-            self.call_after_refresh(self.check_controls)
+            self.schedule_checks()
         return True
 
     @on(InputTable.Nudge)

@@ -609,6 +609,23 @@ def test_steps_are_reached_by_brackets_and_by_number():
     assert displayed == [False, False, False, True]  # the steps before the one in focus: hidden
 
 
+def test_the_step_in_focus_stays_when_an_option_adds_steps_before_it():
+    """attn block --decoder adds steps before self-attention's weights: they stay in focus."""
+
+    async def scenario() -> Any:
+        app = explorer("block")
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot)
+            before = app.walkthrough.steps[app.focused_step - 1].key, app.focused_step
+            app.query_one("#option-decoder").value = True
+            await settled(pilot)
+            return before, (app.walkthrough.steps[app.focused_step - 1].key, app.focused_step)
+
+    (key, number), (key_after, number_after) = run(scenario())
+    assert key == key_after == "self.head1.weights"
+    assert number_after > number  # the decoder's steps came before it
+
+
 def test_every_key_is_on_screen_and_enter_edits():
     """The editing keys on screen: the hint above the inputs names them, ? lists every key
     (the one list, attn_cli.explore.keys), and enter is described as editing, not "Select"."""

@@ -339,11 +339,8 @@ class Explorer(App[None]):
         header_widget = self.query_one("#header", Rendered)
         header_widget.display = self.focused_step == 0
         header_widget.set_class(True, "top")
-        if self.focused_step == 0 and (
-            redraw or not st.same(header_widget.source, walkthrough.title)
-        ):
+        if self.focused_step == 0:  # the introduction, shown: drawn again (one short block)
             header_widget.show(header(walkthrough))
-            header_widget.source = walkthrough.title
         below = 0  # the lines, by estimate, of the steps shown before this one
         for number, (widget, step) in enumerate(zip(shown, walkthrough.steps, strict=False), 1):
             widget.display = number >= self.focused_step
@@ -470,6 +467,7 @@ class Explorer(App[None]):
         checks_before = self.check_key()
         before, self.state = self.state, new
         self.changes = st.changed_entries(self.walkthrough, walkthrough)
+        self.focused_step = same_step(self.walkthrough, walkthrough, self.focused_step)
         self.walkthrough = walkthrough
         self.cells_changed = changed_cells(before, new)
         self.show_message("")
@@ -687,6 +685,19 @@ class Explorer(App[None]):
             steps.scroll_page_down(animate=False)
         else:
             steps.scroll_page_up(animate=False)
+
+
+def same_step(before: Any, after: Any, number: int) -> int:
+    """The number, in walkthrough ``after``, of step ``number`` of ``before`` (the step in focus
+    stays in focus when steps come or go before it, as --decoder adds some); the number itself
+    when the step is gone."""
+    if not 0 < number <= len(before.steps):
+        return number
+    key = before.steps[number - 1].key
+    return next(
+        (index for index, step in enumerate(after.steps, 1) if step.key == key),
+        min(number, len(after.steps)),
+    )
 
 
 def changed_cells(before: st.State, after: st.State) -> dict[tuple[str, int, int], int]:

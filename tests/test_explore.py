@@ -516,6 +516,49 @@ def test_a_changed_weight_shows_its_glyph_in_sight_at_80_by_24():
     assert "k1" in screen and "Σ row" in screen  # the header, on the same screen
 
 
+# The edit made in a lesson without inputs: an option typed in, as a lecturer would.
+OPTION_EDITS = {"variance": ("keys", "9"), "posenc": ("base", "1000"), "cost": ("n", "4096")}
+
+
+@pytest.mark.parametrize("lesson", cards.lesson_names())
+def test_every_lesson_shows_an_edits_effect_on_the_step_in_focus_without_scrolling(lesson):
+    """Done when: at 80 × 24 a lecturer opens any lesson, changes a number (+ on the first
+    entry; where a lesson has no inputs, an option typed in) and sees the step in focus change,
+    its numbers whole and marked, with nothing scrolled. (kvcache's first step is query 1 over
+    one cached key: its weight is 1 whatever the query, and its scores below it change.)"""
+
+    async def scenario() -> Any:
+        app = explorer(lesson)
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot)
+            if app.state.cells:
+                await pilot.press("+")
+            else:
+                name, text = OPTION_EDITS[lesson]
+                field = app.query_one(f"#option-{name}")
+                field.focus()
+                field.value = text
+                await pilot.press("enter")
+            await settled(pilot)
+            assert_focused_numbers_visible(app)
+            steps = app.query_one("#steps").region
+            shown = "\n".join(screen_lines(app)[steps.y : steps.bottom])
+            return app, shown
+
+    app, shown = run(scenario())
+    assert len(app.history) == 1
+    key = app.walkthrough.steps[app.focused_step - 1].key
+    assert key == app.walkthrough.steps[st.focus_step(app.walkthrough)].key  # still in focus
+    change = app.changes[key]
+    assert change.count > 0
+    # The step is marked by a bar at its left (a blank where nothing changed), in characters;
+    # where its matrix changed, each changed entry carries its glyph, in sight.
+    heading = next(line for line in shown.splitlines() if line.strip())
+    assert heading.startswith("█"), shown
+    if isinstance(change.value, np.ndarray) and st.changed_count(change.value):
+        assert any(mark in shown for mark in "↑↓•"), shown
+
+
 def test_multihead_names_every_input_and_tab_brings_each_into_sight():
     """Multihead's five inputs overflow 80 columns: the hint above them names all five, and
     tab scrolls each (W_O last) fully into sight."""
@@ -809,6 +852,25 @@ def test_block_has_a_seed_control_and_its_command_reproduces_the_screen(invoke_j
         np.testing.assert_allclose(numbers(step["value"]), values[step["key"]], rtol=0, atol=0)
 
 
+def test_a_check_of_the_controls_during_a_lesson_switch_waits_for_its_controls():
+    """The controls are checked a moment after a frame: a check that comes while a lesson
+    switch is mounting the new lesson's controls (the old ones still there) is kept, and shown
+    once they are mounted (it stopped the app: no control of the new lesson to hide)."""
+
+    async def scenario() -> Any:
+        app = explorer("scaled")
+        async with app.run_test(size=SIZE) as pilot:
+            await settled(pilot)
+            app.open("block")
+            app.check_controls()  # before block's controls are mounted
+            await app.build_lesson()
+            await settled(pilot)
+            return app.inert, app.query_one("#control-seed").display
+
+    inert, seed_shown = run(scenario())
+    assert st.SEED not in inert and seed_shown  # block's weights are drawn from the seed
+
+
 def test_the_seed_shows_only_where_something_is_drawn():
     """scaled draws nothing at random until a dropout is set: no seed control, then one."""
 
@@ -1065,6 +1127,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def devtools_address(browser: subprocess.Popen[str], seconds: float) -> str:
+    """The WebSocket address of ``browser``'s DevTools protocol, from the line the browser
+    writes on stderr once it listens (read in a thread: a wait with a deadline)."""
+    import queue
+    import threading
+
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert browser.stderr is not None
+        for line in browser.stderr:
+            lines.put(line)
+        lines.put("")  # the browser closed its stderr
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if not line:
+            break
+        if line.startswith("DevTools listening on "):
+            return line.removeprefix("DevTools listening on ").strip()
+    raise AssertionError(f"the browser never said where its DevTools listen ({seconds} s)")
+
+
+def wait_for_connections(server: subprocess.Popen[bytes], port: int, seconds: float) -> None:
+    """Wait until ``server`` accepts connections on ``port`` (it binds the port after saying
+    it serves, so its output is no signal); fail at once if it exits."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert server.poll() is None, f"attn explore --serve exited ({server.returncode})"
+        with socket.socket() as sock:
+            if sock.connect_ex(("localhost", port)) == 0:
+                return
+        time.sleep(0.05)  # the next try: a poll of the condition, not a wait for a guess
+    raise AssertionError(f"attn explore --serve accepted no connection in {seconds} s")
+
+
 # The browser's window in the served-page test: a laptop's, as a projector shows it.
 WINDOW = (1280, 800)
 
@@ -1081,27 +1184,32 @@ class Browsed:
 
 
 async def browse(
-    page: str, devtools: int, wanted: str, keys: str, then: str, seconds: float
+    page: str, devtools: str, wanted: str, keys: str, then: str, seconds: float
 ) -> Browsed:
-    """Open ``page`` in the browser listening on port ``devtools`` (DevTools protocol) in a
-    window of WINDOW, read what the app sends the page's terminal until ``wanted`` shows, then
-    type ``keys`` as a keyboard would (no click first: whatever the page focused gets them)
-    and read on until ``then`` shows."""
+    """Open ``page`` in a new tab of the browser whose DevTools protocol listens at
+    ``devtools`` (its browser's WebSocket address), in a window of WINDOW, read what the app
+    sends the page's terminal until ``wanted`` shows, then type ``keys`` as a keyboard would
+    (no click first: whatever the page focused gets them) and read on until ``then`` shows.
+    Every wait is for something to happen, up to ``seconds`` in all."""
     import base64
     from urllib.parse import parse_qs, urlparse
 
     import aiohttp
 
+    deadline = time.monotonic() + seconds
     async with aiohttp.ClientSession() as session:
-        for _ in range(100):  # the browser's DevTools endpoint, once it listens
-            try:
-                async with session.get(f"http://127.0.0.1:{devtools}/json") as response:
-                    targets = await response.json(content_type=None)
-                break
-            except aiohttp.ClientError:
-                await asyncio.sleep(0.1)
-        target = next(each for each in targets if each["type"] == "page")
-        async with session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as socket_:
+        async with session.ws_connect(devtools) as browser:
+            await browser.send_json(
+                {"id": 1, "method": "Target.createTarget", "params": {"url": "about:blank"}}
+            )
+            while True:  # the answer to the request, among the browser's events
+                reply = await browser.receive_json(timeout=deadline - time.monotonic())
+                if reply.get("id") == 1:
+                    break
+        target = reply["result"]["targetId"]
+        origin = devtools.split("/devtools/")[0]
+        address = f"{origin}/devtools/page/{target}"
+        async with session.ws_connect(address, max_msg_size=0) as socket_:
             width, height = WINDOW
             metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
             await socket_.send_json({"id": 1, "method": "Network.enable"})
@@ -1110,7 +1218,6 @@ async def browse(
             )
             await socket_.send_json({"id": 3, "method": "Page.navigate", "params": {"url": page}})
             seen = Browsed()
-            deadline = time.monotonic() + seconds
             typed = False
             while then not in seen.after and time.monotonic() < deadline:
                 try:
@@ -1159,7 +1266,7 @@ def test_serve_works_on_the_first_key_in_a_headless_browser_sized_to_the_window(
     columns, not textual-serve's 16-pixel font's 128 × 42)."""
     from attn_cli.explore.serve import COLUMNS, ROWS
 
-    port, devtools = free_port(), free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "attn_cli", "explore", "scaled", "--serve", "--port", str(port)],
         stdout=subprocess.DEVNULL,
@@ -1173,21 +1280,18 @@ def test_serve_works_on_the_first_key_in_a_headless_browser_sized_to_the_window(
             "--disable-gpu",
             "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",  # no other machine
             f"--user-data-dir={tmp_path / 'profile'}",
-            f"--remote-debugging-port={devtools}",
+            "--remote-debugging-port=0",  # a free port, which the browser says on stderr
             "about:blank",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("localhost", port)) == 0:
-                    break
-            time.sleep(0.2)
+        devtools = devtools_address(browser, seconds=60)
+        wait_for_connections(server, port, seconds=60)
         page = f"http://localhost:{port}/"
-        seen = run(browse(page, devtools, "Weights", "+", "1 edit", 40))
+        seen = run(browse(page, devtools, "Weights", "+", "1 edit", 60))
     finally:
         for process in (browser, server):
             process.terminate()

@@ -296,16 +296,15 @@ class Explorer(App[None]):
         hidden = [
             option.option for option in st.controls(self.start.card) if option.name in self.inert
         ]
+        notes = self.query("#inert").results(Static)
+        note = next(notes, None)
+        if note is None:  # the lesson's controls not mounted yet: build_lesson calls again
+            return
         shown = 0
-        for option in st.controls(self.start.card):
-            control = self.query_one(f"#control-{option.name}")
-            control.display = option.name not in self.inert
+        # The controls mounted (a check may run while a lesson switch mounts its controls).
+        for control in self.query_one("#options").query(".option"):
+            control.display = (control.id or "").removeprefix("control-") not in self.inert
             shown += control.display
-        if self.start.card.seed:
-            seed = self.query_one("#control-seed")
-            seed.display = st.SEED not in self.inert
-            shown += seed.display
-        note = self.query_one("#inert", Static)
         note.display = bool(hidden)
         note.update(Text(f"no effect here: {', '.join(hidden)}", no_wrap=True, overflow="ellipsis"))
         columns = self.query_one("#options").styles.grid_size_columns or 3

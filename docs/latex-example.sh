@@ -1,19 +1,13 @@
 #!/usr/bin/env bash
 # Remakes docs/latex-example.pdf: page 1 of `attn scaled --example cat-slept --format latex`,
-# compiled with exactly the preamble that the output's first line states. Needs pdflatex
-# (texlive-latex-base) and pdfseparate (poppler-utils).
+# a whole document, compiled as it is written. Needs pdflatex (texlive-latex-base) and
+# pdfseparate (poppler-utils).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 attn=${ATTN:-.venv/bin/attn}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$attn" scaled --example cat-slept --format latex > "$work/output.tex"
-{
-  head -n 1 "$work/output.tex" | sed 's/^% attn LaTeX: compile with //'
-  echo '\begin{document}'
-  tail -n +2 "$work/output.tex"
-  echo '\end{document}'
-} > "$work/doc.tex"
+"$attn" scaled --example cat-slept --format latex --output "$work/doc.tex"
 (cd "$work" && SOURCE_DATE_EPOCH=0 FORCE_SOURCE_DATE=1 \
   pdflatex -interaction=nonstopmode -halt-on-error doc.tex > /dev/null)
 pdfseparate -f 1 -l 1 "$work/doc.pdf" docs/latex-example.pdf

@@ -25,6 +25,7 @@ PRINTING_OPTIONS = {
     "fmt",
     "precision",
     "full",
+    "latex_fragment",
     "list_examples",
     "quiz",
     "output",
@@ -108,8 +109,10 @@ def test_the_default_example_equals_the_command_lines_json(invoke_json, lesson):
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_text_formats_equal_the_command_lines(invoke, lesson):
     walk = getattr(attn, lesson)()
-    for fmt, text in (("markdown", walk.to_markdown()), ("latex", walk.to_latex())):
-        result = invoke(lesson, "--format", fmt)
+    texts = (("markdown", walk.to_markdown(), ()), ("latex", walk.to_latex(document=True), ()))
+    texts += (("latex", walk.to_latex(), ("--latex-fragment",)),)
+    for fmt, text, more in texts:
+        result = invoke(lesson, "--format", fmt, *more)
         assert result.exit_code == 0, result.output
         assert result.stdout.rstrip("\n") == text.rstrip("\n")
     precise = invoke(lesson, "--format", "markdown", "--precision", "2")

@@ -117,8 +117,8 @@ def test_rich_table_with_notes_and_exponents(invoke, torch):
 
 def test_the_help_gives_the_defaults_of_each_device(invoke):
     text = " ".join(invoke("bench", "--help").stdout.replace("│", " ").split())
-    assert "Head dimension (default: 64 on cpu, 128 on cuda, 64 on mps)." in text
-    assert "(default: 128..2048 on cpu, 2048..32768 on cuda, 512..8192 on mps)." in text
+    assert "Head dimension. [default: 64 on cpu, 128 on cuda, 64 on mps]" in text
+    assert "[default: 128..2048 on cpu, 2048..32768 on cuda, 512..8192 on mps]" in text
 
 
 def test_rich_rendering_of_every_status():
@@ -154,7 +154,8 @@ def test_cuda_absent_is_a_user_error(invoke, torch):
 
 
 def test_a_torch_impl_without_torch_is_a_user_error(invoke, monkeypatch):
-    monkeypatch.setitem(sys.modules, "attn_cli.core.torch_backend", None)  # import raises ImportError
+    # None in sys.modules: importing the torch backend raises ImportError.
+    monkeypatch.setitem(sys.modules, "attn_cli.core.torch_backend", None)
     result = invoke("bench", *FAST, "--impl", "naive,tiled-numpy")
     assert_user_error(result, "--impl naive needs PyTorch", "pip install 'attn-cli[torch]'")
 

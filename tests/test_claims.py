@@ -33,6 +33,7 @@ from attn_cli.cli.app import app
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.course import card, get_lesson, lesson_names, recorder
+from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.lessonfiles.texts import Texts
 from tests.lesson_runs import runs_of
 from tests.test_lesson_texts import never_made, runs
@@ -173,6 +174,7 @@ def test_a_false_claim_is_withheld_and_a_true_one_kept():
     texts = Texts(
         notes={"big": ("x",), "plain": ()},
         claims={"big": lambda walkthrough, values: values["x"] > 1},
+        general=("plain",),
     )
     notes = (Note("big", "x = {x} is big", {"x": 0.5}), Note("plain", "always"))
     kept_notes = (Note("big", "x = {x} is big", {"x": 2.0}),)
@@ -208,3 +210,60 @@ def test_no_renderer_shows_a_withheld_note():
     assert "WITHHELD" not in gated.to_markdown()
     assert "WITHHELD" not in gated.to_latex()
     assert "WITHHELD" not in gated.to_html()
+
+
+FORMATS = (
+    ("--format", "rich"),
+    ("--format", "markdown"),
+    ("--format", "latex"),
+    ("--format", "json"),
+    ("--quiz",),
+)
+
+
+def _words(text: str) -> str:
+    """Text with its line breaks and runs of spaces as one space (a terminal wraps lines)."""
+    return " ".join(text.replace("\\", " ").split())
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_output_states_a_withheld_note_or_another_settings_description(lesson):
+    """Issue 42: every example and option variant of the lesson, in every format and the quiz:
+    no note whose claim was false of the numbers is printed, and an example's description is
+    printed only where the options are the example's own (``scaled --no-scale`` printed "scaled
+    by √2: the slide's four steps" above three steps)."""
+    made: list[Walkthrough] = []
+    original = recorder.keep_true_claims
+
+    def kept(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:
+        made.append(original(walkthrough, texts))
+        return made[-1]
+
+    runner = CliRunner()
+    examples = {example.name: example for example in load_bundled(lesson).examples}
+    as_written: dict[str, Any] = {}  # example -> the options the lesson read for it alone
+    precision = card(lesson).precision
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(recorder, "keep_true_claims", kept)
+        for name in examples:
+            made.clear()
+            runner.invoke(app, [lesson, "--example", name, "--format", "json"])
+            as_written[name] = made[-1].meta.get("options")
+        for args, shown in itertools.product(runs(lesson), FORMATS):
+            made.clear()
+            result = runner.invoke(app, [lesson, *args, *shown], input="\n" * 200)
+            if result.exit_code == 2 and "--quiz" in shown:
+                continue  # nothing small enough to ask
+            assert result.exit_code == 0, (lesson, args, shown, result.output)
+            walk = made[-1]
+            out = _words(result.stdout)
+            for note in walk.withheld:
+                assert _words(note.text(precision)) not in out, (args, shown, note.key)
+            example = examples.get(walk.example or "")
+            if example is None or not example.description:
+                continue
+            own = walk.meta.get("options") == as_written[example.name]
+            assert (walk.example_description == example.description) == own, (args, shown)
+            if shown[-1] in ("rich", "markdown", "--quiz"):
+                described = _words(example.description)[:60] in out
+                assert described == own, (args, shown)

@@ -890,8 +890,8 @@ def test_the_seed_shows_only_where_something_is_drawn():
 
 
 # A lesson written by a test, that fills in an input of its card itself (W, drawn from the
-# seed), as attn block will once its weights are inputs: the explorer shows it as a table with
-# no change of its own, follows the seed until an input is edited, then gives it in full.
+# seed), as attn block does its weights: the explorer shows it as a table with no change of its
+# own, follows the seed until it is edited itself, then gives it as typed.
 DRAWN_CARD = """
 from attn_cli.core.card import Card, InputSpec, optional
 
@@ -990,22 +990,38 @@ def test_an_input_the_lesson_fills_in_is_a_table_that_follows_the_seed(drawn_les
         async with app.run_test(size=SIZE) as pilot:
             await settled(pilot)
             tables = [table.input_name for table in app.query("InputTable")]
-            opened = (app.state.cells["W"], app.query_one("#control-seed").display)
+            seen = [(app.state.cells["W"], app.query_one("#control-seed").display)]
             app.apply(st.with_seed(app.state, 5))  # the seed control's edit
-            await pilot.pause()
-            reseeded = app.state.cells["W"]
-            await pilot.press("+")  # X[1,1]: the inputs are the user's, W given in full
             await settled(pilot)
-            own = (app.state.cells["W"], app.query_one("#control-seed").display)
-            return app, tables, opened, reseeded, own
+            seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
+            await pilot.press("+")  # X[1,1]: X is the user's; W, not edited, stays drawn
+            await settled(pilot)
+            seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
+            commands = [st.command_line(app.start, app.state)]
+            app.apply(st.with_seed(app.state, 6))
+            await settled(pilot)
+            seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
+            await pilot.press("tab", "+")  # W[1,1]: W is given now, as typed
+            await settled(pilot)
+            seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
+            commands.append(st.command_line(app.start, app.state))
+            return app, tables, seen, commands
 
-    app, tables, opened, reseeded, own = run(scenario())
+    app, tables, seen, commands = run(scenario())
     assert tables == ["X", "W"]
-    assert opened == (drawn(0), True)  # the seed draws W: its control shows
-    assert reseeded == drawn(5)
-    assert own == (drawn(5), False)  # W given: the seed draws nothing now, and is hidden
-    command = st.command_line(app.start, app.state)
-    assert command == f"attn drawn --x '1.1,0;0,1' --w '{st.matrix_text(drawn(5))}' --seed 5"
+    nudged = st.nudged(st.State("drawn", {"W": drawn(6)}), "W", 0, 0, st.NUDGE).cells["W"]
+    assert seen == [
+        (drawn(0), True),  # the seed draws W: its control shows
+        (drawn(5), True),
+        (drawn(5), True),  # X edited: W still drawn, and the seed still changes it
+        (drawn(6), True),
+        (nudged, False),  # W given: the seed draws nothing now, and is hidden
+    ]
+    assert commands == [
+        "attn drawn --x '1.1,0;0,1' --seed 5",
+        f"attn drawn --x '1.1,0;0,1' --w '{st.matrix_text(nudged)}' --seed 6",
+    ]
+    assert_same_steps(app.walkthrough, st.walkthrough(app.start, app.state))
 
 
 def test_a_click_on_a_cell_moves_the_cursor_and_the_next_plus_nudges():

@@ -325,3 +325,13 @@ def test_latent_table_and_notes(invoke_json):
 )
 def test_window_and_latent_user_errors(invoke, args, fragment):
     assert_user_error(invoke("kvcache", *SMALL, *args), fragment)
+
+
+def test_the_latex_names_the_weights_it_shows():
+    """Issue 42: each token's step shows the new query's weights (a row summing to 1), and its
+    LaTeX called them o_t = softmax(…) V, the output."""
+    import attn_cli
+
+    latex = attn_cli.kvcache().to_latex()
+    assert "o_t = " not in latex
+    assert latex.count("\\alpha_t = \\operatorname{softmax}") == 4  # one per token

@@ -159,7 +159,8 @@ def test_the_claims_read_the_scores_they_describe(tiny):
     assert not claims["induction_formed"](tiny, {**shown, "chance": 0.1})
     assert claims["circuit"](formed, {"previous_head": 1, "induction_head": 2})
     assert not claims["circuit"](formed, {"previous_head": 2, "induction_head": 2})
-    weak = _with_scores(formed, "two", previous_token=np.full_like(previous, 0.2))  # no previous-token head
+    # No previous-token head:
+    weak = _with_scores(formed, "two", previous_token=np.full_like(previous, 0.2))
     assert not claims["circuit"](weak, {"previous_head": 1, "induction_head": 2})
     assert claims["induction_head"](formed, {"score": INDUCTION_MIN + 0.1})
     assert not claims["induction_head"](formed, {"score": INDUCTION_MIN + 0.2})  # not a head's

@@ -425,3 +425,20 @@ def test_the_default_meets_the_targets(torch):
     assert longest["length"] == translate.MAX_LEN
     assert longest["attention_exact"] >= 0.9
     assert longest["fixed_exact"] < longest["attention_exact"]
+
+
+def test_the_two_models_losses_share_one_number_format(tiny):
+    """Issue 42: the losses of the two models are one quantity, written in one format (was
+    1.182 for one model beside 9.64e-01 for the other in the same row)."""
+    step = next(step for step in tiny.steps if step.key == "training")
+    text = tiny.to_markdown()
+    section = text.split("| step |")[1].split("\n\n")[0]
+    rows = [line.split("|")[2:4] for line in section.splitlines()[2:]]
+    formats = {
+        "scientific" if "e" in cell else "fixed" for row in rows for cell in row if cell.strip()
+    }
+    assert len(formats) == 1, rows
+    assert step.quantities == (
+        ("fixed_loss", "attention_loss"),
+        ("fixed_accuracy", "attention_accuracy"),
+    )

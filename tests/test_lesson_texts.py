@@ -263,6 +263,25 @@ def test_the_docs_table_is_the_generated_one():
     )
 
 
+def test_the_sentence_audit_is_the_generated_one():
+    """docs/sentences.md lists every note of every lesson and what keeps it true (issue 42)."""
+    from attn_cli.cli.generated import sentences
+
+    audit = DOCS.parent / "sentences.md"
+    assert audit.read_text(encoding="utf-8") == sentences(), (
+        "docs/sentences.md is stale: python -m attn_cli.cli.generated sentences docs/sentences.md"
+    )
+
+
+def test_every_note_is_one_kind_of_sentence():
+    """A note of no kind, or of two, is refused when the lesson is declared."""
+    with pytest.raises(TypeError, match="of none: \\['said'\\]"):
+        Texts(notes={"said": ()})
+    with pytest.raises(TypeError, match="of two: \\['said'\\]"):
+        Texts(notes={"said": ()}, measured=("said",), general=("said",))
+    assert Texts(notes={"said": ()}, general=("said",)).kind("said") == "general"
+
+
 def test_the_docs_table_names_every_key_and_placeholder():
     table = markdown(declared_texts())
     for name in LESSONS:

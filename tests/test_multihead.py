@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,10 @@ from attn_cli.mechanisms.attention import attention
 from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Batch, Runs
+
+# A small nn.MultiheadAttention's state_dict (embed_dim 4, kdim 3, vdim 2), written by
+# tests/data/multihead/make.py: .npz, so that it reads without PyTorch.
+MHA_FILE = str(Path(__file__).parent / "data" / "multihead" / "mha-kdim.npz")
 
 # What the suite-wide tests run of this lesson (tests/lesson_runs.py).
 RUNS = Runs(
@@ -36,6 +41,10 @@ RUNS = Runs(
         # Two heads with the same columns: the same weights.
         ("--x", "1,0;0,1", *(arg for w in "qkv" for arg in (f"--w{w}", "1,0,1,0;0,1,0,1"))),
         ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "0,1;1,0", "--bq", "1,1"),
+        # Cross-attention: keys and values of their own widths (kdim, vdim), from a file too.
+        ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
+        ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),
+        ("--weights", MHA_FILE, "--x", "1,0,0,1;0,1,1,0", "--xk", "1,2,3;0,1,0", "--xv", "1,0;0,1"),
     ),
     options=({"causal": True},),
     figure=(("multihead",), ("cats", "sat", "dogs", "ran", "head 1", "head 2")),

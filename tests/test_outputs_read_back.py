@@ -146,8 +146,9 @@ def pdf_number(cell: str) -> str:
     return {"inf": "∞", "-inf": "-∞", "nan": "NaN"}.get(cell, cell)
 
 
-def first_cell(value: Any, precision: int) -> str | None:
-    """The top-left entry of a matrix as the LaTeX renderer formats it (its table's format)."""
+def first_cell(value: Any, precision: int, by_column: bool = False) -> str | None:
+    """The top-left entry of a matrix as the LaTeX renderer formats it: in its table's format,
+    or (``by_column``: a table whose columns are quantities of their own) its column's."""
     if isinstance(value, dict) or np.size(value) == 0:
         return None
     if isinstance(value, list):  # records: the first numeric column
@@ -163,7 +164,7 @@ def first_cell(value: Any, precision: int) -> str | None:
         for r in shown_indices(rows.shape[0], latex_render.MAX_ROWS, latex_render.CORNER_ROWS)
         if r is not None
     ]
-    style = number_style(rows[shown], precision)  # the whole table's format
+    style = number_style(rows[shown, 0] if by_column else rows[shown], precision)
     return format_column(rows[shown, 0], precision, unicode=False, style=style)[0]
 
 
@@ -171,9 +172,13 @@ def expected_values(case: Case) -> list[str]:
     """Numbers the PDF of this case must show: each input's and the last values' first entry."""
     walk = walkthrough(case)
     precision = card(walk.lesson).precision  # the lesson's own default, as the command prints
-    values = [item.value for item in walk.inputs]
-    values += [step.value for step in walk.steps if step.kind not in ("text", "histogram")][-2:]
-    cells = [first_cell(value, precision) for value in values]
+    values = [(item.value, False) for item in walk.inputs]
+    values += [
+        (step.value, step.quantities == ())  # () : every column a quantity of its own
+        for step in walk.steps
+        if step.kind not in ("text", "histogram")
+    ][-2:]
+    cells = [first_cell(value, precision, by_column) for value, by_column in values]
     return [pdf_number(cell) for cell in cells if cell is not None]
 
 
@@ -264,7 +269,7 @@ def test_latex_escapes_labels_and_lesson_texts(invoke, tmp_path):
         ("selfattn", "--n", "8", "--d", "3", "--tokens", TOKENS),
         ("causal", "--n", "8", "--dk", "2", "--tokens", MORE_TOKENS),
     ):
-        result = invoke(*args, "--format", "latex")
+        result = invoke(*args, "--format", "latex", "--latex-fragment")  # pasted into one
         assert result.exit_code == 0, result.output
         outputs.append(result.stdout)
     ok, log = compile_latex(latex_document(outputs), tmp_path / "tex")

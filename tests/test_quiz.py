@@ -59,11 +59,23 @@ def test_the_answer_key_keeps_slide_notes_out_of_the_blanks(invoke):
 
 def test_right_answers_rounded_to_two_decimals_score_full_marks(invoke, at_terminal):
     answers = [line for step in STEPS for line in rows_typed(step, 2)]
-    result = invoke("scaled", "--quiz", input="\n".join(answers) + "\n")
+    result = invoke("scaled", "--quiz", "--precision", "2", input="\n".join(answers) + "\n")
     assert result.exit_code == 0, result.output
+    assert "each to 2 decimals (--precision)" in " ".join(result.stdout.split())
     assert result.stdout.count("✓ right") == 8
     assert "Score: 8 of 8 rows right." in result.stdout
     assert "______" not in result.stdout
+
+
+def test_an_answer_to_fewer_decimals_than_asked_is_not_right_and_says_so(invoke, at_terminal):
+    """Issue 42: "0.2 0.5 0.2" for the cat-slept weights 0.2361, 0.5254, 0.2385 was marked
+    right; asked to 4 decimals it is right only to 1, and the mark says so."""
+    typed = "0.1, 0.9, 0.11\n0.2 0.5 0.2\nq\n"
+    result = invoke("scaled", "--example", "cat-slept", "--quiz", input=typed)
+    out = " ".join(result.stdout.split())
+    assert "✗ right to 1 decimal, but 4 decimals were asked: the exact row is 0.2361" in out
+    assert out.count("✓ right") == 1  # the scores, exact
+    assert "Score: 1 of 2 rows right." in out
 
 
 def test_wrong_skipped_and_malformed_answers(invoke, at_terminal):
@@ -99,8 +111,9 @@ def test_the_end_of_the_input_stops_the_quiz(invoke, at_terminal):
 @pytest.mark.parametrize(
     ("typed", "exact", "right"),
     [
-        ("0.33", 1 / 3, True),
-        ("0.3", 1 / 3, True),  # one decimal typed: within 0.05
+        ("0.3333", 1 / 3, True),
+        ("0.33", 1 / 3, False),  # right only to the 2 decimals typed; 4 are asked
+        ("0.3", 1 / 3, False),
         ("0.34", 1 / 3, False),
         ("1", 2**-0.5, False),  # a whole number must be exact to the shown precision
         ("1", 1.0, True),
@@ -113,9 +126,24 @@ def test_the_end_of_the_input_stops_the_quiz(invoke, at_terminal):
         ("0", -np.inf, False),
     ],
 )
-def test_marking_tolerates_the_rounding_the_learner_shows(typed, exact, right):
+def test_marking_asks_for_the_decimals_of_the_precision(typed, exact, right):
     number = parse_rounded(typed)
     assert mark([number], np.array([exact]), precision=4).right is right
+
+
+def test_a_mark_says_to_how_many_decimals_a_short_answer_is_right():
+    row = np.array([0.23614, 0.52539, 0.23847])
+    short = [parse_rounded(text) for text in ("0.2", "0.53", "0.24")]
+    assert mark(short, row, precision=4).right_to == 1  # the fewest typed, all within them
+    assert mark([parse_rounded(t) for t in ("0.2", "0.6", "0.2")], row, 4).right_to is None
+
+
+def test_the_setting_comes_before_the_blanks(invoke):
+    """Issue 42: "Scores are not scaled here" came only after the answer key."""
+    out = invoke("scaled", "--example", "cat-slept", "--quiz").stdout
+    blanks = out.split("Answer key")[0]
+    assert "plain dot product, no scaling" in " ".join(blanks.split())
+    assert "Options: --no-scale" in blanks
 
 
 def test_parse_answer():

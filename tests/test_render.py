@@ -12,6 +12,7 @@ from attn_cli.render import Format, RenderOptions, render_text
 from attn_cli.render.rich_render import block_heatmap, value_renderable, walkthrough_renderable
 from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import render_plain
+from tests.test_rich_tables import read_tables
 
 OPTIONS = RenderOptions()
 
@@ -59,8 +60,22 @@ def test_large_matrix_is_a_corner_with_statistics():
     assert "  │  1 │   0 │   1 │   2 │   3 │   4 │   5 │ … │  19 │" in lines
     assert "  │  ⋮ │   ⋮ │   ⋮ │   ⋮ │   ⋮ │   ⋮ │   ⋮ │ ⋱ │   ⋮ │" in lines
     assert "  │ 30 │ 580 │ 581 │ 582 │ 583 │ 584 │ 585 │ … │ 599 │" in lines
-    assert "shape 30 × 20 · corner shown · min 0 · max 599 · mean 299.5000 · std" in text
+    said = " ".join(text.split())
+    assert (
+        "shape 30 × 20 · rows 7–29 and columns 7–19 hidden (--full shows every row and column)"
+        in said
+    )
+    assert "· min 0 · max 599 · mean 299.5000 · std" in said
     assert len(lines) < 20
+
+
+def test_full_shows_every_row_and_column_that_fits():
+    """Issue 42: above 12 rows or columns only a corner showed, even at 200 columns."""
+    big = np.arange(30 * 20, dtype=np.float64).reshape(30, 20)
+    text = render_plain(value_renderable(big, "matrix", RenderOptions(full=True)), 200)
+    (table,) = read_tables(text)
+    assert len(table.body) == 30 and table.headers()[1:] == [str(c) for c in range(1, 21)]
+    assert "hidden" not in text
 
 
 def test_non_finite_values_in_every_format():

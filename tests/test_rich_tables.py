@@ -34,6 +34,7 @@ from attn_cli.render.rich_render import (
     SHADE_MARKS,
     MatrixTable,
     histogram,
+    records_table,
     row_sum_note,
     step_rule,
     value_renderable,
@@ -349,7 +350,11 @@ def test_a_matrix_too_wide_shows_fewer_columns_and_says_so():
     (table,) = read_tables(text)
     heads = table.header[0][1:]
     assert heads[-2:] == ["…", "16"] and len(heads) < 8
-    assert "shown to fit the width" in " ".join(text.split())
+    said = " ".join(text.split())
+    assert "columns 4–15 hidden (--full shows every row and column;" in said
+    assert "a terminal 81 columns wide shows every column of the corner (COLUMNS=81)" in said
+    (corner,) = read_tables(render_plain(value_renderable(x, "matrix", RenderOptions()), 81))
+    assert corner.header[0][1:] == ["1", "2", "3", "4", "5", "6", "…", "16"]
     assert_matrix_table(table, x, 4, "X at 60 columns")
 
 
@@ -521,13 +526,68 @@ _STYLES = {
 @pytest.mark.parametrize("index", range(len(CASES)), ids=CASE_IDS)
 def test_every_matrix_table_has_one_number_format(index):
     """Issue 31: a column, and a whole table with its Σ row, in one format, in every lesson (no
-    0.0000 beside 0, no Σ row of 1 beside weights of 0.2500)."""
+    0.0000 beside 0, no Σ row of 1 beside weights of 0.2500). Issue 42: a table whose columns
+    are different quantities (cost's entries, bytes, MiB and GB) one format per column."""
     for step in walkthrough(index).steps:
         if step.kind != "matrix" or np.asarray(step.value).dtype == np.bool_:
             continue
-        table = MatrixTable(step.value, 4, row_sums=step.row_sums)
-        cells = [cell for column in table.cells.values() for cell in column]
-        cells += table.sums or []
-        finite = [cell for cell in cells if re.fullmatch(r"-?[\d.]+(e[+-]\d+)?", cell)]
-        styles = {name for name, form in _STYLES.items() for cell in finite if form.fullmatch(cell)}
-        assert len(styles) <= 1, (step.key, styles, finite[:12])
+        table = MatrixTable(
+            step.value,
+            4,
+            col_labels=step.col_labels,
+            row_sums=step.row_sums,
+            quantities=step.quantities,
+        )
+        groups = [[cell for column in table.cells.values() for cell in column]]
+        groups[0] += table.sums or []
+        if step.quantities == ():  # every column a quantity of its own
+            groups = [*table.cells.values(), table.sums or []]
+        for cells in groups:
+            finite = [cell for cell in cells if re.fullmatch(r"-?[\d.]+(e[+-]\d+)?", cell)]
+            styles = {n for n, form in _STYLES.items() for cell in finite if form.fullmatch(cell)}
+            assert len(styles) <= 1, (step.key, styles, finite[:12])
+
+
+def test_the_score_matrix_sizes_are_written_each_in_its_own_format():
+    """Issue 42: cost's score-matrix table wrote 128 MiB as 1.3e+02 (one format for entries in
+    the billions and gigabytes below 1), beside a note saying the exact value is 128."""
+    walk = attn.cost()
+    step = walk.find("score_matrix")
+    text = render_plain(
+        value_renderable(
+            step.value,
+            "matrix",
+            RenderOptions(precision=2),
+            row_labels=step.row_labels,
+            col_labels=step.col_labels,
+            quantities=step.quantities,
+        )
+    )
+    first = next(line for line in text.splitlines() if "1 head, 1 layer" in line)
+    assert [cell.strip() for cell in first.split("│")[2:6]] == [
+        "67108864",
+        "134217728",
+        "128",
+        "0.13",
+    ]
+    markdown = walk.to_markdown()
+    assert "| **1 head, 1 layer** | 67108864 | 134217728 | 128 | 0.13 |" in markdown
+    latex = walk.to_latex()
+    assert "1 head, 1 layer & $67108864$ & $134217728$ & $128$ & $0.13$" in latex
+    assert "S = QK" not in latex  # a table of sizes, not the matrix S itself
+
+
+def test_columns_of_one_quantity_share_one_format():
+    """Issue 42: two models' losses side by side in one format (was 1.182 beside 9.64e-01);
+    a column of no group keeps its own."""
+    records = [
+        {"step": 50, "a_loss": 1.182, "b_loss": 0.964},
+        {"step": 100, "a_loss": 1.125, "b_loss": 0.00034},
+    ]
+    alone = render_plain(records_table(records, RenderOptions(precision=3)))
+    assert "1.182" in alone and "9.64e-01" in alone  # each column its own format
+    grouped = render_plain(
+        records_table(records, RenderOptions(precision=3), quantities=(("a_loss", "b_loss"),))
+    )
+    assert "1.18e+00" in grouped and "9.64e-01" in grouped and "3.40e-04" in grouped
+    assert " 50 " in grouped and " 100 " in grouped  # step: whole numbers, alone

@@ -24,6 +24,7 @@ RUNS = Runs(
     large=("--n", "120", "--dk", "4"),
     variants=(
         SMALL,
+        ("--no-scale",),  # the lecture's example, not scaled: its description is not shown
         (*SMALL, "--no-scale"),
         (*SMALL, "--valid-len", "2"),
         (*SMALL, "--valid-len", "1,2,3"),
@@ -249,7 +250,9 @@ def test_large_matrices_are_summarised_in_json_unless_full(invoke_json):
 def test_large_matrices_show_a_corner_in_the_terminal(invoke):
     result = invoke("scaled", "--n", "40", "--dk", "8")
     assert result.exit_code == 0
-    assert "corner shown" in result.stdout and "shape 40 × 40" in result.stdout
+    said = " ".join(result.stdout.split())
+    assert "rows 7–39 and columns 7–39 hidden (--full shows every row and column)" in said
+    assert "shape 40 × 40" in result.stdout
     assert "⋮" in result.stdout and "…" in result.stdout
 
 
@@ -477,3 +480,25 @@ def test_one_key_gets_weight_one_and_says_so(invoke_json):
     np.testing.assert_array_equal(data(doc["steps"][2]["value"]), [[1.0], [1.0]])
     np.testing.assert_array_equal(data(doc["output"]), [[7.0], [7.0]])
     assert "one_key" not in note_keys(invoke_json("scaled"))
+
+
+def test_an_example_with_its_options_changed_is_not_described_as_written(invoke):
+    """Issue 42: `attn scaled --no-scale` printed the example's "scaled by √2: the slide's four
+    steps" above three unscaled steps; it names the example and the option changed instead."""
+    plain = " ".join(invoke("scaled").stdout.split())
+    assert "scaled by √2: the slide's four steps" in plain
+    changed = " ".join(invoke("scaled", "--no-scale").stdout.split())
+    assert "scaled by √2" not in changed
+    assert "The inputs of example two-tokens, run with --no-scale" in changed
+    assert "Step 3 · Output" in changed and "Step 4" not in changed  # three steps, not four
+    same = " ".join(invoke("scaled", "--scale", "--precision", "2").stdout.split())
+    assert "scaled by √2: the slide's four steps" in same  # nothing of the example changed
+
+
+def test_the_latex_of_masked_scores_does_not_say_s_plus_p_of_scaled_scores():
+    """Issue 42: the masked scores are S / √d_k + P when scaled; their LaTeX said S + P."""
+    import attn_cli
+
+    latex = attn_cli.scaled(valid_len=[1]).to_latex()
+    assert "S + P" not in latex
+    assert "Masked scores S / $\\surd$d" in latex

@@ -4,6 +4,8 @@
   files' JSON Schema (:func:`attn_cli.lessonfiles.schema.lesson_schema`);
 * ``python -m attn_cli.cli.generated texts docs/lesson-files.md``: the table of each lesson's
   texts and placeholders (:func:`attn_cli.lessonfiles.texts.markdown`);
+* ``python -m attn_cli.cli.generated sentences docs/sentences.md``: every note of every lesson
+  and what keeps it true (:func:`attn_cli.lessonfiles.texts.sentence_audit`);
 * ``python -m attn_cli.cli.generated keys docs/explore.md``: the table of the explorer's keys
   (:func:`attn_cli.explore.keys.markdown`).
 
@@ -19,8 +21,9 @@ from pathlib import Path
 
 from attn_cli.course import get_lesson, lesson_names
 from attn_cli.course.lesson import Lesson
+from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.lessonfiles.schema import lesson_schema
-from attn_cli.lessonfiles.texts import Texts, markdown, with_table
+from attn_cli.lessonfiles.texts import Texts, markdown, sentence_audit, with_table
 
 
 def declarations() -> dict[str, Lesson]:
@@ -40,6 +43,8 @@ def main(argv: list[str]) -> None:
         path = Path(argv[1])
         document = path.read_text(encoding="utf-8")
         path.write_text(with_table(document, markdown(declared_texts())), encoding="utf-8")
+    elif argv[:1] == ["sentences"] and len(argv) == 2:
+        Path(argv[1]).write_text(sentences(), encoding="utf-8")
     elif argv[:1] == ["keys"] and len(argv) == 2:
         from attn_cli.explore.keys import with_keys_table
 
@@ -47,9 +52,15 @@ def main(argv: list[str]) -> None:
         path.write_text(with_keys_table(path.read_text(encoding="utf-8")), encoding="utf-8")
     else:
         sys.exit(
-            "usage: python -m attn_cli.cli.generated schema | texts docs/lesson-files.md"
-            " | keys docs/explore.md"
+            "usage: python -m attn_cli.cli.generated schema | texts docs/lesson-files.md | "
+            "sentences docs/sentences.md | keys docs/explore.md"
         )
+
+
+def sentences() -> str:
+    """docs/sentences.md: every note of every lesson and what keeps it true."""
+    words = {name: dict(load_bundled(name).notes) for name in lesson_names()}
+    return sentence_audit(declared_texts(), words)
 
 
 if __name__ == "__main__":

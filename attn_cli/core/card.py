@@ -16,7 +16,7 @@ attn_cli.course finds the cards (each lesson a folder of that package).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -52,6 +52,8 @@ class InputSpec:
     description: str
     required: bool = True  # an optional input has a default the lesson fills in
     help: str = ""  # the option's --help text
+    # −∞ allowed in it (an additive mask, where −∞ blocks); NaN and +∞ are refused as ever.
+    minus_infinity: bool = False
 
     @property
     def keyword(self) -> str:
@@ -60,10 +62,18 @@ class InputSpec:
 
 
 def optional(
-    name: str, option: str, shape: Literal["matrix", "vector"], description: str, help: str
+    name: str,
+    option: str,
+    shape: Literal["matrix", "vector"],
+    description: str,
+    help: str,
+    *,
+    minus_infinity: bool = False,
 ) -> InputSpec:
     """An input the lesson can do without (it has a default, or another input replaces it)."""
-    return InputSpec(name, option, shape, description, required=False, help=help)
+    return InputSpec(
+        name, option, shape, description, required=False, help=help, minus_infinity=minus_infinity
+    )
 
 
 @dataclass(frozen=True)
@@ -153,6 +163,30 @@ class Card:
             **given,
         }
 
+    def changed_flags(self, options: Mapping[str, Any], against: Mapping[str, Any]) -> list[str]:
+        """The command-line flags that set each option of ``options`` where it differs from
+        ``against`` (the defaults, or an example's options): ``--no-scale``, ``--dropout 0.5``."""
+        flags = []
+        for option in self.options:
+            value = options.get(option.name)
+            if (
+                option.command_line
+                and value is not None
+                and value != against.get(option.name, option.default)
+            ):
+                flags.append(option_flag(option.option, value))
+        return flags
+
     def flag(self, name: str) -> str:
         """The command-line flag of input ``name`` ("--q" for "Q"); the name when none has it."""
         return next((spec.option for spec in self.inputs if spec.name == name), name)
+
+
+def option_flag(option: str, value: object) -> str:
+    """An option as the command line writes it: ``--scale`` or ``--no-scale`` for a switch,
+    ``--impl a,b`` for a list, else ``--name value``."""
+    if isinstance(value, bool):
+        return option if value else "--no-" + option.removeprefix("--")
+    if isinstance(value, list | tuple):
+        value = ",".join(str(item) for item in value)
+    return f"{option} {value}"

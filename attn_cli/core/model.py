@@ -74,6 +74,10 @@ class Part:
     summary: Summary | None = None
 
 
+# Groups of columns (records keys or matrix column labels), each one quantity: see Step.
+Quantities = tuple[tuple[str, ...], ...]
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a walkthrough. Its title and explanation are the lesson file's templates with
@@ -106,6 +110,11 @@ class Step:
     context: Mapping[str, Any] = field(default_factory=dict)
     # A records table's display heading of each (snake_case) key, from the lesson file.
     headings: Mapping[str, str] = field(default_factory=dict)
+    # The columns that are one quantity, by records key or matrix column label: a quantity's
+    # columns share one number format, chosen from their values. None: a matrix is one
+    # quantity (one format for it and its row sums), a records table's columns each their own;
+    # a column named in no group is a quantity of its own.
+    quantities: Quantities | None = None
 
     @property
     def title(self) -> str:
@@ -207,9 +216,11 @@ class Walkthrough:
         """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
         return self.view(self, "markdown", precision=precision)
 
-    def to_latex(self, *, precision: int | None = None) -> str:
-        """The walkthrough as ``--format latex`` prints it (``precision``: decimals shown)."""
-        return self.view(self, "latex", precision=precision)
+    def to_latex(self, *, precision: int | None = None, document: bool = False) -> str:
+        """The walkthrough as ``--format latex --latex-fragment`` prints it, to paste into a
+        document (``precision``: decimals shown); ``document=True``: a whole document that
+        compiles as it is, as ``--format latex`` writes it."""
+        return self.view(self, "latex", precision=precision, document=document)
 
     def to_html(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and

@@ -19,6 +19,7 @@ with their own counter-based generator, so no nn.Dropout mask could reproduce th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,18 @@ OPTION = "--dropout"
 # "dropout" text with them), and the notes on its row sums (with the values each hands over).
 STEP_NAMES = ("p", "keep", "scale", "seed", "kept", "dropped", "total", "generator")
 NOTES = {"dropout_none": (), "dropout_sums_equal": ("low",), "dropout_sums": ("low", "high")}
+# How each note is kept true (lessonfiles.texts): p = 0 changes nothing (a definition); the
+# range of the sums is measured; one sum for every row, "not 1", is a claim.
+GENERAL = ("dropout_none",)
+MEASURED = ("dropout_sums",)
+
+
+def sums_not_one(walkthrough: Any, values: Mapping[str, Any]) -> bool:
+    """Every row sums to the one value handed over, and it is not 1."""
+    return bool(values["low"] != 1.0)
+
+
+CLAIMS = {"dropout_sums_equal": sums_not_one}
 GENERATORS = {
     "numpy": "numpy's np.random.default_rng({seed}): a uniform draw below 1 − p keeps a weight; "
     "this is not torch's mask, --backend torch draws that one",

@@ -9,6 +9,7 @@ are ``[steps.weights_<normaliser>]`` of the lesson file, its notes ``[notes]``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -96,6 +97,18 @@ def _sigmoid(logits: Array) -> tuple[Array, tuple[Part, ...]]:
         Part("σ(scores)", gates),
         Part("row sum of σ", xp.sum(gates, axis=-1, keepdims=True)),
     )
+
+
+def no_weight_is_zero(walkthrough: Any, values: Mapping[str, Any]) -> bool:
+    """No weight (masked keys apart) is exactly 0."""
+    return bool(values["zeros"] == 0)
+
+
+# How each note of the weights step is kept true (lessonfiles.texts): the zeros counted are
+# measured; "no weight is exactly 0" is a claim; the rest are definitions.
+MEASURED = (*(f"{name}_zeros" for name in ALTERNATIVES), "masked_zeros")
+GENERAL = ("hardmax_gradient", "dropout_normalised")
+CLAIMS = {f"{name}_dense": no_weight_is_zero for name in ALTERNATIVES}
 
 
 def _hardmax(logits: Array) -> tuple[Array, tuple[Part, ...]]:

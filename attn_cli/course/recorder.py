@@ -11,9 +11,19 @@ import numpy as np
 
 from attn_cli.core.backend import Array
 from attn_cli.core.errors import UserError
-from attn_cli.core.model import InputValue, Kind, Note, Part, Step, Summary, Walkthrough, summary
+from attn_cli.core.model import (
+    InputValue,
+    Kind,
+    Note,
+    Part,
+    Quantities,
+    Step,
+    Summary,
+    Walkthrough,
+    summary,
+)
 from attn_cli.core.templates import fill
-from attn_cli.course import get_lesson
+from attn_cli.course import card, get_lesson, is_lesson
 from attn_cli.course.lesson import LessonRun
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms.attention import softmax_parts
@@ -86,12 +96,15 @@ class StepRecorder:
         notes: tuple[Note, ...] = (),
         text: str | None = None,
         shown: Any = None,
+        quantities: Quantities | None = None,
     ) -> None:
         """Record a step whose value is already computed.
 
         ``text`` names the lesson text to use when it is not the step's key: steps that repeat
         (one per head) or that change meaning with an option share one ``[steps.NAME]`` entry.
         ``shown``: the value's copy on the host, when the caller already made it.
+        ``quantities``: the columns that are one quantity each, when not the kind's default
+        (:attr:`Step.quantities`): a table whose columns are different units.
         Each array (the value, each part's) is copied to the host once and summarised once,
         where it was computed (Backend.summary).
         """
@@ -119,6 +132,7 @@ class StepRecorder:
                 latex=words.latex,
                 notes=notes,
                 headings=self.headings(shown) if kind == "records" else {},
+                quantities=quantities,
             )
         )
 
@@ -242,7 +256,7 @@ class StepRecorder:
             title=run.file.title,
             intro=run.file.intro,
             example=run.example.name if run.example else None,
-            example_description=run.example.description if run.example else "",
+            example_description=example_description(run),
             backend=run.backend.name,
             device=run.backend.device,
             dtype=run.backend.dtype,
@@ -253,6 +267,25 @@ class StepRecorder:
             meta={"options": dict(run.options), **(meta or {})},
         )
         return keep_true_claims(drafted, self.texts)
+
+
+def example_description(run: LessonRun) -> str:
+    """The example's description, true of the example as written: where options on the command
+    line change it (``--no-scale`` of an example that scales), a line that names the example
+    and the options changed instead."""
+    example = run.example
+    if example is None:
+        return ""
+    if not is_lesson(run.name):
+        return example.description
+    written = get_lesson(run.name).options_with(example.options)
+    changed = card(run.name).changed_flags(run.options, written)
+    if not changed:
+        return example.description
+    return (
+        f"The inputs of example {example.name}, run with {' '.join(changed)}; the example's "
+        f"own description is of it as written (attn {run.name} --example {example.name})."
+    )
 
 
 def keep_true_claims(walkthrough: Walkthrough, texts: Texts) -> Walkthrough:

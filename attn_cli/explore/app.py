@@ -424,7 +424,10 @@ class Explorer(App[None]):
     # Which controls change the numbers --------------------------------------------------------
 
     def check_key(self) -> Any:
-        return (tuple(sorted(self.state.options.items(), key=lambda item: item[0])), self.state.own)
+        """What decides which controls change a number: the options, and which inputs are given
+        (an input the lesson fills in, once edited, is no longer drawn from the seed)."""
+        options = tuple(sorted(self.state.options.items(), key=lambda item: item[0]))
+        return options, self.state.own, self.state.edited
 
     def schedule_checks(self) -> None:
         """Check the controls (check_controls) CHECK_DELAY after the next frame: the frame is

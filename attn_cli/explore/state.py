@@ -9,9 +9,12 @@ the copied command agree by construction. Until an input is edited the example r
 (``--q '1,0;0,1' ...``), with the example's row names as --tokens where the lesson has them.
 
 The inputs shown are every input of the lesson's card that the example's run holds: those the
-example gives, and those the lesson fills in itself (selfattn's identity weights, weights drawn
-from --seed), so that an input a card declares is editable here without a change to the explorer.
-A control is shown only where it changes the numbers (:func:`inert_controls`).
+example gives, and those the lesson fills in itself (selfattn's identity weights, attn block's
+weights drawn from --seed), so that an input a card declares is editable here without a change
+to the explorer. One the lesson fills in shows what each run fills in (it follows the seed) and
+is given only once it is edited itself, so that an unedited one stays drawn (and the copied
+command line is as short as the screen allows). A control is shown only where it changes the
+numbers (:func:`inert_controls`).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class State:
     options: Mapping[str, Any] = field(default_factory=dict)
     own: bool = False  # the inputs given in full (an input edited), not the example's
     seed: int = 0
+    edited: frozenset[str] = frozenset()  # the inputs typed in (an input filled in: given)
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,9 @@ class Opening:
     tokens: tuple[str, ...] | None  # the example's row names, kept as --tokens
     example_options: Mapping[str, Any]  # every option as the example runs it
     walkthrough: Walkthrough  # the example's, as the state computes it
-    # Inputs the lesson filled in itself (not given by the example): until an input is edited,
-    # they show what each run fills in (e.g. weights drawn from the seed: see with_filled).
+    # Inputs the lesson filled in itself (not given by the example): until one is edited it
+    # shows what each run fills in (e.g. weights drawn from the seed: see with_filled), and is
+    # not given (given_cells).
     filled: frozenset[str] = frozenset()
 
     @property
@@ -122,16 +127,27 @@ def _plain(value: Any) -> bool:
 
 
 def with_filled(start: Opening, state: State, walkthrough: Walkthrough) -> State:
-    """The state showing the inputs the lesson filled in as ``walkthrough`` (its run) filled
-    them in, until an input is edited: then every input is given in full, and stays as typed."""
-    if state.own or not start.filled:
+    """The state showing each input the lesson filled in, and the user has not edited, as
+    ``walkthrough`` (its run) filled it in; an edited one stays as typed (and is given)."""
+    names = start.filled - state.edited
+    if not names:
         return state
     shown = {item.name: item.value for item in walkthrough.inputs}
     cells = dict(state.cells)
-    for name in start.filled:
+    for name in names:
         if _plain(shown.get(name)):
             cells[name] = cells_of(shown[name])
     return replace(state, cells=cells)
+
+
+def given_cells(start: Opening, state: State) -> dict[str, Cells]:
+    """The inputs a run of the user's own gives: every one the example gave, and those the
+    lesson fills in once they are edited."""
+    return {
+        name: cells
+        for name, cells in state.cells.items()
+        if name not in start.filled or name in state.edited
+    }
 
 
 def number_text(value: float) -> str:
@@ -226,7 +242,12 @@ def request(start: Opening, state: State) -> RunRequest:
         given[SEED] = state.seed
     if own:
         keywords = {spec.name: spec.keyword for spec in start.card.inputs}
-        given.update({keywords[name]: matrix_text(cells) for name, cells in state.cells.items()})
+        given.update(
+            {
+                keywords[name]: matrix_text(cells)
+                for name, cells in given_cells(start, state).items()
+            }
+        )
         if start.tokens and start.card.rows:
             given["tokens"] = start.tokens
     # keep: each edit runs the lesson again, and what it drew before may serve
@@ -246,9 +267,10 @@ def command_line(start: Opening, state: State) -> str:
     words = ["attn", state.lesson]
     own = runs_own(start, state)
     if own:
+        cells = given_cells(start, state)
         for spec in start.card.inputs:
-            if spec.name in state.cells:
-                words += [spec.option, matrix_text(state.cells[spec.name])]
+            if spec.name in cells:
+                words += [spec.option, matrix_text(cells[spec.name])]
         if start.tokens and start.card.rows:
             words += ["--tokens", ",".join(start.tokens)]
     options = {option.name: option for option in controls(start.card)}
@@ -270,7 +292,7 @@ def with_cell(state: State, name: str, row: int, col: int, text: str) -> State:
     cells = [list(each) for each in state.cells[name]]
     cells[row][col] = text.strip()
     new = {**state.cells, name: tuple(tuple(each) for each in cells)}
-    return replace(state, cells=new, own=True)
+    return replace(state, cells=new, own=True, edited=state.edited | {name})
 
 
 def nudged(state: State, name: str, row: int, col: int, delta: float) -> State:
@@ -458,7 +480,7 @@ def export(walkthrough: Walkthrough, folder: Path, precision: int) -> list[Path]
     """The walkthrough in every text --format, written to FOLDER/LESSON.json, .md and .tex."""
     from attn_cli.core.outputs import check_writable, write_text
 
-    options = RenderOptions(precision=precision)
+    options = RenderOptions(precision=precision, whole_document=True)  # LaTeX: it compiles
     written = []
     for fmt, suffix in EXPORTS.items():
         path = folder / f"{walkthrough.lesson}.{suffix}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -212,3 +212,10 @@ def recorder(task: str, texts: Texts, options: Mapping[str, Any]) -> StepRecorde
         backend=get_backend("torch", "cpu", "float32"),
     )
     return StepRecorder(run, texts=texts)
+
+
+def curve_quantities(models: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """The columns of a training curve that are one quantity, each models' side by side: their
+    losses, their accuracies (one number format each, so that they compare digit by digit)."""
+    names = tuple(models)
+    return tuple(tuple(f"{name}_{what}" for name in names) for what in ("loss", "accuracy"))

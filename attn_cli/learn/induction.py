@@ -30,7 +30,7 @@ from attn_cli.course.recorder import Grid
 from attn_cli.learn import common
 from attn_cli.learn import induction_data as data
 from attn_cli.learn import induction_model as model
-from attn_cli.learn.common import Task
+from attn_cli.learn.common import Task, curve_quantities
 from attn_cli.learn.figures import induction_figure
 from attn_cli.lessonfiles.texts import Texts
 
@@ -390,7 +390,13 @@ def _record_models(record: StepRecorder, trained: Trained, weights: Path | None)
     budget = {"steps": trained.steps, "batch": model.BATCH, "learning_rate": model.LEARNING_RATE}
     record.add("models", table, kind="records", grid=Grid(context=budget))
     every = Grid(context={"every": model.EVALUATE_EVERY})
-    record.add("curve", _curve(trained.models), kind="records", grid=every)
+    record.add(
+        "curve",
+        _curve(trained.models),
+        kind="records",
+        grid=every,
+        quantities=curve_quantities(m.key for m in trained.models),
+    )
 
 
 def _layer_scores(evaluation: model.Evaluation, held: data.Sequences) -> list[LayerScores]:

@@ -31,6 +31,7 @@ from attn_cli.learn.common import (
     LearnOptions,
     Progress,
     Task,
+    curve_quantities,
     recorder,
     seeded,
     too_small,
@@ -430,7 +431,13 @@ def record_walkthrough(
     sample = sum(min(EVAL_SAMPLE, len(found)) for found in corpus.held_out.values())
     seconds = round(trained.seconds, 1)
     context = {"every": EVAL_EVERY, "sample": sample, "seconds": seconds}
-    record.add("training", trained.curve, kind="records", grid=Grid(context=context))
+    record.add(
+        "training",
+        trained.curve,
+        kind="records",
+        grid=Grid(context=context),
+        quantities=curve_quantities(MODELS),
+    )
     record_by_length(record, measured.evaluations, corpus)
     record_sentence(record, measured, options.steps)
     record_score(record, measured.before_score, measured.after_score)

@@ -31,6 +31,9 @@ class Format(StrEnum):
 class RenderOptions:
     precision: int = 4
     full: bool = False  # JSON: every entry even of large matrices
+    # LaTeX: a whole document that compiles as it is (the command line's, unless
+    # --latex-fragment), or the body alone, to paste into a document of one's own
+    whole_document: bool = False
 
 
 def show(
@@ -43,6 +46,7 @@ def show(
     code_backend: str = "numpy",
     figure: Any = None,
     programs: Any = None,
+    document: bool = False,
 ) -> Any:
     """The one entry point of the Walkthrough's hooks (``w.to_dict()``, ``w.to_markdown()``,
     ``w.plot()``, ``w.to_code()``, ``rich.print(w)``, Jupyter's view): ``view`` is "dict",
@@ -50,7 +54,7 @@ def show(
     program of ``--code`` for ``code_backend``), "rich" or "notebook". ``figure`` and
     ``programs`` are the walkthrough's lesson's (its folder's ``figure.draw`` and ``program``,
     handed in by the caller: the renderers know no lesson)."""
-    options = RenderOptions(precision=precision, full=full)
+    options = RenderOptions(precision=precision, full=full, whole_document=document)
     if view == "dict":
         from attn_cli.render.json_render import to_document
 

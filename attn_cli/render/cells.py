@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.model import Summary, summary
+from attn_cli.core.model import Quantities, Summary, summary
 from attn_cli.core.numbers import NumberStyle, format_column, number_style
 
 # The statistics a cut table's caption names, in this order (those the matrix has).
@@ -35,29 +35,74 @@ def matching(labels: tuple[str, ...] | None, count: int) -> tuple[str, ...] | No
     return labels if labels and len(labels) == count else None
 
 
-def table_style(
-    rows: np.ndarray, shown_rows: list[int | None], precision: int, sums: Any = None
-) -> NumberStyle | None:
-    """One number format for a whole table: its shown rows (every column) and their row sums;
-    None for a table of booleans."""
+@dataclass(frozen=True)
+class TableStyles:
+    """The number format of each column of a table (None: booleans) and of its row sums."""
+
+    columns: tuple[NumberStyle | None, ...]
+    sums: NumberStyle | None = None
+
+    @property
+    def of_sums(self) -> TableStyles:
+        """The row sums' format, as the styles of a one-column table."""
+        return TableStyles((self.sums,))
+
+
+def quantity_groups(
+    names: tuple[str, ...] | None, count: int, quantities: Quantities | None
+) -> list[list[int]]:
+    """The columns (indices) of each quantity: those ``quantities`` groups by name, and each
+    column named in no group (or unnamed) alone."""
+    groups = [
+        [c for c in range(count) if names and names[c] in group] for group in quantities or ()
+    ]
+    grouped = {c for group in groups for c in group}
+    return [group for group in groups if group] + [[c] for c in range(count) if c not in grouped]
+
+
+def table_styles(
+    rows: np.ndarray,
+    shown_rows: list[int | None],
+    precision: int,
+    sums: Any = None,
+    *,
+    col_labels: tuple[str, ...] | None = None,
+    quantities: Quantities | None = None,
+) -> TableStyles:
+    """The number formats of a table, chosen from its shown rows: one for a whole matrix and
+    its row sums (``quantities`` None: one quantity), else one for each quantity's columns and
+    one for the row sums."""
+    n_cols = rows.shape[1]
     if rows.dtype == np.bool_:
-        return None
+        return TableStyles((None,) * n_cols)
     kept = [r for r in shown_rows if r is not None]
-    values = [np.ravel(rows[kept])] + ([] if sums is None else [np.ravel(np.asarray(sums)[kept])])
-    return number_style(np.concatenate(values), precision)
+    shown = rows[kept]
+    shown_sums = None if sums is None else np.ravel(np.asarray(sums)[kept])
+    if quantities is None:
+        values = [np.ravel(shown)] + ([] if shown_sums is None else [shown_sums])
+        style = number_style(np.concatenate(values), precision)
+        return TableStyles((style,) * n_cols, None if sums is None else style)
+    styles: list[NumberStyle | None] = [None] * n_cols
+    for group in quantity_groups(col_labels, n_cols, quantities):
+        style = number_style(shown[:, group], precision)
+        for c in group:
+            styles[c] = style
+    sums_style = None if shown_sums is None else number_style(shown_sums, precision)
+    return TableStyles(tuple(styles), sums_style)
 
 
 def cell_texts(
-    matrix: np.ndarray, precision: int, style: NumberStyle | None = None
+    matrix: np.ndarray, precision: int, styles: tuple[NumberStyle | None, ...] | None = None
 ) -> list[list[str]]:
-    """Every cell as text, row by row, all in one format (``style``, else the cells' own):
-    booleans as True and False."""
+    """Every cell as text, row by row, each column in its format (``styles``, one per column;
+    else one format for the whole matrix, from its cells): booleans as True and False."""
     array = np.asarray(matrix)
     if array.dtype == np.bool_:
         return [[str(bool(x)) for x in row] for row in array]
-    style = style or number_style(array, precision)  # one format for the whole table
+    if styles is None:
+        styles = (number_style(array, precision),) * array.shape[1]
     columns = [
-        format_column(array[:, c], precision, unicode=False, style=style)
+        format_column(array[:, c], precision, unicode=False, style=styles[c])
         for c in range(array.shape[1])
     ]
     return [[column[r] for column in columns] for r in range(array.shape[0])]
@@ -70,14 +115,15 @@ def shown_grid(
     precision: int,
     dots: tuple[str, str, str],
     *,
-    style: NumberStyle | None = None,
+    styles: TableStyles | None = None,
     cell: Callable[[str], str] = str,
 ) -> list[list[str]]:
-    """The shown cells (each written by ``cell``), with ``dots`` (across, down, diagonal) where
-    rows or columns are left out."""
+    """The shown cells (each written by ``cell``, its column in its format of ``styles``), with
+    ``dots`` (across, down, diagonal) where rows or columns are left out."""
     row_index = [r for r in shown_rows if r is not None]
     col_index = [c for c in shown_cols if c is not None]
-    texts = cell_texts(rows[np.ix_(row_index, col_index)], precision, style)
+    chosen = None if styles is None else tuple(styles.columns[c] for c in col_index)
+    texts = cell_texts(rows[np.ix_(row_index, col_index)], precision, chosen)
     across, down, diagonal = dots
     lines = []
     kept = iter(texts)
@@ -131,35 +177,58 @@ class RecordColumn:
         )
 
 
+def is_number(item: Any) -> bool:
+    """Whether a records cell is a number (a bool is not)."""
+    return isinstance(item, int | float | np.number) and not isinstance(item, bool | np.bool_)
+
+
+def record_styles(
+    records: list[dict[str, Any]], precision: int, quantities: Quantities | None = None
+) -> dict[str, NumberStyle]:
+    """The number format of each records column that holds numbers: chosen from its numbers,
+    or from those of every column of its quantity (a group of ``quantities``)."""
+    names = tuple(records[0])
+    styles: dict[str, NumberStyle] = {}
+    for group in quantity_groups(names, len(names), quantities):
+        values = [
+            item for c in group for record in records if is_number(item := record.get(names[c]))
+        ]
+        if values:
+            style = number_style(values, precision)
+            styles.update({names[c]: style for c in group})
+    return styles
+
+
 def record_columns(
     records: list[dict[str, Any]],
     precision: int,
     *,
     unicode: bool = False,
     headings: Mapping[str, str] | None = None,
+    quantities: Quantities | None = None,
 ) -> list[RecordColumn]:
-    """The columns of a records table; the numbers of a column share one format. A column is
-    headed by ``headings[key]`` (the lesson file's words), or by its key."""
+    """The columns of a records table; the numbers of a column share one format, chosen from
+    its values, and so do those of the columns one of ``quantities`` groups (the keys of one
+    quantity: two models' losses). A column is headed by ``headings[key]`` (the lesson file's
+    words), or by its key."""
     headings = headings or {}
+    names = tuple(records[0])
+    numbers_of = {
+        name: [item for record in records if is_number(item := record.get(name))] for name in names
+    }
+    styles = record_styles(records, precision, quantities)
     columns = []
-    for name in records[0]:
+    for name in names:
         items = [record.get(name) for record in records]
-        is_number = [
-            isinstance(item, int | float | np.number) and not isinstance(item, bool | np.bool_)
-            for item in items
-        ]
+        numeric = [is_number(item) for item in items]
         numbers = iter(
-            format_column(
-                [item for item, number in zip(items, is_number, strict=True) if number],
-                precision,
-                unicode=unicode,
-            )
-            if any(is_number)
+            format_column(numbers_of[name], precision, unicode=unicode, style=styles[name])
+            if numbers_of[name]
             else []
         )
         texts = [
             None if item is None else next(numbers) if number else str(item)
-            for item, number in zip(items, is_number, strict=True)
+            for item, number in zip(items, numeric, strict=True)
         ]
-        columns.append(RecordColumn(str(headings.get(name, name)), texts, is_number))
+        columns.append(RecordColumn(str(headings.get(name, name)), texts, numeric))
     return columns

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attn_cli.core.batch import batch_line
-from attn_cli.core.model import Part, Step, Summary, Walkthrough
+from attn_cli.core.model import Part, Quantities, Step, Summary, Walkthrough
 from attn_cli.core.numbers import as_matrix
 from attn_cli.render import RenderOptions
 from attn_cli.render.cells import matching
@@ -106,7 +106,9 @@ class Matrix:
     ``symbol``: an input's name, written as its symbol; ``latex``: the lesson's LaTeX for a
     step's value (its left-hand side). The labels are given only where there is one for each
     row (column), the row sums (a column) only where there is one for each row; ``stats`` are
-    the statistics recorded with the value (None: not recorded).
+    the statistics recorded with the value (None: not recorded); ``quantities``: the columns
+    that share a number format (None: the whole matrix, its row sums too; see
+    :attr:`attn_cli.core.model.Step.quantities`).
     """
 
     value: Any
@@ -116,6 +118,7 @@ class Matrix:
     stats: Summary | None = None
     symbol: str | None = None
     latex: str | None = None
+    quantities: Quantities | None = None
 
     @property
     def rows(self) -> np.ndarray:
@@ -131,10 +134,12 @@ class Matrix:
 @dataclass(frozen=True)
 class Records:
     """A table of records (a list of dicts with the same keys); ``headings``: the lesson file's
-    heading of a key (else the key)."""
+    heading of a key (else the key); ``quantities``: keys whose columns share a number format
+    (a key in none: its own)."""
 
     records: list[dict[str, Any]]
     headings: Mapping[str, str] = field(default_factory=dict)
+    quantities: Quantities | None = None
 
 
 @dataclass(frozen=True)
@@ -231,7 +236,7 @@ def step_blocks(step: Step, number: int, precision: int) -> list[Block]:
 
 
 def _step_value(step: Step, title: str) -> Value:
-    value = _other_value(step.value, step.kind, step.headings)
+    value = _other_value(step.value, step.kind, step.headings, step.quantities)
     if value is not None:
         return value
     if step.kind == "scalar" or np.ndim(step.value) == 0:
@@ -243,6 +248,7 @@ def _step_value(step: Step, title: str) -> Value:
         step.row_sums,
         step.summary,
         latex=step.latex,
+        quantities=step.quantities,
     )
 
 
@@ -262,12 +268,14 @@ def _labelled(part: Part, step: Step) -> Labelled:
     return Labelled(part.label, _matrix(part.value, rows, columns, stats=part.summary))
 
 
-def _other_value(value: Any, kind: str, headings: Mapping[str, str]) -> Value | None:
+def _other_value(
+    value: Any, kind: str, headings: Mapping[str, str], quantities: Quantities | None = None
+) -> Value | None:
     """A value that is not numbers (text, records, a histogram); None for numbers."""
     if kind == "text":
         return Prose(str(value))
     if kind == "records":
-        return Records(value, headings)
+        return Records(value, headings, quantities)
     if kind == "histogram":
         return Histogram(list(value["edges"]), dict(value["series"]))
     return None
@@ -282,6 +290,7 @@ def _matrix(
     *,
     symbol: str | None = None,
     latex: str | None = None,
+    quantities: Quantities | None = None,
 ) -> Matrix:
     """A matrix block with the labels and row sums that fit its rows and columns."""
     n_rows, n_cols = as_matrix(value).shape
@@ -297,6 +306,7 @@ def _matrix(
         stats,
         symbol=symbol,
         latex=latex,
+        quantities=quantities,
     )
 
 

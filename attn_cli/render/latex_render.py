@@ -4,8 +4,10 @@ tables as ``tabular`` s, ready to paste into a document.
 The document's blocks (what appears, in what order) come from :func:`document.document`; this
 module writes each as LaTeX.
 
-The first line of the output is a comment that states the preamble it compiles with
-(:data:`PREAMBLE`); nothing else is assumed. Every piece of text that comes from a lesson file or
+As a whole document (``RenderOptions.whole_document``, what the command line writes) it is the
+body between :data:`PREAMBLE`, ``\begin{document}`` and ``\\end{document}``: ``pdflatex`` compiles
+it as it is. As a fragment (``--latex-fragment``, and ``w.to_latex()``) its first line is a
+comment that states the preamble it compiles with; nothing else is assumed. Every piece of text that comes from a lesson file or
 the command line (titles, explanations, labels, notes) goes through :func:`tex_text`, which
 escapes LaTeX's special characters and spells the Unicode that lesson texts use (√, ·, ᵀ, α,
 ...) as LaTeX commands, so the output compiles with a plain ``pdflatex``.
@@ -20,17 +22,18 @@ from typing import Any, assert_never
 
 import numpy as np
 
-from attn_cli.core.model import Walkthrough
+from attn_cli.core.model import Quantities, Walkthrough
 from attn_cli.core.numbers import NumberStyle, as_matrix
 from attn_cli.render import RenderOptions
 from attn_cli.render import document as doc
 from attn_cli.render.cells import (
+    TableStyles,
     cell_texts,
     corner_caption,
     record_columns,
     shown_grid,
     shown_indices,
-    table_style,
+    table_styles,
 )
 
 # Matrices wider than MAX_COLS show their first CORNER_COLS columns, \cdots and the last one;
@@ -56,10 +59,12 @@ _SIZES = (
     ("\\tiny", 0.5),
 )
 
-PREAMBLE = (
-    r"\documentclass{article} \usepackage{amsmath} "
-    rf"\setcounter{{MaxMatrixCols}}{{{MAX_MATRIX_COLS}}}"
+PREAMBLE_LINES = (
+    r"\documentclass{article}",
+    r"\usepackage{amsmath}",
+    rf"\setcounter{{MaxMatrixCols}}{{{MAX_MATRIX_COLS}}}",
 )
+PREAMBLE = " ".join(PREAMBLE_LINES)
 FIRST_LINE = f"% attn LaTeX: compile with {PREAMBLE}"
 
 # A line of text in each role (document.LineRole), its text escaped.
@@ -72,7 +77,14 @@ _LINES: dict[doc.LineRole, str] = {
 
 
 def to_latex(walkthrough: Walkthrough, options: RenderOptions) -> str:
-    return f"{FIRST_LINE}\n{doc.written(walkthrough, options, latex_chunks)}"
+    body = doc.written(walkthrough, options, latex_chunks)
+    if not options.whole_document:
+        return f"{FIRST_LINE}\n{body}"
+    return (
+        "% attn LaTeX: a whole document (pdflatex compiles it; --latex-fragment: the body alone)\n"
+        + "\n".join(PREAMBLE_LINES)
+        + f"\n\\begin{{document}}\n{body.rstrip(chr(10))}\n\\end{{document}}\n"
+    )
 
 
 def latex_chunks(block: doc.Block, options: RenderOptions) -> list[str]:
@@ -116,8 +128,8 @@ def value_text(value: doc.Value, options: RenderOptions) -> str:
     match value:
         case doc.Prose(text):
             return tex_paragraph(text)
-        case doc.Records(records, headings):
-            return "\n".join(records_tabular(records, options, headings))
+        case doc.Records(records, headings, quantities):
+            return "\n".join(records_tabular(records, options, headings, quantities))
         case doc.Histogram():
             return "\n".join(histogram_tabular(value))
         case doc.Number():
@@ -160,15 +172,14 @@ def equation_lines(left: str, matrix: doc.Matrix, options: RenderOptions) -> lis
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
     budget = TEXT_WIDTH_PT - _math_width(left) - _math_width("=") - _BRACKETS
     extra = ""
-    # One number format for the matrix and its row sums.
-    style = table_style(rows, shown_rows, options.precision, matrix.row_sums)
+    styles = _styles(matrix, shown_rows, options)
     if matrix.row_sums is not None:
-        column = _grid(matrix.row_sums, shown_rows, [0], options, style=style)
+        column = _grid(matrix.row_sums, shown_rows, [0], options, styles=styles.of_sums)
         extra = f" \\qquad \\Sigma_{{\\text{{row}}}} = {_bmatrix_text(column)}"
         budget -= 20 + _math_width("\\Sigma_{row}=") + _BRACKETS
         budget -= max(_math_width(cell[0]) for cell in column)
-    shown_cols = _fit_columns(rows, shown_rows, options, budget, style=style)
-    cells = _grid(rows, shown_rows, shown_cols, options, style=style)
+    shown_cols = _fit_columns(rows, shown_rows, options, budget, styles=styles)
+    cells = _grid(rows, shown_rows, shown_cols, options, styles=styles)
     lines = [f"\\[ {left} = {_bmatrix_text(cells)}{extra} \\]"]
     described = []
     row_names = _labels(matrix.row_labels, shown_rows)
@@ -193,9 +204,9 @@ def bmatrix(value: Any, options: RenderOptions, budget: float = TEXT_WIDTH_PT) -
         return "\\text{(empty)}"
     rows = as_matrix(value)
     shown_rows = shown_indices(rows.shape[0], MAX_ROWS, CORNER_ROWS)
-    style = table_style(rows, shown_rows, options.precision)
-    shown_cols = _fit_columns(rows, shown_rows, options, budget - _BRACKETS, style=style)
-    return _bmatrix_text(_grid(rows, shown_rows, shown_cols, options, style=style))
+    styles = table_styles(rows, shown_rows, options.precision)
+    shown_cols = _fit_columns(rows, shown_rows, options, budget - _BRACKETS, styles=styles)
+    return _bmatrix_text(_grid(rows, shown_rows, shown_cols, options, styles=styles))
 
 
 def _bmatrix_text(grid: list[list[str]]) -> str:
@@ -221,7 +232,7 @@ def _fit_columns(
     *,
     separation: float = _COLUMN_SEP,
     heads: Sequence[str] | None = None,
-    style: NumberStyle | None = None,
+    styles: TableStyles | None = None,
 ) -> list[int | None]:
     """The columns to show: all (up to MAX_COLS), else as many of the first ones as fit the
     ``budget`` (points) beside \\cdots and the last column; at least the first and the last."""
@@ -229,7 +240,8 @@ def _fit_columns(
     full = shown_indices(count, MAX_COLS, CORNER_COLS)
     candidates = sorted({c for c in full if c is not None} | set(range(min(count, CORNER_COLS))))
     row_index = [r for r in shown_rows if r is not None]
-    cells = _cells(rows[np.ix_(row_index, candidates)], options, style)
+    chosen = None if styles is None else tuple(styles.columns[c] for c in candidates)
+    cells = _cells(rows[np.ix_(row_index, candidates)], options, chosen)
     width = {
         column: separation
         + max(
@@ -273,22 +285,38 @@ def _grid(
     shown_cols: list[int | None],
     options: RenderOptions,
     *,
-    style: NumberStyle | None = None,
+    styles: TableStyles | None = None,
 ) -> list[list[str]]:
-    """The shown cells (math mode), in one number format (``style``, else the cells' own),
-    with the ellipses."""
+    """The shown cells (math mode), each column in its format of ``styles`` (else one for
+    them all, from the cells), with the ellipses."""
     return shown_grid(
-        rows, shown_rows, shown_cols, options.precision, _DOTS, style=style, cell=tex_number
+        rows, shown_rows, shown_cols, options.precision, _DOTS, styles=styles, cell=tex_number
     )
 
 
 def _cells(
-    matrix: np.ndarray, options: RenderOptions, style: NumberStyle | None = None
+    matrix: np.ndarray,
+    options: RenderOptions,
+    styles: tuple[NumberStyle | None, ...] | None = None,
 ) -> list[list[str]]:
-    """Cells in math mode, all in one format (integers, fixed or scientific)."""
+    """Cells in math mode, each column in its format (integers, fixed or scientific)."""
     return [
-        [tex_number(cell) for cell in row] for row in cell_texts(matrix, options.precision, style)
+        [tex_number(cell) for cell in row] for row in cell_texts(matrix, options.precision, styles)
     ]
+
+
+def _styles(
+    matrix: doc.Matrix, shown_rows: list[int | None], options: RenderOptions
+) -> TableStyles:
+    """One number format for the matrix and its row sums, or one per quantity of its columns."""
+    return table_styles(
+        matrix.rows,
+        shown_rows,
+        options.precision,
+        matrix.row_sums,
+        col_labels=matrix.col_labels,
+        quantities=matrix.quantities,
+    )
 
 
 def matrix_tabular(matrix: doc.Matrix, options: RenderOptions) -> list[str]:
@@ -305,10 +333,9 @@ def matrix_tabular(matrix: doc.Matrix, options: RenderOptions) -> list[str]:
     ]
     budget = TEXT_WIDTH_PT - _TABLE_SEP - max(_math_width(label) for label in labels)
     sums = None
-    # One number format for the table and its row sums.
-    style = table_style(rows, shown_rows, options.precision, matrix.row_sums)
+    styles = _styles(matrix, shown_rows, options)
     if matrix.row_sums is not None:
-        sums = _grid(matrix.row_sums, shown_rows, [0], options, style=style)
+        sums = _grid(matrix.row_sums, shown_rows, [0], options, styles=styles.of_sums)
         budget -= _TABLE_SEP + max(_math_width("$\\Sigma$ row"), *(_math_width(s[0]) for s in sums))
     shown_cols = _fit_columns(
         rows,
@@ -317,9 +344,9 @@ def matrix_tabular(matrix: doc.Matrix, options: RenderOptions) -> list[str]:
         budget,
         separation=_TABLE_SEP,
         heads=all_heads or [str(c + 1) for c in range(n_cols)],
-        style=style,
+        styles=styles,
     )
-    cells = _grid(rows, shown_rows, shown_cols, options, style=style)
+    cells = _grid(rows, shown_rows, shown_cols, options, styles=styles)
     heads = [
         "$\\cdots$" if c is None else all_heads[c] if all_heads else str(c + 1) for c in shown_cols
     ]
@@ -349,12 +376,15 @@ def records_tabular(
     records: list[dict[str, Any]],
     options: RenderOptions,
     headings: Mapping[str, str] | None = None,
+    quantities: Quantities | None = None,
 ) -> list[str]:
     """A list of records as a table: a heading per key (``headings[key]``, else the key), one
     row per record."""
     if not records:
         return ["(no rows)"]
-    columns = record_columns(records, options.precision, unicode=False, headings=headings)
+    columns = record_columns(
+        records, options.precision, unicode=False, headings=headings, quantities=quantities
+    )
     spec = "".join("r" if column.numeric else "l" for column in columns)
     lines = [
         "\\begin{center}",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, assert_never
 
-from attn_cli.core.model import Walkthrough
+from attn_cli.core.model import Quantities, Walkthrough
 from attn_cli.core.numbers import format_column, shape_text
 from attn_cli.render import RenderOptions
 from attn_cli.render import document as doc
@@ -22,7 +22,7 @@ from attn_cli.render.cells import (
     record_columns,
     shown_grid,
     shown_indices,
-    table_style,
+    table_styles,
 )
 
 # A matrix larger than this shows its first CORNER_ROWS rows (CORNER_COLS columns), an
@@ -90,8 +90,8 @@ def value_text(value: doc.Value, options: RenderOptions) -> str:
     match value:
         case doc.Prose(text):
             return md_paragraph(text)
-        case doc.Records(records, headings):
-            return "\n".join(records_lines(records, options, headings))
+        case doc.Records(records, headings, quantities):
+            return "\n".join(records_lines(records, options, headings, quantities))
         case doc.Histogram():
             return "\n".join(histogram_lines(value))
         case doc.Number():
@@ -119,13 +119,22 @@ def table_lines(matrix: doc.Matrix, options: RenderOptions) -> list[str]:
         "…" if c is None else (md_text(col_names[c]) if col_names else str(c + 1))
         for c in shown_cols
     ]
-    # One number format for the whole table (every column), the row sums too.
-    style = table_style(rows, shown_rows, options.precision, matrix.row_sums)
+    # One number format for the whole matrix and its row sums, or one per quantity.
+    styles = table_styles(
+        rows,
+        shown_rows,
+        options.precision,
+        matrix.row_sums,
+        col_labels=matrix.col_labels,
+        quantities=matrix.quantities,
+    )
     sums = None
     if matrix.row_sums is not None:
-        sums = shown_grid(matrix.row_sums, shown_rows, [0], options.precision, _DOTS, style=style)
+        sums = shown_grid(
+            matrix.row_sums, shown_rows, [0], options.precision, _DOTS, styles=styles.of_sums
+        )
         header.append("Σ row")
-    cells = shown_grid(rows, shown_rows, shown_cols, options.precision, _DOTS, style=style)
+    cells = shown_grid(rows, shown_rows, shown_cols, options.precision, _DOTS, styles=styles)
     lines = ["| | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
     for index, r in enumerate(shown_rows):
         label = "⋮" if r is None else (md_text(row_names[r]) if row_names else str(r + 1))
@@ -146,10 +155,13 @@ def records_lines(
     records: list[dict[str, Any]],
     options: RenderOptions,
     headings: Mapping[str, str] | None = None,
+    quantities: Quantities | None = None,
 ) -> list[str]:
     if not records:
         return ["(no rows)"]
-    columns = record_columns(records, options.precision, unicode=False, headings=headings)
+    columns = record_columns(
+        records, options.precision, unicode=False, headings=headings, quantities=quantities
+    )
     lines = [
         "| " + " | ".join(md_text(column.name) for column in columns) + " |",
         "|" + "".join("---:|" if column.numeric else "---|" for column in columns),

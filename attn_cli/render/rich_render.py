@@ -26,10 +26,11 @@ from rich.text import Text
 
 from attn_cli.core.backend import EPSILON
 from attn_cli.core.batch import batch_line
-from attn_cli.core.model import InputValue, Part, Step, Summary, Walkthrough, summary
-from attn_cli.core.numbers import as_matrix, format_column, format_number, number_style, shape_text
+from attn_cli.core.model import InputValue, Part, Quantities, Step, Summary, Walkthrough, summary
+from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, format_number, shape_text
 from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.render import RenderOptions
+from attn_cli.render.cells import is_number, record_styles, table_styles
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
 MAX_ROWS = 12
@@ -208,6 +209,7 @@ def step_value(step: Step, options: RenderOptions) -> RenderableType:
         row_sums=step.row_sums,
         headings=step.headings,
         summary=step.summary,
+        quantities=step.quantities,
     )
 
 
@@ -303,12 +305,15 @@ def value_renderable(
     row_sums: np.ndarray | None = None,
     headings: Mapping[str, str] | None = None,
     summary: Summary | None = None,
+    quantities: Quantities | None = None,
 ) -> RenderableType:
-    """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded."""
+    """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded;
+    ``quantities``: the columns that share a number format (see
+    :attr:`attn_cli.core.model.Step.quantities`)."""
     if kind == "text":
         return Padding(Text(str(value)), (0, 0, 0, 2))
     if kind == "records":
-        return records_table(value, options, headings)
+        return records_table(value, options, headings, quantities)
     if kind == "histogram":
         return histogram(value)
     if kind == "scalar" or np.ndim(value) == 0:
@@ -319,7 +324,9 @@ def value_renderable(
     ):
         return block_heatmap(array)
     shading = {"weights": "weights", "heatmap": "signed"}.get(kind)
-    return _matrix_table(array, options, row_labels, col_labels, row_sums, shading, summary)
+    return _matrix_table(
+        array, options, row_labels, col_labels, row_sums, shading, summary, quantities
+    )
 
 
 def _matrix_table(
@@ -330,9 +337,18 @@ def _matrix_table(
     row_sums: np.ndarray | None = None,
     shading: str | None = None,
     summary: Summary | None = None,
+    quantities: Quantities | None = None,
 ) -> RenderableType:
     table = MatrixTable(
-        value, options.precision, row_labels, col_labels, row_sums, shading, summary
+        value,
+        options.precision,
+        row_labels,
+        col_labels,
+        row_sums,
+        shading,
+        summary,
+        options.full,
+        quantities,
     )
     return Padding(table, (0, 0, 0, 2))
 
@@ -354,7 +370,8 @@ class MatrixTable:
     Rows beyond MAX_ROWS and columns beyond MAX_COLS always show as a corner (the first
     CORNER, ``⋮`` or ``…``, the last). When even that is too wide, fewer leading columns
     show before the ``…`` column. The whole table, its Σ row column included, has one number
-    format (see :func:`number_style`), chosen from the rows on show. Without colour a weight
+    format (see :func:`number_style`), chosen from the rows on show; a table whose columns are
+    different quantities (``quantities``) has one per quantity. Without colour a weight
     carries a mark of its shade after the number.
 
     Only the cells that can show are formatted; the statistics of the caption (and the scale of
@@ -371,9 +388,12 @@ class MatrixTable:
         row_sums: np.ndarray | None = None,
         shading: str | None = None,
         summary: Summary | None = None,
+        full: bool = False,
+        quantities: Quantities | None = None,
     ) -> None:
         rows = as_matrix(value)
         self.shape = tuple(np.shape(value))
+        self.full = full  # --full: every row and every column that fits the width, no corner
         self.rows = rows
         self.precision = precision
         self.shading = shading
@@ -381,7 +401,7 @@ class MatrixTable:
         self.n_cols = n_cols
         row_names = list(row_labels) if row_labels and len(row_labels) == n_rows else None
         col_names = list(col_labels) if col_labels and len(col_labels) == n_cols else None
-        self.shown_rows = _shown_indices(n_rows, MAX_ROWS)
+        self.shown_rows = _shown_indices(n_rows, n_rows if full else MAX_ROWS)
         data_rows = [row for row in self.shown_rows if row is not None]
         self.labels = [
             "⋮" if row is None else (row_names[row] if row_names else str(row + 1))
@@ -389,19 +409,27 @@ class MatrixTable:
         ]
         # The columns that can show: all of them, or the standard corner's.
         self.candidates = (
-            list(range(n_cols)) if n_cols <= MAX_COLS else [*range(CORNER), n_cols - 1]
+            list(range(n_cols)) if n_cols <= MAX_COLS or full else [*range(CORNER), n_cols - 1]
         )
         self.headers = {c: col_names[c] if col_names else str(c + 1) for c in self.candidates}
-        shown = rows[data_rows]  # every column of the rows shown: the whole table's format
         sums = None if row_sums is None else np.atleast_1d(np.asarray(row_sums, dtype=np.float64))
-        # One format for the whole table, its row sums included: 1 never beside 1.0000.
-        style = number_style(
-            np.concatenate([np.ravel(shown), [] if sums is None else sums[data_rows]]), precision
+        # One format for the whole table, its row sums included (1 never beside 1.0000), or
+        # one per quantity; chosen from every column of the rows shown.
+        styles = table_styles(
+            rows,
+            self.shown_rows,
+            precision,
+            sums,
+            col_labels=tuple(col_names) if col_names else None,
+            quantities=quantities,
         )
         self.cells = {
-            c: format_column(rows[data_rows, c], precision, style=style) for c in self.candidates
+            c: format_column(rows[data_rows, c], precision, style=styles.columns[c])
+            for c in self.candidates
         }
-        self.sums = None if sums is None else format_column(sums[data_rows], precision, style=style)
+        self.sums = (
+            None if sums is None else format_column(sums[data_rows], precision, style=styles.sums)
+        )
         self._summary = summary
 
     @property
@@ -422,7 +450,7 @@ class MatrixTable:
     def layouts(self) -> list[list[int | None]]:
         """Column choices, the widest first: the full (or corner) view, then ever fewer."""
         n = self.n_cols
-        if n <= MAX_COLS:
+        if n <= MAX_COLS or self.full:
             full: list[int | None] = list(range(n))
             most = n - 2  # leading columns when at least one is left out
         else:
@@ -435,8 +463,8 @@ class MatrixTable:
         return out
 
     def _marks(self, console: Console) -> bool:
-        # Weights only: the lessons point at their shading ("darker cells get more
-        # attention"); a signed table's signs are in its numbers.
+        # Weights only: their shading says how much attention a cell gets; a signed table's
+        # signs are in its numbers.
         return self.shading == "weights" and colourless(console)
 
     def column_width(self, col: int | None, marks: bool) -> int:
@@ -471,7 +499,10 @@ class MatrixTable:
         marks = self._marks(console)
         layout = self.layout_for(options.max_width, marks)
         yield self.table(layout, marks)
-        caption = self.caption(layout)
+        # The terminal width that shows every column: the widest layout, and what the
+        # table is indented by in this console (its width less the table's).
+        indent = max(0, console.width - options.max_width)
+        caption = self.caption(layout, self.width(self.layouts()[0], marks) + indent)
         if caption is not None:
             yield caption
         if marks:
@@ -511,29 +542,57 @@ class MatrixTable:
             return Text(text + SHADE_MARKS[round(strength * (len(SHADE_MARKS) - 1))])
         return Text(text, style=_shade(number, scale, self.shading) or "")
 
-    def caption(self, layout: list[int | None]) -> Text | None:
+    def caption(self, layout: list[int | None], every_column: int | None = None) -> Text | None:
+        """Under a cut table: its shape, what is hidden, the option that shows it, and the
+        statistics of the whole matrix. ``every_column``: the terminal width that shows every
+        column (of the corner's, without --full)."""
         rows_cut = None in self.shown_rows
         cols_cut = None in layout
         if not rows_cut and not cols_cut:
             return None
-        if layout == self.layouts()[0]:
-            shown = "corner shown"
-        else:
-            first = [col for col in layout if col is not None and col != self.n_cols - 1]
-            lead = f"1–{len(first)}" if len(first) > 1 else ("1" if first else "")
-            last = str(self.n_cols) if self.n_cols - 1 in layout else ""
-            which = " and ".join(part for part in (lead, last) if part) or "none"
-            shown = f"columns {which} of {self.n_cols} shown to fit the width"
+        hidden = []
+        if rows_cut:
+            rows = [row for row in self.shown_rows if row is not None]
+            hidden.append(f"rows {_runs_hidden(rows, len(self.rows))}")
+        cornered = not self.full and self.n_cols > MAX_COLS
+        if cols_cut:
+            columns = [col for col in layout if col is not None]
+            hidden.append(f"columns {_runs_hidden(columns, self.n_cols)}")
+        how = []
+        if rows_cut or cornered:
+            how.append("--full shows every row and column")
+        if layout != self.layouts()[0] and every_column is not None:
+            what = "every column of the corner" if cornered else "every column"
+            how.append(
+                f"a terminal {every_column} columns wide shows {what} (COLUMNS={every_column})"
+            )
         stats = self.stats.as_dict()
         described = " · ".join(
             f"{name} {format_number(stats[name], self.precision)}"
             for name in ("min", "max", "mean", "std")
             if name in stats
         )
-        caption = Text(f"shape {shape_text(self.shape)} · {shown} · {described}", style="dim")
+        text = f"shape {shape_text(self.shape)} · {' and '.join(hidden)} hidden"
+        if how:
+            text += f" ({'; '.join(how)})"
+        caption = Text(f"{text} · {described}", style="dim")
         if "non_finite" in stats:
             caption.append(f" · {stats['non_finite']} non-finite", style="dim")
         return caption
+
+
+def _runs_hidden(shown: Sequence[int], count: int) -> str:
+    """The 1-based indices not in ``shown`` (of 0..count-1), as runs: "7–31" or "3, 5–9"."""
+    missing = sorted(set(range(count)) - set(shown))
+    runs: list[list[int]] = []
+    for index in missing:
+        if runs and runs[-1][-1] == index - 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(
+        f"{run[0] + 1}–{run[-1] + 1}" if len(run) > 1 else str(run[0] + 1) for run in runs
+    )
 
 
 def _shown_indices(count: int, limit: int) -> list[int | None]:
@@ -739,20 +798,24 @@ def records_table(
     records: list[dict[str, Any]],
     options: RenderOptions,
     headings: Mapping[str, str] | None = None,
+    quantities: Quantities | None = None,
 ) -> RenderableType:
     """A records table; each column headed by ``headings[key]`` (the lesson file's words), or
     by its key. Of a long one only the rows shown are formatted, each column's numbers in the
-    format that all of its numbers would take (as in the table shown whole)."""
+    format that all of its numbers (and its quantity's, see :func:`record_styles`) would take,
+    as in the table shown whole."""
     if not records:
         return Text("(no rows)", style="dim")
     headings = headings or {}
     shown = _shown_records(len(records))
+    styles = record_styles(records, options.precision, quantities)
     columns = [
         _record_column(
             headings.get(name, name),
             [record.get(name) for record in records],
             shown,
             options.precision,
+            styles.get(name),
         )
         for name in records[0]
     ]
@@ -770,16 +833,15 @@ def _shown_records(count: int) -> list[int | None]:
     return [*range(RECORDS_CORNER), None, count - 1]
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
-
-
 def _record_column(
-    name: str, values: list[Any], shown: list[int | None], precision: int
+    name: str,
+    values: list[Any],
+    shown: list[int | None],
+    precision: int,
+    style: NumberStyle | None,
 ) -> FitColumn:
-    """A records column, its rows ``shown`` (None: "⋮"): its numbers in one format, None as
-    "—", anything else as text."""
-    style = number_style([value for value in values if _is_number(value)], precision)
+    """A records column, its rows ``shown`` (None: "⋮"): its numbers in one format
+    (``style``), None as "—", anything else as text."""
     cells: list[Text] = []
     kinds: list[bool] = []
     for row in shown:
@@ -787,7 +849,7 @@ def _record_column(
         if value is None:
             cells.append(Text("—"))
             kinds.append(True)
-        elif _is_number(value):
+        elif is_number(value):
             cells.append(Text(format_column([value], precision, style=style)[0]))
             kinds.append(True)
         else:

@@ -1,11 +1,13 @@
 """Quiz mode (``--quiz`` on any lesson command): the learner computes, the tool marks.
 
-It shows the inputs, then each step's title and shape, and asks for the values one row at a
-time. An answer is right when every number rounds to the exact value: a number typed with k
-decimals may be off by half a unit in its k-th decimal ("0.33" for 0.3333), and any answer
-within the displayed precision (``--precision``) is right too. A whole number typed without a
-decimal point ("1") must be exact to the displayed precision, so "0, 1, 0" does not pass for
-0.24, 0.53, 0.24. Steps too large to type, and tables or text, are shown rather than asked.
+It shows the inputs and what the run was asked for (the example's description, the options
+changed from the lesson's defaults), then each step's title and shape, and asks for the values
+one row at a time, to the decimals of ``--precision`` (said at the start). An answer is right
+when every number agrees with the exact value to those decimals: within half a unit of the last
+of them (0.2361 for 0.23614 at 4 decimals; 1 for exactly 1). An answer that is right only to
+fewer decimals ("0.2, 0.5, 0.2" for 0.2361, 0.5254, 0.2385, asked to 4) is not counted, and
+the mark says to how many decimals it was right. Steps too large to type, and tables or text,
+are shown rather than asked.
 
 With nobody at the terminal (stdin or stdout a pipe or a file) it prints a handout: the blanks,
 then an answer key. The Console does all printing; this module decides what to print.
@@ -63,6 +65,9 @@ class Question:
 class Mark:
     right: bool
     wrong_entries: tuple[int, ...] = ()  # 1-based positions that are off
+    # Not right to the decimals asked, but every number right to the decimals it was typed
+    # with: the fewest of those (0.2 for 0.2361 is right to 1 decimal); None otherwise.
+    right_to: int | None = None
 
 
 @dataclass
@@ -131,14 +136,19 @@ def parse_answer(line: str, width: int) -> list[Rounded] | str:
 
 
 def mark(answer: list[Rounded], exact: np.ndarray, precision: int) -> Mark:
-    """Right when every number agrees with the exact one to its rounding (see the module)."""
-    shown = 0.5 * 10.0**-precision
+    """Right when every number agrees with the exact one to ``precision`` decimals; else the
+    entries that do not, and whether the answer is right to the decimals it was typed with."""
+    asked = replace(answer[0], half_unit=0.5 * 10.0**-precision) if answer else None
     wrong = []
     for position, (number, value) in enumerate(zip(answer, exact, strict=True), start=1):
-        allowed = number if number.has_decimals else replace(number, half_unit=0.0)
-        if not allowed.matches(float(value), at_least=shown):
+        assert asked is not None
+        if not replace(asked, value=number.value).matches(float(value)):
             wrong.append(position)
-    return Mark(not wrong, tuple(wrong))
+    if not wrong:
+        return Mark(True)
+    own = all(number.matches(float(value)) for number, value in zip(answer, exact, strict=True))
+    typed = min((number.decimals for number in answer if number.has_decimals), default=0)
+    return Mark(False, tuple(wrong), typed if own and typed < precision else None)
 
 
 def run_quiz(
@@ -152,7 +162,8 @@ def run_quiz(
     """Ask (at a terminal) or print a handout with an answer key (otherwise)."""
     options = RenderOptions(precision=precision)
     items = questions(walkthrough)
-    console.print(_title(walkthrough, interactive))
+    console.print(_title(walkthrough, interactive, precision))
+    console.print(_setting(walkthrough))
     console.print(Group(*inputs_renderables(walkthrough, options)))
     if not interactive:
         _handout(walkthrough, items, console, options)
@@ -177,19 +188,41 @@ def run_quiz(
     return score
 
 
-def _title(walkthrough: Walkthrough, interactive: bool) -> RenderableType:
+def _title(walkthrough: Walkthrough, interactive: bool, precision: int) -> RenderableType:
     title = Text(f"Quiz · {walkthrough.title}", style="bold")
     if walkthrough.example:
         title.append(f" · example {walkthrough.example}", style="bold cyan")
     # A lesson without matrix inputs (variance, posenc) gives its numbers in each step's title.
     source = "the inputs" if walkthrough.inputs else "the numbers in its step's title"
     how = (
-        "Type each row's numbers separated by commas or spaces and press Enter; rounding is "
-        "fine (0.33 for 0.3333). An empty line skips a row; q stops."
+        "Type each row's numbers separated by commas or spaces and press Enter, each to "
+        f"{_decimals(precision)} (--precision), the last one rounded. An empty line skips a "
+        "row; q stops."
         if interactive
-        else f"Fill in every blank from {source}; the answer key follows the blanks."
+        else f"Fill in every blank from {source}, each number to {_decimals(precision)} "
+        "(--precision); the answer key follows the blanks."
     )
     return Text.assemble(title, "\n", Text(how, style="italic"))
+
+
+def _decimals(count: int) -> str:
+    return f"{count} decimal{'' if count == 1 else 's'}"
+
+
+def _setting(walkthrough: Walkthrough) -> RenderableType:
+    """What the run was asked for, said before the blanks: the example's description and the
+    options that differ from the lesson's defaults (as command-line flags)."""
+    from attn_cli.course import card, is_lesson
+
+    lines = []
+    if walkthrough.example_description:
+        lines.append(Text(" ".join(walkthrough.example_description.split())))
+    if is_lesson(walkthrough.lesson):
+        declared = card(walkthrough.lesson)
+        flags = declared.changed_flags(walkthrough.meta.get("options", {}), declared.defaults)
+        if flags:
+            lines.append(Text("Options: " + " ".join(flags)))
+    return Group(*lines)
 
 
 def _handout(
@@ -263,6 +296,15 @@ def _ask(
             if result.right:
                 score.right += 1
                 console.print(Text(f"  ✓ right: {_row_text(exact, precision)}", style="green"))
+            elif result.right_to is not None:
+                console.print(
+                    Text(
+                        f"  ✗ right to {_decimals(result.right_to)}, but "
+                        f"{_decimals(precision)} were asked: the exact row is "
+                        f"{_row_text(exact, precision)}",
+                        style="yellow",
+                    )
+                )
             else:
                 off = ", ".join(str(position) for position in result.wrong_entries)
                 which = f"entries {off} are" if len(result.wrong_entries) > 1 else f"entry {off} is"

@@ -214,7 +214,9 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
             check_plot_work(walkthrough)
             draw = course.figure_of(request.lesson)
             figure = heatmap_file(walkthrough, draw, plot, precision)  # none: stdout stays empty
-        render(walkthrough, fmt, console, RenderOptions(precision=precision, full=full))
+        whole = not shared.latex_fragment  # LaTeX: a document that compiles as it is
+        options = RenderOptions(precision=precision, full=full, whole_document=whole)
+        render(walkthrough, fmt, console, options)
         if plot is not None and figure is not None:
             from attn_cli.core.outputs import write_bytes
 

@@ -389,6 +389,34 @@ def padding_has_no_weight(walkthrough: Walkthrough, values: Mapping[str, Any]) -
 
 # What every step's text reads: the sizes.
 SIZES = ("n", "d_h", "d_s", "d_a", "d_v")
+
+
+def one_state(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``single_state``: the softmax has one entry, and its weight is exactly 1."""
+    weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
+    return bool(weights.size == 1 and np.all(weights == 1.0))
+
+
+def _favourites(walkthrough: Walkthrough) -> list[int] | None:
+    """The encoder state each of the three scores weights most (None without --compare)."""
+    keys = ("weights", "dot.weights", "general.weights")
+    if not all(any(step.key == key for step in walkthrough.steps) for key in keys):
+        return None
+    return [int(np.argmax(np.asarray(walkthrough.step(key)))) for key in keys]
+
+
+def scores_agree(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``scores_agree``: additive, dot and general scores weight one state most."""
+    picks = _favourites(walkthrough)
+    return picks is not None and len(set(picks)) == 1
+
+
+def scores_disagree(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``scores_disagree``: the three scores do not weight the same state most."""
+    picks = _favourites(walkthrough)
+    return picks is not None and len(set(picks)) > 1
+
+
 TEXTS = Texts(
     steps={
         **dict.fromkeys(("W1h", "W2s", "sum", "tanh", "scores"), SIZES),
@@ -420,10 +448,23 @@ TEXTS = Texts(
         **bahdanau_steps.NOTES,
     },
     claims={
+        "single_state": one_state,
+        "scores_agree": scores_agree,
+        "scores_disagree": scores_disagree,
+        **dropout.CLAIMS,
         "saturated": has_saturated_entries,
         "padded": padding_has_no_weight,
         **bahdanau_steps.CLAIMS,
     },
+    general=(
+        "no_padding",
+        "wa_identity",
+        "compare_before_dropout",
+        "compare_values",
+        "drawn_decoder",
+        "compare_one_step",
+        *dropout.GENERAL,
+    ),
 )
 
 LESSON = Lesson(

@@ -418,6 +418,8 @@ def on_your_own_scores(walkthrough: Walkthrough, values: Mapping[str, Any]) -> b
 # What every step's text reads: n and the last token's name; the scores from Q and K add d_k.
 TOKENS = ("n", "last")
 SCALED = (*TOKENS, "dk", "sqrt_dk")
+
+
 TEXTS = Texts(
     steps={
         **dict.fromkeys(("Q", "K", "V", "scores_given"), TOKENS),
@@ -447,10 +449,21 @@ TEXTS = Texts(
         **dropout.NOTES,
     },
     claims={
+        **dropout.CLAIMS,
         "scores_given": on_your_own_scores,
         "scores_given_slide": on_an_example,
         "zero_future": rows_sum_to_one,
     },
+    measured=(
+        "worst_leak",
+        "nan_rows",
+        "no_nan_rows",  # "none": the list measured, empty
+        *dropout.MEASURED,
+    ),
+    general=(
+        "no_scale",
+        *dropout.GENERAL,
+    ),
 )
 
 LESSON = Lesson(

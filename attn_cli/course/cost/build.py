@@ -148,6 +148,7 @@ def build(run: LessonRun) -> Walkthrough:
         matrix,
         grid=Grid(wall_rows(s), WALL_COLUMNS, context),
         seconds=took,
+        quantities=(),  # entries, bytes, MiB and GB: each column its own number format
         notes=tuple(
             record.note(
                 key,

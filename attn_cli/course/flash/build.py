@@ -444,6 +444,17 @@ TEXTS = Texts(
         "io_paper_fewer": paper_blocks_move_fewer,
         "io_paper_more": paper_blocks_move_no_fewer,
     },
+    measured=(
+        "largest_block",
+        "largest_tile",
+        "causal_skipped",
+    ),
+    general=(
+        "block_scaled",
+        "block_unscaled",
+        "block_causal",
+        "sram_default",
+    ),
 )
 
 LESSON = Lesson(

@@ -505,6 +505,17 @@ TEXTS = Texts(
         "negative_entries": negatives_counted,
         "static": static_ranking,
     },
+    measured=(
+        "count",
+        "isolated",
+    ),
+    general=(
+        "self_loops",
+        "random_graph",
+        "gat_without_self_loops",
+        "a_drawn",
+        "unused_projections",
+    ),
 )
 
 LESSON = Lesson(

@@ -562,6 +562,15 @@ TEXTS = Texts(
         "latent_smaller": latent_smaller,
         "latent_not_smaller": latent_not_smaller,
     },
+    measured=(
+        "work_totals",
+        "own_cache",
+        "model_saving",
+    ),
+    general=(
+        "rope_counted",
+        "rope_not_counted",
+    ),
 )
 
 LESSON = Lesson(

@@ -447,6 +447,10 @@ TEXTS = Texts(
         "same_as_masked": the_same_numbers,
         "zero_normaliser": names_the_empty_rows,
     },
+    measured=(
+        "flops_ratio",
+        "softmax_gap",
+    ),
 )
 
 LESSON = Lesson(

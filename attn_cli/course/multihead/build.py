@@ -3,6 +3,9 @@
 Both conventions: the transformer paper's square d_model × d_model weights, and Raschka's
 book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
 its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
+The keys and values may come from sequences of their own (X_K, X_V: cross-attention, PyTorch's
+nn.MultiheadAttention(query, key, value) with kdim and vdim), and the weights from an
+nn.MultiheadAttention's state_dict (--weights, attn_cli.course.multihead.pytorch).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding
 from attn_cli.course.checks import counted, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
+from attn_cli.course.multihead import pytorch
 from attn_cli.course.multihead.card import CARD
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles.texts import Texts
@@ -41,23 +45,55 @@ def _heads(options: dict[str, Any]) -> int:
     return whole_at_least(options.get("heads"), "--heads (options.heads)")
 
 
+def with_file(
+    inputs: dict[str, np.ndarray], options: dict[str, Any]
+) -> tuple[dict[str, np.ndarray], pytorch.LoadedAttention | None]:
+    """The inputs with the --weights file's weights among them, and the file (None: no file);
+    weights given by hand beside a file are refused."""
+    if options.get("weights") is None:
+        return inputs, None
+    loaded = pytorch.load(options["weights"])
+    hand = [name for name in (*WEIGHT_NAMES, *BIAS_OF.values()) if name in inputs]
+    if hand:
+        flags = ", ".join(CARD.flag(name) for name in hand)
+        raise UserError(f"{loaded.where} gives the weights; leave out {flags}.")
+    if options.get("bias"):
+        raise UserError(f"--bias draws the biases; {loaded.where} gives them. Leave out --bias.")
+    return {**inputs, **loaded.weights}, loaded
+
+
+def sequences(inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queries' X, the keys' sequence (X_K, else X) and the values' (X_V, else X_K, else X)."""
+    x = inputs["X"]
+    keys = inputs.get("X_K", x)
+    return x, keys, inputs.get("X_V", keys)
+
+
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     heads = _heads(options)
+    inputs, _loaded = with_file(inputs, options)
     given = [name for name in WEIGHT_NAMES if name in inputs]
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
-        first = (given + biases)[:1]
+        first = ([*given, *biases] + [name for name in ("X_K", "X_V") if name in inputs])[:1]
         needs = f"{CARD.flag(first[0])} needs --x" if first else "X is missing; give --x"
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
         flags = ", ".join(CARD.flag(name) for name in biases)
         raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
-    d_in = inputs["X"].shape[1]
+    x, keys, values = sequences(inputs)
+    if values.shape[0] != keys.shape[0]:
+        where = "--xk" if "X_K" in inputs else "X (the keys' sequence without --xk)"
+        raise UserError(
+            f"--xv has {counted(values.shape[0], 'row')} but {where} has {keys.shape[0]}: one "
+            "value per key."
+        )
+    d_in = x.shape[1]
     d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
-    _check_shapes(inputs, d_in, d_out, heads)
+    _check_shapes(inputs, (d_in, keys.shape[1], values.shape[1]), d_out, heads)
     _check_biases(inputs, d_in, d_out)
-    padding.valid_lengths(options.get("valid_len"), inputs["X"].shape[0], inputs["X"].shape[0])
+    padding.valid_lengths(options.get("valid_len"), x.shape[0], keys.shape[0])
     dropout.probability(options.get("dropout"))
 
 
@@ -76,20 +112,29 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
         )
 
 
-def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: int) -> None:
+def _check_shapes(
+    inputs: dict[str, np.ndarray], widths: tuple[int, int, int], d_out: int, heads: int
+) -> None:
+    """W_Q d_in × d_out, W_K kdim × d_out, W_V vdim × d_out (kdim, vdim: the widths of the
+    keys' and values' sequences, d_in unless --xk, --xv give their own)."""
+    d_in, kdim, vdim = widths
     if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
         rows, cols = inputs["W_Q"].shape
         raise UserError(
             f"--wq is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
             f"{d_in} rows (Q = X W_Q)."
         )
-    for name in PROJECTIONS[1:]:
-        if name in inputs and inputs[name].shape != (d_in, d_out):
+    own = {"W_K": "X_K" in inputs, "W_V": "X_V" in inputs or "X_K" in inputs}
+    for name, width, source in (("W_K", kdim, "--xk"), ("W_V", vdim, "--xv")):
+        if name in inputs and inputs[name].shape != (width, d_out):
             rows, cols = inputs[name].shape
-            raise UserError(
-                f"{CARD.flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
-                "like W_Q (W_Q, W_K and W_V share their shape)."
-            )
+            if not own[name]:
+                must = f"d_in × d_out = {d_in} × {d_out}, like W_Q (W_Q, W_K and W_V share "
+                must += "their shape unless --xk, --xv give sequences of other widths)"
+            else:
+                dim = "kdim" if name == "W_K" else "vdim"
+                must = f"{dim} × d_out = {width} × {d_out} ({source}'s columns × W_Q's)"
+            raise UserError(f"{CARD.flag(name)} is {rows} × {cols} but must be {must}.")
     if d_out % heads:
         if d_in == d_out:
             what = f"X has d_model = {d_in} columns"
@@ -124,7 +169,9 @@ def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Tokens X (n × d_in) and the weights: W_Q, W_K, W_V d_in × d_out, W_O d_out × d_out.
+    """Tokens X (n × d_in) and the weights: W_Q d_in × d_out, W_K kdim × d_out, W_V vdim ×
+    d_out, W_O d_out × d_out; with --m, --kdim or --vdim the key sequence X_K (m × kdim) and the
+    value sequence X_V (m × vdim) too.
 
     --d-model sets d_in and d_out together (the transformer paper's square weights); --d-in and
     --d-out set one each. draw_random() draws them (the weights scaled, from their own stream).
@@ -132,39 +179,60 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     n, d_model = sizes["n"], sizes["d_model"]
     d_in = sizes.get("d_in") or d_model
     d_out = sizes.get("d_out") or d_in
-    square = (d_in, d_out)
+    kdim = sizes.get("kdim") or d_in
+    vdim = sizes.get("vdim") or kdim
+    shapes: dict[str, tuple[int, ...]] = {"X": (n, d_in)}
+    if any(sizes.get(name) for name in ("m", "kdim", "vdim")):
+        m = sizes.get("m") or n
+        shapes |= {"X_K": (m, kdim), "X_V": (m, vdim)}
     return {
-        "X": (n, d_in),
-        **{name: square for name in PROJECTIONS},
+        **shapes,
+        "W_Q": (d_in, d_out),
+        "W_K": (kdim, d_out),
+        "W_V": (vdim, d_out),
         "W_O": (d_out, d_out),
     }
 
 
 def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
-    """Random inputs: X ~ N(0, 1) from numpy's default_rng(seed), the weights as draw_weights."""
-    x = np.random.default_rng(seed).standard_normal(shapes["X"])
+    """Random inputs: X, then X_K and X_V where drawn, N(0, 1) in that order from numpy's
+    default_rng(seed); the weights as draw_weights."""
+    rng = np.random.default_rng(seed)
+    drawn: dict[str, np.ndarray] = {
+        name: rng.standard_normal(shapes[name]) for name in ("X", "X_K", "X_V") if name in shapes
+    }
     d_in, d_out = shapes["W_Q"]
-    return {"X": x, **draw_weights(seed, d_in, d_out)}
+    kdim, vdim = shapes["W_K"][0], shapes["W_V"][0]
+    return {**drawn, **draw_weights(seed, d_in, d_out, kdim, vdim)}
 
 
 def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
     n, d_in = shapes["X"]
+    m, kdim = shapes.get("X_K", (n, d_in))
+    vdim = shapes.get("X_V", (m, kdim))[1]
     d_out = shapes["W_Q"][1] if "W_Q" in shapes else d_in
     d_o = shapes["W_O"][1] if "W_O" in shapes else d_out
     heads = _heads(options)  # random inputs are sized before validate() runs
-    per_head = _SCORE_MATRICES * n * n + 3 * n * (d_out // heads or 1)
-    weights = 3 * d_in * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
-    extra = dropout.dropout_bytes(options, heads * n * n, itemsize)
+    per_head = _SCORE_MATRICES * n * m + 3 * max(n, m) * (d_out // heads or 1)
+    weights = (d_in + kdim + vdim) * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
+    extra = dropout.dropout_bytes(options, heads * n * m, itemsize)
     return (
-        heads * per_head + _MASK_MATRICES * n * n + 2 * weights + 3 * n * d_o
+        heads * per_head + _MASK_MATRICES * n * m + 2 * weights + 3 * n * d_o
     ) * itemsize + extra
 
 
-def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np.ndarray]:
-    """W_Q, W_K, W_V (d_in × d_out) with N(0, 1/d_in) entries, so Q = X W_Q keeps X's scale,
-    and W_O (d_out × d_out) with N(0, 1/d_out) entries.
+def draw_weights(
+    seed: int,
+    d_in: int,
+    d_out: int | None = None,
+    kdim: int | None = None,
+    vdim: int | None = None,
+) -> dict[str, np.ndarray]:
+    """W_Q (d_in × d_out), W_K (kdim × d_out) and W_V (vdim × d_out) with N(0, 1/rows) entries,
+    so Q = X W_Q keeps X's scale, and W_O (d_out × d_out) with N(0, 1/d_out) entries (kdim and
+    vdim: d_in unless the keys and values come from sequences of other widths).
 
     They come from a child of numpy's default_rng(seed), independent of the stream that draws
     random tokens X from the same seed (and of the biases', see draw_biases).
@@ -172,8 +240,15 @@ def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np
     if seed < 0:
         raise UserError(f"--seed {seed}: give a seed of 0 or more.")
     d_out = d_in if d_out is None else d_out
+    kdim = d_in if kdim is None else kdim
+    vdim = d_in if vdim is None else vdim
     rng = np.random.default_rng(seed).spawn(1)[0]
-    shapes = {**{name: (d_in, d_out) for name in PROJECTIONS}, "W_O": (d_out, d_out)}
+    shapes = {
+        "W_Q": (d_in, d_out),
+        "W_K": (kdim, d_out),
+        "W_V": (vdim, d_out),
+        "W_O": (d_out, d_out),
+    }
     return {
         name: rng.standard_normal(shape) / math.sqrt(shape[0]) for name, shape in shapes.items()
     }
@@ -194,20 +269,30 @@ def draw_biases(seed: int, weights: dict[str, np.ndarray]) -> dict[str, np.ndarr
 def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
     heads: int = run.options["heads"]  # checked by validate()
-    x_in = run.inputs["X"]
-    weights_in, biases_in, drawn = _parameters(run)
+    given, loaded = with_file(run.inputs, run.options)
+    x_in, keys_in, values_in = sequences(given)
+    weights_in, biases_in, drawn = _parameters(run, given)
     (n, d_in), d_out = x_in.shape, weights_in["W_Q"].shape[1]
+    (m, kdim), vdim = keys_in.shape, values_in.shape[1]
     d_k = d_out // heads
-    x = backend.asarray(x_in)
+    x, xk, xv = (backend.asarray(value) for value in (x_in, keys_in, values_in))
     wq, wk, wv = (backend.asarray(weights_in[name]) for name in PROJECTIONS)
     bq, bk, bv = (
         None if BIAS_OF[name] not in biases_in else backend.asarray(biases_in[BIAS_OF[name]])
         for name in PROJECTIONS
     )
     tokens = row_names(run, "tokens", n, "t", "--tokens")
+    own_keys = "X_K" in given or "X_V" in given
+    keys = row_names(run, "keys", m, "s", "the example's labels.keys") if own_keys else tokens
+    keys_from = "X_K" if "X_K" in given else "X"
     projected = "W_O" in weights_in
     base = {
         "n": n,
+        "m": m,
+        "kdim": kdim,
+        "vdim": vdim,
+        "keys_from": keys_from,
+        "values_from": "X_V" if "X_V" in given else keys_from,
         "h": heads,
         "h_heads": counted(heads, "head"),
         "dk_columns": counted(d_k, "column"),
@@ -220,11 +305,7 @@ def build(run: LessonRun) -> Walkthrough:
         "then_wo": _THEN_WO if projected else _NO_WO,
         # The transformer paper's name for square weights, Raschka's book's otherwise.
         "width": "d_model" if d_in == d_out else "d_out",
-        "weight_shape": (
-            f"d_model × d_model = {d_in} × {d_in}"
-            if d_in == d_out
-            else f"d_in × d_out = {d_in} × {d_out}"
-        ),
+        "weight_shape": _weight_shape(d_in, kdim, vdim, d_out),
     }
     record = StepRecorder(run)
     record.add(
@@ -232,14 +313,20 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, n, heads, d_in, d_out, d_k),
+        notes=_split_notes(record, (n, m), heads, (d_in, kdim, vdim, d_out), d_k),
     )
-    mask = _mask_steps(record, x, run.options, tokens, base)
+    mask = _mask_steps(record, x, run.options, (tokens, keys), base)
     p = dropout.probability(run.options.get("dropout"))
     computed = []
     for index in range(heads):
         head = _head_steps(
-            record, index, heads, x, ((wq, bq), (wk, bk), (wv, bv)), mask, tokens, base
+            record,
+            index,
+            heads,
+            ((x, wq, bq), (xk, wk, bk), (xv, wv, bv)),
+            mask,
+            (tokens, keys),
+            base,
         )
         computed.append(head)
         if p is None:
@@ -250,7 +337,7 @@ def build(run: LessonRun) -> Walkthrough:
         # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
         draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
         for index, head in enumerate(computed):
-            grid = replace(head.rows, cols=tokens)
+            grid = replace(head.rows, cols=keys)
             dropped = dropout.record_dropout(
                 record,
                 head.weights,
@@ -286,15 +373,26 @@ def build(run: LessonRun) -> Walkthrough:
             grid=Grid(tokens, context=output_context),
             text="output" if bo is None else "output_bias",
         )
-    inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
+    inputs = _labelled_inputs(run, (weights_in, biases_in), (tokens, keys), d_k, drawn, loaded)
     notes = _difference_notes(record, record.to_numpy(differences))
     if not projected:
         notes += (record.note("concat_only"),)
     if drawn:
         notes += (record.note(_drawn_key(drawn), seed=run.seed),)
+    if loaded is not None:
+        layout = (
+            "a packed in_proj_weight"
+            if loaded.packed
+            else "q_proj_weight, k_proj_weight, v_proj_weight"
+        )
+        notes += (record.note("file_weights", source=loaded.source, layout=layout, heads=heads),)
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
     meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
-    lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
+    weights_option = run.options.get("weights")
+    if weights_option is not None and not isinstance(weights_option, str):
+        shown = f"a state_dict of {len(weights_option)} arrays"
+        meta["options"] = {**run.options, "weights": shown}
+    lengths = padding.valid_lengths(run.options.get("valid_len"), n, m)
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)
     return record.walkthrough(output, inputs=inputs, notes=notes, meta=meta)
@@ -305,19 +403,22 @@ _NO_WO = "; no W_O was given, so the concatenation is the result"
 
 
 def _parameters(
-    run: LessonRun,
+    run: LessonRun, inputs: dict[str, np.ndarray]
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], frozenset[str]]:
-    """The weights and biases used, and the names of those drawn from --seed.
+    """The weights and biases used (``inputs``: the run's with a --weights file's among them),
+    and the names of those drawn from --seed.
 
-    Weights not given are all four drawn (square, d_model × d_model); --bias draws a bias for
-    every weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn too.
+    Weights not given are all four drawn (d_in, kdim and vdim rows, d_in columns); --bias draws
+    a bias for every weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn
+    too.
     """
-    inputs = run.inputs
     drawn = set(run.drawn) & set(WEIGHT_NAMES)
     if "W_Q" in inputs:
         weights = {name: inputs[name] for name in WEIGHT_NAMES if name in inputs}
     else:
-        weights = draw_weights(run.seed, inputs["X"].shape[1])
+        x, keys, values = sequences(inputs)
+        d_in = x.shape[1]
+        weights = draw_weights(run.seed, d_in, d_in, keys.shape[1], values.shape[1])
         drawn |= set(WEIGHT_NAMES)
     biases = {BIAS_OF[name]: inputs[BIAS_OF[name]] for name in weights if BIAS_OF[name] in inputs}
     if run.options.get("bias"):
@@ -339,18 +440,19 @@ def _mask_steps(
     record: StepRecorder,
     x: Any,
     options: dict[str, Any],
-    tokens: tuple[str, ...],
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
 ) -> Any | None:
     """The mask every head shares: causal M and/or padding P, each its own step; their sum."""
+    tokens, keys = labels
     causal = bool(options.get("causal"))
-    n = len(tokens)
-    lengths = padding.valid_lengths(options.get("valid_len"), n, n)
+    n, m = len(tokens), len(keys)
+    lengths = padding.valid_lengths(options.get("valid_len"), n, m)
     if not causal and lengths is None:
         return None
-    grid = Grid(tokens, tokens, base)
+    grid = Grid(tokens, keys, base)
     xp = namespace_of(x)
-    like = xp.zeros((n, n), dtype=x.dtype, device=x.device)  # (n, n): a mask's shape and dtype
+    like = xp.zeros((n, m), dtype=x.dtype, device=x.device)  # (n, m): a mask's shape and dtype
     mask = None
     if causal:
         mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid)
@@ -379,9 +481,33 @@ def _span(index: int, d_k: int) -> str:
     return str(first) if first == last else f"{first}–{last}"
 
 
+def _weight_shape(d_in: int, kdim: int, vdim: int, d_out: int) -> str:
+    """W_Q, W_K and W_V's shape (or shapes), as the split step says them."""
+    if kdim != d_in or vdim != d_in:
+        return (
+            f"{d_in} × {d_out}, {kdim} × {d_out} and {vdim} × {d_out} (d_in, kdim and vdim rows, "
+            f"d_out = {d_out} columns)"
+        )
+    if d_in == d_out:
+        return f"d_model × d_model = {d_in} × {d_in}"
+    return f"d_in × d_out = {d_in} × {d_out}"
+
+
 def _split_notes(
-    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int
+    record: StepRecorder,
+    rows: tuple[int, int],
+    heads: int,
+    widths: tuple[int, int, int, int],
+    d_k: int,
 ) -> tuple[Note, ...]:
+    n, m = rows
+    d_in, kdim, vdim, d_out = widths
+    if kdim != d_in or vdim != d_in:
+        return (
+            record.note(
+                "split_cross", d_in=d_in, kdim=kdim, vdim=vdim, d_out=d_out, heads=heads, d_k=d_k
+            ),
+        )
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
     notes = (
@@ -393,13 +519,14 @@ def _split_notes(
     cost = record.note(
         "heads_cost",
         n=n,
+        m=m,
         heads=heads,
         d_model=d_in,
         d_k=d_k,
-        weights=heads * n * n,  # each head its own n × n scores and softmax
-        one=n * n,
-        dots=heads * n * n,
-        score_flops=2 * heads * n * n * d_k,  # h · n² dot products, each d_k long
+        weights=heads * n * m,  # each head its own n × m scores and softmax
+        one=n * m,
+        dots=heads * n * m,
+        score_flops=2 * heads * n * m * d_k,  # h · n · m dot products, each d_k long
     )
     return (*notes, cost)
 
@@ -408,14 +535,15 @@ def _head_steps(
     record: StepRecorder,
     index: int,
     heads: int,
-    x: Any,
-    projections: tuple[tuple[Any, Any | None], ...],
+    projections: tuple[tuple[Any, Any, Any | None], ...],
     mask: Any | None,
-    tokens: tuple[str, ...],
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
 ) -> _Head:
-    """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
+    """Head i: its column blocks of W_Q, W_K, W_V (and biases), each applied to its sequence
+    (X for the queries, the keys' and values' own where given); Q, K, V; weights (the output
     is recorded by _head_output, after dropout when there is dropout)."""
+    tokens, keys = labels
     d_k = base["dk"]
     span = _span(index, d_k)
     context = {
@@ -430,11 +558,11 @@ def _head_steps(
     qkv = [
         record.compute(
             f"{prefix}.{letter}",
-            functools.partial(_head_affine, x, w, b, index, heads),
+            functools.partial(_head_affine, source, w, b, index, heads),
             text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
-            grid=rows,
+            grid=rows if letter == "Q" else Grid(keys, context=context),
         )
-        for letter, (w, b) in zip("QKV", projections, strict=True)
+        for letter, (source, w, b) in zip("QKV", projections, strict=True)
     ]
     # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
     # softmax and A V together) is shown on the head's output, the last value it computes.
@@ -445,7 +573,7 @@ def _head_steps(
             f"{prefix}.masked",
             result.scaled + mask,
             text="head_masked",
-            grid=replace(rows, cols=tokens),
+            grid=replace(rows, cols=keys),
         )
         weights_text = "head_weights_masked"
     record.add(
@@ -455,7 +583,7 @@ def _head_steps(
         row_sums=True,
         parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
         text=weights_text,
-        grid=replace(rows, cols=tokens),
+        grid=replace(rows, cols=keys),
     )
     return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
 
@@ -557,30 +685,42 @@ def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> b
 
 def _labelled_inputs(
     run: LessonRun,
-    weights: dict[str, np.ndarray],
-    biases: dict[str, np.ndarray],
-    tokens: tuple[str, ...],
+    parameters: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
     d_k: int,
     drawn: frozenset[str],
+    loaded: pytorch.LoadedAttention | None,
 ) -> tuple[InputValue, ...]:
-    """X and every weight and bias used; W_Q, W_K, W_V columns and W_O rows named by head."""
+    """X (and the keys' and values' sequences) and every weight and bias used; W_Q, W_K, W_V
+    columns and W_O rows named by head."""
+    weights, biases = parameters
+    tokens, keys = labels
     split = _split_labels(weights["W_Q"].shape[1], d_k)
     descriptions = {spec.name: spec.description for spec in CARD.inputs}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
+    for name in ("X_K", "X_V"):
+        if name in run.inputs:
+            items.append(
+                InputValue(name, run.inputs[name], row_labels=keys, description=descriptions[name])
+            )
+
+    def origin(name: str) -> str:
+        if name in drawn:
+            return f" (drawn, random seed {run.seed})"
+        if loaded is not None and name in loaded.weights:
+            return f" ({loaded.origin(name)})"
+        return ""
+
     for name in WEIGHT_NAMES:
         if name not in weights:
             continue
-        description = descriptions[name] + (
-            f" (drawn, random seed {run.seed})" if name in drawn else ""
-        )
+        description = descriptions[name] + origin(name)
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
         if bias in biases:
-            description = descriptions[bias] + (
-                f" (drawn, random seed {run.seed})" if bias in drawn else ""
-            )
+            description = descriptions[bias] + origin(bias)
             items.append(InputValue(bias, biases[bias], description=description))
     return tuple(items)
 
@@ -594,7 +734,7 @@ def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
 # the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
 SIZES = (
     *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
-    *("then_wo", "width", "weight_shape"),
+    *("then_wo", "width", "weight_shape", "m", "kdim", "vdim", "keys_from", "values_from"),
 )
 HEAD = (*SIZES, "head", "cols", "cols_word", "entries_word")
 MASKED = (*HEAD, "mask_name")
@@ -620,9 +760,12 @@ TEXTS = Texts(
     },
     notes={
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
+        "split_cross": ("d_in", "kdim", "vdim", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
-        "heads_cost": ("n", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
+        "heads_cost": (
+            *("n", "m", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
+        ),
         "concat_only": (),
         "one_head": (),
         "heads_same": ("first", "second"),
@@ -632,18 +775,37 @@ TEXTS = Texts(
             *("least", "least_first", "least_second"),
         ),
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
+        "file_weights": ("source", "layout", "heads"),
         **dropout.NOTES,
     },
     claims={
+        **dropout.CLAIMS,
         "heads_same": heads_have_same_weights,
         "two_heads_differ": two_heads_differ,
         "heads_differ": every_pair_differs,
     },
+    measured=(
+        "heads_cost",
+        *dropout.MEASURED,
+    ),
+    general=(
+        "split_rectangular",
+        "split_cross",
+        "split_square",
+        "parameters",
+        "concat_only",
+        "one_head",
+        "drawn_weights",
+        "drawn_biases",
+        "drawn_both",
+        "file_weights",
+        *dropout.GENERAL,
+    ),
 )
 
 LESSON = Lesson(
     card=CARD,
-    labels=("tokens",),  # lesson files' labels = {...} it reads
+    labels=("tokens", "keys"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,

@@ -1,9 +1,12 @@
 """attn multihead --code: h heads side by side (each scaled dot-product attention on its own
-columns of W_Q, W_K, W_V), concatenated, then W_O; with --causal, --valid-len and biases.
+columns of W_Q, W_K, W_V), concatenated, then W_O; with --causal, --valid-len and biases, and
+keys and values from sequences of their own (X_K, X_V).
 
 PyTorch's nn.MultiheadAttention has the same conventions when d_in = d_out and W_O is given:
-its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose) and out_proj.weight
-is W_Oᵀ.
+its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose), or q_proj_weight,
+k_proj_weight, v_proj_weight when the keys or values are of other widths (kdim, vdim), and
+out_proj.weight is W_Oᵀ; the program loads them as its state_dict
+(attn_cli.course.multihead.pytorch.state_dict_of).
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from attn_cli.core.model import Walkthrough
+from attn_cli.course.multihead.pytorch import state_dict_of
 from attn_cli.render.attention_program import SOFTMAX
-from attn_cli.render.code_render import assignments, inputs_of, options_of, refuse
+from attn_cli.render.code_render import array, assignments, inputs_of, options_of, refuse
 
 BIASES = ("b_Q", "b_K", "b_V", "b_O")
 
@@ -32,7 +36,7 @@ def _mask_lines(causal: bool, lengths: list[int] | None, xp: str) -> list[str]:
     terms = (["(j <= i)"] if causal else []) + (["(j < valid_len[:, None])"] if lengths else [])
     return [
         f"i = {xp}.arange(X.shape[0])[:, None]  # query positions",
-        f"j = {xp}.arange(X.shape[0])[None, :]  # key positions",
+        f"j = {xp}.arange(X_K.shape[0])[None, :]  # key positions",
         "allowed = "
         + " & ".join(terms)
         + "  # causal: no future key; padding: no key past valid_len",
@@ -51,6 +55,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "import numpy as np",
         "",
         assignments(values),
+        *_sequences(given),
         f"heads = {heads}",
         "",
         "",
@@ -61,8 +66,8 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "for h in range(heads):",
         "    cols = slice(h * d_k, (h + 1) * d_k)  # head h's columns of W_Q, W_K, W_V",
         f"    Q = X @ W_Q[:, cols]{bias['b_Q']}",
-        f"    K = X @ W_K[:, cols]{bias['b_K']}",
-        f"    V = X @ W_V[:, cols]{bias['b_V']}",
+        f"    K = X_K @ W_K[:, cols]{bias['b_K']}",
+        f"    V = X_V @ W_V[:, cols]{bias['b_V']}",
         "    scores = Q @ K.T / np.sqrt(d_k)",
         *(["    scores = np.where(allowed, scores, -np.inf)"] if masked else []),
         "    weights = softmax(scores)",
@@ -81,6 +86,16 @@ def numpy_program(walkthrough: Walkthrough) -> str:
     return "\n".join(lines)
 
 
+def _sequences(given: dict[str, Any]) -> list[str]:
+    """The keys' and values' sequences: their own where given, else X (or the keys')."""
+    lines = []
+    if "X_K" not in given:
+        lines.append("X_K = X  # the keys come from the tokens themselves (self-attention)")
+    if "X_V" not in given:
+        lines.append("X_V = X_K  # the values from the same rows as the keys")
+    return lines
+
+
 def torch_program(walkthrough: Walkthrough) -> str:
     given, heads, lengths, causal = _given(walkthrough)
     d_in, d_out = given["W_Q"].shape
@@ -90,36 +105,41 @@ def torch_program(walkthrough: Walkthrough) -> str:
             "--backend torch here",
             "nn.MultiheadAttention needs d_in = d_out and a square W_O",
         )
-    with_bias = [name for name in BIASES if name in given]
-    if with_bias and len(with_bias) != len(BIASES):
-        raise refuse("multihead", "--backend torch here", "nn.MultiheadAttention biases all four")
-    values = {name: value for name, value in given.items()}
+    weights = {name: given[name] for name in ("W_Q", "W_K", "W_V", "W_O", *BIASES) if name in given}
+    state = state_dict_of(weights)
+    bias = "in_proj_bias" in state
+    kdim, vdim = given["W_K"].shape[0], given["W_V"].shape[0]
+    values: dict[str, Any] = {name: given[name] for name in ("X", "X_K", "X_V") if name in given}
     if lengths is not None:
         values["valid_len"] = lengths
     mask_lines = _mask_lines(causal, lengths, "torch")
+    widths = f", kdim={kdim}, vdim={vdim}" if (kdim, vdim) != (d_in, d_in) else ""
+    packed = (
+        "packed into in_proj_weight"
+        if "in_proj_weight" in state
+        else ("kdim or vdim differ: q_proj_weight, k_proj_weight, v_proj_weight")
+    )
     lines = [
         '"""attn multihead: multi-head attention, in PyTorch (nn.MultiheadAttention)."""',
         "import torch",
         "from torch import nn",
         "",
         assignments(values, "torch"),
+        *_sequences(given),
         f"heads = {heads}",
         "",
-        f"mha = nn.MultiheadAttention(X.shape[1], heads, bias={bool(with_bias)}, dtype=torch.float64)",
-        "with torch.no_grad():  # nn.Linear multiplies by the transpose: X W is X @ (W.T).T",
-        "    mha.in_proj_weight.copy_(torch.cat([W_Q.T, W_K.T, W_V.T]))",
-        "    mha.out_proj.weight.copy_(W_O.T)",
+        f"mha = nn.MultiheadAttention(X.shape[1], heads{widths}, bias={bias}, dtype=torch.float64)",
+        f"state = {{  # the weights in PyTorch's names and layouts ({packed}; nn.Linear: W.T)",
+        *(f'    "{key}": {array(value, "torch", 4)},' for key, value in state.items()),
+        "}",
+        "mha.load_state_dict(state)",
     ]
-    if with_bias:
-        lines += [
-            "    mha.in_proj_bias.copy_(torch.cat([b_Q, b_K, b_V]))",
-            "    mha.out_proj.bias.copy_(b_O)",
-        ]
     lines += mask_lines
     mask = ", attn_mask=~allowed" if mask_lines else ""  # its boolean mask: True = blocked
     lines += [
         "with torch.no_grad():",
-        f"    output, weights = mha(X, X, X{mask}, average_attn_weights=False)  # weights (h, n, n)",
+        f"    output, weights = mha(X, X_K, X_V{mask}, average_attn_weights=False)"
+        "  # weights (h, n, m)",
         "",
         "for h in range(heads):",
         '    print(f"head{h + 1}.weights =", weights[h].tolist())',

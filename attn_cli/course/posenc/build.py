@@ -264,6 +264,7 @@ TEXTS = Texts(
         "split": ("h", "last", "d"),
     },
     claims={"falls": falls_with_distance, "rises_again": rises_again},
+    general=("split",),
 )
 
 LESSON = Lesson(

@@ -203,11 +203,21 @@ TEXTS = Texts(
         "dropout_normalised": ("normaliser",),
     },
     claims={
+        **dropout.CLAIMS,
+        **normalisers.CLAIMS,
         "no_scale": on_an_example,
         "no_scale_asked": on_own_inputs,
         "one_key": has_one_key,
         "still_peaked": is_still_peaked,
     },
+    measured=(
+        *dropout.MEASURED,
+        *normalisers.MEASURED,
+    ),
+    general=(
+        *dropout.GENERAL,
+        *normalisers.GENERAL,
+    ),
 )
 
 LESSON = Lesson(

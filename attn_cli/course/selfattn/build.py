@@ -266,7 +266,7 @@ def _permuted(
     )
     expected = record.to_numpy(output)[order]
     difference = float(np.max(np.abs(record.to_numpy(result.attention.output) - expected)))
-    tolerance = 64 * EPSILON[backend.dtype] * max(1.0, float(np.max(np.abs(expected))))
+    tolerance = rounding_tolerance(backend.dtype, expected)
     if difference == 0:
         verdict = record.note("permuted_exact")
     elif difference <= tolerance:
@@ -295,6 +295,56 @@ def _permuted(
 # What every step's text reads: the sizes; --permute's steps add the order.
 SIZES = ("n", "d", "dk", "dv", "sqrt_dk")
 PERMUTED = (*SIZES, "order")
+
+
+def rounding_tolerance(dtype: str, output: np.ndarray) -> float:
+    """How far two orders of the same sums may differ: 64 · ε of the dtype · max(1, max |out|)."""
+    return 64 * EPSILON[dtype] * max(1.0, float(np.max(np.abs(output))))
+
+
+def one_token(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``one_token``: one token, whose one weight is exactly 1."""
+    weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
+    return bool(weights.shape == (1, 1) and weights[0, 0] == 1.0)
+
+
+def _symmetric(walkthrough: Walkthrough, key: str) -> bool:
+    matrix = np.asarray(walkthrough.step(key), dtype=np.float64)
+    return bool(matrix.ndim == 2 and np.array_equal(matrix, matrix.T))
+
+
+def both_symmetric(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``both_symmetric``: the scores and the weights equal their transposes."""
+    return _symmetric(walkthrough, "scores") and _symmetric(walkthrough, "weights")
+
+
+def weights_asymmetric(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``weights_asymmetric``: the scores equal their transpose, the weights do not,
+    and the pair quoted is one where they differ."""
+    return (
+        _symmetric(walkthrough, "scores")
+        and not _symmetric(walkthrough, "weights")
+        and values["weight"] != values["mirrored"]
+    )
+
+
+def _permuted_gap(walkthrough: Walkthrough) -> float:
+    return float(np.max(np.abs(np.asarray(walkthrough.step("permuted.difference")))))
+
+
+def permuted_exact(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``permuted_exact``: every permuted output row equals its token's, bit for bit."""
+    return _permuted_gap(walkthrough) == 0.0
+
+
+def permuted_rounding(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``permuted_rounding``: the rows differ, by no more than rounding does
+    (:func:`rounding_tolerance`, the bound the lesson chose the note by)."""
+    output = np.asarray(walkthrough.output, dtype=np.float64)
+    gap = _permuted_gap(walkthrough)
+    return 0.0 < gap <= rounding_tolerance(walkthrough.dtype, output)
+
+
 TEXTS = Texts(
     steps={
         **dict.fromkeys(("Q", "K", "V", "scores", "scaled", "weights", "output"), SIZES),
@@ -320,7 +370,28 @@ TEXTS = Texts(
         "word_order": ("order",),
         **dropout.NOTES,
     },
-    claims={"values_are_keys": values_are_keys, "slide_symmetric": weights_not_symmetric},
+    claims={
+        "one_token": one_token,
+        "both_symmetric": both_symmetric,
+        "weights_asymmetric": weights_asymmetric,
+        "permuted_exact": permuted_exact,
+        "permuted_rounding": permuted_rounding,
+        **dropout.CLAIMS,
+        "values_are_keys": values_are_keys,
+        "slide_symmetric": weights_not_symmetric,
+    },
+    measured=(
+        "permuted_wrong",
+        *dropout.MEASURED,
+    ),
+    general=(
+        "identity_one",
+        "identity_several",
+        "no_scale",
+        "word_order_tokens",
+        "word_order",
+        *dropout.GENERAL,
+    ),
 )
 
 LESSON = Lesson(

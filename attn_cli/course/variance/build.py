@@ -624,6 +624,7 @@ TEXTS = Texts(
         "spiky_peaked": spiky_is_peaked,
         "spiky_mild": spiky_is_mild,
     },
+    measured=("outside_histogram",),
 )
 
 LESSON = Lesson(

@@ -388,6 +388,13 @@ TEXTS = Texts(
         "not_with_hidden": not_with_hidden,
         "blockwise": same_output,
     },
+    measured=(
+        "count",
+        "band_pairs",
+        "band_pairs_causal",
+        "count_global",
+    ),
+    general=("global",),
 )
 
 LESSON = Lesson(

@@ -524,7 +524,7 @@ OPTION_EDITS = {"variance": ("keys", "9"), "posenc": ("base", "1000"), "cost": (
 def test_every_lesson_shows_an_edits_effect_on_the_step_in_focus_without_scrolling(lesson):
     """Done when: at 80 × 24 a lecturer opens any lesson, changes a number (+ on the first
     entry; where a lesson has no inputs, an option typed in) and sees the step in focus change,
-    its numbers whole and marked, with nothing scrolled. (kvcache's first step is query 1 over
+    its numbers whole and marked, with nothing scrolled, and the editing keys above. (kvcache's first step is query 1 over
     one cached key: its weight is 1 whatever the query, and its scores below it change.)"""
 
     async def scenario() -> Any:
@@ -541,12 +541,14 @@ def test_every_lesson_shows_an_edits_effect_on_the_step_in_focus_without_scrolli
                 await pilot.press("enter")
             await settled(pilot)
             assert_focused_numbers_visible(app)
+            screen = screen_lines(app)
             steps = app.query_one("#steps").region
-            shown = "\n".join(screen_lines(app)[steps.y : steps.bottom])
-            return app, shown
+            return app, "\n".join(screen[: steps.y]), "\n".join(screen[steps.y : steps.bottom])
 
-    app, shown = run(scenario())
+    app, above, shown = run(scenario())
     assert len(app.history) == 1
+    if app.state.cells:  # the editing keys in sight, however many inputs (block's weights)
+        assert "enter/digit: type · + -: nudge · tab: next · i: hide" in above, above
     key = app.walkthrough.steps[app.focused_step - 1].key
     assert key == app.walkthrough.steps[st.focus_step(app.walkthrough)].key  # still in focus
     change = app.changes[key]

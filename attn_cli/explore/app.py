@@ -54,6 +54,11 @@ CATCH_UP_SECONDS = 0.012
 CHECK_DELAY = 0.05
 # The width of one control in the options' grid (a grid of as many as fit across).
 CONTROL_WIDTH = 26
+# The fewest rows the inputs and controls keep when the step in focus needs the rest of the
+# screen: the keys' line, a table's name, header and first row, and its scroll bar.
+EDITOR_ROWS = 5
+# The rows the steps never have: the title, the strip above the steps, the footer.
+CHROME_ROWS = 3
 # The hints above the inputs and the steps: the keys each part of the screen takes.
 INPUTS_HINT = "enter/digit: type · + -: nudge · tab: next · i: hide"
 STEPS_HINT = "[ ]: step · g: list · f: prose"
@@ -122,6 +127,7 @@ class Explorer(App[None]):
         self.settled: list[float] = []
         self.edit_started: float | None = None
         self.generation = 0  # of the steps' drawing: one per edit
+        self.focus_measured: tuple[Any, int] = (None, 0)  # focus_rows's last, by what it drew
 
     def open(self, lesson: str) -> None:
         """Lesson ``lesson`` on its lecture example, with a fresh history and nothing marked."""
@@ -255,6 +261,7 @@ class Explorer(App[None]):
     def on_resize(self, event: Resize) -> None:
         columns = max(2, event.size.width // CONTROL_WIDTH)
         self.query_one("#options").styles.grid_size_columns = columns
+        self.fit_editor()
         if self.query("#inert"):
             self.show_inert()
 
@@ -271,7 +278,8 @@ class Explorer(App[None]):
     def show_inputs_hint(self) -> None:
         names = " ".join(self.state.cells)
         self.query_one("#inputs-hint", Static).update(
-            Text(f"Inputs {names} · {INPUTS_HINT}", no_wrap=True, overflow="ellipsis")
+            # the keys first: a lesson with many inputs (attn block's weights) cuts the names
+            Text(f"{INPUTS_HINT} · {names}", no_wrap=True, overflow="ellipsis")
         )
 
     def show_where(self) -> None:
@@ -365,8 +373,43 @@ class Explorer(App[None]):
             shown[-1].show(notes, later=not self.in_sight(shown[-1], top, height))
             shown[-1].source = None
         self.show_where()
+        self.fit_editor()
         self.generation += 1
         self.call_after_refresh(self.catch_up, self.generation)
+
+    def fit_editor(self) -> None:
+        """Leave the step in focus the rows its numbers take (its heading, its explanation when
+        unfolded, its value's table): the inputs and controls above get the rest (at least
+        EDITOR_ROWS; they scroll), and never more than 60% of the screen."""
+        editor = self.query_one("#editor")
+        height = self.size.height or 24
+        need = self.focus_rows()
+        room = max(EDITOR_ROWS, height - CHROME_ROWS - need) if need else height
+        editor.styles.max_height = min(room, height * 3 // 5)
+
+    def focus_rows(self) -> int:
+        """The lines from the top of the step in focus to the end of its value's table, as the
+        steps' pane draws them (0 for the introduction)."""
+        if self.focused_step == 0:
+            return 0
+        step = self.walkthrough.steps[self.focused_step - 1]
+        options = RenderOptions(precision=self.precision)
+        width = self.focus_width()
+        key = (step.key, id(step), self.prose, width)
+        if self.focus_measured[0] != key:
+            change = self.changes.get(step.key)
+            blocks = step_blocks(step, 0, options, self.walkthrough.dtype, change, self.prose)
+            numbers = blocks[: 2 + (self.prose and bool(step.explanation_at(self.precision)))]
+            lines = self.console.render_lines(
+                Group(*numbers), self.console.options.update(width=width, highlight=False)
+            )
+            self.focus_measured = (key, len(lines))
+        return self.focus_measured[1]
+
+    def focus_width(self) -> int:
+        """The width a step is drawn at: the steps' pane less its scroll bar, a step's bar at
+        its left and its padding at its right."""
+        return max(1, (self.size.width or 80) - 4)
 
     @staticmethod
     def in_sight(widget: Widget, top: int, height: int) -> bool:

@@ -50,6 +50,9 @@ RUNS = Runs(
         ("--decoder", "--memory-padding", "0,1,1,0", "--no-causal"),
         ("--layers", "2", "--shared-weights", "--wq", "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"),
         ("--weights", WEIGHTS_FILE, "--pre-norm"),
+        # Rows near 1e155: σ² passes float64 and shows ∞, the root and N stay exact
+        # (variance_beyond).
+        ("--x", "1e155,2e155,3e155,4e155;5e155,6e155,7e155,8e155", "--no-posenc", "--pre-norm"),
     ),
     # The claims sweep draws a memory length m too, which only --decoder takes: the runs without
     # it are refused (counted), and the examples and variants above cover the encoder.
@@ -425,3 +428,20 @@ def test_the_explorer_shows_every_weight_and_gives_only_those_edited(invoke_json
     np.testing.assert_array_equal(np.array(unwrap(doc["output"])), walk.output)
     gelu = st.with_option(edited, "activation", "gelu")
     assert st.walkthrough(start, gelu).meta["activation"] == "gelu"
+
+
+def test_layer_norm_of_rows_near_1e155_gives_the_true_root_and_rows(invoke_json):
+    """Their squares pass float64: σ² shows ∞ (noted), √(σ² + ε) and N are those of the same
+    rows divided by 1e150 (scaled back), where nothing overflows."""
+    big = invoke_json("block", "--x", "1e155,2e155,3e155,5e155", "--no-posenc", "--pre-norm")
+    small = invoke_json("block", "--x", "1e5,2e5,3e5,5e5", "--no-posenc", "--pre-norm")
+    steps = {step["key"]: step for step in big["steps"]}
+    reference = {step["key"]: step for step in small["steps"]}
+    stats = unwrap(steps["norm1.stats"]["value"])[0]
+    assert stats[1] is None or stats[1] in ("Infinity", "inf") or stats[1] == float("inf")
+    assert math.isclose(stats[2], unwrap(reference["norm1.stats"]["value"])[0][2] * 1e150)
+    assert np.allclose(
+        unwrap(steps["norm1.normalised"]["value"]), unwrap(reference["norm1.normalised"]["value"])
+    )
+    notes = [note["key"] for note in steps["norm1.normalised"].get("notes", [])]
+    assert "variance_beyond" in notes

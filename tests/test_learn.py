@@ -43,14 +43,16 @@ def test_saved_arrays_load_back_exactly(tmp_path):
     path = tmp_path / "w.npz"
     arrays = {"W1": np.arange(6.0).reshape(2, 3) / 7, "v": np.array([0.1, -0.2])}
     weights_file.save_arrays(path, arrays)
-    loaded = weights_file.load_arrays(path, {"W1": (2, None), "v": (2,)}, "--weights")
+    loaded = weights_file.load_arrays(
+        path, {"W1": (2, None), "v": (2,)}, "--weights", largest=3, written_by="attn learn"
+    )
     assert set(loaded) == {"W1", "v"}
     assert np.array_equal(loaded["W1"], arrays["W1"]) and np.array_equal(loaded["v"], arrays["v"])
 
 
 def _refused(path, shapes, *fragments):
     with pytest.raises(UserError) as caught:
-        weights_file.load_arrays(path, shapes, "--weights")
+        weights_file.load_arrays(path, shapes, "--weights", largest=8, written_by="attn learn")
     message = str(caught.value)
     assert "\n" not in message and message.startswith("--weights ")
     for fragment in fragments:
@@ -69,7 +71,7 @@ def test_bad_weights_files_are_one_line(tmp_path):
     good = tmp_path / "good.npz"
     np.savez(good, v=np.zeros(3), W=np.zeros((2, 2)), s=np.array(["a", "b"]))
     _refused(good, {"u": (3,)}, "no u")
-    _refused(good, {"v": (2,)}, "v is 3", "expected 2")
+    _refused(good, {"v": (2,)}, "v is 3", "accepts 2 (1-D)")
     _refused(good, {"W": (None,)}, "W is 2 × 2", "1-D")
     _refused(good, {"s": (2,)}, "not numbers")
     pickled = tmp_path / "pickled.npz"

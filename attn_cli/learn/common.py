@@ -54,6 +54,19 @@ class LearnOptions:
     # A file written by --save to evaluate instead of training (a task that reads_weights).
     weights: Path | None = None
 
+    def __post_init__(self) -> None:
+        """A number larger than any attn takes is refused before anything uses it (a seed of
+        2**64 overflows torch's generator; a width of 2**64, numpy's)."""
+        from attn_cli.core.whole import check_whole_size
+
+        for flag, value in (
+            ("--seed", self.seed),
+            ("--steps", self.steps),
+            ("--hidden", self.hidden),
+            ("--max-len", self.max_len),
+        ):
+            check_whole_size(value, flag)
+
     def resolved(self, *, steps: int, hidden: int, max_len: int) -> LearnOptions:
         """These options with each one not given set to the task's default."""
         return replace(

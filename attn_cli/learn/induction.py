@@ -17,6 +17,7 @@ Declared at the bottom (``TASK``, attn_cli.learn.common.Task): :func:`run` and :
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +47,15 @@ HIDDEN = 32  # d_model
 MAX_LEN = 10  # the longest repeated half: sequences of 8 … 20 tokens
 HELD_OUT = 256  # sequences evaluated on, never trained on
 MIN_STEPS = 20  # fewer steps than this say nothing (the error "too small to say anything")
+# The widest model trained or read (--hidden, --weights): as attn learn translate's, wider trains
+# for long on a CPU without showing more (and --hidden 100000 would ask for 75 GiB).
+MOST_HIDDEN = 256
+# Training steps a second, one model at --hidden 32 (HIDDEN), an evaluation every 50 steps
+# included: 13 ms a step measured on a loaded 2-core machine (26 ms at --hidden 128: the
+# matrices are small, so the time grows as the square root of the width). The work guard
+# (attn_cli.core.work) refuses a budget that would take over three minutes, saying how long.
+STEPS_PER_SECOND = 75.0
+WRITTEN_BY = "attn learn induction --save FILE"
 THREADS = 1  # tiny matrices: 2 threads were no faster, and far slower on a loaded machine
 
 # What the claims need to see: a head that puts at least half its weight on the token after the
@@ -176,6 +186,12 @@ def _checked(options: LearnOptions) -> LearnOptions:
         raise common.too_small(
             NAME, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
         )
+    if hidden > MOST_HIDDEN:
+        raise UserError(
+            f"--hidden {hidden:,}: at most {MOST_HIDDEN} (wider trains for long on a CPU without "
+            "showing more)."
+        )
+    check_steps(steps, hidden)
     if hidden % model.HEADS or hidden < 2 * model.HEADS:
         raise UserError(
             f"--hidden {hidden}: the width is split between {model.HEADS} heads per layer, so it "
@@ -188,6 +204,19 @@ def _checked(options: LearnOptions) -> LearnOptions:
             f"e.g. --max-len {MAX_LEN}."
         )
     return resolved
+
+
+def check_steps(steps: int, hidden: int) -> None:
+    """Refuse a budget that would train for more than a few minutes here, with how long."""
+    from attn_cli.core.work import check_work
+
+    per_step = len(MODELS) * math.sqrt(max(hidden, HIDDEN) / HIDDEN)  # HIDDEN-wide model steps
+    check_work(
+        steps * per_step,
+        STEPS_PER_SECOND,
+        f"--steps {steps:,} trains {len(MODELS)} models of width {hidden}",
+        f"fewer --steps (the default is {STEPS})",
+    )
 
 
 # --- run -------------------------------------------------------------------------------------
@@ -280,28 +309,72 @@ def _saved(trained: Trained) -> dict[str, np.ndarray]:
 
 def _load(path: Path) -> Trained:
     """The seed, steps and models of a file written by --save, with the seed's held-out
-    sequences; a UserError when it is not one."""
+    sequences; a UserError when it is not one. Every array is judged from its header before
+    it is read: a model at most MOST_HIDDEN wide, as training makes."""
     flag = f"--weights {path}:"
-    found = weights_file.load_arrays(
-        path, {"seed": (), "steps": (), "two.embed": (data.VOCAB, None)}, "--weights"
-    )
-    seed, steps = int(found["seed"]), int(found["steps"])
+
+    def read(shapes: Mapping[str, tuple[int | None, ...]]) -> dict[str, np.ndarray]:
+        return weights_file.load_arrays(
+            path, shapes, "--weights", largest=MOST_HIDDEN, written_by=WRITTEN_BY
+        )
+
+    counts = weights_file.load_wholes(path, ("seed", "steps"), "--weights", written_by=WRITTEN_BY)
+    seed, steps = counts["seed"], counts["steps"]
+    found = read({"two.embed": (data.VOCAB, None)})
     d_model = found["two.embed"].shape[1]
-    position = weights_file.load_arrays(path, {"two.position": (None, d_model)}, "--weights")
+    position = read({"two.position": (None, d_model)})
     positions = position["two.position"].shape[0]
     max_len = positions // 2
     if positions % 2 or not data.MIN_LEN < max_len <= data.VOCAB or d_model % model.HEADS:
-        raise UserError(f"{flag} its sizes are not those of attn learn induction --save.")
+        raise UserError(f"{flag} its sizes are not those of {WRITTEN_BY}.")
     models = []
     for key, (layers, name) in MODELS.items():
         shape = model.Shape(layers, d_model, max_len)
-        arrays = weights_file.load_arrays(
-            path, {f"{key}.{n}": s for n, s in shape.shapes().items()}, "--weights"
-        )
+        arrays = read({f"{key}.{n}": s for n, s in shape.shapes().items()})
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
+        _check_float32(weights, key, flag)
         models.append(_Model(key, name, shape, None, weights, []))
     split = data.split(seed, 0, model.BATCH, HELD_OUT, max_len)
     return Trained(seed, steps, split, models)
+
+
+def _check_float32(weights: Mapping[str, np.ndarray], key: str, flag: str) -> None:
+    """Refuse weights that float32, the models' dtype, cannot hold (they would be ∞, and every
+    score NaN): training never makes them."""
+    largest = float(np.finfo(np.float32).max)
+    for name, value in weights.items():
+        peak = float(np.max(np.abs(value))) if value.size else 0.0
+        if peak > largest:
+            raise UserError(
+                f"{flag} {key}.{name} has an entry of {peak:.3g}, beyond the largest float32 "
+                f"({largest:.3g}), the dtype the models compute in; write the file with "
+                f"{WRITTEN_BY}."
+            )
+
+
+def _overflow_note(after: Mapping[str, model.Evaluation]) -> tuple[Note, ...]:
+    """Said when a model's attention on the held-out sequences is not finite (weights that
+    overflow float32 in the models' sums, from a file): the NaN shown is what it computes."""
+    from attn_cli.core.model import Note
+
+    broken = [
+        key
+        for key, evaluation in after.items()
+        if not all(np.isfinite(pattern).all() for pattern in evaluation.patterns)
+    ]
+    if not broken:
+        return ()
+    largest = float(np.finfo(np.float32).max)
+    names = " and ".join(MODELS[key][1] for key in broken)
+    return (
+        Note.fixed(
+            "overflow",
+            f"The {names} model's attention weights are NaN on the held-out sequences: its "
+            f"weights are so large that the scores overflow float32 (largest {largest:.3g}), the "
+            "dtype the models compute in, so the scores and heatmaps below show NaN, not "
+            "attention. Weights trained by attn learn induction stay far below this.",
+        ),
+    )
 
 
 # --- the walkthrough -------------------------------------------------------------------------
@@ -332,7 +405,7 @@ def _walkthrough(record: StepRecorder, trained: Trained, weights: Path | None) -
         for m in trained.models:
             evaluation = after[m.key] if when == "after" else None
             _record_heads(record, m, when, held, shown, evaluation, chances)
-    notes = _formed_notes(record, trained.steps, scores, after, chances)
+    notes = (*_overflow_note(after), *_formed_notes(record, trained.steps, scores, after, chances))
     meta = _meta(trained, weights, shown, chances, after, scores)
     output = [
         {

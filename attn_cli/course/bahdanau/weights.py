@@ -33,7 +33,13 @@ CONFLICTS = {
     "wy": "--wy",
     "wc": "--wc",
     "y": "--y",
+    "tokens": "--tokens",
 }
+# The largest size of an array the file may declare (tokens, widths): a model attn learn
+# translate trains is at most 24 words long and 512 wide; a larger one is refused from the
+# file's headers, before anything is read.
+LARGEST = 4096
+WRITTEN_BY = "attn learn translate --save FILE"
 
 
 def weights_into_inputs(given: dict[str, Any]) -> None:
@@ -44,6 +50,11 @@ def weights_into_inputs(given: dict[str, Any]) -> None:
     for name, flag in CONFLICTS.items():
         if given.get(name) is not None:
             raise UserError(f"--weights gives the inputs of one decoder step; leave out {flag}.")
+    if given.get("seed"):  # 0 is the default: nothing asked
+        raise UserError(
+            "--weights gives the inputs of one decoder step, nothing is drawn at random; "
+            "leave out --seed."
+        )
     given.update(load_step(Path(path)))
 
 
@@ -56,6 +67,8 @@ def load_step(path: Path) -> dict[str, Any]:
         path,
         {"s_t": (None,), "H": (None, None), "W1": (None, None), "W2": (None, None), "v": (None,)},
         "--weights",
+        largest=LARGEST,
+        written_by=WRITTEN_BY,
     )
     (d_s,), (n, d_h), (d_a, d_w1), (d_a2, d_w2), (d_v,) = (
         arrays[name].shape for name in ("s_t", "H", "W1", "W2", "v")
@@ -64,10 +77,10 @@ def load_step(path: Path) -> dict[str, Any]:
         raise UserError(
             f"{flag}: its shapes do not fit together (H {n} × {d_h}, s_t {d_s}, W1 {d_a} × "
             f"{d_w1}, W2 {d_a2} × {d_w2}, v {d_v}): W1 must be d_a × d_h, W2 d_a × d_s and v "
-            "d_a; write it again with attn learn translate --save FILE."
+            f"d_a; write it again with {WRITTEN_BY}."
         )
     found: dict[str, Any] = {FROM_FILE[name]: value for name, value in arrays.items()}
-    words = load_words(path, "tokens", "--weights")
+    words = load_words(path, "tokens", "--weights", largest=LARGEST)
     if words is not None and len(words) == n:
         found["tokens"] = ",".join(words)
     return found

@@ -46,6 +46,24 @@ def rows_normalised(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
     )
 
 
+def variance_beyond(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The named rows, and only those, show σ² = ∞ beside a finite √(σ² + ε)."""
+    try:
+        step = walkthrough.find(f"{values['norm']}.stats")
+        stats = np.asarray(step.value, dtype=np.float64)
+        labels = step.row_labels or ()
+    except (KeyError, ValueError, TypeError):
+        return False
+    if stats.ndim != 2 or stats.shape[1] != 3 or len(labels) != stats.shape[0]:
+        return False
+    beyond = {
+        labels[i]
+        for i in range(stats.shape[0])
+        if np.isinf(stats[i, 1]) and np.isfinite(stats[i, 2])
+    }
+    return bool(beyond) and beyond == set(str(values.get("rows", "")).split(", "))
+
+
 def rows_flat(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The named rows, and only those, have every entry of the LayerNorm's input equal."""
     try:

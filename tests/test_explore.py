@@ -823,7 +823,7 @@ def test_a_control_that_changes_no_number_is_hidden_with_a_note():
                 note.display and str(note.render()),
             )
 
-    assert run(scenario("causal")) == (False, "no effect here: --scale")
+    assert run(scenario("causal")) == (False, "no effect: --scale")
     start = st.opening("causal")
     off = st.walkthrough(start, st.with_option(start.state, "scale", False))
     assert st.same_numbers(start.walkthrough, off)

@@ -314,7 +314,7 @@ class Explorer(App[None]):
             control.display = (control.id or "").removeprefix("control-") not in self.inert
             shown += control.display
         note.display = bool(hidden)
-        note.update(Text(f"no effect here: {', '.join(hidden)}", no_wrap=True, overflow="ellipsis"))
+        note.update(Text(f"no effect: {', '.join(hidden)}", no_wrap=True, overflow="ellipsis"))
         columns = self.query_one("#options").styles.grid_size_columns or 3
         note.styles.column_span = columns - shown % columns if shown % columns else columns
         self.query_one("#options").display = shown > 0 or bool(hidden)

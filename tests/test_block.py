@@ -445,3 +445,22 @@ def test_layer_norm_of_rows_near_1e155_gives_the_true_root_and_rows(invoke_json)
     )
     notes = [note["key"] for note in steps["norm1.normalised"].get("notes", [])]
     assert "variance_beyond" in notes
+
+
+def test_the_hidden_units_note_says_which_are_always_on_always_off_or_both():
+    """Issue 42: step 15 said "each hidden unit is on for some tokens and off for the rest"
+    where some units were on for every token and some off for every token. The note names the
+    three groups from the numbers, and its claim fails for any other grouping."""
+    from attn_cli.course.block.claims import relu_units
+
+    walk = attn.block()
+    note = next(n for n in walk.find("ffn.hidden").notes if n.key == "relu_units")
+    hidden = np.asarray(walk.step("ffn.hidden"))
+    on = hidden > 0
+    always = [f"u{j + 1}" for j in np.flatnonzero(on.all(axis=0))]
+    never = [f"u{j + 1}" for j in np.flatnonzero((~on).all(axis=0))]
+    assert note.values["always"] == (f"{len(always)} ({', '.join(always)})" if always else "none")
+    assert note.values["never"] == (f"{len(never)} ({', '.join(never)})" if never else "none")
+    assert relu_units(walk, note.values)
+    assert not relu_units(walk, {**note.values, "mixed": "none"})
+    assert "on for some tokens and off for the rest" not in walk.find("ffn.hidden").explanation

@@ -7,8 +7,9 @@ of ``--code``. A task records its walkthrough with the lessons' step recorder (:
 declared texts, notes, claims withheld when false) and the lessons' renderers show it, --plot
 included (attn_cli.render.heatmap).
 
-Also here: :class:`LearnOptions`, :func:`seeded` (data, initialisation and batches from the
-seed; deterministic algorithms; a fixed thread count), the :class:`Progress` callback and
+Also here: :class:`LearnOptions`, :func:`pin_kernels` and :func:`seeded` (data, initialisation
+and batches from the seed; deterministic algorithms; a fixed thread count; the CPU kernels
+pinned), :func:`reproducibility` (what the numbers depend on), the :class:`Progress` callback and
 :func:`progress_bar` (rich's progress on a terminal, nothing otherwise), :func:`save_arrays` /
 :func:`load_arrays`, :func:`too_small` (the "budget too small to say anything" error) and
 :func:`require_torch`. Light at import (no numpy, no torch): the command imports it.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +30,7 @@ from attn_cli.core.errors import UserError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from attn_cli.core.model import Walkthrough
+    from attn_cli.core.model import Note, Walkthrough
     from attn_cli.course.recorder import StepRecorder
     from attn_cli.lessonfiles.texts import Texts
 
@@ -37,6 +39,21 @@ if TYPE_CHECKING:
 # models are small enough that a second thread gains little, and on a shared machine (the other
 # core busy) two threads wait on each other and train several times slower (docs/learn.md).
 THREADS = 1
+
+# The CPU kernels torch trains with, pinned so that a seed gives the same numbers on every x86-64
+# machine with the same versions. Left to itself, torch picks its kernels by the CPU's vector
+# instructions (AVX-512 on one machine, AVX2 on another) and so does MKL, its matrix library:
+# the same sums in another order, last digits apart, and training amplifies them (translate's
+# default: alignment score 0.973 with AVX-512 kernels, 0.952 with AVX2 ones, on one machine
+# with ATEN_CPU_CAPABILITY set). AVX2 is on every x86-64 CPU of the last ten years; MKL_CBWR is
+# MKL's conditional numerical reproducibility (the same results on every CPU that has the code
+# path named). Both are read when torch first runs a kernel and when MKL starts: set before
+# torch is imported (:func:`pin_kernels`), or too late to count for this process.
+KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+# The kernels torch reports when they are pinned (torch.backends.cpu.get_cpu_capability()).
+PINNED_CAPABILITY = "AVX2"
+# Whether this process set KERNELS before it imported torch (pin_kernels).
+_pinned_before_torch: list[bool] = []
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,8 @@ class LearnOptions:
     save: Path | None = None
     # A file written by --save to evaluate instead of training (a task that reads_weights).
     weights: Path | None = None
+    # A sentence of the task's language to show instead of its own (a task that reads_sentence).
+    sentence: str | None = None
 
     def __post_init__(self) -> None:
         """A number larger than any attn takes is refused before anything uses it (a seed of
@@ -106,6 +125,8 @@ class Task:
     figure: Callable[[Walkthrough, int], Any] | None = None
     # --weights FILE: evaluate a file written by --save instead of training.
     reads_weights: bool = False
+    # --sentence "...": a sentence of the task's language, shown instead of its own.
+    reads_sentence: bool = False
 
 
 def get_task(name: str) -> Task:
@@ -116,6 +137,8 @@ def get_task(name: str) -> Task:
         from attn_cli.learn.translate import TASK as declared
     elif name == "induction":
         from attn_cli.learn.induction import TASK as declared
+    elif name == "grammar":
+        from attn_cli.learn.grammar import TASK as declared
     else:
         raise UserError(f"attn learn {name} is not part of this version of attn.")
     return declared
@@ -125,7 +148,9 @@ def get_task(name: str) -> Task:
 
 
 def require_torch(task: str) -> None:
-    """A one-line UserError naming what to install when PyTorch is missing (or unusable)."""
+    """A one-line UserError naming what to install when PyTorch is missing (or unusable); the
+    CPU kernels pinned first (:func:`pin_kernels`)."""
+    pin_kernels()
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -135,6 +160,59 @@ def require_torch(task: str) -> None:
             f"attn learn {task} trains with PyTorch, which is not installed; install it with: "
             f"{install_command('torch')}."
         ) from None
+
+
+def pin_kernels() -> None:
+    """Pin torch's and MKL's CPU kernels (KERNELS) in this process's environment, when torch
+    has not been imported yet (afterwards it would be too late to count, and the output says
+    what the numbers depend on instead: :func:`reproducibility`)."""
+    if _pinned_before_torch or "torch" in sys.modules:
+        return
+    os.environ.update(KERNELS)
+    _pinned_before_torch.append(True)
+
+
+def reproducibility() -> dict[str, Any]:
+    """What a run's numbers depend on, as this process trains: the versions, torch's CPU
+    kernels, MKL's code path, the threads, and whether the kernels are pinned (set before torch
+    was imported and reported by torch as AVX2), so that any x86-64 machine with AVX2 and the
+    same versions prints the same numbers for the same seed."""
+    import numpy as np
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    return {
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "kernels": capability,
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
+        "threads": torch.get_num_threads(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "pinned": bool(_pinned_before_torch) and capability == PINNED_CAPABILITY,
+    }
+
+
+def reproducibility_note(found: dict[str, Any]) -> Note:
+    """The sentence that says what the numbers depend on (``found``: :func:`reproducibility`):
+    a note whose words are made here, the same for every task, from the facts it states."""
+    from attn_cli.core.model import Note
+
+    versions = f"torch {found['torch']} and numpy {found['numpy']}"
+    threads = f"{found['threads']} thread{'s' if found['threads'] != 1 else ''}"
+    if found["pinned"]:
+        text = (
+            f"Reproducible: with {versions}, the same --seed prints these numbers on any x86-64 "
+            f"CPU with AVX2 (torch's and MKL's CPU kernels pinned to AVX2, {threads}, "
+            "deterministic algorithms)."
+        )
+    else:
+        text = (
+            f"These numbers depend on {versions}, this CPU's kernels ({found['kernels']}; "
+            f"attn learn pins them to AVX2 only when it imports torch itself) and {threads}: "
+            "another CPU may differ in the last digits, and training can carry that into the "
+            "scores."
+        )
+    return Note.fixed("reproducibility", text)
 
 
 def seeded(seed: int) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from attn_cli.core.backend import LARGEST, namespace_of
 from attn_cli.core.model import Note, Part
+from attn_cli.course.block import claims
 from attn_cli.course.block.parameters import Parameter
 from attn_cli.course.block.settings import Settings
 from attn_cli.course.checks import counted
@@ -330,6 +331,12 @@ class Layer:
                     total=int(hidden.size),
                     percent=100.0 * zeros / max(1, hidden.size),
                     step=self.key("ffn.hidden"),
+                ),
+                record.note(
+                    "relu_units",
+                    units=self.s.d_ff,
+                    step=self.key("ffn.hidden"),
+                    **claims.unit_patterns(hidden, hidden_cols),
                 ),
             )
         record.add(

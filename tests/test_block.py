@@ -349,8 +349,9 @@ def test_json_random_run(invoke_json):
     ]  # fmt: skip
     assert doc["meta"]["heads"] == 3 and doc["meta"]["d_ff"] == 8
     hidden = np.array(unwrap(steps["ffn.hidden"]["value"]))
-    (note,) = steps["ffn.hidden"]["notes"]
+    note, units = steps["ffn.hidden"]["notes"]
     assert note["values"]["zeros"] == int(np.sum(hidden == 0)) and note["values"]["total"] == 40
+    assert units["key"] == "relu_units" and units["values"]["units"] == 8
 
 
 def test_d_ff_defaults_to_four_times_d_model():

@@ -69,7 +69,7 @@ def test_a_header_that_declares_more_than_the_file_holds_is_refused(invoke, tmp_
     assert_user_error(invoke("bahdanau", "--weights", str(path)), "H is declared 4 × 6", "0 B")
 
 
-def test_induction_weights_with_a_huge_declared_embedding_is_refused(invoke, tmp_path):
+def test_induction_weights_with_a_huge_declared_embedding_is_refused(torch, invoke, tmp_path):
     arrays = induction_arrays()
     del arrays["two.embed"]
     path = npz_of(tmp_path / "w.npz", arrays, {"two.embed": (induction_data.VOCAB, 2**62)})

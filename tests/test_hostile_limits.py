@@ -65,11 +65,11 @@ def test_learn_refuses_a_seed_of_2_to_the_64_on_both_tasks(invoke, task):
 @pytest.mark.parametrize(
     ("value", "fragment"), [("100000", "at most 256"), (str(2**64), "at most 999,999")]
 )
-def test_learn_induction_caps_its_width(invoke, value, fragment):
+def test_learn_induction_caps_its_width(torch, invoke, value, fragment):
     assert_user_error(invoke("learn", "induction", "--hidden", value), "--hidden", fragment)
 
 
-def test_learn_induction_refuses_a_budget_of_days_with_its_estimate(invoke):
+def test_learn_induction_refuses_a_budget_of_days_with_its_estimate(torch, invoke):
     result = invoke("learn", "induction", "--steps", "100000000")
     assert_user_error(result, "--steps 100,000,000", "days here", "the default is 400")
 

@@ -3,6 +3,10 @@
 Every browser tab runs `python -m attn_cli explore LESSON` of its own. The page textual-serve
 ships asks Google's servers for its font; the page served here uses the font textual-serve
 carries instead, so nothing outside this machine is needed (a classroom without a network).
+Two more changes to the page, for a projector: its font is sized to the window when the page
+opens (about COLUMNS columns across and at least ROWS rows, unless the address says
+``?fontsize=N``), and the keys go to the app from the start (the terminal takes the keyboard's
+focus on load, and again on any click), where textual-serve's page waits for a click.
 """
 
 from __future__ import annotations
@@ -24,10 +28,44 @@ FONT_FACE = """<style>
     </style>"""
 
 
+# The terminal the font is sized for: the explorer's 80 × 24 with room to spare.
+COLUMNS = 100
+ROWS = 30
+# A cell of Roboto Mono in xterm.js, in ems of the font size (measured in Chromium).
+CELL_WIDTH = 0.56
+CELL_HEIGHT = 1.35
+PAGE_SCRIPT = f"""<script>
+      // attn: the font sized to the window ({COLUMNS} columns across, {ROWS} rows at least)
+      // unless the address gives ?fontsize=, read by textual-serve's script on load; and the
+      // keyboard's focus on the terminal from the start, and again after any click.
+      (function () {{
+        const terminal = document.getElementById("terminal");
+        const asked = new URLSearchParams(window.location.search).get("fontsize");
+        if (!asked) {{
+          const across = window.innerWidth / ({COLUMNS} * {CELL_WIDTH});
+          const down = window.innerHeight / ({ROWS} * {CELL_HEIGHT});
+          terminal.dataset.fontSize = String(Math.max(10, Math.floor(Math.min(across, down))));
+        }}
+        function focusTerminal() {{
+          const keys = document.querySelector(".xterm-helper-textarea");
+          if (keys && document.activeElement !== keys) keys.focus();
+        }}
+        window.addEventListener("load", () => setTimeout(focusTerminal, 0));
+        document.addEventListener("click", () => setTimeout(focusTerminal, 0));
+      }})();
+    </script>
+  </body>"""
+
+
 def offline_template(original: str) -> str:
     """textual-serve's page without its one external asset (Google's font stylesheet): the
-    same font from the files it serves itself."""
-    return re.sub(r"<link[^>]*fonts\.googleapis\.com[^>]*>", FONT_FACE, original, flags=re.S)
+    same font from the files it serves itself; with the script that sizes the font to the
+    window and gives the terminal the keys (PAGE_SCRIPT)."""
+    page = re.sub(r"<link[^>]*fonts\.googleapis\.com[^>]*>", FONT_FACE, original, flags=re.S)
+    head, body_end, tail = page.rpartition("</body>")
+    if not body_end:
+        raise ValueError("textual-serve's page template has no </body>")
+    return head + PAGE_SCRIPT + tail
 
 
 def external_addresses(page: str) -> list[str]:

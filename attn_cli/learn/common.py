@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
+    import numpy as np
     from rich.console import Console
 
     from attn_cli.core.model import Note, Walkthrough
@@ -223,6 +224,37 @@ def seeded(seed: int) -> None:
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(max(1, min(THREADS, os.cpu_count() or 1)))
+
+
+def saved_arrays(seed: int, steps: int, models: Iterable[Any]) -> dict[str, np.ndarray]:
+    """The file of --save: each model's trained weights as ``<model key>.<weight>``, and the seed
+    and steps it was trained with (its held-out examples are the seed's)."""
+    import numpy as np
+
+    arrays: dict[str, np.ndarray] = {"seed": np.array(seed), "steps": np.array(steps)}
+    for m in models:
+        arrays.update({f"{m.key}.{name}": value for name, value in m.after.items()})
+    return arrays
+
+
+def refuse_sizes_with_weights(options: LearnOptions) -> None:
+    """--weights evaluates a saved model, whose file fixes its sizes: refuse the options that
+    would set them (or save it again), naming each given."""
+    given = [
+        flag
+        for flag, value in (
+            ("--steps", options.steps),
+            ("--hidden", options.hidden),
+            ("--max-len", options.max_len),
+            ("--save", options.save),
+        )
+        if value is not None
+    ]
+    if given:
+        raise UserError(
+            f"--weights evaluates a trained model, whose file fixes its sizes; leave out "
+            f"{', '.join(given)}."
+        )
 
 
 def too_small(task: str, what: str, fix: str) -> UserError:

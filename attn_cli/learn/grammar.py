@@ -216,21 +216,7 @@ def _sentence_wrong(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
 def _checked(options: LearnOptions) -> LearnOptions:
     """The options with the task's defaults, or a UserError for sizes that do not fit."""
     if options.weights is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("--steps", options.steps),
-                ("--hidden", options.hidden),
-                ("--max-len", options.max_len),
-                ("--save", options.save),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UserError(
-                f"--weights evaluates a trained model, whose file fixes its sizes; leave out "
-                f"{', '.join(given)}."
-            )
+        common.refuse_sizes_with_weights(options)
         return options
     resolved = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
     steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
@@ -321,7 +307,9 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     sentence = shown_sentence(options.sentence, max_len)
     record = common.recorder(NAME, TEXTS, _options_used(trained, options.sentence))
     if options.save is not None:
-        weights_file.save_arrays(options.save, _saved(trained))
+        weights_file.save_arrays(
+            options.save, common.saved_arrays(trained.seed, trained.steps, trained.models)
+        )
     return _walkthrough(record, trained, sentence, options.weights)
 
 
@@ -371,18 +359,6 @@ def _options_used(trained: Trained, sentence: str | None) -> dict[str, Any]:
     if trained.trained_on:
         used.update(batch=model.BATCH, learning_rate=model.LEARNING_RATE)
     return used
-
-
-def _saved(trained: Trained) -> dict[str, np.ndarray]:
-    """The file of --save: each model's trained weights as ``<model>.<weight>``, and the seed and
-    steps it was trained with (its held-out sentences are the seed's)."""
-    arrays: dict[str, np.ndarray] = {
-        "seed": np.array(trained.seed),
-        "steps": np.array(trained.steps),
-    }
-    for m in trained.models:
-        arrays.update({f"{m.key}.{name}": value for name, value in m.after.items()})
-    return arrays
 
 
 def _load(path: Path) -> Trained:

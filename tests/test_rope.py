@@ -110,9 +110,7 @@ def test_the_sinusoidal_comparison_is_pe_added_to_q_and_k():
         walk = attn.rope(q, k, offset=2, **rotary)
         at, moved = sinusoidal(np.arange(n), d, 10000.0), sinusoidal(np.arange(n) + 2, d, 1e4)
         np.testing.assert_allclose(walk.step("pe_scores"), (q + at) @ (k + at).T, atol=1e-12)
-        np.testing.assert_allclose(
-            walk.step("pe_shifted"), (q + moved) @ (k + moved).T, atol=1e-12
-        )
+        np.testing.assert_allclose(walk.step("pe_shifted"), (q + moved) @ (k + moved).T, atol=1e-12)
 
 
 def test_the_worked_example_by_hand(invoke_json):

@@ -32,7 +32,17 @@ from attn_cli.cli.itinerary import (
 from attn_cli.core.errors import UserError
 from attn_cli.core.stop import Stop
 
-__all__ = ["CLOSING_WORDS", "PROMPT", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select", "tour"]
+__all__ = [
+    "CLOSING_WORDS",
+    "PROMPT",
+    "Pager",
+    "Stop",
+    "TourQuit",
+    "pages",
+    "run_tour",
+    "select",
+    "tour",
+]
 
 
 def __getattr__(name: str) -> tuple[Stop, ...]:
@@ -142,9 +152,7 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
         for number, stop in enumerate(stops, start=1):
             section = first_of_section(stops, number - 1)
             if section is not None:
-                pager.screen(
-                    [Text(""), Rule(section.title, style="bold"), Text(section.opening)]
-                )
+                pager.screen([Text(""), Rule(section.title, style="bold"), Text(section.opening)])
             if leads_in(shown, stop):
                 pager.screen([Text(""), Text(stop.lead_in, style="italic")])
             shown = stop if _run_stop(stop, f"Stop {number}/{len(stops)}", pager) else None

@@ -10,8 +10,6 @@ distances and biases (n, n), row i a query, column j a key.
 
 from __future__ import annotations
 
-import math
-
 from attn_cli.core.backend import Array, namespace_of
 
 
@@ -20,10 +18,15 @@ def power_of_two_slopes(heads: int) -> list[float]:
     return [2.0 ** (-8.0 * h / heads) for h in range(1, heads + 1)]
 
 
+def power_below(heads: int) -> int:
+    """2^⌊log₂ H⌋: the largest power of two not above H (exact, from the bits of H)."""
+    return 1 << (heads.bit_length() - 1)
+
+
 def slopes(heads: int) -> list[float]:
     """One slope per head: the geometric sequence, with the paper's rule for H not a power of
     two (the slopes of p = 2^⌊log₂ H⌋, then every other slope of 2p for the H − p left)."""
-    below = 2 ** int(math.floor(math.log2(heads)))
+    below = power_below(heads)
     if below == heads:
         return power_of_two_slopes(heads)
     return power_of_two_slopes(below) + power_of_two_slopes(2 * below)[0::2][: heads - below]

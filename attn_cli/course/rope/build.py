@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,7 +32,7 @@ CONVENTIONS = {
     "interleaved": "pairs (2i, 2i + 1), as the RoFormer paper and Meta's Llama code",
     "split": "pairs (i, i + r/2), the two halves, as Hugging Face's rotate_half",
 }
-OTHER = {"interleaved": "split", "split": "interleaved"}
+OTHER: dict[str, rotary.Layout] = {"interleaved": "split", "split": "interleaved"}
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,8 @@ def settings(options: Mapping[str, Any], d: int) -> Settings:
             f"such as {width - 1 if width > 2 else 2}."
         )
     if width > d:
-        raise UserError(
-            f"--rotary-dim {width} is wider than q and k (d = {d}); give at most {d}."
-        )
-    return Settings(layout, float(base), width, offset)
+        raise UserError(f"--rotary-dim {width} is wider than q and k (d = {d}); give at most {d}.")
+    return Settings(cast(rotary.Layout, layout), float(base), width, offset)
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:

@@ -11,7 +11,11 @@ CARD = Card(
     "the offset m − n only.",
     inputs=(
         InputSpec(
-            "Q", "--q", "matrix", "queries", help="Queries Q, n × d (row m: the query at position m)."
+            "Q",
+            "--q",
+            "matrix",
+            "queries",
+            help="Queries Q, n × d (row m: the query at position m).",
         ),
         InputSpec(
             "K", "--k", "matrix", "keys", help="Keys K, n × d (row n: the key at position n)."
@@ -58,7 +62,5 @@ CARD = Card(
         "attn rope --example four-tokens --layout split",
         "attn rope --n 8 --dk 8 --rotary-dim 4 --base 500000",
     ),
-    symbols=(
-        ("θ", "θᵢ is pair i's angle per position, base^(−2i/r)"),
-    ),
+    symbols=(("θ", "θᵢ is pair i's angle per position, base^(−2i/r)"),),
 )

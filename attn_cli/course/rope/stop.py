@@ -6,7 +6,7 @@ from attn_cli.core.stop import BEYOND_THE_LECTURES, Stop
 
 STOP = Stop(
     "rope",
-    "Rotary positions: q and k turned, scores that depend on the offset only",
+    "Rotary positions: q and k turned, scores set by the offset",
     ("--example", "four-tokens"),
     topic="rotary positions (RoPE)",
     lead_in=(
@@ -16,7 +16,6 @@ STOP = Stop(
     after="kvcache",
     section=BEYOND_THE_LECTURES,
     checked=(
-        "Hugging Face's rotate_half and Meta's complex-number RoPE, written in PyTorch in the "
-        "tests"
+        "Hugging Face's rotate_half and Meta's complex-number RoPE, written in PyTorch in the tests"
     ),
 )

@@ -66,6 +66,14 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("window --causal", attn.window(n=7, window=2, causal=True, seed=2)),
         ("multihead --causal --bias", attn.multihead(n=4, causal=True, bias=True, seed=5)),
         ("multihead --valid-len", attn.multihead(n=5, heads=1, valid_len=[2, 3, 4, 5, 5])),
+        (
+            "multihead --kv-heads 2 --causal --bias",
+            attn.multihead(n=4, d_model=8, heads=4, kv_heads=2, causal=True, bias=True, seed=5),
+        ),
+        (
+            "multihead --kv-heads 1 --valid-len",
+            attn.multihead(n=4, d_model=6, heads=3, kv_heads=1, valid_len=[1, 2, 4, 3]),
+        ),
         ("posenc --layout split", attn.posenc(positions=5, d_model=6, layout="split")),
         ("window --global", attn.window(n=7, window=1, global_tokens=[0, 4], seed=2)),
         ("graph --no-scale", attn.graph(n=5, d=3, scale=False, seed=4)),

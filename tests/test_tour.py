@@ -22,12 +22,13 @@ def test_the_tour_is_one_order_linked_from_the_stops():
     every tool the tour visits once, each stop right after the one it names (a tool's stop
     before the lesson that follows the same stop), the lectures' first lesson first."""
     from attn_cli.cli.itinerary import TOOL_STOPS
-    from attn_cli.course import lesson_names
+    from attn_cli.course import lesson_names, visit_stops
 
     assert TOUR[0].name == "scaled" and TOUR[0].after is None
     assert TOUR[0].args == ("--example", "library")
     assert [stop.name for stop in TOUR if stop.lesson] == list(lesson_names())
-    assert sorted(NAMES) == sorted([*lesson_names(), *(stop.name for stop in TOOL_STOPS)])
+    tools = (*TOOL_STOPS, *visit_stops())
+    assert sorted(NAMES) == sorted([*lesson_names(), *(stop.name for stop in tools)])
     for stop in TOUR[1:]:
         named = NAMES.index(stop.after)  # the stop it names comes before it...
         between = TOUR[named + 1 : position(stop.name)]  # ...with only tools' stops between

@@ -49,11 +49,15 @@ def numpy_program(walkthrough: Walkthrough) -> str:
             "i, j = np.arange(n)[:, None], np.arange(n)[None, :]",
             "distance = (i - j) if causal else np.abs(i - j)",
             "scores = Q @ K.T / np.sqrt(Q.shape[1])",
+            "every_head = []",
             "for h, m in enumerate(slopes(heads), start=1):",
             "    biased = scores - m * distance",
             "    if causal:",
             "        biased = np.where(j <= i, biased, -np.inf)  # no future key",
-            '    print(f"head{h}.weights =", softmax(biased).tolist())',
+            "    weights = softmax(biased)",
+            '    print(f"head{h}.weights =", weights.tolist())',
+            "    every_head.append(weights)",
+            'print("output =", np.stack(every_head).tolist())  # (H, n, n): every head\'s weights',
         ]
     )
 
@@ -84,5 +88,6 @@ def torch_program(walkthrough: Walkthrough) -> str:
             "",
             "for h in range(heads):",
             '    print(f"head{h + 1}.weights =", weights[h].tolist())',
+            'print("output =", weights.tolist())  # (H, n, n): every head\'s weights',
         ]
     )

@@ -3,6 +3,12 @@
 Both conventions: the transformer paper's square d_model × d_model weights, and Raschka's
 book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
 its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
+
+``kv_heads`` g < h is grouped-query attention (GQA; g = 1: multi-query, MQA): W_K and W_V have
+g blocks of d_k columns, one per key/value head, and query head i uses key/value head
+⌊i / (h/g)⌋ (from 0), as PyTorch's scaled_dot_product_attention(enable_gqa=True) and Hugging
+Face's repeat_kv pair them. Weights drawn from --seed are those of h heads with W_K and W_V cut
+to their first g blocks.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding
-from attn_cli.course.checks import counted, row_names, whole_at_least
+from attn_cli.course.checks import counted, is_whole, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.multihead.card import CARD
 from attn_cli.course.recorder import Grid, StepRecorder
@@ -41,8 +47,25 @@ def _heads(options: dict[str, Any]) -> int:
     return whole_at_least(options.get("heads"), "--heads (options.heads)")
 
 
+def kv_heads(options: Mapping[str, Any], heads: int) -> int:
+    """The number of key/value heads g (h when not given), checked: a whole number that
+    divides h."""
+    given = options.get("kv_heads")
+    if given is None:
+        return heads
+    g = whole_at_least(given, "--kv-heads (options.kv_heads)", meaning="key/value heads")
+    if g > heads or heads % g:
+        divisors = ", ".join(str(k) for k in range(1, heads + 1) if heads % k == 0)
+        raise UserError(
+            f"--kv-heads {g} does not divide --heads {heads}: each key/value head serves h/g "
+            f"query heads; give one of {divisors}."
+        )
+    return g
+
+
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     heads = _heads(options)
+    kv = kv_heads(options, heads)
     given = [name for name in WEIGHT_NAMES if name in inputs]
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
@@ -55,8 +78,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
     d_in = inputs["X"].shape[1]
     d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
-    _check_shapes(inputs, d_in, d_out, heads)
-    _check_biases(inputs, d_in, d_out)
+    _check_shapes(inputs, d_in, d_out, heads, kv)
+    _check_biases(inputs, d_in, d_out, d_out // heads * kv)
     padding.valid_lengths(options.get("valid_len"), inputs["X"].shape[0], inputs["X"].shape[0])
     dropout.probability(options.get("dropout"))
 
@@ -76,28 +99,33 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
         )
 
 
-def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: int) -> None:
+def _check_shapes(
+    inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: int, kv: int
+) -> None:
     if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
         rows, cols = inputs["W_Q"].shape
         raise UserError(
             f"--wq is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
             f"{d_in} rows (Q = X W_Q)."
         )
-    for name in PROJECTIONS[1:]:
+    for name in PROJECTIONS[1:] if kv == heads else ():
         if name in inputs and inputs[name].shape != (d_in, d_out):
             rows, cols = inputs[name].shape
             raise UserError(
                 f"{CARD.flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
                 "like W_Q (W_Q, W_K and W_V share their shape)."
             )
-    if d_out % heads:
-        if d_in == d_out:
-            what = f"X has d_model = {d_in} columns"
-            fix = "--heads must divide d_model (each head gets d_model / h columns"
-        else:
-            what = f"W_Q has d_out = {d_out} columns"
-            fix = "--heads must divide d_out (each head gets d_out / h columns"
-        raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
+    _check_heads_divide(d_in, d_out, heads)
+    for name in PROJECTIONS[1:] if kv < heads else ():
+        width = d_out // heads * kv
+        if name in inputs and inputs[name].shape != (d_in, width):
+            rows, cols = inputs[name].shape
+            raise UserError(
+                f"{CARD.flag(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
+                f"d_in × g·d_k = {d_in} × {width} ({counted(kv, 'key/value head')} of d_k = "
+                f"d_out / h = {counted(d_out // heads, 'column')}): give --wk and --wv that "
+                "wide, or no weights (then they are drawn from --seed)."
+            )
     if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
         rows, cols = inputs["W_O"].shape
         raise UserError(
@@ -106,17 +134,32 @@ def _check_shapes(inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: i
         )
 
 
-def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
+def _check_heads_divide(d_in: int, d_out: int, heads: int) -> None:
+    if d_out % heads:
+        if d_in == d_out:
+            what = f"X has d_model = {d_in} columns"
+            fix = "--heads must divide d_model (each head gets d_model / h columns"
+        else:
+            what = f"W_Q has d_out = {d_out} columns"
+            fix = "--heads must divide d_out (each head gets d_out / h columns"
+        raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
+
+
+def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width: int) -> None:
     if "b_O" in inputs and "W_O" not in inputs and "W_Q" in inputs:
         raise UserError("--bo needs --wo: without W_O there is no output projection to add it to.")
     width_o = inputs["W_O"].shape[1] if "W_O" in inputs else d_out
     for weight, bias in BIAS_OF.items():
         if bias not in inputs:
             continue
-        expected = width_o if weight == "W_O" else d_out
+        expected = {"W_O": width_o, "W_K": kv_width, "W_V": kv_width}.get(weight, d_out)
         got = inputs[bias].shape[0]
         if got != expected:
-            where = "W_O's columns" if weight == "W_O" else "d_out, the columns of W_Q, W_K, W_V"
+            where = {
+                "W_O": "W_O's columns",
+                "W_Q": "d_out, the columns of W_Q",
+            }.get(weight, "the columns of W_K and W_V" if kv_width != d_out else "")
+            where = where or "d_out, the columns of W_Q, W_K, W_V"
             raise UserError(
                 f"{CARD.flag(bias)} has {got} entries but must have {expected} ({where}): one per "
                 f"output column of {weight}."
@@ -140,11 +183,28 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     }
 
 
+def option_shapes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any]
+) -> dict[str, tuple[int, ...]]:
+    """With --kv-heads g, W_K and W_V are d_in × g·d_k (the shapes as drawn; options that do
+    not fit leave them, for validate to name)."""
+    heads, kv = options.get("heads"), options.get("kv_heads")
+    if not (is_whole(heads) and is_whole(kv)) or not 1 <= kv <= heads or heads % kv:
+        return shapes
+    d_in, d_out = shapes["W_Q"]
+    if d_out % heads:
+        return shapes
+    narrow = (d_in, d_out // heads * kv)
+    return {**shapes, "W_K": narrow, "W_V": narrow}
+
+
 def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
-    """Random inputs: X ~ N(0, 1) from numpy's default_rng(seed), the weights as draw_weights."""
+    """Random inputs: X ~ N(0, 1) from numpy's default_rng(seed), the weights as draw_weights
+    (W_K and W_V cut to the columns their shapes ask for: --kv-heads)."""
     x = np.random.default_rng(seed).standard_normal(shapes["X"])
     d_in, d_out = shapes["W_Q"]
-    return {"X": x, **draw_weights(seed, d_in, d_out)}
+    weights = draw_weights(seed, d_in, d_out)
+    return {"X": x, **{name: w[:, : shapes[name][1]] for name, w in weights.items()}}
 
 
 def estimate_bytes(
@@ -194,8 +254,10 @@ def draw_biases(seed: int, weights: dict[str, np.ndarray]) -> dict[str, np.ndarr
 def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
     heads: int = run.options["heads"]  # checked by validate()
+    kv = kv_heads(run.options, heads)
+    group = heads // kv  # the query heads that share one key/value head
     x_in = run.inputs["X"]
-    weights_in, biases_in, drawn = _parameters(run)
+    weights_in, biases_in, drawn = _parameters(run, kv)
     (n, d_in), d_out = x_in.shape, weights_in["W_Q"].shape[1]
     d_k = d_out // heads
     x = backend.asarray(x_in)
@@ -217,6 +279,10 @@ def build(run: LessonRun) -> Walkthrough:
         "d_out": d_out,
         "dk": d_k,
         "sqrt_dk": math.sqrt(d_k),
+        "g": kv,
+        "g_heads": counted(kv, "key/value head"),
+        "group": group,
+        "kv_width": kv * d_k,
         "then_wo": _THEN_WO if projected else _NO_WO,
         # The transformer paper's name for square weights, Raschka's book's otherwise.
         "width": "d_model" if d_in == d_out else "d_out",
@@ -229,17 +295,31 @@ def build(run: LessonRun) -> Walkthrough:
     record = StepRecorder(run)
     record.add(
         "split",
-        _split_records(heads, d_k, projected),
+        _split_records(heads, d_k, projected, group),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, n, heads, d_in, d_out, d_k),
+        notes=_split_notes(record, n, heads, d_in, d_out, d_k, kv),
+        text="split" if group == 1 else "split_grouped",
     )
     mask = _mask_steps(record, x, run.options, tokens, base)
     p = dropout.probability(run.options.get("dropout"))
     computed = []
+    shared: dict[int, tuple[Any, Any]] = {}  # key/value head -> its K and V (grouped heads)
     for index in range(heads):
+        if group > 1 and index // group not in shared:
+            shared[index // group] = _kv_steps(
+                record, index // group, kv, x, ((wk, bk), (wv, bv)), tokens, base
+            )
         head = _head_steps(
-            record, index, heads, x, ((wq, bq), (wk, bk), (wv, bv)), mask, tokens, base
+            record,
+            index,
+            heads,
+            x,
+            ((wq, bq), (wk, bk), (wv, bv)),
+            mask,
+            tokens,
+            base,
+            shared.get(index // group),
         )
         computed.append(head)
         if p is None:
@@ -288,12 +368,14 @@ def build(run: LessonRun) -> Walkthrough:
         )
     inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
     notes = _difference_notes(record, record.to_numpy(differences))
+    if group > 1:
+        notes += (_cache_note(record, shared, n, heads, d_out),)
     if not projected:
         notes += (record.note("concat_only"),)
     if drawn:
         notes += (record.note(_drawn_key(drawn), seed=run.seed),)
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
-    meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
+    meta: dict[str, Any] = {"parameters": parameters, "kv_heads": kv, **dropout.meta(run, p)}
     lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)
@@ -305,19 +387,25 @@ _NO_WO = "; no W_O was given, so the concatenation is the result"
 
 
 def _parameters(
-    run: LessonRun,
+    run: LessonRun, kv: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], frozenset[str]]:
     """The weights and biases used, and the names of those drawn from --seed.
 
-    Weights not given are all four drawn (square, d_model × d_model); --bias draws a bias for
-    every weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn too.
+    Weights not given are all four drawn (square, d_model × d_model; with g key/value heads,
+    W_K and W_V cut to their first g blocks); --bias draws a bias for every weight; weights
+    drawn as random inputs (--n, --d-model, ...) count as drawn too.
     """
     inputs = run.inputs
     drawn = set(run.drawn) & set(WEIGHT_NAMES)
     if "W_Q" in inputs:
         weights = {name: inputs[name] for name in WEIGHT_NAMES if name in inputs}
     else:
-        weights = draw_weights(run.seed, inputs["X"].shape[1])
+        d_in = inputs["X"].shape[1]
+        width = d_in // run.options["heads"] * kv
+        weights = {
+            name: w if name in ("W_Q", "W_O") else w[:, :width]
+            for name, w in draw_weights(run.seed, d_in).items()
+        }
         drawn |= set(WEIGHT_NAMES)
     biases = {BIAS_OF[name]: inputs[BIAS_OF[name]] for name in weights if BIAS_OF[name] in inputs}
     if run.options.get("bias"):
@@ -361,8 +449,20 @@ def _mask_steps(
     return mask
 
 
-def _split_records(heads: int, d_k: int, projected: bool) -> list[dict[str, Any]]:
+def _split_records(heads: int, d_k: int, projected: bool, group: int) -> list[dict[str, Any]]:
     concat = "concat_wo_rows" if projected else "concat_columns"
+    if group > 1:  # grouped-query: the query head's columns, and the key/value head it shares
+        return [
+            {
+                "head": index + 1,
+                "q_columns": _span(index, d_k),
+                "kv_head": index // group + 1,
+                "kv_columns": _span(index // group, d_k),
+                "d_k": d_k,
+                concat: _span(index, d_k),
+            }
+            for index in range(heads)
+        ]
     return [
         {
             "head": index + 1,
@@ -380,14 +480,21 @@ def _span(index: int, d_k: int) -> str:
 
 
 def _split_notes(
-    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int
+    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int, kv: int
 ) -> tuple[Note, ...]:
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
-    notes = (
-        record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),
-        record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in)),
-    )
+    if kv == heads:
+        count = record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in))
+    else:
+        count = record.note(
+            "parameters_grouped",
+            d_model=d_in,
+            kv_width=kv * d_k,
+            count=mh.parameter_count(d_in, kv * d_k),
+            full=mh.parameter_count(d_in),
+        )
+    notes = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k), count)
     if heads == 1:
         return notes
     cost = record.note(
@@ -413,14 +520,18 @@ def _head_steps(
     mask: Any | None,
     tokens: tuple[str, ...],
     base: dict[str, Any],
+    shared: tuple[Any, Any] | None = None,
 ) -> _Head:
     """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
-    is recorded by _head_output, after dropout when there is dropout)."""
+    is recorded by _head_output, after dropout when there is dropout). ``shared``: the K and V
+    of the key/value head it shares (grouped-query), recorded before it; then only Q is its
+    own."""
     d_k = base["dk"]
     span = _span(index, d_k)
     context = {
         **base,
         "head": index + 1,
+        "kv": index // base["group"] + 1,
         "cols": span,
         "cols_word": ("column " if d_k == 1 else "columns ") + span,
         "entries_word": ("entry " if d_k == 1 else "entries ") + span,
@@ -434,8 +545,10 @@ def _head_steps(
             text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
             grid=rows,
         )
-        for letter, (w, b) in zip("QKV", projections, strict=True)
+        for letter, (w, b) in zip("QKV" if shared is None else "Q", projections, strict=False)
     ]
+    if shared is not None:
+        qkv += shared
     # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
     # softmax and A V together) is shown on the head's output, the last value it computes.
     result, seconds = record.run.timed(lambda: mech.attention(*qkv, mask=mask))
@@ -458,6 +571,62 @@ def _head_steps(
         grid=replace(rows, cols=tokens),
     )
     return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
+
+
+def _kv_steps(
+    record: StepRecorder,
+    index: int,
+    kv: int,
+    x: Any,
+    projections: tuple[tuple[Any, Any | None], ...],
+    tokens: tuple[str, ...],
+    base: dict[str, Any],
+) -> tuple[Any, Any]:
+    """Key/value head j (grouped-query): its blocks of W_K and W_V (and biases), K and V, which
+    the query heads j·h/g + 1 … (j + 1)·h/g share."""
+    d_k, group = base["dk"], base["group"]
+    span = _span(index, d_k)
+    first, last = index * group + 1, (index + 1) * group
+    context = {
+        **base,
+        "kv": index + 1,
+        "cols": span,
+        "cols_word": ("column " if d_k == 1 else "columns ") + span,
+        "entries_word": ("entry " if d_k == 1 else "entries ") + span,
+        "sharing": f"query heads {first} and {last}"
+        if group == 2
+        else f"query heads {first}–{last}",
+    }
+    k, v = (
+        record.compute(
+            f"kv{index + 1}.{letter}",
+            functools.partial(_head_affine, x, w, b, index, kv),
+            text=KV_TEXTS[letter] if b is None else KV_BIASED_TEXTS[letter],
+            grid=Grid(tokens, context=context),
+        )
+        for letter, (w, b) in zip("KV", projections, strict=True)
+    )
+    return k, v
+
+
+def _cache_note(
+    record: StepRecorder, shared: dict[int, tuple[Any, Any]], n: int, heads: int, d_out: int
+) -> Note:
+    """What a decoder's K/V cache holds for these tokens: the key/value heads' K and V, counted
+    from the matrices above, against a key and a value head per query head."""
+    cached = sum(int(np.size(record.to_numpy(m))) for pair in shared.values() for m in pair)
+    full = 2 * n * d_out  # K and V of h heads of d_k: n × d_out each
+    return record.note(
+        "kv_cache",
+        n=n,
+        g_heads=counted(len(shared), "key/value head"),
+        heads=heads,
+        cached=cached,
+        per_token=cached // max(n, 1),
+        full=full,
+        full_per_token=2 * d_out,
+        ratio=heads // len(shared),
+    )
 
 
 def _head_affine(x: Any, w: Any, b: Any | None, index: int, heads: int) -> Any:
@@ -565,6 +734,7 @@ def _labelled_inputs(
 ) -> tuple[InputValue, ...]:
     """X and every weight and bias used; W_Q, W_K, W_V columns and W_O rows named by head."""
     split = _split_labels(weights["W_Q"].shape[1], d_k)
+    grouped = _split_labels(weights["W_K"].shape[1], d_k, "kv")
     descriptions = {spec.name: spec.description for spec in CARD.inputs}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
     for name in WEIGHT_NAMES:
@@ -574,6 +744,8 @@ def _labelled_inputs(
             f" (drawn, random seed {run.seed})" if name in drawn else ""
         )
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
+        if name in ("W_K", "W_V") and grouped != split[: len(grouped)]:
+            by_head = {"col_labels": grouped}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
@@ -585,28 +757,35 @@ def _labelled_inputs(
     return tuple(items)
 
 
-def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
-    """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1."""
-    return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
+def _split_labels(d_out: int, d_k: int, prefix: str = "h") -> tuple[str, ...]:
+    """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1
+    (kv1·1, ... for the key/value heads of grouped-query attention)."""
+    return tuple(f"{prefix}{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
 
 
 # What every step's text reads: the sizes and words of both conventions; each head's steps add
 # the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
 SIZES = (
     *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
-    *("then_wo", "width", "weight_shape"),
+    *("g", "g_heads", "group", "kv_width", "then_wo", "width", "weight_shape"),
 )
-HEAD = (*SIZES, "head", "cols", "cols_word", "entries_word")
+HEAD = (*SIZES, "head", "kv", "cols", "cols_word", "entries_word")
+KV = (*SIZES, "kv", "cols", "cols_word", "entries_word", "sharing")
 MASKED = (*HEAD, "mask_name")
 # Head i's Q, K and V: one text each, and one when the projection adds a bias.
 PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}
 BIASED_TEXTS = {"Q": "head_Q_bias", "K": "head_K_bias", "V": "head_V_bias"}
+# A key/value head's K and V (grouped-query attention), plain and with a bias.
+KV_TEXTS = {"K": "kv_K", "V": "kv_V"}
+KV_BIASED_TEXTS = {"K": "kv_K_bias", "V": "kv_V_bias"}
 TEXTS = Texts(
     steps={
         "split": SIZES,
+        "split_grouped": SIZES,
         "mask": SIZES,
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
         **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
+        **dict.fromkeys((*KV_TEXTS.values(), *KV_BIASED_TEXTS.values()), KV),
         "head_masked": MASKED,
         "head_weights_masked": MASKED,
         "head_weights": HEAD,
@@ -622,6 +801,17 @@ TEXTS = Texts(
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
+        "parameters_grouped": ("d_model", "kv_width", "count", "full"),
+        "kv_cache": (
+            "n",
+            "g_heads",
+            "heads",
+            "cached",
+            "per_token",
+            "full",
+            "full_per_token",
+            "ratio",
+        ),
         "heads_cost": ("n", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
         "concat_only": (),
         "one_head": (),
@@ -642,12 +832,14 @@ TEXTS = Texts(
     },
     measured=(
         "heads_cost",
+        "kv_cache",
         *dropout.MEASURED,
     ),
     general=(
         "split_rectangular",
         "split_square",
         "parameters",
+        "parameters_grouped",
         "concat_only",
         "one_head",
         "drawn_weights",
@@ -665,5 +857,6 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     draw_random=draw_random,
+    option_shapes=option_shapes,
     texts=TEXTS,
 )

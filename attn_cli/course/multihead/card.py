@@ -53,6 +53,15 @@ CARD = Card(
             minimum=1,
         ),
         Option(
+            "kv_heads",
+            "Key/value heads g (grouped-query attention; 1: multi-query): the query heads share "
+            "them h/g at a time, and W_K and W_V are d_in × g·d_k; g must divide h (default: h, "
+            "one key/value head per query head).",
+            type=int,
+            minimum=1,
+            metavar="G",
+        ),
+        Option(
             "causal",
             "Causal mask in every head: token i attends to tokens 1 … i only.",
             False,
@@ -78,10 +87,12 @@ CARD = Card(
     examples=(
         "attn multihead",
         "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
+        "attn multihead --n 4 --d-model 8 --heads 4 --kv-heads 2",
     ),
     symbols=(
         ("d_in", "the width of a token, a row of X"),
         ("d_out", "the width of Q, K and V, split into h heads of d_out / h"),
+        ("d_k", "the width of one head, d_out / h"),
         ("d_o", "the width of the output, W_O's columns"),
         ("d_model", "the transformer paper's single width: d_in = d_out = d_model"),
         QKV_WEIGHTS,

@@ -3,7 +3,8 @@ columns of W_Q, W_K, W_V), concatenated, then W_O; with --causal, --valid-len an
 
 PyTorch's nn.MultiheadAttention has the same conventions when d_in = d_out and W_O is given:
 its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose) and out_proj.weight
-is W_Oᵀ.
+is W_Oᵀ. It has no grouped-query heads: with --kv-heads the PyTorch program projects the heads
+itself and calls F.scaled_dot_product_attention(..., enable_gqa=True).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from attn_cli.render.attention_program import SOFTMAX
 from attn_cli.render.code_render import assignments, inputs_of, options_of, refuse
 
 BIASES = ("b_Q", "b_K", "b_V", "b_O")
+
+
+def _kv_heads(walkthrough: Walkthrough, heads: int) -> int:
+    return int(walkthrough.meta.get("kv_heads", heads))
 
 
 def _given(walkthrough: Walkthrough) -> tuple[dict[str, Any], int, list[int] | None, bool]:
@@ -44,14 +49,27 @@ def numpy_program(walkthrough: Walkthrough) -> str:
     values = {name: value for name, value in given.items()}
     if lengths is not None:
         values["valid_len"] = lengths
+    kv = _kv_heads(walkthrough, heads)
     bias = {name: f" + {name}[cols]" if name in given else "" for name in BIASES}
     masked = bool(_mask_lines(causal, lengths, "np"))
+    if kv < heads:  # grouped-query: K and V from the key/value head this query head shares
+        bias |= {name: f" + {name}[kv_cols]" if name in given else "" for name in ("b_K", "b_V")}
+    grouping = (
+        [
+            f"kv_heads = {kv}  # query heads h // group … share key/value head h // group",
+            "group = heads // kv_heads",
+        ]
+        if kv < heads
+        else []
+    )
+    kv_cols = "kv_cols" if kv < heads else "cols"
     lines = [
         '"""attn multihead: multi-head attention, in numpy."""',
         "import numpy as np",
         "",
         assignments(values),
         f"heads = {heads}",
+        *grouping,
         "",
         "",
         SOFTMAX,
@@ -59,10 +77,18 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "d_k = W_Q.shape[1] // heads  # each head's width",
         "outputs = []",
         "for h in range(heads):",
-        "    cols = slice(h * d_k, (h + 1) * d_k)  # head h's columns of W_Q, W_K, W_V",
+        *(
+            [
+                "    cols = slice(h * d_k, (h + 1) * d_k)  # head h's columns of W_Q",
+                "    g = h // group  # the key/value head it shares: its columns of W_K, W_V",
+                "    kv_cols = slice(g * d_k, (g + 1) * d_k)",
+            ]
+            if kv < heads
+            else ["    cols = slice(h * d_k, (h + 1) * d_k)  # head h's columns of W_Q, W_K, W_V"]
+        ),
         f"    Q = X @ W_Q[:, cols]{bias['b_Q']}",
-        f"    K = X @ W_K[:, cols]{bias['b_K']}",
-        f"    V = X @ W_V[:, cols]{bias['b_V']}",
+        f"    K = X @ W_K[:, {kv_cols}]{bias['b_K']}",
+        f"    V = X @ W_V[:, {kv_cols}]{bias['b_V']}",
         "    scores = Q @ K.T / np.sqrt(d_k)",
         *(["    scores = np.where(allowed, scores, -np.inf)"] if masked else []),
         "    weights = softmax(scores)",
@@ -83,6 +109,8 @@ def numpy_program(walkthrough: Walkthrough) -> str:
 
 def torch_program(walkthrough: Walkthrough) -> str:
     given, heads, lengths, causal = _given(walkthrough)
+    if _kv_heads(walkthrough, heads) < heads:
+        return _grouped_torch_program(walkthrough)
     d_in, d_out = given["W_Q"].shape
     if "W_O" not in given or d_in != d_out or given["W_O"].shape != (d_out, d_out):
         raise refuse(
@@ -125,4 +153,60 @@ def torch_program(walkthrough: Walkthrough) -> str:
         '    print(f"head{h + 1}.weights =", weights[h].tolist())',
         'print("output =", output.tolist())',
     ]
+    return "\n".join(lines)
+
+
+def _grouped_torch_program(walkthrough: Walkthrough) -> str:
+    """Grouped-query heads in PyTorch: the projections by hand, the heads as (h, n, d_k) and
+    (g, n, d_k), F.scaled_dot_product_attention with enable_gqa=True (which pairs query head i
+    with key/value head i // (h/g)); the weights printed from K and V repeated the same way."""
+    given, heads, lengths, causal = _given(walkthrough)
+    kv = _kv_heads(walkthrough, heads)
+    values = {name: value for name, value in given.items()}
+    if lengths is not None:
+        values["valid_len"] = lengths
+    plus = {name: f" + {name}" if name in given else "" for name in BIASES}
+    mask_lines = _mask_lines(causal, lengths, "torch")
+    lines = [
+        '"""attn multihead: grouped-query attention, in PyTorch (SDPA with enable_gqa)."""',
+        "import torch",
+        "import torch.nn.functional as F",
+        "",
+        assignments(values, "torch"),
+        f"heads, kv_heads = {heads}, {kv}",
+        "",
+        "n, d_k = X.shape[0], W_Q.shape[1] // heads",
+        "",
+        "",
+        "def split(t, count):  # (n, count · d_k) -> (count, n, d_k): one block per head",
+        "    return t.reshape(n, count, d_k).transpose(0, 1)",
+        "",
+        "",
+        f"Q = split(X @ W_Q{plus['b_Q']}, heads)  # (h, n, d_k)",
+        f"K = split(X @ W_K{plus['b_K']}, kv_heads)  # (g, n, d_k): one per key/value head",
+        f"V = split(X @ W_V{plus['b_V']}, kv_heads)",
+        *mask_lines,
+    ]
+    mask = ", attn_mask=allowed" if mask_lines else ""  # SDPA's boolean mask: True = may attend
+    lines += [
+        f"heads_out = F.scaled_dot_product_attention(Q, K, V{mask}, enable_gqa=True)  # (h, n, d_k)",
+        "concat = heads_out.transpose(0, 1).reshape(n, heads * d_k)  # [Y_1 | ... | Y_h]",
+        "",
+        "# SDPA returns no weights: the same ones from K repeated h/g times, as enable_gqa pairs",
+        "K_repeated = K.repeat_interleave(heads // kv_heads, dim=0)  # (h, n, d_k)",
+        "scores = Q @ K_repeated.transpose(1, 2) / d_k**0.5",
+    ]
+    if mask_lines:
+        lines.append('scores = scores.masked_fill(~allowed, float("-inf"))')
+    lines += [
+        "weights = torch.softmax(scores, dim=-1)",
+        "for h in range(heads):",
+        '    print(f"head{h + 1}.weights =", weights[h].tolist())',
+    ]
+    if "W_O" in given:
+        lines += [f"output = concat @ W_O{plus['b_O']}", 'print("output =", output.tolist())']
+    else:
+        lines.append(
+            'print("concat =", concat.tolist())  # no W_O: the concatenation is the result'
+        )
     return "\n".join(lines)

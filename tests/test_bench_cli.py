@@ -117,8 +117,8 @@ def test_rich_table_with_notes_and_exponents(invoke, torch):
 
 def test_the_help_gives_the_defaults_of_each_device(invoke):
     text = " ".join(invoke("bench", "--help").stdout.replace("│", " ").split())
-    assert "Head dimension (default: 64 on cpu, 128 on cuda, 64 on mps)." in text
-    assert "(default: 128..2048 on cpu, 2048..32768 on cuda, 512..8192 on mps)." in text
+    assert "Head dimension. [default: 64 on cpu, 128 on cuda, 64 on mps]" in text
+    assert "[default: 128..2048 on cpu, 2048..32768 on cuda, 512..8192 on mps]" in text
 
 
 def test_rich_rendering_of_every_status():

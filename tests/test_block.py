@@ -5,6 +5,7 @@ LayerNorm's statistics, the FFN), the decoder's mask and shift, the CLI and its 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,10 @@ from attn_cli.course.block import build as block
 from attn_cli.course.multihead import build as mh_lesson
 from tests.conftest import assert_user_error, unwrap
 from tests.lesson_runs import Batch, Runs
+
+# A small nn.TransformerEncoderLayer's state_dict (d_model 4, nhead 2, d_ff 8), written by
+# tests/data/block/make.py: .npz, so that it reads without PyTorch.
+WEIGHTS_FILE = str(Path(__file__).parent / "data" / "block" / "encoder-layer.npz")
 
 # The entries this lesson needs in the cross-lesson tables (tests/test_json_contract.py RANDOM
 # and LARGE, tests/test_lesson_texts.py VARIANTS, tests/test_rich_tables.py SIZED and
@@ -37,12 +42,22 @@ RUNS = Runs(
         # A constant row going into a LayerNorm: σ² = 0 there (flat_rows).
         ("--x", "1,1,1,1;0,1,2,3", "--no-posenc", "--pre-norm"),
         ("--x", "0,0,0,0;0,0,0,0", "--no-posenc"),
+        ("--activation", "gelu", "--causal"),
+        ("--activation", "gelu-tanh", "--no-bias", "--layers", "2", "--final-norm"),
+        # Padding and a boolean mask; the first row may see no key (empty_rows).
+        ("--padding", "0,0,0,1", "--attn-mask", "1,1,1,1;0,1,0,0;0,0,0,0;0,0,0,0"),
+        ("--attn-mask-float", "0,-inf,-1,0;0,0,-inf,0;0,0,0,0;2,0,0,0", "--pre-norm"),
+        ("--decoder", "--memory-padding", "0,1,1,0", "--no-causal"),
+        ("--layers", "2", "--shared-weights", "--wq", "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"),
+        ("--weights", WEIGHTS_FILE, "--pre-norm"),
     ),
     # The claims sweep draws a memory length m too, which only --decoder takes: the runs without
     # it are refused (counted), and the examples and variants above cover the encoder.
     options=(
         {"decoder": True},
         {"pre_norm": True},
+        {"activation": "gelu", "causal": True},
+        {"layers": 2, "bias": False, "final_norm": True},
         {"decoder": True, "pre_norm": True},
         {"posenc": False},
         {"posenc": False, "pre_norm": True},
@@ -64,12 +79,19 @@ def inputs_of(walk) -> dict[str, np.ndarray]:
     return {item.name: np.asarray(item.value) for item in walk.inputs}
 
 
+def descriptions(walk) -> dict[str, str]:
+    return {item.name: item.description for item in walk.inputs}
+
+
 # --- against PyTorch -------------------------------------------------------------------------
 
 
 def torch_layer(torch, walk):
     """nn.TransformerEncoderLayer or nn.TransformerDecoderLayer (dropout 0, ReLU, batch_first,
-    norm_first for pre-norm) holding the walkthrough's weights, in float64."""
+    norm_first for pre-norm) holding the walkthrough's weights, in float64: loaded from the
+    state_dict the lesson's own mapping writes (block.pytorch.state_dict_of)."""
+    from attn_cli.course.block.pytorch import state_dict_of
+
     meta, params = walk.meta, inputs_of(walk)
     d = params["W_Q"].shape[0]
     kind = torch.nn.TransformerDecoderLayer if meta["decoder"] else torch.nn.TransformerEncoderLayer
@@ -84,31 +106,9 @@ def torch_layer(torch, walk):
         norm_first=meta["pre_norm"],
         dtype=torch.float64,
     )
-
-    def t(name: str):
-        return torch.tensor(params[name], dtype=torch.float64)
-
-    def load(attention, prefix: str) -> None:
-        # Row convention Q = X W_Q; nn.Linear computes x Wᵀ: its weight is W_Q transposed.
-        weight = torch.cat([t(f"{prefix}W_{letter}").T for letter in "QKV"])
-        attention.in_proj_weight.copy_(weight)
-        attention.in_proj_bias.zero_()
-        attention.out_proj.weight.copy_(t(f"{prefix}W_O").T)
-        attention.out_proj.bias.zero_()
-
-    with torch.no_grad():
-        load(layer.self_attn, "")
-        if meta["decoder"]:
-            load(layer.multihead_attn, "cross.")
-        layer.linear1.weight.copy_(t("W_1").T)
-        layer.linear1.bias.copy_(t("b_1"))
-        layer.linear2.weight.copy_(t("W_2").T)
-        layer.linear2.bias.copy_(t("b_2"))
-        norms = (layer.norm1, layer.norm2, layer.norm3) if meta["decoder"] else (
-            layer.norm1, layer.norm2)  # fmt: skip
-        for index, norm in enumerate(norms, start=1):
-            norm.weight.copy_(t(f"γ_{index}"))
-            norm.bias.copy_(t(f"β_{index}"))
+    weights = {name: params[name] for name in meta["sources"]}
+    state = state_dict_of(weights, layers=1, stacked=False)
+    layer.load_state_dict({key: torch.tensor(value) for key, value in state.items()})
     return layer.eval()
 
 
@@ -260,18 +260,21 @@ def test_the_weights_are_drawn_as_documented():
     for name, value in mh_lesson.draw_weights(9, 6).items():  # attn multihead's, same seed
         assert np.array_equal(params[name], value), name
     assert params["W_1"].shape == (6, 5) and params["W_2"].shape == (5, 6)
+    for bias in ("b_Q", "b_K", "b_V", "b_O", "b_Q_cross", "b_O_cross"):  # PyTorch's initial 0
+        assert np.array_equal(params[bias], np.zeros(6)) and "initial" in descriptions(walk)[bias]
     # No --memory: N(0, 1) from the seed's second child stream, m = n rows.
     memory = np.random.default_rng(9).spawn(2)[1].standard_normal((3, 6))
     assert np.array_equal(params["Memory"], memory)
     assert walk.meta["memory_drawn"] and "memory_drawn" in [note.key for note in walk.notes]
-    assert walk.meta["parameters"] == 8 * 36 + 6 * 5 + 5 + 5 * 6 + 6 + 3 * 2 * 6
+    # PyTorch's count for nn.TransformerDecoderLayer(6, 3, 5): the biases of attention too
+    assert walk.meta["parameters"] == 8 * 36 + 8 * 6 + 6 * 5 + 5 + 5 * 6 + 6 + 3 * 2 * 6
 
 
 def test_gamma_beta_scale_and_shift_each_feature():
     walk = attn.block(gamma_beta=True, seed=1)
     params = inputs_of(walk)
-    assert not np.allclose(params["γ_1"], 1) and not np.allclose(params["β_1"], 0)
-    expected = walk.step("norm1.normalised") * params["γ_1"] + params["β_1"]
+    assert not np.allclose(params["gamma_1"], 1) and not np.allclose(params["beta_1"], 0)
+    expected = walk.step("norm1.normalised") * params["gamma_1"] + params["beta_1"]
     np.testing.assert_allclose(walk.step("norm1"), expected, atol=1e-15)
 
 
@@ -397,3 +400,28 @@ def test_the_figure_has_a_panel_per_head_self_then_cross():
         "cross-attention head 1", "cross-attention head 2",
     ]  # fmt: skip
     assert [label.get_text() for label in panels[2].get_xticklabels()] == ["the", "cat", "sleeps"]
+
+
+# --- the explorer (issue 41): every weight an input table ----------------------------------------
+
+
+def test_the_explorer_shows_every_weight_and_gives_only_those_edited(invoke_json):
+    import shlex
+
+    from attn_cli.explore import state as st
+
+    start = st.opening("block")
+    names = [spec.name for spec in block.CARD.inputs if spec.name in start.state.cells]
+    assert names[:5] == ["X", "W_Q", "W_K", "W_V", "W_O"] and "gamma_2" in names
+    drawn = inputs_of(attn.block())
+    assert start.state.cells["W_1"] == st.cells_of(drawn["W_1"])  # the values drawn, shown
+    edited = st.with_cell(start.state, "W_Q", 0, 0, "2")
+    command = st.command_line(start, edited)
+    assert "--wq" in command and "--wk" not in command and "--w1" not in command
+    walk = st.walkthrough(start, edited)
+    assert walk.meta["sources"]["W_Q"] == "given" and walk.meta["sources"]["W_K"] == "drawn"
+    assert inputs_of(walk)["W_Q"][0, 0] == 2
+    doc = invoke_json(*shlex.split(command)[1:])
+    np.testing.assert_array_equal(np.array(unwrap(doc["output"])), walk.output)
+    gelu = st.with_option(edited, "activation", "gelu")
+    assert st.walkthrough(start, gelu).meta["activation"] == "gelu"

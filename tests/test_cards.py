@@ -11,7 +11,7 @@ import typer.main
 
 from attn_cli import course as cards
 from attn_cli.cli.app import app
-from attn_cli.cli.options import INPUT_PANEL, SIZE_PANEL, lesson_request
+from attn_cli.cli.options import INPUT_PANEL, SIZE_PANEL, help_text, lesson_request
 from attn_cli.core.card import shown
 from attn_cli.course import get_lesson
 
@@ -44,7 +44,7 @@ def test_each_input_is_an_option_with_its_help(lesson):
     for spec in cards.card(lesson).inputs:
         option = options[spec.keyword]
         assert option.opts == [spec.option], spec  # type: ignore[attr-defined]
-        assert option.help == spec.help and spec.help, spec  # type: ignore[attr-defined]
+        assert option.help == help_text(spec.help), spec  # type: ignore[attr-defined]
         assert option.rich_help_panel == INPUT_PANEL  # type: ignore[attr-defined]
 
 
@@ -59,15 +59,15 @@ def test_each_option_and_size_is_a_flag_with_its_default_in_its_help(lesson):
             continue
         parsed = options[option.name]
         assert parsed.opts == [option.option], option  # type: ignore[attr-defined]
-        assert parsed.help == option.help_text and "{" not in parsed.help  # type: ignore[attr-defined]
+        assert parsed.help == help_text(option.help_text) and "{" not in parsed.help  # type: ignore[attr-defined]
         if "{default}" in option.help:
             assert shown(option.default) in parsed.help
     for size in card.sizes:
         parsed = options[size.name]
         assert parsed.rich_help_panel == SIZE_PANEL  # type: ignore[attr-defined]
         assert parsed.help.startswith("Random inputs: ")  # type: ignore[attr-defined]
-        if size.default is not None:  # "(default: 8)" or "(default 8)", as the card says
-            assert re.search(rf"\(default:? {size.default}\b", parsed.help), parsed.help  # type: ignore[attr-defined]
+        if size.default is not None:  # written as Typer writes a default
+            assert re.search(rf"\\\[default: {size.default}\b", parsed.help), parsed.help  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("lesson", [name for name in LESSONS if cards.card(name).sizes])

@@ -23,6 +23,7 @@ from attn_cli.core.model import Walkthrough
 from attn_cli.course import lesson_names, programs_of
 from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error
+from tests.test_block import WEIGHTS_FILE as BLOCK_WEIGHTS
 
 WITH_CODE = sorted(name for name in lesson_names() if programs_of(name) is not None)
 WITHOUT_CODE = sorted(set(lesson_names()) - set(WITH_CODE))
@@ -105,6 +106,46 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
             attn.variance(dk=[3, 7], samples=700, keys=5, seed=9),
         ),
         ("block --no-posenc --gamma-beta", attn.block(n=3, heads=4, posenc=False, gamma_beta=True)),
+        *block_walkthroughs(),
+    ]
+
+
+def block_walkthroughs() -> list[tuple[str, Walkthrough]]:
+    """attn block with what issue 41 added: masks, stacks, activations, biases, a file."""
+    pad = np.array([0.0, 0.0, 1.0, 0.0])
+    blocked = np.eye(4)[::-1]  # each query may not attend one key
+    additive = np.array([[0, -np.inf, 0.5, 0], [0, 0, -1, 0], [0, 0, 0, 0], [1, 0, 0, -np.inf]])
+    return [
+        (
+            "block --layers 2 --pre-norm --final-norm --activation gelu --padding",
+            attn.block(layers=2, pre_norm=True, final_norm=True, activation="gelu", padding=pad),
+        ),
+        (
+            "block --decoder --layers 3 --attn-mask --memory-padding --activation gelu-tanh",
+            attn.block(
+                decoder=True,
+                layers=3,
+                attn_mask=blocked,
+                memory_padding=[0, 1, 0, 0],
+                activation="gelu-tanh",
+                gamma_beta=True,
+            ),
+        ),
+        (
+            "block --causal --attn-mask-float --no-bias --layers 2 --shared-weights",
+            attn.block(
+                causal=True, attn_mask_float=additive, bias=False, layers=2, shared_weights=True
+            ),
+        ),
+        (
+            "block --decoder --pre-norm --no-causal --padding",
+            attn.block(decoder=True, pre_norm=True, causal=False, padding=pad),
+        ),
+        ("block --weights FILE", attn.block(weights=BLOCK_WEIGHTS, posenc=False)),
+        (
+            "block --example your-weights --attn-mask (a row with no key)",
+            attn.block(example="your-weights", attn_mask=[[1, 1, 1], [0, 0, 1], [0, 0, 0]]),
+        ),
     ]
 
 

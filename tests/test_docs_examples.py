@@ -131,12 +131,15 @@ def test_the_docs_have_examples_where_they_should():
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
     """A folder holding what the docs' examples read: docs/examples/, lessons/, and a course's
-    own lesson files (week3.toml, my-slides.toml)."""
+    own lesson files (week3.toml, my-slides.toml), and the layer docs/api.md saves (layer.pt,
+    x.npy)."""
     folder = tmp_path_factory.mktemp("docs-examples")
     shutil.copytree(ROOT / "docs" / "examples", folder / "docs" / "examples")
     shutil.copytree(ROOT / "lessons", folder / "lessons")
     for name in ("week3.toml", "my-slides.toml"):
         shutil.copy(ROOT / "docs" / "examples" / "four-dims.toml", folder / name)
+    for name in ("layer.pt", "x.npy"):  # what docs/api.md's five lines of PyTorch save
+        shutil.copy(ROOT / "docs" / "examples" / name, folder / name)
     return folder
 
 
@@ -157,7 +160,8 @@ def _missing(args: tuple[str, ...]) -> str | None:
     if "--plot" in args and not _has("matplotlib"):
         return "needs matplotlib"
     torch_impls = re.search(r"--impl[ =]\S*\b(naive|sdpa|tiled)\b(?!-numpy)", words)
-    if ("torch" in args or torch_impls) and not _has("torch"):
+    reads_pt = any(arg.endswith((".pt", ".pth")) for arg in args)  # torch.load reads it
+    if ("torch" in args or torch_impls or reads_pt) and not _has("torch"):
         return "needs PyTorch"
     return None
 

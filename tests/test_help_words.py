@@ -11,7 +11,7 @@ from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
 from attn_cli.cli.app import app, command_names
-from attn_cli.cli.options import MATRIX_GRAMMAR, VECTOR_GRAMMAR
+from attn_cli.cli.options import MATRIX_GRAMMAR, VECTOR_GRAMMAR, default_last
 from attn_cli.course import card, lesson_names
 
 COMMANDS = command_names()
@@ -171,3 +171,45 @@ def test_every_symbol_of_the_help_is_defined_in_its_glossary(name):
 def test_the_symbol_pattern_finds_the_lectures_symbols_and_not_code():
     found = SYMBOL.findall("softmax(Q Kᵀ / √d_k) V, W_Q, a_left, αᵢ, Σ αᵢ hᵢ, default_rng, σ(x)")
     assert found == ["d_k", "W_Q", "a_left", "α", "α", "σ"]
+
+
+@pytest.mark.parametrize("command", [(), *((name,) for name in COMMANDS)], ids=str)
+def test_every_default_is_written_one_way(command):
+    """Issue 42: defaults were written "[default: 0]" (Typer's) beside "(default: 8)" (ours);
+    every one is now "[default: X]", Typer's way."""
+    text = flat(wide_help(*command))
+    assert "(default" not in text and "default)" not in text and "by default)" not in text
+
+
+def test_the_lesson_settings_are_not_inputs():
+    """Issue 42: --scale, --dropout and --normalise were listed under "Inputs"."""
+    text = wide_help("scaled")
+    inputs = text.split("Inputs ")[1].split("╰")[0]
+    settings = text.split("Settings ")[1].split("╰")[0]
+    for flag in ("--scale", "--dropout", "--normalise", "--valid-len"):
+        assert flag not in inputs and flag in settings, flag
+    assert "--q " in inputs and "--example" in inputs
+    assert "[default: softmax]" in flat(settings)
+
+
+def test_bench_defines_its_words():
+    """Issue 42: `attn bench --help` used TFLOP/s, sdpa-cudnn's cuDNN and "elu + 1" undefined."""
+    text = flat(wide_help("bench"))
+    assert "TFLOP/s (10¹² floating-point operations a second;" in text
+    assert "cuDNN's, NVIDIA's library of neural-network kernels" in text
+    assert "φ(x) = elu(x) + 1, positive for every x: elu(x) is x for x > 0 and eˣ − 1 below" in text
+    assert "[default: every one of the first list that the device supports;" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("Layers (default: 32).", "Layers. [default: 32]"),
+        ("Width d (default: d, elu + 1's, O(nd²)).", "Width d. [default: d, elu + 1's, O(nd²)]"),
+        ("Heads (default 8)", "Heads. [default: 8]"),
+        ("A (default: x) and B (y).", "A (default: x) and B (y)."),  # not its last words
+        ("No default here.", "No default here."),
+    ],
+)
+def test_a_closing_default_moves_to_the_end_in_brackets(text, written):
+    assert default_last(text) == written

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,10 @@ from attn_cli.mechanisms.attention import attention
 from attn_cli.run.runner import RunRequest, compute
 from tests.conftest import assert_user_error, data, unwrap
 from tests.lesson_runs import Batch, Runs
+
+# A small nn.MultiheadAttention's state_dict (embed_dim 4, kdim 3, vdim 2), written by
+# tests/data/multihead/make.py: .npz, so that it reads without PyTorch.
+MHA_FILE = str(Path(__file__).parent / "data" / "multihead" / "mha-kdim.npz")
 
 # What the suite-wide tests run of this lesson (tests/lesson_runs.py).
 RUNS = Runs(
@@ -39,6 +44,25 @@ RUNS = Runs(
         ("--n", "4", "--d-model", "8", "--heads", "4", "--kv-heads", "1", "--bias"),
         ("--n", "3", "--d-in", "4", "--d-out", "6", "--heads", "3", "--kv-heads", "1"),
         ("--example", "grouped", "--dropout", "0.5"),
+        # Cross-attention: keys and values of their own widths (kdim, vdim), from a file too.
+        ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
+        ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),
+        ("--weights", MHA_FILE, "--x", "1,0,0,1;0,1,1,0", "--xk", "1,2,3;0,1,0", "--xv", "1,0;0,1"),
+        # Grouped-query heads over keys of their own.
+        (
+            "--n",
+            "3",
+            "--m",
+            "4",
+            "--d-model",
+            "4",
+            "--kdim",
+            "3",
+            "--heads",
+            "2",
+            "--kv-heads",
+            "1",
+        ),
     ),
     options=({"causal": True}, {"kv_heads": 1}),
     figure=(("multihead",), ("cats", "sat", "dogs", "ran", "head 1", "head 2")),
@@ -488,7 +512,7 @@ def test_multi_query_draws_narrow_weights(invoke_json):
     [
         (("--kv-heads", "3", "--heads", "4", "--n", "2", "--d-model", "8"), "give one of 1, 2, 4"),
         (("--kv-heads", "4", "--heads", "2", "--n", "2"), "--kv-heads 4 does not divide"),
-        (("--kv-heads", "1"), "it must be d_in × g·d_k = 4 × 2"),
+        (("--kv-heads", "1"), "it must be 4 × g·d_k = 4 × 2"),
         (("--kv-heads", "0", "--n", "2"), "--kv-heads"),
         (
             (

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+DATA = Path(__file__).parent / "data"
 
 PROBE = """
 import sys
@@ -31,6 +34,21 @@ print("HEAVY", sorted(m for m in ("torch", "array_api_compat", "matplotlib", "tr
         ["selfattn", "--permute", "1,0,2", "--format", "json"],
         ["causal", "--conventions"],
         ["multihead", "--format", "json"],
+        ["block", "--format", "json"],
+        ["block", "--layers", "2", "--decoder", "--activation", "gelu", "--code"],
+        # A state_dict in .npz reads with numpy alone (a .pt file needs torch.load).
+        ["block", "--weights", str(DATA / "block" / "encoder-layer.npz"), "--format", "json"],
+        [
+            "multihead",
+            "--weights",
+            str(DATA / "multihead" / "mha-kdim.npz"),
+            "--x",
+            "1,0,0,1",
+            "--xk",
+            "1,2,3",
+            "--xv",
+            "1,0",
+        ],
         ["posenc", "--format", "json"],
         ["variance", "--dk", "4,64", "--samples", "50"],
         ["flash", "--kernel", "--format", "json"],  # the kernel's source, read as text

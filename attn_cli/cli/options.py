@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
+from rich.markup import escape
 
 from attn_cli.core import variants
 from attn_cli.core.card import Card, InputSpec, Option, Size
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from attn_cli.run.runner import RunRequest
 
 INPUT_PANEL = "Inputs"
+# A lesson's settings (--scale, --dropout, --normalise, --heads ...): how it computes, not what.
+SETTINGS_PANEL = "Settings"
 SIZE_PANEL = "Random inputs of any size"
 OUTPUT_PANEL = "Output"
 BACKEND_PANEL = "Backend"
@@ -34,6 +37,37 @@ BATCH_GRAMMAR = (
     'A batch of inputs: items separated by "|" ("1,0;0,1 | 0,1;1,0"), JSON nested one level '
     "deeper, or a 3-D .npy (--item picks the item shown)."
 )
+
+
+def help_text(text: str) -> str:
+    """A help text as Typer's Rich help shows it, its default written as Typer writes every
+    default: a closing "(default: X)" becomes "[default: X]" at the end, so that each command
+    writes its defaults one way (Typer's own, of options with a fixed default, and the lesson's,
+    of those computed from the example or the inputs); the "[" escaped for Rich."""
+    return escape(default_last(text))
+
+
+def default_last(text: str) -> str:
+    """``text`` with a last parenthesis "(default: X)" (or "(default X)") that ends it written
+    "[default: X]" after the sentence; any other text as it is."""
+    body = text.rstrip()
+    stop = "." if body.endswith(").") else ""
+    body = body.removesuffix(stop)
+    if not body.endswith(")"):
+        return text
+    depth = 0
+    for start in range(len(body) - 1, -1, -1):  # the "(" that the last ")" closes
+        depth += {")": 1, "(": -1}.get(body[start], 0)
+        if depth == 0:
+            break
+    inside = body[start + 1 : -1]
+    if not inside.startswith("default"):
+        return text
+    said = inside.removeprefix("default").removeprefix(":").strip()
+    head = body[:start].rstrip()
+    if not head.endswith((".", ":", "?", "!")):
+        head += "."
+    return f"{head} [default: {said}]"
 
 
 def choice(name: str, values: tuple[str, ...]) -> type[StrEnum]:
@@ -191,7 +225,7 @@ BackendOpt = Annotated[
     BackendName | None,
     typer.Option(
         "--backend",
-        help="Array library (default: numpy; torch for a GPU device).",
+        help=help_text("Array library (default: numpy; torch for a GPU device)."),
         rich_help_panel=BACKEND_PANEL,
         show_default=False,
     ),
@@ -390,7 +424,7 @@ def _input(spec: InputSpec) -> object:
     option = typer.Option(
         spec.option,
         metavar=spec.shape.upper(),  # MATRIX or VECTOR: the command's help says how to type it
-        help=spec.help,
+        help=help_text(spec.help),
         rich_help_panel=INPUT_PANEL,
         show_default=False,
     )
@@ -400,7 +434,9 @@ def _input(spec: InputSpec) -> object:
 def _option(option: Option) -> tuple[object, object]:
     """An option's parameter type (with its typer.Option) and default."""
     if option.type is bool and not option.switch:  # a flag: given or not
-        flag = typer.Option(option.option, help=option.help_text, rich_help_panel=INPUT_PANEL)
+        flag = typer.Option(
+            option.option, help=help_text(option.help_text), rich_help_panel=SETTINGS_PANEL
+        )
         return Annotated[bool, flag], False
     name = option.option
     if option.switch:
@@ -410,8 +446,8 @@ def _option(option: Option) -> tuple[object, object]:
         kind = choice(option.name, option.choices)
     parameter = typer.Option(
         name,
-        help=option.help_text,
-        rich_help_panel=INPUT_PANEL,
+        help=help_text(option.help_text),
+        rich_help_panel=SETTINGS_PANEL,
         show_default=False,  # no min=: the least value is checked with the run (run/request.py)
         metavar=option.metavar or NUMBER_METAVARS.get(option.type),
     )
@@ -423,7 +459,7 @@ def _size(size: Size) -> object:
     option = typer.Option(
         size.option,
         metavar="N",
-        help=size.help_text,
+        help=help_text(size.help_text),
         rich_help_panel=SIZE_PANEL,
         show_default=False,
     )

@@ -52,6 +52,8 @@ class InputSpec:
     description: str
     required: bool = True  # an optional input has a default the lesson fills in
     help: str = ""  # the option's --help text
+    # −∞ allowed in it (an additive mask, where −∞ blocks); NaN and +∞ are refused as ever.
+    minus_infinity: bool = False
 
     @property
     def keyword(self) -> str:
@@ -60,10 +62,18 @@ class InputSpec:
 
 
 def optional(
-    name: str, option: str, shape: Literal["matrix", "vector"], description: str, help: str
+    name: str,
+    option: str,
+    shape: Literal["matrix", "vector"],
+    description: str,
+    help: str,
+    *,
+    minus_infinity: bool = False,
 ) -> InputSpec:
     """An input the lesson can do without (it has a default, or another input replaces it)."""
-    return InputSpec(name, option, shape, description, required=False, help=help)
+    return InputSpec(
+        name, option, shape, description, required=False, help=help, minus_infinity=minus_infinity
+    )
 
 
 @dataclass(frozen=True)

@@ -46,20 +46,21 @@ def as_matrix(value: object, name: str) -> np.ndarray:
     return _matrix_shaped(_as_array(value, name), name)
 
 
-def as_matrix_or_batch(value: object, name: str) -> np.ndarray:
-    """A matrix (2-D) or a batch of matrices (3-D: batch × rows × columns), as float64."""
+def as_matrix_or_batch(value: object, name: str, minus_infinity: bool = False) -> np.ndarray:
+    """A matrix (2-D) or a batch of matrices (3-D: batch × rows × columns), as float64;
+    ``minus_infinity``: −∞ entries allowed (an additive mask)."""
     array = _as_array(value, name)
     if array.ndim == 3:
-        return _checked(array, name)
+        return _checked(array, name, minus_infinity)
     if array.ndim > 3:
         raise UserError(
             f"{name} has {array.ndim} dimensions; give a matrix, or a batch of matrices (3 "
             "dimensions: batch × rows × columns)."
         )
-    return _matrix_shaped(array, name)
+    return _matrix_shaped(array, name, minus_infinity)
 
 
-def as_vector_or_batch(value: object, name: str) -> np.ndarray:
+def as_vector_or_batch(value: object, name: str, minus_infinity: bool = False) -> np.ndarray:
     """A vector (1-D) or a batch of vectors (2-D: batch × entries), as float64.
 
     One row or one column is a vector; B rows of several entries are a batch of B vectors, and
@@ -67,15 +68,16 @@ def as_vector_or_batch(value: object, name: str) -> np.ndarray:
     """
     array = _as_array(value, name)
     if array.ndim == 3 and (array.shape[1] == 1 or array.shape[2] == 1):
-        array = array.reshape(array.shape[0], -1)
+        # a batch of one-row (or one-column) matrices: a batch, even of one-entry vectors
+        return _checked(array.reshape(array.shape[0], -1), name, minus_infinity)
     if array.ndim == 2 and 1 not in array.shape:
-        return _checked(array, name)
+        return _checked(array, name, minus_infinity)
     if array.ndim > 2:
         raise UserError(
             f'{name} has shape {shape_text(array.shape)}; give a vector such as "1,3", or a '
             'batch of vectors, one per row: "1,3;2,4".'
         )
-    return _vector_shaped(array, name)
+    return _vector_shaped(array, name, minus_infinity)
 
 
 def _as_array(value: object, name: str) -> np.ndarray:
@@ -83,22 +85,22 @@ def _as_array(value: object, name: str) -> np.ndarray:
     return _parse_any(value, name) if isinstance(value, str) else _from_object(value, name)
 
 
-def _matrix_shaped(array: np.ndarray, name: str) -> np.ndarray:
+def _matrix_shaped(array: np.ndarray, name: str, minus_infinity: bool = False) -> np.ndarray:
     if array.ndim == 1:
         array = array[np.newaxis, :]
     if array.ndim != 2:
         raise UserError(f"{name} has {array.ndim} dimensions; give a matrix (rows of numbers).")
-    return _checked(array, name)
+    return _checked(array, name, minus_infinity)
 
 
-def _vector_shaped(array: np.ndarray, name: str) -> np.ndarray:
+def _vector_shaped(array: np.ndarray, name: str, minus_infinity: bool = False) -> np.ndarray:
     if array.ndim == 2 and 1 in array.shape:
         array = array.reshape(-1)
     if array.ndim != 1:
         raise UserError(
             f'{name} has shape {shape_text(array.shape)}; give a vector, one row such as "1,3".'
         )
-    return _checked(array, name)
+    return _checked(array, name, minus_infinity)
 
 
 # The digits a whole number from text may have (a count, a length, a position, a size): more
@@ -497,14 +499,20 @@ def _check_npy_header(path: Path, name: str, where: str) -> None:
         )
 
 
-def _checked(array: np.ndarray, name: str) -> np.ndarray:
-    """Reject NaN and infinities, naming the first offending entry."""
+def _checked(array: np.ndarray, name: str, minus_infinity: bool = False) -> np.ndarray:
+    """Reject NaN and infinities (−∞ too unless ``minus_infinity``: an additive mask's "may not
+    attend"), naming the first offending entry."""
     finite = np.isfinite(array)
+    if minus_infinity:
+        finite |= np.isneginf(array)
     if not finite.all():
         index = tuple(int(i) for i in np.argwhere(~finite)[0])
         position = ", ".join(str(i + 1) for i in index)
         bad = array[index]
-        raise UserError(
-            f"{name} has {bad} at position ({position}); inputs must be finite numbers."
+        allowed = (
+            "finite numbers, or -inf where a key is blocked"
+            if minus_infinity
+            else ("finite numbers")
         )
+        raise UserError(f"{name} has {bad} at position ({position}); inputs must be {allowed}.")
     return array

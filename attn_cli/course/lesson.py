@@ -62,6 +62,9 @@ class Lesson:
     option_shapes: Callable[[Shapes, dict[str, Any]], Shapes] = same_shapes
     # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
     example_overrides: frozenset[str] = frozenset()
+    # The inputs rearranged with the options before a batch is split into items, or None:
+    # block's --sequence-first reads a 3-D X as (n, B, d), PyTorch's default layout.
+    arrange: Callable[[Inputs, dict[str, Any]], Inputs] | None = None
     memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
 
     @property

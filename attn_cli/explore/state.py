@@ -7,6 +7,10 @@ and :func:`walkthrough` computes it with the runner the command line uses, so th
 the copied command agree by construction. Until an input is edited the example runs as it is
 (options changed on top, as ``attn window --causal``); after, the inputs are given in full
 (``--q '1,0;0,1' ...``), with the example's row names as --tokens where the lesson has them.
+
+An input the example does not give but the lesson draws (attn block's weights, drawn from the
+seed) is shown too, with the values drawn: it is given only once it is edited, so that an
+unedited one stays drawn (and the screen says so).
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ class Opening:
     shapes: Mapping[str, str]  # input name -> "matrix" or "vector"
     tokens: tuple[str, ...] | None  # the example's row names, kept as --tokens
     example_options: Mapping[str, Any]  # every option as the example runs it
+    # Inputs the example leaves to the lesson to draw, with the cells drawn: given once edited.
+    drawn: Mapping[str, Cells] = field(default_factory=dict)
 
     @property
     def lesson(self) -> str:
@@ -73,19 +79,47 @@ def controls(lesson_card: Card) -> tuple[Option, ...]:
 def opening(lesson: str) -> Opening:
     """Lesson ``lesson`` on its default lecture example, prepared by the runner as `attn LESSON`
     prepares it."""
-    from attn_cli.run.runner import RunRequest, prepare
+    from attn_cli.run.runner import RunRequest, compute, prepare
 
     lesson_card = card(lesson)
-    run = prepare(RunRequest(lesson=lesson))
-    shapes = {spec.name: spec.shape for spec in lesson_card.inputs if spec.name in run.inputs}
-    cells = {name: cells_of(run.inputs[name]) for name in shapes}
+    request = RunRequest(lesson=lesson)
+    run = prepare(request)
+    shown = {item.name: item.value for item in compute(request).inputs}
+    drawn = {
+        spec.name: cells_of(shown[spec.name])
+        for spec in lesson_card.inputs
+        if spec.name not in run.inputs and _editable(shown.get(spec.name))
+    }
+    shapes = {
+        spec.name: spec.shape
+        for spec in lesson_card.inputs
+        if spec.name in run.inputs or spec.name in drawn
+    }
+    cells = {
+        name: cells_of(run.inputs[name]) if name in run.inputs else drawn[name] for name in shapes
+    }
     options = {
         option.name: as_given(option, run.options.get(option.name))
         for option in controls(lesson_card)
     }
     tokens = run.labels.get(lesson_card.rows) if lesson_card.rows else None
     state = State(lesson, cells, options)
-    return Opening(lesson_card, state, shapes, tokens, options)
+    return Opening(lesson_card, state, shapes, tokens, options, drawn)
+
+
+def _editable(value: Any) -> bool:
+    """Whether a value the walkthrough lists is an array of numbers of 1 or 2 dimensions."""
+    return isinstance(value, np.ndarray) and value.ndim in (1, 2) and value.dtype.kind in "fiu"
+
+
+def given_cells(start: Opening, state: State) -> dict[str, Cells]:
+    """The inputs a run of the user's own gives: every one the example gave, and those it left
+    to be drawn once they are edited."""
+    return {
+        name: cells
+        for name, cells in state.cells.items()
+        if name not in start.drawn or cells != start.drawn[name]
+    }
 
 
 def number_text(value: float) -> str:
@@ -178,7 +212,12 @@ def request(start: Opening, state: State) -> RunRequest:
     given: dict[str, Any] = dict(given_options(start, state))
     if own:
         keywords = {spec.name: spec.keyword for spec in start.card.inputs}
-        given.update({keywords[name]: matrix_text(cells) for name, cells in state.cells.items()})
+        given.update(
+            {
+                keywords[name]: matrix_text(cells)
+                for name, cells in given_cells(start, state).items()
+            }
+        )
         if start.tokens and start.card.rows:
             given["tokens"] = start.tokens
     # keep: each edit runs the lesson again, and what it drew before may serve
@@ -198,9 +237,10 @@ def command_line(start: Opening, state: State) -> str:
     words = ["attn", state.lesson]
     own = runs_own(start, state)
     if own:
+        cells = given_cells(start, state)
         for spec in start.card.inputs:
-            if spec.name in state.cells:
-                words += [spec.option, matrix_text(state.cells[spec.name])]
+            if spec.name in cells:
+                words += [spec.option, matrix_text(cells[spec.name])]
         if start.tokens and start.card.rows:
             words += ["--tokens", ",".join(start.tokens)]
     options = {option.name: option for option in controls(start.card)}

@@ -469,8 +469,10 @@ def _input_array(value: Any, where: str) -> np.ndarray:
         ) from None
     if array.size == 0:
         raise UserError(f"{where} is empty; give at least one number.")
-    if not np.isfinite(array).all():
-        raise UserError(f"{where} has NaN or infinite entries; inputs must be finite numbers.")
+    # −∞ may be an additive mask's entry: the lesson's own input refuses it where it is not
+    # (attn_cli.run.runner reads each example input as its spec says).
+    if not (np.isfinite(array) | np.isneginf(array)).all():
+        raise UserError(f"{where} has NaN or +∞ entries; inputs must be finite numbers.")
     return array
 
 

@@ -1,17 +1,21 @@
 """One Transformer layer (Vaswani et al., 2017): the sublayers, the residual sums and LayerNorm.
 
 Shapes: X (n, d_model) tokens as rows; memory M (m, d_model), the encoder output the decoder's
-cross-attention reads. Row convention throughout, Q = X W_Q with W_Q (d_model, d_model), split
-column-wise into h heads of d_k = d_model / h (as attn multihead); FFN(X) = ReLU(X W_1 + b_1)
-W_2 + b_2 with W_1 (d_model, d_ff), b_1 (d_ff,), W_2 (d_ff, d_model), b_2 (d_model,).
+cross-attention reads. Row convention throughout, Q = X W_Q + b_Q with W_Q (d_model, d_model),
+split column-wise into h heads of d_k = d_model / h (as attn multihead); FFN(X) = act(X W_1 +
+b_1) W_2 + b_2 with W_1 (d_model, d_ff), b_1 (d_ff,), W_2 (d_ff, d_model), b_2 (d_model,), act
+ReLU or GELU (exact, or its tanh approximation). Every bias may be absent (PyTorch's bias=False).
 
 Post-norm (the paper): Y = LN(X + Sublayer(X)); pre-norm: Y = X + Sublayer(LN(X)). A layer is
-these pieces in order; the lesson (walkthroughs/block.py) records each one as a step.
+these pieces in order; the lesson (attn_cli/course/block) records each one as a step.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms import attention, posenc
@@ -37,18 +41,20 @@ class NormParts:
     variance: Array  # (n, 1) σ² of each row, dividing by d_model (not d_model - 1)
     root: Array  # (n, 1) √(σ² + ε)
     normalised: Array  # (n, d_model) x̂ = (x - μ) / √(σ² + ε)
-    output: Array  # (n, d_model) γ ⊙ x̂ + β
+    output: Array  # (n, d_model) γ ⊙ x̂ + β (γ ⊙ x̂ without β)
 
 
-def layer_norm(x: Array, gamma: Array, beta: Array, eps: float) -> NormParts:
-    """LayerNorm over each row's d_model features, with the statistics it divides by."""
+def layer_norm(x: Array, gamma: Array, beta: Array | None, eps: float) -> NormParts:
+    """LayerNorm over each row's d_model features, with the statistics it divides by; ``beta``
+    None: no shift (nn.LayerNorm(bias=False))."""
     xp = namespace_of(x)
     mean = xp.mean(x, axis=-1, keepdims=True)  # (n, 1)
     centred = x - mean  # (n, d_model)
     variance = xp.mean(centred * centred, axis=-1, keepdims=True)  # (n, 1), biased: / d_model
     root = xp.sqrt(variance + eps)  # (n, 1), > 0 for any ε > 0
     normalised = centred / root  # (n, d_model): each row mean 0, variance σ² / (σ² + ε)
-    return NormParts(mean, variance, root, normalised, normalised * gamma + beta)  # γ, β (d,)
+    scaled = normalised * gamma  # γ (d,) scales each feature
+    return NormParts(mean, variance, root, normalised, scaled if beta is None else scaled + beta)
 
 
 @dataclass(frozen=True)
@@ -61,19 +67,26 @@ class MultiHeadParts:
     output: Array  # (n, d_model) concat W_O
 
 
+Biases = tuple[Array | None, Array | None, Array | None, Array | None]
+NO_BIASES: Biases = (None, None, None, None)
+
+
 def multi_head(
     x: Array,
     source: Array,
     weights: tuple[Array, Array, Array, Array],
     heads: int,
     mask: Array | None = None,
+    biases: Biases = NO_BIASES,
 ) -> MultiHeadParts:
-    """MultiHead(Q = X W_Q, K = S W_K, V = S W_V) W_O: self-attention when S is X, the
-    decoder's cross-attention when S is the encoder's memory. ``mask`` is additive (n, m)."""
+    """MultiHead(Q = X W_Q + b_Q, K = S W_K + b_K, V = S W_V + b_V) W_O + b_O: self-attention
+    when S is X, the decoder's cross-attention when S is the encoder's memory. ``mask`` is
+    additive (n, m); a bias None is no bias."""
     w_q, w_k, w_v, w_o = weights  # (d_model, d_model) each
-    q = mh.project(x, w_q)  # (n, d) @ (d, d) -> (n, d)
-    k = mh.project(source, w_k)  # (m, d) @ (d, d) -> (m, d)
-    v = mh.project(source, w_v)  # (m, d) @ (d, d) -> (m, d)
+    b_q, b_k, b_v, b_o = biases  # (d_model,) each, or None
+    q = mh.affine(x, w_q, b_q)  # (n, d) @ (d, d) + (d,) -> (n, d)
+    k = mh.affine(source, w_k, b_k)  # (m, d) @ (d, d) -> (m, d)
+    v = mh.affine(source, w_v, b_v)  # (m, d) @ (d, d) -> (m, d)
     results = tuple(
         attention.attention(
             mh.head_block(q, i, heads),  # (n, d_k): head i's columns of Q
@@ -84,19 +97,55 @@ def multi_head(
         for i in range(heads)
     )
     joined = mh.concat([result.output for result in results])  # h x (n, d_k) -> (n, d)
-    return MultiHeadParts(q, k, v, results, joined, mh.project(joined, w_o))  # (n, d)
+    return MultiHeadParts(q, k, v, results, joined, mh.affine(joined, w_o, b_o))  # (n, d)
+
+
+ACTIVATIONS = ("relu", "gelu", "gelu-tanh")
+_SQRT_HALF = 1 / math.sqrt(2)  # GELU(x) = x Φ(x), Φ(x) = (1 + erf(x / √2)) / 2
+_SQRT_2_OVER_PI = math.sqrt(2) * (2 / math.sqrt(math.pi)) * 0.5  # √(2/π), as PyTorch writes it
+_KAPPA = 0.044715  # and its cubic coefficient
+
+
+def erf(x: Array) -> Array:
+    """The error function entry by entry: torch's own for a tensor; math.erf for numpy, which
+    has none (to within an ulp or two of each other in float64)."""
+    if hasattr(x, "erf"):  # a torch tensor
+        return x.erf()
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=x.dtype)
+
+
+def activation(x: Array, name: str) -> Array:
+    """The FFN's nonlinearity: ReLU max(0, x); GELU x Φ(x) with the exact normal CDF, as
+    nn.GELU() and F.gelu compute it; or its tanh approximation, nn.GELU(approximate="tanh"):
+    x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2. Written in PyTorch's order of operations."""
+    xp = namespace_of(x)
+    if name == "relu":
+        return xp.maximum(x, xp.zeros_like(x))  # NaN stays NaN
+    if name == "gelu":
+        return x * 0.5 * (1.0 + erf(x * _SQRT_HALF))
+    if name == "gelu-tanh":
+        inner = _SQRT_2_OVER_PI * (x + _KAPPA * (x * x * x))
+        return 0.5 * x * (1.0 + xp.tanh(inner))
+    raise ValueError(f"unknown activation {name!r}; one of {ACTIVATIONS}")
 
 
 @dataclass(frozen=True)
 class FeedForwardParts:
     pre: Array  # (n, d_ff) X W_1 + b_1
-    hidden: Array  # (n, d_ff) ReLU of it: the negative entries set to 0
+    hidden: Array  # (n, d_ff) the activation of it (ReLU: the negative entries set to 0)
     output: Array  # (n, d_model) hidden W_2 + b_2
 
 
-def feed_forward(x: Array, w1: Array, b1: Array, w2: Array, b2: Array) -> FeedForwardParts:
-    """The position-wise FFN: the same two-layer network applied to every row on its own."""
-    xp = namespace_of(x, w1)
+def feed_forward(
+    x: Array,
+    w1: Array,
+    b1: Array | None,
+    w2: Array,
+    b2: Array | None,
+    act: str = "relu",
+) -> FeedForwardParts:
+    """The position-wise FFN: the same two-layer network applied to every row on its own; a
+    bias None is no bias."""
     pre = mh.affine(x, w1, b1)  # (n, d) @ (d, d_ff) + (d_ff,) -> (n, d_ff)
-    hidden = xp.maximum(pre, xp.zeros_like(pre))  # (n, d_ff): ReLU (NaN stays NaN)
+    hidden = activation(pre, act)  # (n, d_ff)
     return FeedForwardParts(pre, hidden, mh.affine(hidden, w2, b2))  # (n, d_ff) -> (n, d)

@@ -76,6 +76,9 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     given = Given.of(request)
     source = resolve_inputs(lesson, data, request, given)
     options = lesson.options_with(source.example_options, given.options)
+    if source.inputs is not None and lesson.arrange is not None:
+        arranged = lesson.arrange(source.inputs, options)
+        source = replace(source, inputs=arranged, shapes=_shapes(arranged))
     batch = None if source.inputs is None else split_batch(lesson.inputs, source.inputs)
     item_options = split_options(options, None if batch is None else len(batch))
     if source.inputs is not None:
@@ -350,7 +353,8 @@ def _where(lesson: LessonFile, example: Example) -> str:
 def _check_representable(lesson: Lesson, inputs: Inputs, dtype: str) -> None:
     """Refuse an input that the chosen dtype would turn into infinity (never silently)."""
     for name, array in inputs.items():
-        largest = float(np.max(np.abs(array))) if array.size else 0.0
+        finite = array[np.isfinite(array)]  # an additive mask's −∞ (where allowed) is no number
+        largest = float(np.max(np.abs(finite))) if finite.size else 0.0
         if largest > LARGEST[dtype]:
             flag = lesson.flag(name)
             raise UserError(
@@ -391,4 +395,4 @@ def _example_inputs(lesson: Lesson, example: Example, where: str) -> Inputs:
 def _as_input(spec: InputSpec, value: Any, where: str) -> np.ndarray:
     """A matrix input 2-D, a vector input 1-D (a batch: one dimension more)."""
     convert = as_matrix_or_batch if spec.shape == "matrix" else as_vector_or_batch
-    return convert(value, where)
+    return convert(value, where, spec.minus_infinity)

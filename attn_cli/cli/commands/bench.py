@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from attn_cli.cli.options import OUTPUT_PANEL, DeviceName, DtypeName
+from attn_cli.cli.options import OUTPUT_PANEL, DeviceName, DtypeName, help_text
 from attn_cli.core.stop import Stop
 from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
@@ -85,8 +85,10 @@ SizesOpt = Annotated[
     typer.Option(
         "--sizes",
         metavar="LENGTHS",
-        help="Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
-        f"(default: {SIZES_DEFAULTS}).",
+        help=help_text(
+            "Sequence lengths n: '512,1024,4096' or a doubling range '128..2048' "
+            f"(default: {SIZES_DEFAULTS})."
+        ),
         rich_help_panel=RUN_PANEL,
         show_default=False,
     ),
@@ -97,17 +99,22 @@ ImplOpt = Annotated[
     typer.Option(
         "--impl",
         metavar="NAMES",
-        help="Comma-separated: naive (softmax(Q Kᵀ / √d) V, the n × n weights formed), sdpa "
-        "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
-        "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its kernels: "
-        "FlashAttention, memory-efficient, cuDNN's, the plain math), tiled (the flash "
-        "lesson's loop over key blocks), triton-flash (the flash lesson as a Triton kernel, "
-        "its tile sizes tuned on the GPU for each shape; CUDA only, needs the kernel extra: "
-        "attn-cli\\[kernel]), numpy, tiled-numpy (default: all the "
-        "device supports; numpy,tiled-numpy when PyTorch is not installed); beyond the n² "
-        "wall, never by default: window, window-numpy (the band |i − j| ≤ w, every block of "
-        "queries at once with its nearby keys), sdpa-window (sdpa with the dense band mask), flex-window (FlexAttention's "
-        "block mask, compiled), linear, linear-numpy (linear attention, φ = elu + 1).",
+        help=help_text(
+            "Comma-separated: naive (softmax(Q Kᵀ / √d) V, the n × n weights formed), sdpa "
+            "(PyTorch's scaled_dot_product_attention, its fastest kernel for the device), "
+            "sdpa-flash, sdpa-efficient, sdpa-cudnn, sdpa-math (sdpa held to one of its "
+            "kernels: FlashAttention; the memory-efficient one; cuDNN's, NVIDIA's library of "
+            "neural-network kernels; the plain math), tiled (the flash lesson's loop over key "
+            "blocks), triton-flash (the flash lesson as a Triton kernel, its tile sizes tuned "
+            "on the GPU for each shape; CUDA only, needs Triton: the kernel extra), "
+            "numpy, tiled-numpy. Beyond the n² wall, never run unless named: window, "
+            "window-numpy (the band |i − j| ≤ w, every block of queries at once with its "
+            "nearby keys), sdpa-window (sdpa with the dense band mask), flex-window "
+            "(FlexAttention's block mask, compiled), linear, linear-numpy (linear attention "
+            "with the feature map φ(x) = elu(x) + 1, positive for every x: elu(x) is x for "
+            "x > 0 and eˣ − 1 below). (default: every one of the first list that the device "
+            "supports; numpy,tiled-numpy when PyTorch is not installed)."
+        ),
         rich_help_panel=RUN_PANEL,
         show_default=False,
     ),
@@ -118,7 +125,7 @@ RepeatsOpt = Annotated[
     typer.Option(
         "--repeats",
         min=1,
-        help="Timed runs per row (default: about 0.5 s worth, 5 to 50).",
+        help=help_text("Timed runs per row (default: about 0.5 s worth, 5 to 50)."),
         rich_help_panel=RUN_PANEL,
         show_default=False,
     ),
@@ -162,7 +169,7 @@ HeadWidthOpt = Annotated[
     typer.Option(
         "--d",
         min=1,
-        help=f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)}).",
+        help=help_text(f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)})."),
         rich_help_panel=SHAPE_PANEL,
         show_default=False,
     ),
@@ -180,8 +187,10 @@ DtypeOpt = Annotated[
     DtypeName | None,
     typer.Option(
         "--dtype",
-        help="Floating-point type of Q, K and V and of the computation (default: "
-        "bfloat16 on cuda, float32 otherwise).",
+        help=help_text(
+            "Floating-point type of Q, K and V and of the computation (default: "
+            "bfloat16 on cuda, float32 otherwise)."
+        ),
         rich_help_panel=SHAPE_PANEL,
         show_default=False,
     ),
@@ -245,8 +254,10 @@ def bench(
 ) -> None:
     """Time and memory of attention against sequence length n: the O(n²) wall, measured.
 
-    Runs every implementation at every n and reports the median time, TFLOP/s, % of the GPU's
-    dense peak, peak memory and the max error against a float64 reference, then fits how
+    Runs every implementation at every n and reports the median time, the speed in TFLOP/s
+    (10¹² floating-point operations a second; attention's FLOPs per head are 4·n²·d: 2·n²·d
+    for Q Kᵀ and as many for A V, half that with --causal), its % of the GPU's dense peak, peak memory and the max error against a
+    float64 reference, then fits how
     time and memory grow with n over the rows past the floor of fixed costs (a row enters
     when it takes 3 × its implementation's fastest). See `attn flash` for the tiled algorithm
     step by step.

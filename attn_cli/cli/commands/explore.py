@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from attn_cli.cli.options import help_text
 from attn_cli.core.errors import UserError
 
 
@@ -22,7 +23,7 @@ def explore(
         str | None,
         typer.Argument(
             metavar="LESSON",
-            help="The lesson to open (default: the first, scaled); the key l switches.",
+            help=help_text("The lesson to open; the key l switches (default: the first, scaled)."),
             show_default=False,
         ),
     ] = None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 import typer
 
-from attn_cli.cli.options import OUTPUT_PANEL, PrecisionOpt, choice
+from attn_cli.cli.options import OUTPUT_PANEL, PrecisionOpt, choice, help_text
 from attn_cli.learn.common import PRECISION
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ StepsOpt = Annotated[
         "--steps",
         min=1,
         metavar="N",
-        help="Training steps (one batch each) for every model (default: the task's).",
+        help=help_text("Training steps (one batch each) for every model (default: the task's)."),
         rich_help_panel=TRAIN_PANEL,
         show_default=False,
     ),
@@ -77,7 +77,7 @@ HiddenOpt = Annotated[
         "--hidden",
         min=1,
         metavar="N",
-        help="Width of the models' states (default: the task's).",
+        help=help_text("Width of the models' states (default: the task's)."),
         rich_help_panel=TRAIN_PANEL,
         show_default=False,
     ),
@@ -88,8 +88,10 @@ MaxLenOpt = Annotated[
         "--max-len",
         min=1,
         metavar="N",
-        help="Longest sequence trained on: source sentence (translate), repeated half "
-        "(induction) (default: the task's).",
+        help=help_text(
+            "Longest sequence trained on: source sentence (translate), repeated half "
+            "(induction) (default: the task's)."
+        ),
         rich_help_panel=TRAIN_PANEL,
         show_default=False,
     ),

@@ -20,14 +20,14 @@ if TYPE_CHECKING:
 
 def draw(walkthrough: Walkthrough, precision: int) -> Figure:
     """The layer's attention weights, one panel per head: self-attention's, then (decoder)
-    cross-attention's over the memory; one colour scale."""
+    cross-attention's over the memory, layer by layer in a stack; one colour scale."""
     heads = [s for s in walkthrough.steps if s.kind == "weights" and s.key.endswith(".weights")]
     if not heads:
         step_of(walkthrough, "self.head1.weights")
     top = max(float(np.nanmax(as_matrix(head.value))) for head in heads)
     grids = []
     for head in heads:
-        cross = head.key.startswith("cross.")
+        cross = ".cross." in f".{head.key}"
         grid = grid_of(
             head,
             xlabel="memory row" if cross else "key token",
@@ -35,6 +35,9 @@ def draw(walkthrough: Walkthrough, precision: int) -> Figure:
             precision=precision,
             vmax=top,
         )
-        number = head.key.split(".")[1].removeprefix("head")
-        grids.append(grid.titled(f"{'cross' if cross else 'self'}-attention head {number}"))
+        parts = head.key.split(".")  # [layerK.]self.headN.weights
+        number = parts[-2].removeprefix("head")
+        layer = f"layer {parts[0].removeprefix('layer')} " if len(parts) == 4 else ""
+        title = f"{layer}{'cross' if cross else 'self'}-attention head {number}"
+        grids.append(grid.titled(title))
     return panels(walkthrough, grids)

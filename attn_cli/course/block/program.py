@@ -1,173 +1,388 @@
-"""attn block --code: one Transformer layer (encoder, or --decoder), post-norm or --pre-norm,
-with the walkthrough's weights written in.
+"""attn block --code: one Transformer layer (encoder, or --decoder) or a stack of them, with the
+walkthrough's weights, masks and options written in.
 
-numpy writes the layer out: the positional encoding, multi-head attention head by head, the
-residual sums, LayerNorm and the feed-forward network. PyTorch loads the same weights into
-nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (dropout 0, ReLU, batch_first,
-norm_first for pre-norm); nn.Linear multiplies by the transpose, so its weights are Wᵀ.
+numpy writes the layer out: the positional encoding, the masks, multi-head attention head by
+head, the residual sums, LayerNorm and the feed-forward network. PyTorch builds the module
+(nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, or nn.TransformerEncoder /
+nn.TransformerDecoder for a stack or a final LayerNorm), loads the same weights as its own
+state_dict (in PyTorch's names and layouts: attn_cli.course.block.pytorch.state_dict_of, the
+inverse of reading --weights), and calls it with PyTorch's masks; forward hooks print each
+layer's output as it is computed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from attn_cli.core.model import Walkthrough
+from attn_cli.course.block.pytorch import state_dict_of
 from attn_cli.render.attention_program import SOFTMAX
 from attn_cli.render.code_render import array, inputs_of, number
 
-LETTERS = "QKVO"
+MASKS = ("key_padding_mask", "memory_key_padding_mask", "attn_mask", "attn_mask_float")
 
 
-def _variable(name: str) -> str:
-    """The walkthrough's input name as a Python name: cross.W_Q -> W_Q_cross, γ_1 -> gamma_1."""
-    if name.startswith("cross."):
-        return name.removeprefix("cross.") + "_cross"
-    return name.replace("γ", "gamma").replace("β", "beta")
+@dataclass(frozen=True)
+class Layout:
+    """What the walkthrough computed, as the programs need it."""
+
+    inputs: dict[str, Any]  # X, M, the masks given
+    layers: list[dict[str, Any]]  # each layer's parameters by their own names (one if shared)
+    final: dict[str, Any]  # gamma_final, beta_final
+    meta: dict[str, Any]
+    posenc: bool
+
+    @property
+    def count(self) -> int:
+        return int(self.meta["layers"])
+
+    @property
+    def decoder(self) -> bool:
+        return bool(self.meta["decoder"])
+
+    @property
+    def stacked(self) -> bool:
+        return self.count > 1 or bool(self.meta["final_norm"])
+
+    def prefix(self, index: int) -> str:
+        """The walkthrough's step keys of layer ``index`` (1-based) start with this."""
+        return f"layer{index}." if self.count > 1 else ""
+
+    def last(self, index: int) -> str:
+        """The key of the step that holds layer ``index``'s output."""
+        norms = 3 if self.decoder else 2
+        return f"{self.prefix(index)}{'add' if self.meta['pre_norm'] else 'norm'}{norms}"
 
 
-def _layer(walkthrough: Walkthrough) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The inputs by program name, and the layer's settings."""
-    given = {_variable(name): value for name, value in inputs_of(walkthrough).items()}
-    given = {"M" if name == "Memory" else name: value for name, value in given.items()}
-    meta = walkthrough.meta
-    options = meta.get("options", {})
-    chosen = {
-        "heads": int(meta["heads"]),
-        "d_ff": int(meta["d_ff"]),
-        "eps": float(meta["eps"]),
-        "pre_norm": bool(meta["pre_norm"]),
-        "decoder": bool(meta["decoder"]),
-        "posenc": bool(options.get("posenc", True)),
-    }
-    return given, chosen
+def _layout(walkthrough: Walkthrough) -> Layout:
+    meta = dict(walkthrough.meta)
+    given = inputs_of(walkthrough)
+    sources = meta["sources"]
+    inputs = {"X": given["X"]}
+    if "Memory" in given:
+        inputs["M"] = given["Memory"]
+    inputs |= {name: given[name] for name in MASKS if name in given}
+    params = {name: given[name] for name in sources}
+    count = int(meta["layers"])
+    if count > 1 and not meta["shared_weights"]:
+        layers = [
+            {
+                name.partition(".")[2]: value
+                for name, value in params.items()
+                if name.startswith(f"layer{index}.")
+            }
+            for index in range(1, count + 1)
+        ]
+    else:
+        layers = [{name: value for name, value in params.items() if not name.endswith("_final")}]
+    final = {name: value for name, value in params.items() if name.endswith("_final")}
+    posenc = bool(meta.get("options", {}).get("posenc", True))
+    return Layout(inputs, layers, final, meta, posenc)
 
 
-def _title(chosen: dict[str, Any]) -> str:
-    kind = "decoder" if chosen["decoder"] else "encoder"
-    return f"one Transformer {kind} layer ({'pre' if chosen['pre_norm'] else 'post'}-norm)"
+def _title(layout: Layout) -> str:
+    kind = "decoder" if layout.decoder else "encoder"
+    arrangement = "pre-norm" if layout.meta["pre_norm"] else "post-norm"
+    if layout.count > 1:
+        shared = ", one set of weights" if layout.meta["shared_weights"] else ""
+        return f"a stack of {layout.count} Transformer {kind} layers ({arrangement}{shared})"
+    return f"one Transformer {kind} layer ({arrangement})"
 
 
-def _assign(given: dict[str, Any], module: str) -> str:
-    return "\n".join(f"{name} = {array(value, module)}" for name, value in given.items())
+def _assign(values: dict[str, Any], module: str) -> list[str]:
+    return [f"{name} = {array(value, module)}" for name, value in values.items()]
+
+
+def _dict(name: str, values: dict[str, Any]) -> list[str]:
+    lines = [f"{name} = dict("]
+    lines += [f"    {key}={array(value, 'np', 4)}," for key, value in values.items()]
+    return [*lines, ")"]
 
 
 POSENC = """\
-n, d_model = X.shape
 pos = np.arange(n)[:, None]  # (n, 1) positions 0 .. n-1
 omega = 10000.0 ** (-2.0 * np.arange(d_model // 2) / d_model)  # (d_model/2,) frequencies
 pe = np.stack((np.sin(pos * omega), np.cos(pos * omega)), axis=-1).reshape(n, d_model)
 H = X + pe  # the layer's input: embeddings plus positions
 """
 
-NUMPY_FUNCTIONS = '''def layer_norm(x, gamma, beta):
+ACTIVATION = {
+    "relu": "    return np.maximum(x, 0.0)  # ReLU",
+    "gelu": "    return x * 0.5 * (1.0 + erf(x / math.sqrt(2)))  # GELU: x Φ(x)",
+    "gelu-tanh": (
+        "    inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)\n"
+        "    return 0.5 * x * (1.0 + np.tanh(inner))  # GELU, tanh approximation"
+    ),
+}
+
+NUMPY_FUNCTIONS = '''def layer_norm(x, gamma, beta=None):
     """Each row to mean 0 and variance 1 (dividing by d_model), then scaled and shifted."""
     mean = x.mean(axis=-1, keepdims=True)
     variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(variance + eps) * gamma + beta
+    out = (x - mean) / np.sqrt(variance + eps) * gamma
+    return out if beta is None else out + beta
 
 
-def multi_head(x, source, W_Q, W_K, W_V, W_O, name, causal=False):
+def linear(x, W, b=None):
+    """x W + b: the lectures' d_in × d_out weights (nn.Linear stores W transposed)."""
+    return x @ W if b is None else x @ W + b
+
+
+def multi_head(x, source, p, suffix, key, mask):
     """Each head attends on its own d_k columns of Q, K, V; the heads side by side, then W_O."""
-    Q, K, V = x @ W_Q, source @ W_K, source @ W_V
+    Q = linear(x, p["W_Q" + suffix], p.get("b_Q" + suffix))
+    K = linear(source, p["W_K" + suffix], p.get("b_K" + suffix))
+    V = linear(source, p["W_V" + suffix], p.get("b_V" + suffix))
     d_k = Q.shape[1] // heads
     outputs = []
     for h in range(heads):
         cols = slice(h * d_k, (h + 1) * d_k)
         scores = Q[:, cols] @ K[:, cols].T / np.sqrt(d_k)
-        if causal:  # no query sees a later position: -inf above the diagonal
-            scores = scores + np.triu(np.full(scores.shape, -np.inf), k=1)
-        weights = softmax(scores)
-        print(f"{name}.head{h + 1}.weights =", weights.tolist())
+        weights = softmax(scores if mask is None else scores + mask)
+        print(f"{key}.head{h + 1}.weights =", weights.tolist())
         outputs.append(weights @ V[:, cols])
-    return np.concatenate(outputs, axis=-1) @ W_O
+    return linear(np.concatenate(outputs, axis=-1), p["W_O" + suffix], p.get("b_O" + suffix))
 
 
-def feed_forward(x):
-    """The same two-layer ReLU network on every row."""
-    return np.maximum(x @ W_1 + b_1, 0.0) @ W_2 + b_2
+def feed_forward(x, p):
+    """The same two-layer network on every row."""
+    return linear(activation(linear(x, p["W_1"], p.get("b_1"))), p["W_2"], p.get("b_2"))
 
 '''
 
 
-def _numpy_layer(chosen: dict[str, Any]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The sublayers in order, each line's result named like the walkthrough's step."""
-    pre, decoder = chosen["pre_norm"], chosen["decoder"]
-    self_args = "W_Q, W_K, W_V, W_O, 'self'" + (", causal=True" if decoder else "")
-    cross_args = "W_Q_cross, W_K_cross, W_V_cross, W_O_cross, 'cross'"
-    if pre and not decoder:
-        return [
-            "normed = layer_norm(H, gamma_1, beta_1)",
-            f"Z = H + multi_head(normed, normed, {self_args})  # add1",
-            "Y = Z + feed_forward(layer_norm(Z, gamma_2, beta_2))  # add2: no LayerNorm after",
-        ], [("add1", "Z")]
-    if not decoder:
-        return [
-            f"Z = layer_norm(H + multi_head(H, H, {self_args}), gamma_1, beta_1)  # norm1",
-            "Y = layer_norm(Z + feed_forward(Z), gamma_2, beta_2)  # norm2",
-        ], [("norm1", "Z")]
+def _numpy_masks(layout: Layout) -> list[str]:
+    """The additive masks each attention reads: 0 where a query may attend a key, -inf not."""
+    inputs = layout.inputs
+    causal = bool(layout.meta["causal"])
+    terms = []
+    if causal:
+        terms.append("np.triu(np.full((n, n), -np.inf), k=1)  # causal: no later key")
+    if "attn_mask" in inputs:
+        terms.append("np.where(attn_mask == 1, -np.inf, 0.0)  # PyTorch's True: may not attend")
+    if "attn_mask_float" in inputs:
+        terms.append("attn_mask_float  # added as it is")
+    if "key_padding_mask" in inputs:
+        terms.append("np.where(key_padding_mask[None, :] == 1, -np.inf, 0.0)  # padded keys")
+    lines = []
+    if terms:
+        lines.append("self_mask = np.zeros((n, n))")
+        lines += [f"self_mask = self_mask + {term}" for term in terms]
+        lines.append('print("self.mask =", self_mask.tolist())')
+    else:
+        lines.append("self_mask = None")
+    if "memory_key_padding_mask" in inputs:
+        lines += [
+            "cross_mask = np.where(memory_key_padding_mask[None, :] == 1, -np.inf, 0.0)",
+            "cross_mask = np.broadcast_to(cross_mask, (n, M.shape[0]))  # padded memory rows",
+            'print("cross.mask =", cross_mask.tolist())',
+        ]
+    elif layout.decoder:
+        lines.append("cross_mask = None")
+    return lines
+
+
+def _numpy_layer(layout: Layout) -> list[str]:
+    """The function that runs one layer, its sublayers in order."""
+    pre, decoder = layout.meta["pre_norm"], layout.decoder
+    sa = "multi_head({x}, {x}, p, '', key + 'self', self_mask)"
+    ca = "multi_head({x}, M, p, '_cross', key + 'cross', cross_mask)"
     if pre:
-        return [
-            "normed = layer_norm(H, gamma_1, beta_1)",
-            f"Z_1 = H + multi_head(normed, normed, {self_args})  # add1",
-            f"Z_2 = Z_1 + multi_head(layer_norm(Z_1, gamma_2, beta_2), M, {cross_args})  # add2",
-            "Y = Z_2 + feed_forward(layer_norm(Z_2, gamma_3, beta_3))  # add3: no LayerNorm after",
-        ], [("add1", "Z_1"), ("add2", "Z_2")]
-    return [
-        f"Z_1 = layer_norm(H + multi_head(H, H, {self_args}), gamma_1, beta_1)  # norm1",
-        f"Z_2 = layer_norm(Z_1 + multi_head(Z_1, M, {cross_args}), gamma_2, beta_2)  # norm2",
-        "Y = layer_norm(Z_2 + feed_forward(Z_2), gamma_3, beta_3)  # norm3",
-    ], [("norm1", "Z_1"), ("norm2", "Z_2")]
+        body = [
+            "    normed = layer_norm(H, p['gamma_1'], p.get('beta_1'))",
+            "    Z = H + " + sa.format(x="normed"),
+        ]
+        last = "Z"
+        if decoder:
+            body.append(
+                "    Z = Z + " + ca.format(x="layer_norm(Z, p['gamma_2'], p.get('beta_2'))")
+            )
+        index = 3 if decoder else 2
+        body.append(
+            f"    return Z + feed_forward(layer_norm({last}, p['gamma_{index}'], "
+            f"p.get('beta_{index}')), p)  # no LayerNorm after"
+        )
+    else:
+        body = [
+            "    Z = layer_norm(H + " + sa.format(x="H") + ", p['gamma_1'], p.get('beta_1'))",
+        ]
+        if decoder:
+            body.append(
+                "    Z = layer_norm(Z + " + ca.format(x="Z") + ", p['gamma_2'], p.get('beta_2'))"
+            )
+        index = 3 if decoder else 2
+        body.append(
+            f"    return layer_norm(Z + feed_forward(Z, p), p['gamma_{index}'], "
+            f"p.get('beta_{index}'))"
+        )
+    head = '''def layer(H, p, key):
+    """One layer: each sublayer with its residual sum and LayerNorm."""'''
+    return [head, *body, ""]
 
 
 def numpy_program(walkthrough: Walkthrough) -> str:
-    given, chosen = _layer(walkthrough)
-    layer, named = _numpy_layer(chosen)
+    layout = _layout(walkthrough)
+    meta = layout.meta
     lines = [
-        f'"""attn block: {_title(chosen)}, in numpy."""',
+        f'"""attn block: {_title(layout)}, in numpy."""',
+        "import math",
+        "",
         "import numpy as np",
         "",
-        _assign(given, "np"),
-        f"heads, eps = {chosen['heads']}, {number(chosen['eps'])}",
+        *_assign(layout.inputs, "np"),
+    ]
+    for index, params in enumerate(layout.layers, start=1):
+        lines += _dict(f"layer{index}", params)
+    lines += _assign(layout.final, "np")
+    lines += [
+        f"heads, eps = {int(meta['heads'])}, {number(meta['eps'])}",
+        "n, d_model = X.shape",
+        "erf = np.vectorize(math.erf)",
         "",
         "",
         SOFTMAX,
-        NUMPY_FUNCTIONS,
-        POSENC if chosen["posenc"] else "H = X  # --no-posenc: the embeddings as they are\n",
-        *layer,
+        "def activation(x):",
+        ACTIVATION[meta["activation"]],
         "",
-        *(['print("pe =", pe.tolist())'] if chosen["posenc"] else []),
-        *(f'print("{key} =", {var}.tolist())' for key, var in named),
-        'print("output =", Y.tolist())',
+        "",
+        NUMPY_FUNCTIONS,
+        *_numpy_layer(layout),
+        "",
+        *_numpy_masks(layout),
     ]
+    lines += (
+        [POSENC, 'print("pe =", pe.tolist())']
+        if layout.posenc
+        else ["H = X  # --no-posenc: the embeddings as they are"]
+    )
+    if meta["shared_weights"]:
+        lines.append(f"for index in range(1, {layout.count + 1}):  # every layer the same weights")
+        lines.append("    p = layer1")
+    else:
+        names = ", ".join(f"layer{index}" for index in range(1, len(layout.layers) + 1))
+        lines.append(f"for index, p in enumerate([{names}], start=1):")
+    key = "f'layer{index}.'" if layout.count > 1 else "''"
+    lines += [f"    H = layer(H, p, {key})"]
+    last = layout.last(1).rpartition(".")[2]
+    shown = f"f'layer{{index}}.{last}'" if layout.count > 1 else repr(last)
+    lines.append(f"    print({shown}, '=', H.tolist())")
+    if meta["final_norm"]:
+        beta = ", beta_final" if "beta_final" in layout.final else ""
+        lines += ["H = layer_norm(H, gamma_final" + beta + ")  # the stack's last LayerNorm"]
+    lines += ["", 'print("output =", H.tolist())']
     return "\n".join(lines)
 
 
-def torch_program(walkthrough: Walkthrough) -> str:
-    given, chosen = _layer(walkthrough)
-    decoder = chosen["decoder"]
-    kind = "TransformerDecoderLayer" if decoder else "TransformerEncoderLayer"
-    load = [
-        "    layer.self_attn.in_proj_weight.copy_(torch.cat([W_Q.T, W_K.T, W_V.T]))",
-        "    layer.self_attn.out_proj.weight.copy_(W_O.T)",
-    ]
+def _torch_masks(layout: Layout) -> tuple[list[str], dict[str, str]]:
+    """PyTorch's masks, as the module's call takes them: lines that make them, and keywords."""
+    inputs, decoder = layout.inputs, layout.decoder
+    lines: list[str] = []
+    mask = None
+    if "attn_mask" in inputs:
+        lines.append("attn_mask = attn_mask.bool()  # True: query i may not attend key j")
+        mask = "attn_mask"
+    if "attn_mask_float" in inputs:
+        mask = "attn_mask_float"  # added to the scaled scores
+    if layout.meta["causal"]:
+        lines.append(
+            "causal = nn.Transformer.generate_square_subsequent_mask(X.shape[0], "
+            "dtype=torch.float64)  # -inf above the diagonal"
+        )
+        if mask == "attn_mask":
+            lines.append("attn_mask = causal.masked_fill(attn_mask, -torch.inf)")
+        elif mask is not None:
+            lines.append(f"{mask} = causal + {mask}")
+        else:
+            mask = "causal"
+    floats = mask not in (None, "attn_mask") or (
+        mask == "attn_mask" and bool(layout.meta["causal"])
+    )
+    paddings = {}
+    for name in ("key_padding_mask", "memory_key_padding_mask"):
+        if name in inputs:
+            if floats:  # a float mask beside: the padding as float too, as PyTorch asks
+                lines.append(
+                    f"{name} = torch.zeros({name}.shape, dtype=torch.float64)"
+                    f".masked_fill({name}.bool(), -torch.inf)[None]"
+                )
+            else:
+                lines.append(f"{name} = {name}.bool()[None]  # True: a padded key; a batch of one")
+            paddings[name] = name
+    keywords: dict[str, str] = {}
+    stacked = layout.stacked
     if decoder:
-        load += [
-            "    layer.multihead_attn.in_proj_weight.copy_("
-            "torch.cat([W_Q_cross.T, W_K_cross.T, W_V_cross.T]))",
-            "    layer.multihead_attn.out_proj.weight.copy_(W_O_cross.T)",
-        ]
-    norms = 3 if decoder else 2
-    load += [
-        "    layer.linear1.weight.copy_(W_1.T)",
-        "    layer.linear1.bias.copy_(b_1)",
-        "    layer.linear2.weight.copy_(W_2.T)",
-        "    layer.linear2.bias.copy_(b_2)",
-        *(
-            f"    layer.norm{i}.{part}.copy_({name}_{i})"
-            for i in range(1, norms + 1)
-            for part, name in (("weight", "gamma"), ("bias", "beta"))
-        ),
+        if mask:
+            keywords["tgt_mask"] = mask
+        if "key_padding_mask" in paddings:
+            keywords["tgt_key_padding_mask"] = "key_padding_mask"
+        if "memory_key_padding_mask" in paddings:
+            keywords["memory_key_padding_mask"] = "memory_key_padding_mask"
+    else:
+        if mask:
+            keywords["mask" if stacked else "src_mask"] = mask
+        if "key_padding_mask" in paddings:
+            keywords["src_key_padding_mask"] = "key_padding_mask"
+    return lines, keywords
+
+
+def torch_program(walkthrough: Walkthrough) -> str:
+    layout = _layout(walkthrough)
+    meta = layout.meta
+    decoder, stacked = layout.decoder, layout.stacked
+    kind = "Decoder" if decoder else "Encoder"
+    params = {
+        name if layout.count == 1 or meta["shared_weights"] else f"layer{index}.{name}": value
+        for index, layer in enumerate(layout.layers, start=1)
+        for name, value in layer.items()
+    } | layout.final
+    state = state_dict_of(params, layout.count, stacked)
+    activation = {
+        "relu": '"relu"',
+        "gelu": '"gelu"',
+        # a function, not nn.GELU(approximate="tanh"): nn.TransformerDecoder's copies of a layer
+        # given that module fall back to ReLU
+        "gelu-tanh": 'functools.partial(F.gelu, approximate="tanh")',
+    }[meta["activation"]]
+    d_model = int(layout.inputs["X"].shape[1])
+    layer = [
+        f"layer = nn.Transformer{kind}Layer(",
+        f"    d_model={d_model}, nhead={int(meta['heads'])}, dim_feedforward={int(meta['d_ff'])}, "
+        "dropout=0.0,",
+        f"    activation={activation}, layer_norm_eps={number(meta['eps'])}, batch_first=True,",
+        f"    norm_first={bool(meta['pre_norm'])}, bias={bool(meta['bias'])}, dtype=torch.float64,",
+        ")",
     ]
+    build = [*layer, "model = layer"]
+    if stacked:
+        norm = "None"
+        if meta["final_norm"]:
+            norm = (
+                f"nn.LayerNorm({d_model}, eps={number(meta['eps'])}, bias={bool(meta['bias'])}, "
+                "dtype=torch.float64)"
+            )
+        nested = "" if decoder else ", enable_nested_tensor=False"
+        build = [
+            *layer,
+            f"model = nn.Transformer{kind}(layer, num_layers={layout.count}, norm={norm}{nested})",
+        ]
+    state_lines = ["state = {  # the weights in PyTorch's names and layouts (nn.Linear: W.T)"]
+    state_lines += [f'    "{key}": {array(value, "torch", 4)},' for key, value in state.items()]
+    state_lines.append("}")
+    mask_lines, keywords = _torch_masks(layout)
+    call_args = ", ".join(f"{key}={value}" for key, value in keywords.items())
+    call_args = ", " + call_args if call_args else ""
+    source = "H[None], M[None]" if decoder else "H[None]"
+    hooks = []
+    if stacked:
+        last = layout.last(1).rpartition(".")[2]
+        shown = f"f'layer{{index + 1}}.{last}'" if layout.count > 1 else repr(last)
+        hooks = [
+            "for index, each in enumerate(model.layers):  # print each layer's output as it comes",
+            "    each.register_forward_hook(",
+            f"        lambda module, args, out, key={shown}: print(key, '=', out[0].tolist())",
+            "    )",
+        ]
     posenc = [
         "n, d_model = X.shape",
         "pos = torch.arange(n, dtype=torch.float64)[:, None]  # (n, 1) positions 0 .. n-1",
@@ -175,42 +390,31 @@ def torch_program(walkthrough: Walkthrough) -> str:
         "pe = torch.stack((torch.sin(pos * omega), torch.cos(pos * omega)), dim=-1)"
         ".reshape(n, d_model)",
         "H = X + pe  # the layer's input: embeddings plus positions",
+        'print("pe =", pe.tolist())',
     ]
-    if decoder:
-        call = [
-            "causal = nn.Transformer.generate_square_subsequent_mask(H.shape[0], "
-            "dtype=torch.float64)",
-            "with torch.no_grad():",
-            "    Y = layer(H[None], M[None], tgt_mask=causal)[0]  # a batch of one",
-        ]
-    else:
-        call = ["with torch.no_grad():", "    Y = layer(H[None])[0]  # a batch of one"]
     lines = [
-        f'"""attn block: {_title(chosen)}, in PyTorch (nn.{kind})."""',
+        f'"""attn block: {_title(layout)}, in PyTorch (nn.Transformer{kind}'
+        f'{"" if stacked else "Layer"})."""',
+        *(["import functools", ""] if meta["activation"] == "gelu-tanh" else []),
         "import torch",
+        *(["import torch.nn.functional as F"] if meta["activation"] == "gelu-tanh" else []),
         "from torch import nn",
         "",
-        _assign(given, "torch"),
+        *_assign(layout.inputs, "torch"),
         "",
-        f"layer = nn.{kind}(",
-        f"    d_model={given['X'].shape[1]}, nhead={chosen['heads']}, "
-        f"dim_feedforward={chosen['d_ff']}, dropout=0.0,",
-        f"    activation='relu', layer_norm_eps={number(chosen['eps'])}, batch_first=True, "
-        f"norm_first={chosen['pre_norm']},",
-        "    dtype=torch.float64,",
-        ").eval()",
-        "with torch.no_grad():  # nn.Linear computes x @ weight.T: each weight is W transposed",
-        *load,
-        *(
-            f"    layer.{module}.{bias}.zero_()  # attention has no biases here"
-            for module in ("self_attn", *(["multihead_attn"] if decoder else []))
-            for bias in ("in_proj_bias", "out_proj.bias")
-        ),
+        *build,
+        *state_lines,
+        "model.load_state_dict(state)  # every weight, as torch.load(FILE) would give them",
+        "model.eval()",
+        *hooks,
         "",
-        *(posenc if chosen["posenc"] else ["H = X  # --no-posenc: the embeddings as they are"]),
-        *call,
+        *(posenc if layout.posenc else ["H = X  # --no-posenc: the embeddings as they are"]),
+        *mask_lines,
+        "with torch.no_grad():",
+        f"    Y = model({source}{call_args})[0]  # a batch of one",
         "",
-        *(['print("pe =", pe.tolist())'] if chosen["posenc"] else []),
         'print("output =", Y.tolist())',
     ]
+    if meta["shared_weights"]:
+        lines.insert(lines.index("model.eval()"), "# --shared-weights: every layer loads the same")
     return "\n".join(lines)

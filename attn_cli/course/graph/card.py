@@ -101,7 +101,7 @@ CARD = Card(
         ),
     ),
     sizes=(
-        Size("n", "number of nodes N (default: {default}), on a random graph.", 5),
+        Size("n", "number of nodes N, on a random graph (default: {default}).", 5),
         Size("d", "feature width d (default: {default}).", 3),
         Size("dk", "also draw W_Q, W_K, W_V of d_k rows."),
     ),

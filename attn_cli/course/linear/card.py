@@ -54,7 +54,10 @@ CARD = Card(
         "attn linear --n 6 --feature-map random --features 64",
     ),
     symbols=(
-        ("φ", "the feature map applied to queries and keys (elu + 1 by default)"),
+        (
+            "φ",
+            "the feature map applied to queries and keys: φ(x) = elu(x) + 1 unless --feature-map says otherwise (elu(x) = x for x > 0, eˣ − 1 below)",
+        ),
         ("q_i, k_j", "query i and key j, rows of Q and K"),
         D_K,
         D_V,

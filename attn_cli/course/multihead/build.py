@@ -3,6 +3,9 @@
 Both conventions: the transformer paper's square d_model × d_model weights, and Raschka's
 book's MultiHeadAttention (d_in → d_out, biases on the projections, causal, out_proj with a bias;
 its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every head shares.
+The keys and values may come from sequences of their own (X_K, X_V: cross-attention, PyTorch's
+nn.MultiheadAttention(query, key, value) with kdim and vdim), and the weights from an
+nn.MultiheadAttention's state_dict (--weights, attn_cli.course.multihead.pytorch).
 
 ``kv_heads`` g < h is grouped-query attention (GQA; g = 1: multi-query, MQA): W_K and W_V have
 g blocks of d_k columns, one per key/value head, and query head i uses key/value head
@@ -27,6 +30,7 @@ from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding
 from attn_cli.course.checks import counted, is_whole, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
+from attn_cli.course.multihead import pytorch
 from attn_cli.course.multihead.card import CARD
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles.texts import Texts
@@ -47,6 +51,30 @@ def _heads(options: dict[str, Any]) -> int:
     return whole_at_least(options.get("heads"), "--heads (options.heads)")
 
 
+def with_file(
+    inputs: dict[str, np.ndarray], options: dict[str, Any]
+) -> tuple[dict[str, np.ndarray], pytorch.LoadedAttention | None]:
+    """The inputs with the --weights file's weights among them, and the file (None: no file);
+    weights given by hand beside a file are refused."""
+    if options.get("weights") is None:
+        return inputs, None
+    loaded = pytorch.load(options["weights"])
+    hand = [name for name in (*WEIGHT_NAMES, *BIAS_OF.values()) if name in inputs]
+    if hand:
+        flags = ", ".join(CARD.flag(name) for name in hand)
+        raise UserError(f"{loaded.where} gives the weights; leave out {flags}.")
+    if options.get("bias"):
+        raise UserError(f"--bias draws the biases; {loaded.where} gives them. Leave out --bias.")
+    return {**inputs, **loaded.weights}, loaded
+
+
+def sequences(inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queries' X, the keys' sequence (X_K, else X) and the values' (X_V, else X_K, else X)."""
+    x = inputs["X"]
+    keys = inputs.get("X_K", x)
+    return x, keys, inputs.get("X_V", keys)
+
+
 def kv_heads(options: Mapping[str, Any], heads: int) -> int:
     """The number of key/value heads g (h when not given), checked: a whole number that
     divides h."""
@@ -60,27 +88,40 @@ def kv_heads(options: Mapping[str, Any], heads: int) -> int:
             f"--kv-heads {g} does not divide --heads {heads}: each key/value head serves h/g "
             f"query heads; give one of {divisors}."
         )
+    if g < heads and options.get("weights") is not None:
+        raise UserError(
+            "--weights reads an nn.MultiheadAttention, which has a key and a value head for "
+            "each query head; leave out --kv-heads, or give --wq, --wk, --wv."
+        )
     return g
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     heads = _heads(options)
     kv = kv_heads(options, heads)
+    inputs, _loaded = with_file(inputs, options)
     given = [name for name in WEIGHT_NAMES if name in inputs]
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
-        first = (given + biases)[:1]
+        first = ([*given, *biases] + [name for name in ("X_K", "X_V") if name in inputs])[:1]
         needs = f"{CARD.flag(first[0])} needs --x" if first else "X is missing; give --x"
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
         flags = ", ".join(CARD.flag(name) for name in biases)
         raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
-    d_in = inputs["X"].shape[1]
+    x, keys, values = sequences(inputs)
+    if values.shape[0] != keys.shape[0]:
+        where = "--xk" if "X_K" in inputs else "X (the keys' sequence without --xk)"
+        raise UserError(
+            f"--xv has {counted(values.shape[0], 'row')} but {where} has {keys.shape[0]}: one "
+            "value per key."
+        )
+    d_in = x.shape[1]
     d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
-    _check_shapes(inputs, d_in, d_out, heads, kv)
+    _check_shapes(inputs, (d_in, keys.shape[1], values.shape[1]), d_out, (heads, kv))
     _check_biases(inputs, d_in, d_out, d_out // heads * kv)
-    padding.valid_lengths(options.get("valid_len"), inputs["X"].shape[0], inputs["X"].shape[0])
+    padding.valid_lengths(options.get("valid_len"), x.shape[0], keys.shape[0])
     dropout.probability(options.get("dropout"))
 
 
@@ -100,41 +141,35 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
 
 
 def _check_shapes(
-    inputs: dict[str, np.ndarray], d_in: int, d_out: int, heads: int, kv: int
+    inputs: dict[str, np.ndarray],
+    widths: tuple[int, int, int],
+    d_out: int,
+    counts: tuple[int, int],
 ) -> None:
+    """W_Q d_in × d_out, W_K kdim × d_out, W_V vdim × d_out (kdim, vdim: the widths of the
+    keys' and values' sequences, d_in unless --xk, --xv give their own); with g key/value
+    heads (``counts``: h and g), W_K and W_V g·d_k wide."""
+    d_in, kdim, vdim = widths
+    heads, kv = counts
     if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
         rows, cols = inputs["W_Q"].shape
         raise UserError(
             f"--wq is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
             f"{d_in} rows (Q = X W_Q)."
         )
-    for name in PROJECTIONS[1:] if kv == heads else ():
-        if name in inputs and inputs[name].shape != (d_in, d_out):
+    own = {"W_K": "X_K" in inputs, "W_V": "X_V" in inputs or "X_K" in inputs}
+    for name, width, source in (("W_K", kdim, "--xk"), ("W_V", vdim, "--xv")):
+        if kv < heads:
+            continue  # their width is checked below, once the heads divide d_out
+        if name in inputs and inputs[name].shape != (width, d_out):
             rows, cols = inputs[name].shape
-            raise UserError(
-                f"{CARD.flag(name)} is {rows} × {cols} but must be d_in × d_out = {d_in} × {d_out}, "
-                "like W_Q (W_Q, W_K and W_V share their shape)."
-            )
-    _check_heads_divide(d_in, d_out, heads)
-    for name in PROJECTIONS[1:] if kv < heads else ():
-        width = d_out // heads * kv
-        if name in inputs and inputs[name].shape != (d_in, width):
-            rows, cols = inputs[name].shape
-            raise UserError(
-                f"{CARD.flag(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
-                f"d_in × g·d_k = {d_in} × {width} ({counted(kv, 'key/value head')} of d_k = "
-                f"d_out / h = {counted(d_out // heads, 'column')}): give --wk and --wv that "
-                "wide, or no weights (then they are drawn from --seed)."
-            )
-    if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
-        rows, cols = inputs["W_O"].shape
-        raise UserError(
-            f"--wo is {rows} × {cols} but needs d_out = {d_out} rows, one per column of the "
-            f"concatenated heads (W_Q is {d_in} × {d_out})."
-        )
-
-
-def _check_heads_divide(d_in: int, d_out: int, heads: int) -> None:
+            if not own[name]:
+                must = f"d_in × d_out = {d_in} × {d_out}, like W_Q (W_Q, W_K and W_V share "
+                must += "their shape unless --xk, --xv give sequences of other widths)"
+            else:
+                dim = "kdim" if name == "W_K" else "vdim"
+                must = f"{dim} × d_out = {width} × {d_out} ({source}'s columns × W_Q's)"
+            raise UserError(f"{CARD.flag(name)} is {rows} × {cols} but must be {must}.")
     if d_out % heads:
         if d_in == d_out:
             what = f"X has d_model = {d_in} columns"
@@ -143,6 +178,23 @@ def _check_heads_divide(d_in: int, d_out: int, heads: int) -> None:
             what = f"W_Q has d_out = {d_out} columns"
             fix = "--heads must divide d_out (each head gets d_out / h columns"
         raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
+    for name, width in (("W_K", kdim), ("W_V", vdim)) if kv < heads else ():
+        narrow = (width, d_out // heads * kv)
+        if name in inputs and inputs[name].shape != narrow:
+            rows, cols = inputs[name].shape
+            raise UserError(
+                f"{CARD.flag(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
+                f"{narrow[0]} × g·d_k = {narrow[0]} × {narrow[1]} "
+                f"({counted(kv, 'key/value head')} of d_k = d_out / h = "
+                f"{counted(d_out // heads, 'column')}): give --wk and --wv that wide, or no "
+                "weights (then they are drawn from --seed)."
+            )
+    if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
+        rows, cols = inputs["W_O"].shape
+        raise UserError(
+            f"--wo is {rows} × {cols} but needs d_out = {d_out} rows, one per column of the "
+            f"concatenated heads (W_Q is {d_in} × {d_out})."
+        )
 
 
 def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width: int) -> None:
@@ -167,7 +219,9 @@ def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    """Tokens X (n × d_in) and the weights: W_Q, W_K, W_V d_in × d_out, W_O d_out × d_out.
+    """Tokens X (n × d_in) and the weights: W_Q d_in × d_out, W_K kdim × d_out, W_V vdim ×
+    d_out, W_O d_out × d_out; with --m, --kdim or --vdim the key sequence X_K (m × kdim) and the
+    value sequence X_V (m × vdim) too.
 
     --d-model sets d_in and d_out together (the transformer paper's square weights); --d-in and
     --d-out set one each. draw_random() draws them (the weights scaled, from their own stream).
@@ -175,10 +229,17 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     n, d_model = sizes["n"], sizes["d_model"]
     d_in = sizes.get("d_in") or d_model
     d_out = sizes.get("d_out") or d_in
-    square = (d_in, d_out)
+    kdim = sizes.get("kdim") or d_in
+    vdim = sizes.get("vdim") or kdim
+    shapes: dict[str, tuple[int, ...]] = {"X": (n, d_in)}
+    if any(sizes.get(name) for name in ("m", "kdim", "vdim")):
+        m = sizes.get("m") or n
+        shapes |= {"X_K": (m, kdim), "X_V": (m, vdim)}
     return {
-        "X": (n, d_in),
-        **{name: square for name in PROJECTIONS},
+        **shapes,
+        "W_Q": (d_in, d_out),
+        "W_K": (kdim, d_out),
+        "W_V": (vdim, d_out),
         "W_O": (d_out, d_out),
     }
 
@@ -186,45 +247,59 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
 def option_shapes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any]
 ) -> dict[str, tuple[int, ...]]:
-    """With --kv-heads g, W_K and W_V are d_in × g·d_k (the shapes as drawn; options that do
-    not fit leave them, for validate to name)."""
+    """With --kv-heads g, W_K and W_V are g·d_k wide (the shapes as drawn; options that do not
+    fit leave them, for validate to name)."""
     heads, kv = options.get("heads"), options.get("kv_heads")
     if not (is_whole(heads) and is_whole(kv)) or not 1 <= kv <= heads or heads % kv:
         return shapes
-    d_in, d_out = shapes["W_Q"]
+    d_out = shapes["W_Q"][1]
     if d_out % heads:
         return shapes
-    narrow = (d_in, d_out // heads * kv)
-    return {**shapes, "W_K": narrow, "W_V": narrow}
+    width = d_out // heads * kv
+    return {**shapes, "W_K": (shapes["W_K"][0], width), "W_V": (shapes["W_V"][0], width)}
 
 
 def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
-    """Random inputs: X ~ N(0, 1) from numpy's default_rng(seed), the weights as draw_weights
-    (W_K and W_V cut to the columns their shapes ask for: --kv-heads)."""
-    x = np.random.default_rng(seed).standard_normal(shapes["X"])
+    """Random inputs: X, then X_K and X_V where drawn, N(0, 1) in that order from numpy's
+    default_rng(seed); the weights as draw_weights (W_K and W_V cut to the columns their
+    shapes ask for: --kv-heads)."""
+    rng = np.random.default_rng(seed)
+    drawn: dict[str, np.ndarray] = {
+        name: rng.standard_normal(shapes[name]) for name in ("X", "X_K", "X_V") if name in shapes
+    }
     d_in, d_out = shapes["W_Q"]
-    weights = draw_weights(seed, d_in, d_out)
-    return {"X": x, **{name: w[:, : shapes[name][1]] for name, w in weights.items()}}
+    kdim, vdim = shapes["W_K"][0], shapes["W_V"][0]
+    weights = draw_weights(seed, d_in, d_out, kdim, vdim)
+    return {**drawn, **{name: w[:, : shapes[name][1]] for name, w in weights.items()}}
 
 
 def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
     n, d_in = shapes["X"]
+    m, kdim = shapes.get("X_K", (n, d_in))
+    vdim = shapes.get("X_V", (m, kdim))[1]
     d_out = shapes["W_Q"][1] if "W_Q" in shapes else d_in
     d_o = shapes["W_O"][1] if "W_O" in shapes else d_out
     heads = _heads(options)  # random inputs are sized before validate() runs
-    per_head = _SCORE_MATRICES * n * n + 3 * n * (d_out // heads or 1)
-    weights = 3 * d_in * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
-    extra = dropout.dropout_bytes(options, heads * n * n, itemsize)
+    per_head = _SCORE_MATRICES * n * m + 3 * max(n, m) * (d_out // heads or 1)
+    weights = (d_in + kdim + vdim) * d_out + d_out * d_o + 2 * (3 * d_out + d_o)
+    extra = dropout.dropout_bytes(options, heads * n * m, itemsize)
     return (
-        heads * per_head + _MASK_MATRICES * n * n + 2 * weights + 3 * n * d_o
+        heads * per_head + _MASK_MATRICES * n * m + 2 * weights + 3 * n * d_o
     ) * itemsize + extra
 
 
-def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np.ndarray]:
-    """W_Q, W_K, W_V (d_in × d_out) with N(0, 1/d_in) entries, so Q = X W_Q keeps X's scale,
-    and W_O (d_out × d_out) with N(0, 1/d_out) entries.
+def draw_weights(
+    seed: int,
+    d_in: int,
+    d_out: int | None = None,
+    kdim: int | None = None,
+    vdim: int | None = None,
+) -> dict[str, np.ndarray]:
+    """W_Q (d_in × d_out), W_K (kdim × d_out) and W_V (vdim × d_out) with N(0, 1/rows) entries,
+    so Q = X W_Q keeps X's scale, and W_O (d_out × d_out) with N(0, 1/d_out) entries (kdim and
+    vdim: d_in unless the keys and values come from sequences of other widths).
 
     They come from a child of numpy's default_rng(seed), independent of the stream that draws
     random tokens X from the same seed (and of the biases', see draw_biases).
@@ -232,8 +307,15 @@ def draw_weights(seed: int, d_in: int, d_out: int | None = None) -> dict[str, np
     if seed < 0:
         raise UserError(f"--seed {seed}: give a seed of 0 or more.")
     d_out = d_in if d_out is None else d_out
+    kdim = d_in if kdim is None else kdim
+    vdim = d_in if vdim is None else vdim
     rng = np.random.default_rng(seed).spawn(1)[0]
-    shapes = {**{name: (d_in, d_out) for name in PROJECTIONS}, "W_O": (d_out, d_out)}
+    shapes = {
+        "W_Q": (d_in, d_out),
+        "W_K": (kdim, d_out),
+        "W_V": (vdim, d_out),
+        "W_O": (d_out, d_out),
+    }
     return {
         name: rng.standard_normal(shape) / math.sqrt(shape[0]) for name, shape in shapes.items()
     }
@@ -256,20 +338,30 @@ def build(run: LessonRun) -> Walkthrough:
     heads: int = run.options["heads"]  # checked by validate()
     kv = kv_heads(run.options, heads)
     group = heads // kv  # the query heads that share one key/value head
-    x_in = run.inputs["X"]
-    weights_in, biases_in, drawn = _parameters(run, kv)
+    given, loaded = with_file(run.inputs, run.options)
+    x_in, keys_in, values_in = sequences(given)
+    weights_in, biases_in, drawn = _parameters(run, given, kv)
     (n, d_in), d_out = x_in.shape, weights_in["W_Q"].shape[1]
+    (m, kdim), vdim = keys_in.shape, values_in.shape[1]
     d_k = d_out // heads
-    x = backend.asarray(x_in)
+    x, xk, xv = (backend.asarray(value) for value in (x_in, keys_in, values_in))
     wq, wk, wv = (backend.asarray(weights_in[name]) for name in PROJECTIONS)
     bq, bk, bv = (
         None if BIAS_OF[name] not in biases_in else backend.asarray(biases_in[BIAS_OF[name]])
         for name in PROJECTIONS
     )
     tokens = row_names(run, "tokens", n, "t", "--tokens")
+    own_keys = "X_K" in given or "X_V" in given
+    keys = row_names(run, "keys", m, "s", "the example's labels.keys") if own_keys else tokens
+    keys_from = "X_K" if "X_K" in given else "X"
     projected = "W_O" in weights_in
     base = {
         "n": n,
+        "m": m,
+        "kdim": kdim,
+        "vdim": vdim,
+        "keys_from": keys_from,
+        "values_from": "X_V" if "X_V" in given else keys_from,
         "h": heads,
         "h_heads": counted(heads, "head"),
         "dk_columns": counted(d_k, "column"),
@@ -286,11 +378,7 @@ def build(run: LessonRun) -> Walkthrough:
         "then_wo": _THEN_WO if projected else _NO_WO,
         # The transformer paper's name for square weights, Raschka's book's otherwise.
         "width": "d_model" if d_in == d_out else "d_out",
-        "weight_shape": (
-            f"d_model × d_model = {d_in} × {d_in}"
-            if d_in == d_out
-            else f"d_in × d_out = {d_in} × {d_out}"
-        ),
+        "weight_shape": _weight_shape(d_in, kdim, vdim, d_out),
     }
     record = StepRecorder(run)
     record.add(
@@ -298,26 +386,25 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected, group),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, n, heads, d_in, d_out, d_k, kv),
+        notes=_split_notes(record, (n, m), (heads, kv), (d_in, kdim, vdim, d_out), d_k),
         text="split" if group == 1 else "split_grouped",
     )
-    mask = _mask_steps(record, x, run.options, tokens, base)
+    mask = _mask_steps(record, x, run.options, (tokens, keys), base)
     p = dropout.probability(run.options.get("dropout"))
     computed = []
     shared: dict[int, tuple[Any, Any]] = {}  # key/value head -> its K and V (grouped heads)
     for index in range(heads):
         if group > 1 and index // group not in shared:
             shared[index // group] = _kv_steps(
-                record, index // group, kv, x, ((wk, bk), (wv, bv)), tokens, base
+                record, index // group, kv, ((xk, wk, bk), (xv, wv, bv)), keys, base
             )
         head = _head_steps(
             record,
             index,
             heads,
-            x,
-            ((wq, bq), (wk, bk), (wv, bv)),
+            ((x, wq, bq), (xk, wk, bk), (xv, wv, bv)),
             mask,
-            tokens,
+            (tokens, keys),
             base,
             shared.get(index // group),
         )
@@ -330,7 +417,7 @@ def build(run: LessonRun) -> Walkthrough:
         # MultiHeadAttention (and of nn.MultiheadAttention's dropout) draws it; then per head.
         draw = dropout.draw(record, namespace_of(x).stack(head_weights), p)
         for index, head in enumerate(computed):
-            grid = replace(head.rows, cols=tokens)
+            grid = replace(head.rows, cols=keys)
             dropped = dropout.record_dropout(
                 record,
                 head.weights,
@@ -366,17 +453,28 @@ def build(run: LessonRun) -> Walkthrough:
             grid=Grid(tokens, context=output_context),
             text="output" if bo is None else "output_bias",
         )
-    inputs = _labelled_inputs(run, weights_in, biases_in, tokens, d_k, drawn)
+    inputs = _labelled_inputs(run, (weights_in, biases_in), (tokens, keys), d_k, drawn, loaded)
     notes = _difference_notes(record, record.to_numpy(differences))
     if group > 1:
-        notes += (_cache_note(record, shared, n, heads, d_out),)
+        notes += (_cache_note(record, shared, m, heads, d_out),)
     if not projected:
         notes += (record.note("concat_only"),)
     if drawn:
         notes += (record.note(_drawn_key(drawn), seed=run.seed),)
+    if loaded is not None:
+        layout = (
+            "a packed in_proj_weight"
+            if loaded.packed
+            else "q_proj_weight, k_proj_weight, v_proj_weight"
+        )
+        notes += (record.note("file_weights", source=loaded.source, layout=layout, heads=heads),)
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
     meta: dict[str, Any] = {"parameters": parameters, "kv_heads": kv, **dropout.meta(run, p)}
-    lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
+    weights_option = run.options.get("weights")
+    if weights_option is not None and not isinstance(weights_option, str):
+        shown = f"a state_dict of {len(weights_option)} arrays"
+        meta["options"] = {**run.options, "weights": shown}
+    lengths = padding.valid_lengths(run.options.get("valid_len"), n, m)
     if lengths is not None:
         meta["valid_lengths"] = list(lengths)
     return record.walkthrough(output, inputs=inputs, notes=notes, meta=meta)
@@ -387,24 +485,27 @@ _NO_WO = "; no W_O was given, so the concatenation is the result"
 
 
 def _parameters(
-    run: LessonRun, kv: int
+    run: LessonRun, inputs: dict[str, np.ndarray], kv: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], frozenset[str]]:
-    """The weights and biases used, and the names of those drawn from --seed.
+    """The weights and biases used (``inputs``: the run's with a --weights file's among them),
+    and the names of those drawn from --seed.
 
-    Weights not given are all four drawn (square, d_model × d_model; with g key/value heads,
-    W_K and W_V cut to their first g blocks); --bias draws a bias for every weight; weights
-    drawn as random inputs (--n, --d-model, ...) count as drawn too.
+    Weights not given are all four drawn (d_in, kdim and vdim rows, d_in columns; with g
+    key/value heads W_K and W_V cut to their first g blocks); --bias draws a bias for every
+    weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn too.
     """
-    inputs = run.inputs
     drawn = set(run.drawn) & set(WEIGHT_NAMES)
     if "W_Q" in inputs:
         weights = {name: inputs[name] for name in WEIGHT_NAMES if name in inputs}
     else:
-        d_in = inputs["X"].shape[1]
+        x, keys, values = sequences(inputs)
+        d_in = x.shape[1]
         width = d_in // run.options["heads"] * kv
         weights = {
             name: w if name in ("W_Q", "W_O") else w[:, :width]
-            for name, w in draw_weights(run.seed, d_in).items()
+            for name, w in draw_weights(
+                run.seed, d_in, d_in, keys.shape[1], values.shape[1]
+            ).items()
         }
         drawn |= set(WEIGHT_NAMES)
     biases = {BIAS_OF[name]: inputs[BIAS_OF[name]] for name in weights if BIAS_OF[name] in inputs}
@@ -427,18 +528,19 @@ def _mask_steps(
     record: StepRecorder,
     x: Any,
     options: dict[str, Any],
-    tokens: tuple[str, ...],
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
 ) -> Any | None:
     """The mask every head shares: causal M and/or padding P, each its own step; their sum."""
+    tokens, keys = labels
     causal = bool(options.get("causal"))
-    n = len(tokens)
-    lengths = padding.valid_lengths(options.get("valid_len"), n, n)
+    n, m = len(tokens), len(keys)
+    lengths = padding.valid_lengths(options.get("valid_len"), n, m)
     if not causal and lengths is None:
         return None
-    grid = Grid(tokens, tokens, base)
+    grid = Grid(tokens, keys, base)
     xp = namespace_of(x)
-    like = xp.zeros((n, n), dtype=x.dtype, device=x.device)  # (n, n): a mask's shape and dtype
+    like = xp.zeros((n, m), dtype=x.dtype, device=x.device)  # (n, m): a mask's shape and dtype
     mask = None
     if causal:
         mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid)
@@ -479,9 +581,34 @@ def _span(index: int, d_k: int) -> str:
     return str(first) if first == last else f"{first}–{last}"
 
 
+def _weight_shape(d_in: int, kdim: int, vdim: int, d_out: int) -> str:
+    """W_Q, W_K and W_V's shape (or shapes), as the split step says them."""
+    if kdim != d_in or vdim != d_in:
+        return (
+            f"{d_in} × {d_out}, {kdim} × {d_out} and {vdim} × {d_out} (d_in, kdim and vdim rows, "
+            f"d_out = {d_out} columns)"
+        )
+    if d_in == d_out:
+        return f"d_model × d_model = {d_in} × {d_in}"
+    return f"d_in × d_out = {d_in} × {d_out}"
+
+
 def _split_notes(
-    record: StepRecorder, n: int, heads: int, d_in: int, d_out: int, d_k: int, kv: int
+    record: StepRecorder,
+    rows: tuple[int, int],
+    counts: tuple[int, int],
+    widths: tuple[int, int, int, int],
+    d_k: int,
 ) -> tuple[Note, ...]:
+    n, m = rows
+    heads, kv = counts
+    d_in, kdim, vdim, d_out = widths
+    if kdim != d_in or vdim != d_in:
+        return (
+            record.note(
+                "split_cross", d_in=d_in, kdim=kdim, vdim=vdim, d_out=d_out, heads=heads, d_k=d_k
+            ),
+        )
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
     if kv == heads:
@@ -500,13 +627,14 @@ def _split_notes(
     cost = record.note(
         "heads_cost",
         n=n,
+        m=m,
         heads=heads,
         d_model=d_in,
         d_k=d_k,
-        weights=heads * n * n,  # each head its own n × n scores and softmax
-        one=n * n,
-        dots=heads * n * n,
-        score_flops=2 * heads * n * n * d_k,  # h · n² dot products, each d_k long
+        weights=heads * n * m,  # each head its own n × m scores and softmax
+        one=n * m,
+        dots=heads * n * m,
+        score_flops=2 * heads * n * m * d_k,  # h · n · m dot products, each d_k long
     )
     return (*notes, cost)
 
@@ -515,17 +643,18 @@ def _head_steps(
     record: StepRecorder,
     index: int,
     heads: int,
-    x: Any,
-    projections: tuple[tuple[Any, Any | None], ...],
+    projections: tuple[tuple[Any, Any, Any | None], ...],
     mask: Any | None,
-    tokens: tuple[str, ...],
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
     shared: tuple[Any, Any] | None = None,
 ) -> _Head:
-    """Head i: its column blocks of W_Q, W_K, W_V (and biases); Q, K, V; weights (the output
+    """Head i: its column blocks of W_Q, W_K, W_V (and biases), each applied to its sequence
+    (X for the queries, the keys' and values' own where given); Q, K, V; weights (the output
     is recorded by _head_output, after dropout when there is dropout). ``shared``: the K and V
     of the key/value head it shares (grouped-query), recorded before it; then only Q is its
     own."""
+    tokens, keys = labels
     d_k = base["dk"]
     span = _span(index, d_k)
     context = {
@@ -541,11 +670,13 @@ def _head_steps(
     qkv = [
         record.compute(
             f"{prefix}.{letter}",
-            functools.partial(_head_affine, x, w, b, index, heads),
+            functools.partial(_head_affine, source, w, b, index, heads),
             text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
-            grid=rows,
+            grid=rows if letter == "Q" else Grid(keys, context=context),
         )
-        for letter, (w, b) in zip("QKV" if shared is None else "Q", projections, strict=False)
+        for letter, (source, w, b) in zip(
+            "QKV" if shared is None else "Q", projections, strict=False
+        )
     ]
     if shared is not None:
         qkv += shared
@@ -558,7 +689,7 @@ def _head_steps(
             f"{prefix}.masked",
             result.scaled + mask,
             text="head_masked",
-            grid=replace(rows, cols=tokens),
+            grid=replace(rows, cols=keys),
         )
         weights_text = "head_weights_masked"
     record.add(
@@ -568,7 +699,7 @@ def _head_steps(
         row_sums=True,
         parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
         text=weights_text,
-        grid=replace(rows, cols=tokens),
+        grid=replace(rows, cols=keys),
     )
     return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
 
@@ -577,13 +708,12 @@ def _kv_steps(
     record: StepRecorder,
     index: int,
     kv: int,
-    x: Any,
-    projections: tuple[tuple[Any, Any | None], ...],
-    tokens: tuple[str, ...],
+    projections: tuple[tuple[Any, Any, Any | None], ...],
+    keys: tuple[str, ...],
     base: dict[str, Any],
 ) -> tuple[Any, Any]:
-    """Key/value head j (grouped-query): its blocks of W_K and W_V (and biases), K and V, which
-    the query heads j·h/g + 1 … (j + 1)·h/g share."""
+    """Key/value head j (grouped-query): its blocks of W_K and W_V (and biases) applied to the
+    keys' and values' sequences, K and V, which the query heads j·h/g + 1 … (j + 1)·h/g share."""
     d_k, group = base["dk"], base["group"]
     span = _span(index, d_k)
     first, last = index * group + 1, (index + 1) * group
@@ -600,29 +730,29 @@ def _kv_steps(
     k, v = (
         record.compute(
             f"kv{index + 1}.{letter}",
-            functools.partial(_head_affine, x, w, b, index, kv),
+            functools.partial(_head_affine, source, w, b, index, kv),
             text=KV_TEXTS[letter] if b is None else KV_BIASED_TEXTS[letter],
-            grid=Grid(tokens, context=context),
+            grid=Grid(keys, context=context),
         )
-        for letter, (w, b) in zip("KV", projections, strict=True)
+        for letter, (source, w, b) in zip("KV", projections, strict=True)
     )
     return k, v
 
 
 def _cache_note(
-    record: StepRecorder, shared: dict[int, tuple[Any, Any]], n: int, heads: int, d_out: int
+    record: StepRecorder, shared: dict[int, tuple[Any, Any]], m: int, heads: int, d_out: int
 ) -> Note:
-    """What a decoder's K/V cache holds for these tokens: the key/value heads' K and V, counted
+    """What a decoder's K/V cache holds for these keys: the key/value heads' K and V, counted
     from the matrices above, against a key and a value head per query head."""
-    cached = sum(int(np.size(record.to_numpy(m))) for pair in shared.values() for m in pair)
-    full = 2 * n * d_out  # K and V of h heads of d_k: n × d_out each
+    cached = sum(int(np.size(record.to_numpy(a))) for pair in shared.values() for a in pair)
+    full = 2 * m * d_out  # K and V of h heads of d_k: m × d_out each
     return record.note(
         "kv_cache",
-        n=n,
+        n=m,
         g_heads=counted(len(shared), "key/value head"),
         heads=heads,
         cached=cached,
-        per_token=cached // max(n, 1),
+        per_token=cached // max(m, 1),
         full=full,
         full_per_token=2 * d_out,
         ratio=heads // len(shared),
@@ -726,23 +856,37 @@ def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> b
 
 def _labelled_inputs(
     run: LessonRun,
-    weights: dict[str, np.ndarray],
-    biases: dict[str, np.ndarray],
-    tokens: tuple[str, ...],
+    parameters: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
+    labels: tuple[tuple[str, ...], tuple[str, ...]],
     d_k: int,
     drawn: frozenset[str],
+    loaded: pytorch.LoadedAttention | None,
 ) -> tuple[InputValue, ...]:
-    """X and every weight and bias used; W_Q, W_K, W_V columns and W_O rows named by head."""
+    """X (and the keys' and values' sequences) and every weight and bias used; W_Q, W_K, W_V
+    columns and W_O rows named by head."""
+    weights, biases = parameters
+    tokens, keys = labels
     split = _split_labels(weights["W_Q"].shape[1], d_k)
     grouped = _split_labels(weights["W_K"].shape[1], d_k, "kv")
     descriptions = {spec.name: spec.description for spec in CARD.inputs}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
+    for name in ("X_K", "X_V"):
+        if name in run.inputs:
+            items.append(
+                InputValue(name, run.inputs[name], row_labels=keys, description=descriptions[name])
+            )
+
+    def origin(name: str) -> str:
+        if name in drawn:
+            return f" (drawn, random seed {run.seed})"
+        if loaded is not None and name in loaded.weights:
+            return f" ({loaded.origin(name)})"
+        return ""
+
     for name in WEIGHT_NAMES:
         if name not in weights:
             continue
-        description = descriptions[name] + (
-            f" (drawn, random seed {run.seed})" if name in drawn else ""
-        )
+        description = descriptions[name] + origin(name)
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         if name in ("W_K", "W_V") and grouped != split[: len(grouped)]:
             by_head = {"col_labels": grouped}
@@ -750,9 +894,7 @@ def _labelled_inputs(
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
         if bias in biases:
-            description = descriptions[bias] + (
-                f" (drawn, random seed {run.seed})" if bias in drawn else ""
-            )
+            description = descriptions[bias] + origin(bias)
             items.append(InputValue(bias, biases[bias], description=description))
     return tuple(items)
 
@@ -767,7 +909,8 @@ def _split_labels(d_out: int, d_k: int, prefix: str = "h") -> tuple[str, ...]:
 # the head and its columns; the masked ones the mask's name ("M", "P" or "M + P").
 SIZES = (
     *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
-    *("g", "g_heads", "group", "kv_width", "then_wo", "width", "weight_shape"),
+    *("then_wo", "width", "weight_shape", "m", "kdim", "vdim", "keys_from", "values_from"),
+    *("g", "g_heads", "group", "kv_width"),
 )
 HEAD = (*SIZES, "head", "kv", "cols", "cols_word", "entries_word")
 KV = (*SIZES, "kv", "cols", "cols_word", "entries_word", "sharing")
@@ -799,6 +942,7 @@ TEXTS = Texts(
     },
     notes={
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
+        "split_cross": ("d_in", "kdim", "vdim", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
         "parameters_grouped": ("d_model", "kv_width", "count", "full"),
@@ -812,7 +956,9 @@ TEXTS = Texts(
             "full_per_token",
             "ratio",
         ),
-        "heads_cost": ("n", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
+        "heads_cost": (
+            *("n", "m", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
+        ),
         "concat_only": (),
         "one_head": (),
         "heads_same": ("first", "second"),
@@ -822,6 +968,7 @@ TEXTS = Texts(
             *("least", "least_first", "least_second"),
         ),
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
+        "file_weights": ("source", "layout", "heads"),
         **dropout.NOTES,
     },
     claims={
@@ -837,6 +984,7 @@ TEXTS = Texts(
     ),
     general=(
         "split_rectangular",
+        "split_cross",
         "split_square",
         "parameters",
         "parameters_grouped",
@@ -845,13 +993,14 @@ TEXTS = Texts(
         "drawn_weights",
         "drawn_biases",
         "drawn_both",
+        "file_weights",
         *dropout.GENERAL,
     ),
 )
 
 LESSON = Lesson(
     card=CARD,
-    labels=("tokens",),  # lesson files' labels = {...} it reads
+    labels=("tokens", "keys"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,

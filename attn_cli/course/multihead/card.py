@@ -9,7 +9,30 @@ CARD = Card(
     "multihead",
     summary="Multi-head attention step by step: Concat(head_1, …, head_h) W_O (+ b_O).",
     inputs=(
-        optional("X", "--x", "matrix", "tokens", "Tokens X, n × d_in (n tokens of width d_in)."),
+        optional(
+            "X",
+            "--x",
+            "matrix",
+            "tokens",
+            "Tokens X, n × d_in (n tokens of width d_in): the queries, and the keys and values "
+            "unless --xk and --xv give their own.",
+        ),
+        optional(
+            "X_K",
+            "--xk",
+            "matrix",
+            "key sequence",
+            "The sequence the keys come from, m × kdim (cross-attention: the encoder's output; "
+            "nn.MultiheadAttention's key; default X).",
+        ),
+        optional(
+            "X_V",
+            "--xv",
+            "matrix",
+            "value sequence",
+            "The sequence the values come from, m × vdim, as many rows as --xk "
+            "(nn.MultiheadAttention's value; default --xk's, else X).",
+        ),
         optional(
             "W_Q",
             "--wq",
@@ -18,8 +41,8 @@ CARD = Card(
             "Query weights W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model "
             "in the transformer paper).",
         ),
-        optional("W_K", "--wk", "matrix", "key weights", "Key weights W_K, d_in × d_out."),
-        optional("W_V", "--wv", "matrix", "value weights", "Value weights W_V, d_in × d_out."),
+        optional("W_K", "--wk", "matrix", "key weights", "Key weights W_K, kdim × d_out."),
+        optional("W_V", "--wv", "matrix", "value weights", "Value weights W_V, vdim × d_out."),
         optional(
             "W_O",
             "--wo",
@@ -55,7 +78,7 @@ CARD = Card(
         Option(
             "kv_heads",
             "Key/value heads g (grouped-query attention; 1: multi-query): the query heads share "
-            "them h/g at a time, and W_K and W_V are d_in × g·d_k; g must divide h (default: h, "
+            "them h/g at a time, and W_K and W_V have g·d_k columns; g must divide h (default: h, "
             "one key/value head per query head).",
             type=int,
             minimum=1,
@@ -76,18 +99,29 @@ CARD = Card(
             False,
             type=bool,
         ),
+        Option(
+            "weights",
+            "The weights from an nn.MultiheadAttention's state_dict (packed in_proj_weight, or "
+            "q_proj_weight, k_proj_weight, v_proj_weight when kdim or vdim differ; biases if it "
+            "has them), saved as .pt (read with torch.load(weights_only=True)), .safetensors or "
+            ".npz; from Python, the state_dict itself. Give --heads as its num_heads.",
+            metavar="FILE",
+        ),
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 6),
         Size("d_model", "d_in and d_out together (default: {default}).", 8),
         Size("d_in", "token width d_in (default: d_model)."),
         Size("d_out", "width d_out of W_Q, W_K, W_V (default: d_in)."),
+        Size("m", "rows m of the key and value sequences (default: n, keys and values from X)."),
+        Size("kdim", "width kdim of the key sequence (default: d_in)."),
+        Size("vdim", "width vdim of the value sequence (default: kdim)."),
     ),
     figure=("each head's weights, one panel per head, on one colour scale"),
     examples=(
         "attn multihead",
-        "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
-        "attn multihead --n 4 --d-model 8 --heads 4 --kv-heads 2",
+        "attn multihead --n 4 --d-model 12 --heads 6 --kv-heads 2 --seed 7",
+        "attn multihead --n 3 --m 5 --d-model 4 --kdim 6 --vdim 2",
     ),
     symbols=(
         ("d_in", "the width of a token, a row of X"),

@@ -1,10 +1,14 @@
 """attn multihead --code: h heads side by side (each scaled dot-product attention on its own
-columns of W_Q, W_K, W_V), concatenated, then W_O; with --causal, --valid-len and biases.
+columns of W_Q, W_K, W_V), concatenated, then W_O; with --causal, --valid-len and biases, and
+keys and values from sequences of their own (X_K, X_V).
 
 PyTorch's nn.MultiheadAttention has the same conventions when d_in = d_out and W_O is given:
-its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose) and out_proj.weight
-is W_Oᵀ. It has no grouped-query heads: with --kv-heads the PyTorch program projects the heads
-itself and calls F.scaled_dot_product_attention(..., enable_gqa=True).
+its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose), or q_proj_weight,
+k_proj_weight, v_proj_weight when the keys or values are of other widths (kdim, vdim), and
+out_proj.weight is W_Oᵀ; the program loads them as its state_dict
+(attn_cli.course.multihead.pytorch.state_dict_of). It has no grouped-query heads: with
+--kv-heads the PyTorch program projects the heads itself and calls
+F.scaled_dot_product_attention(..., enable_gqa=True).
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from attn_cli.core.model import Walkthrough
+from attn_cli.course.multihead.pytorch import state_dict_of
 from attn_cli.render.attention_program import SOFTMAX
-from attn_cli.render.code_render import assignments, inputs_of, options_of, refuse
+from attn_cli.render.code_render import array, assignments, inputs_of, options_of, refuse
 
 BIASES = ("b_Q", "b_K", "b_V", "b_O")
 
@@ -37,7 +42,7 @@ def _mask_lines(causal: bool, lengths: list[int] | None, xp: str) -> list[str]:
     terms = (["(j <= i)"] if causal else []) + (["(j < valid_len[:, None])"] if lengths else [])
     return [
         f"i = {xp}.arange(X.shape[0])[:, None]  # query positions",
-        f"j = {xp}.arange(X.shape[0])[None, :]  # key positions",
+        f"j = {xp}.arange(X_K.shape[0])[None, :]  # key positions",
         "allowed = "
         + " & ".join(terms)
         + "  # causal: no future key; padding: no key past valid_len",
@@ -68,6 +73,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "import numpy as np",
         "",
         assignments(values),
+        *_sequences(given),
         f"heads = {heads}",
         *grouping,
         "",
@@ -87,8 +93,8 @@ def numpy_program(walkthrough: Walkthrough) -> str:
             else ["    cols = slice(h * d_k, (h + 1) * d_k)  # head h's columns of W_Q, W_K, W_V"]
         ),
         f"    Q = X @ W_Q[:, cols]{bias['b_Q']}",
-        f"    K = X @ W_K[:, {kv_cols}]{bias['b_K']}",
-        f"    V = X @ W_V[:, {kv_cols}]{bias['b_V']}",
+        f"    K = X_K @ W_K[:, {kv_cols}]{bias['b_K']}",
+        f"    V = X_V @ W_V[:, {kv_cols}]{bias['b_V']}",
         "    scores = Q @ K.T / np.sqrt(d_k)",
         *(["    scores = np.where(allowed, scores, -np.inf)"] if masked else []),
         "    weights = softmax(scores)",
@@ -107,6 +113,16 @@ def numpy_program(walkthrough: Walkthrough) -> str:
     return "\n".join(lines)
 
 
+def _sequences(given: dict[str, Any]) -> list[str]:
+    """The keys' and values' sequences: their own where given, else X (or the keys')."""
+    lines = []
+    if "X_K" not in given:
+        lines.append("X_K = X  # the keys come from the tokens themselves (self-attention)")
+    if "X_V" not in given:
+        lines.append("X_V = X_K  # the values from the same rows as the keys")
+    return lines
+
+
 def torch_program(walkthrough: Walkthrough) -> str:
     given, heads, lengths, causal = _given(walkthrough)
     if _kv_heads(walkthrough, heads) < heads:
@@ -118,36 +134,41 @@ def torch_program(walkthrough: Walkthrough) -> str:
             "--backend torch here",
             "nn.MultiheadAttention needs d_in = d_out and a square W_O",
         )
-    with_bias = [name for name in BIASES if name in given]
-    if with_bias and len(with_bias) != len(BIASES):
-        raise refuse("multihead", "--backend torch here", "nn.MultiheadAttention biases all four")
-    values = {name: value for name, value in given.items()}
+    weights = {name: given[name] for name in ("W_Q", "W_K", "W_V", "W_O", *BIASES) if name in given}
+    state = state_dict_of(weights)
+    bias = "in_proj_bias" in state
+    kdim, vdim = given["W_K"].shape[0], given["W_V"].shape[0]
+    values: dict[str, Any] = {name: given[name] for name in ("X", "X_K", "X_V") if name in given}
     if lengths is not None:
         values["valid_len"] = lengths
     mask_lines = _mask_lines(causal, lengths, "torch")
+    widths = f", kdim={kdim}, vdim={vdim}" if (kdim, vdim) != (d_in, d_in) else ""
+    packed = (
+        "packed into in_proj_weight"
+        if "in_proj_weight" in state
+        else ("kdim or vdim differ: q_proj_weight, k_proj_weight, v_proj_weight")
+    )
     lines = [
         '"""attn multihead: multi-head attention, in PyTorch (nn.MultiheadAttention)."""',
         "import torch",
         "from torch import nn",
         "",
         assignments(values, "torch"),
+        *_sequences(given),
         f"heads = {heads}",
         "",
-        f"mha = nn.MultiheadAttention(X.shape[1], heads, bias={bool(with_bias)}, dtype=torch.float64)",
-        "with torch.no_grad():  # nn.Linear multiplies by the transpose: X W is X @ (W.T).T",
-        "    mha.in_proj_weight.copy_(torch.cat([W_Q.T, W_K.T, W_V.T]))",
-        "    mha.out_proj.weight.copy_(W_O.T)",
+        f"mha = nn.MultiheadAttention(X.shape[1], heads{widths}, bias={bias}, dtype=torch.float64)",
+        f"state = {{  # the weights in PyTorch's names and layouts ({packed}; nn.Linear: W.T)",
+        *(f'    "{key}": {array(value, "torch", 4)},' for key, value in state.items()),
+        "}",
+        "mha.load_state_dict(state)",
     ]
-    if with_bias:
-        lines += [
-            "    mha.in_proj_bias.copy_(torch.cat([b_Q, b_K, b_V]))",
-            "    mha.out_proj.bias.copy_(b_O)",
-        ]
     lines += mask_lines
     mask = ", attn_mask=~allowed" if mask_lines else ""  # its boolean mask: True = blocked
     lines += [
         "with torch.no_grad():",
-        f"    output, weights = mha(X, X, X{mask}, average_attn_weights=False)  # weights (h, n, n)",
+        f"    output, weights = mha(X, X_K, X_V{mask}, average_attn_weights=False)"
+        "  # weights (h, n, m)",
         "",
         "for h in range(heads):",
         '    print(f"head{h + 1}.weights =", weights[h].tolist())',
@@ -173,18 +194,19 @@ def _grouped_torch_program(walkthrough: Walkthrough) -> str:
         "import torch.nn.functional as F",
         "",
         assignments(values, "torch"),
+        *_sequences(given),
         f"heads, kv_heads = {heads}, {kv}",
         "",
         "n, d_k = X.shape[0], W_Q.shape[1] // heads",
         "",
         "",
-        "def split(t, count):  # (n, count · d_k) -> (count, n, d_k): one block per head",
-        "    return t.reshape(n, count, d_k).transpose(0, 1)",
+        "def split(t, count):  # (rows, count · d_k) -> (count, rows, d_k): one block per head",
+        "    return t.reshape(t.shape[0], count, d_k).transpose(0, 1)",
         "",
         "",
         f"Q = split(X @ W_Q{plus['b_Q']}, heads)  # (h, n, d_k)",
-        f"K = split(X @ W_K{plus['b_K']}, kv_heads)  # (g, n, d_k): one per key/value head",
-        f"V = split(X @ W_V{plus['b_V']}, kv_heads)",
+        f"K = split(X_K @ W_K{plus['b_K']}, kv_heads)  # (g, m, d_k): one per key/value head",
+        f"V = split(X_V @ W_V{plus['b_V']}, kv_heads)",
         *mask_lines,
     ]
     mask = ", attn_mask=allowed" if mask_lines else ""  # SDPA's boolean mask: True = may attend
@@ -193,7 +215,7 @@ def _grouped_torch_program(walkthrough: Walkthrough) -> str:
         "concat = heads_out.transpose(0, 1).reshape(n, heads * d_k)  # [Y_1 | ... | Y_h]",
         "",
         "# SDPA returns no weights: the same ones from K repeated h/g times, as enable_gqa pairs",
-        "K_repeated = K.repeat_interleave(heads // kv_heads, dim=0)  # (h, n, d_k)",
+        "K_repeated = K.repeat_interleave(heads // kv_heads, dim=0)  # (h, m, d_k)",
         "scores = Q @ K_repeated.transpose(1, 2) / d_k**0.5",
     ]
     if mask_lines:

@@ -39,10 +39,10 @@ CARD = Card(
         DROPOUT,
         Option(
             "normalise",
-            "What turns each row of scores into weights: softmax (default), sparsemax (some "
-            "weights exactly 0, with its threshold τ), entmax15 (1.5-entmax: between the two, "
-            "with its own τ), sigmoid (σ, then divided by the row sum) or hardmax (all on the "
-            "maximum; no gradient).",
+            "What turns each row of scores into weights: softmax, sparsemax (some weights "
+            "exactly 0, with its threshold τ), entmax15 (1.5-entmax: between the two, with its "
+            "own τ), sigmoid (σ, then divided by the row sum) or hardmax (all on the maximum; "
+            "no gradient) (default: {default}).",
             default=variants.NORMALISERS[0],
             choices=variants.NORMALISERS,
             metavar="NAME",  # the five choices' metavar would squeeze the help's column

@@ -19,7 +19,7 @@ CARD = Card(
     options=(
         Option(
             "dk",
-            'Widths d_k: one value or a list, e.g. "{default}" (the default).',
+            'Widths d_k: one value or a list, e.g. "1,4,16" (default: {default}).',
             [1, 4, 16, 64, 256, 1024],
             metavar="WIDTHS",
         ),

@@ -1,0 +1,287 @@
+"""Named arrays from a model file, read without running anything in it.
+
+``--weights FILE`` reads a PyTorch ``state_dict`` (or any set of named arrays) from
+
+* ``.pt`` / ``.pth``: what ``torch.save(model.state_dict(), FILE)`` writes, read only with
+  ``torch.load(FILE, weights_only=True)``: tensors and plain containers, never an arbitrary
+  pickled object (one is refused before it runs, and its class is named);
+* ``.safetensors``: an 8-byte little-endian header length, a JSON header naming each array's
+  dtype, shape and byte range, then the raw little-endian arrays. The header is checked against
+  the file's size (every range inside the data, the ranges tiling it without gap or overlap), so
+  a truncated or forged file is refused instead of read past its end; the safetensors package
+  is not needed;
+* ``.npz``: numpy's zip of ``.npy`` files, read with ``allow_pickle=False``;
+
+or from a Python mapping of names to tensors or arrays (``attn.block(x, weights=layer.state_dict())``).
+
+Every array comes back as float64 (float16, bfloat16, float32 and integers widen exactly); an
+array that is not numbers, or holds NaN or an infinity, is refused like a non-finite input. Every
+problem is one line (a UserError) naming the flag, the file and each array at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attn_cli.core.errors import UserError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SUFFIXES = (".pt", ".pth", ".safetensors", ".npz")
+# safetensors' dtype names -> numpy's little-endian dtype (BF16 is widened by hand: numpy has
+# none). Booleans and 8-bit floats are not weights a layer holds: refused by name.
+SAFETENSORS_DTYPES = {
+    "F64": "<f8",
+    "F32": "<f4",
+    "F16": "<f2",
+    "BF16": "<u2",
+    "I64": "<i8",
+    "I32": "<i4",
+    "I16": "<i2",
+    "I8": "i1",
+    "U8": "u1",
+    "U16": "<u2",
+    "U32": "<u4",
+    "U64": "<u8",
+}
+# The safetensors format's own limit on its header (100 MB): a larger length is not a header.
+MAX_HEADER = 100_000_000
+
+
+def read_named_arrays(source: Any, flag: str = "--weights") -> dict[str, np.ndarray]:
+    """The arrays of ``source`` by name, in the file's order, each float64 and finite.
+
+    ``source``: a path (str or Path) to a ``.pt``, ``.pth``, ``.safetensors`` or ``.npz`` file,
+    or a mapping of names to tensors, numpy arrays or nested lists (a ``state_dict``)."""
+    if isinstance(source, Mapping):
+        where = f"{flag} (a mapping of {len(source)} arrays)"
+        arrays = {str(name): _from_value(value, name, where) for name, value in source.items()}
+        return _finite(arrays, where)
+    if not isinstance(source, str | Path):
+        raise UserError(
+            f"{flag}: a {type(source).__name__} is neither a file name nor a mapping of arrays; "
+            "give a .pt, .safetensors or .npz file, or a state_dict."
+        )
+    path = Path(source)
+    where = f"{flag} {path}"
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise UserError(
+            f"{where}: cannot read a {suffix or 'file without a suffix'}; give a .pt (torch.save "
+            "of a state_dict), .safetensors or .npz file."
+        )
+    if not path.is_file():
+        raise UserError(f"{where}: no such file.")
+    if suffix == ".npz":
+        arrays = _read_npz(path, where)
+    elif suffix == ".safetensors":
+        arrays = _read_safetensors(path, where)
+    else:
+        arrays = _read_pt(path, where)
+    if not arrays:
+        raise UserError(f"{where}: the file holds no arrays.")
+    return _finite(arrays, where)
+
+
+def _finite(arrays: dict[str, np.ndarray], where: str) -> dict[str, np.ndarray]:
+    """The arrays, every one finite; else one line naming each that is not."""
+    import numpy as np
+
+    bad = [name for name, array in arrays.items() if not np.all(np.isfinite(array))]
+    if bad:
+        raise UserError(
+            f"{where}: {', '.join(bad)} {'has' if len(bad) == 1 else 'have'} entries that are "
+            "not finite (NaN or ±∞); weights must be finite numbers, as inputs must."
+        )
+    return arrays
+
+
+def _from_value(value: Any, name: object, where: str) -> np.ndarray:
+    """One array of a mapping: a torch tensor (torch is not imported here), a numpy array or
+    nested lists, as float64."""
+    import numpy as np
+
+    if not isinstance(name, str):
+        raise UserError(f"{where}: the name {name!r} is not text; a state_dict's names are.")
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu()
+        kind = str(value.dtype)
+        if kind in ("torch.bfloat16", "torch.float16"):
+            value = value.float()
+        if kind == "torch.bool" or "complex" in kind:
+            raise UserError(f"{where}: {name} holds {kind} values, not real numbers.")
+        value = value.numpy()
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        raise UserError(f"{where}: {name} is not an array of numbers.") from None
+    return _numbers(array, name, where)
+
+
+def _numbers(array: np.ndarray, name: str, where: str) -> np.ndarray:
+    import numpy as np
+
+    if array.dtype.kind not in "fiu":
+        raise UserError(f"{where}: {name} holds {array.dtype} values, not real numbers.")
+    return np.asarray(array, dtype=np.float64)
+
+
+def _read_npz(path: Path, where: str) -> dict[str, np.ndarray]:
+    import zipfile
+
+    import numpy as np
+
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
+        raise UserError(f"{where}: not a .npz file numpy can read ({error}).") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise UserError(f"{where}: a single .npy array, not a .npz of named arrays.")
+    with archive:
+        arrays = {}
+        for name in archive.files:
+            try:
+                value = archive[name]
+            except ValueError:  # an object array: it would need pickle
+                raise UserError(
+                    f"{where}: {name} is an array of Python objects, which reading would "
+                    "unpickle; save arrays of numbers (np.savez)."
+                ) from None
+            arrays[name] = _numbers(value, name, where)
+        return arrays
+
+
+def _read_pt(path: Path, where: str) -> dict[str, np.ndarray]:
+    """A ``torch.save`` file, read with ``weights_only=True``: its unpickler builds tensors and
+    plain containers only, and refuses any other class before creating it (nothing of the file
+    runs)."""
+    try:
+        import torch
+    except ImportError:
+        from attn_cli.core.install import install_command
+
+        raise UserError(
+            f"{where}: reading a .pt file needs PyTorch; install it with: "
+            f"{install_command('torch')}, or save the state_dict as .safetensors or .npz."
+        ) from None
+    import pickle
+
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        found = re.search(r"GLOBAL (\S+)", str(error))
+        what = f" ({found.group(1)})" if found else ""
+        raise UserError(
+            f"{where}: holds a pickled Python object{what}, which torch.load(weights_only=True) "
+            "refuses without running it; save the state_dict: torch.save(model.state_dict(), "
+            "FILE)."
+        ) from None
+    except (RuntimeError, EOFError, OSError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"{where}: not a file torch.save wrote ({first}).") from None
+    if not isinstance(data, Mapping):
+        raise UserError(
+            f"{where}: holds a {type(data).__name__}, not a state_dict; save "
+            "model.state_dict() (a mapping of names to tensors)."
+        )
+    nested = [str(name) for name, value in data.items() if isinstance(value, Mapping)]
+    if nested:
+        raise UserError(
+            f"{where}: {', '.join(nested)} {'is a mapping' if len(nested) == 1 else 'are mappings'}"
+            ", not tensors (a checkpoint with more than the model); save model.state_dict() "
+            "itself."
+        )
+    return {str(name): _from_value(value, name, where) for name, value in data.items()}
+
+
+def _read_safetensors(path: Path, where: str) -> dict[str, np.ndarray]:
+    """A .safetensors file, its header checked against the file before any array is read."""
+    import numpy as np
+
+    size = path.stat().st_size
+    with path.open("rb") as file:
+        prefix = file.read(8)
+        if len(prefix) < 8:
+            raise UserError(f"{where}: {size} bytes, too short for a .safetensors header.")
+        length = int.from_bytes(prefix, "little")
+        if length > min(MAX_HEADER, size - 8):
+            raise UserError(
+                f"{where}: its header claims {length:,} bytes but the file has {size - 8:,} after "
+                "the length: truncated, or not a .safetensors file."
+            )
+        try:
+            header = json.loads(file.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise UserError(f"{where}: its header is not JSON ({error}).") from None
+        if not isinstance(header, dict):
+            raise UserError(f"{where}: its header is not a JSON object of arrays.")
+        data_size = size - 8 - length
+        entries = _safetensors_entries(header, data_size, where)
+        arrays: dict[str, np.ndarray] = {}
+        for name, (dtype, shape, begin, end) in entries.items():
+            file.seek(8 + length + begin)
+            raw = file.read(end - begin)
+            flat = np.frombuffer(raw, dtype=np.dtype(SAFETENSORS_DTYPES[dtype]))
+            if dtype == "BF16":  # the top half of a float32: shift it back into place
+                flat = (flat.astype(np.uint32) << 16).view(np.float32)
+            arrays[name] = np.asarray(flat.reshape(shape), dtype=np.float64)
+    return arrays
+
+
+def _safetensors_entries(
+    header: dict[str, Any], data_size: int, where: str
+) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
+    """Each array's (dtype, shape, begin, end), checked: a known dtype, a shape of whole
+    numbers, a byte range as long as the shape needs, and the ranges tiling the data exactly."""
+    import numpy as np
+
+    entries: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not (isinstance(entry, dict) and {"dtype", "shape", "data_offsets"} <= set(entry)):
+            raise UserError(
+                f"{where}: the header's entry for {name} lacks dtype, shape or offsets."
+            )
+        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if dtype not in SAFETENSORS_DTYPES:
+            raise UserError(f"{where}: {name} holds {dtype} values, not real numbers attn reads.")
+        whole = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)
+        pair = isinstance(offsets, list) and len(offsets) == 2
+        if not (isinstance(shape, list) and whole and pair):
+            raise UserError(f"{where}: the header's shape or offsets of {name} are not valid.")
+        begin, end = offsets
+        if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end):
+            raise UserError(f"{where}: the header's offsets of {name} are not valid.")
+        needed = math.prod(shape) * np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
+        if end - begin != needed:
+            raise UserError(
+                f"{where}: {name} is {dtype} of shape {tuple(shape)} ({needed:,} bytes) but the "
+                f"header gives it {end - begin:,} bytes."
+            )
+        if end > data_size:
+            raise UserError(
+                f"{where}: {name} ends at byte {end:,} of the data but the file holds "
+                f"{data_size:,}: truncated, or its header is wrong."
+            )
+        entries[name] = (dtype, tuple(shape), begin, end)
+    position = 0
+    for name, (_dtype, _shape, begin, end) in sorted(entries.items(), key=lambda e: e[1][2:]):
+        if begin != position:
+            raise UserError(
+                f"{where}: {name} starts at byte {begin:,} of the data, not {position:,}: the "
+                "header's ranges leave a gap or overlap."
+            )
+        position = end
+    if position != data_size:
+        raise UserError(
+            f"{where}: the header's arrays take {position:,} bytes but the file holds "
+            f"{data_size:,} after the header."
+        )
+    return entries

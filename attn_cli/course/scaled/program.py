@@ -13,6 +13,9 @@ def describe(walkthrough: Walkthrough) -> AttentionProgram:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
         raise refuse("scaled", "--dropout", "a random mask")
+    for option, flag in (("softcap", "--softcap"), ("qk_norm", "--qk-norm")):
+        if options.get(option) is not None:
+            raise refuse("scaled", flag, "the program shows plain scaled dot-product attention")
     normaliser = options.get("normalise") or "softmax"
     if normaliser != "softmax":
         raise refuse("scaled", f"--normalise {normaliser}", "it shows softmax attention")

@@ -48,6 +48,27 @@ RUNS = Runs(
         ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
         ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),
         ("--weights", MHA_FILE, "--x", "1,0,0,1;0,1,1,0", "--xk", "1,2,3;0,1,0", "--xv", "1,0;0,1"),
+        # Soft-capping and QK-norm per head: plain, masked, grouped.
+        ("--softcap", "0.5", "--qk-norm", "rmsnorm"),
+        ("--softcap", "2"),
+        (
+            "--x",
+            "1,0",
+            "--wq",
+            "1,0;0,1",
+            "--wk",
+            "1,0;0,1",
+            "--wv",
+            "1,0;0,1",
+            "--qk-norm",
+            "layernorm",
+        ),
+        ("--softcap", "1000", "--causal", "--valid-len", "3"),
+        ("--n", "4", "--d-model", "8", "--heads", "4", "--kv-heads", "2", "--qk-norm", "layernorm"),
+        (
+            *("--x", "9,0;0,9", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"),
+            *("--qk-norm", "rmsnorm", "--heads", "1"),
+        ),
         # Grouped-query heads over keys of their own.
         (
             "--n",
@@ -64,7 +85,7 @@ RUNS = Runs(
             "1",
         ),
     ),
-    options=({"causal": True}, {"kv_heads": 1}),
+    options=({"causal": True}, {"kv_heads": 1}, {"softcap": 1.0, "qk_norm": "layernorm"}),
     figure=(("multihead",), ("cats", "sat", "dogs", "ran", "head 1", "head 2")),
     batch=Batch(
         lambda draw: {"x": draw(3, 4), **{w: draw(4, 4) / 2 for w in ("wq", "wk", "wv", "wo")}},
@@ -525,3 +546,62 @@ def test_multi_query_draws_narrow_weights(invoke_json):
 )
 def test_kv_heads_errors(invoke, args, fragment):
     assert_user_error(invoke("multihead", *args), fragment)
+
+
+# --- soft-capping and QK-norm per head ------------------------------------------------------
+
+
+def test_softcap_and_qk_norm_per_head_against_pytorch(torch):
+    """Qwen 3's per-head q_norm and k_norm (F.rms_norm over head_dim; LayerNorm as ViT-22B),
+    Gemma 2's tanh capping of the scaled scores before the mask, grouped heads repeated as
+    enable_gqa pairs them; float64."""
+    import attn_cli as attn
+
+    functional = torch.nn.functional
+    rng = np.random.default_rng(45)
+    for case in range(8):
+        heads, kv, d_k = (4, 2, 2) if case % 2 else (2, 2, 3)
+        n = int(rng.integers(2, 6))
+        x, weights, _ = grouped_case(rng, n, heads, kv, d_k, bias=False)
+        norm = ("rmsnorm", "layernorm")[case % 2]
+        cap = (None, 0.7, 3.0)[case % 3]
+        walk = attn.multihead(
+            x=x,
+            **{name.lower().replace("_", ""): w for name, w in weights.items()},
+            heads=heads,
+            kv_heads=kv,
+            causal=True,
+            softcap=cap,
+            qk_norm=norm,
+        )
+        t = {name: torch.from_numpy(w) for name, w in weights.items()}
+        tx = torch.from_numpy(x)
+        q, k, v = (
+            (tx @ t[f"W_{name}"]).reshape(n, count, d_k).transpose(0, 1)
+            for name, count in (("Q", heads), ("K", kv), ("V", kv))
+        )
+        if norm == "rmsnorm":
+            q, k = (functional.rms_norm(a, (d_k,), eps=1e-6) for a in (q, k))
+        else:
+            q, k = (functional.layer_norm(a, (d_k,), eps=1e-5) for a in (q, k))
+        k, v = (a.repeat_interleave(heads // kv, dim=0) for a in (k, v))
+        logits = q @ k.transpose(1, 2) / math.sqrt(d_k)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        future = torch.ones(n, n, dtype=torch.bool).triu(1)
+        attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+        for h in range(heads):
+            np.testing.assert_allclose(
+                walk.step(f"head{h + 1}.weights"), attention[h].numpy(), rtol=0, atol=1e-13
+            )
+        concat = (attention @ v).transpose(0, 1).reshape(n, heads * d_k)
+        want = (concat @ t["W_O"]).numpy()
+        np.testing.assert_allclose(walk.output, want, rtol=0, atol=1e-13, err_msg=str(case))
+
+
+def test_qk_norm_lowers_the_largest_weight_of_large_projections(invoke_json):
+    args = ("--x", "9,0;0,9", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1")
+    doc = invoke_json("multihead", *args, "--heads", "1", "--qk-norm", "rmsnorm")
+    note = next(note for note in doc["notes"] if note["key"].startswith("qknorm"))
+    assert note["key"] == "qknorm_lowers"
+    assert note["values"]["before"] > 0.99 > note["values"]["after"]

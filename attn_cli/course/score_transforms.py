@@ -118,34 +118,41 @@ def logits_of(
     return np.where(hidden, -np.inf, logits)
 
 
-def top_without(
-    q: np.ndarray, k: np.ndarray, settings: Transforms, scale: bool, hidden: np.ndarray, drop: str
-) -> float:
-    """The largest weight of the run with transform ``drop`` ("cap" or "norm") left out."""
+# One head: its queries and keys before any transform, and where its logits are −∞ (the mask).
+Head = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def top_without(heads: list[Head], settings: Transforms, scale: bool, drop: str) -> float:
+    """The largest weight of any head with transform ``drop`` ("cap" or "norm") left out."""
     without = Transforms(
         None if drop == "cap" else settings.cap, None if drop == "norm" else settings.norm
     )
-    return _softmax_top(logits_of(q, k, without, scale, hidden))
+    tops = [_softmax_top(logits_of(q, k, without, scale, hidden)) for q, k, hidden in heads]
+    return max(tops, default=0.0)
+
+
+def largest(weights: list[np.ndarray]) -> float:
+    """The largest finite weight of any of ``weights``."""
+    return max(
+        (float(np.max(np.where(np.isfinite(w), w, 0.0), initial=0.0)) for w in weights),
+        default=0.0,
+    )
 
 
 def notes(
     record: StepRecorder,
     settings: Transforms,
-    inputs: tuple[np.ndarray, np.ndarray],
+    heads: list[Head],
     scale: bool,
-    final_logits: Any,
-    weights: np.ndarray,
+    weights: list[np.ndarray],
 ) -> tuple[Note, ...]:
-    """Per transform, what it did to the largest weight (claims); with QK-norm and the scale,
-    the bound on the scaled scores (a claim)."""
-    q, k = inputs
-    hidden = np.isneginf(np.asarray(record.to_numpy(final_logits), dtype=np.float64))
-    after = float(np.max(np.where(np.isfinite(weights), weights, 0.0), initial=0.0))
+    """Per transform, what it did to the largest weight of any head (claims)."""
+    after = largest(weights)
     out: list[Note] = []
     for drop, name in (("norm", "qknorm"), ("cap", "softcap")):
         if (settings.norm if drop == "norm" else settings.cap) is None:
             continue
-        before = top_without(q, k, settings, scale, hidden, drop)
+        before = top_without(heads, settings, scale, drop)
         direction = _direction(before, after)
         if drop == "cap" and direction == "raises":
             direction = "keeps"  # never (see CAP_DIRECTIONS): its claim would withhold it
@@ -169,13 +176,13 @@ def _settings_of(walkthrough: Walkthrough) -> Transforms | None:
         return None
 
 
-def _recomputed(walkthrough: Walkthrough, drop: str) -> tuple[float, float] | None:
-    """(largest weight without the transform, largest weight on screen), from the inputs Q and
-    K, the options and the mask of the logits the weights were made from; None when they cannot
-    be read."""
-    settings = _settings_of(walkthrough)
-    if settings is None:
-        return None
+# A lesson's reading of its walkthrough: (the heads before any transform, whether the scores
+# were scaled, every head's weights on screen); None when they cannot be read.
+Reader = Callable[[Walkthrough], tuple[list[Head], bool, list[np.ndarray]] | None]
+
+
+def read_scaled(walkthrough: Walkthrough) -> tuple[list[Head], bool, list[np.ndarray]] | None:
+    """attn scaled: the inputs Q and K, and the mask of the logits the weights were made from."""
     try:
         given = {item.name: np.asarray(item.value, dtype=np.float64) for item in walkthrough.inputs}
         weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
@@ -184,18 +191,28 @@ def _recomputed(walkthrough: Walkthrough, drop: str) -> tuple[float, float] | No
         final = np.asarray(walkthrough.step(feeding), dtype=np.float64)
     except (KeyError, ValueError, TypeError, IndexError):
         return None
-    scale = "scaled" in keys
     q, k = given.get("Q"), given.get("K")
     if q is None or k is None or final.shape != weights.shape:
         return None
-    before = top_without(q, k, settings, scale, np.isneginf(final), drop)
-    after = float(np.max(np.where(np.isfinite(weights), weights, 0.0), initial=0.0))
-    return before, after
+    return [(q, k, np.isneginf(final))], "scaled" in keys, [weights]
 
 
-def _claim(drop: str, direction: str) -> Callable[[Walkthrough, Mapping[str, Any]], bool]:
+def _recomputed(walkthrough: Walkthrough, drop: str, read: Reader) -> tuple[float, float] | None:
+    """(largest weight without the transform, largest weight on screen), recomputed from what
+    ``read`` finds on screen and the options; None when they cannot be read."""
+    settings = _settings_of(walkthrough)
+    found = read(walkthrough)
+    if settings is None or found is None:
+        return None
+    heads, scale, weights = found
+    return top_without(heads, settings, scale, drop), largest(weights)
+
+
+def _claim(
+    drop: str, direction: str, read: Reader = read_scaled
+) -> Callable[[Walkthrough, Mapping[str, Any]], bool]:
     def holds(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-        found = _recomputed(walkthrough, drop)
+        found = _recomputed(walkthrough, drop, read)
         if found is None:
             return False
         before, after = found
@@ -254,3 +271,11 @@ CLAIMS = {
     **{f"softcap_{d}": _claim("cap", d) for d in CAP_DIRECTIONS},
     "qknorm_bound": scores_within_bound,
 }
+
+
+def claims_of(read: Reader) -> dict[str, Callable[[Walkthrough, Mapping[str, Any]], bool]]:
+    """The claims on the largest weight for a lesson that reads its heads with ``read``."""
+    return {
+        **{f"qknorm_{d}": _claim("norm", d, read) for d in DIRECTIONS},
+        **{f"softcap_{d}": _claim("cap", d, read) for d in CAP_DIRECTIONS},
+    }

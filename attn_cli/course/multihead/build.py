@@ -27,7 +27,7 @@ import numpy as np
 from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
-from attn_cli.course import dropout, padding
+from attn_cli.course import dropout, padding, score_transforms
 from attn_cli.course.checks import counted, is_whole, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.multihead import pytorch
@@ -35,7 +35,7 @@ from attn_cli.course.multihead.card import CARD
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
-from attn_cli.mechanisms import masks
+from attn_cli.mechanisms import masks, scoring
 from attn_cli.mechanisms import multihead as mh
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
@@ -123,6 +123,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     _check_biases(inputs, d_in, d_out, d_out // heads * kv)
     padding.valid_lengths(options.get("valid_len"), x.shape[0], keys.shape[0])
     dropout.probability(options.get("dropout"))
+    score_transforms.transforms(options)
 
 
 def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> None:
@@ -338,6 +339,7 @@ def build(run: LessonRun) -> Walkthrough:
     heads: int = run.options["heads"]  # checked by validate()
     kv = kv_heads(run.options, heads)
     group = heads // kv  # the query heads that share one key/value head
+    transforms = score_transforms.transforms(run.options)
     given, loaded = with_file(run.inputs, run.options)
     x_in, keys_in, values_in = sequences(given)
     weights_in, biases_in, drawn = _parameters(run, given, kv)
@@ -380,6 +382,11 @@ def build(run: LessonRun) -> Walkthrough:
         "width": "d_model" if d_in == d_out else "d_out",
         "weight_shape": _weight_shape(d_in, kdim, vdim, d_out),
     }
+    if transforms.cap is not None:
+        base["cap"] = transforms.cap
+    if transforms.norm is not None:
+        base |= {"norm_name": score_transforms.NORM_NAMES[transforms.norm]}
+        base |= {"eps": scoring.EPSILONS[transforms.norm]}
     record = StepRecorder(run)
     record.add(
         "split",
@@ -392,11 +399,12 @@ def build(run: LessonRun) -> Walkthrough:
     mask = _mask_steps(record, x, run.options, (tokens, keys), base)
     p = dropout.probability(run.options.get("dropout"))
     computed = []
-    shared: dict[int, tuple[Any, Any]] = {}  # key/value head -> its K and V (grouped heads)
+    # Key/value head -> its K and V, and K before QK-norm (grouped-query heads).
+    shared: dict[int, tuple[Any, Any, Any]] = {}
     for index in range(heads):
         if group > 1 and index // group not in shared:
             shared[index // group] = _kv_steps(
-                record, index // group, kv, ((xk, wk, bk), (xv, wv, bv)), keys, base
+                record, index // group, kv, ((xk, wk, bk), (xv, wv, bv)), keys, base, transforms
             )
         head = _head_steps(
             record,
@@ -406,6 +414,7 @@ def build(run: LessonRun) -> Walkthrough:
             mask,
             (tokens, keys),
             base,
+            transforms,
             shared.get(index // group),
         )
         computed.append(head)
@@ -457,6 +466,10 @@ def build(run: LessonRun) -> Walkthrough:
     notes = _difference_notes(record, record.to_numpy(differences))
     if group > 1:
         notes += (_cache_note(record, shared, m, heads, d_out),)
+    if transforms.any:
+        on_screen = [np.asarray(record.to_numpy(w), dtype=np.float64) for w in head_weights]
+        raw = [head.raw for head in computed]
+        notes += score_transforms.notes(record, transforms, raw, True, on_screen)
     if not projected:
         notes += (record.note("concat_only"),)
     if drawn:
@@ -647,7 +660,8 @@ def _head_steps(
     mask: Any | None,
     labels: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
-    shared: tuple[Any, Any] | None = None,
+    transforms: score_transforms.Transforms,
+    shared: tuple[Any, Any, Any] | None = None,
 ) -> _Head:
     """Head i: its column blocks of W_Q, W_K, W_V (and biases), each applied to its sequence
     (X for the queries, the keys' and values' own where given); Q, K, V; weights (the output
@@ -678,30 +692,66 @@ def _head_steps(
             "QKV" if shared is None else "Q", projections, strict=False
         )
     ]
+    raw_k = qkv[1] if shared is None else shared[2]
+    raw = (record.to_numpy(qkv[0]), record.to_numpy(raw_k))
     if shared is not None:
-        qkv += shared
-    # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
-    # softmax and A V together) is shown on the head's output, the last value it computes.
-    result, seconds = record.run.timed(lambda: mech.attention(*qkv, mask=mask))
-    weights_text = "head_weights"
+        qkv += shared[:2]
+    if transforms.norm is not None:  # QK-norm: this head's q (and k, unless shared) normalised
+        norm = transforms.norm
+        qkv[0] = record.compute(
+            f"{prefix}.Q_normed", lambda: scoring.qk_norm(qkv[0], norm), grid=rows,
+            text="head_Q_normed",
+        )  # fmt: skip
+        if shared is None:
+            qkv[1] = record.compute(
+                f"{prefix}.K_normed", lambda: scoring.qk_norm(qkv[1], norm),
+                grid=Grid(keys, context=context), text="head_K_normed",
+            )  # fmt: skip
+    # Inside the head: scaled dot-product attention on its Q, K, V (the scores soft-capped
+    # before the mask with --softcap). Its time (scores, softmax and A V together) is shown on
+    # the head's output, the last value it computes.
+    (scaled, logits, weights, output), seconds = record.run.timed(
+        lambda: _attend(qkv[0], qkv[1], qkv[2], mask, transforms.cap)
+    )
+    capped = "" if transforms.cap is None else "_capped"
+    weights_text = f"head_weights{capped}"
     if mask is not None:
         record.add(
             f"{prefix}.masked",
-            result.scaled + mask,
-            text="head_masked",
+            logits + mask,
+            text=f"head_masked{capped}",
             grid=replace(rows, cols=keys),
         )
-        weights_text = "head_weights_masked"
+        weights_text = f"head_weights{capped}_masked"
+    parts = [Part("scaled scores Q Kᵀ / √d_k", scaled)]
+    if transforms.cap is not None:
+        parts.append(
+            Part(f"soft-capped scores {transforms.cap:g}·tanh(scaled / {transforms.cap:g})", logits)
+        )
     record.add(
         f"{prefix}.weights",
-        result.weights,
+        weights,
         kind="weights",
         row_sums=True,
-        parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
+        parts=tuple(parts),
         text=weights_text,
         grid=replace(rows, cols=keys),
     )
-    return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
+    hidden = np.zeros(weights.shape, dtype=bool)
+    if mask is not None:
+        hidden = np.isneginf(np.asarray(record.to_numpy(mask), dtype=np.float64))
+    return _Head(prefix, rows, weights, qkv[2], output, seconds, (*raw, hidden))
+
+
+def _attend(q: Any, k: Any, v: Any, mask: Any | None, cap: float | None) -> tuple[Any, ...]:
+    """(scaled scores, the logits before the mask, weights, output) of one head."""
+    if cap is None:
+        result = mech.attention(q, k, v, mask=mask)
+        return result.scaled, result.scaled, result.weights, result.output
+    scaled = mech.scale(mech.scores(q, k), q.shape[-1])
+    capped = scoring.softcap(scaled, cap)
+    weights = mech.softmax(capped if mask is None else capped + mask)
+    return scaled, capped, weights, mech.weighted_sum(weights, v)
 
 
 def _kv_steps(
@@ -711,9 +761,11 @@ def _kv_steps(
     projections: tuple[tuple[Any, Any, Any | None], ...],
     keys: tuple[str, ...],
     base: dict[str, Any],
-) -> tuple[Any, Any]:
+    transforms: score_transforms.Transforms,
+) -> tuple[Any, Any, Any]:
     """Key/value head j (grouped-query): its blocks of W_K and W_V (and biases) applied to the
-    keys' and values' sequences, K and V, which the query heads j·h/g + 1 … (j + 1)·h/g share."""
+    keys' and values' sequences, K and V, which the query heads j·h/g + 1 … (j + 1)·h/g share;
+    with QK-norm, K normalised too. (K as used, V, K before QK-norm.)"""
     d_k, group = base["dk"], base["group"]
     span = _span(index, d_k)
     first, last = index * group + 1, (index + 1) * group
@@ -736,15 +788,24 @@ def _kv_steps(
         )
         for letter, (source, w, b) in zip("KV", projections, strict=True)
     )
-    return k, v
+    if transforms.norm is None:
+        return k, v, k
+    norm = transforms.norm
+    normed = record.compute(
+        f"kv{index + 1}.K_normed",
+        lambda: scoring.qk_norm(k, norm),
+        grid=Grid(keys, context=context),
+        text="kv_K_normed",
+    )
+    return normed, v, k
 
 
 def _cache_note(
-    record: StepRecorder, shared: dict[int, tuple[Any, Any]], m: int, heads: int, d_out: int
+    record: StepRecorder, shared: dict[int, tuple[Any, Any, Any]], m: int, heads: int, d_out: int
 ) -> Note:
     """What a decoder's K/V cache holds for these keys: the key/value heads' K and V, counted
     from the matrices above, against a key and a value head per query head."""
-    cached = sum(int(np.size(record.to_numpy(a))) for pair in shared.values() for a in pair)
+    cached = sum(int(np.size(record.to_numpy(a))) for kv in shared.values() for a in kv[:2])
     full = 2 * m * d_out  # K and V of h heads of d_k: m × d_out each
     return record.note(
         "kv_cache",
@@ -776,6 +837,8 @@ class _Head:
     v: Any  # (n, d_k)
     output: Any  # (n, d_k) A V, replaced by Ã V after dropout
     seconds: float | None
+    # Q and K before any QK-norm, and where the logits are −∞: for the notes on the largest weight.
+    raw: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) -> None:
@@ -854,6 +917,35 @@ def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> b
     return most == max(gaps.values()) and least == min(gaps.values())
 
 
+def read_heads(
+    walkthrough: Walkthrough,
+) -> tuple[list[score_transforms.Head], bool, list[np.ndarray]] | None:
+    """Every head's Q and K before any QK-norm (its K, or its key/value head's), where its
+    logits are −∞ (its masked step), and its weights, read from the steps on screen."""
+    found: list[score_transforms.Head] = []
+    weights: list[np.ndarray] = []
+    keys = {step.key for step in walkthrough.steps}
+    heads = sum(1 for key in keys if key.startswith("head") and key.endswith(".weights"))
+    kv = int(walkthrough.meta.get("kv_heads", heads) or heads)
+    try:
+        for i in range(1, heads + 1):
+            k_key = f"head{i}.K" if f"head{i}.K" in keys else f"kv{(i - 1) // (heads // kv) + 1}.K"
+            w = np.asarray(walkthrough.step(f"head{i}.weights"), dtype=np.float64)
+            masked = f"head{i}.masked"
+            hidden = (
+                np.isneginf(np.asarray(walkthrough.step(masked), dtype=np.float64))
+                if masked in keys
+                else np.zeros(w.shape, dtype=bool)
+            )
+            q = np.asarray(walkthrough.step(f"head{i}.Q"), dtype=np.float64)
+            k = np.asarray(walkthrough.step(k_key), dtype=np.float64)
+            found.append((q, k, hidden))
+            weights.append(w)
+    except (KeyError, ValueError, TypeError, ZeroDivisionError):
+        return None
+    return (found, True, weights) if found else None
+
+
 def _labelled_inputs(
     run: LessonRun,
     parameters: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
@@ -914,6 +1006,7 @@ SIZES = (
 )
 HEAD = (*SIZES, "head", "kv", "cols", "cols_word", "entries_word")
 KV = (*SIZES, "kv", "cols", "cols_word", "entries_word", "sharing")
+NORMED = score_transforms.STEP_NAMES  # --qk-norm: the norm's name and its ε
 MASKED = (*HEAD, "mask_name")
 # Head i's Q, K and V: one text each, and one when the projection adds a bias.
 PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}
@@ -929,9 +1022,15 @@ TEXTS = Texts(
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
         **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
         **dict.fromkeys((*KV_TEXTS.values(), *KV_BIASED_TEXTS.values()), KV),
+        "head_Q_normed": (*HEAD, *NORMED),
+        "head_K_normed": (*HEAD, *NORMED),
+        "kv_K_normed": (*KV, *NORMED),
         "head_masked": MASKED,
         "head_weights_masked": MASKED,
         "head_weights": HEAD,
+        "head_masked_capped": (*MASKED, "cap"),
+        "head_weights_capped": (*HEAD, "cap"),
+        "head_weights_capped_masked": (*MASKED, "cap"),
         "head_output": HEAD,
         "head_dropout": (*HEAD, *dropout.STEP_NAMES),
         "head_output_dropout": HEAD,
@@ -970,12 +1069,14 @@ TEXTS = Texts(
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
         "file_weights": ("source", "layout", "heads"),
         **dropout.NOTES,
+        **{key: names for key, names in score_transforms.NOTES.items() if key != "qknorm_bound"},
     },
     claims={
         **dropout.CLAIMS,
         "heads_same": heads_have_same_weights,
         "two_heads_differ": two_heads_differ,
         "heads_differ": every_pair_differs,
+        **score_transforms.claims_of(read_heads),
     },
     measured=(
         "heads_cost",

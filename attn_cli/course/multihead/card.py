@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.core.card import Card, Option, Size, optional
-from attn_cli.course.shared import DROPOUT, QKV_WEIGHTS, VALID_LEN
+from attn_cli.course.shared import DROPOUT, QK_NORM, QKV_WEIGHTS, SOFTCAP, VALID_LEN
 
 CARD = Card(
     "multihead",
@@ -92,6 +92,8 @@ CARD = Card(
         ),
         VALID_LEN,
         DROPOUT,
+        SOFTCAP,
+        QK_NORM,
         Option(
             "bias",
             "Add a random bias to every projection (b_Q, b_K, b_V and, with W_O, b_O), drawn "

@@ -31,6 +31,9 @@ def _given(walkthrough: Walkthrough) -> tuple[dict[str, Any], int, list[int] | N
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
         raise refuse("multihead", "--dropout", "a random mask")
+    for option, flag in (("softcap", "--softcap"), ("qk_norm", "--qk-norm")):
+        if options.get(option) is not None:
+            raise refuse("multihead", flag, "the program shows plain multi-head attention")
     given = inputs_of(walkthrough)
     lengths = walkthrough.meta.get("valid_lengths")
     return given, int(options["heads"]), lengths, bool(options.get("causal"))

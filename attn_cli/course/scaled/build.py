@@ -110,9 +110,10 @@ def build(run: LessonRun) -> Walkthrough:
     if use_scale and normaliser == "softmax" and not transforms.any:
         notes += _peaked_notes(record, record.shown("weights"), queries)
     if normaliser == "softmax" and transforms.any:
-        given = (run.inputs["Q"], run.inputs["K"])
-        shown = record.shown("weights")
-        notes += score_transforms.notes(record, transforms, given, use_scale, logits, shown)
+        hidden = np.isneginf(np.asarray(record.to_numpy(logits), dtype=np.float64))
+        heads = [(run.inputs["Q"], run.inputs["K"], hidden)]
+        shown = [np.asarray(record.shown("weights"), dtype=np.float64)]
+        notes += score_transforms.notes(record, transforms, heads, use_scale, shown)
         if transforms.norm is not None and use_scale:
             notes += (score_transforms.bound_note(record, record.shown("scaled"), d_k),)
     if normaliser == "hardmax":

@@ -482,7 +482,9 @@ def build(run: LessonRun) -> Walkthrough:
         )
         notes += (record.note("file_weights", source=loaded.source, layout=layout, heads=heads),)
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
-    meta: dict[str, Any] = {"parameters": parameters, "kv_heads": kv, **dropout.meta(run, p)}
+    meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
+    if kv < heads:
+        meta["kv_heads"] = kv
     weights_option = run.options.get("weights")
     if weights_option is not None and not isinstance(weights_option, str):
         shown = f"a state_dict of {len(weights_option)} arrays"

@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from attn_cli import course as cards
 from attn_cli.course.variance import build as variance
 from attn_cli.explore import state as st
-from attn_cli.explore.app import Explorer, InputTable
+from attn_cli.explore.app import Explorer
+from attn_cli.explore.widgets import InputTable
 
 SIZE = (80, 24)
 

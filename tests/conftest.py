@@ -17,6 +17,12 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from attn_cli.cli.app import app
+from attn_cli.learn.common import pin_kernels
+
+# torch's and MKL's CPU kernels pinned for the whole session, before any test imports torch, as
+# `attn learn` pins them before it imports torch: a model trained in a test prints the numbers
+# the command (and its --code program, which pins them too) prints for the same seed.
+pin_kernels()
 
 # CliRunner.invoke(app, ...) turns the Typer app into its click command on every call (Typer's
 # get_command inspects the signature of each of the 22 commands: ~60 ms, nine tenths of a typical

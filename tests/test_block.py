@@ -50,6 +50,9 @@ RUNS = Runs(
         ("--decoder", "--memory-padding", "0,1,1,0", "--no-causal"),
         ("--layers", "2", "--shared-weights", "--wq", "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"),
         ("--weights", WEIGHTS_FILE, "--pre-norm"),
+        # Rows near 1e155: σ² passes float64 and shows ∞, the root and N stay exact
+        # (variance_beyond).
+        ("--x", "1e155,2e155,3e155,4e155;5e155,6e155,7e155,8e155", "--no-posenc", "--pre-norm"),
     ),
     # The claims sweep draws a memory length m too, which only --decoder takes: the runs without
     # it are refused (counted), and the examples and variants above cover the encoder.
@@ -346,8 +349,9 @@ def test_json_random_run(invoke_json):
     ]  # fmt: skip
     assert doc["meta"]["heads"] == 3 and doc["meta"]["d_ff"] == 8
     hidden = np.array(unwrap(steps["ffn.hidden"]["value"]))
-    (note,) = steps["ffn.hidden"]["notes"]
+    note, units = steps["ffn.hidden"]["notes"]
     assert note["values"]["zeros"] == int(np.sum(hidden == 0)) and note["values"]["total"] == 40
+    assert units["key"] == "relu_units" and units["values"]["units"] == 8
 
 
 def test_d_ff_defaults_to_four_times_d_model():
@@ -425,3 +429,39 @@ def test_the_explorer_shows_every_weight_and_gives_only_those_edited(invoke_json
     np.testing.assert_array_equal(np.array(unwrap(doc["output"])), walk.output)
     gelu = st.with_option(edited, "activation", "gelu")
     assert st.walkthrough(start, gelu).meta["activation"] == "gelu"
+
+
+def test_layer_norm_of_rows_near_1e155_gives_the_true_root_and_rows(invoke_json):
+    """Their squares pass float64: σ² shows ∞ (noted), √(σ² + ε) and N are those of the same
+    rows divided by 1e150 (scaled back), where nothing overflows."""
+    big = invoke_json("block", "--x", "1e155,2e155,3e155,5e155", "--no-posenc", "--pre-norm")
+    small = invoke_json("block", "--x", "1e5,2e5,3e5,5e5", "--no-posenc", "--pre-norm")
+    steps = {step["key"]: step for step in big["steps"]}
+    reference = {step["key"]: step for step in small["steps"]}
+    stats = unwrap(steps["norm1.stats"]["value"])[0]
+    assert stats[1] is None or stats[1] in ("Infinity", "inf") or stats[1] == float("inf")
+    assert math.isclose(stats[2], unwrap(reference["norm1.stats"]["value"])[0][2] * 1e150)
+    assert np.allclose(
+        unwrap(steps["norm1.normalised"]["value"]), unwrap(reference["norm1.normalised"]["value"])
+    )
+    notes = [note["key"] for note in steps["norm1.normalised"].get("notes", [])]
+    assert "variance_beyond" in notes
+
+
+def test_the_hidden_units_note_says_which_are_always_on_always_off_or_both():
+    """Issue 42: step 15 said "each hidden unit is on for some tokens and off for the rest"
+    where some units were on for every token and some off for every token. The note names the
+    three groups from the numbers, and its claim fails for any other grouping."""
+    from attn_cli.course.block.claims import relu_units
+
+    walk = attn.block()
+    note = next(n for n in walk.find("ffn.hidden").notes if n.key == "relu_units")
+    hidden = np.asarray(walk.step("ffn.hidden"))
+    on = hidden > 0
+    always = [f"u{j + 1}" for j in np.flatnonzero(on.all(axis=0))]
+    never = [f"u{j + 1}" for j in np.flatnonzero((~on).all(axis=0))]
+    assert note.values["always"] == (f"{len(always)} ({', '.join(always)})" if always else "none")
+    assert note.values["never"] == (f"{len(never)} ({', '.join(never)})" if never else "none")
+    assert relu_units(walk, note.values)
+    assert not relu_units(walk, {**note.values, "mixed": "none"})
+    assert "on for some tokens and off for the rest" not in walk.find("ffn.hidden").explanation

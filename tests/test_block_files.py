@@ -352,3 +352,20 @@ def test_a_batch_in_pytorchs_default_layout_reads_with_sequence_first(torch, tmp
         )
         got = np.array(unwrap(doc["output"]), dtype=float)
         assert np.max(np.abs(got - expected[:, item])) <= TOLERANCE
+
+
+def test_a_weights_file_is_judged_from_its_headers_before_it_is_read(tmp_path, invoke):
+    """A .npz member whose header declares more than the file holds, and one of zeros that
+    unpacks a thousandfold, are each one line before any array is read (issue 43's rule for
+    every file of arrays, here for --weights)."""
+    from tests.hostile_files import npz_of, zero_bomb
+
+    lying = npz_of(
+        tmp_path / "lying.npz", {"norm1.weight": np.ones(4)}, {"linear1.weight": (10**11, 64)}
+    )
+    assert_user_error(invoke("block", "--weights", str(lying)), "linear1.weight", "truncated")
+    bomb = zero_bomb(
+        tmp_path / "bomb.npz", "linear1.weight", (600_000, 64), {"norm1.weight": np.ones(4)}
+    )
+    assert bomb.stat().st_size < 2**20
+    assert_user_error(invoke("block", "--weights", str(bomb)), "linear1.weight", "-fold")

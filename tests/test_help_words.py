@@ -213,3 +213,12 @@ def test_bench_defines_its_words():
 )
 def test_a_closing_default_moves_to_the_end_in_brackets(text, written):
     assert default_last(text) == written
+
+
+def test_block_help_says_how_weights_are_drawn_in_words():
+    """Issue 42: 'numpy's default_rng(seed).spawn(1)[0]' and 'N(0, 1/d_model)' were the help's
+    words for how a weight not given is drawn."""
+    result = CliRunner().invoke(app, ["block", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.output.split())
+    assert "spawn(" not in text and "default_rng" not in text and "N(0" not in text
+    assert "variance 1/d_model" in text and "variance 1/d_ff" in text

@@ -139,6 +139,52 @@ def _with_scores(walkthrough, model, **changes):
     return dataclasses.replace(walkthrough, meta={**walkthrough.meta, "models": models})
 
 
+def _with_step(walkthrough, key, value):
+    import dataclasses
+
+    steps = tuple(
+        dataclasses.replace(step, value=value) if step.key == key else step
+        for step in walkthrough.steps
+    )
+    return dataclasses.replace(walkthrough, steps=steps)
+
+
+def test_the_circuit_is_named_only_where_zeroing_its_heads_costs_the_accuracy(tiny):
+    """The circuit note reads the ablation table: shown for a layer-1 previous-token head whose
+    loss costs at least ABLATION_MIN of the accuracy (more than the other head's) and induction
+    heads whose loss does too; withheld for drops too small, another head, or no previous-token
+    head."""
+    from attn_cli.learn.induction import ABLATION_MIN, INDUCTION_MIN, PREVIOUS_MIN, TEXTS
+
+    claim = TEXTS.claims["circuit"]
+    prefix = np.array([[0.1, 0.2], [0.3, INDUCTION_MIN + 0.1]])
+    previous = np.array([[PREVIOUS_MIN + 0.2, 0.1], [0.1, 0.1]])
+    formed = _with_scores(
+        tiny, "two", prefix_matching=prefix, previous_token=previous, accuracy=0.9
+    )
+    drops = {"layer 1, head 1": 0.5, "layer 1, head 2": 0.01, "layer 2, head 1": 0.02}
+    drops["layer 2, head 2"] = ABLATION_MIN + 0.1
+    table = [{"zeroed": k, "accuracy": 0.9 - d, "drop": d} for k, d in drops.items()]
+    values = {
+        "previous_head": 1,
+        "induction_heads": "2",
+        "accuracy": 0.9,
+        "without_previous": 0.9 - drops["layer 1, head 1"],
+        "without_other": 0.9 - drops["layer 1, head 2"],
+        "other_head": 2,
+        "without_induction": 0.9 - drops["layer 2, head 2"],
+    }
+    ablated = _with_step(formed, "ablation", table)
+    assert claim(ablated, values)
+    assert not claim(ablated, {**values, "previous_head": 2})
+    assert not claim(ablated, {**values, "without_previous": 0.5})  # not the table's figure
+    mild = [{**row, "accuracy": 0.9 - ABLATION_MIN / 2} for row in table]  # zeroing costs little
+    small = {**values, **{k: 0.9 - ABLATION_MIN / 2 for k in values if k.startswith("without")}}
+    assert not claim(_with_step(formed, "ablation", mild), small)
+    weak = _with_scores(formed, "two", previous_token=np.full_like(previous, 0.2))
+    assert not claim(_with_step(weak, "ablation", table), values)  # no previous-token head
+
+
 def test_the_claims_read_the_scores_they_describe(tiny):
     """A note's claim holds only for the scores the walkthrough carries, and only past its
     threshold: given other numbers (an induction head formed, a control that matches it), the
@@ -157,11 +203,6 @@ def test_the_claims_read_the_scores_they_describe(tiny):
     shown = {"layer": 2, "head": 2, "score": INDUCTION_MIN + 0.1, "accuracy": accuracy}
     assert claims["induction_formed"](formed, {**shown, "chance": 0.1})
     assert not claims["induction_formed"](tiny, {**shown, "chance": 0.1})
-    assert claims["circuit"](formed, {"previous_head": 1, "induction_head": 2})
-    assert not claims["circuit"](formed, {"previous_head": 2, "induction_head": 2})
-    # No previous-token head:
-    weak = _with_scores(formed, "two", previous_token=np.full_like(previous, 0.2))
-    assert not claims["circuit"](weak, {"previous_head": 1, "induction_head": 2})
     assert claims["induction_head"](formed, {"score": INDUCTION_MIN + 0.1})
     assert not claims["induction_head"](formed, {"score": INDUCTION_MIN + 0.2})  # not a head's
     control = next(note.values for note in [*tiny.notes, *tiny.withheld] if note.key == "control")

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 
+import attn_cli.api  # noqa: F401  (gives a walkthrough its views: to_markdown)
 from attn_cli.learn import translate_data as data
 from attn_cli.learn.common import LearnOptions
 from tests.conftest import assert_user_error
@@ -293,6 +294,64 @@ def test_saved_weights_run_as_attn_bahdanau(invoke, torch, tmp_path):
     assert np.allclose(saved["weights"], row["value"]["data"][0], atol=1e-14, rtol=0)
 
 
+def test_a_sentence_of_ones_own_and_every_decoder_step_of_it_replayed(invoke, torch, tmp_path):
+    """--sentence shows the learned alignment of a sentence typed in (its truth from the
+    grammar); --save keeps every decoder step of it, and `attn bahdanau --weights FILE
+    --decoder-step T` recomputes row T of the model's own map, for every T."""
+    path = tmp_path / "model.npz"
+    sentence = "yesterday the red cat sleeps"
+    result = invoke(
+        "learn", "translate", *TINY, "--sentence", sentence, "--save", str(path), "--format", "json"
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    shown = document["meta"]["sentence"]
+    assert shown["source"] == sentence.split()
+    assert shown["target"] == ["le", "chat", "rouge", "dort", "hier"]
+    assert shown["true_alignment"] == [1, 3, 2, 4, 0]
+    assert shown["status"] in (
+        "held out, never trained on",
+        "one of the training sentences",
+        "not among the training sentences",
+    )
+    after = next(step for step in document["steps"] if step["key"] == "after")
+    rows = np.asarray(after["value"]["data"])
+    assert after["col_labels"] == sentence.split()
+    for t in range(1, rows.shape[0] + 1):
+        lesson = invoke(
+            "bahdanau", "--weights", str(path), "--decoder-step", str(t), "--format", "json"
+        )
+        assert lesson.exit_code == 0, lesson.output
+        weights = next(
+            step for step in json.loads(lesson.stdout)["steps"] if step["key"] == "weights"
+        )
+        assert np.allclose(weights["value"]["data"], rows[t - 1], atol=1e-14, rtol=0), t
+    beyond = invoke("bahdanau", "--weights", str(path), "--decoder-step", str(rows.shape[0] + 1))
+    assert_user_error(beyond, "--decoder-step", f"{rows.shape[0]} decoder steps", "le chat rouge")
+
+
+def test_a_file_of_one_step_cannot_replay_another(invoke, tmp_path):
+    result = invoke(
+        "bahdanau", "--weights", _weights_file(tmp_path / "w.npz"), "--decoder-step", "2"
+    )
+    assert_user_error(result, "--weights", "one decoder step only", "--save")
+    assert_user_error(invoke("bahdanau", "--decoder-step", "2"), "--decoder-step", "--weights")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fragments"),
+    [
+        ("the zebra runs", ("'zebra' is not a word", "noun cat, dog")),
+        ("the cat sees", ("stops before the sentence is complete",)),
+        ("sees the cat", ("'sees' cannot start",)),
+        ("yesterday the red cat sees a dog", ("7 words", "--max-len 7")),
+    ],
+)
+def test_a_sentence_that_does_not_fit_is_one_line(invoke, torch, sentence, fragments):
+    result = invoke("learn", "translate", *TINY, "--sentence", sentence)
+    assert_user_error(result, "--sentence", *fragments)
+
+
 # --- errors: one line, exit 2 ----------------------------------------------------------------
 
 
@@ -398,15 +457,19 @@ def test_plot_draws_the_heatmaps_and_the_accuracy_figure(tiny, tmp_path):
     from attn_cli.render.heatmap import heatmap_figure
 
     figure = heatmap_figure(tiny, translate.TASK.figure, PRECISION)
-    titles = [axis.get_title() for axis in figure.axes]
-    assert titles == [
-        "true alignment",
-        "attention before training",
-        "attention after training",
-        "accuracy by source length",
-    ]
-    labels = [label.get_text() for label in figure.axes[2].get_xticklabels()]
+    panels = [axis for axis in figure.axes if axis.get_label() != "<colorbar>"]
+    titles = [axis.get_title().replace("\n", " ") for axis in panels]
+    score = {row["when"]: row for row in tiny.step("score")}
+    assert titles[0].startswith("true alignment")
+    for title, when in zip(titles[1:3], ("before training", "after training"), strict=True):
+        assert title.startswith(f"attention {when}")
+        assert f"{score[when]['share']:.1%}" in title and f"{score[when]['weight']:.3f}" in title
+    assert titles[3].startswith("accuracy by source length")
+    labels = [label.get_text() for label in panels[2].get_xticklabels()]
     assert labels == tiny.meta["sentence"]["source"]
+    assert panels[2].get_xlabel() and panels[2].get_ylabel()  # axis names
+    colour_bars = [axis for axis in figure.axes if axis.get_label() == "<colorbar>"]
+    assert len(colour_bars) == 3
 
 
 # --- the default budget and the issue's targets ----------------------------------------------

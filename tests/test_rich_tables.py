@@ -591,3 +591,33 @@ def test_columns_of_one_quantity_share_one_format():
     )
     assert "1.18e+00" in grouped and "9.64e-01" in grouped and "3.40e-04" in grouped
     assert " 50 " in grouped and " 100 " in grouped  # step: whole numbers, alone
+
+
+def test_whole_tables_show_every_row_and_column_in_groups_that_fit():
+    """RenderOptions(whole_tables=True) (attn learn --full): no corner, no "…"; the columns in
+    consecutive groups each as wide as the width allows, each group captioned, the row sums
+    after the last; one number format across the groups."""
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.ones(12), size=13)  # (13, 12): translate's after map
+    options = RenderOptions(precision=3, whole_tables=True)
+    sums = weights.sum(axis=1)
+    text = render_plain(value_renderable(weights, "weights", options, row_sums=sums), 80)
+    assert "…" not in text and "⋮" not in text
+    tables = read_tables(text)
+    assert len(tables) > 1
+    headers = [h for table in tables for h in table.header[0][1:] if h != "Σ row"]
+    assert headers == [str(c) for c in range(1, 13)]
+    assert "Σ row" in tables[-1].header[0] and all("Σ row" not in t.header[0] for t in tables[:-1])
+    assert all(len(table.body) == 13 for table in tables)
+    assert f"group {len(tables)} of {len(tables)}" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    wide = render_plain(value_renderable(weights, "weights", options, row_sums=sums), 200)
+    assert len(read_tables(wide)) == 1 and "group" not in wide
+    cut = render_plain(value_renderable(weights, "weights", RenderOptions(precision=3)), 200)
+    assert "…" in cut and "⋮" in cut  # without it: the corner
+    from attn_cli.render.rich_render import records_table
+
+    records = [{"step": i + 1, "loss": 1 / (i + 1)} for i in range(MAX_RECORDS + 8)]
+    assert "⋮" in render_plain(records_table(records, RenderOptions(precision=3)))
+    every = render_plain(records_table(records, options))
+    assert "⋮" not in every and f"│ {MAX_RECORDS + 8:>4} │" in every

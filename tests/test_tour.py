@@ -88,7 +88,8 @@ def test_every_stop_parses_with_its_command():
 def test_without_a_terminal_it_runs_straight_through(invoke):
     # Every stop but the bench (timings are not for the test suite) and the training ones (their
     # own tests below).
-    shown = [stop for stop in TOUR if stop.name not in ("bench", "translate", "induction")]
+    training = ("bench", "translate", "grammar", "induction")
+    shown = [stop for stop in TOUR if stop.name not in training]
     result = invoke("tour", "--only", ",".join(stop.name for stop in shown))
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -268,8 +269,24 @@ def test_the_learn_stop_trains_a_small_budget_after_bahdanau(invoke, torch):
     result = invoke("tour", "--only", "translate")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "$ attn learn translate --steps 150" in out and "Skipped" not in out
+    assert "$ attn learn translate --steps 300" in out and "Skipped" not in out
     assert "Alignment score" in out and "End of the tour" in out
+    flat = " ".join(out.split())
+    # The lesson's point, shown: every target word of the sentence on its true source word, and
+    # the fixed vector falling with length beside attention holding.
+    assert "put their largest weight on their true source word" in flat
+    assert "the shape of the Bahdanau paper" in flat
+
+
+def test_the_opening_heatmap_stop_follows_self_attention(invoke, torch):
+    assert position("grammar") == position("selfattn") + 1
+    assert position("causal") == position("grammar") + 1
+    result = invoke("tour", "--only", "grammar")
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.stdout.split())
+    assert "$ attn learn grammar" in flat and "Skipped" not in flat
+    assert "As in the lectures' heatmap, and learned: red puts" in flat
+    assert "The control gets" in flat
 
 
 def test_the_learn_stop_without_torch_is_skipped_with_what_to_install(invoke, without_torch):

@@ -199,7 +199,9 @@ def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
 
     from attn_cli.core.torch_backend import TORCH_DTYPES
 
-    generator = torch.Generator(device=device).manual_seed(config.seed * 1_000_003 + n)
+    # torch's generator takes seeds below 2**64: a larger one (--seed up to 18 digits) wraps
+    seed = (config.seed * 1_000_003 + n) % 2**63
+    generator = torch.Generator(device=device).manual_seed(seed)
     tensors = [
         torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(
             TORCH_DTYPES[config.dtype]

@@ -23,7 +23,14 @@ from typer.core import TyperCommand, TyperGroup
 from attn_cli import __version__
 from attn_cli import course as cards
 from attn_cli.cli import typer_internals
-from attn_cli.cli.commands.common import print_error, user_errors
+from attn_cli.cli.commands.common import (
+    StdoutFailed,
+    flush_stdout,
+    guard_stdout,
+    print_error,
+    stdout_failed,
+    user_errors,
+)
 from attn_cli.cli.typer_internals import UsageError
 from attn_cli.core.errors import UserError
 
@@ -269,12 +276,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def drop_empty_width(environ: MutableMapping[str, str]) -> None:
-    """COLUMNS=0 (a CI runner's, or a script's) would make rich lay out every table, panel and
-    message in zero columns: nothing at all is printed. A width of no columns is taken as none
-    given (the terminal's own, else 80)."""
+# The widest layout attn draws: COLUMNS past it (99999999999999999999 overflowed, 999999999 asked
+# for 24 GB, 10000000 ran past a minute) is taken as this. Wider than any terminal or projector.
+MAX_COLUMNS = 1000
+
+
+def bounded_width(environ: MutableMapping[str, str]) -> None:
+    """COLUMNS as rich will read it: a width of no columns (a CI runner's, or a script's
+    COLUMNS=0) would make rich lay out every table, panel and message in zero columns, nothing
+    at all printed: taken as none given (the terminal's own, else 80); a width past MAX_COLUMNS
+    is taken as MAX_COLUMNS."""
     columns = environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) == 0:
+    if not columns.isdigit():
+        return  # rich reads only digits
+    if len(columns) > 6 or int(columns) > MAX_COLUMNS:
+        environ["COLUMNS"] = str(MAX_COLUMNS)
+    elif int(columns) == 0:
         del environ["COLUMNS"]
 
 
@@ -286,17 +303,23 @@ def main() -> None:
 
     # A terminal that cannot show √ or ░ (PYTHONIOENCODING=ascii, LANG=C, a code page): every
     # console, Typer's help too, writes through these, in ASCII spellings, never a traceback.
+    guard_stdout()  # a full disk or /dev/full: one line and exit 1 (StdoutFailed)
     sys.stdout, sys.stderr = encodable(sys.stdout), encodable(sys.stderr)
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
-    drop_empty_width(os.environ)
+    bounded_width(os.environ)
     completing = any(key.endswith("_COMPLETE") for key in os.environ)
     frozen_before = gc.get_freeze_count()
     gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on
     try:
-        if chosen is not None and is_command(chosen) and not completing:
-            make_app((chosen,))(prog_name="attn")
-        else:
-            full_app()(prog_name="attn")
+        try:
+            if chosen is not None and is_command(chosen) and not completing:
+                make_app((chosen,))(prog_name="attn")
+            else:
+                full_app()(prog_name="attn")
+        except StdoutFailed as failed:  # Typer's own help, --version
+            stdout_failed(failed.error)
+        finally:  # what a plain print left in the buffer: written while one line can say so
+            flush_stdout()
     finally:  # `main` called in a process that goes on (a test, a notebook): as it was
         gc.enable()
         if frozen_before == 0:

@@ -5,7 +5,9 @@
 * ``python -m attn_cli.cli.generated texts docs/lesson-files.md``: the table of each lesson's
   texts and placeholders (:func:`attn_cli.lessonfiles.texts.markdown`);
 * ``python -m attn_cli.cli.generated sentences docs/sentences.md``: every note of every lesson
-  and what keeps it true (:func:`attn_cli.lessonfiles.texts.sentence_audit`).
+  and what keeps it true (:func:`attn_cli.lessonfiles.texts.sentence_audit`);
+* ``python -m attn_cli.cli.generated keys docs/explore.md``: the table of the explorer's keys
+  (:func:`attn_cli.explore.keys.markdown`).
 
 This module sits above the lessons: it gathers their declarations from the registry and hands
 them to the TOML-world modules, which never ask for them themselves.
@@ -43,10 +45,15 @@ def main(argv: list[str]) -> None:
         path.write_text(with_table(document, markdown(declared_texts())), encoding="utf-8")
     elif argv[:1] == ["sentences"] and len(argv) == 2:
         Path(argv[1]).write_text(sentences(), encoding="utf-8")
+    elif argv[:1] == ["keys"] and len(argv) == 2:
+        from attn_cli.explore.keys import with_keys_table
+
+        path = Path(argv[1])
+        path.write_text(with_keys_table(path.read_text(encoding="utf-8")), encoding="utf-8")
     else:
         sys.exit(
             "usage: python -m attn_cli.cli.generated schema | texts docs/lesson-files.md | "
-            "sentences docs/sentences.md"
+            "sentences docs/sentences.md | keys docs/explore.md"
         )
 
 

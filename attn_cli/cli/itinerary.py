@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from attn_cli import course
 from attn_cli.cli.commands.bench import STOP as BENCH
 from attn_cli.core.stop import Section, Stop
-from attn_cli.learn.stops import INDUCTION, TRANSLATE
+from attn_cli.learn.stops import GRAMMAR, INDUCTION, TRANSLATE
 
 INTRO = "The lecture in {count} stop{s}, in order:"
 CLOSING = "Run any stop on its own:"
@@ -25,7 +25,7 @@ CLOSING_WORDS = (
 )
 
 # The stops of the tools the tour visits (a lesson's stop is in its own folder).
-TOOL_STOPS: tuple[Stop, ...] = (TRANSLATE, INDUCTION, BENCH)
+TOOL_STOPS: tuple[Stop, ...] = (TRANSLATE, GRAMMAR, INDUCTION, BENCH)
 
 
 def linked(lessons: Iterable[Stop], tools: Iterable[Stop]) -> tuple[Stop, ...]:

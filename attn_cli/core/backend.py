@@ -21,6 +21,7 @@ import numpy as np
 from attn_cli.core import variants
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Summary, summary
+from attn_cli.core.numbers import format_bytes as format_bytes  # where it was; written there
 
 T = TypeVar("T")
 # An array of whichever backend runs the math (a numpy array or a torch tensor): mechanisms are
@@ -241,21 +242,6 @@ def _free_memory() -> int | None:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
-
-
-def format_bytes(count: float, significant: int | None = None) -> str:
-    """Bytes in binary units: to one decimal (1.5 KiB, 10.0 GiB), or to ``significant`` digits
-    for a narrow column (384 KiB, 1.25 MiB, 10.5 GiB; the unit steps up at 1000 so that the
-    number never needs more digits)."""
-    step_up = 1024 if significant is None else 1000
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(count) < step_up or unit == "TiB":
-            if unit == "B":
-                return f"{count:.0f} B"
-            digits = ".1f" if significant is None else f".{significant}g"
-            return f"{count:{digits}} {unit}"
-        count /= 1024
-    raise AssertionError("unreachable")
 
 
 def get_backend(

@@ -29,6 +29,7 @@ from attn_cli.core.errors import UserError
 from attn_cli.core.numbers import shape_text
 from attn_cli.core.rounding import plain_number
 from attn_cli.core.usertext import printable
+from attn_cli.core.whole import MAX_WHOLE_DIGITS
 
 # Entries are separated by one comma (spaces around it allowed) or by spaces.
 _ENTRY_SPLIT = re.compile(r"\s*,\s*|\s+")
@@ -101,12 +102,6 @@ def _vector_shaped(array: np.ndarray, name: str, minus_infinity: bool = False) -
             f'{name} has shape {shape_text(array.shape)}; give a vector, one row such as "1,3".'
         )
     return _checked(array, name, minus_infinity)
-
-
-# The digits a whole number from text may have (a count, a length, a position, a size): more
-# than any size attn can run, and far below Python's limit on int() from text (4,300 digits,
-# past which int() raises instead of refusing in words).
-MAX_WHOLE_DIGITS = 18
 
 
 def whole_number(text: str, name: str) -> int:
@@ -448,29 +443,13 @@ def _read_npy(path: Path, name: str, where: str) -> np.ndarray:
 
 
 def _check_npy_header(path: Path, name: str, where: str) -> None:
-    """Read only the .npy header and refuse, before any allocation, an array that the file
-    cannot hold (a header that lies about its shape) or that memory cannot."""
-    import tokenize  # numpy parses the header dict with it (only .npy files pay the import)
+    """Read only the .npy header (attn_cli.core.array_headers, as every file of arrays is
+    judged) and refuse, before any allocation, an array that the file cannot hold (a header
+    that lies about its shape) or that memory cannot."""
+    from attn_cli.core.array_headers import check_held, npy_declared
 
-    npy = np.lib.format
-    try:
-        with path.open("rb") as file:
-            version = npy.read_magic(file)
-            if version == (1, 0):
-                shape, _, dtype = npy.read_array_header_1_0(file)
-            elif version == (2, 0):
-                shape, _, dtype = npy.read_array_header_2_0(file)
-            else:
-                raise UserError(
-                    f"{name}{where} is a version {version[0]}.{version[1]} .npy file, which attn "
-                    "does not read; save the array with np.save."
-                )
-            data_start = file.tell()
-    except (ValueError, EOFError, SyntaxError, tokenize.TokenError) as error:
-        detail = " ".join(str(error).split())[:120]
-        raise UserError(
-            f"{name}{where} is not a valid .npy file ({detail}); write one with np.save."
-        ) from None
+    declared = npy_declared(path, f"{name}{where}")
+    dtype, shape = declared.dtype, declared.shape
     if dtype.hasobject:
         raise UserError(
             f"{name}{where} holds Python objects (a pickled array), which attn never loads; "
@@ -480,16 +459,8 @@ def _check_npy_header(path: Path, name: str, where: str) -> None:
         raise UserError(
             f"{name}{where} holds {dtype} values; save a real numeric array (float or int)."
         )
-    entries = math.prod(shape)
-    declared = entries * dtype.itemsize
-    held = path.stat().st_size - data_start
-    if declared > held:
-        raise UserError(
-            f"{name}{where}: its header declares a {shape_text(shape)} array ({entries:,} "
-            f"entries, {format_bytes(declared)}) but the file holds {format_bytes(held)} of data; "
-            "the file is truncated or its header is wrong: save the array again with np.save."
-        )
-    needed = entries * (dtype.itemsize + 8)  # the array as read, and its float64 copy
+    check_held(declared, f"{name}{where}")
+    needed = declared.entries * (dtype.itemsize + 8)  # the array as read, and its float64 copy
     available = available_host_bytes()
     if available is not None and needed > available:
         raise UserError(

@@ -102,3 +102,28 @@ def as_matrix(value: Any) -> np.ndarray:
     if array.ndim == 1:
         return array.reshape(1, -1)
     return array.reshape(-1, array.shape[-1])
+
+
+# Past a million TiB, bytes are written in powers of ten (3.6e+48 TiB), never as 49 digits.
+_MOST_PLAIN_TIB = 10**6
+
+
+def format_bytes(count: float, significant: int | None = None) -> str:
+    """Bytes in binary units: to one decimal (1.5 KiB, 10.0 GiB), or to ``significant`` digits
+    for a narrow column (384 KiB, 1.25 MiB, 10.5 GiB; the unit steps up at 1000 so that the
+    number never needs more digits). Any whole number of bytes, however large (the estimate
+    for --n 10**300): past a million TiB in powers of ten, 3.6e+48 TiB."""
+    tib = 1024**4
+    if abs(count) >= _MOST_PLAIN_TIB * tib:
+        exponent = math.log10(abs(count)) - math.log10(tib)  # log10 takes any int, no float()
+        whole = math.floor(exponent)
+        return f"{'-' if count < 0 else ''}{10 ** (exponent - whole):.1f}e+{whole:02d} TiB"
+    step_up = 1024 if significant is None else 1000
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(count) < step_up or unit == "TiB":
+            if unit == "B":
+                return f"{count:.0f} B"
+            digits = ".1f" if significant is None else f".{significant}g"
+            return f"{count:{digits}} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,16 +24,64 @@ def require_matplotlib(asked: str = "--plot") -> None:
 
 
 def check_writable(path: Path, option: str) -> None:
-    """Refuse, before any work, a path the command could not write to."""
-    folder = path.parent
-    if path.is_dir():
+    """Refuse, before any work, a path the command could not write to: a folder, a missing
+    folder, no permission, a full filesystem, or a disk (a block device). A symlink is judged
+    by its target, which is what will be written; a character device (/dev/null) or a FIFO is
+    written through, as a shell's redirection does."""
+    target = written_path(path)
+    folder = target.parent
+    if target.is_dir():
         raise UserError(f"{option} {path}: that is a folder; give a file name.")
     if not folder.exists():
         raise UserError(f"{option} {path}: the folder {folder} does not exist; create it first.")
     if not folder.is_dir():
         raise UserError(f"{option} {path}: {folder} is not a folder.")
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    kind = _special_kind(target)
+    if kind in ("a block device (a disk)", "a socket"):
+        raise UserError(f"{option} {path}: that is {kind}, not a file; give a file name.")
+    if kind is None and not os.access(folder, os.W_OK):
         raise UserError(f"{option} {path}: cannot write there; choose a path you can write to.")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise UserError(f"{option} {path}: cannot write there; choose a path you can write to.")
+    if kind is None and _free_bytes(folder) == 0:
+        raise UserError(
+            f"{option} {path}: the filesystem of {folder} is full; free some space or choose "
+            "another path."
+        )
+
+
+def written_path(path: Path) -> Path:
+    """The file writing ``path`` replaces: a symlink's target (followed to the end; a dangling
+    one's too), so that the link stays a link; any other path itself."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _special_kind(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (nor a folder), in words."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISBLK(mode):
+        return "a block device (a disk)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
+def _free_bytes(folder: Path) -> int | None:
+    """Bytes this process may still write in ``folder``'s filesystem; None where the system
+    does not say."""
+    try:
+        info = os.statvfs(folder)
+    except (AttributeError, OSError):
+        return None
+    root = hasattr(os, "geteuid") and os.geteuid() == 0  # root may write the reserved blocks
+    return (info.f_bfree if root else info.f_bavail) * info.f_frsize
 
 
 def write_text(path: Path, text: str, option: str) -> None:
@@ -58,8 +107,14 @@ def replacing(path: Path, option: str, binary: bool) -> Iterator[Any]:
     """A new file beside ``path``, renamed into place when the block ends without error: text
     can be written as it is made (--full JSON need not be held whole), and still, on any error
     (a full disk, an exception, Ctrl-C) the file that was there is untouched and no partial
-    file remains."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    file remains. A symlink's target is what is replaced (the link stays); a character device
+    or a FIFO (/dev/null, a pipe) is written through, never replaced by a regular file."""
+    target = written_path(path)
+    if _special_kind(target) is not None:
+        with _through(target, path, option, binary) as file:
+            yield file
+        return
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
     try:
         with (
             open(temporary, "wb") if binary else open(temporary, "w", encoding="utf-8", newline="")
@@ -67,9 +122,9 @@ def replacing(path: Path, option: str, binary: bool) -> Iterator[Any]:
             yield file
             file.flush()
             os.fsync(file.fileno())
-        if path.exists():  # keep the permissions of the file it replaces
-            os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
+        if target.exists():  # keep the permissions of the file it replaces
+            os.chmod(temporary, target.stat().st_mode & 0o7777)
+        os.replace(temporary, target)
     except OSError as error:
         temporary.unlink(missing_ok=True)
         raise UserError(
@@ -80,12 +135,27 @@ def replacing(path: Path, option: str, binary: bool) -> Iterator[Any]:
         raise
 
 
+@contextlib.contextmanager
+def _through(target: Path, path: Path, option: str, binary: bool) -> Iterator[Any]:
+    """A device or a FIFO, opened and written as it is (what was written is gone once
+    written: there is nothing to keep whole)."""
+    try:
+        with (
+            open(target, "wb") if binary else open(target, "w", encoding="utf-8", newline="")
+        ) as file:
+            yield file
+    except OSError as error:
+        raise UserError(
+            f"{option} {path}: {error.strerror or error}; choose another path."
+        ) from None
+
+
 def check_distinct(paths: dict[str, Path | None]) -> None:
     """Refuse two outputs written to the same file (one would overwrite the other)."""
     given = [(option, path) for option, path in paths.items() if path is not None]
     for index, (option, path) in enumerate(given):
         for other, other_path in given[index + 1 :]:
-            if os.path.abspath(path) == os.path.abspath(other_path):
+            if os.path.realpath(path) == os.path.realpath(other_path):
                 raise UserError(
                     f"{option} and {other} both name {path}: one would overwrite the other; "
                     "give each its own file."

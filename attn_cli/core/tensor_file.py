@@ -50,6 +50,12 @@ SAFETENSORS_DTYPES = {
     "U32": "<u4",
     "U64": "<u8",
 }
+# The most a weights file may hold, as the float64 arrays it is read into.
+MAX_FLOAT64_BYTES = 4 * 2**30
+# A .npz member that unpacks past BOMB_BYTES to more than BOMB_RATIO times its packed size is
+# refused unread: trained weights are random-looking and compress about 1.1-fold; zeros 1000-fold.
+BOMB_BYTES = 64 * 2**20
+BOMB_RATIO = 20
 # The safetensors format's own limit on its header (100 MB): a larger length is not a header.
 MAX_HEADER = 100_000_000
 
@@ -79,6 +85,7 @@ def read_named_arrays(source: Any, flag: str = "--weights") -> dict[str, np.ndar
     if not path.is_file():
         raise UserError(f"{where}: no such file.")
     if suffix == ".npz":
+        _check_npz_headers(path, where)
         arrays = _read_npz(path, where)
     elif suffix == ".safetensors":
         arrays = _read_safetensors(path, where)
@@ -132,6 +139,50 @@ def _numbers(array: np.ndarray, name: str, where: str) -> np.ndarray:
     return np.asarray(array, dtype=np.float64)
 
 
+def _check_npz_headers(path: Path, where: str) -> None:
+    """Each member judged from its header before any is read: numbers, held by the file, and
+    all of them together at most MAX_FLOAT64_BYTES as float64 (a 2 MB .npz of zeros can
+    declare gigabytes)."""
+    import zipfile
+
+    from attn_cli.core.array_headers import check_held, npz_declared
+    from attn_cli.core.numbers import format_bytes
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename.removesuffix(".npy"): info for info in archive.infolist()}
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as error:
+        raise UserError(f"{where}: not a .npz file numpy can read ({error}).") from None
+    declared = npz_declared(path, list(members), where)
+    for array in declared.values():
+        member = members[array.name]
+        if member.file_size > BOMB_BYTES and member.file_size > BOMB_RATIO * member.compress_size:
+            raise UserError(
+                f"{where}: {array.name} is {format_bytes(member.compress_size)} in the file and "
+                f"{format_bytes(member.file_size)} unpacked ({member.file_size // max(member.compress_size, 1):,}-fold), "
+                "as weights never compress; save the weights again with np.savez."
+            )
+        if array.dtype.hasobject:
+            raise UserError(
+                f"{where}: {array.name} is an array of Python objects, which reading would "
+                "unpickle; save arrays of numbers (np.savez)."
+            )
+        check_held(array, where)
+    check_total(sum(array.entries for array in declared.values()), where)
+
+
+def check_total(entries: int, where: str) -> None:
+    """Refuse a file whose arrays, as float64, pass MAX_FLOAT64_BYTES."""
+    from attn_cli.core.numbers import format_bytes
+
+    if entries * 8 > MAX_FLOAT64_BYTES:
+        raise UserError(
+            f"{where}: its arrays declare {entries:,} numbers ({format_bytes(entries * 8)} as "
+            f"float64); attn reads weight files of at most {format_bytes(MAX_FLOAT64_BYTES)} "
+            "(a layer of d_model 4096 and d_ff 16384 is 1.6 GB)."
+        )
+
+
 def _read_npz(path: Path, where: str) -> dict[str, np.ndarray]:
     import zipfile
 
@@ -172,8 +223,11 @@ def _read_pt(path: Path, where: str) -> dict[str, np.ndarray]:
         ) from None
     import pickle
 
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+    from attn_cli.core.array_headers import check_pt_storages, pt_storage_sizes
+
+    stored = pt_storage_sizes(path, where)  # a zip of stored members, as torch.save writes
+    try:  # mmap: no tensor's data is read until the sizes are checked
+        data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as error:
         found = re.search(r"GLOBAL (\S+)", str(error))
         what = f" ({found.group(1)})" if found else ""
@@ -197,6 +251,9 @@ def _read_pt(path: Path, where: str) -> dict[str, np.ndarray]:
             ", not tensors (a checkpoint with more than the model); save model.state_dict() "
             "itself."
         )
+    tensors = [value for value in data.values() if isinstance(value, torch.Tensor)]
+    check_pt_storages(tensors, stored, where)
+    check_total(sum(int(tensor.numel()) for tensor in tensors), where)
     return {str(name): _from_value(value, name, where) for name, value in data.items()}
 
 
@@ -223,6 +280,7 @@ def _read_safetensors(path: Path, where: str) -> dict[str, np.ndarray]:
             raise UserError(f"{where}: its header is not a JSON object of arrays.")
         data_size = size - 8 - length
         entries = _safetensors_entries(header, data_size, where)
+        check_total(sum(math.prod(shape) for _, shape, _, _ in entries.values()), where)
         arrays: dict[str, np.ndarray] = {}
         for name, (dtype, shape, begin, end) in entries.items():
             file.seek(8 + length + begin)

@@ -41,71 +41,116 @@ def check_save_path(path: Path, flag: str = "--save") -> None:
 
 
 def load_arrays(
-    path: Path, shapes: Mapping[str, Sequence[int | None]], flag: str
+    path: Path,
+    shapes: Mapping[str, Sequence[int | None]],
+    flag: str,
+    *,
+    largest: int,
+    written_by: str,
 ) -> dict[str, np.ndarray]:
     """The arrays ``shapes`` names from the .npz file ``path``, read without pickle, each float64
-    and of the given number of dimensions (None in a shape: any size; equal sizes across arrays
-    are the caller's to check). A missing file, another kind of file, a missing array, an array
-    of the wrong kind or shape: one line, a UserError."""
+    and of the given shape (an int: that size; None: any size up to ``largest``; equal sizes
+    across arrays are the caller's to check). Each array is judged from its header before it is
+    read (attn_cli.core.array_headers): a bomb of zeros or a header that lies is refused unread.
+    A missing file, another kind of file, a missing array, an array of the wrong kind or shape:
+    one line, a UserError, which says to write the file with ``written_by`` ("attn learn
+    translate --save FILE")."""
     import zipfile
 
     import numpy as np
 
+    from attn_cli.core.array_headers import check_all_declared, npz_declared
+
+    where = f"{flag} {path}"
+    if not path.is_file():
+        raise UserError(f"{where}: no such file." if not path.exists() else f"{where}: not a file.")
+    _check_npz(path, where, written_by)
+    declared = npz_declared(path, list(shapes), where)
+    missing = [name for name in shapes if name not in declared]
+    if missing:
+        raise UserError(f"{where}: it has no {', '.join(missing)}; write it with {written_by}.")
+    check_all_declared(declared, shapes, largest, where, f"{flag} (a file of {written_by})")
     try:
         archive = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UserError(f"{flag} {path}: no such file.") from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
-        raise UserError(
-            f"{flag} {path}: not a weights file written by attn learn --save (.npz): {error}."
-        ) from None
+        raise UserError(f"{where}: not a weights file written by {written_by}: {error}.") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise UserError(f"{flag} {path}: a single .npy array, not the .npz that --save writes.")
+        raise UserError(f"{where}: a single .npy array, not the .npz that --save writes.")
     with archive:
-        missing = [name for name in shapes if name not in archive.files]
-        if missing:
-            raise UserError(
-                f"{flag} {path}: it has no {', '.join(missing)}; write it with "
-                "attn learn translate --save FILE."
-            )
         found: dict[str, np.ndarray] = {}
-        for name, shape in shapes.items():
+        for name in shapes:
             try:
                 value = archive[name]
-            except ValueError as error:  # an object array (it would need pickle)
-                raise UserError(f"{flag} {path}: {name} cannot be read safely: {error}.") from None
-            if value.dtype.kind not in "fiu":
-                raise UserError(f"{flag} {path}: {name} holds {value.dtype}, not numbers.")
-            fits = value.ndim == len(shape) and all(
-                want is None or want == got for want, got in zip(shape, value.shape, strict=True)
-            )
-            if not fits:
-                wanted = " × ".join("n" if want is None else str(want) for want in shape) or "one"
-                raise UserError(
-                    f"{flag} {path}: {name} is {' × '.join(map(str, value.shape)) or 'a number'},"
-                    f" expected {wanted} ({len(shape)}-D)."
-                )
+            except (ValueError, OSError, zipfile.BadZipFile, EOFError) as error:
+                raise UserError(f"{where}: {name} cannot be read safely: {error}.") from None
             array = np.asarray(value, dtype=np.float64)
             if not np.all(np.isfinite(array)):
-                raise UserError(f"{flag} {path}: {name} has entries that are not finite.")
+                raise UserError(f"{where}: {name} has entries that are not finite.")
             found[name] = array
         return found
 
 
-def load_words(path: Path, name: str, flag: str) -> tuple[str, ...] | None:
-    """The words stored as array ``name`` of the .npz file ``path`` (a 1-D array of text, read
-    without pickle), or None where it has none or they are not plain words."""
+def _check_npz(path: Path, where: str, written_by: str) -> None:
+    """Refuse a file that is not a zip (a .npz is one) before reading it as one."""
+    import zipfile
+
+    try:
+        with path.open("rb") as file:
+            start = file.read(6)
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as error:
+        raise UserError(f"{where}: cannot read it ({error.strerror or error}).") from None
+    if start == b"\x93NUMPY":
+        raise UserError(f"{where}: a single .npy array, not the .npz that --save writes.")
+    if not is_zip:
+        raise UserError(f"{where}: not a weights file written by {written_by} (a .npz).")
+
+
+def load_wholes(path: Path, names: Sequence[str], flag: str, *, written_by: str) -> dict[str, int]:
+    """The whole numbers (a seed, a count of steps) stored as single numbers ``names`` in the
+    .npz file ``path``, read exactly (never through a float64, which rounds past 2**53); each
+    at least 0 and at most the largest whole number attn takes, else one line."""
     import numpy as np
 
+    from attn_cli.core.whole import check_whole_size
+
+    where = f"{flag} {path}"
+    arrays = load_arrays(path, {name: () for name in names}, flag, largest=1, written_by=written_by)
+    found = {}
     with np.load(path, allow_pickle=False) as archive:
-        if name not in archive.files:
-            return None
+        for name in names:
+            value = archive[name]
+            if value.dtype.kind == "f" and float(arrays[name]) != int(arrays[name]):
+                raise UserError(f"{where}: {name} is {float(arrays[name])}, not a whole number.")
+            number = int(value) if value.dtype.kind in "iu" else int(arrays[name])
+            if number < 0:
+                raise UserError(
+                    f"{where}: {name} is {number}, where {written_by} saves a whole number of 0 "
+                    "or more; write the file again with it."
+                )
+            check_whole_size(number, f"{where}: {name}")
+            found[name] = number
+    return found
+
+
+def load_words(path: Path, name: str, flag: str, *, largest: int) -> tuple[str, ...] | None:
+    """The words stored as array ``name`` of the .npz file ``path`` (a 1-D array of text, read
+    without pickle), or None where it has none, or they are not plain words, or its header
+    declares more than ``largest`` of them or more than the file holds (then it is not read)."""
+    import numpy as np
+
+    from attn_cli.core.array_headers import npz_declared
+
+    declared = npz_declared(path, [name], f"{flag} {path}").get(name)
+    if declared is None or declared.dtype.kind != "U" or len(declared.shape) != 1:
+        return None
+    if declared.shape[0] > largest or declared.nbytes > declared.held:
+        return None
+    with np.load(path, allow_pickle=False) as archive:
         try:
             value = archive[name]
         except ValueError:  # an object array: never read (it would need pickle)
             return None
-    if value.ndim != 1 or value.dtype.kind != "U":
-        return None
     words = tuple(str(word) for word in value)
     if not all(word and word.isprintable() and "," not in word for word in words):
         return None

@@ -11,12 +11,15 @@ over, a shape that is not the module's) is collected (:class:`Problems`) and sai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attn_cli.core.errors import UserError
 from attn_cli.core.numbers import shape_text
+from attn_cli.core.tensor_file import read_named_arrays
 
 if TYPE_CHECKING:
     import numpy as np
@@ -154,3 +157,33 @@ def unexpected(key: str) -> str:
     leaf = key.rsplit(".", 1)[-1]
     reason = UNSUPPORTED.get(leaf)
     return f"{key} ({reason}, which attn does not compute)" if reason else key
+
+
+Loaded = TypeVar("Loaded")
+# What a lesson makes of a state_dict's arrays: (arrays, where, source) -> its loaded model;
+# where names the flag and the file for messages, source the file for the screen ("" given).
+Build = Callable[[dict[str, "np.ndarray"], str, str], Loaded]
+
+
+def load_state(source: Any, build: Build[Loaded], flag: str = "--weights") -> Loaded:
+    """``build`` of the arrays of ``--weights`` (a path: a file, read once while it stays the
+    same) or of ``weights=`` (a state_dict from Python)."""
+    if isinstance(source, str | Path):
+        path = Path(source)
+        try:
+            stat = path.stat()
+        except OSError:
+            raise UserError(f"{flag} {path}: no such file.") from None
+        return _load_file(build, str(path), stat.st_size, stat.st_mtime_ns, flag)
+    if isinstance(source, Mapping):
+        return build(read_named_arrays(source, flag), f"{flag} (the state_dict given)", "")
+    raise UserError(
+        f"{flag}: a {type(source).__name__} is neither a file name nor a state_dict; give a .pt, "
+        ".safetensors or .npz file, or module.state_dict()."
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _load_file(build: Build[Loaded], path: str, size: int, modified: int, flag: str) -> Loaded:
+    """A file, read once while it stays the same (its size and time are part of the key)."""
+    return build(read_named_arrays(path, flag), f"{flag} {path}", Path(path).name)

@@ -1,16 +1,20 @@
 """What the explorer shows, as plain data: no Textual here (the tests and the benchmark read it).
 
 A lesson opens on its lecture example (:func:`opening`). Each edit makes a new :class:`State`:
-the input tables' cell texts, as typed, and the options' values. A state is a command line:
+the input tables' cell texts, as typed, the options' values and the seed. A state is a command line:
 :func:`request` is the RunRequest that ``attn LESSON ...`` (:func:`command_line`) would make,
 and :func:`walkthrough` computes it with the runner the command line uses, so the screen and
 the copied command agree by construction. Until an input is edited the example runs as it is
 (options changed on top, as ``attn window --causal``); after, the inputs are given in full
 (``--q '1,0;0,1' ...``), with the example's row names as --tokens where the lesson has them.
 
-An input the example does not give but the lesson draws (attn block's weights, drawn from the
-seed) is shown too, with the values drawn: it is given only once it is edited, so that an
-unedited one stays drawn (and the screen says so).
+The inputs shown are every input of the lesson's card that the example's run holds: those the
+example gives, and those the lesson fills in itself (selfattn's identity weights, attn block's
+weights drawn from --seed), so that an input a card declares is editable here without a change
+to the explorer. One the lesson fills in shows what each run fills in (it follows the seed) and
+is given only once it is edited itself, so that an unedited one stays drawn (and the copied
+command line is as short as the screen allows). A control is shown only where it changes the
+numbers (:func:`inert_controls`).
 """
 
 from __future__ import annotations
@@ -43,15 +47,25 @@ EXPORTS: dict[Format, str] = {Format.json: "json", Format.markdown: "md", Format
 NUDGE = 0.1
 
 
+# How an entry changed at the last edit (changed_entries): rose, fell, or moved otherwise (to or
+# from NaN); 0 where it stayed.
+ROSE, FELL, MOVED = 1, -1, 2
+# The seed the command line uses when --seed is not given (attn_cli.run.request.RUN_SETTINGS).
+SEED = "seed"
+
+
 @dataclass(frozen=True)
 class State:
     """One screen: the lesson, each input's cell texts, each option's value (as the command
-    line would hand it over: a bool, a number, a text, or None for "not given")."""
+    line would hand it over: a bool, a number, a text, or None for "not given"), and the seed
+    of what the lesson draws at random."""
 
     lesson: str
     cells: Mapping[str, Cells] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
     own: bool = False  # the inputs given in full (an input edited), not the example's
+    seed: int = 0
+    edited: frozenset[str] = frozenset()  # the inputs typed in (an input filled in: given)
 
 
 @dataclass(frozen=True)
@@ -60,11 +74,14 @@ class Opening:
 
     card: Card
     state: State  # the example's own screen (reset goes back to it)
-    shapes: Mapping[str, str]  # input name -> "matrix" or "vector"
+    shapes: Mapping[str, str]  # input name -> "matrix" or "vector", in the card's order
     tokens: tuple[str, ...] | None  # the example's row names, kept as --tokens
     example_options: Mapping[str, Any]  # every option as the example runs it
-    # Inputs the example leaves to the lesson to draw, with the cells drawn: given once edited.
-    drawn: Mapping[str, Cells] = field(default_factory=dict)
+    walkthrough: Walkthrough  # the example's, as the state computes it
+    # Inputs the lesson filled in itself (not given by the example): until one is edited it
+    # shows what each run fills in (e.g. weights drawn from the seed: see with_filled), and is
+    # not given (given_cells).
+    filled: frozenset[str] = frozenset()
 
     @property
     def lesson(self) -> str:
@@ -77,48 +94,59 @@ def controls(lesson_card: Card) -> tuple[Option, ...]:
 
 
 def opening(lesson: str) -> Opening:
-    """Lesson ``lesson`` on its default lecture example, prepared by the runner as `attn LESSON`
-    prepares it."""
-    from attn_cli.run.runner import RunRequest, compute, prepare
+    """Lesson ``lesson`` on its default lecture example, prepared and computed by the runner as
+    `attn LESSON` prepares and computes it."""
+    from attn_cli.run.request import request_for
+    from attn_cli.run.runner import compute, prepare
 
     lesson_card = card(lesson)
-    request = RunRequest(lesson=lesson)
-    run = prepare(request)
-    shown = {item.name: item.value for item in compute(request).inputs}
-    drawn = {
-        spec.name: cells_of(shown[spec.name])
+    asked = request_for(lesson_card, {}, keep=True)  # what request() asks for the example
+    run = prepare(asked)
+    example = compute(asked)
+    shown = {item.name: item.value for item in example.inputs}
+    values = {
+        spec.name: run.inputs[spec.name] if spec.name in run.inputs else shown[spec.name]
         for spec in lesson_card.inputs
-        if spec.name not in run.inputs and _editable(shown.get(spec.name))
+        if spec.name in run.inputs or _plain(shown.get(spec.name))
     }
-    shapes = {
-        spec.name: spec.shape
-        for spec in lesson_card.inputs
-        if spec.name in run.inputs or spec.name in drawn
-    }
-    cells = {
-        name: cells_of(run.inputs[name]) if name in run.inputs else drawn[name] for name in shapes
-    }
+    shapes = {name: spec.shape for spec in lesson_card.inputs if (name := spec.name) in values}
+    cells = {name: cells_of(values[name]) for name in shapes}
     options = {
         option.name: as_given(option, run.options.get(option.name))
         for option in controls(lesson_card)
     }
     tokens = run.labels.get(lesson_card.rows) if lesson_card.rows else None
     state = State(lesson, cells, options)
-    return Opening(lesson_card, state, shapes, tokens, options, drawn)
+    filled = frozenset(shapes) - frozenset(run.inputs)
+    return Opening(lesson_card, state, shapes, tokens, options, example, filled)
 
 
-def _editable(value: Any) -> bool:
-    """Whether a value the walkthrough lists is an array of numbers of 1 or 2 dimensions."""
+def _plain(value: Any) -> bool:
+    """Whether an input the lesson filled in can be typed as a table: numbers, one or two axes."""
     return isinstance(value, np.ndarray) and value.ndim in (1, 2) and value.dtype.kind in "fiu"
 
 
+def with_filled(start: Opening, state: State, walkthrough: Walkthrough) -> State:
+    """The state showing each input the lesson filled in, and the user has not edited, as
+    ``walkthrough`` (its run) filled it in; an edited one stays as typed (and is given)."""
+    names = start.filled - state.edited
+    if not names:
+        return state
+    shown = {item.name: item.value for item in walkthrough.inputs}
+    cells = dict(state.cells)
+    for name in names:
+        if _plain(shown.get(name)):
+            cells[name] = cells_of(shown[name])
+    return replace(state, cells=cells)
+
+
 def given_cells(start: Opening, state: State) -> dict[str, Cells]:
-    """The inputs a run of the user's own gives: every one the example gave, and those it left
-    to be drawn once they are edited."""
+    """The inputs a run of the user's own gives: every one the example gave, and those the
+    lesson fills in once they are edited."""
     return {
         name: cells
         for name, cells in state.cells.items()
-        if name not in start.drawn or cells != start.drawn[name]
+        if name not in start.filled or name in state.edited
     }
 
 
@@ -210,6 +238,8 @@ def request(start: Opening, state: State) -> RunRequest:
 
     own = runs_own(start, state)
     given: dict[str, Any] = dict(given_options(start, state))
+    if start.card.seed:
+        given[SEED] = state.seed
     if own:
         keywords = {spec.name: spec.keyword for spec in start.card.inputs}
         given.update(
@@ -252,6 +282,8 @@ def command_line(start: Opening, state: State) -> str:
                 words.append(prefix + option.option.removeprefix("--"))
             continue
         words += [option.option, number_text(value) if isinstance(value, float) else str(value)]
+    if start.card.seed and state.seed != 0:
+        words += ["--seed", str(state.seed)]
     return " ".join(shlex.quote(word) for word in words)
 
 
@@ -260,7 +292,7 @@ def with_cell(state: State, name: str, row: int, col: int, text: str) -> State:
     cells = [list(each) for each in state.cells[name]]
     cells[row][col] = text.strip()
     new = {**state.cells, name: tuple(tuple(each) for each in cells)}
-    return replace(state, cells=new, own=True)
+    return replace(state, cells=new, own=True, edited=state.edited | {name})
 
 
 def nudged(state: State, name: str, row: int, col: int, delta: float) -> State:
@@ -279,32 +311,126 @@ def with_option(state: State, name: str, value: Any) -> State:
     return replace(state, options={**state.options, name: value})
 
 
-def changed_entries(before: Walkthrough | None, after: Walkthrough) -> dict[str, Any]:
-    """What changed from one walkthrough to the next, step by step: for a step whose value is an
-    array of the same shape as before, a boolean array (True where the entry changed); for any
-    other step, True or False (its value as a whole). A step that is new counts as changed.
-    Entries within a part in 10¹² of each other count as the same (NaN equals NaN)."""
-    old = {} if before is None else {step.key: step.value for step in before.steps}
-    changes: dict[str, Any] = {}
-    for step in after.steps:
-        if step.key not in old:
-            changes[step.key] = before is not None
+def with_seed(state: State, seed: int) -> State:
+    return replace(state, seed=seed)
+
+
+def checked_controls(start: Opening) -> tuple[str, ...]:
+    """The controls :func:`inert_controls` checks: the flags and the lists of choices (a number
+    or a text the user types is an input of its own), and the seed where the lesson takes one."""
+    names = [
+        option.name for option in controls(start.card) if option.type is bool or option.choices
+    ]
+    return (*names, SEED) if start.card.seed else tuple(names)
+
+
+def inert_controls(
+    start: Opening, state: State, shown: Walkthrough, names: tuple[str, ...]
+) -> frozenset[str]:
+    """Those of controls ``names`` that change no number of ``shown`` (the state's walkthrough):
+    a flag turned over, every other choice of a list, the seed one more (a lesson that draws
+    nothing gives the same numbers). Each is checked by computing it; a value the lesson refuses
+    counts as a change (its message says why)."""
+    options = {option.name: option for option in controls(start.card)}
+    inert = set()
+    for name in names:
+        if name == SEED:
+            others = [with_seed(state, state.seed + 1)]
+        elif options[name].type is bool:
+            others = [with_option(state, name, not state.options[name])]
+        else:
+            value = state.options[name]
+            others = [
+                with_option(state, name, choice)
+                for choice in options[name].choices
+                if choice != value
+            ]
+        try:
+            if all(same_numbers(shown, walkthrough(start, other)) for other in others):
+                inert.add(name)
+        except UserError:
             continue
-        changes[step.key] = value_changes(old[step.key], step.value)
+    return frozenset(inert)
+
+
+def same_numbers(a: Walkthrough, b: Walkthrough) -> bool:
+    """Whether two walkthroughs show the same numbers: the same steps, each with the same value
+    and intermediates, and the same output (their words may differ)."""
+    if [step.key for step in a.steps] != [step.key for step in b.steps]:
+        return False
+    for one, other in zip(a.steps, b.steps, strict=True):
+        if not same(one.value, other.value) or len(one.parts) != len(other.parts):
+            return False
+        if not all(same(x.value, y.value) for x, y in zip(one.parts, other.parts, strict=True)):
+            return False
+    return same(a.output, b.output)
+
+
+def focus_step(walkthrough: Walkthrough) -> int:
+    """The step the explorer opens on (from 0): the first step of attention weights, the numbers
+    the lectures point at; in a lesson without one, its first scores (attn rope's, which an edit
+    of Q or K changes); else the first step."""
+    names = [step.key.rsplit(".", 1)[-1] for step in walkthrough.steps]
+    for wanted in ("weights", "scores"):
+        if wanted in names:
+            return names.index(wanted)
+    return 0
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """What changed in one step at the last edit: in its value, and in each of its
+    intermediates (a softmax's row max, shifted scores, exponentials and row sums), each as
+    :func:`value_changes` gives it."""
+
+    value: Any
+    parts: tuple[Any, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many entries changed, of the value and the intermediates together."""
+        return changed_count(self.value) + sum(changed_count(part) for part in self.parts)
+
+
+def changed_entries(before: Walkthrough | None, after: Walkthrough) -> dict[str, StepChange]:
+    """What changed from one walkthrough to the next, step by step (:class:`StepChange`). A step
+    that is new counts as changed as a whole; so does an intermediate that is new."""
+    old = {} if before is None else {step.key: step for step in before.steps}
+    changes: dict[str, StepChange] = {}
+    for step in after.steps:
+        previous = old.get(step.key)
+        if previous is None:
+            changes[step.key] = StepChange(
+                before is not None, (before is not None,) * len(step.parts)
+            )
+            continue
+        earlier = {part.label: part.value for part in previous.parts}
+        parts = tuple(
+            value_changes(earlier[part.label], part.value) if part.label in earlier else True
+            for part in step.parts
+        )
+        changes[step.key] = StepChange(value_changes(previous.value, step.value), parts)
     return changes
 
 
 def value_changes(old: Any, new: Any) -> Any:
-    """Where ``new`` differs from ``old``: an entrywise mask for arrays of one shape, else a bool."""
+    """Where ``new`` differs from ``old``: for numeric arrays of one shape, an int8 array that
+    says how each entry changed (ROSE, FELL, MOVED, or 0: the same, within a part in 10¹², NaN
+    where NaN was); for any other value, a bool (changed as a whole)."""
     if isinstance(old, np.ndarray) and isinstance(new, np.ndarray) and old.shape == new.shape:
         if old.dtype.kind in "fiub" and new.dtype.kind in "fiub":
             a = old.astype(np.float64)
             b = new.astype(np.float64)
             with np.errstate(invalid="ignore"):
-                same = (a == b) | (np.isnan(a) & np.isnan(b))
-                close = np.abs(a - b) <= 1e-12 * np.maximum(np.abs(a), np.abs(b))
-            return ~(same | np.nan_to_num(close, nan=0.0).astype(bool))
-        return old != new
+                equal = (a == b) | (np.isnan(a) & np.isnan(b))
+                # close: within a part in 10¹², both finite (-inf to 0 is a change)
+                close = (np.abs(a - b) <= 1e-12 * np.maximum(np.abs(a), np.abs(b))) & (
+                    np.isfinite(a) & np.isfinite(b)
+                )
+                moved = ~(equal | np.nan_to_num(close, nan=0.0).astype(bool))
+                direction = np.where(b > a, ROSE, np.where(b < a, FELL, MOVED))
+            return np.where(moved, direction, 0).astype(np.int8)
+        return (old != new).astype(np.int8) * MOVED
     if isinstance(old, np.ndarray) or isinstance(new, np.ndarray):
         return True
     try:
@@ -342,7 +468,7 @@ def same(old: Any, new: Any) -> bool:
 
 
 def changed_count(change: Any) -> int:
-    """How many entries a change (from :func:`changed_entries`) touches (a whole value: 1)."""
+    """How many entries a change (from :func:`value_changes`) touches (a whole value: 1)."""
     if isinstance(change, np.ndarray):
         return int(np.count_nonzero(change))
     return int(bool(change))

@@ -7,8 +7,9 @@ of ``--code``. A task records its walkthrough with the lessons' step recorder (:
 declared texts, notes, claims withheld when false) and the lessons' renderers show it, --plot
 included (attn_cli.render.heatmap).
 
-Also here: :class:`LearnOptions`, :func:`seeded` (data, initialisation and batches from the
-seed; deterministic algorithms; a fixed thread count), the :class:`Progress` callback and
+Also here: :class:`LearnOptions`, :func:`pin_kernels` and :func:`seeded` (data, initialisation
+and batches from the seed; deterministic algorithms; a fixed thread count; the CPU kernels
+pinned), :func:`reproducibility` (what the numbers depend on), the :class:`Progress` callback and
 :func:`progress_bar` (rich's progress on a terminal, nothing otherwise), :func:`save_arrays` /
 :func:`load_arrays`, :func:`too_small` (the "budget too small to say anything" error) and
 :func:`require_torch`. Light at import (no numpy, no torch): the command imports it.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,9 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
+    import numpy as np
     from rich.console import Console
 
-    from attn_cli.core.model import Walkthrough
+    from attn_cli.core.model import Note, Walkthrough
     from attn_cli.course.recorder import StepRecorder
     from attn_cli.lessonfiles.texts import Texts
 
@@ -37,6 +40,21 @@ if TYPE_CHECKING:
 # models are small enough that a second thread gains little, and on a shared machine (the other
 # core busy) two threads wait on each other and train several times slower (docs/learn.md).
 THREADS = 1
+
+# The CPU kernels torch trains with, pinned so that a seed gives the same numbers on every x86-64
+# machine with the same versions. Left to itself, torch picks its kernels by the CPU's vector
+# instructions (AVX-512 on one machine, AVX2 on another) and so does MKL, its matrix library:
+# the same sums in another order, last digits apart, and training amplifies them (translate's
+# default: alignment score 0.973 with AVX-512 kernels, 0.952 with AVX2 ones, on one machine
+# with ATEN_CPU_CAPABILITY set). AVX2 is on every x86-64 CPU of the last ten years; MKL_CBWR is
+# MKL's conditional numerical reproducibility (the same results on every CPU that has the code
+# path named). Both are read when torch first runs a kernel and when MKL starts: set before
+# torch is imported (:func:`pin_kernels`), or too late to count for this process.
+KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+# The kernels torch reports when they are pinned (torch.backends.cpu.get_cpu_capability()).
+PINNED_CAPABILITY = "AVX2"
+# Whether this process set KERNELS before it imported torch (pin_kernels).
+_pinned_before_torch: list[bool] = []
 
 
 @dataclass(frozen=True)
@@ -53,6 +71,21 @@ class LearnOptions:
     save: Path | None = None
     # A file written by --save to evaluate instead of training (a task that reads_weights).
     weights: Path | None = None
+    # A sentence of the task's language to show instead of its own (a task that reads_sentence).
+    sentence: str | None = None
+
+    def __post_init__(self) -> None:
+        """A number larger than any attn takes is refused before anything uses it (a seed of
+        2**64 overflows torch's generator; a width of 2**64, numpy's)."""
+        from attn_cli.core.whole import check_whole_size
+
+        for flag, value in (
+            ("--seed", self.seed),
+            ("--steps", self.steps),
+            ("--hidden", self.hidden),
+            ("--max-len", self.max_len),
+        ):
+            check_whole_size(value, flag)
 
     def resolved(self, *, steps: int, hidden: int, max_len: int) -> LearnOptions:
         """These options with each one not given set to the task's default."""
@@ -93,6 +126,8 @@ class Task:
     figure: Callable[[Walkthrough, int], Any] | None = None
     # --weights FILE: evaluate a file written by --save instead of training.
     reads_weights: bool = False
+    # --sentence "...": a sentence of the task's language, shown instead of its own.
+    reads_sentence: bool = False
 
 
 def get_task(name: str) -> Task:
@@ -103,6 +138,8 @@ def get_task(name: str) -> Task:
         from attn_cli.learn.translate import TASK as declared
     elif name == "induction":
         from attn_cli.learn.induction import TASK as declared
+    elif name == "grammar":
+        from attn_cli.learn.grammar import TASK as declared
     else:
         raise UserError(f"attn learn {name} is not part of this version of attn.")
     return declared
@@ -112,7 +149,9 @@ def get_task(name: str) -> Task:
 
 
 def require_torch(task: str) -> None:
-    """A one-line UserError naming what to install when PyTorch is missing (or unusable)."""
+    """A one-line UserError naming what to install when PyTorch is missing (or unusable); the
+    CPU kernels pinned first (:func:`pin_kernels`)."""
+    pin_kernels()
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -124,6 +163,59 @@ def require_torch(task: str) -> None:
         ) from None
 
 
+def pin_kernels() -> None:
+    """Pin torch's and MKL's CPU kernels (KERNELS) in this process's environment, when torch
+    has not been imported yet (afterwards it would be too late to count, and the output says
+    what the numbers depend on instead: :func:`reproducibility`)."""
+    if _pinned_before_torch or "torch" in sys.modules:
+        return
+    os.environ.update(KERNELS)
+    _pinned_before_torch.append(True)
+
+
+def reproducibility() -> dict[str, Any]:
+    """What a run's numbers depend on, as this process trains: the versions, torch's CPU
+    kernels, MKL's code path, the threads, and whether the kernels are pinned (set before torch
+    was imported and reported by torch as AVX2), so that any x86-64 machine with AVX2 and the
+    same versions prints the same numbers for the same seed."""
+    import numpy as np
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    return {
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "kernels": capability,
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
+        "threads": torch.get_num_threads(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "pinned": bool(_pinned_before_torch) and capability == PINNED_CAPABILITY,
+    }
+
+
+def reproducibility_note(found: dict[str, Any]) -> Note:
+    """The sentence that says what the numbers depend on (``found``: :func:`reproducibility`):
+    a note whose words are made here, the same for every task, from the facts it states."""
+    from attn_cli.core.model import Note
+
+    versions = f"torch {found['torch']} and numpy {found['numpy']}"
+    threads = f"{found['threads']} thread{'s' if found['threads'] != 1 else ''}"
+    if found["pinned"]:
+        text = (
+            f"Reproducible: with {versions}, the same --seed prints these numbers on any x86-64 "
+            f"CPU with AVX2 (torch's and MKL's CPU kernels pinned to AVX2, {threads}, "
+            "deterministic algorithms)."
+        )
+    else:
+        text = (
+            f"These numbers depend on {versions}, this CPU's kernels ({found['kernels']}; "
+            f"attn learn pins them to AVX2 only when it imports torch itself) and {threads}: "
+            "another CPU may differ in the last digits, and training can carry that into the "
+            "scores."
+        )
+    return Note.fixed("reproducibility", text)
+
+
 def seeded(seed: int) -> None:
     """Same seed, same numbers on the same machine: torch's generator seeded, deterministic
     algorithms only, and a fixed number of threads (THREADS, or fewer on a one-core machine)."""
@@ -132,6 +224,37 @@ def seeded(seed: int) -> None:
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(max(1, min(THREADS, os.cpu_count() or 1)))
+
+
+def saved_arrays(seed: int, steps: int, models: Iterable[Any]) -> dict[str, np.ndarray]:
+    """The file of --save: each model's trained weights as ``<model key>.<weight>``, and the seed
+    and steps it was trained with (its held-out examples are the seed's)."""
+    import numpy as np
+
+    arrays: dict[str, np.ndarray] = {"seed": np.array(seed), "steps": np.array(steps)}
+    for m in models:
+        arrays.update({f"{m.key}.{name}": value for name, value in m.after.items()})
+    return arrays
+
+
+def refuse_sizes_with_weights(options: LearnOptions) -> None:
+    """--weights evaluates a saved model, whose file fixes its sizes: refuse the options that
+    would set them (or save it again), naming each given."""
+    given = [
+        flag
+        for flag, value in (
+            ("--steps", options.steps),
+            ("--hidden", options.hidden),
+            ("--max-len", options.max_len),
+            ("--save", options.save),
+        )
+        if value is not None
+    ]
+    if given:
+        raise UserError(
+            f"--weights evaluates a trained model, whose file fixes its sizes; leave out "
+            f"{', '.join(given)}."
+        )
 
 
 def too_small(task: str, what: str, fix: str) -> UserError:

@@ -17,7 +17,8 @@ Declared at the bottom (``TASK``, attn_cli.learn.common.Task): :func:`run` and :
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,15 @@ HIDDEN = 32  # d_model
 MAX_LEN = 10  # the longest repeated half: sequences of 8 … 20 tokens
 HELD_OUT = 256  # sequences evaluated on, never trained on
 MIN_STEPS = 20  # fewer steps than this say nothing (the error "too small to say anything")
+# The widest model trained or read (--hidden, --weights): as attn learn translate's, wider trains
+# for long on a CPU without showing more (and --hidden 100000 would ask for 75 GiB).
+MOST_HIDDEN = 256
+# Training steps a second, one model at --hidden 32 (HIDDEN), an evaluation every 50 steps
+# included: 13 ms a step measured on a loaded 2-core machine (26 ms at --hidden 128: the
+# matrices are small, so the time grows as the square root of the width). The work guard
+# (attn_cli.core.work) refuses a budget that would take over three minutes, saying how long.
+STEPS_PER_SECOND = 75.0
+WRITTEN_BY = "attn learn induction --save FILE"
 THREADS = 1  # tiny matrices: 2 threads were no faster, and far slower on a loaded machine
 
 # What the claims need to see: a head that puts at least half its weight on the token after the
@@ -54,6 +64,9 @@ THREADS = 1  # tiny matrices: 2 threads were no faster, and far slower on a load
 # the ratio it measured).
 INDUCTION_MIN = 0.5
 PREVIOUS_MIN = 0.4
+# The circuit is said to be the heads named only when zeroing them costs the model at least this
+# much of its held-out accuracy (ablation: the note states the drops it measured).
+ABLATION_MIN = 0.2
 
 # The two models: their key in the saved file and the steps, and their name as printed.
 MODELS = {"two": (2, "two layers"), "one": (1, "one layer (control)")}
@@ -67,6 +80,7 @@ TEXTS = Texts(
         "curve": ("every",),
         "accuracy": ("guess",),
         "scores": ("previous_chance", "prefix_chance", "held_out"),
+        "ablation": ("accuracy", "held_out"),
         "head_before": HEAD_NAMES,
         "head_after": HEAD_NAMES,
     },
@@ -75,7 +89,15 @@ TEXTS = Texts(
         "induction_head": ("score", "chance", "times"),
         "induction_formed": ("layer", "head", "score", "chance", "accuracy"),
         "not_formed": ("score", "steps", "threshold"),
-        "circuit": ("previous_head", "induction_head"),
+        "circuit": (
+            "previous_head",
+            "induction_heads",
+            "accuracy",
+            "without_previous",
+            "without_other",
+            "other_head",
+            "without_induction",
+        ),
         "control": ("score", "accuracy", "two_accuracy"),
     },
     claims={
@@ -121,18 +143,62 @@ def _formed(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     )
 
 
+def _ablated(walkthrough: Walkthrough) -> dict[str, float]:
+    """The ablation table: what was zeroed -> the held-out accuracy without it."""
+    rows = walkthrough.step("ablation")
+    return {row["zeroed"]: row["accuracy"] for row in rows} if isinstance(rows, list) else {}
+
+
 def _circuit(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """Layer 1 has a previous-token head (``previous_head``, its best) and the last layer an
-    induction head (``induction_head``, its best), in a model of two layers."""
+    """In a model of two layers, layer 1's best previous-token head (``previous_head``, at least
+    PREVIOUS_MIN) and the last layer's induction heads (``induction_heads``, every head of
+    prefix-matching at least INDUCTION_MIN) are the circuit by ablation: zeroing the first costs
+    at least ABLATION_MIN of the accuracy and more than zeroing ``other_head``, the layer-1 head
+    whose loss costs most of the others, and zeroing the induction heads together costs at least
+    ABLATION_MIN; every figure the ablation table's."""
     previous = _scores(walkthrough, "two", "previous_token")
     prefix = _scores(walkthrough, "two", "prefix_matching")
-    return (
-        len(prefix) == 2
-        and values["previous_head"] == int(np.argmax(previous[0])) + 1
-        and values["induction_head"] == int(np.argmax(prefix[-1])) + 1
-        and previous[0].max() >= PREVIOUS_MIN
-        and prefix[-1].max() >= INDUCTION_MIN
+    if len(prefix) != 2:
+        return False
+    head = int(np.argmax(previous[0])) + 1
+    inductions = [int(h) + 1 for h in np.flatnonzero(prefix[-1] >= INDUCTION_MIN)]
+    ablated = _ablated(walkthrough)
+    accuracy = walkthrough.meta["models"]["two"]["accuracy"]
+    others = {h: ablated.get(_zeroed(1, [h])) for h in range(1, len(previous[0]) + 1) if h != head}
+    if not inductions or None in others.values():
+        return False
+    other = min(others, key=lambda h: others[h])  # type: ignore[arg-type, return-value]
+    without = (
+        ablated.get(_zeroed(1, [head])),
+        ablated.get(_zeroed(2, inductions)),
     )
+    return (
+        values["previous_head"] == head
+        and previous[0].max() >= PREVIOUS_MIN
+        and values["induction_heads"] == _heads_text(inductions)
+        and values["accuracy"] == accuracy
+        and values["without_previous"] == without[0]
+        and values["without_induction"] == without[1]
+        and values["other_head"] == other
+        and values["without_other"] == others[other]
+        and without[0] is not None
+        and without[1] is not None
+        and accuracy - without[0] >= ABLATION_MIN
+        and without[0] < others[other]  # type: ignore[operator]
+        and accuracy - without[1] >= ABLATION_MIN
+    )
+
+
+def _zeroed(layer: int, heads: Sequence[int]) -> str:
+    """The ablation table's name of what was zeroed."""
+    named = "head" if len(heads) == 1 else "heads"
+    return f"layer {layer}, {named} {_heads_text(heads)}"
+
+
+def _heads_text(heads: Sequence[int]) -> str:
+    """1 / 1 and 2 / 1, 2 and 3."""
+    words = [str(h) for h in heads]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _control(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
@@ -153,21 +219,7 @@ def _control(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
 def _checked(options: LearnOptions) -> LearnOptions:
     """The options with the task's defaults, or a UserError for sizes that do not fit."""
     if options.weights is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("--steps", options.steps),
-                ("--hidden", options.hidden),
-                ("--max-len", options.max_len),
-                ("--save", options.save),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UserError(
-                f"--weights evaluates a trained model, whose file fixes its sizes; leave out "
-                f"{', '.join(given)}."
-            )
+        common.refuse_sizes_with_weights(options)
         return options
     resolved = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
     steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
@@ -176,6 +228,12 @@ def _checked(options: LearnOptions) -> LearnOptions:
         raise common.too_small(
             NAME, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
         )
+    if hidden > MOST_HIDDEN:
+        raise UserError(
+            f"--hidden {hidden:,}: at most {MOST_HIDDEN} (wider trains for long on a CPU without "
+            "showing more)."
+        )
+    check_steps(steps, hidden)
     if hidden % model.HEADS or hidden < 2 * model.HEADS:
         raise UserError(
             f"--hidden {hidden}: the width is split between {model.HEADS} heads per layer, so it "
@@ -188,6 +246,19 @@ def _checked(options: LearnOptions) -> LearnOptions:
             f"e.g. --max-len {MAX_LEN}."
         )
     return resolved
+
+
+def check_steps(steps: int, hidden: int) -> None:
+    """Refuse a budget that would train for more than a few minutes here, with how long."""
+    from attn_cli.core.work import check_work
+
+    per_step = len(MODELS) * math.sqrt(max(hidden, HIDDEN) / HIDDEN)  # HIDDEN-wide model steps
+    check_work(
+        steps * per_step,
+        STEPS_PER_SECOND,
+        f"--steps {steps:,} trains {len(MODELS)} models of width {hidden}",
+        f"fewer --steps (the default is {STEPS})",
+    )
 
 
 # --- run -------------------------------------------------------------------------------------
@@ -227,7 +298,9 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     trained = _train(options, progress) if options.weights is None else _load(options.weights)
     record = common.recorder(NAME, TEXTS, _options_used(trained))
     if options.save is not None:
-        weights_file.save_arrays(options.save, _saved(trained))
+        weights_file.save_arrays(
+            options.save, common.saved_arrays(trained.seed, trained.steps, trained.models)
+        )
     return _walkthrough(record, trained, options.weights)
 
 
@@ -266,42 +339,74 @@ def _options_used(trained: Trained) -> dict[str, Any]:
     return used
 
 
-def _saved(trained: Trained) -> dict[str, np.ndarray]:
-    """The file of --save: each model's trained weights as ``<model>.<weight>``, and the seed and
-    steps it was trained with (its held-out sequences are the seed's)."""
-    arrays: dict[str, np.ndarray] = {
-        "seed": np.array(trained.seed),
-        "steps": np.array(trained.steps),
-    }
-    for m in trained.models:
-        arrays.update({f"{m.key}.{name}": value for name, value in m.after.items()})
-    return arrays
-
-
 def _load(path: Path) -> Trained:
     """The seed, steps and models of a file written by --save, with the seed's held-out
-    sequences; a UserError when it is not one."""
+    sequences; a UserError when it is not one. Every array is judged from its header before
+    it is read: a model at most MOST_HIDDEN wide, as training makes."""
     flag = f"--weights {path}:"
-    found = weights_file.load_arrays(
-        path, {"seed": (), "steps": (), "two.embed": (data.VOCAB, None)}, "--weights"
-    )
-    seed, steps = int(found["seed"]), int(found["steps"])
+
+    def read(shapes: Mapping[str, tuple[int | None, ...]]) -> dict[str, np.ndarray]:
+        return weights_file.load_arrays(
+            path, shapes, "--weights", largest=MOST_HIDDEN, written_by=WRITTEN_BY
+        )
+
+    counts = weights_file.load_wholes(path, ("seed", "steps"), "--weights", written_by=WRITTEN_BY)
+    seed, steps = counts["seed"], counts["steps"]
+    found = read({"two.embed": (data.VOCAB, None)})
     d_model = found["two.embed"].shape[1]
-    position = weights_file.load_arrays(path, {"two.position": (None, d_model)}, "--weights")
+    position = read({"two.position": (None, d_model)})
     positions = position["two.position"].shape[0]
     max_len = positions // 2
     if positions % 2 or not data.MIN_LEN < max_len <= data.VOCAB or d_model % model.HEADS:
-        raise UserError(f"{flag} its sizes are not those of attn learn induction --save.")
+        raise UserError(f"{flag} its sizes are not those of {WRITTEN_BY}.")
     models = []
     for key, (layers, name) in MODELS.items():
         shape = model.Shape(layers, d_model, max_len)
-        arrays = weights_file.load_arrays(
-            path, {f"{key}.{n}": s for n, s in shape.shapes().items()}, "--weights"
-        )
+        arrays = read({f"{key}.{n}": s for n, s in shape.shapes().items()})
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
+        _check_float32(weights, key, flag)
         models.append(_Model(key, name, shape, None, weights, []))
     split = data.split(seed, 0, model.BATCH, HELD_OUT, max_len)
     return Trained(seed, steps, split, models)
+
+
+def _check_float32(weights: Mapping[str, np.ndarray], key: str, flag: str) -> None:
+    """Refuse weights that float32, the models' dtype, cannot hold (they would be ∞, and every
+    score NaN): training never makes them."""
+    largest = float(np.finfo(np.float32).max)
+    for name, value in weights.items():
+        peak = float(np.max(np.abs(value))) if value.size else 0.0
+        if peak > largest:
+            raise UserError(
+                f"{flag} {key}.{name} has an entry of {peak:.3g}, beyond the largest float32 "
+                f"({largest:.3g}), the dtype the models compute in; write the file with "
+                f"{WRITTEN_BY}."
+            )
+
+
+def _overflow_note(after: Mapping[str, model.Evaluation]) -> tuple[Note, ...]:
+    """Said when a model's attention on the held-out sequences is not finite (weights that
+    overflow float32 in the models' sums, from a file): the NaN shown is what it computes."""
+    from attn_cli.core.model import Note
+
+    broken = [
+        key
+        for key, evaluation in after.items()
+        if not all(np.isfinite(pattern).all() for pattern in evaluation.patterns)
+    ]
+    if not broken:
+        return ()
+    largest = float(np.finfo(np.float32).max)
+    names = " and ".join(MODELS[key][1] for key in broken)
+    return (
+        Note.fixed(
+            "overflow",
+            f"The {names} model's attention weights are NaN on the held-out sequences: its "
+            f"weights are so large that the scores overflow float32 (largest {largest:.3g}), the "
+            "dtype the models compute in, so the scores and heatmaps below show NaN, not "
+            "attention. Weights trained by attn learn induction stay far below this.",
+        ),
+    )
 
 
 # --- the walkthrough -------------------------------------------------------------------------
@@ -327,13 +432,22 @@ def _walkthrough(record: StepRecorder, trained: Trained, weights: Path | None) -
     guessed = Grid(context={"guess": 1 / data.VOCAB})
     record.add("accuracy", accuracy, kind="records", grid=guessed)
     _record_scores(record, trained.models, scores, chances, len(held))
+    ablated = _record_ablation(record, trained.models[0], held, scores["two"], after["two"])
     shown = _shown(held)
+    before = {m.key: model.evaluate(m.before, m.shape, held) for m in trained.models if m.before}
     for when in ("before", "after"):
         for m in trained.models:
-            evaluation = after[m.key] if when == "after" else None
+            evaluation = after[m.key] if when == "after" else before.get(m.key)
             _record_heads(record, m, when, held, shown, evaluation, chances)
-    notes = _formed_notes(record, trained.steps, scores, after, chances)
+    found = common.reproducibility()
+    notes = (
+        *_overflow_note(after),
+        *_formed_notes(record, trained.steps, scores, after, chances, ablated),
+        common.reproducibility_note(found),
+    )
     meta = _meta(trained, weights, shown, chances, after, scores)
+    meta["reproducibility"] = found
+    meta["figure"] = _figure_data(trained, held, after, before)
     output = [
         {
             "model": m.name,
@@ -344,6 +458,76 @@ def _walkthrough(record: StepRecorder, trained: Trained, weights: Path | None) -
     ]
     walkthrough = record.walkthrough(output, notes=notes, meta=meta)
     return replace(walkthrough, example_description=f"held-out sequence {data.text(held, shown)}")
+
+
+def _record_ablation(
+    record: StepRecorder,
+    two: _Model,
+    held: data.Sequences,
+    scores: list[LayerScores],
+    evaluation: model.Evaluation,
+) -> dict[str, float]:
+    """The two-layer model's held-out accuracy with each head zeroed in turn (its output taken
+    out of the stream, every other weight kept), and with the last layer's induction heads
+    zeroed together: which heads the accuracy needs. Returns the table as zeroed -> accuracy."""
+    heads = two.shape.heads
+    zeroed: list[tuple[int, list[int]]] = [
+        (layer, [head]) for layer in range(1, two.shape.layers + 1) for head in range(1, heads + 1)
+    ]
+    inductions = [int(h) + 1 for h in np.flatnonzero(scores[-1][1] >= INDUCTION_MIN)]
+    if len(inductions) > 1:
+        zeroed.append((two.shape.layers, inductions))
+    rows: list[dict[str, Any]] = []
+    for layer, which in zeroed:
+        ablated = model.without_heads(two.after, two.shape, [(layer, h) for h in which])
+        accuracy = model.evaluate(ablated, two.shape, held).accuracy
+        rows.append(
+            {
+                "zeroed": _zeroed(layer, which),
+                "accuracy": accuracy,
+                "drop": evaluation.accuracy - accuracy,
+            }
+        )
+    context = {"accuracy": evaluation.accuracy, "held_out": len(held)}
+    record.add("ablation", rows, kind="records", grid=Grid(context=context))
+    return {row["zeroed"]: row["accuracy"] for row in rows}
+
+
+def _figure_data(
+    trained: Trained,
+    held: data.Sequences,
+    after: Mapping[str, model.Evaluation],
+    before: Mapping[str, model.Evaluation],
+) -> dict[str, Any]:
+    """What --plot draws (meta["figure"]): every head's weights, before and after training, on
+    the first held-out sequence of the longest length (its induction stripe the longest), with
+    each head's held-out scores and each model's accuracy."""
+    index = int(np.argmax(held.lengths))
+    n = 2 * int(held.lengths[index])
+    heads: dict[str, dict[str, Any]] = {}
+    for when, evaluations in (("before", before), ("after", after)):
+        for m in trained.models:
+            evaluation = evaluations.get(m.key)
+            if evaluation is None:
+                continue
+            layers = zip(evaluation.patterns, _layer_scores(evaluation, held), strict=True)
+            for layer, (pattern, (previous, prefix)) in enumerate(layers, start=1):
+                for head in range(m.shape.heads):
+                    heads[f"{m.key}.layer{layer}.head{head + 1}.{when}"] = {
+                        "model": m.name,
+                        "when": when,
+                        "layer": layer,
+                        "head": head + 1,
+                        "previous": float(previous[head]),
+                        "prefix": float(prefix[head]),
+                        "weights": pattern[index, head, :n, :n],
+                    }
+    tokens = [f"{letter}{i + 1}" for i, letter in enumerate(data.show(held.tokens[index, :n]))]
+    return {
+        "tokens": tokens,
+        "heads": heads,
+        "accuracy": {m.name: after[m.key].accuracy for m in trained.models},
+    }
 
 
 def _record_task(record: StepRecorder, trained: Trained) -> None:
@@ -455,13 +639,10 @@ def _record_heads(
     chances: Mapping[str, float],
 ) -> None:
     """Each head's attention on held-out sequence ``shown``, ``when`` "before" or "after"
-    training (``evaluation``: the model's after training, already made); what a head does
-    noted after training only. A loaded model has no before."""
-    weights = m.before if when == "before" else m.after
-    if weights is None:
+    training (``evaluation``: the model's then; None for a loaded model's before, which it has
+    not); what a head does noted after training only."""
+    if evaluation is None:  # a loaded model has no before
         return
-    if evaluation is None:
-        evaluation = model.evaluate(weights, m.shape, held)
     tokens = held.tokens[shown, : 2 * int(held.lengths[shown])]
     labels = tuple(f"{letter}{i + 1}" for i, letter in enumerate(data.show(tokens)))
     n = len(labels)
@@ -512,12 +693,18 @@ def _formed_notes(
     scores: Mapping[str, list[LayerScores]],
     after: Mapping[str, model.Evaluation],
     chances: Mapping[str, float],
+    ablated: Mapping[str, float],
 ) -> tuple[Note, ...]:
     """What formed: an induction head in the two-layer model's last layer (its best head), or
-    none; the circuit of a previous-token head and an induction head; and the control."""
+    none; the circuit of a previous-token head and the induction heads, as the ablation shows
+    it; and the control."""
     two = scores["two"]
     best = int(np.argmax(two[-1][1]))
     best_score = float(two[-1][1][best])
+    head = int(np.argmax(two[0][0])) + 1
+    inductions = [int(h) + 1 for h in np.flatnonzero(two[-1][1] >= INDUCTION_MIN)] or [best + 1]
+    others = {h: ablated[_zeroed(1, [h])] for h in range(1, len(two[0][0]) + 1) if h != head}
+    other = min(others, key=lambda h: others[h]) if others else head
     return (
         record.note(
             "induction_formed",
@@ -529,7 +716,14 @@ def _formed_notes(
         ),
         record.note("not_formed", score=best_score, steps=steps, threshold=INDUCTION_MIN),
         record.note(
-            "circuit", previous_head=int(np.argmax(two[0][0])) + 1, induction_head=best + 1
+            "circuit",
+            previous_head=head,
+            induction_heads=_heads_text(inductions),
+            accuracy=after["two"].accuracy,
+            without_previous=ablated[_zeroed(1, [head])],
+            without_other=others.get(other, -1.0),
+            other_head=other,
+            without_induction=ablated.get(_zeroed(len(two), inductions), -1.0),
         ),
         record.note(
             "control",

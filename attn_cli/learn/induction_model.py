@@ -22,7 +22,7 @@ depend on the torch version; the training runs in torch, float32, on the CPU.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,16 @@ def forward(
         patterns.append(torch.stack([head.weights for head in parts.heads], dim=1))  # (c, h, T, T)
         x = block.residual(x, parts.output)  # (count, T, d)
     return x @ weights["unembed"], patterns  # (count, T, vocab)
+
+
+def without_heads(weights: Weights, shape: Shape, heads: Iterable[tuple[int, int]]) -> Weights:
+    """The model with each ``(layer, head)`` (both 1-based) ablated: its rows of W_O zeroed, so
+    that the head adds nothing to the stream and every other weight is kept."""
+    d_k = shape.d_model // shape.heads
+    ablated = {name: value.copy() for name, value in weights.items()}
+    for layer, head in heads:
+        ablated[f"layer{layer}.w_o"][(head - 1) * d_k : head * d_k, :] = 0.0
+    return ablated
 
 
 def _as_torch(weights: Weights, grad: bool) -> dict[str, torch.Tensor]:

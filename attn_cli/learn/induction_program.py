@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from attn_cli.learn import induction_data as data
 from attn_cli.learn import induction_model as model
+from attn_cli.learn.common import KERNELS
 
 TEMPLATE = '''\
 """attn learn induction, as one program: a two-layer attention-only Transformer learns an
 induction head on sequences whose second half repeats the first; a one-layer one does not."""
 
 import math
+import os
+
+os.environ.update({kernels})  # torch's and MKL's CPU kernels pinned, before torch is imported
 
 import numpy as np
 import torch
@@ -168,4 +172,5 @@ def program_text(
         learning_rate=model.LEARNING_RATE,
         held_out=held_out,
         threads=threads,
+        kernels=dict(KERNELS),
     )

@@ -33,6 +33,8 @@ from attn_cli.learn.common import (
     Task,
     curve_quantities,
     recorder,
+    reproducibility,
+    reproducibility_note,
     seeded,
     too_small,
 )
@@ -92,6 +94,32 @@ def check_options(options: LearnOptions) -> None:
         )
     if options.steps > MOST_STEPS:
         raise UserError(f"--steps {options.steps}: at most {MOST_STEPS:,} on a CPU.")
+    if options.sentence is not None:
+        sentence_pair(options.sentence, options.max_len)
+
+
+def sentence_pair(text: str, max_len: int) -> data.Pair:
+    """--sentence: a source sentence of the toy language with its translation and true
+    alignment; a UserError naming what does not fit (a word it does not have, an order its
+    grammar does not make, more words than the models train on)."""
+    try:
+        pair = data.parse(text)
+    except data.GrammarError as error:
+        vocabulary = "; ".join(
+            f"{name} {', '.join(source for source, _ in pairs)}"
+            for name, pairs in data.WORDS.items()
+        )
+        raise UserError(
+            f"--sentence {text!r}: {error}; its words are {vocabulary}, in the order "
+            f"{data.GRAMMAR} (e.g. --sentence 'the red cat sees a dog')."
+        ) from None
+    if len(pair.source) > max_len:
+        raise UserError(
+            f"--sentence {text!r}: {len(pair.source)} words, but the models train on sentences "
+            f"of {data.MIN_LENGTH} to {max_len}; give a shorter one, or train on longer ones "
+            f"with --max-len {len(pair.source)}."
+        )
+    return pair
 
 
 def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
@@ -104,7 +132,8 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     corpus = data.corpus(options.seed, options.max_len, HELD_OUT_PER_LENGTH)
     seeded(options.seed)
     trained = train_both(options, corpus, progress)
-    measured = measure(trained, corpus, options.steps)
+    shown = None if options.sentence is None else sentence_pair(options.sentence, options.max_len)
+    measured = measure(trained, corpus, options.steps, shown)
     walkthrough = record_walkthrough(record, options, corpus, trained, measured)
     if options.save is not None:
         attention = trained.models["attention"]
@@ -139,10 +168,15 @@ def tensors(pairs: Sequence[data.Pair]) -> tuple[torch.Tensor, torch.Tensor, tor
 
 
 def train(
-    models: Mapping[str, Seq2Seq], corpus: data.Corpus, steps: int, progress: Progress | None
+    models: Mapping[str, Seq2Seq],
+    corpus: data.Corpus,
+    steps: int,
+    progress: Progress | None,
+    trained_on: set[tuple[int, ...]] | None = None,
 ) -> list[dict[str, Any]]:
     """Train every model on the same batches (each its own Adam); the curve every EVAL_EVERY
-    steps: the last batch's loss and the held-out word accuracy of each model."""
+    steps: the last batch's loss and the held-out word accuracy of each model. Each source
+    sentence trained on is added to ``trained_on``."""
     import torch
 
     optimisers = {
@@ -154,6 +188,8 @@ def train(
     curve: list[dict[str, Any]] = []
     for step in range(1, steps + 1):
         _, batch = next(batches)
+        if trained_on is not None:
+            trained_on.update(pair.source for pair in batch)
         source, target, previous = tensors(batch)
         losses = {}
         for name, model in models.items():
@@ -191,12 +227,13 @@ def train(
 @dataclass(frozen=True)
 class Trained:
     """The two models after training, the attention model as it started, the curve (every
-    EVAL_EVERY steps) and the seconds training took."""
+    EVAL_EVERY steps), the seconds training took and the source sentences trained on."""
 
     models: Mapping[str, Seq2Seq]
     initial: Seq2Seq
     curve: list[dict[str, Any]]
     seconds: float
+    trained_on: frozenset[tuple[int, ...]]
 
 
 def train_both(options: LearnOptions, corpus: data.Corpus, progress: Progress | None) -> Trained:
@@ -211,8 +248,10 @@ def train_both(options: LearnOptions, corpus: data.Corpus, progress: Progress | 
     }
     initial = copy.deepcopy(models["attention"])
     started = time.perf_counter()
-    curve = train(models, corpus, options.steps, progress)
-    return Trained(models, initial, curve, time.perf_counter() - started)
+    trained_on: set[tuple[int, ...]] = set()
+    curve = train(models, corpus, options.steps, progress, trained_on)
+    seconds = time.perf_counter() - started
+    return Trained(models, initial, curve, seconds, frozenset(trained_on))
 
 
 # --- evaluation, on held-out sentences only ---------------------------------------------------
@@ -336,9 +375,12 @@ class Measured:
     after: Rows
 
 
-def measure(trained: Trained, corpus: data.Corpus, steps: int) -> Measured:
-    """Both models on the held-out sentences; a UserError when the attention model gets too
-    few words right for its attention to show what it learned."""
+def measure(
+    trained: Trained, corpus: data.Corpus, steps: int, shown: data.Pair | None = None
+) -> Measured:
+    """Both models on the held-out sentences, and the sentence shown (``shown``: --sentence's;
+    else a held-out one, :func:`shown_pair`); a UserError when the attention model gets too few
+    words right for its attention to show what it learned."""
     evaluations = {name: evaluate(model, corpus) for name, model in trained.models.items()}
     accuracy = _overall(evaluations["attention"].words, corpus)
     if accuracy < LEAST_ACCURACY:
@@ -349,7 +391,7 @@ def measure(trained: Trained, corpus: data.Corpus, steps: int) -> Measured:
             f"train longer (--steps {max(STEPS, 2 * steps)})",
         )
     initial, attention = trained.initial, trained.models["attention"]
-    pair = shown_pair(corpus)
+    pair = shown_pair(corpus) if shown is None else shown
     return Measured(
         evaluations,
         alignment_score(initial, corpus),
@@ -386,7 +428,10 @@ def learned_weights(model: Seq2Seq) -> dict[str, np.ndarray]:
 def saved_arrays(model: Seq2Seq, pair: data.Pair, rows: Rows) -> dict[str, np.ndarray]:
     """What --save writes: the inputs of `attn bahdanau` for the shown decoder step (s_t, the
     decoder state sₜ₋₁ it queries with; H, the sentence's encoder states; W1, W2, v; the source
-    words as tokens; the model's own row as weights), and every trained parameter as model.NAME."""
+    words as tokens; the model's own row as weights; the step's number), those of every step of
+    the sentence (queries: each step's decoder state, T × d_s; all_weights: the model's rows,
+    T × n; target: the reference's words, the end last), and every trained parameter as
+    model.NAME."""
 
     t = example_step(pair)
     arrays: dict[str, np.ndarray] = {
@@ -396,6 +441,9 @@ def saved_arrays(model: Seq2Seq, pair: data.Pair, rows: Rows) -> dict[str, np.nd
         "tokens": np.array(pair.source_words),
         "weights": rows.weights[t],
         "step": np.array(t + 1),
+        "queries": rows.queries,
+        "all_weights": rows.weights,
+        "target": np.array([*pair.target_words, "</s>"]),
     }
     for name, value in model.state_dict().items():
         arrays[f"model.{name}"] = value.detach().double().numpy()
@@ -439,11 +487,25 @@ def record_walkthrough(
         quantities=curve_quantities(MODELS),
     )
     record_by_length(record, measured.evaluations, corpus)
-    record_sentence(record, measured, options.steps)
+    record_sentence(record, measured, options.steps, sentence_status(corpus, trained, measured))
     record_score(record, measured.before_score, measured.after_score)
     decoder_step(record, trained.models["attention"], measured.pair, measured.after, widths)
     meta = walkthrough_meta(counts, trained.seconds, measured)
-    return record.walkthrough(measured.after.weights, meta=meta)
+    found = reproducibility()
+    meta["reproducibility"] = found
+    meta["sentence"]["status"] = sentence_status(corpus, trained, measured)
+    notes = (reproducibility_note(found),)
+    return record.walkthrough(measured.after.weights, notes=notes, meta=meta)
+
+
+def sentence_status(corpus: data.Corpus, trained: Trained, measured: Measured) -> str:
+    """Whether the sentence shown was trained on."""
+    source = measured.pair.source
+    if source in corpus.held_out_sources():
+        return "held out, never trained on"
+    if source in trained.trained_on:
+        return "one of the training sentences"
+    return "not among the training sentences"
 
 
 def record_examples(record: StepRecorder, seed: int, lengths: Sequence[int]) -> None:
@@ -527,13 +589,15 @@ def record_by_length(
     record.add("by_length", table, kind="records", notes=notes, grid=Grid(context=context))
 
 
-def record_sentence(record: StepRecorder, measured: Measured, steps: int) -> None:
-    """The shown sentence: its true alignment, and the attention on it before and after."""
+def record_sentence(record: StepRecorder, measured: Measured, steps: int, status: str) -> None:
+    """The shown sentence (``status``: whether it was trained on): its true alignment, and the
+    attention on it before and after."""
     pair, before, after = measured.pair, measured.before, measured.after
     words = Grid(rows=(*pair.target_words, "</s>"), cols=pair.source_words)
     n = len(pair.source_words)
     truth = np.vstack([data.alignment_matrix(pair), np.zeros((1, n))])  # (T, n)
-    record.add("truth", truth, kind="weights", grid=words, notes=rule_notes(record, pair))
+    shown = Grid(words.rows, words.cols, {"status": status})
+    record.add("truth", truth, kind="weights", grid=shown, notes=rule_notes(record, pair))
     largest = float(before.weights.max())
     flat = record.note("before_flat", largest=largest, n=n, uniform=1 / n)
     record.add("before", before.weights, kind="weights", grid=words, row_sums=True, notes=(flat,))
@@ -816,7 +880,7 @@ TEXTS = Texts(
         "models": ("d_h", "d_s", "d_a", "rate", "steps", "batch"),
         "training": ("every", "sample", "seconds"),
         "by_length": ("per_length",),
-        "truth": (),
+        "truth": ("status",),
         "before": (),
         "after": ("steps",),
         "score": ("words",),
@@ -886,4 +950,4 @@ def program(options: LearnOptions) -> str:
     )
 
 
-TASK = Task(NAME, TEXTS, run, program, figure=translate_figure)
+TASK = Task(NAME, TEXTS, run, program, figure=translate_figure, reads_sentence=True)

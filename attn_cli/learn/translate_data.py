@@ -93,6 +93,13 @@ _FIRST: dict[str, int] = dict(
     )
 )
 
+# The order of a sentence's words, as the errors say it.
+GRAMMAR = (
+    "det [adj] noun verb [det [adj] noun [prep det [adj] noun]] (a verb that takes no object: "
+    "sleeps, runs, sings, alone), one clause or two joined by 'and', a time word at the start or "
+    "after the first subject"
+)
+
 MIN_LENGTH = 3  # "the cat sleeps"
 # The longest sentence the grammar makes: two long clauses and a time word.
 MAX_LENGTH = 2 * 11 + 1 + 1
@@ -212,6 +219,35 @@ def sentences_of_length(rng: np.random.Generator, length: int, count: int) -> li
         alignment = target_order(classes)
         pairs.append(Pair(source, tuple(source[i] for i in alignment), alignment))
     return pairs
+
+
+class GrammarError(ValueError):
+    """A sentence the source language does not make, with what is wrong in words."""
+
+
+def parse(text: str) -> Pair:
+    """A source sentence typed in, with its translation and true alignment; a GrammarError
+    naming the first word that does not fit."""
+    words = text.split()
+    if not words:
+        raise GrammarError("the sentence is empty")
+    known = {word: token for token, word in enumerate(SOURCE_WORDS) if token >= len(SPECIALS)}
+    unknown = [word for word in words if word not in known]
+    if unknown:
+        raise GrammarError(f"{unknown[0]!r} is not a word of the source language")
+    source = tuple(known[word] for word in words)
+    classes = tuple(word_class(token) for token in source)
+    if classes not in structures().get(len(classes), ()):
+        prefixes = {shape[:k] for found in structures().values() for shape in found for k in
+                    range(len(shape) + 1)}  # fmt: skip
+        fits = next(k for k in range(len(classes), -1, -1) if classes[:k] in prefixes)
+        if fits == len(classes):
+            raise GrammarError(f"{text.strip()!r} stops before the sentence is complete")
+        if fits == 0:
+            raise GrammarError(f"{words[0]!r} cannot start a sentence")
+        raise GrammarError(f"{words[fits]!r} cannot come after {' '.join(words[:fits])!r}")
+    alignment = target_order(classes)
+    return Pair(source, tuple(source[i] for i in alignment), alignment)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from attn_cli.learn.common import KERNELS
+
 PROGRAM_MAIN = """
 # --- the run: attn learn translate --seed {seed} --steps {steps} --hidden {hidden} --max-len {max_len}
 
@@ -89,6 +91,11 @@ def program_text(
     parts = [
         "# attn learn translate --code: the training program, self-contained (numpy, torch).",
         "from __future__ import annotations",
+        "",
+        "import os",
+        "",
+        "# torch's and MKL's CPU kernels pinned, as attn learn pins them, before torch is imported",
+        f"os.environ.update({dict(KERNELS)!r})",
         "",
     ]
     here = Path(__file__).parent  # read as text: printing the program imports no torch

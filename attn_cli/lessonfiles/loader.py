@@ -334,6 +334,22 @@ def missing_input(spec: InputSpec, where: str) -> UserError:
     )
 
 
+def _utf8_text(path: Path) -> str:
+    """The file's text, as UTF-8 (a byte-order mark, which some Windows editors write, is not
+    part of it); a file in another encoding is one line naming the first byte that is not
+    UTF-8 and where it is."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        raise UserError(
+            f"{path}: not UTF-8 text: byte 0x{raw[error.start]:02x} at line {line}, column "
+            f"{column} (a file saved as Latin-1 or Windows-1252?); save it as UTF-8."
+        ) from None
+
+
 def _read_lesson_file(path: Path, size: int) -> LessonFile:
     where = str(path)
     if size > MAX_LESSON_FILE_BYTES:
@@ -343,8 +359,7 @@ def _read_lesson_file(path: Path, size: int) -> LessonFile:
             '.npy files (Q = "@q.npy").'
         )
     try:
-        # utf-8-sig: a byte-order mark (some Windows editors write one) is not part of the file
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        data = tomllib.loads(_utf8_text(path))
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{where}: not valid TOML ({error}); fix the syntax there.") from None
     except ValueError as error:  # an integer of over 4,300 digits (Python's limit on int())
@@ -359,8 +374,8 @@ def _read_lesson_file(path: Path, size: int) -> LessonFile:
             f"{where}: arrays nested too deeply to read; a matrix is a list of rows, two levels "
             "of brackets: [[1, 0], [0, 1]]."
         ) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UserError(f"{where}: cannot read it ({error}).") from None
+    except OSError as error:
+        raise UserError(f"{where}: cannot read it ({error.strerror or error}).") from None
     return parse_lesson_data(data, where, path)
 
 

@@ -46,15 +46,35 @@ class NormParts:
 
 def layer_norm(x: Array, gamma: Array, beta: Array | None, eps: float) -> NormParts:
     """LayerNorm over each row's d_model features, with the statistics it divides by; ``beta``
-    None: no shift (nn.LayerNorm(bias=False))."""
+    None: no shift (nn.LayerNorm(bias=False)).
+
+    Each row is scaled by a power of two near its largest entry before it is summed or squared
+    (and the result scaled back): exact, so the numbers are those of the plain formulas, but a
+    row of entries near 1e155 (whose squares pass float64's 1.8e308) still gives its true root
+    √(σ² + ε) and x̂. σ² itself is then beyond float64 and shows as ∞ (the lesson says so)."""
     xp = namespace_of(x)
-    mean = xp.mean(x, axis=-1, keepdims=True)  # (n, 1)
+    scale = _row_scale(x)  # (n, 1)
+    mean = xp.mean(x / scale, axis=-1, keepdims=True) * scale  # (n, 1)
     centred = x - mean  # (n, d_model)
-    variance = xp.mean(centred * centred, axis=-1, keepdims=True)  # (n, 1), biased: / d_model
-    root = xp.sqrt(variance + eps)  # (n, 1), > 0 for any ε > 0
+    spread = _row_scale(centred)  # (n, 1)
+    shrunk = centred / spread
+    scaled_variance = xp.mean(shrunk * shrunk, axis=-1, keepdims=True)  # σ² / spread²
+    variance = scaled_variance * spread * spread  # (n, 1), biased: / d_model; ∞ past 1.8e308
+    root = xp.sqrt(scaled_variance + eps / (spread * spread)) * spread  # (n, 1) √(σ² + ε) > 0
     normalised = centred / root  # (n, d_model): each row mean 0, variance σ² / (σ² + ε)
     scaled = normalised * gamma  # γ (d,) scales each feature
     return NormParts(mean, variance, root, normalised, scaled if beta is None else scaled + beta)
+
+
+def _row_scale(a: Array) -> Array:
+    """(n, 1): for each row, the power of two at or below its largest |entry| where that is
+    above 1 (dividing by it is exact, and leaves every entry below 2 in size), else 1 (a row
+    of small numbers is left as it is; so is one holding ∞ or NaN)."""
+    xp = namespace_of(a)
+    largest = xp.max(xp.abs(a), axis=-1, keepdims=True)
+    ordinary = (largest > 1) & xp.isfinite(largest)
+    exponent = xp.floor(xp.log2(xp.where(ordinary, largest, xp.ones_like(largest))))
+    return xp.where(ordinary, xp.pow(xp.full_like(largest, 2.0), exponent), xp.ones_like(largest))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ class RenderOptions:
     # LaTeX: a whole document that compiles as it is (the command line's, unless
     # --latex-fragment), or the body alone, to paste into a document of one's own
     whole_document: bool = False
+    # rich: every row and column of every table, a matrix's in column groups that fit the width
+    # (attn learn --full).
+    whole_tables: bool = False
 
 
 def show(

@@ -349,6 +349,7 @@ def _matrix_table(
         summary,
         options.full,
         quantities,
+        whole=options.whole_tables,
     )
     return Padding(table, (0, 0, 0, 2))
 
@@ -377,6 +378,9 @@ class MatrixTable:
     Only the cells that can show are formatted; the statistics of the caption (and the scale of
     a signed table's shading) come from ``summary``, the matrix's recorded statistics, or are
     computed from the matrix only when a caption or a signed shading needs them.
+
+    ``whole``: every row and every column, in groups of columns that each fit the width (the
+    row sums after the last group), each group captioned with its columns; one format still.
     """
 
     def __init__(
@@ -390,8 +394,11 @@ class MatrixTable:
         summary: Summary | None = None,
         full: bool = False,
         quantities: Quantities | None = None,
+        *,
+        whole: bool = False,
     ) -> None:
         rows = as_matrix(value)
+        self.whole = whole
         self.shape = tuple(np.shape(value))
         self.full = full  # --full: every row and every column that fits the width, no corner
         self.rows = rows
@@ -401,7 +408,7 @@ class MatrixTable:
         self.n_cols = n_cols
         row_names = list(row_labels) if row_labels and len(row_labels) == n_rows else None
         col_names = list(col_labels) if col_labels and len(col_labels) == n_cols else None
-        self.shown_rows = _shown_indices(n_rows, n_rows if full else MAX_ROWS)
+        self.shown_rows = _shown_indices(n_rows, n_rows if full or whole else MAX_ROWS)
         data_rows = [row for row in self.shown_rows if row is not None]
         self.labels = [
             "⋮" if row is None else (row_names[row] if row_names else str(row + 1))
@@ -409,7 +416,9 @@ class MatrixTable:
         ]
         # The columns that can show: all of them, or the standard corner's.
         self.candidates = (
-            list(range(n_cols)) if n_cols <= MAX_COLS or full else [*range(CORNER), n_cols - 1]
+            list(range(n_cols))
+            if n_cols <= MAX_COLS or full or whole
+            else [*range(CORNER), n_cols - 1]
         )
         self.headers = {c: col_names[c] if col_names else str(c + 1) for c in self.candidates}
         sums = None if row_sums is None else np.atleast_1d(np.asarray(row_sums, dtype=np.float64))
@@ -450,6 +459,8 @@ class MatrixTable:
     def layouts(self) -> list[list[int | None]]:
         """Column choices, the widest first: the full (or corner) view, then ever fewer."""
         n = self.n_cols
+        if self.whole:
+            return [list(range(n))]
         if n <= MAX_COLS or self.full:
             full: list[int | None] = list(range(n))
             most = n - 2  # leading columns when at least one is left out
@@ -473,12 +484,25 @@ class MatrixTable:
         widest = max((cell_len(cell) for cell in self.cells[col]), default=0)
         return max(cell_len(self.headers[col]), widest + (1 if marks else 0))
 
-    def width(self, layout: list[int | None], marks: bool) -> int:
+    def width(self, layout: list[int | None], marks: bool, sums: bool = True) -> int:
         widths = [max(cell_len(label) for label in self.labels)]
         widths += [self.column_width(col, marks) for col in layout]
-        if self.sums is not None:
+        if self.sums is not None and sums:
             widths.append(max(cell_len("Σ row"), *(cell_len(cell) for cell in self.sums)))
         return _table_width(widths)
+
+    def groups(self, max_width: int, marks: bool) -> list[list[int | None]]:
+        """``whole``: the columns in consecutive groups, each as many as fit ``max_width`` (at
+        least one), the row sums with the last."""
+        groups: list[list[int | None]] = [[]]
+        for col in range(self.n_cols):
+            grown = [*groups[-1], col]
+            last = col == self.n_cols - 1
+            if groups[-1] and self.width(grown, marks, sums=last) > max_width:
+                groups.append([col])
+            else:
+                groups[-1] = grown
+        return groups
 
     def layout_for(self, max_width: int, marks: bool) -> list[int | None]:
         """The widest layout that fits (the narrowest when none does)."""
@@ -490,6 +514,10 @@ class MatrixTable:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         marks = self._marks(console)
+        if self.whole:
+            widest = self.width(self.layouts()[0], marks)
+            narrowest = max(self.width([col], marks) for col in range(self.n_cols))
+            return Measurement(min(narrowest, widest), widest).with_maximum(options.max_width)
         layouts = self.layouts()
         widest = self.width(layouts[0], marks)
         narrowest = min(self.width(layout, marks) for layout in layouts)
@@ -497,6 +525,19 @@ class MatrixTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         marks = self._marks(console)
+        if self.whole:
+            groups = self.groups(options.max_width, marks)
+            for number, group in enumerate(groups, start=1):
+                last = number == len(groups)
+                yield self.columns_table(group, marks, sums=last)
+                if len(groups) > 1:
+                    first, final = group[0], group[-1]
+                    assert first is not None and final is not None
+                    shown = f"columns {first + 1}–{final + 1} of {self.n_cols}"
+                    yield Text(f"{shown} (group {number} of {len(groups)})", style="dim")
+            if marks:
+                yield Text(SHADE_LEGEND, style="dim")
+            return
         layout = self.layout_for(options.max_width, marks)
         yield self.table(layout, marks)
         # The terminal width that shows every column: the widest layout, and what the
@@ -509,19 +550,24 @@ class MatrixTable:
             yield Text(SHADE_LEGEND, style="dim")
 
     def table(self, layout: list[int | None], marks: bool) -> Table:
+        return self.columns_table(layout, marks, sums=True)
+
+    def columns_table(self, layout: list[int | None], marks: bool, *, sums: bool) -> Table:
+        """The table of the columns ``layout``, with the row sums or without."""
         table = Table(box=box.ROUNDED, show_header=True, header_style="bold", pad_edge=True)
         # Labels and headers as Text: a token such as "[CLS]" is not rich markup.
         table.add_column("", style="bold", justify="right", no_wrap=True)
         for col in layout:
             head = Text(ELLIPSIS if col is None else self.headers[col])
             table.add_column(head, justify="right", no_wrap=True)
-        if self.sums is not None:
+        sums = sums and self.sums is not None
+        if sums:
             table.add_column("Σ row", justify="right", style="dim", no_wrap=True)
         index = 0  # position among the rows on show that are not the "⋮" row
         for label, row in zip(self.labels, self.shown_rows, strict=True):
             if row is None:
                 cells: list[RenderableType] = ["⋮", *("⋱" if c is None else "⋮" for c in layout)]
-                table.add_row(*cells, *(["⋮"] if self.sums is not None else []))
+                table.add_row(*cells, *(["⋮"] if sums else []))
                 continue
             cells = [Text(label)]
             for col in layout:
@@ -529,7 +575,7 @@ class MatrixTable:
                     cells.append(ELLIPSIS)
                     continue
                 cells.append(self._cell(self.cells[col][index], self.rows[row, col], marks))
-            if self.sums is not None:
+            if sums and self.sums is not None:
                 cells.append(self.sums[index])
             table.add_row(*cells)
             index += 1
@@ -801,13 +847,14 @@ def records_table(
     quantities: Quantities | None = None,
 ) -> RenderableType:
     """A records table; each column headed by ``headings[key]`` (the lesson file's words), or
-    by its key. Of a long one only the rows shown are formatted, each column's numbers in the
-    format that all of its numbers (and its quantity's, see :func:`record_styles`) would take,
-    as in the table shown whole."""
+    by its key. Of a long one only the rows shown are formatted (every row under --full),
+    each column's numbers in the format that all of its numbers (and its quantity's, see
+    :func:`record_styles`) would take, as in the table shown whole."""
     if not records:
         return Text("(no rows)", style="dim")
     headings = headings or {}
-    shown = _shown_records(len(records))
+    whole = options.full or options.whole_tables
+    shown: list[int | None] = list(range(len(records))) if whole else _shown_records(len(records))
     styles = record_styles(records, options.precision, quantities)
     columns = [
         _record_column(

@@ -20,7 +20,7 @@ from attn_cli.lessonfiles.loader import (
     load_bundled,
     own_lesson_file,
 )
-from attn_cli.run.runner import RunRequest, build, prepare
+from attn_cli.run.runner import RunRequest, built, prepare
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _check(lesson: LessonFile, request: RunRequest, bundled: bool = False) -> Fi
         run = prepare(replace(request, example=example.name))  # checks inputs and options
         where = f"{lesson.path}: example {example.name!r}"
         try:  # built even without printed values: what only the build checks (labels that do
-            walkthrough = build(run)  # not fit the matrices) must fail here, not on the run
+            walkthrough = built(run)  # not fit the matrices) must fail here, not on the run
         except UserError as error:
             raise UserError(f"{where}: {error}") from None
         if not example.printed:

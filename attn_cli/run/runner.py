@@ -16,6 +16,7 @@ from attn_cli.core.card import InputSpec, flag_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.core.model import Note, Walkthrough
+from attn_cli.core.whole import check_whole_size
 from attn_cli.course import get_lesson
 from attn_cli.course.lesson import Inputs, Lesson, LessonRun, Shapes
 from attn_cli.lessonfiles.loader import (
@@ -76,6 +77,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     given = Given.of(request)
     source = resolve_inputs(lesson, data, request, given)
     options = lesson.options_with(source.example_options, given.options)
+    check_whole_sizes(options, request)
     if source.inputs is not None and lesson.arrange is not None:
         arranged = lesson.arrange(source.inputs, options)
         source = replace(source, inputs=arranged, shapes=_shapes(arranged))
@@ -111,6 +113,16 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     return runs, batch is not None, options
 
 
+def check_whole_sizes(options: dict[str, Any], request: RunRequest) -> None:
+    """Refuse a whole number larger than any attn takes (LARGEST_WHOLE) in an option (from any
+    door: the command line, Python, a lesson file), the seed or the item, before it reaches
+    arithmetic that would overflow or allocate for it."""
+    for name, value in options.items():
+        check_whole_size(value, flag_of(name))
+    check_whole_size(request.seed, "--seed")
+    check_whole_size(request.item, "--item")
+
+
 @dataclass(frozen=True)
 class Given:
     """What a request gives: the sizes, inputs and options that are not None."""
@@ -126,6 +138,7 @@ class Given:
         for key, value in sizes.items():
             if value < 1:
                 raise UserError(f"{flag_of(key)} must be at least 1, not {value}.")
+            check_whole_size(value, flag_of(key))
         return cls(
             sizes,
             {name: text for name, text in request.inputs.items() if text is not None},
@@ -256,11 +269,13 @@ def compute(request: RunRequest) -> Walkthrough:
     runs, batched, options = prepare_items(request)
     check_item(request.item, len(runs) if batched else None)
     if not batched:
-        return with_slide_notes(_built(runs[0]), runs[0], request)
-    return select_item(tuple(_built(run) for run in runs), request.item, options)
+        return with_slide_notes(built(runs[0]), runs[0], request)
+    return select_item(tuple(built(run) for run in runs), request.item, options)
 
 
-def _built(run: LessonRun) -> Walkthrough:
+def built(run: LessonRun) -> Walkthrough:
+    """The lesson built, a floating-point overflow noted on the walkthrough (never a
+    RuntimeWarning on stderr: ``attn check`` builds through here too)."""
     overflows: list[str] = []
 
     def seen(kind: str, flag: int) -> None:  # numpy's report of a floating-point overflow

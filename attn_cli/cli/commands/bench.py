@@ -364,6 +364,9 @@ def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
             "out --plot."
         )
     fits = fit_sweep(result)
+    if plot is not None and result.rows:  # written whole before anything is printed
+        write_plot(result, plot)
+        _stderr().print(f"plot written to {plot}", markup=False)
     console = stdout_console()
     if fmt is BenchFormat.rich:
         console.print(bench_render.bench_renderable(result, fits, source=sweep.describe(path)))
@@ -371,9 +374,6 @@ def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
         console.out(bench_render.to_json(result, fits), highlight=False)
     else:
         console.out(bench_render.to_csv(result, fits), highlight=False, end="")
-    if plot is not None and result.rows:
-        write_plot(result, plot)
-        _stderr().print(f"plot written to {plot}", markup=False)
 
 
 def bench_config(
@@ -402,7 +402,12 @@ def bench_config(
     from attn_cli.bench.devices import device_ops, torch_available
     from attn_cli.bench.impls import default_impls, require_torch
     from attn_cli.core.errors import UserError
+    from attn_cli.core.whole import check_whole_size
 
+    numbers = {"--repeats": repeats, "--block": block, "--seed": seed, "--d": d}
+    numbers.update({"--heads": heads, "--batch": batch, "--window": window})
+    for flag, value in numbers.items():
+        check_whole_size(value, flag)
     chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
     grid = parse_sizes(sizes, device.value)
     swept = parse_sizes(dims, device.value, "--dims") if dims is not None else ()

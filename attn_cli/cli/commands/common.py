@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import io
 import os
 import stat
 import sys
@@ -82,6 +83,91 @@ def stdout_closed() -> NoReturn:
     raise SystemExit(0)
 
 
+class StdoutFailed(Exception):
+    """stdout could not be written (a full disk, /dev/full, an I/O error): raised by the
+    stream guard_stdout puts in place, in place of the OSError, so that it is told apart from
+    any other (user_errors and main turn it into one line: stdout_failed)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
+class _GuardedStdout(io.RawIOBase):
+    """File descriptor 1, written with os.write: a failure other than a closed pipe (which
+    keeps its own handling, stdout_closed) is raised as StdoutFailed."""
+
+    def __init__(self, descriptor: int, original: Any) -> None:
+        super().__init__()
+        self.descriptor = descriptor
+        self.original = original  # kept: were it collected, it would close the descriptor
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        try:
+            return os.write(self.descriptor, data)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise StdoutFailed(error) from None
+
+    def fileno(self) -> int:
+        return self.descriptor
+
+    def isatty(self) -> bool:
+        return os.isatty(self.descriptor)
+
+
+def guard_stdout() -> None:
+    """Put a stdout in place whose failures to write are StdoutFailed (see there): the same
+    text stream (encoding, errors, line buffering) over the same descriptor. Where stdout is no
+    descriptor (a test's capture, a notebook) or none at all, it is left as it is."""
+    stream = sys.stdout
+    try:
+        descriptor = stream.fileno()
+        stream.flush()
+    except (AttributeError, OSError, ValueError):
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_GuardedStdout(descriptor, stream)),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=bool(getattr(stream, "line_buffering", False)),
+        write_through=bool(getattr(stream, "write_through", False)),
+    )
+
+
+def stdout_failed(error: OSError) -> NoReturn:
+    """stdout cannot be written (``attn block > /dev/full``, a full disk): one line on stderr
+    and exit code 1, as other tools that write to a pipe or a file do (printf, cat); what is
+    left to print is thrown away (stdout is pointed at /dev/null, so that the flush at exit
+    cannot fail again)."""
+    print_error(f"cannot write the output: {error.strerror or error}; the output is incomplete.")
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # stdout is not a file descriptor
+        pass
+    raise SystemExit(1)
+
+
+def flush_stdout() -> None:
+    """Write out what is left in stdout's buffer (a plain print, Typer's help) while an error
+    can still be said in one line (stdout_failed); a reader that went away is stdout_closed."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
+    except StdoutFailed as failed:
+        stdout_failed(failed.error)
+    except OSError as error:
+        stdout_failed(error)
+
+
 def reader_gone() -> bool:
     """Whether stdout is a pipe whose reader has closed it (``attn bench | head -1`` once head
     has its line): a long command checks between pieces of work and stops (stdout_closed)
@@ -124,6 +210,8 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(code=UserError.exit_code) from None
         except BrokenPipeError:  # a plain print or write: Typer would exit 1
             stdout_closed()
+        except StdoutFailed as failed:
+            stdout_failed(failed.error)
 
     return wrapper
 
@@ -207,20 +295,16 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
                 read_line=terminal.read_line,
             )
             return
-        figure = None
-        if plot is not None:  # refused (minutes of drawing) or drawn before anything is printed:
-            from attn_cli.render.heatmap import check_plot_work, heatmap_file
+        if plot is not None:  # refused (minutes of drawing), or drawn and written whole
+            from attn_cli.core.outputs import write_bytes  # before anything is printed: a full
+            from attn_cli.render.heatmap import check_plot_work, heatmap_file  # disk, one line
 
             check_plot_work(walkthrough)
             draw = course.figure_of(request.lesson)
-            figure = heatmap_file(walkthrough, draw, plot, precision)  # none: stdout stays empty
+            write_bytes(plot, heatmap_file(walkthrough, draw, plot, precision), "--plot")
         whole = not shared.latex_fragment  # LaTeX: a document that compiles as it is
         options = RenderOptions(precision=precision, full=full, whole_document=whole)
         render(walkthrough, fmt, console, options)
-        if plot is not None and figure is not None:
-            from attn_cli.core.outputs import write_bytes
-
-            write_bytes(plot, figure, "--plot")
 
 
 def check_code_options(shared: SharedOptions) -> None:

@@ -32,7 +32,8 @@ def explore(
         typer.Option(
             "--serve",
             help="Serve the explorer to a browser on this machine (localhost, at --port) "
-            "instead of running it in the terminal; Ctrl+C stops it.",
+            "instead of running it in the terminal, its font sized to the window (?fontsize=N "
+            "in the address sets it); Ctrl+C stops it.",
         ),
     ] = False,
     port: Annotated[
@@ -52,9 +53,10 @@ def explore(
     """Explore a lesson live: its inputs as tables you edit, its options as switches and
     lists, every step of its walkthrough recomputed as you type.
 
-    Keys: enter or a digit edits the entry under the cursor, + and - nudge it by 0.1, u undoes,
-    r resets to the lecture's example, l switches lesson, c shows (and copies) the command line
-    that prints the screen, x exports it in every --format, q quits."""
+    Made for 80 × 24, a projector's screen: it opens on the step of the lesson's attention
+    weights (in a lesson without one, its first step), which stays in sight while you edit.
+    Every key is on screen: above the inputs (enter or a digit types an entry, + and - nudge
+    it), above the steps, in the footer, and ? lists them all."""
     from attn_cli import course as cards
     from attn_cli.cli.commands.common import start_up_done
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 TRAIN_PANEL = "Training"
 
 # The tasks, each the module attn_cli.learn.<task> (imported by name when its command runs).
-TASKS: tuple[str, ...] = ("translate", "induction")
+TASKS: tuple[str, ...] = ("translate", "grammar", "induction")
 
 if TYPE_CHECKING:  # a checker sees the choices as enum members: their .value is the text
     Task: TypeAlias = StrEnum
@@ -44,7 +44,9 @@ TaskArg = Annotated[
     typer.Argument(
         metavar="TASK",
         help="translate: a toy translation task, the fixed-vector encoder-decoder beside "
-        "Bahdanau's attention; induction: a two-layer attention-only Transformer on "
+        "Bahdanau's attention; grammar: the lectures' opening heatmap, a self-attention "
+        "encoder on a language whose words take endings from their head words, beside one "
+        "whose attention is frozen even; induction: a two-layer attention-only Transformer on "
         "repeated sequences, beside a one-layer one.",
         show_default=False,
     ),
@@ -56,7 +58,8 @@ SeedOpt = Annotated[
         min=0,
         metavar="N",
         help="Seed of the data, the initial weights and the batches: the same N, the same "
-        "numbers (on the same machine).",
+        "numbers (with the same versions of torch and numpy, on any x86-64 CPU with AVX2: the "
+        "CPU kernels are pinned).",
         rich_help_panel=TRAIN_PANEL,
     ),
 ]
@@ -89,7 +92,7 @@ MaxLenOpt = Annotated[
         min=1,
         metavar="N",
         help=help_text(
-            "Longest sequence trained on: source sentence (translate), repeated half "
+            "Longest sequence trained on: source sentence (translate, grammar), repeated half "
             "(induction) (default: the task's)."
         ),
         rich_help_panel=TRAIN_PANEL,
@@ -114,11 +117,32 @@ WeightsOpt = Annotated[
     typer.Option(
         "--weights",
         metavar="FILE",
-        help="Evaluate the weights FILE written by --save instead of training (induction), "
-        "on the held-out sequences of the seed it was trained with.",
+        help="Evaluate the weights FILE written by --save instead of training (grammar, "
+        "induction), on the held-out data of the seed it was trained with.",
         rich_help_panel=TRAIN_PANEL,
         show_default=False,
         dir_okay=False,
+    ),
+]
+SentenceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sentence",
+        metavar="TEXT",
+        help="A sentence of the task's language to show instead of its own (translate: the "
+        "source language; grammar: its language), its words checked against the vocabulary; "
+        'e.g. --sentence "the dog sat on the red mat".',
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+    ),
+]
+LearnFullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="Show every row and column of every table (in column groups that fit the width), "
+        "and with --format json every entry.",
+        rich_help_panel=OUTPUT_PANEL,
     ),
 ]
 LearnFormatOpt = Annotated[
@@ -156,8 +180,10 @@ def learn(
     max_len: MaxLenOpt = None,
     save: SaveOpt = None,
     weights: WeightsOpt = None,
+    sentence: SentenceOpt = None,
     fmt: LearnFormatOpt = LearnFormat.rich,
     precision: PrecisionOpt = PRECISION,
+    full: LearnFullOpt = False,
     plot: LearnPlotOpt = None,
     code: CodeOpt = False,
 ) -> None:
@@ -181,14 +207,15 @@ def learn(
         max_len=max_len,
         save=save,
         weights=weights,
+        sentence=sentence,
     )
     if code:
-        print_program(options, fmt, plot)
+        print_program(options, fmt, plot, full)
     else:
-        train_and_show(options, fmt, precision, plot)
+        train_and_show(options, fmt, precision, plot, full)
 
 
-def print_program(options: LearnOptions, fmt: LearnFormat, plot: Path | None) -> None:
+def print_program(options: LearnOptions, fmt: LearnFormat, plot: Path | None, full: bool) -> None:
     """--code: the task's training program, nothing trained (and no torch needed)."""
     from attn_cli.cli.commands.common import stdout_console
     from attn_cli.core.errors import UserError
@@ -199,6 +226,8 @@ def print_program(options: LearnOptions, fmt: LearnFormat, plot: Path | None) ->
         "--plot": plot is not None,
         "--save": options.save is not None,
         "--weights": options.weights is not None,
+        "--sentence": options.sentence is not None,
+        "--full": full,
     }
     for flag, on in given.items():
         if on:
@@ -208,7 +237,7 @@ def print_program(options: LearnOptions, fmt: LearnFormat, plot: Path | None) ->
 
 
 def train_and_show(
-    options: LearnOptions, fmt: LearnFormat, precision: int, plot: Path | None
+    options: LearnOptions, fmt: LearnFormat, precision: int, plot: Path | None, full: bool
 ) -> None:
     """Check the files and the task's needs, train (a progress bar on a terminal), then show
     the walkthrough, and draw its figure with --plot."""
@@ -222,6 +251,11 @@ def train_and_show(
     task = get_task(options.task)
     if options.weights is not None and not task.reads_weights:
         raise UserError(f"attn learn {task.name} does not read --weights; it trains from scratch.")
+    if options.sentence is not None and not task.reads_sentence:
+        raise UserError(
+            f"attn learn {task.name} has no sentences to show (--sentence is for translate and "
+            "grammar); leave it out."
+        )
     with progress_bar(stderr_console()) as progress:
         walkthrough = task.run(options, progress)
     if plot is not None:
@@ -230,7 +264,8 @@ def train_and_show(
 
         draw = get_task(options.task).figure
         write_bytes(plot, heatmap_file(walkthrough, draw, plot, precision), "--plot")
-    render(walkthrough, Format(fmt.value), stdout_console(), RenderOptions(precision=precision))
+    shown = RenderOptions(precision=precision, full=full, whole_tables=full)
+    render(walkthrough, Format(fmt.value), stdout_console(), shown)
 
 
 def check_files(options: LearnOptions, plot: Path | None) -> None:

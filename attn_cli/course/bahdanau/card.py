@@ -127,9 +127,18 @@ CARD = Card(
         Option(
             "weights",
             "Inputs from a trained model: the .npz file that `attn learn translate --save FILE` "
-            "writes, with its learned W1, W2 and v, a held-out sentence's encoder states H, the "
-            "decoder state of one step as --s, and the sentence's words as --tokens.",
+            "writes, with its learned W1, W2 and v, a sentence's encoder states H, the decoder "
+            "state of one step as --s, and the sentence's words as --tokens.",
             metavar="FILE",
+            lesson=False,
+        ),
+        Option(
+            "decoder_step",
+            "With --weights: replay decoder step T of the saved sentence, 1 to its number of "
+            "target words and the end (default: the step the file was saved at).",
+            type=int,
+            minimum=1,
+            metavar="T",
             lesson=False,
         ),
     ),

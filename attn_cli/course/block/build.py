@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.core import work
 from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Walkthrough
@@ -45,7 +46,7 @@ from attn_cli.course.block.parameters import (
     resolve,
 )
 from attn_cli.course.block.settings import MASKS, Settings, check_masks, settings
-from attn_cli.course.checks import row_names, whole_at_least
+from attn_cli.course.checks import counted, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles.texts import Texts
@@ -58,8 +59,9 @@ __all__ = ["LESSON", "draw_memory", "draw_norms", "draw_weights"]
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
-    d_model = inputs["X"].shape[1]
+    n, d_model = inputs["X"].shape
     chosen = settings(options, inputs)
+    check_layer_work(n, inputs["Memory"].shape[0] if "Memory" in inputs else n, d_model, chosen)
     if "Memory" in inputs:
         if not chosen.decoder:
             raise UserError(
@@ -105,11 +107,37 @@ def estimate_bytes(
     d_ff = options.get("d_ff") or 4 * d
     layers = options.get("layers") or 1
     layers = layers if isinstance(layers, int) and layers > 0 else 1
+    masks_bytes = 8 * (n * n + n * m)
+    return layers * held_numbers(n, m, d, heads, d_ff) * itemsize + masks_bytes
+
+
+# Numbers the layer makes and records a second here (the work guard's speed): about 2.5e7 at
+# --d-ff 10,000,000 (18 s on a loaded 2-core machine: drawing W_1 and W_2 dominates), 1e8 at
+# --n 1,500 with 8 heads (the scores, made by matmul).
+NUMBERS_PER_SECOND = 2.5e7
+
+
+def held_numbers(n: int, m: int, d: int, heads: int, d_ff: int) -> int:
+    """The numbers one layer's walkthrough holds at its peak: n queries, m keys (the memory's
+    rows, or n), width d, d_ff hidden. The weights of d_ff count four times: drawn, scaled,
+    and held for the steps (measured: 1.5 GB at --d-ff 4,000,000, where twice counted 0.8)."""
     scores = heads * 5 * (n * n + n * m)  # per head: scores, scaled, weights, exp, masked
     rows = 40 * n * d + 3 * n * d_ff + 4 * m * d  # every step of n rows, d or d_ff wide
-    weights = 2 * (8 * d * d + 2 * d * d_ff + d_ff + 15 * d)
-    masks_bytes = 8 * (n * n + n * m)
-    return (layers * (scores + rows + weights) + masks_bytes) * itemsize
+    weights = 2 * (8 * d * d + 15 * d) + 4 * (2 * d * d_ff + d_ff)
+    return scores + rows + weights
+
+
+def check_layer_work(n: int, m: int, d: int, chosen: Settings) -> None:
+    """Refuse layers that would take more than a few minutes to make here (the work guard, as
+    the other lessons' sizes have it), saying how long."""
+    numbers = chosen.layers * held_numbers(n, m, d, chosen.heads, chosen.d_ff)
+    work.check_work(
+        numbers,
+        NUMBERS_PER_SECOND,
+        f"{counted(chosen.layers, 'layer')} of n = {n:,} tokens, d_model = {d:,}, "
+        f"d_ff = {chosen.d_ff:,} and {counted(chosen.heads, 'head')} make {numbers:.2g} numbers",
+        "a smaller --n, --d-model, --d-ff or --layers",
+    )
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -396,9 +424,11 @@ TEXTS = Texts(
     notes={
         "norm_rows": ("which", "gap", "low", "high", "eps", "norm"),
         "flat_rows": ("rows", "count", "input", "input_step", "which"),
+        "variance_beyond": ("rows", "input", "which", "dtype", "largest", "norm"),
         "causal_zero": ("head", "step"),
         "empty_rows": ("rows", "count", "step", "mask_step"),
         "relu_zeros": ("zeros", "total", "percent", "step"),
+        "relu_units": ("units", "always", "never", "mixed", "step"),
         "drawn": ("seed",),
         "given_drawn": ("given", "drawn", "initial", "seed"),
         "file_settings": ("source", "module", "heads", "arrangement", "activation", "eps"),
@@ -409,9 +439,11 @@ TEXTS = Texts(
     claims={
         "norm_rows": claims.rows_normalised,
         "flat_rows": claims.rows_flat,
+        "variance_beyond": claims.variance_beyond,
         "causal_zero": claims.causal_zero,
         "empty_rows": claims.empty_rows,
         "relu_zeros": claims.relu_zeros,
+        "relu_units": claims.relu_units,
         "drawn": claims.drawn_as_said,
         "given_drawn": claims.drawn_as_said,
         "unnormalised": claims.unnormalised,
@@ -432,6 +464,6 @@ LESSON = Lesson(
     build=build,
     texts=TEXTS,
     example_overrides=frozenset(spec.name for spec in CARD.inputs if spec.name != "X"),
-    memory_fix="choose a smaller --n, --m, --d-model or --layers",
+    memory_fix="choose a smaller --n, --m, --d-model, --d-ff or --layers",
     arrange=arrange,
 )

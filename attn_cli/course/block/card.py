@@ -65,11 +65,13 @@ CARD = Card(
     details="Every weight is yours to give: by hand (--wq, --w1, --gamma1, ...), in a lesson "
     "file, or as a PyTorch model's state_dict with --weights FILE (an nn.TransformerEncoderLayer, "
     "nn.TransformerDecoderLayer, or a stack of them, nn.TransformerEncoder or "
-    "nn.TransformerDecoder, saved as .pt, .safetensors or .npz). A weight not given is drawn "
-    "from --seed, from numpy's default_rng(seed).spawn(1)[0], in this order: W_Q, W_K, W_V, W_O "
-    "of self-attention (d_model × d_model, N(0, 1/d_model): attn multihead's for the same seed), "
-    "with --decoder those of cross-attention, then W_1 (d_model × d_ff) and b_1, N(0, 1/d_model), "
-    "and W_2 (d_ff × d_model) and b_2, N(0, 1/d_ff); attention's biases not given are 0 and "
+    "nn.TransformerDecoder, saved as .pt, .safetensors or .npz). A weight not given is drawn at "
+    "random from --seed (the same --seed gives the same weights, and attn multihead's W_Q, W_K, "
+    "W_V, W_O): W_Q, W_K, W_V, W_O of self-attention (d_model × d_model), with --decoder those "
+    "of cross-attention, then W_1 (d_model × d_ff) and b_1, each entry a normal random number "
+    "of mean 0 and variance 1/d_model, and W_2 (d_ff × d_model) and b_2, of variance 1/d_ff, so "
+    "that each layer's outputs keep about the scale of its inputs; attention's biases not given "
+    "are 0 and "
     "LayerNorm's γ and β are 1 and 0 (PyTorch's initial values; --gamma-beta draws γ and β). "
     "Weights are written as the lectures write them, inputs × outputs (Q = X W_Q); nn.Linear "
     "stores each transposed. When any is given, the first step lists every one and where it "
@@ -89,7 +91,8 @@ CARD = Card(
             "matrix",
             "encoder output (memory)",
             "--decoder only: the encoder's output that cross-attention reads keys and values "
-            "from, m × d_model (default: the example's, else N(0, 1) drawn from --seed, m = n).",
+            "from, m × d_model (default: the example's, else standard normal random numbers drawn "
+            "from --seed, m = n).",
         ),
         *_attention(cross=False),
         *_attention(cross=True),
@@ -240,8 +243,9 @@ CARD = Card(
         ),
         Option(
             "gamma_beta",
-            "Draw each LayerNorm's γ and β not given from --seed (γ = 1 + N(0, 0.1²), "
-            "β = N(0, 0.1²)) instead of γ = 1, β = 0, nn.LayerNorm's initial values.",
+            "Draw each LayerNorm's γ and β not given from --seed (γ near 1 and β near 0: each "
+            "a normal random number of standard deviation 0.1 about them) instead of γ = 1, "
+            "β = 0, nn.LayerNorm's initial values.",
             False,
             type=bool,
         ),

@@ -4,7 +4,7 @@ whose condition fails is withheld, attn_cli.course.recorder.keep_true_claims).""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,24 @@ def rows_normalised(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
     )
 
 
+def variance_beyond(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The named rows, and only those, show σ² = ∞ beside a finite √(σ² + ε)."""
+    try:
+        step = walkthrough.find(f"{values['norm']}.stats")
+        stats = np.asarray(step.value, dtype=np.float64)
+        labels = step.row_labels or ()
+    except (KeyError, ValueError, TypeError):
+        return False
+    if stats.ndim != 2 or stats.shape[1] != 3 or len(labels) != stats.shape[0]:
+        return False
+    beyond = {
+        labels[i]
+        for i in range(stats.shape[0])
+        if np.isinf(stats[i, 1]) and np.isfinite(stats[i, 2])
+    }
+    return bool(beyond) and beyond == set(str(values.get("rows", "")).split(", "))
+
+
 def rows_flat(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The named rows, and only those, have every entry of the LayerNorm's input equal."""
     try:
@@ -80,6 +98,39 @@ def relu_zeros(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     return bool(
         values.get("zeros") == int(np.count_nonzero(hidden == 0))
         and values.get("total") == hidden.size
+    )
+
+
+def unit_patterns(hidden: np.ndarray, names: Sequence[str]) -> dict[str, str]:
+    """The hidden units (columns) on (above 0) for every token, off (0) for every token, and
+    the rest, each as "N (u1, u2)" or "none"."""
+    on = hidden > 0
+    groups = {
+        "always": np.all(on, axis=0),
+        "never": np.all(~on, axis=0),
+        "mixed": np.any(on, axis=0) & np.any(~on, axis=0),
+    }
+
+    def said(chosen: np.ndarray) -> str:
+        picked = [names[int(j)] for j in np.flatnonzero(chosen)]
+        return f"{len(picked)} ({', '.join(picked)})" if picked else "none"
+
+    return {group: said(chosen) for group, chosen in groups.items()}
+
+
+def relu_units(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The note's three groups of hidden units are those of the hidden layer it names."""
+    try:
+        step = walkthrough.find(str(values["step"]))
+        hidden = np.asarray(step.value, dtype=np.float64)
+    except (KeyError, ValueError, TypeError):
+        return False
+    names = step.col_labels or ()
+    if hidden.ndim != 2 or len(names) != hidden.shape[1]:
+        return False
+    said = unit_patterns(hidden, names)
+    return values.get("units") == hidden.shape[1] and all(
+        values.get(group) == text for group, text in said.items()
     )
 
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.backend import namespace_of
+from attn_cli.core.backend import LARGEST, namespace_of
 from attn_cli.core.model import Note, Part
+from attn_cli.course.block import claims
 from attn_cli.course.block.parameters import Parameter
 from attn_cli.course.block.settings import Settings
 from attn_cli.course.checks import counted
@@ -164,6 +165,23 @@ class Layer:
             flat = [i for i in range(source.shape[0]) if np.ptp(source[i]) == 0]
             means = np.mean(hat, axis=-1)
             variances = np.mean((hat - means[:, None]) ** 2, axis=-1)
+        notes: list[Note] = []
+        variance = np.asarray(record.to_numpy(parts.variance), dtype=np.float64).ravel()
+        root = np.asarray(record.to_numpy(parts.root), dtype=np.float64).ravel()
+        beyond = [i for i in range(len(variance)) if np.isinf(variance[i]) and np.isfinite(root[i])]
+        if beyond:  # σ² past float64 (rows near 1e155): the root is still exact
+            dtype = self.run.backend.dtype
+            notes.append(
+                record.note(
+                    "variance_beyond",
+                    rows=", ".join(self.rows[i] for i in beyond),
+                    input=given,
+                    which=which,
+                    dtype=dtype,
+                    largest=LARGEST[dtype],
+                    norm=key,
+                )
+            )
         if flat:
             note = record.note(
                 "flat_rows",
@@ -183,7 +201,7 @@ class Layer:
                 eps=self.s.eps,
                 norm=key,
             )
-        return (note,)
+        return (*notes, note)
 
     def add(self, index: int, left: Any, right: Any, total: str, names: tuple[str, str]) -> Any:
         return self.record.compute(
@@ -313,6 +331,12 @@ class Layer:
                     total=int(hidden.size),
                     percent=100.0 * zeros / max(1, hidden.size),
                     step=self.key("ffn.hidden"),
+                ),
+                record.note(
+                    "relu_units",
+                    units=self.s.d_ff,
+                    step=self.key("ffn.hidden"),
+                    **claims.unit_patterns(hidden, hidden_cols),
                 ),
             )
         record.add(

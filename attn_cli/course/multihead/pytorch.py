@@ -10,20 +10,18 @@ per process while it stays the same.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.errors import UserError
-from attn_cli.core.tensor_file import read_named_arrays
 from attn_cli.course.pytorch_names import (
     Move,
     Problems,
     attention,
     attention_keys,
     has_bias,
+    load_state,
     unexpected,
 )
 
@@ -49,24 +47,8 @@ class LoadedAttention:
 
 
 def load(source: Any) -> LoadedAttention:
-    if isinstance(source, str | Path):
-        path = Path(source)
-        try:
-            stat = path.stat()
-        except OSError:
-            raise UserError(f"{FLAG} {path}: no such file.") from None
-        return _load_file(str(path), stat.st_size, stat.st_mtime_ns)
-    if isinstance(source, Mapping):
-        return _loaded(read_named_arrays(source, FLAG), f"{FLAG} (the state_dict given)", "")
-    raise UserError(
-        f"{FLAG}: a {type(source).__name__} is neither a file name nor a state_dict; give a .pt, "
-        ".safetensors or .npz file, or module.state_dict()."
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def _load_file(path: str, size: int, modified: int) -> LoadedAttention:
-    return _loaded(read_named_arrays(path, FLAG), f"{FLAG} {path}", Path(path).name)
+    """The weights of ``--weights`` (a path) or of ``weights=`` (a state_dict from Python)."""
+    return load_state(source, _loaded, FLAG)
 
 
 def _loaded(arrays: dict[str, np.ndarray], where: str, source: str) -> LoadedAttention:

@@ -60,6 +60,15 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
     return [
         ("scaled --valid-len", attn.scaled(n=5, m=3, dk=3, dv=2, valid_len=[1, 4, 5])),
         ("scaled --no-scale", attn.scaled(n=4, dk=2, scale=False, seed=3)),
+        (
+            "scaled --softcap --qk-norm rmsnorm --valid-len",
+            attn.scaled(n=4, m=3, dk=3, softcap=0.5, qk_norm="rmsnorm", valid_len=[1, 2, 4]),
+        ),
+        (
+            "scaled --qk-norm layernorm --no-scale",
+            attn.scaled(n=3, dk=4, qk_norm="layernorm", scale=False, seed=2),
+        ),
+        ("scaled --softcap", attn.scaled(n=3, dk=2, softcap=2.0, seed=1)),
         ("causal --q --k --v", attn.causal(q=QKV[0], k=QKV[1], v=QKV[2])),
         ("causal --valid-len", attn.causal(n=5, valid_len=3, seed=1)),
         ("causal --x", attn.causal(x=np.arange(12.0).reshape(4, 3) / 10)),

@@ -81,6 +81,14 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
             attn.multihead(n=4, d_model=8, heads=4, kv_heads=2, causal=True, bias=True, seed=5),
         ),
         (
+            "multihead --softcap --qk-norm rmsnorm --causal",
+            attn.multihead(n=4, heads=2, softcap=0.7, qk_norm="rmsnorm", causal=True, seed=3),
+        ),
+        (
+            "multihead --kv-heads 2 --qk-norm layernorm --bias",
+            attn.multihead(n=3, d_model=8, heads=4, kv_heads=2, qk_norm="layernorm", bias=True),
+        ),
+        (
             "multihead --kv-heads 1 --valid-len",
             attn.multihead(n=4, d_model=6, heads=3, kv_heads=1, valid_len=[1, 2, 4, 3]),
         ),

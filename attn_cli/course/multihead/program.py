@@ -6,9 +6,10 @@ PyTorch's nn.MultiheadAttention has the same conventions when d_in = d_out and W
 its in_proj_weight is [W_Qᵀ; W_Kᵀ; W_Vᵀ] (it multiplies by the transpose), or q_proj_weight,
 k_proj_weight, v_proj_weight when the keys or values are of other widths (kdim, vdim), and
 out_proj.weight is W_Oᵀ; the program loads them as its state_dict
-(attn_cli.course.multihead.pytorch.state_dict_of). It has no grouped-query heads: with
---kv-heads the PyTorch program projects the heads itself and calls
-F.scaled_dot_product_attention(..., enable_gqa=True).
+(attn_cli.course.multihead.pytorch.state_dict_of). It has no grouped-query heads, QK-norm
+or soft-capping: with --kv-heads, --qk-norm or --softcap the PyTorch program projects the heads
+itself and calls F.scaled_dot_product_attention(..., enable_gqa=True) (capped, the softmax of
+the capped scores times V, which SDPA cannot do).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 from attn_cli.core.model import Walkthrough
 from attn_cli.course.multihead.pytorch import state_dict_of
-from attn_cli.render.attention_program import SOFTMAX
+from attn_cli.mechanisms.scoring import EPSILONS
+from attn_cli.render.attention_program import NORMS_NUMPY, NORMS_TORCH, SOFTMAX
 from attn_cli.render.code_render import array, assignments, inputs_of, options_of, refuse
 
 BIASES = ("b_Q", "b_K", "b_V", "b_O")
@@ -27,13 +29,16 @@ def _kv_heads(walkthrough: Walkthrough, heads: int) -> int:
     return int(walkthrough.meta.get("kv_heads", heads))
 
 
+def _transforms(walkthrough: Walkthrough) -> tuple[str | None, float | None]:
+    """--qk-norm and --softcap as the walkthrough ran them."""
+    options = options_of(walkthrough)
+    return options.get("qk_norm"), options.get("softcap")
+
+
 def _given(walkthrough: Walkthrough) -> tuple[dict[str, Any], int, list[int] | None, bool]:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
         raise refuse("multihead", "--dropout", "a random mask")
-    for option, flag in (("softcap", "--softcap"), ("qk_norm", "--qk-norm")):
-        if options.get(option) is not None:
-            raise refuse("multihead", flag, "the program shows plain multi-head attention")
     given = inputs_of(walkthrough)
     lengths = walkthrough.meta.get("valid_lengths")
     return given, int(options["heads"]), lengths, bool(options.get("causal"))
@@ -71,6 +76,8 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         else []
     )
     kv_cols = "kv_cols" if kv < heads else "cols"
+    norm, cap = _transforms(walkthrough)
+    eps = repr(EPSILONS[norm]) if norm is not None else ""
     lines = [
         '"""attn multihead: multi-head attention, in numpy."""',
         "import numpy as np",
@@ -82,6 +89,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         "",
         "",
         SOFTMAX,
+        *([NORMS_NUMPY[norm]] if norm is not None else []),
         *_mask_lines(causal, lengths, "np"),
         "d_k = W_Q.shape[1] // heads  # each head's width",
         "outputs = []",
@@ -98,7 +106,13 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         f"    Q = X @ W_Q[:, cols]{bias['b_Q']}",
         f"    K = X_K @ W_K[:, {kv_cols}]{bias['b_K']}",
         f"    V = X_V @ W_V[:, {kv_cols}]{bias['b_V']}",
+        *(
+            [f"    Q, K = qk_norm(Q, {eps}), qk_norm(K, {eps})  # QK-norm, per head"]
+            if norm
+            else []
+        ),
         "    scores = Q @ K.T / np.sqrt(d_k)",
+        *([f"    scores = {cap!r} * np.tanh(scores / {cap!r})  # soft-capped"] if cap else []),
         *(["    scores = np.where(allowed, scores, -np.inf)"] if masked else []),
         "    weights = softmax(scores)",
         '    print(f"head{h + 1}.weights =", weights.tolist())',
@@ -128,7 +142,9 @@ def _sequences(given: dict[str, Any]) -> list[str]:
 
 def torch_program(walkthrough: Walkthrough) -> str:
     given, heads, lengths, causal = _given(walkthrough)
-    if _kv_heads(walkthrough, heads) < heads:
+    if _kv_heads(walkthrough, heads) < heads or any(
+        x is not None for x in _transforms(walkthrough)
+    ):
         return _grouped_torch_program(walkthrough)
     d_in, d_out = given["W_Q"].shape
     if "W_O" not in given or d_in != d_out or given["W_O"].shape != (d_out, d_out):
@@ -212,19 +228,34 @@ def _grouped_torch_program(walkthrough: Walkthrough) -> str:
         f"V = split(X_V @ W_V{plus['b_V']}, kv_heads)",
         *mask_lines,
     ]
+    norm, cap = _transforms(walkthrough)
+    if norm is not None:
+        lines.append(
+            f"Q, K = ({NORMS_TORCH[norm]}(t, (d_k,), eps={EPSILONS[norm]!r}) for t in (Q, K))"
+            "  # QK-norm, per head"
+        )
     mask = ", attn_mask=allowed" if mask_lines else ""  # SDPA's boolean mask: True = may attend
+    if cap is None:
+        lines += [
+            f"heads_out = F.scaled_dot_product_attention(Q, K, V{mask}, enable_gqa=True)"
+            "  # (h, n, d_k)",
+            "",
+            "# SDPA returns no weights: the same ones from K repeated h/g times, as enable_gqa "
+            "pairs",
+        ]
     lines += [
-        f"heads_out = F.scaled_dot_product_attention(Q, K, V{mask}, enable_gqa=True)  # (h, n, d_k)",
-        "concat = heads_out.transpose(0, 1).reshape(n, heads * d_k)  # [Y_1 | ... | Y_h]",
-        "",
-        "# SDPA returns no weights: the same ones from K repeated h/g times, as enable_gqa pairs",
         "K_repeated = K.repeat_interleave(heads // kv_heads, dim=0)  # (h, m, d_k)",
         "scores = Q @ K_repeated.transpose(1, 2) / d_k**0.5",
     ]
+    if cap is not None:
+        lines.append(f"scores = {cap!r} * torch.tanh(scores / {cap!r})  # soft-capped (Gemma 2)")
     if mask_lines:
         lines.append('scores = scores.masked_fill(~allowed, float("-inf"))')
+    lines += ["weights = torch.softmax(scores, dim=-1)"]
+    if cap is not None:  # SDPA cannot cap its scores: the weights times V, repeated likewise
+        lines.append("heads_out = weights @ V.repeat_interleave(heads // kv_heads, dim=0)")
     lines += [
-        "weights = torch.softmax(scores, dim=-1)",
+        "concat = heads_out.transpose(0, 1).reshape(n, heads * d_k)  # [Y_1 | ... | Y_h]",
         "for h in range(heads):",
         '    print(f"head{h + 1}.weights =", weights[h].tolist())',
     ]

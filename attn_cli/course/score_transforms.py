@@ -47,7 +47,9 @@ def transforms(options: Mapping[str, Any]) -> Transforms:
     cap = options.get("softcap")
     if cap is not None:
         if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap):
-            raise UserError(f"--softcap {cap!r}: give a number above 0, such as 50 (Gemma 2's).")
+            raise UserError(
+                f"--softcap {cap!r}: give a finite number above 0, such as 50 (Gemma 2's)."
+            )
         if cap <= 0:
             raise UserError(
                 f"--softcap {cap:g}: the cap must be above 0 (scores are squeezed into "

@@ -224,7 +224,7 @@ def test_check_on_a_correct_file_exits_0(invoke):
     assert "agree with the exact values" in result.stdout
     doc = json.loads(invoke("check", str(DOC_EXAMPLE), "-f", "json").stdout)
     assert doc == {
-        "schema_version": "2.3",
+        "schema_version": "2.4",
         "attn_version": __version__,
         "kind": "check",
         "ok": True,

@@ -90,11 +90,12 @@ def drawn_inputs(lesson: str) -> Iterator[tuple[str, dict[str, Any]]]:
     keyword = {spec.name: spec.keyword for spec in declared.inputs}
     takes = [size.name for size in card(lesson).sizes]
     for (number, sizes), seed in itertools.product(enumerate(SIZE_SETS), (100, 200)):
-        shapes = declared.random_shapes({name: sizes[name] for name in takes if name in sizes})
-        drawn = declared.draw_random(shapes, seed + number)
+        base = declared.random_shapes({name: sizes[name] for name in takes if name in sizes})
         for (name, transform), options in itertools.product(
             TRANSFORMS.items(), ({}, *runs_of(lesson).options)
         ):
+            shapes = declared.option_shapes(base, declared.options_with(options))
+            drawn = declared.draw_random(shapes, seed + number)
             given = {keyword[key]: transform(np.asarray(value)) for key, value in drawn.items()}
             if lesson == "graph":  # a random 0/1 graph, isolated nodes included
                 n = sizes["n"]

@@ -60,6 +60,15 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
     return [
         ("scaled --valid-len", attn.scaled(n=5, m=3, dk=3, dv=2, valid_len=[1, 4, 5])),
         ("scaled --no-scale", attn.scaled(n=4, dk=2, scale=False, seed=3)),
+        (
+            "scaled --softcap --qk-norm rmsnorm --valid-len",
+            attn.scaled(n=4, m=3, dk=3, softcap=0.5, qk_norm="rmsnorm", valid_len=[1, 2, 4]),
+        ),
+        (
+            "scaled --qk-norm layernorm --no-scale",
+            attn.scaled(n=3, dk=4, qk_norm="layernorm", scale=False, seed=2),
+        ),
+        ("scaled --softcap", attn.scaled(n=3, dk=2, softcap=2.0, seed=1)),
         ("causal --q --k --v", attn.causal(q=QKV[0], k=QKV[1], v=QKV[2])),
         ("causal --valid-len", attn.causal(n=5, valid_len=3, seed=1)),
         ("causal --x", attn.causal(x=np.arange(12.0).reshape(4, 3) / 10)),
@@ -67,6 +76,22 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("window --causal", attn.window(n=7, window=2, causal=True, seed=2)),
         ("multihead --causal --bias", attn.multihead(n=4, causal=True, bias=True, seed=5)),
         ("multihead --valid-len", attn.multihead(n=5, heads=1, valid_len=[2, 3, 4, 5, 5])),
+        (
+            "multihead --kv-heads 2 --causal --bias",
+            attn.multihead(n=4, d_model=8, heads=4, kv_heads=2, causal=True, bias=True, seed=5),
+        ),
+        (
+            "multihead --softcap --qk-norm rmsnorm --causal",
+            attn.multihead(n=4, heads=2, softcap=0.7, qk_norm="rmsnorm", causal=True, seed=3),
+        ),
+        (
+            "multihead --kv-heads 2 --qk-norm layernorm --bias",
+            attn.multihead(n=3, d_model=8, heads=4, kv_heads=2, qk_norm="layernorm", bias=True),
+        ),
+        (
+            "multihead --kv-heads 1 --valid-len",
+            attn.multihead(n=4, d_model=6, heads=3, kv_heads=1, valid_len=[1, 2, 4, 3]),
+        ),
         ("posenc --layout split", attn.posenc(positions=5, d_model=6, layout="split")),
         ("window --global", attn.window(n=7, window=1, global_tokens=[0, 4], seed=2)),
         ("graph --no-scale", attn.graph(n=5, d=3, scale=False, seed=4)),

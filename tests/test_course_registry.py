@@ -57,15 +57,18 @@ LESSON = Lesson(
     texts=Texts(steps={"doubled": ()}),
 )
 """
+# The added lesson follows the course's last lesson, in that lesson's section of the tour.
 STOP = """
+from attn_cli.course import stop_of
 from attn_cli.core.stop import Stop
 
 STOP = Stop(
     "double",
     "Doubling: a lesson added in a folder of its own",
     topic="doubling",
-    lead_in="After the KV cache, next, a lesson that a test wrote.",
-    after="kvcache",
+    lead_in="After the course's last lesson, next, a lesson that a test wrote.",
+    after={last!r},
+    section=stop_of({last!r}).section,
 )
 """
 WORDS = """
@@ -90,9 +93,15 @@ X = [[1, 2], [3, 4]]
 def added_lesson(tmp_path, monkeypatch):
     """The lesson "double", written into a folder that the course's path and the lesson files'
     folder are extended with (nothing of the repository is touched)."""
+    last = course.lesson_names()[-1]
     folder = tmp_path / "course" / "double"
     folder.mkdir(parents=True)
-    for name, text in {"__init__": "", "card": CARD, "build": BUILD, "stop": STOP}.items():
+    for name, text in {
+        "__init__": "",
+        "card": CARD,
+        "build": BUILD,
+        "stop": STOP.format(last=last),
+    }.items():
         (folder / f"{name}.py").write_text(textwrap.dedent(text), encoding="utf-8")
     words = tmp_path / "lessons"
     words.mkdir()
@@ -102,19 +111,20 @@ def added_lesson(tmp_path, monkeypatch):
     monkeypatch.setattr(course, "__path__", [*course.__path__, str(folder.parent)])
     monkeypatch.setattr(loader, "bundled_lessons_dir", lambda: words)
     course.forget()
-    yield "double"
+    yield "double", last
     monkeypatch.undo()
     course.forget()
 
 
 def test_an_added_lesson_is_in_the_course_the_api_the_cli_the_tour_and_the_explorer(added_lesson):
+    added_lesson, last = added_lesson
     from typer.testing import CliRunner
 
     from attn_cli.cli.app import command_names, make_app
     from attn_cli.cli.itinerary import tour
     from attn_cli.explore import state
 
-    assert course.lesson_names()[-1] == added_lesson  # the course, after the KV cache
+    assert course.lesson_names()[-2:] == (last, added_lesson)  # the course, after its last
     walkthrough = attn_cli.double([[1, 2], [3, 4]])  # the Python API
     np.testing.assert_array_equal(walkthrough.output, [[2, 4], [6, 8]])
     assert "double" in command_names()  # the command line: attn --help lists it, and it runs
@@ -122,7 +132,7 @@ def test_an_added_lesson_is_in_the_course_the_api_the_cli_the_tour_and_the_explo
     assert result.exit_code == 0, result.output
     assert "Doubled  2X" in result.stdout
     stops = [stop.name for stop in tour()]  # the tour, last
-    assert stops[-1] == added_lesson and stops.index("double") == stops.index("kvcache") + 1
+    assert stops[-1] == added_lesson and stops.index("double") > stops.index(last)
     start = state.opening(added_lesson)  # the explorer, on its example
     shown = state.walkthrough(start, start.state)
     np.testing.assert_array_equal(shown.output, [[2, 4], [6, 8]])

@@ -181,3 +181,27 @@ def test_masked_local_points_at_local_attention_not_a_padding_mask(invoke_json):
         assert all(weights[i, j] > 0 for i in range(n) for j in range(n) if abs(i - j) <= 1)
         if "global-first" in line:  # the global token: every query sees it, it sees every key
             assert np.all(weights[0] > 0) and np.all(weights[:, 0] > 0)
+
+
+def test_beyond_the_lectures_lists_each_change_with_commands_that_run(invoke):
+    """Past the slide: every change the 2026 models make, each command one that runs."""
+    overview = load_overview()
+    changes = [change["change"] for change in overview.changes]
+    assert changes == [
+        "Rotary positions (RoPE)",
+        "ALiBi",
+        "Grouped-query and multi-query heads",
+        "Attention sinks",
+        "Soft-capping and QK-norm",
+    ]
+    text = " ".join(invoke("kinds").stdout.split())
+    assert overview.beyond_heading in text
+    for change in overview.changes:
+        for line in change["commands"]:
+            assert f"$ {line}" in text
+            result = invoke(*shlex.split(line)[1:], "--format", "json")
+            assert result.exit_code == 0, (line, result.output)
+    markdown = invoke("kinds", "--format", "markdown").stdout
+    assert f"## {overview.beyond_heading}" in markdown
+    doc = json.loads(invoke("kinds", "--format", "json").stdout)
+    assert [change["change"] for change in doc["beyond"]["changes"]] == changes

@@ -25,6 +25,9 @@ RUNS = Runs(
         (*SMALL, "--window-layers", "16", "--window", "4096", "--latent-width", "512"),
         (*SMALL, "--latent-width", "512", "--rope-width", "64"),
         (*SMALL, "--latent-width", "9000"),
+        # Attention sinks: nothing evicted; every value alike (no cache nearer than another).
+        (*SMALL, "--sinks", "1", "--window", "10"),
+        ("--q", "1;1;1", "--k", "1;1;1", "--v", "1;1;1", "--sinks", "1", "--window", "1"),
     ),
     # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
     options=(
@@ -32,6 +35,7 @@ RUNS = Runs(
         {"window_layers": 8, "window": 2},
         {"latent_width": 512, "rope_width": 64},
         {"latent_width": 9000},
+        {"sinks": 1, "window": 2},
     ),
     figure=(("kvcache",), ("q1", "q4", "k1", "k4", "cached key")),
     batch=Batch(lambda draw: {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2)}, ("q", "k", "v")),
@@ -335,3 +339,66 @@ def test_the_latex_names_the_weights_it_shows():
     latex = attn_cli.kvcache().to_latex()
     assert "o_t = " not in latex
     assert latex.count("\\alpha_t = \\operatorname{softmax}") == 4  # one per token
+
+
+# --- attention sinks: --sinks S --window W ---------------------------------------------------
+
+
+def test_sink_caches_against_sdpa_with_their_masks(torch):
+    """Each cache's weights and outputs: PyTorch's SDPA with the cache as a boolean mask
+    (True = may attend): causal, the last W keys, and the first S with the last W."""
+    import attn_cli as attn
+
+    functional = torch.nn.functional
+    rng = np.random.default_rng(44)
+    for _ in range(10):
+        n, d, d_v = int(rng.integers(2, 12)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        sinks, window = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+        q, k, v = (rng.standard_normal(shape) for shape in ((n, d), (n, d), (n, d_v)))
+        walk = attn.kvcache(q, k, v, sinks=sinks, window=window)
+        position = torch.arange(n)
+        i, j = position[:, None], position[None, :]
+        masks = {
+            "causal_weights": j <= i,
+            "window_weights": (j <= i) & (j > i - window),
+            "sink_weights": (j <= i) & ((j > i - window) | (j < sinks)),
+        }
+        tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+        eye = torch.eye(n, dtype=torch.float64)
+        for key, allowed in masks.items():
+            weights = functional.scaled_dot_product_attention(tq, tk, eye, attn_mask=allowed)
+            np.testing.assert_allclose(walk.step(key), weights.numpy(), rtol=0, atol=1e-13)
+            output = functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=allowed)
+            moved = {"window_weights": "window_moved", "sink_weights": "sinks_moved"}
+            if key in moved:
+                full = functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+                want = (output - full).abs().amax(dim=-1).numpy()
+                got = [row[moved[key]] for row in walk.step("evictions")]
+                np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)
+
+
+def test_the_sink_example_keeps_its_sink(invoke_json):
+    doc = invoke_json("kvcache", "--example", "sink")
+    steps = steps_by_key(doc)
+    full = np.array(unwrap(steps["causal_weights"]["value"]))
+    assert np.all(full[1:, 0] > 0.3)  # every later row parks much of its weight on k1
+    notes = {note["key"]: note["values"] for step in doc["steps"] for note in step.get("notes", ())}
+    assert notes["first_is_sink"]["share"] > notes["first_is_sink"]["next"]
+    moved = notes["sinks_closer"]
+    assert moved["sinks_moved"] < moved["window_moved"]
+    rows = unwrap(steps["evictions"]["value"])
+    assert [row["window_keeps"] for row in rows] == [1, 2, 3, 3, 3, 3, 3, 3]
+    assert [row["sinks_keeps"] for row in rows] == [1, 2, 3, 4, 4, 4, 4, 4]
+    assert all(row["sinks_lost"] <= row["window_lost"] for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--sinks", "1"), "--sinks 1 needs --window W"),
+        (("--sinks", "0", "--window", "2"), "--sinks must be"),
+        (("--sinks", "1", "--window", "0"), "--window must be"),
+    ],
+)
+def test_sink_errors(invoke, args, fragment):
+    assert_user_error(invoke("kvcache", *args), fragment)

@@ -89,7 +89,10 @@ def test_a_module_declaring_another_lesson_is_refused(monkeypatch):
 def test_options_with_puts_each_layer_over_the_defaults():
     lesson = get_lesson("scaled")
     merged = lesson.options_with({"scale": False, "dropout": 0.5}, {"dropout": 0.1})
-    assert merged == {"scale": False, "valid_len": None, "dropout": 0.1, "normalise": "softmax"}
+    assert merged == {
+        **{"scale": False, "valid_len": None, "dropout": 0.1, "normalise": "softmax"},
+        **{"softcap": None, "qk_norm": None},
+    }
     assert lesson.options["scale"] is True  # the declaration is not changed
 
 

@@ -167,8 +167,9 @@ def test_the_documented_example_runs(invoke):
             [
                 "[steps.score]",
                 "no step 'score'",
-                "scores, scaled, padding, padding_rows, masked, weights, weights_sparsemax, "
-                "weights_entmax15, weights_sigmoid, weights_hardmax, output",
+                "scores, scaled, padding, padding_rows, masked, q_normed_layernorm, "
+                "q_normed_rmsnorm, k_normed_layernorm, k_normed_rmsnorm, capped, weights, "
+                "weights_sparsemax, weights_entmax15, weights_sigmoid, weights_hardmax, output",
             ],
         ),
         (

@@ -56,14 +56,18 @@ def test_the_schema_refuses_every_typo_the_loader_refuses(validator, change, fra
     [
         (
             ("[steps.scores]", "[steps.scroes]"),
-            "'scroes' is not one of ['scores', 'scaled', 'padding', 'padding_rows', 'masked', 'weights', 'weights_sparsemax', 'weights_entmax15', 'weights_sigmoid', 'weights_hardmax', 'output', 'dropout', 'output_dropout']",
+            "'scroes' is not one of ['scores', 'scaled', 'padding', 'padding_rows', 'masked', "
+            "'q_normed_layernorm', 'q_normed_rmsnorm', 'k_normed_layernorm', 'k_normed_rmsnorm', "
+            "'capped', 'weights', 'weights_sparsemax', 'weights_entmax15', 'weights_sigmoid', "
+            "'weights_hardmax', 'output', 'dropout', 'output_dropout']",
         ),
         (("Q = [[1, 2]]", "X = [[1, 2]]"), "'X' is not one of ['Q', 'K', 'V']"),
         (("Q = [[1, 2]]\n", ""), "'Q' is a required property"),
         (("scale = false", "scale = 0"), "0 is not of type 'boolean'"),
         (
             ("scale = false", "temperature = 2"),
-            "'temperature' is not one of ['scale', 'valid_len', 'dropout', 'normalise']",
+            "'temperature' is not one of ['scale', 'valid_len', 'dropout', 'normalise', 'softcap', "
+            "'qk_norm']",
         ),
         (
             ('keys = ["a", "b"]', 'tokens = ["a", "b"]'),

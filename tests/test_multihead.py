@@ -41,12 +41,51 @@ RUNS = Runs(
         # Two heads with the same columns: the same weights.
         ("--x", "1,0;0,1", *(arg for w in "qkv" for arg in (f"--w{w}", "1,0,1,0;0,1,0,1"))),
         ("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "0,1;1,0", "--bq", "1,1"),
+        ("--n", "4", "--d-model", "8", "--heads", "4", "--kv-heads", "1", "--bias"),
+        ("--n", "3", "--d-in", "4", "--d-out", "6", "--heads", "3", "--kv-heads", "1"),
+        ("--example", "grouped", "--dropout", "0.5"),
         # Cross-attention: keys and values of their own widths (kdim, vdim), from a file too.
         ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
         ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),
         ("--weights", MHA_FILE, "--x", "1,0,0,1;0,1,1,0", "--xk", "1,2,3;0,1,0", "--xv", "1,0;0,1"),
+        # Soft-capping and QK-norm per head: plain, masked, grouped.
+        ("--softcap", "0.5", "--qk-norm", "rmsnorm"),
+        ("--softcap", "2"),
+        (
+            "--x",
+            "1,0",
+            "--wq",
+            "1,0;0,1",
+            "--wk",
+            "1,0;0,1",
+            "--wv",
+            "1,0;0,1",
+            "--qk-norm",
+            "layernorm",
+        ),
+        ("--softcap", "1000", "--causal", "--valid-len", "3"),
+        ("--n", "4", "--d-model", "8", "--heads", "4", "--kv-heads", "2", "--qk-norm", "layernorm"),
+        (
+            *("--x", "9,0;0,9", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1"),
+            *("--qk-norm", "rmsnorm", "--heads", "1"),
+        ),
+        # Grouped-query heads over keys of their own.
+        (
+            "--n",
+            "3",
+            "--m",
+            "4",
+            "--d-model",
+            "4",
+            "--kdim",
+            "3",
+            "--heads",
+            "2",
+            "--kv-heads",
+            "1",
+        ),
     ),
-    options=({"causal": True},),
+    options=({"causal": True}, {"kv_heads": 1}, {"softcap": 1.0, "qk_norm": "layernorm"}),
     figure=(("multihead",), ("cats", "sat", "dogs", "ran", "head 1", "head 2")),
     batch=Batch(
         lambda draw: {"x": draw(3, 4), **{w: draw(4, 4) / 2 for w in ("wq", "wk", "wv", "wo")}},
@@ -374,3 +413,195 @@ def test_head_differences_compare_each_pair_once_and_keep_nan():
         got = weight_differences(weights)
     assert np.array_equal(got, reference, equal_nan=True)
     assert np.array_equal(weight_differences(weights[:1]), np.zeros((1, 1)))
+
+
+# --- grouped-query and multi-query heads (--kv-heads) ---------------------------------------
+
+
+def sdpa_gqa(torch, x, weights, biases, heads: int, kv: int, causal: bool):
+    """The reference: PyTorch's scaled_dot_product_attention with enable_gqa=True on the
+    projected heads, (h, n, d_k) queries against (g, n, d_k) keys and values; then W_O."""
+    functional = torch.nn.functional
+    n, d_k = x.shape[0], weights["W_Q"].shape[1] // heads
+    t = {name: torch.from_numpy(value) for name, value in {**weights, **biases}.items()}
+    tx = torch.from_numpy(x)
+
+    def heads_of(name: str, count: int):
+        projected = tx @ t[f"W_{name}"] + t.get(f"b_{name}", 0)
+        return projected.reshape(n, count, d_k).transpose(0, 1)
+
+    q, k, v = heads_of("Q", heads), heads_of("K", kv), heads_of("V", kv)
+    out = functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    concat = out.transpose(0, 1).reshape(n, heads * d_k)
+    return (concat @ t["W_O"] + t.get("b_O", 0)).numpy()
+
+
+def grouped_case(rng, n: int, heads: int, kv: int, d_k: int, bias: bool):
+    d_model = heads * d_k
+    x = rng.standard_normal((n, d_model))
+    shapes = {"W_Q": (d_model, d_model), "W_K": (d_model, kv * d_k)}
+    shapes |= {"W_V": (d_model, kv * d_k), "W_O": (d_model, d_model)}
+    weights = {name: rng.standard_normal(shape) / 2 for name, shape in shapes.items()}
+    biases = {f"b_{name[2]}": rng.standard_normal(shape[1]) for name, shape in shapes.items()}
+    return x, weights, biases if bias else {}
+
+
+def test_grouped_heads_equal_sdpa_with_enable_gqa(torch):
+    rng = np.random.default_rng(44)
+    import attn_cli as attn
+
+    for case in range(12):
+        heads = int(rng.choice([1, 2, 3, 4, 6, 8]))
+        kv = int(rng.choice([g for g in range(1, heads + 1) if heads % g == 0]))
+        n, d_k = int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        causal, bias = bool(case % 2), bool(case % 3)
+        x, weights, biases = grouped_case(rng, n, heads, kv, d_k, bias)
+        walk = attn.multihead(
+            x=x,
+            **{name.lower().replace("_", ""): w for name, w in weights.items()},
+            **{name.lower().replace("_", ""): b for name, b in biases.items()},
+            heads=heads,
+            kv_heads=kv,
+            causal=causal,
+        )
+        want = sdpa_gqa(torch, x, weights, biases, heads, kv, causal)
+        np.testing.assert_allclose(walk.output, want, rtol=0, atol=1e-13, err_msg=str(case))
+
+
+def test_grouped_heads_equal_repeated_keys_and_values():
+    """g key/value heads are h heads whose W_K and W_V blocks repeat each h/g times (as
+    repeat_kv and repeat_interleave lay them out): the same weights and output, exactly."""
+    import attn_cli as attn
+
+    rng = np.random.default_rng(7)
+    heads, kv, d_k = 6, 2, 2
+    x, weights, biases = grouped_case(rng, 5, heads, kv, d_k, True)
+
+    def repeated(w: np.ndarray) -> np.ndarray:
+        blocks = np.split(w, kv, axis=-1)
+        return np.concatenate([b for b in blocks for _ in range(heads // kv)], axis=-1)
+
+    def run(kv_heads: int, transform) -> object:
+        given = {name.lower().replace("_", ""): (transform(w) if name[2] in "KV" else w) for name, w in
+                 {**weights, **biases}.items()}  # fmt: skip
+        return attn.multihead(x=x, **given, heads=heads, kv_heads=kv_heads, causal=True)
+
+    grouped, full = run(kv, lambda w: w), run(heads, repeated)
+    np.testing.assert_array_equal(grouped.output, full.output)
+    for h in range(1, heads + 1):
+        np.testing.assert_array_equal(
+            grouped.step(f"head{h}.weights"), full.step(f"head{h}.weights")
+        )
+
+
+def test_grouped_example_shares_and_states_the_cache(invoke_json):
+    doc = invoke_json("multihead", "--example", "grouped")
+    steps = steps_of(doc)
+    assert [key for key in steps if key.startswith("kv")] == ["kv1.K", "kv1.V", "kv2.K", "kv2.V"]
+    assert "head1.K" not in steps and "head2.Q" in steps
+    split = unwrap(steps["split"]["value"])
+    assert [row["kv_head"] for row in split] == [1, 1, 2, 2]
+    assert [row["kv_columns"] for row in split] == ["1", "1", "2", "2"]
+    # Head 1: nouns look at nouns; head 2, with the same keys: verbs at verbs.
+    high = math.exp(2.25) / (2 * math.exp(2.25) + 2 * math.exp(-2.25))
+    for key, rows in (("head1.weights", (0, 2)), ("head2.weights", (1, 3))):
+        weights = np.array(unwrap(steps[key]["value"]))
+        for row in rows:
+            np.testing.assert_allclose(weights[row, list(rows)], [high, high], atol=1e-15)
+    cache = next(note for note in doc["notes"] if note["key"] == "kv_cache")["values"]
+    assert (cache["cached"], cache["full"], cache["per_token"], cache["ratio"]) == (16, 32, 4, 2)
+    assert doc["meta"]["kv_heads"] == 2
+
+
+def test_multi_query_draws_narrow_weights(invoke_json):
+    doc = invoke_json("multihead", "--n", "3", "--d-model", "8", "--heads", "4", "--kv-heads", "1")
+    import attn_cli as attn
+
+    assert doc["inputs"]["W_K"]["shape"] == doc["inputs"]["W_V"]["shape"] == [8, 2]
+    walk = attn.multihead(n=3, d_model=8, heads=4, kv_heads=1)
+    labels = {item.name: item.col_labels for item in walk.inputs}
+    assert labels["W_K"] == labels["W_V"] == ("kv1·1", "kv1·2")
+    split = steps_of(doc)["split"]
+    assert "2 key/value head" not in split["title"] and "1 key/value head" in split["title"]
+    assert "so 160 without biases" in split["notes"][1]["text"]  # 2·64 + 2·8·2
+    cache = next(note for note in doc["notes"] if note["key"] == "kv_cache")["values"]
+    assert (cache["cached"], cache["full"], cache["ratio"]) == (12, 48, 4)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--kv-heads", "3", "--heads", "4", "--n", "2", "--d-model", "8"), "give one of 1, 2, 4"),
+        (("--kv-heads", "4", "--heads", "2", "--n", "2"), "--kv-heads 4 does not divide"),
+        (("--kv-heads", "1"), "it must be 4 × g·d_k = 4 × 2"),
+        (("--kv-heads", "0", "--n", "2"), "--kv-heads"),
+        (
+            (
+                *("--x", "1,0;0,1", "--wq", "1,0;0,1", "--wk", "1;0", "--wv", "1;0", "--bk", "1,2"),
+                *("--heads", "2", "--kv-heads", "1"),
+            ),
+            "must have 1 (the columns of W_K and W_V)",
+        ),
+    ],
+)
+def test_kv_heads_errors(invoke, args, fragment):
+    assert_user_error(invoke("multihead", *args), fragment)
+
+
+# --- soft-capping and QK-norm per head ------------------------------------------------------
+
+
+def test_softcap_and_qk_norm_per_head_against_pytorch(torch):
+    """Qwen 3's per-head q_norm and k_norm (F.rms_norm over head_dim; LayerNorm as ViT-22B),
+    Gemma 2's tanh capping of the scaled scores before the mask, grouped heads repeated as
+    enable_gqa pairs them; float64."""
+    import attn_cli as attn
+
+    functional = torch.nn.functional
+    rng = np.random.default_rng(45)
+    for case in range(8):
+        heads, kv, d_k = (4, 2, 2) if case % 2 else (2, 2, 3)
+        n = int(rng.integers(2, 6))
+        x, weights, _ = grouped_case(rng, n, heads, kv, d_k, bias=False)
+        norm = ("rmsnorm", "layernorm")[case % 2]
+        cap = (None, 0.7, 3.0)[case % 3]
+        walk = attn.multihead(
+            x=x,
+            **{name.lower().replace("_", ""): w for name, w in weights.items()},
+            heads=heads,
+            kv_heads=kv,
+            causal=True,
+            softcap=cap,
+            qk_norm=norm,
+        )
+        t = {name: torch.from_numpy(w) for name, w in weights.items()}
+        tx = torch.from_numpy(x)
+        q, k, v = (
+            (tx @ t[f"W_{name}"]).reshape(n, count, d_k).transpose(0, 1)
+            for name, count in (("Q", heads), ("K", kv), ("V", kv))
+        )
+        if norm == "rmsnorm":
+            q, k = (functional.rms_norm(a, (d_k,), eps=1e-6) for a in (q, k))
+        else:
+            q, k = (functional.layer_norm(a, (d_k,), eps=1e-5) for a in (q, k))
+        k, v = (a.repeat_interleave(heads // kv, dim=0) for a in (k, v))
+        logits = q @ k.transpose(1, 2) / math.sqrt(d_k)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        future = torch.ones(n, n, dtype=torch.bool).triu(1)
+        attention = torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
+        for h in range(heads):
+            np.testing.assert_allclose(
+                walk.step(f"head{h + 1}.weights"), attention[h].numpy(), rtol=0, atol=1e-13
+            )
+        concat = (attention @ v).transpose(0, 1).reshape(n, heads * d_k)
+        want = (concat @ t["W_O"]).numpy()
+        np.testing.assert_allclose(walk.output, want, rtol=0, atol=1e-13, err_msg=str(case))
+
+
+def test_qk_norm_lowers_the_largest_weight_of_large_projections(invoke_json):
+    args = ("--x", "9,0;0,9", "--wq", "1,0;0,1", "--wk", "1,0;0,1", "--wv", "1,0;0,1")
+    doc = invoke_json("multihead", *args, "--heads", "1", "--qk-norm", "rmsnorm")
+    note = next(note for note in doc["notes"] if note["key"].startswith("qknorm"))
+    assert note["key"] == "qknorm_lowers"
+    assert note["values"]["before"] > 0.99 > note["values"]["after"]

@@ -44,12 +44,21 @@ RUNS = Runs(
         ("--q", "-1000", "--k", "1;0", "--v", "1;2", "--normalise", "sigmoid"),  # σ(−1000) = 0
         ("--q", "1", "--k", "1", "--v", "1"),  # one key: every weight is 1
         ("--q", "-1,-2;3,0;0,0", "--k", "-1,0;2,2", "--v", "1;2"),  # scaled, still peaked
+        # Score transforms: capped hard and barely; QK-norm raising, lowering, keeping; both.
+        (*SMALL, "--softcap", "0.5"),
+        (*SMALL, "--softcap", "1000"),
+        (*SMALL, "--qk-norm", "layernorm"),
+        (*SMALL, "--qk-norm", "rmsnorm", "--softcap", "2", "--valid-len", "2"),
+        ("--q", "10,0;0,10", "--k", "10,0;0,10", "--v", "1,0;0,1", "--qk-norm", "rmsnorm"),
+        ("--q", "1", "--k", "1", "--v", "1", "--qk-norm", "rmsnorm", "--no-scale"),
     ),
     options=(
         {"scale": False},
         {"normalise": "sparsemax"},
         {"normalise": "entmax15"},
         {"normalise": "hardmax"},
+        {"softcap": 1.0},
+        {"qk_norm": "rmsnorm"},
     ),
     figure=(("scaled", "--example", "cat-slept"), ("the", "cat", "slept", "s_t")),
     batch=Batch(lambda draw: {"q": draw(2, 3), "k": draw(4, 3), "v": draw(4, 2)}, ("q", "k", "v")),
@@ -342,7 +351,7 @@ def test_json_is_one_document_with_the_contract_keys(invoke):
         "notes",
         "meta",
     ]
-    assert doc["schema_version"] == "2.3" and doc["kind"] == "lesson"
+    assert doc["schema_version"] == "2.4" and doc["kind"] == "lesson"
     assert doc["inputs"] == {
         "Q": {"shape": [2, 2], "data": [[1, 0], [0, 1]]},
         "K": {"shape": [2, 2], "data": [[1, 1], [2, 0]]},
@@ -502,3 +511,69 @@ def test_the_latex_of_masked_scores_does_not_say_s_plus_p_of_scaled_scores():
     latex = attn_cli.scaled(valid_len=[1]).to_latex()
     assert "S + P" not in latex
     assert "Masked scores S / $\\surd$d" in latex
+
+
+# --- score transforms: soft-capping and QK-norm ---------------------------------------------
+
+
+def test_softcap_and_qk_norm_against_the_models_pytorch(torch):
+    """Gemma 2's soft-capping (scores / cap, tanh, * cap, as its attention writes it) and
+    QK-norm with F.layer_norm / F.rms_norm, then F.scaled_dot_product_attention; float64."""
+    import attn_cli as attn
+
+    functional = torch.nn.functional
+    rng = np.random.default_rng(44)
+    for case in range(12):
+        m, n, d, d_v = (int(x) for x in rng.integers(1, 7, size=4))
+        q, k, v = (rng.standard_normal(shape) * 3 for shape in ((m, d), (n, d), (n, d_v)))
+        norm = (None, "layernorm", "rmsnorm")[case % 3]
+        cap = (None, 0.5, 20.0)[case // 3 % 3] if case % 4 else 1.0
+        walk = attn.scaled(q, k, v, softcap=cap, qk_norm=norm)
+        tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+        if norm == "layernorm":
+            tq, tk = (functional.layer_norm(t, (d,), eps=1e-5) for t in (tq, tk))
+        elif norm == "rmsnorm":
+            tq, tk = (functional.rms_norm(t, (d,), eps=1e-6) for t in (tq, tk))
+        logits = tq @ tk.T / math.sqrt(d)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        weights = torch.softmax(logits, dim=-1)
+        np.testing.assert_allclose(walk.step("weights"), weights.numpy(), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(walk.output, (weights @ tv).numpy(), rtol=0, atol=1e-13)
+        if cap is None:
+            sdpa = functional.scaled_dot_product_attention(tq, tk, tv)
+            np.testing.assert_allclose(walk.output, sdpa.numpy(), rtol=0, atol=1e-13)
+
+
+def test_softcap_lowers_the_largest_weight(invoke_json):
+    doc = invoke_json("scaled", "--example", "library", "--softcap", "1")
+    steps = {step["key"]: step for step in doc["steps"]}
+    scores = np.array(data(steps["scores"]["value"]), dtype=float)
+    np.testing.assert_allclose(data(steps["capped"]["value"]), np.tanh(scores), atol=1e-15)
+    note = next(note for note in doc["notes"] if note["key"].startswith("softcap"))
+    assert note["key"] == "softcap_lowers"
+    assert note["values"]["after"] < note["values"]["before"]
+    assert note["values"]["after"] == np.max(data(steps["weights"]["value"]))
+
+
+def test_qk_norm_bounds_the_scaled_scores(invoke_json):
+    doc = invoke_json("scaled", "--n", "5", "--dk", "4", "--qk-norm", "layernorm", "--seed", "1")
+    steps = {step["key"]: step for step in doc["steps"]}
+    normed = np.array(data(steps["q_normed"]["value"]), dtype=float)
+    np.testing.assert_allclose(normed.mean(axis=1), 0, atol=1e-15)
+    np.testing.assert_array_less(np.linalg.norm(normed, axis=1), 2 + 1e-12)
+    keys = {note["key"] for note in doc["notes"]}
+    assert "qknorm_bound" in keys and keys & {"qknorm_lowers", "qknorm_raises"}
+    assert np.max(np.abs(data(steps["scaled"]["value"]))) <= 2
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--softcap", "0"), "--softcap 0: the cap must be above 0"),
+        (("--softcap", "-2"), "--softcap -2: the cap must be above 0"),
+        (("--qk-norm", "batchnorm"), "--qk-norm"),
+    ],
+)
+def test_score_transform_errors(invoke, args, fragment):
+    assert_user_error(invoke("scaled", *args), fragment)

@@ -22,12 +22,13 @@ def test_the_tour_is_one_order_linked_from_the_stops():
     every tool the tour visits once, each stop right after the one it names (a tool's stop
     before the lesson that follows the same stop), the lectures' first lesson first."""
     from attn_cli.cli.itinerary import TOOL_STOPS
-    from attn_cli.course import lesson_names
+    from attn_cli.course import lesson_names, visit_stops
 
     assert TOUR[0].name == "scaled" and TOUR[0].after is None
     assert TOUR[0].args == ("--example", "library")
     assert [stop.name for stop in TOUR if stop.lesson] == list(lesson_names())
-    assert sorted(NAMES) == sorted([*lesson_names(), *(stop.name for stop in TOOL_STOPS)])
+    tools = (*TOOL_STOPS, *visit_stops())
+    assert sorted(NAMES) == sorted([*lesson_names(), *(stop.name for stop in tools)])
     for stop in TOUR[1:]:
         named = NAMES.index(stop.after)  # the stop it names comes before it...
         between = TOUR[named + 1 : position(stop.name)]  # ...with only tools' stops between
@@ -113,8 +114,21 @@ def test_without_a_terminal_it_runs_straight_through(invoke):
             assert (said in after) == tour.leads_in(stop, following), following.name
     # cost's lead-in speaks of the bench, left out: not shown
     assert " ".join(TOUR[position("cost")].lead_in.split()) not in flat
-    assert " ".join(tour.CLOSING_WORDS.split()) in flat[flat.index(f"Stop {total}/{total}") :]
-    assert f"Stop {total}/{total} · KV caching" in out and "$ attn kvcache" in out
+    # The lectures' closing words after their last stop, before the first stop beyond them;
+    # each section's closing (with what each of its stops was checked against) after its last.
+    lectures = [number for number, stop in enumerate(shown, start=1) if stop.section is None]
+    beyond = f"Stop {lectures[-1] + 1}/{total}" if lectures[-1] < total else "End of the tour"
+    closing = flat[flat.index(f"Stop {lectures[-1]}/{total}") : flat.index(beyond)]
+    assert " ".join(tour.CLOSING_WORDS.split()) in closing
+    if lectures[-1] < total:
+        section = shown[-1].section
+        assert section is not None and section.title in closing
+        end = flat[flat.index(f"Stop {total}/{total}") :]
+        assert " ".join(section.closing.split()) in end
+        for stop in shown:
+            if stop.section is section:
+                assert " ".join(stop.checked.split()) in end, stop.name
+    assert f"Stop {lectures[-1]}/{total} · KV caching" in out and "$ attn kvcache" in out
     assert "$ attn flash" in out and "Step 1 · Block 1" in out
     assert max(len(line) for line in out.splitlines()) <= 80
 

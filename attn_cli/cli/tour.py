@@ -20,11 +20,29 @@ from rich.rule import Rule
 from rich.segment import ControlType, Segment, Segments
 from rich.text import Text
 
-from attn_cli.cli.itinerary import CLOSING, CLOSING_WORDS, INTRO, tour
+from attn_cli.cli.itinerary import (
+    CLOSING,
+    CLOSING_WORDS,
+    INTRO,
+    closing_of,
+    first_of_section,
+    last_of_section,
+    tour,
+)
 from attn_cli.core.errors import UserError
 from attn_cli.core.stop import Stop
 
-__all__ = ["PROMPT", "Pager", "Stop", "TourQuit", "pages", "run_tour", "select", "tour"]
+__all__ = [
+    "CLOSING_WORDS",
+    "PROMPT",
+    "Pager",
+    "Stop",
+    "TourQuit",
+    "pages",
+    "run_tour",
+    "select",
+    "tour",
+]
 
 
 def __getattr__(name: str) -> tuple[Stop, ...]:
@@ -132,13 +150,16 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
         ran: list[Stop] = []
         shown: Stop | None = None  # the stop just shown (None: none, or it could not run)
         for number, stop in enumerate(stops, start=1):
+            section = first_of_section(stops, number - 1)
+            if section is not None:
+                pager.screen([Text(""), Rule(section.title, style="bold"), Text(section.opening)])
             if leads_in(shown, stop):
                 pager.screen([Text(""), Text(stop.lead_in, style="italic")])
             shown = stop if _run_stop(stop, f"Stop {number}/{len(stops)}", pager) else None
             if shown is not None:
                 ran.append(stop)
-        if shown is not None and shown == tour()[-1]:
-            pager.screen([Text(""), Text(CLOSING_WORDS, style="italic")])
+                if last_of_section(shown):
+                    pager.screen([Text(""), Text(closing_of(shown.section), style="italic")])
     except TourQuit:
         console.print(Text("Tour stopped.", style="bold"))
         return
@@ -166,6 +187,9 @@ def _intro(stops: list[Stop]) -> list[RenderableType]:
         Text(INTRO.format(count=len(stops), s="s" if len(stops) > 1 else "")),
     ]
     for number, stop in enumerate(stops, start=1):
+        section = first_of_section(stops, number - 1)
+        if section is not None:
+            lines.append(Text(f"{section.title}:", style="bold"))
         line = Text(f"{number:>3}. {stop.name:<10}", style="bold")
         line.append(stop.title)
         lines.append(line)
@@ -193,7 +217,7 @@ def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
 def _screens(stop: Stop) -> list[list[RenderableType]]:
     """A lesson's screens (header and inputs, each step, notes), or the bench's table."""
     params = parsed(stop)
-    if stop.name == "bench":
+    if stop.command_name == "bench":
         from attn_cli.cli.commands.bench import WITH_SAVED, bench_config, measure
         from attn_cli.render.bench_render import bench_renderable
 
@@ -210,7 +234,7 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
     from attn_cli.render.rich_render import walkthrough_sections
     from attn_cli.run.runner import compute
 
-    request, shared = lesson_request(card(stop.name), params)
+    request, shared = lesson_request(card(stop.command_name), params)
     options = RenderOptions(precision=shared.precision, full=shared.full)
     return walkthrough_sections(compute(request), options)
 
@@ -246,8 +270,8 @@ def parsed(stop: Stop) -> dict[str, Any]:
     from attn_cli.cli.options import lesson_command
     from attn_cli.cli.typer_internals import UsageError
 
-    if cards.is_lesson(stop.name):
-        function = lesson_command(cards.card(stop.name))
+    if cards.is_lesson(stop.command_name):
+        function = lesson_command(cards.card(stop.command_name))
     elif stop.command == "learn":
         from attn_cli.cli.commands.learn import learn as function
     else:  # the bench stop

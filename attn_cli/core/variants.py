@@ -9,6 +9,7 @@ from __future__ import annotations
 
 # softmax first: the default
 NORMALISERS = ("softmax", "sparsemax", "entmax15", "sigmoid", "hardmax")
+QK_NORMS = ("layernorm", "rmsnorm")  # QK-norm: LayerNorm (ViT-22B) or RMSNorm (OLMo 2, Qwen 3)
 LAYOUTS = ("interleaved", "split")  # sinusoidal encoding: sin/cos alternating, or in halves
 FILLS = ("-inf", "zero")  # what a causal mask writes over the future scores
 GRAPH_SCORES = ("dot", "additive", "gatv2")  # graph attention's score of a pair

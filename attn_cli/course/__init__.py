@@ -75,6 +75,23 @@ def lecture_stops() -> tuple[Stop, ...]:
     return tuple(stop for name in lesson_names() if (stop := stop_of(name)) is not None)
 
 
+def visit_stops() -> tuple[Stop, ...]:
+    """The stops that visit a lesson's command again with other options (its folder's
+    ``stop.VISITS``: multihead's grouped-query heads, scaled's soft-capping), each placed as a
+    tool's stop is, right after the stop it names."""
+    visits: list[Stop] = []
+    for name in lesson_names():
+        module = folder_part(name, "stop")
+        for visit in getattr(module, "VISITS", ()):
+            if visit.lesson or visit.command_name != name:
+                raise ValueError(
+                    f"attn_cli.course.{name}.stop.VISITS: a visit is Stop(..., command={name!r}, "
+                    "lesson=False)"
+                )
+            visits.append(visit)
+    return tuple(visits)
+
+
 def is_lesson(name: str) -> bool:
     """Whether ``name`` is a lesson (its folder holds a card), without importing any card."""
     if not name.isidentifier() or name.startswith("_"):

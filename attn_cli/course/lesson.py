@@ -35,6 +35,11 @@ def draw_standard_normal(shapes: Shapes, seed: int) -> Inputs:
     return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
 
 
+def same_shapes(shapes: Shapes, options: dict[str, Any]) -> Shapes:
+    """Random shapes that no option changes (every lesson but those that say otherwise)."""
+    return shapes
+
+
 @dataclass(frozen=True)
 class Lesson:
     """A lesson, declared once at the bottom of its module: ``LESSON = Lesson(...)``."""
@@ -52,6 +57,9 @@ class Lesson:
     texts: Texts
     # Random inputs of those shapes from a seed (multihead scales its weights).
     draw_random: Callable[[Shapes, int], Inputs] = draw_standard_normal
+    # The random shapes as the options change them (multihead's --kv-heads narrows W_K and W_V):
+    # (shapes from the sizes, options) -> the shapes drawn.
+    option_shapes: Callable[[Shapes, dict[str, Any]], Shapes] = same_shapes
     # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
     example_overrides: frozenset[str] = frozenset()
     # The inputs rearranged with the options before a batch is split into items, or None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attn_cli.core import variants
 from attn_cli.core.card import Option
 
 VALID_LEN = Option(
@@ -21,6 +22,21 @@ DROPOUT = Option(
     metavar="P",
 )
 
+# Score transforms of the 2026 models (attn_cli.course.score_transforms computes them).
+SOFTCAP = Option(
+    "softcap",
+    "Soft-cap the scaled scores: s becomes cap·tanh(s / cap), within (−cap, cap), before any "
+    "mask (Gemma 2 caps attention scores at 50).",
+    type=float,
+    metavar="CAP",
+)
+QK_NORM = Option(
+    "qk_norm",
+    "Normalise each query and key row before the dot product: layernorm (ViT-22B) or rmsnorm "
+    "(OLMo 2, Qwen 3, Gemma 3), without a learned gain; a scaled score then lies within ±√d_k.",
+    choices=variants.QK_NORMS,
+    metavar="NAME",
+)
 
 # The symbols most lessons' help uses, defined once (a card's ``symbols``).
 D_K = ("d_k", "the width of each query and key (a score is their dot product)")

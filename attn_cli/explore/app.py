@@ -214,10 +214,12 @@ class Explorer(App[None]):
             widget = Flag(option.option, bool(value), id=widget_id, compact=True)
             return Horizontal(widget, classes="option", id=f"control-{option.name}")
         if option.choices:
+            # An option with no default (--qk-norm) may be left out: its blank is "none".
             widget = Select(
                 [(choice, choice) for choice in option.choices],
-                value=value,
-                allow_blank=False,
+                value=Select.NULL if value is None else value,
+                allow_blank=option.default is None,
+                prompt="none",
                 id=widget_id,
                 compact=True,
             )
@@ -448,7 +450,7 @@ class Explorer(App[None]):
                 if isinstance(widget, Flag):
                     widget.value = bool(value)
                 elif isinstance(widget, Select):
-                    widget.value = value
+                    widget.value = Select.NULL if value is None else value
                 elif isinstance(widget, Input):
                     widget.value = self.option_text(value)
             if self.start.card.seed:
@@ -584,7 +586,8 @@ class Explorer(App[None]):
 
     @on(Select.Changed)
     def select_changed(self, event: Select.Changed) -> None:
-        self.option_changed(event.select.id, event.value)
+        value = None if event.value is Select.NULL else event.value
+        self.option_changed(event.select.id, value)
 
     @on(Input.Submitted, "#options Input")
     def option_typed(self, event: Input.Submitted) -> None:

@@ -368,8 +368,8 @@ def same_numbers(a: Walkthrough, b: Walkthrough) -> bool:
 
 def focus_step(walkthrough: Walkthrough) -> int:
     """The step the explorer opens on (from 0): the first step of attention weights, the numbers
-    the lectures point at; in a lesson without one, the first of scores (the ring's first
-    merge, after its layout, which no input changes); else the first step."""
+    the lectures point at; in a lesson without one, its first scores (attn rope's, which an edit
+    of Q or K changes; attn ring's first merge, after its layout); else the first step."""
     names = [step.key.rsplit(".", 1)[-1] for step in walkthrough.steps]
     for wanted in ("weights", "scores"):
         if wanted in names:

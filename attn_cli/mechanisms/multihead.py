@@ -65,10 +65,13 @@ def weight_differences(weights: list[Array]) -> Array:
     return xp.stack(rows)  # (h, h)
 
 
-def parameter_count(d_model: int) -> int:
-    """W_Q, W_K, W_V and W_O, each d_model x d_model, without biases: 4 d_model^2 for any h.
+def parameter_count(d_model: int, kv_width: int | None = None) -> int:
+    """W_Q, W_K, W_V and W_O, each d_model x d_model, without biases: 4 d_model^2 for any h;
+    with grouped-query heads W_K and W_V are d_model x g d_k (``kv_width``): 2 d_model^2 +
+    2 d_model g d_k.
 
     (The walkthrough counts the entries of the weights and biases it was given, whatever their
     shapes; this is the square case the transformer paper uses.)
     """
-    return 4 * d_model * d_model
+    kv_width = d_model if kv_width is None else kv_width
+    return 2 * d_model * d_model + 2 * d_model * kv_width

@@ -33,6 +33,38 @@ class AttentionProgram:
     causal_only: bool = False  # the one mask is the causal one (torch: is_causal=True)
     values: bool = True  # V is given: the output is weights @ V
     zero_empty_rows: bool = False  # a row with no allowed key gets weights 0 (not NaN)
+    qk_norm: str | None = None  # "layernorm" or "rmsnorm": Q and K rows normalised first
+    softcap: float | None = None  # the scores become cap·tanh(scores / cap) before any mask
+    epsilon: float = 0.0  # the norm's ε (qk_norm)
+
+
+# QK-norm in numpy, as nn.LayerNorm and nn.RMSNorm compute it without their learned gain.
+NORMS_NUMPY = {
+    "layernorm": "def qk_norm(x, eps):  # LayerNorm over each row, no learned gain or bias\n"
+    "    centred = x - x.mean(axis=-1, keepdims=True)\n"
+    "    return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps)\n",
+    "rmsnorm": "def qk_norm(x, eps):  # RMSNorm over each row, no learned gain\n"
+    "    return x / np.sqrt((x**2).mean(axis=-1, keepdims=True) + eps)\n",
+}
+NORMS_TORCH = {"layernorm": "F.layer_norm", "rmsnorm": "F.rms_norm"}
+
+
+def _transform_lines(program: AttentionProgram, xp: str) -> tuple[list[str], list[str]]:
+    """The lines before the scores (QK-norm) and after them (soft-capping)."""
+    before, after = [], []
+    if program.qk_norm is not None:
+        eps = repr(program.epsilon)
+        if xp == "np":
+            before.append(f"Q, K = qk_norm(Q, {eps}), qk_norm(K, {eps})  # QK-norm: each row")
+        else:
+            norm = NORMS_TORCH[program.qk_norm]
+            before.append(
+                f"Q, K = ({norm}(t, (t.shape[-1],), eps={eps}) for t in (Q, K))  # QK-norm"
+            )
+    if program.softcap is not None:
+        cap = repr(program.softcap)
+        after.append(f"scores = {cap} * {xp}.tanh(scores / {cap})  # soft-capped (Gemma 2)")
+    return before, after
 
 
 def _inputs(program: AttentionProgram, module: str) -> str:
@@ -71,14 +103,18 @@ def numpy_text(program: AttentionProgram) -> str:
         "",
         "",
         SOFTMAX,
+        *([NORMS_NUMPY[program.qk_norm]] if program.qk_norm else []),
         *_projections(program),
     ]
+    before, after = _transform_lines(program, "np")
+    lines += before
     if program.source == "scores":
         lines.append("scores = S  # given: no Q K^T to compute, and never scaled")
     elif program.scale:
         lines.append("scores = Q @ K.T / np.sqrt(K.shape[-1])  # (m, n) scaled dot products")
     else:
         lines.append("scores = Q @ K.T  # (m, n) dot products, not scaled")
+    lines += after
     lines += _mask_lines(program, "np")
     if program.masks:
         lines.append(
@@ -112,22 +148,34 @@ def torch_text(program: AttentionProgram) -> str:
         _inputs(program, "torch"),
         "",
         *_projections(program),
-        "scores = Q @ K.T" + (" / K.shape[-1] ** 0.5" if program.scale else "") + "  # (m, n)",
     ]
+    before, after = _transform_lines(program, "torch")
+    lines += before
+    lines.append(
+        "scores = Q @ K.T" + (" / K.shape[-1] ** 0.5" if program.scale else "") + "  # (m, n)"
+    )
+    lines += after
     lines += _mask_lines(program, "torch")
     scale = "" if program.scale else ", scale=1.0"
-    if program.causal_only:
+    if program.softcap is not None:
+        call = None  # SDPA cannot cap its scores: the weights below, times V
+    elif program.causal_only:
         call = f"F.scaled_dot_product_attention(Q, K, V, is_causal=True{scale})"
     elif program.masks:
         call = f"F.scaled_dot_product_attention(Q, K, V, attn_mask=allowed{scale})"
     else:
         call = f"F.scaled_dot_product_attention(Q, K, V{scale})"
-    lines.append(f"output = {call}")
+    if call is not None:
+        lines.append(f"output = {call}")
     if program.masks:
         lines.append('scores = scores.masked_fill(~allowed, float("-inf"))')
-    lines.append(
-        "weights = torch.softmax(scores, dim=-1)  # what SDPA computes inside; it returns only the output"
-    )
+    if call is None:
+        lines += ["weights = torch.softmax(scores, dim=-1)", "output = weights @ V"]
+    else:
+        lines.append(
+            "weights = torch.softmax(scores, dim=-1)  # what SDPA computes inside; it returns "
+            "only the output"
+        )
     if program.zero_empty_rows:
         lines += [
             "empty = ~allowed.any(dim=-1, keepdim=True)  # a node with no neighbour",

@@ -39,6 +39,13 @@ def kinds_renderable(overview: Overview) -> RenderableType:
         parts += [Padding(Group(lines, Padding(Text(row["shows"], style="dim"), (0, 0, 0, 2))),
                           (0, 0, 0, 2))]  # fmt: skip
     parts += [Text(""), Text(f"Source: {overview.source}", style="dim")]
+    parts += [Text(""), Text(overview.beyond_heading, style="bold"), Text(overview.beyond_intro)]
+    for change in overview.changes:
+        lines = Text(f"{change['change']} ({change['used_in']})", style="cyan")
+        for command in change["commands"]:
+            lines.append("\n  $ ").append(command, style="bold")
+        shows = Padding(Text(change["shows"], style="dim"), (0, 0, 0, 2))
+        parts.append(Padding(Group(lines, shows), (0, 0, 0, 2)))
     return Group(*parts)
 
 
@@ -64,6 +71,14 @@ def kinds_markdown(overview: Overview) -> str:
         commands = ", ".join(f"`{command}`" for command in row["commands"])
         lines.append(f"- **{md_text(row['kind'])}**: {commands}. {md_text(row['shows'])}")
     lines += ["", f"*Source: {md_text(overview.source)}*", ""]
+    lines += [f"## {md_text(overview.beyond_heading)}", "", md_paragraph(overview.beyond_intro), ""]
+    for change in overview.changes:
+        commands = ", ".join(f"`{command}`" for command in change["commands"])
+        lines.append(
+            f"- **{md_text(change['change'])}** ({md_text(change['used_in'])}): {commands}. "
+            f"{md_text(change['shows'])}"
+        )
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -75,6 +90,11 @@ def kinds_document(overview: Overview) -> dict[str, Any]:
         "source": overview.source,
         "headings": dict(overview.headings),
         "rows": [{**row, "commands": list(row["commands"])} for row in overview.rows],
+        "beyond": {
+            "heading": overview.beyond_heading,
+            "intro": overview.beyond_intro,
+            "changes": [{**c, "commands": list(c["commands"])} for c in overview.changes],
+        },
     }
 
 

@@ -86,10 +86,13 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     if source.inputs is not None:
         items = [source.inputs] if batch is None else batch
         validate_inputs(lesson, data, source, items, item_options, backend.dtype, given.any)
-    guard_memory(lesson, backend, source.shapes, batch, options)
+    shapes = (
+        source.shapes if source.inputs is not None else lesson.option_shapes(source.shapes, options)
+    )
+    guard_memory(lesson, backend, shapes, batch, options)
     drawn: frozenset[str] = frozenset()
     if source.inputs is None:
-        items = [draw_inputs(lesson, source.shapes, request.seed, options)]
+        items = [draw_inputs(lesson, shapes, request.seed, options)]
         drawn = frozenset(items[0])
     labels = {**source.example_labels, **request.labels}
     runs = [

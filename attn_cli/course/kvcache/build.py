@@ -20,6 +20,7 @@ from attn_cli.core.backend import EPSILON, ITEMSIZE
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Part, Walkthrough
 from attn_cli.course.checks import counted, row_names, whole_at_least
+from attn_cli.course.kvcache import sinks
 from attn_cli.course.kvcache.card import CARD
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
@@ -72,10 +73,10 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
 def _check_window_and_latent(options: Mapping[str, Any]) -> None:
     """--window-layers K with --window W (1 ≤ K ≤ layers); --latent-width c, --rope-width r."""
     k, w = options.get("window_layers"), options.get("window")
-    if (k is None) != (w is None):
+    if sinks.settings(options) is None and (k is None) != (w is None):
         raise UserError(
             "give --window-layers K and --window W together: K of the layers keep the last W "
-            "tokens (e.g. --window-layers 16 --window 4096)."
+            "tokens (e.g. --window-layers 16 --window 4096); or --sinks S with --window W."
         )
     if k is not None:
         layers = options.get("layers", CARD.defaults["layers"])
@@ -174,6 +175,9 @@ def build(run: LessonRun) -> Walkthrough:
         _window_cache(record, n, base)
     if record.run.options.get("latent_width") is not None:
         _latent_cache(record, base)
+    sizes = sinks.settings(record.run.options)
+    if sizes is not None:
+        sinks.record_sinks(record, (q, k, v), (queries, keys), base, sizes)
     return record.walkthrough(
         cached,
         inputs=scaled.labelled_inputs(run, queries, keys),
@@ -538,6 +542,7 @@ TEXTS = Texts(
             *(*SIZES, "layers", "heads", "d_head", "dtype", "itemsize"),
             *("latent", "rope", "long"),
         ),
+        **dict.fromkeys(sinks.STEPS, (*SIZES, *sinks.STEP_NAMES)),
     },
     notes={
         "blas_gap": ("library", "difference", "bound", "epsilon", "dtype", "terms"),
@@ -552,6 +557,7 @@ TEXTS = Texts(
         "rope_not_counted": ("latent",),
         "latent_smaller": ("latent_bytes", "mha_bytes", "ratio"),
         "latent_not_smaller": ("latent_bytes", "mha_bytes", "ratio"),
+        **sinks.NOTES,
     },
     claims={
         "blas_gap": within_rounding,
@@ -561,6 +567,7 @@ TEXTS = Texts(
         "window_ratio": window_ratio_holds,
         "latent_smaller": latent_smaller,
         "latent_not_smaller": latent_not_smaller,
+        **sinks.CLAIMS,
     },
     measured=(
         "work_totals",
@@ -570,6 +577,7 @@ TEXTS = Texts(
     general=(
         "rope_counted",
         "rope_not_counted",
+        *sinks.GENERAL,
     ),
 )
 

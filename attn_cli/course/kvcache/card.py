@@ -39,9 +39,17 @@ CARD = Card(
         ),
         Option(
             "window",
-            "Cache size: the window W of the --window-layers layers (tokens they keep).",
+            "The window W: the last tokens a windowed cache keeps (with --window-layers, the "
+            "windowed layers' cache size; with --sinks, the sliding-window cache compared).",
             type=int,
             metavar="W",
+        ),
+        Option(
+            "sinks",
+            "Attention sinks (StreamingLLM): compare full attention with a cache that keeps "
+            "only the last --window W tokens and one that also keeps the first S (give both).",
+            type=int,
+            metavar="S",
         ),
         Option(
             "latent_width",

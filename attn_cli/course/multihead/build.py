@@ -6,6 +6,12 @@ its wrapper has no W_O at all). ``causal`` and ``valid_len`` add the masks every
 The keys and values may come from sequences of their own (X_K, X_V: cross-attention, PyTorch's
 nn.MultiheadAttention(query, key, value) with kdim and vdim), and the weights from an
 nn.MultiheadAttention's state_dict (--weights, attn_cli.course.multihead.pytorch).
+
+``kv_heads`` g < h is grouped-query attention (GQA; g = 1: multi-query, MQA): W_K and W_V have
+g blocks of d_k columns, one per key/value head, and query head i uses key/value head
+⌊i / (h/g)⌋ (from 0), as PyTorch's scaled_dot_product_attention(enable_gqa=True) and Hugging
+Face's repeat_kv pair them. Weights drawn from --seed are those of h heads with W_K and W_V cut
+to their first g blocks.
 """
 
 from __future__ import annotations
@@ -21,15 +27,15 @@ import numpy as np
 from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
-from attn_cli.course import dropout, padding
-from attn_cli.course.checks import counted, row_names, whole_at_least
+from attn_cli.course import dropout, padding, score_transforms
+from attn_cli.course.checks import counted, is_whole, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.multihead import pytorch
 from attn_cli.course.multihead.card import CARD
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
-from attn_cli.mechanisms import masks
+from attn_cli.mechanisms import masks, scoring
 from attn_cli.mechanisms import multihead as mh
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
@@ -69,8 +75,30 @@ def sequences(inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np
     return x, keys, inputs.get("X_V", keys)
 
 
+def kv_heads(options: Mapping[str, Any], heads: int) -> int:
+    """The number of key/value heads g (h when not given), checked: a whole number that
+    divides h."""
+    given = options.get("kv_heads")
+    if given is None:
+        return heads
+    g = whole_at_least(given, "--kv-heads (options.kv_heads)", meaning="key/value heads")
+    if g > heads or heads % g:
+        divisors = ", ".join(str(k) for k in range(1, heads + 1) if heads % k == 0)
+        raise UserError(
+            f"--kv-heads {g} does not divide --heads {heads}: each key/value head serves h/g "
+            f"query heads; give one of {divisors}."
+        )
+    if g < heads and options.get("weights") is not None:
+        raise UserError(
+            "--weights reads an nn.MultiheadAttention, which has a key and a value head for "
+            "each query head; leave out --kv-heads, or give --wq, --wk, --wv."
+        )
+    return g
+
+
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     heads = _heads(options)
+    kv = kv_heads(options, heads)
     inputs, _loaded = with_file(inputs, options)
     given = [name for name in WEIGHT_NAMES if name in inputs]
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
@@ -91,10 +119,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         )
     d_in = x.shape[1]
     d_out = inputs["W_Q"].shape[1] if "W_Q" in inputs else d_in
-    _check_shapes(inputs, (d_in, keys.shape[1], values.shape[1]), d_out, heads)
-    _check_biases(inputs, d_in, d_out)
+    _check_shapes(inputs, (d_in, keys.shape[1], values.shape[1]), d_out, (heads, kv))
+    _check_biases(inputs, d_in, d_out, d_out // heads * kv)
     padding.valid_lengths(options.get("valid_len"), x.shape[0], keys.shape[0])
     dropout.probability(options.get("dropout"))
+    score_transforms.transforms(options)
 
 
 def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> None:
@@ -113,11 +142,16 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
 
 
 def _check_shapes(
-    inputs: dict[str, np.ndarray], widths: tuple[int, int, int], d_out: int, heads: int
+    inputs: dict[str, np.ndarray],
+    widths: tuple[int, int, int],
+    d_out: int,
+    counts: tuple[int, int],
 ) -> None:
     """W_Q d_in × d_out, W_K kdim × d_out, W_V vdim × d_out (kdim, vdim: the widths of the
-    keys' and values' sequences, d_in unless --xk, --xv give their own)."""
+    keys' and values' sequences, d_in unless --xk, --xv give their own); with g key/value
+    heads (``counts``: h and g), W_K and W_V g·d_k wide."""
     d_in, kdim, vdim = widths
+    heads, kv = counts
     if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
         rows, cols = inputs["W_Q"].shape
         raise UserError(
@@ -126,6 +160,8 @@ def _check_shapes(
         )
     own = {"W_K": "X_K" in inputs, "W_V": "X_V" in inputs or "X_K" in inputs}
     for name, width, source in (("W_K", kdim, "--xk"), ("W_V", vdim, "--xv")):
+        if kv < heads:
+            continue  # their width is checked below, once the heads divide d_out
         if name in inputs and inputs[name].shape != (width, d_out):
             rows, cols = inputs[name].shape
             if not own[name]:
@@ -143,6 +179,17 @@ def _check_shapes(
             what = f"W_Q has d_out = {d_out} columns"
             fix = "--heads must divide d_out (each head gets d_out / h columns"
         raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
+    for name, width in (("W_K", kdim), ("W_V", vdim)) if kv < heads else ():
+        narrow = (width, d_out // heads * kv)
+        if name in inputs and inputs[name].shape != narrow:
+            rows, cols = inputs[name].shape
+            raise UserError(
+                f"{CARD.flag(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
+                f"{narrow[0]} × g·d_k = {narrow[0]} × {narrow[1]} "
+                f"({counted(kv, 'key/value head')} of d_k = d_out / h = "
+                f"{counted(d_out // heads, 'column')}): give --wk and --wv that wide, or no "
+                "weights (then they are drawn from --seed)."
+            )
     if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
         rows, cols = inputs["W_O"].shape
         raise UserError(
@@ -151,17 +198,21 @@ def _check_shapes(
         )
 
 
-def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int) -> None:
+def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width: int) -> None:
     if "b_O" in inputs and "W_O" not in inputs and "W_Q" in inputs:
         raise UserError("--bo needs --wo: without W_O there is no output projection to add it to.")
     width_o = inputs["W_O"].shape[1] if "W_O" in inputs else d_out
     for weight, bias in BIAS_OF.items():
         if bias not in inputs:
             continue
-        expected = width_o if weight == "W_O" else d_out
+        expected = {"W_O": width_o, "W_K": kv_width, "W_V": kv_width}.get(weight, d_out)
         got = inputs[bias].shape[0]
         if got != expected:
-            where = "W_O's columns" if weight == "W_O" else "d_out, the columns of W_Q, W_K, W_V"
+            where = {
+                "W_O": "W_O's columns",
+                "W_Q": "d_out, the columns of W_Q",
+            }.get(weight, "the columns of W_K and W_V" if kv_width != d_out else "")
+            where = where or "d_out, the columns of W_Q, W_K, W_V"
             raise UserError(
                 f"{CARD.flag(bias)} has {got} entries but must have {expected} ({where}): one per "
                 f"output column of {weight}."
@@ -194,16 +245,33 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     }
 
 
+def option_shapes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any]
+) -> dict[str, tuple[int, ...]]:
+    """With --kv-heads g, W_K and W_V are g·d_k wide (the shapes as drawn; options that do not
+    fit leave them, for validate to name)."""
+    heads, kv = options.get("heads"), options.get("kv_heads")
+    if not (is_whole(heads) and is_whole(kv)) or not 1 <= kv <= heads or heads % kv:
+        return shapes
+    d_out = shapes["W_Q"][1]
+    if d_out % heads:
+        return shapes
+    width = d_out // heads * kv
+    return {**shapes, "W_K": (shapes["W_K"][0], width), "W_V": (shapes["W_V"][0], width)}
+
+
 def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
     """Random inputs: X, then X_K and X_V where drawn, N(0, 1) in that order from numpy's
-    default_rng(seed); the weights as draw_weights."""
+    default_rng(seed); the weights as draw_weights (W_K and W_V cut to the columns their
+    shapes ask for: --kv-heads)."""
     rng = np.random.default_rng(seed)
     drawn: dict[str, np.ndarray] = {
         name: rng.standard_normal(shapes[name]) for name in ("X", "X_K", "X_V") if name in shapes
     }
     d_in, d_out = shapes["W_Q"]
     kdim, vdim = shapes["W_K"][0], shapes["W_V"][0]
-    return {**drawn, **draw_weights(seed, d_in, d_out, kdim, vdim)}
+    weights = draw_weights(seed, d_in, d_out, kdim, vdim)
+    return {**drawn, **{name: w[:, : shapes[name][1]] for name, w in weights.items()}}
 
 
 def estimate_bytes(
@@ -269,9 +337,12 @@ def draw_biases(seed: int, weights: dict[str, np.ndarray]) -> dict[str, np.ndarr
 def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
     heads: int = run.options["heads"]  # checked by validate()
+    kv = kv_heads(run.options, heads)
+    group = heads // kv  # the query heads that share one key/value head
+    transforms = score_transforms.transforms(run.options)
     given, loaded = with_file(run.inputs, run.options)
     x_in, keys_in, values_in = sequences(given)
-    weights_in, biases_in, drawn = _parameters(run, given)
+    weights_in, biases_in, drawn = _parameters(run, given, kv)
     (n, d_in), d_out = x_in.shape, weights_in["W_Q"].shape[1]
     (m, kdim), vdim = keys_in.shape, values_in.shape[1]
     d_k = d_out // heads
@@ -302,23 +373,39 @@ def build(run: LessonRun) -> Walkthrough:
         "d_out": d_out,
         "dk": d_k,
         "sqrt_dk": math.sqrt(d_k),
+        "g": kv,
+        "g_heads": counted(kv, "key/value head"),
+        "group": group,
+        "kv_width": kv * d_k,
         "then_wo": _THEN_WO if projected else _NO_WO,
         # The transformer paper's name for square weights, Raschka's book's otherwise.
         "width": "d_model" if d_in == d_out else "d_out",
         "weight_shape": _weight_shape(d_in, kdim, vdim, d_out),
     }
+    if transforms.cap is not None:
+        base["cap"] = transforms.cap
+    if transforms.norm is not None:
+        base |= {"norm_name": score_transforms.NORM_NAMES[transforms.norm]}
+        base |= {"eps": scoring.EPSILONS[transforms.norm]}
     record = StepRecorder(run)
     record.add(
         "split",
-        _split_records(heads, d_k, projected),
+        _split_records(heads, d_k, projected, group),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, (n, m), heads, (d_in, kdim, vdim, d_out), d_k),
+        notes=_split_notes(record, (n, m), (heads, kv), (d_in, kdim, vdim, d_out), d_k),
+        text="split" if group == 1 else "split_grouped",
     )
     mask = _mask_steps(record, x, run.options, (tokens, keys), base)
     p = dropout.probability(run.options.get("dropout"))
     computed = []
+    # Key/value head -> its K and V, and K before QK-norm (grouped-query heads).
+    shared: dict[int, tuple[Any, Any, Any]] = {}
     for index in range(heads):
+        if group > 1 and index // group not in shared:
+            shared[index // group] = _kv_steps(
+                record, index // group, kv, ((xk, wk, bk), (xv, wv, bv)), keys, base, transforms
+            )
         head = _head_steps(
             record,
             index,
@@ -327,6 +414,8 @@ def build(run: LessonRun) -> Walkthrough:
             mask,
             (tokens, keys),
             base,
+            transforms,
+            shared.get(index // group),
         )
         computed.append(head)
         if p is None:
@@ -375,6 +464,12 @@ def build(run: LessonRun) -> Walkthrough:
         )
     inputs = _labelled_inputs(run, (weights_in, biases_in), (tokens, keys), d_k, drawn, loaded)
     notes = _difference_notes(record, record.to_numpy(differences))
+    if group > 1:
+        notes += (_cache_note(record, shared, m, heads, d_out),)
+    if transforms.any:
+        on_screen = [np.asarray(record.to_numpy(w), dtype=np.float64) for w in head_weights]
+        raw = [head.raw for head in computed]
+        notes += score_transforms.notes(record, transforms, raw, True, on_screen)
     if not projected:
         notes += (record.note("concat_only"),)
     if drawn:
@@ -388,6 +483,8 @@ def build(run: LessonRun) -> Walkthrough:
         notes += (record.note("file_weights", source=loaded.source, layout=layout, heads=heads),)
     parameters = sum(int(a.size) for a in (*weights_in.values(), *biases_in.values()))
     meta: dict[str, Any] = {"parameters": parameters, **dropout.meta(run, p)}
+    if kv < heads:
+        meta["kv_heads"] = kv
     weights_option = run.options.get("weights")
     if weights_option is not None and not isinstance(weights_option, str):
         shown = f"a state_dict of {len(weights_option)} arrays"
@@ -403,14 +500,14 @@ _NO_WO = "; no W_O was given, so the concatenation is the result"
 
 
 def _parameters(
-    run: LessonRun, inputs: dict[str, np.ndarray]
+    run: LessonRun, inputs: dict[str, np.ndarray], kv: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], frozenset[str]]:
     """The weights and biases used (``inputs``: the run's with a --weights file's among them),
     and the names of those drawn from --seed.
 
-    Weights not given are all four drawn (d_in, kdim and vdim rows, d_in columns); --bias draws
-    a bias for every weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn
-    too.
+    Weights not given are all four drawn (d_in, kdim and vdim rows, d_in columns; with g
+    key/value heads W_K and W_V cut to their first g blocks); --bias draws a bias for every
+    weight; weights drawn as random inputs (--n, --d-model, ...) count as drawn too.
     """
     drawn = set(run.drawn) & set(WEIGHT_NAMES)
     if "W_Q" in inputs:
@@ -418,7 +515,13 @@ def _parameters(
     else:
         x, keys, values = sequences(inputs)
         d_in = x.shape[1]
-        weights = draw_weights(run.seed, d_in, d_in, keys.shape[1], values.shape[1])
+        width = d_in // run.options["heads"] * kv
+        weights = {
+            name: w if name in ("W_Q", "W_O") else w[:, :width]
+            for name, w in draw_weights(
+                run.seed, d_in, d_in, keys.shape[1], values.shape[1]
+            ).items()
+        }
         drawn |= set(WEIGHT_NAMES)
     biases = {BIAS_OF[name]: inputs[BIAS_OF[name]] for name in weights if BIAS_OF[name] in inputs}
     if run.options.get("bias"):
@@ -463,8 +566,20 @@ def _mask_steps(
     return mask
 
 
-def _split_records(heads: int, d_k: int, projected: bool) -> list[dict[str, Any]]:
+def _split_records(heads: int, d_k: int, projected: bool, group: int) -> list[dict[str, Any]]:
     concat = "concat_wo_rows" if projected else "concat_columns"
+    if group > 1:  # grouped-query: the query head's columns, and the key/value head it shares
+        return [
+            {
+                "head": index + 1,
+                "q_columns": _span(index, d_k),
+                "kv_head": index // group + 1,
+                "kv_columns": _span(index // group, d_k),
+                "d_k": d_k,
+                concat: _span(index, d_k),
+            }
+            for index in range(heads)
+        ]
     return [
         {
             "head": index + 1,
@@ -496,11 +611,12 @@ def _weight_shape(d_in: int, kdim: int, vdim: int, d_out: int) -> str:
 def _split_notes(
     record: StepRecorder,
     rows: tuple[int, int],
-    heads: int,
+    counts: tuple[int, int],
     widths: tuple[int, int, int, int],
     d_k: int,
 ) -> tuple[Note, ...]:
     n, m = rows
+    heads, kv = counts
     d_in, kdim, vdim, d_out = widths
     if kdim != d_in or vdim != d_in:
         return (
@@ -510,10 +626,17 @@ def _split_notes(
         )
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
-    notes = (
-        record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),
-        record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in)),
-    )
+    if kv == heads:
+        count = record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in))
+    else:
+        count = record.note(
+            "parameters_grouped",
+            d_model=d_in,
+            kv_width=kv * d_k,
+            count=mh.parameter_count(d_in, kv * d_k),
+            full=mh.parameter_count(d_in),
+        )
+    notes = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k), count)
     if heads == 1:
         return notes
     cost = record.note(
@@ -539,16 +662,21 @@ def _head_steps(
     mask: Any | None,
     labels: tuple[tuple[str, ...], tuple[str, ...]],
     base: dict[str, Any],
+    transforms: score_transforms.Transforms,
+    shared: tuple[Any, Any, Any] | None = None,
 ) -> _Head:
     """Head i: its column blocks of W_Q, W_K, W_V (and biases), each applied to its sequence
     (X for the queries, the keys' and values' own where given); Q, K, V; weights (the output
-    is recorded by _head_output, after dropout when there is dropout)."""
+    is recorded by _head_output, after dropout when there is dropout). ``shared``: the K and V
+    of the key/value head it shares (grouped-query), recorded before it; then only Q is its
+    own."""
     tokens, keys = labels
     d_k = base["dk"]
     span = _span(index, d_k)
     context = {
         **base,
         "head": index + 1,
+        "kv": index // base["group"] + 1,
         "cols": span,
         "cols_word": ("column " if d_k == 1 else "columns ") + span,
         "entries_word": ("entry " if d_k == 1 else "entries ") + span,
@@ -562,30 +690,136 @@ def _head_steps(
             text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
             grid=rows if letter == "Q" else Grid(keys, context=context),
         )
-        for letter, (source, w, b) in zip("QKV", projections, strict=True)
+        for letter, (source, w, b) in zip(
+            "QKV" if shared is None else "Q", projections, strict=False
+        )
     ]
-    # Inside the head: plain scaled dot-product attention on its Q, K, V. Its time (scores,
-    # softmax and A V together) is shown on the head's output, the last value it computes.
-    result, seconds = record.run.timed(lambda: mech.attention(*qkv, mask=mask))
-    weights_text = "head_weights"
+    raw_k = qkv[1] if shared is None else shared[2]
+    raw = (record.to_numpy(qkv[0]), record.to_numpy(raw_k))
+    if shared is not None:
+        qkv += shared[:2]
+    if transforms.norm is not None:  # QK-norm: this head's q (and k, unless shared) normalised
+        norm = transforms.norm
+        qkv[0] = record.compute(
+            f"{prefix}.Q_normed", lambda: scoring.qk_norm(qkv[0], norm), grid=rows,
+            text="head_Q_normed",
+        )  # fmt: skip
+        if shared is None:
+            qkv[1] = record.compute(
+                f"{prefix}.K_normed", lambda: scoring.qk_norm(qkv[1], norm),
+                grid=Grid(keys, context=context), text="head_K_normed",
+            )  # fmt: skip
+    # Inside the head: scaled dot-product attention on its Q, K, V (the scores soft-capped
+    # before the mask with --softcap). Its time (scores, softmax and A V together) is shown on
+    # the head's output, the last value it computes.
+    (scaled, logits, weights, output), seconds = record.run.timed(
+        lambda: _attend(qkv[0], qkv[1], qkv[2], mask, transforms.cap)
+    )
+    capped = "" if transforms.cap is None else "_capped"
+    weights_text = f"head_weights{capped}"
     if mask is not None:
         record.add(
             f"{prefix}.masked",
-            result.scaled + mask,
-            text="head_masked",
+            logits + mask,
+            text=f"head_masked{capped}",
             grid=replace(rows, cols=keys),
         )
-        weights_text = "head_weights_masked"
+        weights_text = f"head_weights{capped}_masked"
+    parts = [Part("scaled scores Q Kᵀ / √d_k", scaled)]
+    if transforms.cap is not None:
+        parts.append(
+            Part(f"soft-capped scores {transforms.cap:g}·tanh(scaled / {transforms.cap:g})", logits)
+        )
     record.add(
         f"{prefix}.weights",
-        result.weights,
+        weights,
         kind="weights",
         row_sums=True,
-        parts=(Part("scaled scores Q Kᵀ / √d_k", result.scaled),),
+        parts=tuple(parts),
         text=weights_text,
         grid=replace(rows, cols=keys),
     )
-    return _Head(prefix, rows, result.weights, qkv[2], result.output, seconds)
+    hidden = np.zeros(weights.shape, dtype=bool)
+    if mask is not None:
+        hidden = np.isneginf(np.asarray(record.to_numpy(mask), dtype=np.float64))
+    return _Head(prefix, rows, weights, qkv[2], output, seconds, (*raw, hidden))
+
+
+def _attend(q: Any, k: Any, v: Any, mask: Any | None, cap: float | None) -> tuple[Any, ...]:
+    """(scaled scores, the logits before the mask, weights, output) of one head."""
+    if cap is None:
+        result = mech.attention(q, k, v, mask=mask)
+        return result.scaled, result.scaled, result.weights, result.output
+    scaled = mech.scale(mech.scores(q, k), q.shape[-1])
+    capped = scoring.softcap(scaled, cap)
+    weights = mech.softmax(capped if mask is None else capped + mask)
+    return scaled, capped, weights, mech.weighted_sum(weights, v)
+
+
+def _kv_steps(
+    record: StepRecorder,
+    index: int,
+    kv: int,
+    projections: tuple[tuple[Any, Any, Any | None], ...],
+    keys: tuple[str, ...],
+    base: dict[str, Any],
+    transforms: score_transforms.Transforms,
+) -> tuple[Any, Any, Any]:
+    """Key/value head j (grouped-query): its blocks of W_K and W_V (and biases) applied to the
+    keys' and values' sequences, K and V, which the query heads j·h/g + 1 … (j + 1)·h/g share;
+    with QK-norm, K normalised too. (K as used, V, K before QK-norm.)"""
+    d_k, group = base["dk"], base["group"]
+    span = _span(index, d_k)
+    first, last = index * group + 1, (index + 1) * group
+    context = {
+        **base,
+        "kv": index + 1,
+        "cols": span,
+        "cols_word": ("column " if d_k == 1 else "columns ") + span,
+        "entries_word": ("entry " if d_k == 1 else "entries ") + span,
+        "sharing": f"query heads {first} and {last}"
+        if group == 2
+        else f"query heads {first}–{last}",
+    }
+    k, v = (
+        record.compute(
+            f"kv{index + 1}.{letter}",
+            functools.partial(_head_affine, source, w, b, index, kv),
+            text=KV_TEXTS[letter] if b is None else KV_BIASED_TEXTS[letter],
+            grid=Grid(keys, context=context),
+        )
+        for letter, (source, w, b) in zip("KV", projections, strict=True)
+    )
+    if transforms.norm is None:
+        return k, v, k
+    norm = transforms.norm
+    normed = record.compute(
+        f"kv{index + 1}.K_normed",
+        lambda: scoring.qk_norm(k, norm),
+        grid=Grid(keys, context=context),
+        text="kv_K_normed",
+    )
+    return normed, v, k
+
+
+def _cache_note(
+    record: StepRecorder, shared: dict[int, tuple[Any, Any, Any]], m: int, heads: int, d_out: int
+) -> Note:
+    """What a decoder's K/V cache holds for these keys: the key/value heads' K and V, counted
+    from the matrices above, against a key and a value head per query head."""
+    cached = sum(int(np.size(record.to_numpy(a))) for kv in shared.values() for a in kv[:2])
+    full = 2 * m * d_out  # K and V of h heads of d_k: m × d_out each
+    return record.note(
+        "kv_cache",
+        n=m,
+        g_heads=counted(len(shared), "key/value head"),
+        heads=heads,
+        cached=cached,
+        per_token=cached // max(m, 1),
+        full=full,
+        full_per_token=2 * d_out,
+        ratio=heads // len(shared),
+    )
 
 
 def _head_affine(x: Any, w: Any, b: Any | None, index: int, heads: int) -> Any:
@@ -605,6 +839,8 @@ class _Head:
     v: Any  # (n, d_k)
     output: Any  # (n, d_k) A V, replaced by Ã V after dropout
     seconds: float | None
+    # Q and K before any QK-norm, and where the logits are −∞: for the notes on the largest weight.
+    raw: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) -> None:
@@ -683,6 +919,35 @@ def every_pair_differs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> b
     return most == max(gaps.values()) and least == min(gaps.values())
 
 
+def read_heads(
+    walkthrough: Walkthrough,
+) -> tuple[list[score_transforms.Head], bool, list[np.ndarray]] | None:
+    """Every head's Q and K before any QK-norm (its K, or its key/value head's), where its
+    logits are −∞ (its masked step), and its weights, read from the steps on screen."""
+    found: list[score_transforms.Head] = []
+    weights: list[np.ndarray] = []
+    keys = {step.key for step in walkthrough.steps}
+    heads = sum(1 for key in keys if key.startswith("head") and key.endswith(".weights"))
+    kv = int(walkthrough.meta.get("kv_heads", heads) or heads)
+    try:
+        for i in range(1, heads + 1):
+            k_key = f"head{i}.K" if f"head{i}.K" in keys else f"kv{(i - 1) // (heads // kv) + 1}.K"
+            w = np.asarray(walkthrough.step(f"head{i}.weights"), dtype=np.float64)
+            masked = f"head{i}.masked"
+            hidden = (
+                np.isneginf(np.asarray(walkthrough.step(masked), dtype=np.float64))
+                if masked in keys
+                else np.zeros(w.shape, dtype=bool)
+            )
+            q = np.asarray(walkthrough.step(f"head{i}.Q"), dtype=np.float64)
+            k = np.asarray(walkthrough.step(k_key), dtype=np.float64)
+            found.append((q, k, hidden))
+            weights.append(w)
+    except (KeyError, ValueError, TypeError, ZeroDivisionError):
+        return None
+    return (found, True, weights) if found else None
+
+
 def _labelled_inputs(
     run: LessonRun,
     parameters: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
@@ -696,6 +961,7 @@ def _labelled_inputs(
     weights, biases = parameters
     tokens, keys = labels
     split = _split_labels(weights["W_Q"].shape[1], d_k)
+    grouped = _split_labels(weights["W_K"].shape[1], d_k, "kv")
     descriptions = {spec.name: spec.description for spec in CARD.inputs}
     items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
     for name in ("X_K", "X_V"):
@@ -716,6 +982,8 @@ def _labelled_inputs(
             continue
         description = descriptions[name] + origin(name)
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
+        if name in ("W_K", "W_V") and grouped != split[: len(grouped)]:
+            by_head = {"col_labels": grouped}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
@@ -725,9 +993,10 @@ def _labelled_inputs(
     return tuple(items)
 
 
-def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
-    """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1."""
-    return tuple(f"h{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
+def _split_labels(d_out: int, d_k: int, prefix: str = "h") -> tuple[str, ...]:
+    """Column j of the concatenation (and of W_Q, W_K, W_V) as head·column: h1·1, h1·2, h2·1
+    (kv1·1, ... for the key/value heads of grouped-query attention)."""
+    return tuple(f"{prefix}{j // d_k + 1}·{j % d_k + 1}" for j in range(d_out))
 
 
 # What every step's text reads: the sizes and words of both conventions; each head's steps add
@@ -735,21 +1004,35 @@ def _split_labels(d_out: int, d_k: int) -> tuple[str, ...]:
 SIZES = (
     *("n", "h", "h_heads", "dk_columns", "dk_numbers", "d_model", "d_in", "d_out", "dk", "sqrt_dk"),
     *("then_wo", "width", "weight_shape", "m", "kdim", "vdim", "keys_from", "values_from"),
+    *("g", "g_heads", "group", "kv_width"),
 )
-HEAD = (*SIZES, "head", "cols", "cols_word", "entries_word")
+HEAD = (*SIZES, "head", "kv", "cols", "cols_word", "entries_word")
+KV = (*SIZES, "kv", "cols", "cols_word", "entries_word", "sharing")
+NORMED = score_transforms.STEP_NAMES  # --qk-norm: the norm's name and its ε
 MASKED = (*HEAD, "mask_name")
 # Head i's Q, K and V: one text each, and one when the projection adds a bias.
 PROJECTION_TEXTS = {"Q": "head_Q", "K": "head_K", "V": "head_V"}
 BIASED_TEXTS = {"Q": "head_Q_bias", "K": "head_K_bias", "V": "head_V_bias"}
+# A key/value head's K and V (grouped-query attention), plain and with a bias.
+KV_TEXTS = {"K": "kv_K", "V": "kv_V"}
+KV_BIASED_TEXTS = {"K": "kv_K_bias", "V": "kv_V_bias"}
 TEXTS = Texts(
     steps={
         "split": SIZES,
+        "split_grouped": SIZES,
         "mask": SIZES,
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
         **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
+        **dict.fromkeys((*KV_TEXTS.values(), *KV_BIASED_TEXTS.values()), KV),
+        "head_Q_normed": (*HEAD, *NORMED),
+        "head_K_normed": (*HEAD, *NORMED),
+        "kv_K_normed": (*KV, *NORMED),
         "head_masked": MASKED,
         "head_weights_masked": MASKED,
         "head_weights": HEAD,
+        "head_masked_capped": (*MASKED, "cap"),
+        "head_weights_capped": (*HEAD, "cap"),
+        "head_weights_capped_masked": (*MASKED, "cap"),
         "head_output": HEAD,
         "head_dropout": (*HEAD, *dropout.STEP_NAMES),
         "head_output_dropout": HEAD,
@@ -763,6 +1046,17 @@ TEXTS = Texts(
         "split_cross": ("d_in", "kdim", "vdim", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
+        "parameters_grouped": ("d_model", "kv_width", "count", "full"),
+        "kv_cache": (
+            "n",
+            "g_heads",
+            "heads",
+            "cached",
+            "per_token",
+            "full",
+            "full_per_token",
+            "ratio",
+        ),
         "heads_cost": (
             *("n", "m", "heads", "d_model", "d_k", "weights", "one", "dots", "score_flops"),
         ),
@@ -777,15 +1071,18 @@ TEXTS = Texts(
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
         "file_weights": ("source", "layout", "heads"),
         **dropout.NOTES,
+        **{key: names for key, names in score_transforms.NOTES.items() if key != "qknorm_bound"},
     },
     claims={
         **dropout.CLAIMS,
         "heads_same": heads_have_same_weights,
         "two_heads_differ": two_heads_differ,
         "heads_differ": every_pair_differs,
+        **score_transforms.claims_of(read_heads),
     },
     measured=(
         "heads_cost",
+        "kv_cache",
         *dropout.MEASURED,
     ),
     general=(
@@ -793,6 +1090,7 @@ TEXTS = Texts(
         "split_cross",
         "split_square",
         "parameters",
+        "parameters_grouped",
         "concat_only",
         "one_head",
         "drawn_weights",
@@ -811,5 +1109,6 @@ LESSON = Lesson(
     estimate_bytes=estimate_bytes,
     build=build,
     draw_random=draw_random,
+    option_shapes=option_shapes,
     texts=TEXTS,
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attn_cli.core.card import Card, Option, Size, optional
-from attn_cli.course.shared import DROPOUT, QKV_WEIGHTS, VALID_LEN
+from attn_cli.course.shared import DROPOUT, QK_NORM, QKV_WEIGHTS, SOFTCAP, VALID_LEN
 
 CARD = Card(
     "multihead",
@@ -76,6 +76,15 @@ CARD = Card(
             minimum=1,
         ),
         Option(
+            "kv_heads",
+            "Key/value heads g (grouped-query attention; 1: multi-query): the query heads share "
+            "them h/g at a time, and W_K and W_V have g·d_k columns; g must divide h (default: h, "
+            "one key/value head per query head).",
+            type=int,
+            minimum=1,
+            metavar="G",
+        ),
+        Option(
             "causal",
             "Causal mask in every head: token i attends to tokens 1 … i only.",
             False,
@@ -83,6 +92,8 @@ CARD = Card(
         ),
         VALID_LEN,
         DROPOUT,
+        SOFTCAP,
+        QK_NORM,
         Option(
             "bias",
             "Add a random bias to every projection (b_Q, b_K, b_V and, with W_O, b_O), drawn "
@@ -111,12 +122,13 @@ CARD = Card(
     figure=("each head's weights, one panel per head, on one colour scale"),
     examples=(
         "attn multihead",
-        "attn multihead --n 4 --d-model 12 --heads 3 --seed 7",
+        "attn multihead --n 4 --d-model 12 --heads 6 --kv-heads 2 --seed 7",
         "attn multihead --n 3 --m 5 --d-model 4 --kdim 6 --vdim 2",
     ),
     symbols=(
         ("d_in", "the width of a token, a row of X"),
         ("d_out", "the width of Q, K and V, split into h heads of d_out / h"),
+        ("d_k", "the width of one head, d_out / h"),
         ("d_o", "the width of the output, W_O's columns"),
         ("d_model", "the transformer paper's single width: d_in = d_out = d_model"),
         QKV_WEIGHTS,

@@ -13,7 +13,7 @@ import numpy as np
 
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Walkthrough
-from attn_cli.course import dropout, normalisers, padding
+from attn_cli.course import dropout, normalisers, padding, score_transforms
 from attn_cli.course.checks import row_names
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder, on_an_example
@@ -42,6 +42,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     padding.valid_lengths(options.get("valid_len"), q.shape[0], k.shape[0])
     dropout.probability(options.get("dropout"))
     normalisers.choice(options.get("normalise"))
+    score_transforms.transforms(options)
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -57,6 +58,7 @@ def estimate_bytes(
     (m, _d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
     count = _SCORE_MATRICES + (_PADDING_MATRICES if options.get("valid_len") is not None else 0)
     count += normalisers.EXTRA_MATRICES.get(options.get("normalise") or "softmax", 0)
+    count += 1 if options.get("softcap") is not None else 0
     extra = dropout.dropout_bytes(options, m * n, itemsize)
     return (count * m * n + 2 * m * d_v) * itemsize + extra
 
@@ -71,16 +73,23 @@ def build(run: LessonRun) -> Walkthrough:
     context = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
     grid = Grid(queries, keys, context)
+    transforms = score_transforms.transforms(run.options)
+    if transforms.norm is not None:
+        columns = tuple(str(j) for j in range(1, d_k + 1))
+        grids = (Grid(queries, columns, context), Grid(keys, columns, context))
+        q, k = score_transforms.record_qk_norm(record, q, k, transforms.norm, grids)
 
     scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
     logits = scores
     if use_scale:
         logits = record.compute("scaled", lambda: mech.scale(scores, d_k), grid=grid)
+    if transforms.cap is not None:
+        logits = score_transforms.record_softcap(record, logits, transforms.cap, grid)
     lengths = padding.valid_lengths(run.options.get("valid_len"), m, n)
     if lengths is not None:
         unmasked = logits
         pad = padding.record_padding(record, unmasked, lengths, grid, causal=False)
-        context["logits"] = "S / √d_k" if use_scale else "S"
+        context["logits"] = ("S / √d_k" if use_scale else "S") if transforms.cap is None else "C"
         logits = record.compute("masked", lambda: unmasked + pad, grid=grid)
     normaliser = normalisers.choice(run.options.get("normalise"))
     normalised = normalisers.record_weights(record, logits, normaliser, grid)
@@ -98,8 +107,15 @@ def build(run: LessonRun) -> Walkthrough:
     )
     if n == 1:
         notes += (record.note("one_key"),)
-    if use_scale and normaliser == "softmax":
+    if use_scale and normaliser == "softmax" and not transforms.any:
         notes += _peaked_notes(record, record.shown("weights"), queries)
+    if normaliser == "softmax" and transforms.any:
+        hidden = np.isneginf(np.asarray(record.to_numpy(logits), dtype=np.float64))
+        heads = [(run.inputs["Q"], run.inputs["K"], hidden)]
+        shown = [np.asarray(record.shown("weights"), dtype=np.float64)]
+        notes += score_transforms.notes(record, transforms, heads, use_scale, shown)
+        if transforms.norm is not None and use_scale:
+            notes += (score_transforms.bound_note(record, record.shown("scaled"), d_k),)
     if normaliser == "hardmax":
         notes += (record.note("hardmax_gradient"),)
     if normaliser != "softmax" and p is not None:
@@ -181,7 +197,14 @@ TEXTS = Texts(
         "scores": SIZES,
         "scaled": SIZES,
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
-        "masked": (*SIZES, "logits"),  # what P is added to: "S / √d_k" or "S"
+        "masked": (*SIZES, "logits"),  # what P is added to: "S / √d_k", "S" or "C" (capped)
+        # --qk-norm and --softcap
+        **{
+            f"{x}_normed_{norm}": (*SIZES, *score_transforms.STEP_NAMES)
+            for x in "qk"
+            for norm in score_transforms.NORMS
+        },
+        "capped": (*SIZES, *score_transforms.CAP_NAMES),
         "weights": SIZES,
         # --normalise: the weights step of each alternative to softmax
         **{f"weights_{name}": SIZES for name in normalisers.ALTERNATIVES},
@@ -201,6 +224,7 @@ TEXTS = Texts(
         "masked_zeros": ("masked", "normaliser"),
         "hardmax_gradient": (),
         "dropout_normalised": ("normaliser",),
+        **score_transforms.NOTES,
     },
     claims={
         **dropout.CLAIMS,
@@ -209,6 +233,7 @@ TEXTS = Texts(
         "no_scale_asked": on_own_inputs,
         "one_key": has_one_key,
         "still_peaked": is_still_peaked,
+        **score_transforms.CLAIMS,
     },
     measured=(
         *dropout.MEASURED,

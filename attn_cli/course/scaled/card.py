@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attn_cli.core import variants
 from attn_cli.core.card import Card, InputSpec, Option, Size
-from attn_cli.course.shared import D_K, D_V, DROPOUT, VALID_LEN
+from attn_cli.course.shared import D_K, D_V, DROPOUT, QK_NORM, SOFTCAP, VALID_LEN
 
 # Q, K, V: also the inputs of flash, window, linear and kvcache (the same checks as here).
 QKV = (
@@ -47,6 +47,8 @@ CARD = Card(
             choices=variants.NORMALISERS,
             metavar="NAME",  # the five choices' metavar would squeeze the help's column
         ),
+        SOFTCAP,
+        QK_NORM,
     ),
     sizes=(
         Size("n", "number of keys n (default: {default}).", 8),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from attn_cli.core.model import Walkthrough
+from attn_cli.mechanisms.scoring import EPSILONS
 from attn_cli.render.attention_program import AttentionProgram, numpy_text, torch_text
 from attn_cli.render.code_render import inputs_of, options_of, refuse
 
@@ -19,6 +20,10 @@ def describe(walkthrough: Walkthrough) -> AttentionProgram:
     inputs: dict[str, Any] = {name: inputs_of(walkthrough)[name] for name in ("Q", "K", "V")}
     program = AttentionProgram("scaled", "scaled dot-product attention", inputs)
     program.scale = bool(options.get("scale", True))
+    program.qk_norm = options.get("qk_norm")
+    program.softcap = options.get("softcap")
+    if program.qk_norm is not None:
+        program.epsilon = EPSILONS[program.qk_norm]
     lengths = walkthrough.meta.get("valid_lengths")
     if lengths is not None:
         program.inputs["valid_len"] = lengths

@@ -1,0 +1,1 @@
+"""The rope lesson: its card, its build, its --code program and its tour stop."""

@@ -1,0 +1,194 @@
+"""attn rope: the rotations against RoPE as the models' code writes it in PyTorch (Hugging Face's
+rotate_half, Meta's complex numbers over consecutive pairs), the offset property, the sinusoidal
+comparison, the worked example by hand, and the user errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import attn_cli as attn
+from attn_cli.lessonfiles.loader import bundled_lessons_dir
+from tests.conftest import assert_user_error, unwrap
+from tests.lesson_runs import Batch, Runs
+
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--dk", "4", "--seed", "3"),
+    sized=lambda s: {"n": s, "dk": 2 * (s // 2 + 1)},  # an even width
+    large=("--n", "101", "--dk", "2"),
+    variants=(
+        (),
+        ("--layout", "split"),
+        ("--example", "partial"),
+        ("--rotary-dim", "2"),  # one pair: both layouts turn dimensions 0 and 1
+        ("--q", "0,0;0,0", "--k", "0,0;0,0"),  # no cross terms: PE's scores keep too
+    ),
+    options=({"layout": "split"}, {"rotary_dim": 2}),
+    batch=Batch(lambda draw: {"q": draw(3, 2), "k": draw(3, 2)}, ("q", "k")),
+)
+
+
+def steps_of(doc: dict) -> dict[str, dict]:
+    return {step["key"]: step for step in doc["steps"]}
+
+
+# --- references, written as the models' repositories write RoPE (PyTorch, float64) ----------
+
+
+def hf_rope(torch, x, positions, base: float, r: int):
+    """Hugging Face's Llama: inv_freq, cos and sin of the angles repeated for both halves, and
+    rotate_half; partial rotary as GPT-NeoX (the first r dimensions)."""
+
+    def rotate_half(t):
+        first, second = t[..., : t.shape[-1] // 2], t[..., t.shape[-1] // 2 :]
+        return torch.cat((-second, first), dim=-1)
+
+    inv_freq = 1.0 / (base ** (torch.arange(0, r, 2, dtype=torch.float64) / r))
+    freqs = torch.outer(positions, inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    turned, passed = x[..., :r], x[..., r:]
+    return torch.cat((turned * emb.cos() + rotate_half(turned) * emb.sin(), passed), dim=-1)
+
+
+def meta_rope(torch, x, positions, base: float, r: int):
+    """Meta's Llama: precomputed e^(i m θ) (torch.polar) times consecutive pairs viewed as
+    complex numbers."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, r, 2, dtype=torch.float64)[: r // 2] / r))
+    freqs_cis = torch.polar(torch.ones(len(positions), r // 2, dtype=torch.float64),
+                            torch.outer(positions, inv_freq))  # fmt: skip
+    pairs = torch.view_as_complex(x[..., :r].reshape(x.shape[0], -1, 2).contiguous())
+    turned = torch.view_as_real(pairs * freqs_cis).flatten(-2)
+    return torch.cat((turned, x[..., r:]), dim=-1)
+
+
+def sinusoidal(positions: np.ndarray, d: int, base: float) -> np.ndarray:
+    """The lectures' PE, one entry at a time, interleaved, cut to d columns."""
+    pe = np.zeros((len(positions), d))
+    for row, pos in enumerate(positions):
+        for col in range(d):
+            angle = pos / base ** (2 * (col // 2) / d)
+            pe[row, col] = math.sin(angle) if col % 2 == 0 else math.cos(angle)
+    return pe
+
+
+@pytest.mark.parametrize("layout", ["split", "interleaved"])
+def test_random_shapes_against_the_models_rope(torch, layout):
+    rng = np.random.default_rng(44)
+    reference = hf_rope if layout == "split" else meta_rope
+    for _ in range(12):
+        n = int(rng.integers(1, 9))
+        d = 2 * int(rng.integers(1, 7))
+        r = 2 * int(rng.integers(1, d // 2 + 1))
+        base = float(rng.choice([10000.0, 500000.0, 1.0 + 100 * rng.random()]))
+        s = int(rng.integers(1, 50))
+        q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        walk = attn.rope(q, k, layout=layout, base=base, rotary_dim=r, offset=s)
+        positions = torch.arange(n, dtype=torch.float64)
+        tq, tk = torch.tensor(q), torch.tensor(k)
+        q_ref, k_ref = (reference(torch, t, positions, base, r) for t in (tq, tk))
+        np.testing.assert_allclose(walk.step("q_rotated"), q_ref.numpy(), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(walk.step("k_rotated"), k_ref.numpy(), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(walk.output, (q_ref @ k_ref.T).numpy(), rtol=0, atol=1e-12)
+        later = positions + s
+        shifted = reference(torch, tq, later, base, r) @ reference(torch, tk, later, base, r).T
+        np.testing.assert_allclose(walk.step("shifted"), shifted.numpy(), rtol=0, atol=1e-11)
+        # The offset property, on the reference itself: the scores at m + s are those at m.
+        np.testing.assert_allclose(shifted.numpy(), walk.output, rtol=0, atol=1e-11)
+        other = hf_rope if reference is meta_rope else meta_rope
+        expected = other(torch, tq, positions, base, r) @ other(torch, tk, positions, base, r).T
+        np.testing.assert_allclose(walk.step("other_layout"), expected.numpy(), atol=1e-12)
+
+
+def test_the_sinusoidal_comparison_is_pe_added_to_q_and_k():
+    rng = np.random.default_rng(5)
+    for n, d in ((4, 4), (3, 6), (5, 5)):
+        q, k = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+        rotary = {"rotary_dim": d - d % 2} if d % 2 else {}
+        walk = attn.rope(q, k, offset=2, **rotary)
+        at, moved = sinusoidal(np.arange(n), d, 10000.0), sinusoidal(np.arange(n) + 2, d, 1e4)
+        np.testing.assert_allclose(walk.step("pe_scores"), (q + at) @ (k + at).T, atol=1e-12)
+        np.testing.assert_allclose(walk.step("pe_shifted"), (q + moved) @ (k + moved).T, atol=1e-12)
+
+
+def test_the_worked_example_by_hand(invoke_json):
+    """q1 = (0, 1, 0, 1) at position 1: pair 0 turned by 1 radian, pair 1 by 0.01."""
+    doc = invoke_json("rope")
+    steps = steps_of(doc)
+    assert list(steps) == [
+        "frequencies", "angles", "q_rotated", "k_rotated", "scores", "other_layout",
+        "shifted", "pe_scores", "pe_shifted",
+    ]  # fmt: skip
+    q1 = unwrap(steps["q_rotated"]["value"])[1]
+    expected = [-math.sin(1), math.cos(1), -math.sin(0.01), math.cos(0.01)]
+    assert q1 == pytest.approx(expected, abs=1e-15)
+    assert [row["dims"] for row in steps["frequencies"]["value"]] == ["0, 1", "2, 3"]
+    assert [row["theta"] for row in steps["frequencies"]["value"]] == [1.0, 0.01]
+    notes = {note["key"]: note for step in doc["steps"] for note in step.get("notes", ())}
+    assert notes["shift_kept"]["values"]["difference"] < 1e-15
+    assert notes["pe_changes"]["values"]["difference"] > 0.5
+    assert notes["layouts_differ"]["values"]["other"] == "split"
+
+
+def test_the_same_token_everywhere_gives_one_score_per_offset(invoke_json):
+    doc = invoke_json("rope", "--example", "same-token")
+    scores = np.array(unwrap(steps_of(doc)["scores"]["value"]))
+    for offset in range(-4, 5):
+        diagonal = np.diagonal(scores, offset)
+        np.testing.assert_allclose(diagonal, diagonal[0], atol=1e-15)
+
+
+def test_the_layouts_name_the_pairs_they_turn(invoke_json):
+    steps = steps_of(invoke_json("rope", "--example", "llama3"))
+    assert [row["dims"] for row in steps["frequencies"]["value"]] == ["0, 2", "1, 3"]
+    assert [row["theta"] for row in steps["frequencies"]["value"]] == pytest.approx(
+        [1.0, 500000**-0.5], rel=1e-15
+    )
+    doc = invoke_json("rope", "--rotary-dim", "2")  # one pair: the layouts agree
+    notes = {note["key"] for step in doc["steps"] for note in step.get("notes", ())}
+    assert {"layouts_agree", "partial"} <= notes and "layouts_differ" not in notes
+
+
+def test_partial_rotary_passes_the_last_dimensions_through(invoke_json):
+    doc = invoke_json("rope", "--example", "partial")
+    steps = steps_of(doc)
+    q = np.array(unwrap(doc["inputs"]["Q"]))
+    turned = np.array(unwrap(steps["q_rotated"]["value"]))
+    np.testing.assert_array_equal(turned[:, 4:], q[:, 4:])
+    np.testing.assert_allclose(
+        np.linalg.norm(turned[:, :4], axis=1), np.linalg.norm(q[:, :4], axis=1), atol=1e-15
+    )
+
+
+def test_torch_backend_agrees_with_numpy(invoke_json, torch):
+    args = ("rope", "--n", "7", "--dk", "6", "--layout", "split", "--rotary-dim", "4")
+    numpy_doc, torch_doc = invoke_json(*args), invoke_json(*args, "--backend", "torch")
+    assert torch_doc["backend"] == "torch"
+    np.testing.assert_allclose(
+        unwrap(torch_doc["output"]), unwrap(numpy_doc["output"]), rtol=0, atol=1e-12
+    )
+
+
+def test_check_passes_on_the_bundled_file(invoke):
+    result = invoke("check", str(bundled_lessons_dir() / "rope.toml"))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--rotary-dim", "3"), "--rotary-dim 3 is odd"),
+        (("--rotary-dim", "6"), "wider than q and k (d = 4)"),
+        (("--rotary-dim", "0"), "--rotary-dim must be a whole number >= 2"),
+        (("--q", "1,0,1;0,1,0", "--k", "1,0,1;0,1,0"), "an odd width"),
+        (("--base", "1"), "--base 1: the base must be greater than 1"),
+        (("--offset", "0"), "--offset must be a whole number >= 1"),
+        (("--q", "1,0;0,1", "--k", "1,0"), "give Q and K the same number of rows"),
+        (("--q", "1,0;0,1", "--k", "1,0,0,0;0,1,0,0"), "Q and K must share d"),
+        (("--layout", "halves"), "halves"),
+    ],
+)
+def test_user_errors(invoke, args, fragment):
+    assert_user_error(invoke("rope", *args), fragment)

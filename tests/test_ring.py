@@ -5,6 +5,7 @@ bytes counted, the processes stopped when one dies or on Ctrl-C, the user errors
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import multiprocessing
@@ -38,8 +39,11 @@ RUNS = Runs(
         ("--n", "4", "--dk", "2", "--processes", "2", "--dist-backend", "pipes"),
     ),
     options=({"processes": 2, "causal": True},),
-    # nccl runs between GPUs only (its note is checked on a GPU machine, docs/ring.md).
-    never_made=frozenset({"transport_nccl"}),
+    # nccl runs between GPUs only (its note is checked on a GPU machine, docs/ring.md); gloo,
+    # --dist-backend auto's choice, only where PyTorch is installed (else auto picks pipes).
+    never_made=frozenset(
+        {"transport_nccl"} | (set() if importlib.util.find_spec("torch") else {"transport_gloo"})
+    ),
 )
 SHARDINGS = ("contiguous", "striped", "zigzag")
 

@@ -301,8 +301,9 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     """Train both models from the seed (or load them), evaluate on held-out sentences, and
     return the walkthrough; with --save, write the trained weights."""
     options = _checked(options)
-    common.seeded(options.seed)
-    trained = _train(options, progress) if options.weights is None else _load(options.weights)
+    loaded = None if options.weights is None else _load(options.weights)  # refused at once
+    common.seeded(options.seed)  # torch's deterministic set-up: a second of imports
+    trained = _train(options, progress) if loaded is None else loaded
     max_len = trained.models[0].shape.max_len
     sentence = shown_sentence(options.sentence, max_len)
     record = common.recorder(NAME, TEXTS, _options_used(trained, options.sentence))

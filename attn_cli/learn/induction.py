@@ -293,9 +293,10 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
     import torch
 
     options = _checked(options)
-    common.seeded(options.seed)
+    loaded = None if options.weights is None else _load(options.weights)  # refused at once
+    common.seeded(options.seed)  # torch's deterministic set-up: a second of imports
     torch.set_num_threads(THREADS)
-    trained = _train(options, progress) if options.weights is None else _load(options.weights)
+    trained = _train(options, progress) if loaded is None else loaded
     record = common.recorder(NAME, TEXTS, _options_used(trained))
     if options.save is not None:
         weights_file.save_arrays(

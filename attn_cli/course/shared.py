@@ -12,6 +12,21 @@ VALID_LEN = Option(
     'key_padding_mask; with a batch, one per item separated by "|" ("2|3").',
     metavar="LENGTHS",
 )
+SCALE = Option(
+    "scale",
+    "Divide scores by √d_k (default: the example's, else {default}).",
+    default=True,
+    type=bool,
+    switch=True,
+)
+# A causal mask on the lessons that tile or split the keys (flash, ring).
+CAUSAL = Option(
+    "causal",
+    "Mask future keys: query i sees keys 1..i (default: the example's, else {default}).",
+    False,
+    type=bool,
+    switch=True,
+)
 DROPOUT = Option(
     "dropout",
     "Dropout on the weights, as in training: keep each with probability 1 − P, scale the kept by "

@@ -97,6 +97,21 @@ def head_steps(walkthrough: Walkthrough) -> list[Step]:
     return [s for s in walkthrough.steps if s.key.startswith("head") and s.key.endswith("weights")]
 
 
+def head_grids(walkthrough: Walkthrough, precision: int, xlabel: str, ylabel: str) -> list[Grid]:
+    """One grid per head's weights, all on the largest weight's colour scale, titled
+    "head i" (a caller may title them again)."""
+    heads = head_steps(walkthrough)
+    if not heads:
+        step_of(walkthrough, "head1.weights")  # the error that names the missing step
+    top = max(float(np.nanmax(as_matrix(head.value))) for head in heads)
+    return [
+        grid_of(head, xlabel=xlabel, ylabel=ylabel, precision=precision, vmax=top).titled(
+            f"head {index}"
+        )
+        for index, head in enumerate(heads, start=1)
+    ]
+
+
 def check_plot_work(walkthrough: Walkthrough, asked: str = COMMAND_LINE) -> None:
     """Refuse, before anything is drawn (or printed), a figure that would take minutes to draw."""
     panels = len(head_steps(walkthrough))

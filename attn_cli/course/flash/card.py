@@ -5,7 +5,7 @@ from __future__ import annotations
 from attn_cli.core.card import Card, Option
 from attn_cli.course.flash.kernel import kernel_instead
 from attn_cli.course.scaled.card import QKV, SMALL_QKV_SIZES
-from attn_cli.course.shared import D_K, D_V
+from attn_cli.course.shared import CAUSAL, D_K, D_V, SCALE
 
 CARD = Card(
     "flash",
@@ -30,20 +30,8 @@ CARD = Card(
             "every query: the inner loop only).",
             type=int,
         ),
-        Option(
-            "causal",
-            "Mask future keys: query i sees keys 1..i (default: the example's, else {default}).",
-            False,
-            type=bool,
-            switch=True,
-        ),
-        Option(
-            "scale",
-            "Divide scores by √d_k (default: the example's, else {default}).",
-            True,
-            type=bool,
-            switch=True,
-        ),
+        CAUSAL,
+        SCALE,
         Option(
             "sram",
             "On-chip memory M in KiB, for the HBM traffic step (default: {default}, the shared "

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from attn_cli.core.model import Walkthrough
-from attn_cli.render.heatmap import (
-    as_matrix,
-    grid_of,
-    head_steps,
-    panels,
-    step_of,
-)
+from attn_cli.render.heatmap import head_grids, panels
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -21,13 +13,4 @@ if TYPE_CHECKING:
 
 def draw(walkthrough: Walkthrough, precision: int) -> Figure:
     """One panel per head, on one colour scale."""
-    heads = head_steps(walkthrough)
-    if not heads:
-        step_of(walkthrough, "head1.weights")
-    top = max(float(np.nanmax(as_matrix(head.value))) for head in heads)
-    grids = [
-        grid_of(head, xlabel="key token", ylabel="query token", precision=precision, vmax=top)
-        for head in heads
-    ]
-    grids = [grid.titled(f"head {index}") for index, grid in enumerate(grids, start=1)]
-    return panels(walkthrough, grids)
+    return panels(walkthrough, head_grids(walkthrough, precision, "key token", "query token"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from attn_cli.core import variants
 from attn_cli.core.card import Card, Option, Size
 from attn_cli.course.scaled.card import QKV
-from attn_cli.course.shared import D_K, D_V
+from attn_cli.course.shared import CAUSAL, D_K, D_V, SCALE
 
 # The most processes a run starts: a walkthrough shows each process in each round (P² merges of
 # six steps), and eight is a node's GPUs.
@@ -41,20 +41,8 @@ CARD = Card(
             variants.SHARDINGS[0],
             choices=variants.SHARDINGS,
         ),
-        Option(
-            "causal",
-            "Mask future keys: query i sees keys 1..i (default: the example's, else {default}).",
-            False,
-            type=bool,
-            switch=True,
-        ),
-        Option(
-            "scale",
-            "Divide scores by √d_k (default: the example's, else {default}).",
-            True,
-            type=bool,
-            switch=True,
-        ),
+        CAUSAL,
+        SCALE,
         Option(
             "dist_backend",
             "How the blocks move: gloo (torch.distributed between CPU processes), nccl "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from attn_cli.core import variants
 from attn_cli.core.card import Card, InputSpec, Option, Size
-from attn_cli.course.shared import D_K, D_V, DROPOUT, QK_NORM, SOFTCAP, VALID_LEN
+from attn_cli.course.shared import D_K, D_V, DROPOUT, QK_NORM, SCALE, SOFTCAP, VALID_LEN
 
 # Q, K, V: also the inputs of flash, window, linear and kvcache (the same checks as here).
 QKV = (
@@ -28,13 +28,7 @@ CARD = Card(
     inputs=QKV,
     positional=("q", "k", "v"),
     options=(
-        Option(
-            "scale",
-            "Divide scores by √d_k (default: the example's, else {default}).",
-            default=True,
-            type=bool,
-            switch=True,
-        ),
+        SCALE,
         VALID_LEN,
         DROPOUT,
         Option(

@@ -114,7 +114,10 @@ def main(job: Job) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:  # one thread each, as torchrun sets: P processes share the cores (and
         torch.set_num_threads(1)  # a forked process must not enter the parent's thread pool)
-    log = open(log_path(folder, rank), "w", encoding="utf-8")  # noqa: SIM115 (until exit)
+    try:
+        log = open(log_path(folder, rank), "w", encoding="utf-8")  # noqa: SIM115 (until exit)
+    except OSError:  # the command has stopped and removed its folder (Ctrl-C as this started):
+        os._exit(1)  # nothing to report, and no traceback on the user's terminal
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log

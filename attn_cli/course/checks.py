@@ -45,6 +45,27 @@ def check_causal_square(m: int, n: int) -> None:
         )
 
 
+def same_positions(q_shape: tuple[int, ...], k_shape: tuple[int, ...], position: str) -> None:
+    """A positional lesson's Q and K (ALiBi, RoPE): row ``position`` of each is the query and the
+    key at that position, so they have the same rows n, and the same width d."""
+    if q_shape[0] != k_shape[0]:
+        raise UserError(
+            f"Q has {q_shape[0]} rows but K has {k_shape[0]}: row {position} of each is the query "
+            f"and the key at position {position}, so give Q and K the same number of rows n."
+        )
+    if q_shape[1] != k_shape[1]:
+        raise UserError(
+            f"Q has {q_shape[1]} columns but K has {k_shape[1]}: Q and K must share d (each "
+            "score is a dot product of a query row with a key row)."
+        )
+
+
+def positional_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Random inputs of a positional lesson: Q and K, n × d_k each."""
+    n, d = sizes["n"], sizes["dk"]
+    return {"Q": (n, d), "K": (n, d)}
+
+
 def labels(prefix: str, count: int) -> tuple[str, ...]:
     """Row or column labels: q1, q2, ... (1-based, as on the slides)."""
     return tuple(f"{prefix}{index}" for index in range(1, count + 1))

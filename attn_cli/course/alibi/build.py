@@ -17,7 +17,13 @@ import numpy as np
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course.alibi.card import CARD
-from attn_cli.course.checks import counted, is_whole, whole_at_least
+from attn_cli.course.checks import (
+    counted,
+    is_whole,
+    positional_shapes,
+    same_positions,
+    whole_at_least,
+)
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.rope.build import position_names
@@ -50,23 +56,9 @@ def train_length(options: Mapping[str, Any], n: int) -> int:
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     q, k = inputs["Q"], inputs["K"]
-    if q.shape[0] != k.shape[0]:
-        raise UserError(
-            f"Q has {q.shape[0]} rows but K has {k.shape[0]}: row i of each is the query and the "
-            "key at position i, so give Q and K the same number of rows n."
-        )
-    if q.shape[1] != k.shape[1]:
-        raise UserError(
-            f"Q has {q.shape[1]} columns but K has {k.shape[1]}: Q and K must share d (each "
-            "score is a dot product of a query row with a key row)."
-        )
+    same_positions(q.shape, k.shape, "i")
     _heads(options)
     train_length(options, q.shape[0])
-
-
-def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    n, d = sizes["n"], sizes["dk"]
-    return {"Q": (n, d), "K": (n, d)}
 
 
 def estimate_bytes(
@@ -317,7 +309,7 @@ LESSON = Lesson(
     card=CARD,
     labels=("queries", "keys"),
     validate=validate,
-    random_shapes=random_shapes,
+    random_shapes=positional_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
     texts=TEXTS,

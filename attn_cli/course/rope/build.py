@@ -19,7 +19,13 @@ import numpy as np
 from attn_cli.core.backend import EPSILON, EXACT_INTEGERS
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Step, Walkthrough
-from attn_cli.course.checks import counted, is_whole, row_names
+from attn_cli.course.checks import (
+    counted,
+    is_whole,
+    positional_shapes,
+    row_names,
+    same_positions,
+)
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.rope.card import CARD
@@ -82,22 +88,8 @@ def settings(options: Mapping[str, Any], d: int) -> Settings:
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     q, k = inputs["Q"], inputs["K"]
-    if q.shape[0] != k.shape[0]:
-        raise UserError(
-            f"Q has {q.shape[0]} rows but K has {k.shape[0]}: row m of each is the query and the "
-            "key at position m, so give Q and K the same number of rows n."
-        )
-    if q.shape[1] != k.shape[1]:
-        raise UserError(
-            f"Q has {q.shape[1]} columns but K has {k.shape[1]}: Q and K must share d (each "
-            "score is a dot product of a query row with a key row)."
-        )
+    same_positions(q.shape, k.shape, "m")
     settings(options, q.shape[1])
-
-
-def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
-    n, d = sizes["n"], sizes["dk"]
-    return {"Q": (n, d), "K": (n, d)}
 
 
 def estimate_bytes(
@@ -394,7 +386,7 @@ LESSON = Lesson(
     card=CARD,
     labels=("queries", "keys"),
     validate=validate,
-    random_shapes=random_shapes,
+    random_shapes=positional_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
     texts=TEXTS,

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from attn_cli.core.errors import UserError
 
@@ -224,6 +224,22 @@ def seeded(seed: int) -> None:
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(max(1, min(THREADS, os.cpu_count() or 1)))
+
+
+Shape = TypeVar("Shape")
+
+
+@dataclass
+class TrainedModel(Generic[Shape]):
+    """One of a task's models: its key in a --save file, its name, its shape, its weights before
+    training (None: read from a file) and after, and its curve (empty for a file's)."""
+
+    key: str
+    name: str
+    shape: Shape
+    before: dict[str, np.ndarray] | None
+    after: dict[str, np.ndarray]
+    curve: list[dict[str, float]]
 
 
 def saved_arrays(seed: int, steps: int, models: Iterable[Any]) -> dict[str, np.ndarray]:

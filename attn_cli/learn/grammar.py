@@ -271,16 +271,7 @@ def _vocabulary() -> str:
 # --- run -------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Model:
-    """One of the two models: its shape, weights before and after, and its curve."""
-
-    key: str
-    name: str
-    shape: model.Shape
-    before: model.Weights | None
-    after: model.Weights
-    curve: list[dict[str, float]]
+_Model = common.TrainedModel[model.Shape]
 
 
 @dataclass(frozen=True)

@@ -264,16 +264,7 @@ def check_steps(steps: int, hidden: int) -> None:
 # --- run -------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Model:
-    """One of the two models: its shape, weights before and after, and what they do."""
-
-    key: str
-    name: str
-    shape: model.Shape
-    before: model.Weights | None
-    after: model.Weights
-    curve: list[dict[str, float]]
+_Model = common.TrainedModel[model.Shape]
 
 
 @dataclass(frozen=True)

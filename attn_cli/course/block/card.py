@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from attn_cli.core.card import Card, InputSpec, Option, Size, optional
 
+_KV_SHAPE = "d_model × d_model (d_model × g·d_k with --kv-heads g)"
+_KV_WIDE = "d_model wide (g·d_k with --kv-heads g)"
 # (input name, flag, what it is, its shape and PyTorch's name for it): one layer's attention.
 _ATTENTION = (
     ("W_Q", "wq", "query weights", "d_model × d_model", "in_proj_weight rows 1…d, transposed"),
-    ("W_K", "wk", "key weights", "d_model × d_model", "in_proj_weight rows d+1…2d, transposed"),
-    ("W_V", "wv", "value weights", "d_model × d_model", "in_proj_weight rows 2d+1…3d, transposed"),
+    ("W_K", "wk", "key weights", _KV_SHAPE, "in_proj_weight rows d+1…2d, transposed"),
+    ("W_V", "wv", "value weights", _KV_SHAPE, "in_proj_weight rows 2d+1…3d, transposed"),
     ("W_O", "wo", "output weights", "d_model × d_model", "out_proj.weight, transposed"),
     ("b_Q", "bq", "query bias", "d_model wide", "in_proj_bias entries 1…d; default 0"),
-    ("b_K", "bk", "key bias", "d_model wide", "in_proj_bias entries d+1…2d; default 0"),
-    ("b_V", "bv", "value bias", "d_model wide", "in_proj_bias entries 2d+1…3d; default 0"),
+    ("b_K", "bk", "key bias", _KV_WIDE, "in_proj_bias entries d+1…2d; default 0"),
+    ("b_V", "bv", "value bias", _KV_WIDE, "in_proj_bias entries 2d+1…3d; default 0"),
     ("b_O", "bo", "output bias", "d_model wide", "out_proj.bias; default 0"),
 )
 
@@ -186,6 +188,18 @@ CARD = Card(
             2,
             type=int,
             minimum=1,
+        ),
+        Option(
+            "kv_heads",
+            "Key/value heads g (grouped-query attention; 1: multi-query): query head i reads "
+            "key/value head ⌊i / (h/g)⌋, as PyTorch's enable_gqa pairs them, and W_K, W_V "
+            "(with --decoder W_K_cross, W_V_cross too) are d_model × g·d_k; g must divide h. "
+            "Default: read from the width of W_K or W_V where given (by hand, or in a file of "
+            "the lesson's own names), else h, one key/value head per query head. A PyTorch "
+            "state_dict (--weights) has no grouped-query heads: with one, g is h.",
+            type=int,
+            minimum=1,
+            metavar="G",
         ),
         Option(
             "d_ff",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from attn_cli.core.card import Card, InputSpec, Option, Size, optional
 
-_KV_SHAPE = "d_model × d_model (d_model × g·d_k with --kv-heads g)"
-_KV_WIDE = "d_model wide (g·d_k with --kv-heads g)"
+_KV_SHAPE = "d_model × d_model, or d_model × g·d_k with --kv-heads g"
+_KV_WIDE = "d_model wide, or g·d_k with --kv-heads g"
 # (input name, flag, what it is, its shape and PyTorch's name for it): one layer's attention.
 _ATTENTION = (
     ("W_Q", "wq", "query weights", "d_model × d_model", "in_proj_weight rows 1…d, transposed"),
@@ -193,10 +193,10 @@ CARD = Card(
             "kv_heads",
             "Key/value heads g (grouped-query attention; 1: multi-query): query head i reads "
             "key/value head ⌊i / (h/g)⌋, as PyTorch's enable_gqa pairs them, and W_K, W_V "
-            "(with --decoder W_K_cross, W_V_cross too) are d_model × g·d_k; g must divide h. "
-            "Default: read from the width of W_K or W_V where given (by hand, or in a file of "
-            "the lesson's own names), else h, one key/value head per query head. A PyTorch "
-            "state_dict (--weights) has no grouped-query heads: with one, g is h.",
+            "(with --decoder W_K_cross, W_V_cross too) are d_model × g·d_k; g must divide h. A "
+            "PyTorch state_dict (--weights) has none: g = h (default: read from W_K's or W_V's "
+            "columns, g·d_k, where given by hand or in a file of the lesson's own names; else "
+            "h, a key/value head per query head).",
             type=int,
             minimum=1,
             metavar="G",
@@ -318,6 +318,7 @@ CARD = Card(
     symbols=(
         ("d_model", "the width of each token, in and out of the layer"),
         ("d_ff", "the feed-forward network's hidden width"),
+        ("d_k", "each head's width, d_model / h"),
         ("W_Q, W_K, W_V, W_O", "attention's query, key, value and output weights"),
         ("W_1, b_1", "the feed-forward's first layer, d_model to d_ff"),
         ("W_2, b_2", "its second layer, d_ff back to d_model"),

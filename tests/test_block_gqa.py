@@ -20,7 +20,6 @@ from tests.conftest import assert_user_error, unwrap
 from tests.test_block import WEIGHTS_FILE
 from tests.test_json_contract import validate
 
-
 X = "0.5,-0.2,0.1,0.3;-0.4,0.6,0.2,-0.1;0.3,0.3,-0.5,0.2"  # 3 tokens, d_model = 4
 
 
@@ -48,7 +47,7 @@ def keywords(given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """W_K_cross -> cross_wk ... : the API's keyword for each weight."""
     named = {}
     for name, value in given.items():
-        part, _, cross = name.partition("_cross")
+        part = name.removesuffix("_cross")
         flag = part.lower().replace("_", "")
         named[("cross_" if name.endswith("_cross") else "") + flag] = value
     return named

@@ -50,6 +50,9 @@ RUNS = Runs(
         ("--decoder", "--memory-padding", "0,1,1,0", "--no-causal"),
         ("--layers", "2", "--shared-weights", "--wq", "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1"),
         ("--weights", WEIGHTS_FILE, "--pre-norm"),
+        # Grouped-query and multi-query heads (kv_shared, kv_saving).
+        ("--n", "3", "--d-model", "8", "--heads", "4", "--kv-heads", "2"),
+        ("--decoder", "--kv-heads", "1", "--layers", "2"),
         # Rows near 1e155: σ² passes float64 and shows ∞, the root and N stay exact
         # (variance_beyond).
         ("--x", "1e155,2e155,3e155,4e155;5e155,6e155,7e155,8e155", "--no-posenc", "--pre-norm"),
@@ -65,6 +68,7 @@ RUNS = Runs(
         {"posenc": False},
         {"posenc": False, "pre_norm": True},
         {"gamma_beta": True},
+        {"decoder": True, "kv_heads": 1},
     ),
     figure=(("block", "--example", "decoder"), ("<bos>", "dort", "the", "sleeps", "memory row")),
     batch=Batch(lambda draw: {"x": draw(3, 4)}, ("x",), options={"heads": 2}),

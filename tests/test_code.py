@@ -160,6 +160,10 @@ def block_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ),
         ("block --weights FILE", attn.block(weights=BLOCK_WEIGHTS, posenc=False)),
         (
+            "block --heads 4 --kv-heads 2 --decoder --pre-norm (grouped-query heads)",
+            attn.block(n=3, d_model=8, heads=4, kv_heads=2, decoder=True, pre_norm=True),
+        ),
+        (
             "block --example your-weights --attn-mask (a row with no key)",
             attn.block(example="your-weights", attn_mask=[[1, 1, 1], [0, 0, 1], [0, 0, 0]]),
         ),

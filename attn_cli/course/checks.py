@@ -36,6 +36,21 @@ def whole_at_least(value: object, flag: str, minimum: int = 1, meaning: str = ""
     return value
 
 
+def kv_heads_option(value: object, heads: int) -> int | None:
+    """--kv-heads g as given (None: not given), checked: a whole number that divides h, the
+    query heads, so that each key/value head serves h/g of them (grouped-query attention)."""
+    if value is None:
+        return None
+    g = whole_at_least(value, "--kv-heads (options.kv_heads)", meaning="key/value heads")
+    if g > heads or heads % g:
+        divisors = ", ".join(str(k) for k in range(1, heads + 1) if heads % k == 0)
+        raise UserError(
+            f"--kv-heads {g} does not divide --heads {heads}: each key/value head serves h/g "
+            f"query heads; give one of {divisors}."
+        )
+    return g
+
+
 def check_causal_square(m: int, n: int) -> None:
     """--causal pairs query i with keys 1..i: it needs as many queries as keys."""
     if m != n:

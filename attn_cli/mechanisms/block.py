@@ -2,7 +2,9 @@
 
 Shapes: X (n, d_model) tokens as rows; memory M (m, d_model), the encoder output the decoder's
 cross-attention reads. Row convention throughout, Q = X W_Q + b_Q with W_Q (d_model, d_model),
-split column-wise into h heads of d_k = d_model / h (as attn multihead); FFN(X) = act(X W_1 +
+split column-wise into h heads of d_k = d_model / h (as attn multihead); with g key/value heads
+(grouped-query attention; g = 1: multi-query) W_K and W_V are (d_model, g d_k), and query head i
+reads key/value head ⌊i / (h/g)⌋, as PyTorch's enable_gqa pairs them; FFN(X) = act(X W_1 +
 b_1) W_2 + b_2 with W_1 (d_model, d_ff), b_1 (d_ff,), W_2 (d_ff, d_model), b_2 (d_model,), act
 ReLU or GELU (exact, or its tanh approximation). Every bias may be absent (PyTorch's bias=False).
 
@@ -80,8 +82,8 @@ def _row_scale(a: Array) -> Array:
 @dataclass(frozen=True)
 class MultiHeadParts:
     q: Array  # (n, d_model) every head's queries side by side
-    k: Array  # (m, d_model) keys, from the source (X itself, or the memory)
-    v: Array  # (m, d_model) values, from the source
+    k: Array  # (m, g d_k) keys, from the source (X itself, or the memory); g d_k = d_model for g = h
+    v: Array  # (m, g d_k) values, from the source
     heads: tuple[attention.AttentionResult, ...]  # h results: weights (n, m), output (n, d_k)
     concat: Array  # (n, d_model) [Y_1 | ... | Y_h]
     output: Array  # (n, d_model) concat W_O
@@ -98,20 +100,24 @@ def multi_head(
     heads: int,
     mask: Array | None = None,
     biases: Biases = NO_BIASES,
+    kv_heads: int | None = None,
 ) -> MultiHeadParts:
     """MultiHead(Q = X W_Q + b_Q, K = S W_K + b_K, V = S W_V + b_V) W_O + b_O: self-attention
     when S is X, the decoder's cross-attention when S is the encoder's memory. ``mask`` is
-    additive (n, m); a bias None is no bias."""
-    w_q, w_k, w_v, w_o = weights  # (d_model, d_model) each
-    b_q, b_k, b_v, b_o = biases  # (d_model,) each, or None
+    additive (n, m); a bias None is no bias. ``kv_heads`` g (None: h) divides h: W_K and W_V
+    hold g blocks of d_k columns, and query head i reads block ⌊i / (h/g)⌋ of K and V."""
+    w_q, w_k, w_v, w_o = weights  # W_Q, W_O (d_model, d_model); W_K, W_V (d_model, g d_k)
+    b_q, b_k, b_v, b_o = biases  # b_Q, b_O (d_model,); b_K, b_V (g d_k,); or None
+    group = heads // (heads if kv_heads is None else kv_heads)  # query heads per K/V head
+    kv = heads // group  # g
     q = mh.affine(x, w_q, b_q)  # (n, d) @ (d, d) + (d,) -> (n, d)
-    k = mh.affine(source, w_k, b_k)  # (m, d) @ (d, d) -> (m, d)
-    v = mh.affine(source, w_v, b_v)  # (m, d) @ (d, d) -> (m, d)
+    k = mh.affine(source, w_k, b_k)  # (m, d) @ (d, g d_k) -> (m, g d_k)
+    v = mh.affine(source, w_v, b_v)  # (m, d) @ (d, g d_k) -> (m, g d_k)
     results = tuple(
         attention.attention(
             mh.head_block(q, i, heads),  # (n, d_k): head i's columns of Q
-            mh.head_block(k, i, heads),  # (m, d_k)
-            mh.head_block(v, i, heads),  # (m, d_k)
+            mh.head_block(k, i // group, kv),  # (m, d_k): its key/value head's columns of K
+            mh.head_block(v, i // group, kv),  # (m, d_k)
             mask=mask,  # (n, m) or None
         )
         for i in range(heads)

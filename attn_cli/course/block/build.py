@@ -229,7 +229,13 @@ def build(run: LessonRun) -> Walkthrough:
         layer = name.partition(".")[0].removeprefix("layer") if "." in name else ""
         where = f"layer {layer}'s " if layer else ""
         description = f"{where}{descriptions[own]} ({parameter.origin})"
-        inputs.append(InputValue(name, parameter.value, description=description))
+        by_head: dict[str, tuple[str, ...]] = {}
+        if s.kv < s.heads and own.startswith(("W_K", "W_V")):  # a block per key/value head
+            dk = d // s.heads
+            by_head["col_labels"] = tuple(
+                f"kv{j // dk + 1}·{j % dk + 1}" for j in range(parameter.value.shape[1])
+            )
+        inputs.append(InputValue(name, parameter.value, description=description, **by_head))
     meta = {
         "pre_norm": s.pre_norm,
         "decoder": s.decoder,
@@ -251,6 +257,8 @@ def build(run: LessonRun) -> Walkthrough:
         "seed": run.seed,
         "options": _shown_options(run.options),
     }
+    if s.kv < s.heads:  # grouped-query heads (plain multi-head runs keep their JSON as it was)
+        meta["kv_heads"] = s.kv
     return record.walkthrough(output, inputs=tuple(inputs), notes=notes, meta=meta)
 
 
@@ -375,6 +383,8 @@ def _notes(
         notes.append(record.note("shared", layers=s.layers))
     if s.decoder and not memory_given:
         notes.append(record.note("memory_drawn", seed=run.seed, m=int(run.inputs["X"].shape[0])))
+    if s.kv < s.heads:
+        notes.append(_saving_note(record, s, int(run.inputs["X"].shape[1])))
     if s.pre_norm and not s.final_norm:
         out = np.asarray(record.to_numpy(output), dtype=np.float64)
         with np.errstate(all="ignore"):
@@ -385,11 +395,31 @@ def _notes(
     return tuple(notes)
 
 
+def _saving_note(record: StepRecorder, s: Settings, d_model: int) -> Note:
+    """What grouped-query heads save, from the shapes on screen: K and V g·d_k wide per token
+    and attention sublayer instead of d_model, and W_K, W_V's weights."""
+    kv_width = s.kv_width(d_model)
+    return record.note(
+        "kv_saving",
+        g=s.kv,
+        h=s.heads,
+        dk=d_model // s.heads,
+        d_model=d_model,
+        kv_width=kv_width,
+        per_token=2 * kv_width,
+        full_per_token=2 * d_model,
+        ratio=s.heads // s.kv,
+        params=2 * d_model * kv_width,
+        full_params=2 * d_model * d_model,
+    )
+
+
 # The values the step texts read: the sizes everywhere; a sublayer's names where it runs.
 BASE = ("n", "m", "d_model", "d_ff", "h", "dk", "sqrt_dk", "eps", "arrangement", "layer")
 ATTENTION = (*BASE, "sub", "input", "source", "source_words", "result")
 PROJECTION = (*ATTENTION, "bias")
-HEAD = (*ATTENTION, "head", "cols")
+HEAD = (*ATTENTION, "head", "cols", "kv")
+GROUPED = ("g_heads", "group", "pairing", "kv_width")  # grouped-query heads (--kv-heads)
 NORM = (*BASE, "which", "input", "result", "beta")
 FFN = (*BASE, "input", "result", "act", "bias")
 TEXTS = Texts(
@@ -404,12 +434,16 @@ TEXTS = Texts(
         "q": PROJECTION,
         "k": PROJECTION,
         "v": PROJECTION,
+        "k_grouped": (*PROJECTION, *GROUPED),
+        "v_grouped": (*PROJECTION, *GROUPED),
         "head_weights": HEAD,
+        "head_weights_grouped": (*HEAD, "kv_cols"),
         "head_weights_masked": HEAD,
         "head_weights_mask": HEAD,
         "cross_weights": HEAD,
         "cross_weights_masked": HEAD,
         "concat": ATTENTION,
+        "concat_grouped": (*ATTENTION, *GROUPED),
         "attn_output": PROJECTION,
         "add": (*BASE, "total", "left", "right"),
         "norm_stats": NORM,
@@ -426,6 +460,11 @@ TEXTS = Texts(
         "flat_rows": ("rows", "count", "input", "input_step", "which"),
         "variance_beyond": ("rows", "input", "which", "dtype", "largest", "norm"),
         "causal_zero": ("head", "step"),
+        "kv_shared": ("head", "kv", "kv_cols", "sharing"),
+        "kv_saving": (
+            *("g", "h", "dk", "d_model", "kv_width", "per_token", "full_per_token", "ratio"),
+            *("params", "full_params"),
+        ),
         "empty_rows": ("rows", "count", "step", "mask_step"),
         "relu_zeros": ("zeros", "total", "percent", "step"),
         "relu_units": ("units", "always", "never", "mixed", "step"),
@@ -447,8 +486,10 @@ TEXTS = Texts(
         "drawn": claims.drawn_as_said,
         "given_drawn": claims.drawn_as_said,
         "unnormalised": claims.unnormalised,
+        "kv_saving": claims.kv_saving,
     },
     general=(
+        "kv_shared",
         "memory_drawn",
         "file_settings",
         "shared",

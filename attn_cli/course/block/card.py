@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from attn_cli.core.card import Card, InputSpec, Option, Size, optional
 
+_KV_SHAPE = "d_model × d_model, or d_model × g·d_k with --kv-heads g"
+_KV_WIDE = "d_model wide, or g·d_k with --kv-heads g"
 # (input name, flag, what it is, its shape and PyTorch's name for it): one layer's attention.
 _ATTENTION = (
     ("W_Q", "wq", "query weights", "d_model × d_model", "in_proj_weight rows 1…d, transposed"),
-    ("W_K", "wk", "key weights", "d_model × d_model", "in_proj_weight rows d+1…2d, transposed"),
-    ("W_V", "wv", "value weights", "d_model × d_model", "in_proj_weight rows 2d+1…3d, transposed"),
+    ("W_K", "wk", "key weights", _KV_SHAPE, "in_proj_weight rows d+1…2d, transposed"),
+    ("W_V", "wv", "value weights", _KV_SHAPE, "in_proj_weight rows 2d+1…3d, transposed"),
     ("W_O", "wo", "output weights", "d_model × d_model", "out_proj.weight, transposed"),
     ("b_Q", "bq", "query bias", "d_model wide", "in_proj_bias entries 1…d; default 0"),
-    ("b_K", "bk", "key bias", "d_model wide", "in_proj_bias entries d+1…2d; default 0"),
-    ("b_V", "bv", "value bias", "d_model wide", "in_proj_bias entries 2d+1…3d; default 0"),
+    ("b_K", "bk", "key bias", _KV_WIDE, "in_proj_bias entries d+1…2d; default 0"),
+    ("b_V", "bv", "value bias", _KV_WIDE, "in_proj_bias entries 2d+1…3d; default 0"),
     ("b_O", "bo", "output bias", "d_model wide", "out_proj.bias; default 0"),
 )
 
@@ -188,6 +190,18 @@ CARD = Card(
             minimum=1,
         ),
         Option(
+            "kv_heads",
+            "Key/value heads g (grouped-query attention; 1: multi-query): query head i reads "
+            "key/value head ⌊i / (h/g)⌋, as PyTorch's enable_gqa pairs them, and W_K, W_V "
+            "(with --decoder W_K_cross, W_V_cross too) are d_model × g·d_k; g must divide h. A "
+            "PyTorch state_dict (--weights) has none: g = h (default: read from W_K's or W_V's "
+            "columns, g·d_k, where given by hand or in a file of the lesson's own names; else "
+            "h, a key/value head per query head).",
+            type=int,
+            minimum=1,
+            metavar="G",
+        ),
+        Option(
             "d_ff",
             "Width d_ff of the feed-forward network's hidden layer (default: W_1's columns when "
             "given, else the example's, else 4 × d_model, as the paper's 2048 = 4 × 512).",
@@ -304,6 +318,7 @@ CARD = Card(
     symbols=(
         ("d_model", "the width of each token, in and out of the layer"),
         ("d_ff", "the feed-forward network's hidden width"),
+        ("d_k", "each head's width, d_model / h"),
         ("W_Q, W_K, W_V, W_O", "attention's query, key, value and output weights"),
         ("W_1, b_1", "the feed-forward's first layer, d_model to d_ff"),
         ("W_2, b_2", "its second layer, d_ff back to d_model"),

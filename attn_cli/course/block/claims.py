@@ -4,6 +4,7 @@ whose condition fails is withheld, attn_cli.course.recorder.keep_true_claims).""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -185,6 +186,7 @@ def _settings(meta: Mapping[str, Any]) -> Settings:
         posenc=True,
         gamma_beta=bool(meta["gamma_beta"]),
         layers=int(meta["layers"]),
+        kv_heads=int(meta["kv_heads"]) if "kv_heads" in meta else None,
     )
 
 
@@ -214,3 +216,46 @@ def drawn_as_said(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     if "given" not in values:  # the note for a run that was given nothing
         return counts["given"] == 0
     return all(values.get(kind) == count for kind, count in counts.items())
+
+
+_SUBLAYER_STEP = re.compile(r"(?:layer\d+\.)?(?:self|cross)\.([QKV])")
+_KV_INPUT = re.compile(r"(?:layer\d+\.)?W_[KV](?:_cross)?")
+
+
+def kv_saving(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Grouped-query heads' saving, from the shapes on screen: every attention sublayer's K and
+    V are g·d_k wide and its Q d_model = h·d_k wide, every W_K and W_V d_model × g·d_k, and the
+    note's counts and ratio are those widths'."""
+    try:
+        g, h, dk = int(values["g"]), int(values["h"]), int(values["dk"])
+        d_model, kv_width = int(values["d_model"]), int(values["kv_width"])
+        ratio = int(values["ratio"])
+        widths: dict[str, set[int]] = {"Q": set(), "K": set(), "V": set()}
+        for step in walkthrough.steps:
+            found = _SUBLAYER_STEP.fullmatch(step.key)
+            if found:
+                widths[found.group(1)].add(int(np.shape(step.value)[-1]))
+        weights = [
+            tuple(np.shape(item.value))
+            for item in walkthrough.inputs
+            if _KV_INPUT.fullmatch(item.name)
+        ]
+    except (KeyError, ValueError, TypeError, IndexError):
+        return False
+    arithmetic = (
+        g * dk == kv_width
+        and h * dk == d_model
+        and 0 < g < h
+        and ratio * g == h
+        and values.get("per_token") == 2 * kv_width
+        and values.get("full_per_token") == 2 * d_model
+        and values.get("params") == 2 * d_model * kv_width
+        and values.get("full_params") == 2 * d_model * d_model
+    )
+    return bool(
+        arithmetic
+        and widths["Q"] == {d_model}
+        and widths["K"] == widths["V"] == {kv_width}
+        and weights
+        and all(shape == (d_model, kv_width) for shape in weights)
+    )

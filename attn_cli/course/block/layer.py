@@ -228,10 +228,11 @@ class Layer:
         suffix = "_cross" if cross else ""
         weights = tuple(self.weight(f"W_{letter}{suffix}") for letter in "QKVO")
         biases = tuple(self.weight(f"b_{letter}{suffix}") for letter in "QKVO")
-        heads = self.s.heads
+        heads, kv = self.s.heads, self.s.kv
+        group = heads // kv  # query heads per key/value head
         additive = None if mask is None else mask.value
         parts, seconds = self.run.timed(
-            lambda: mech.multi_head(x, memory, weights, heads, additive, biases)
+            lambda: mech.multi_head(x, memory, weights, heads, additive, biases, kv)
         )
         context = self.context(
             sub=title,
@@ -250,18 +251,38 @@ class Layer:
 
         dk = self.base["dk"]
         columns = tuple(f"h{j // dk + 1}·{j % dk + 1}" for j in range(self.base["d_model"]))
+        # K and V: a block of d_k columns per key/value head (kv1·1 ...) when grouped
+        kv_columns = (
+            columns
+            if group == 1
+            else tuple(f"kv{j // dk + 1}·{j % dk + 1}" for j in range(kv * dk))
+        )
+        grouped = grouping(heads, kv, dk) if group > 1 else {}
         key = self.key(sublayer)
-        for letter, value, labels in (
-            ("Q", parts.q, self.rows),
-            ("K", parts.k, source_rows),
-            ("V", parts.v, source_rows),
+        for letter, value, labels, cols in (
+            ("Q", parts.q, self.rows, columns),
+            ("K", parts.k, source_rows, kv_columns),
+            ("V", parts.v, source_rows, kv_columns),
         ):
-            grid = Grid(labels, columns, {**context, **plus(letter)})
-            record.add(f"{key}.{letter}", value, grid=grid, text=letter.lower())
-        text = self._weights_text(cross, mask)
+            text = letter.lower() + ("_grouped" if group > 1 and letter != "Q" else "")
+            step_context = {**context, **plus(letter), **(grouped if letter != "Q" else {})}
+            record.add(f"{key}.{letter}", value, grid=Grid(labels, cols, step_context), text=text)
+        text = self._weights_text(cross, mask, group > 1)
         for index, head in enumerate(parts.heads):
             span = f"{index * dk + 1}–{(index + 1) * dk}"
+            shared = index // group  # the key/value head it reads (0-based)
+            kv_span = f"{shared * dk + 1}–{(shared + 1) * dk}"
             notes: list[Note] = []
+            if group > 1:
+                notes.append(
+                    record.note(
+                        "kv_shared",
+                        head=index + 1,
+                        kv=shared + 1,
+                        kv_cols=kv_span,
+                        sharing=_heads_range(shared * group + 1, (shared + 1) * group),
+                    )
+                )
             if self.s.causal and not cross:
                 notes.append(
                     record.note(
@@ -276,12 +297,20 @@ class Layer:
                 kind="weights",
                 row_sums=True,
                 parts=(Part("scaled scores Q Kᵀ / √d_k (this head's columns)", head.scaled),),
-                grid=Grid(self.rows, source_rows, {**context, "head": index + 1, "cols": span}),
+                grid=Grid(
+                    self.rows,
+                    source_rows,
+                    {**context, "head": index + 1, "cols": span, "kv": shared + 1}
+                    | ({"kv_cols": kv_span} if text == "head_weights_grouped" else {}),
+                ),
                 text=text,
                 notes=tuple(notes),
             )
         record.add(
-            f"{key}.concat", parts.concat, grid=Grid(self.rows, columns, context), text="concat"
+            f"{key}.concat",
+            parts.concat,
+            grid=Grid(self.rows, columns, {**context, **grouped}),
+            text="concat_grouped" if group > 1 else "concat",
         )
         record.add(
             f"{key}.output",
@@ -292,7 +321,9 @@ class Layer:
         )
         return parts.output
 
-    def _weights_text(self, cross: bool, mask: Mask | None) -> str:
+    def _weights_text(self, cross: bool, mask: Mask | None, grouped: bool) -> str:
+        if grouped and not cross and mask is None:
+            return "head_weights_grouped"  # the only one that names K's columns
         if cross:
             return "cross_weights" if mask is None else "cross_weights_masked"
         if mask is None:
@@ -351,6 +382,26 @@ class Layer:
             seconds=seconds,
         )
         return parts.output
+
+
+def _heads_range(first: int, last: int) -> str:
+    """Query heads first … last, in words: "1 and 2", "1–4"."""
+    return f"{first} and {last}" if last == first + 1 else f"{first}–{last}"
+
+
+def grouping(heads: int, kv: int, dk: int) -> dict[str, Any]:
+    """What the grouped steps' texts read: the g key/value heads, the h/g query heads each
+    serves and which ("kv1: heads 1 and 2; kv2: heads 3 and 4"), and g·d_k."""
+    group = heads // kv
+    pairing = "; ".join(
+        f"kv{j + 1}: heads {_heads_range(j * group + 1, (j + 1) * group)}" for j in range(kv)
+    )
+    return {
+        "g_heads": counted(kv, "key/value head"),
+        "group": group,
+        "pairing": pairing,
+        "kv_width": kv * dk,
+    }
 
 
 def encoder(layer: Layer, h: Any, names: tuple[str, str, str], mask: Mask | None) -> Any:

@@ -73,20 +73,28 @@ def child(seed: int, index: int) -> np.random.Generator:
 
 
 def draw_weights(
-    seed: int, d_model: int, d_ff: int, decoder: bool, layer: int = 1
+    seed: int,
+    d_model: int,
+    d_ff: int,
+    decoder: bool,
+    layer: int = 1,
+    kv_width: int | None = None,
 ) -> dict[str, np.ndarray]:
     """A layer's weights, in this order from its stream (layer 1: default_rng(seed).spawn(1)[0]):
     self-attention's W_Q, W_K, W_V, W_O (d_model × d_model, N(0, 1/d_model): attn multihead's
     for the same seed), with the decoder cross-attention's four, then W_1 (d_model × d_ff) and
     b_1 (d_ff,) with N(0, 1/d_model) entries, W_2 (d_ff × d_model) and b_2 (d_model,) with
-    N(0, 1/d_ff) entries: each layer's outputs keep about the scale of its inputs."""
+    N(0, 1/d_ff) entries: each layer's outputs keep about the scale of its inputs.
+
+    ``kv_width`` g·d_k (grouped-query attention: None is d_model): W_K and W_V (and the
+    cross-attention's) are cut to their first g blocks of d_k columns after the draw, so every
+    other weight of the seed stays what it is with h key/value heads (as attn multihead cuts)."""
     rng = child(seed, 0 if layer == 1 else 2 * layer)
     weights: dict[str, np.ndarray] = {}
     for suffix in ("", "_cross") if decoder else ("",):
         for letter in LETTERS:
-            weights[f"W_{letter}{suffix}"] = rng.standard_normal((d_model, d_model)) / math.sqrt(
-                d_model
-            )
+            drawn = rng.standard_normal((d_model, d_model)) / math.sqrt(d_model)
+            weights[f"W_{letter}{suffix}"] = drawn if letter in "QO" else drawn[:, :kv_width]
     weights["W_1"] = rng.standard_normal((d_model, d_ff)) / math.sqrt(d_model)
     weights["b_1"] = rng.standard_normal(d_ff) / math.sqrt(d_model)
     weights["W_2"] = rng.standard_normal((d_ff, d_model)) / math.sqrt(d_ff)
@@ -127,7 +135,7 @@ def drawn_value(name: str, seed: int, s: Settings, d_model: int) -> np.ndarray:
         which = own.split("_", 1)[1]
         group = ("final",) if which == "final" else tuple(str(i) for i in range(1, s.norms + 1))
         return draw_norms(seed, d_model, group, s.gamma_beta, layer)[own]
-    return draw_weights(seed, d_model, s.d_ff, s.decoder, layer)[own]
+    return draw_weights(seed, d_model, s.d_ff, s.decoder, layer, s.kv_width(d_model))[own]
 
 
 def resolve(inputs: dict[str, np.ndarray], s: Settings, seed: int, d_model: int) -> Stack:
@@ -179,7 +187,8 @@ def _layer(
     index: int,
     read: tuple[dict[str, Move], str],
 ) -> dict[str, Parameter]:
-    drawn = draw_weights(seed, d_model, s.d_ff, s.decoder, index)
+    kv_width = s.kv_width(d_model)
+    drawn = draw_weights(seed, d_model, s.d_ff, s.decoder, index, kv_width)
     which = tuple(str(i) for i in range(1, s.norms + 1))
     norms = draw_norms(seed, d_model, which, s.gamma_beta, index)
     seeded = f"drawn, random seed {seed}"
@@ -194,7 +203,8 @@ def _layer(
         elif name in norms:
             layer[name] = Parameter(norms[name], "initial", INITIAL[name.split("_")[0]])
         else:  # an attention bias: nn.MultiheadAttention starts them at 0
-            layer[name] = Parameter(np.zeros(d_model), "initial", INITIAL["b"])
+            width = kv_width if name.removesuffix("_cross") in ("b_K", "b_V") else d_model
+            layer[name] = Parameter(np.zeros(width), "initial", INITIAL["b"])
     return layer
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from attn_cli.core.model import Walkthrough
 from attn_cli.course.block.pytorch import state_dict_of
 from attn_cli.render.attention_program import SOFTMAX
@@ -116,6 +118,22 @@ ACTIVATION = {
     ),
 }
 
+# Grouped-query heads (--kv-heads g): query head h reads the columns of key/value head h // (h/g).
+SHARED_HEAD = """        cols = slice(h * d_k, (h + 1) * d_k)
+        kv = h // (heads // kv_heads)  # the key/value head query head h reads
+        kv_cols = slice(kv * d_k, (kv + 1) * d_k)  # its columns of K and V (g·d_k wide)
+        scores = Q[:, cols] @ K[:, kv_cols].T / np.sqrt(d_k)
+        weights = softmax(scores if mask is None else scores + mask)
+        print(f"{key}.head{h + 1}.weights =", weights.tolist())
+        outputs.append(weights @ V[:, kv_cols])
+"""
+OWN_HEAD = """        cols = slice(h * d_k, (h + 1) * d_k)
+        scores = Q[:, cols] @ K[:, cols].T / np.sqrt(d_k)
+        weights = softmax(scores if mask is None else scores + mask)
+        print(f"{key}.head{h + 1}.weights =", weights.tolist())
+        outputs.append(weights @ V[:, cols])
+"""
+
 NUMPY_FUNCTIONS = '''def layer_norm(x, gamma, beta=None):
     """Each row to mean 0 and variance 1 (dividing by d_model), then scaled and shifted."""
     mean = x.mean(axis=-1, keepdims=True)
@@ -137,11 +155,7 @@ def multi_head(x, source, p, suffix, key, mask):
     d_k = Q.shape[1] // heads
     outputs = []
     for h in range(heads):
-        cols = slice(h * d_k, (h + 1) * d_k)
-        scores = Q[:, cols] @ K[:, cols].T / np.sqrt(d_k)
-        weights = softmax(scores if mask is None else scores + mask)
-        print(f"{key}.head{h + 1}.weights =", weights.tolist())
-        outputs.append(weights @ V[:, cols])
+{HEAD}
     return linear(np.concatenate(outputs, axis=-1), p["W_O" + suffix], p.get("b_O" + suffix))
 
 
@@ -150,6 +164,18 @@ def feed_forward(x, p):
     return linear(activation(linear(x, p["W_1"], p.get("b_1"))), p["W_2"], p.get("b_2"))
 
 '''
+
+
+def _numpy_functions(grouped: bool) -> str:
+    """The numpy program's functions; with grouped-query heads, each query head reads its key/value
+    head's columns of K and V."""
+    if not grouped:
+        return NUMPY_FUNCTIONS.replace("{HEAD}\n", OWN_HEAD)
+    functions = NUMPY_FUNCTIONS.replace("{HEAD}\n", SHARED_HEAD)
+    return functions.replace(
+        "Each head attends on its own d_k columns of Q, K, V;",
+        "Each query head: its d_k columns of Q, its key/value head's of K, V;",
+    )
 
 
 def _numpy_masks(layout: Layout) -> list[str]:
@@ -181,6 +207,13 @@ def _numpy_masks(layout: Layout) -> list[str]:
     elif layout.decoder:
         lines.append("cross_mask = None")
     return lines
+
+
+def _heads_line(meta: dict[str, Any]) -> list[str]:
+    heads, eps = int(meta["heads"]), number(meta["eps"])
+    if "kv_heads" not in meta:
+        return [f"heads, eps = {heads}, {eps}"]
+    return [f"heads, kv_heads, eps = {heads}, {int(meta['kv_heads'])}, {eps}  # g key/value heads"]
 
 
 def _numpy_layer(layout: Layout) -> list[str]:
@@ -236,7 +269,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         lines += _dict(f"layer{index}", params)
     lines += _assign(layout.final, "np")
     lines += [
-        f"heads, eps = {int(meta['heads'])}, {number(meta['eps'])}",
+        *_heads_line(meta),
         "n, d_model = X.shape",
         "erf = np.vectorize(math.erf)",
         "",
@@ -246,7 +279,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
         ACTIVATION[meta["activation"]],
         "",
         "",
-        NUMPY_FUNCTIONS,
+        _numpy_functions("kv_heads" in meta),
         *_numpy_layer(layout),
         "",
         *_numpy_masks(layout),
@@ -326,6 +359,82 @@ def _torch_masks(layout: Layout) -> tuple[list[str], dict[str, str]]:
     return lines, keywords
 
 
+KV_PARTS = ("W_K", "W_V", "b_K", "b_V")  # g·d_k wide with grouped-query heads
+PACKED = ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V")  # what in_proj_weight and in_proj_bias pack
+
+REPEAT_KV = '''
+
+def repeat_kv(w):
+    """Each key/value head's d_k columns once for each query head it serves (h/g times, in
+    order: kv1, kv1, kv2, kv2 for 4 heads, 2 key/value heads), as enable_gqa and Hugging Face's
+    repeat_kv pair them: the h heads' W_K, W_V that nn.MultiheadAttention takes."""
+    blocks = w.unflatten(-1, (kv_heads, -1))  # (…, g, d_k)
+    return blocks.repeat_interleave(heads // kv_heads, dim=-2).flatten(-2)  # (…, h·d_k)
+
+
+def in_proj(p, kind):
+    """nn.MultiheadAttention's packed in_proj_weight ("W": W_Q, W_K, W_V transposed, stacked)
+    or in_proj_bias ("b"), with K's and V's repeated."""
+    parts = [p[kind + "_Q"], repeat_kv(p[kind + "_K"]), repeat_kv(p[kind + "_V"])]
+    return torch.cat([part.T for part in parts] if kind == "W" else parts)
+
+
+'''
+
+
+def _repeated(params: dict[str, Any], heads: int, kv: int) -> dict[str, Any]:
+    """The parameters with W_K, W_V, b_K, b_V repeated to h heads (g·d_k -> d_model columns)."""
+
+    def widen(value: Any) -> Any:
+        blocks = np.split(np.asarray(value), kv, axis=-1)
+        return np.concatenate([block for block in blocks for _ in range(heads // kv)], axis=-1)
+
+    return {
+        name: widen(value) if name.rpartition(".")[2].removesuffix("_cross") in KV_PARTS else value
+        for name, value in params.items()
+    }
+
+
+def _grouped_lines(layout: Layout) -> list[str]:
+    """Grouped-query heads: each attention's narrow W_K, W_V (and the rest of what in_proj
+    packs), and the functions that repeat them for nn.MultiheadAttention."""
+    meta = layout.meta
+    lines = [
+        "",
+        "# Grouped-query heads: W_K and W_V are d_model × g·d_k. PyTorch's Transformer layers have",
+        "# none, so each key/value head is repeated for the h/g query heads it serves: the same layer.",
+        f"heads, kv_heads = {int(meta['heads'])}, {int(meta['kv_heads'])}",
+        *REPEAT_KV.splitlines(),
+        "grouped = {  # each attention's W_Q, W_K, W_V (and b_Q, b_K, b_V) as the lesson has them",
+    ]
+    modules = [("self_attn", "")] + ([("multihead_attn", "_cross")] if layout.decoder else [])
+    for index, params in enumerate(layout.layers, start=1):
+        for module, suffix in modules:
+            lines.append(f'    "layer{index}.{module}": dict(')
+            for part in PACKED:
+                if part + suffix in params:
+                    lines.append(f"        {part}={array(params[part + suffix], 'torch', 8)},")
+            lines.append("    ),")
+    return [*lines, "}"]
+
+
+def _state_lines(layout: Layout, state: dict[str, Any]) -> list[str]:
+    """The state_dict, written out; with grouped-query heads in_proj_weight and in_proj_bias
+    are made from the narrow weights above."""
+    lines = ["state = {  # the weights in PyTorch's names and layouts (nn.Linear: W.T)"]
+    shared = bool(layout.meta["shared_weights"]) or layout.count == 1
+    for key, value in state.items():
+        module, _, part = key.rpartition(".")
+        if "kv_heads" in layout.meta and part in ("in_proj_weight", "in_proj_bias"):
+            found = module.split(".")
+            layer = 1 if shared or found[0] != "layers" else int(found[1]) + 1
+            kind = "W" if part == "in_proj_weight" else "b"
+            lines.append(f'    "{key}": in_proj(grouped["layer{layer}.{found[-1]}"], "{kind}"),')
+            continue
+        lines.append(f'    "{key}": {array(value, "torch", 4)},')
+    return [*lines, "}"]
+
+
 def torch_program(walkthrough: Walkthrough) -> str:
     layout = _layout(walkthrough)
     meta = layout.meta
@@ -336,6 +445,9 @@ def torch_program(walkthrough: Walkthrough) -> str:
         for index, layer in enumerate(layout.layers, start=1)
         for name, value in layer.items()
     } | layout.final
+    grouped = "kv_heads" in meta
+    if grouped:  # the state's keys and shapes: every key/value head repeated, h of them
+        params = _repeated(params, int(meta["heads"]), int(meta["kv_heads"]))
     state = state_dict_of(params, layout.count, stacked)
     activation = {
         "relu": '"relu"',
@@ -366,9 +478,9 @@ def torch_program(walkthrough: Walkthrough) -> str:
             *layer,
             f"model = nn.Transformer{kind}(layer, num_layers={layout.count}, norm={norm}{nested})",
         ]
-    state_lines = ["state = {  # the weights in PyTorch's names and layouts (nn.Linear: W.T)"]
-    state_lines += [f'    "{key}": {array(value, "torch", 4)},' for key, value in state.items()]
-    state_lines.append("}")
+    state_lines = _state_lines(layout, state)
+    if grouped:
+        state_lines = [*_grouped_lines(layout), *state_lines]
     mask_lines, keywords = _torch_masks(layout)
     call_args = ", ".join(f"{key}={value}" for key, value in keywords.items())
     call_args = ", " + call_args if call_args else ""

@@ -20,11 +20,13 @@ from attn_cli.core.errors import UserError
 from attn_cli.core.numbers import shape_text
 from attn_cli.course.block import pytorch
 from attn_cli.course.block.card import CARD
-from attn_cli.course.checks import whole_at_least
+from attn_cli.course.checks import counted, kv_heads_option, whole_at_least
 from attn_cli.mechanisms.block import ACTIVATIONS
 
 ATTENTION_PARTS = pytorch.ATTENTION_PARTS
 MASKS = ("key_padding_mask", "memory_key_padding_mask", "attn_mask", "attn_mask_float")
+# The weights whose width says how many key/value heads there are (grouped-query attention).
+KV_WEIGHTS = ("W_K", "W_V", "W_K_cross", "W_V_cross")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,16 @@ class Settings:
     shared: bool = False
     final_norm: bool = False
     model: pytorch.LoadedModel | None = None  # the --weights file's, read
+    kv_heads: int | None = None  # key/value heads g (grouped-query attention); None: h
+
+    @property
+    def kv(self) -> int:
+        """The key/value heads g: h, one per query head, unless grouped (--kv-heads)."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    def kv_width(self, d_model: int) -> int:
+        """The columns of W_K and W_V: g·d_k (d_model when g = h)."""
+        return d_model // self.heads * self.kv
 
     @property
     def norms(self) -> int:
@@ -110,6 +122,7 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
             f"{d_model} columns: give X with {torch_model.d_model} columns (--x, or --n N "
             f"--d-model {torch_model.d_model})."
         )
+    kv = _kv_heads(options.get("kv_heads"), given, (heads, d_model), model)
     decoder = _agree(
         options.get("decoder"), _held(torch_model, "decoder"), "--decoder", torch_model
     )
@@ -137,9 +150,51 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
         shared=bool(options.get("shared_weights")),
         final_norm=bool(final_norm),
         model=model,
+        kv_heads=None if kv == heads else kv,
     )
     _check_given(chosen, given, d_model, model)
     return chosen
+
+
+def _kv_heads(
+    option: Any,
+    given: Mapping[str, np.ndarray],
+    sizes: tuple[int, int],
+    model: pytorch.LoadedModel | None,
+) -> int:
+    """The key/value heads g: read from the width of W_K or W_V (or the cross-attention's)
+    where given, g·d_k columns; else --kv-heads; else h. An option that disagrees with the
+    weights is refused, as is g < h with a PyTorch state_dict (its attention has a key and a
+    value head per query head)."""
+    heads, d_model = sizes
+    asked = kv_heads_option(option, heads)
+    if model is not None and not model.own_names:
+        if asked is not None and asked < heads:
+            raise UserError(
+                f"--kv-heads {asked}: {model.where} holds an {model.module}, whose attention has "
+                "a key and a value head per query head (PyTorch's Transformer layers have no "
+                "grouped-query heads); leave out --kv-heads, or save W_K and W_V, d_model × "
+                "g·d_k, under the lesson's own names in an .npz or .safetensors file."
+            )
+        return heads
+    d_k = d_model // heads
+    for name in KV_WEIGHTS:
+        value = given.get(name)
+        if value is None or value.ndim != 2 or value.shape[0] != d_model:
+            continue
+        width = int(value.shape[1])
+        if width % d_k or not 0 < width <= d_model or heads % (width // d_k):
+            break  # a width no g gives: _check_given names it
+        held = width // d_k
+        if asked is not None and asked != held:
+            where = f" (in {model.where})" if model is not None else ""
+            raise UserError(
+                f"--kv-heads {asked} (yours, or the example's options.kv_heads) but "
+                f"{CARD.flag(name)}{where} is {shape_text(value.shape)}, so g = {held} "
+                f"({width} columns = g·d_k, d_k = d_model / h = {d_k}); leave out --kv-heads."
+            )
+        return held
+    return heads if asked is None else asked
 
 
 def _held(model: pytorch.LoadedModel | None, what: str) -> bool | None:
@@ -218,13 +273,21 @@ def _d_ff(
 
 
 def expected_shapes(s: Settings, d_model: int) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Each weight's shape, and the shape in words."""
+    """Each weight's shape, and the shape in words (W_K, W_V and their biases g·d_k wide with
+    grouped-query heads)."""
     square = ((d_model, d_model), "d_model × d_model")
     wide = ((d_model,), "d_model")
+    kv_width = s.kv_width(d_model)
+    narrow = ((d_model, kv_width), "d_model × g·d_k") if s.kv < s.heads else square
+    narrow_bias = ((kv_width,), "g·d_k") if s.kv < s.heads else wide
     shapes: dict[str, tuple[tuple[int, ...], str]] = {}
     for suffix in ("", "_cross"):
         for part in ATTENTION_PARTS:
-            shapes[part + suffix] = square if part.startswith("W") else wide
+            grouped = part[-1] in "KV"
+            if part.startswith("W"):
+                shapes[part + suffix] = narrow if grouped else square
+            else:
+                shapes[part + suffix] = narrow_bias if grouped else wide
     shapes["W_1"] = ((d_model, s.d_ff), "d_model × d_ff")
     shapes["b_1"] = ((s.d_ff,), "d_ff")
     shapes["W_2"] = ((s.d_ff, d_model), "d_ff × d_model")
@@ -257,13 +320,24 @@ def _check_given(
         raise UserError(f"{flag} is a bias, but --no-bias leaves every bias out; leave it out.")
     shapes = expected_shapes(s, d_model)
     wrong = []
+    d_k = d_model // s.heads
     for name, value in given.items():
         shape, words = shapes[name]
         if value.shape != shape:
             what = "has" if value.ndim == 1 else "is"
             got = f"{value.shape[0]} entries" if value.ndim == 1 else shape_text(value.shape)
+            why = ""
+            part = name.removesuffix("_cross")
+            if part in ("W_K", "W_V", "b_K", "b_V") and s.kv < s.heads:
+                why = (
+                    f" (g = {counted(s.kv, 'key/value head')} of d_k = d_model / h = "
+                    f"{counted(d_k, 'column')})"
+                )
+            elif part in ("W_K", "W_V"):
+                why = " (or g·d_k columns for g key/value heads, g dividing h: --kv-heads)"
             wrong.append(
-                f"{CARD.flag(name)}{where} {what} {got} but must be {words} = {shape_text(shape)}"
+                f"{CARD.flag(name)}{where} {what} {got} but must be {words} = "
+                f"{shape_text(shape)}{why}"
             )
     if wrong:
         raise UserError("; ".join(wrong) + ".")

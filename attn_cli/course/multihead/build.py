@@ -28,7 +28,7 @@ from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding, score_transforms
-from attn_cli.course.checks import counted, is_whole, row_names, whole_at_least
+from attn_cli.course.checks import counted, is_whole, kv_heads_option, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.multihead import pytorch
 from attn_cli.course.multihead.card import CARD
@@ -78,16 +78,9 @@ def sequences(inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np
 def kv_heads(options: Mapping[str, Any], heads: int) -> int:
     """The number of key/value heads g (h when not given), checked: a whole number that
     divides h."""
-    given = options.get("kv_heads")
-    if given is None:
+    g = kv_heads_option(options.get("kv_heads"), heads)
+    if g is None:
         return heads
-    g = whole_at_least(given, "--kv-heads (options.kv_heads)", meaning="key/value heads")
-    if g > heads or heads % g:
-        divisors = ", ".join(str(k) for k in range(1, heads + 1) if heads % k == 0)
-        raise UserError(
-            f"--kv-heads {g} does not divide --heads {heads}: each key/value head serves h/g "
-            f"query heads; give one of {divisors}."
-        )
     if g < heads and options.get("weights") is not None:
         raise UserError(
             "--weights reads an nn.MultiheadAttention, which has a key and a value head for "

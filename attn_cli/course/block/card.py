@@ -285,6 +285,7 @@ CARD = Card(
             ".safetensors or .npz; from Python, the state_dict itself. It holds no settings: "
             "give --heads, --pre-norm, --activation and --eps as the module has them.",
             metavar="FILE",
+            path=True,
         ),
     ),
     sizes=(

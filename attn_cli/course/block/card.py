@@ -290,7 +290,7 @@ CARD = Card(
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 4),
-        Size("d_model", "width d_model (default: {default}).", 8),
+        Size("d_model", "width d_model, with --weights the file's (default: {default}).", 8),
         Size("m", "memory rows m, with --decoder (default: n)."),
     ),
     figure=(

@@ -17,6 +17,7 @@ from attn_cli.core.errors import UserError
 from attn_cli.core.tensor_file import read_named_arrays
 from attn_cli.course.block.parameters import draw_weights
 from attn_cli.course.block.pytorch import state_dict_of
+from attn_cli.course.lesson import draw_standard_normal
 from tests.conftest import assert_user_error, unwrap
 from tests.test_block import WEIGHTS_FILE
 
@@ -369,3 +370,54 @@ def test_a_weights_file_is_judged_from_its_headers_before_it_is_read(tmp_path, i
     )
     assert bomb.stat().st_size < 2**20
     assert_user_error(invoke("block", "--weights", str(bomb)), "linear1.weight", "-fold")
+
+
+# --- --n (and --m) with --weights: random tokens of the file's width --------------------------
+
+
+def test_n_with_a_weights_file_draws_x_of_the_files_d_model(invoke, invoke_json):
+    walk = attn.block(n=3, weights=WEIGHTS_FILE, seed=2)  # a layer of d_model = 4
+    x = draw_standard_normal({"X": (3, 4)}, 2)["X"]
+    inputs = {item.name: item for item in walk.inputs}
+    assert np.array_equal(inputs["X"].value, x)
+    assert inputs["X"].description == (
+        "token embeddings (drawn, random seed 2; d_model = 4 from encoder-layer.npz)"
+    )
+    given = attn.block(x, weights=WEIGHTS_FILE)  # the same tokens, given: the same layer
+    assert np.array_equal(walk.output, given.output)
+    doc = invoke_json("block", "--weights", WEIGHTS_FILE, "--n", "3", "--seed", "2", "--full")
+    assert np.array_equal(np.array(unwrap(doc["output"])), walk.output)
+    assert doc["meta"]["d_model"] == 4
+    # --d-model that agrees is taken; one that does not is refused in one line.
+    same = invoke_json("block", "--weights", WEIGHTS_FILE, "--n", "3", "--d-model", "4")
+    assert same["meta"]["d_model"] == 4
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--n", "3", "--d-model", "8"),
+        "--d-model 8: --weights",
+        "holds a layer of d_model = 4; leave out --d-model",
+    )
+    # --n's bounds and the work guards as without a file.
+    assert_user_error(
+        invoke("block", "--weights", WEIGHTS_FILE, "--n", "0"), "--n must be at least 1"
+    )
+    assert_user_error(invoke("block", "--weights", WEIGHTS_FILE, "--n", "10000000"), "--n")
+
+
+def test_n_and_m_with_a_decoders_pt_file_draw_x_and_the_memory(torch, tmp_path):
+    module = torch_model(torch, "TransformerDecoderLayer", d=6, heads=2, d_ff=5)
+    torch.save(module.state_dict(), tmp_path / "decoder.pt")
+    walk = attn.block(n=4, m=3, weights=str(tmp_path / "decoder.pt"), seed=7, posenc=False)
+    drawn = draw_standard_normal({"X": (4, 6), "Memory": (3, 6)}, 7)
+    inputs = {item.name: item for item in walk.inputs}
+    assert np.array_equal(inputs["X"].value, drawn["X"])
+    assert np.array_equal(inputs["Memory"].value, drawn["Memory"])
+    assert "(drawn, random seed 7; d_model = 6 from decoder.pt)" in inputs["Memory"].description
+    expected = torch_output(torch, module, drawn["X"], drawn["Memory"])
+    assert np.max(np.abs(walk.output - expected)) <= TOLERANCE
+
+
+def test_n_with_a_file_in_the_lessons_own_names_takes_its_width(tmp_path):
+    w_2 = np.ones((8, 6)) / 8  # d_ff × d_model
+    np.savez(tmp_path / "own.npz", W_2=w_2)
+    walk = attn.block(n=2, weights=str(tmp_path / "own.npz"))
+    assert walk.meta["d_model"] == 6 and walk.meta["d_ff"] == 8

@@ -483,6 +483,44 @@ def test_snapshot_every_lesson_opens_with_the_focused_steps_numbers(lesson, size
     assert checked == [lesson]
 
 
+def test_shown_cells_round_at_the_renderings_precision_only_what_it_would_round():
+    typed = (("0.5", "-0.2"), ("1", "0"))
+    assert st.shown_cells(typed, 4) == typed  # exact at 4 decimals: as typed
+    drawn = (("0.7218454773490628", "-0.4479729881928707"), ("1", "nan"))
+    assert st.shown_cells(drawn, 4) == (("0.7218", "-0.4480"), ("1.0000", "nan"))
+    assert st.shown_cells(drawn, 2) == (("0.72", "-0.45"), ("1.00", "nan"))
+    assert st.shown_cells((("0.5", "1e-9"),), 4) == (("0.5", "1e-9"),)  # exact as typed
+    assert st.shown_cells((("0.123456", "2e-9x"),), 4) == (("0.123456", "2e-9x"),)  # mid-typing
+
+
+def test_blocks_drawn_weights_show_the_renderings_digits_and_edit_exactly():
+    """Issue 46's note: block's drawn weights took about 45 columns per table. The table shows
+    them as the rich renderer does (to --precision), the editor opens the exact number, and a
+    run of one's own gives the exact numbers."""
+    from textual.coordinate import Coordinate
+
+    async def scenario() -> Any:
+        app = explorer("block")
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.query_one("#input-W_Q")
+            shown = [str(table.get_cell_at(Coordinate(0, col))).strip() for col in range(4)]
+            table.focus()
+            await pilot.press("enter")
+            opened = app.query_one("#cell-editor").value
+            await pilot.press("escape", "+")  # W_Q[1,1] + 0.1: W_Q given, exact
+            await pilot.pause()
+            return app, shown, opened
+
+    app, shown, opened = run(scenario())
+    drawn = attn_cli.block()
+    w_q = next(item.value for item in drawn.inputs if item.name == "W_Q")
+    assert shown == [f"{value:.4f}" for value in w_q[0]]  # 0.7218, -0.4480, 0.3680, 0.0029
+    assert opened == repr(float(w_q[0, 0]))
+    given = next(item.value for item in app.walkthrough.inputs if item.name == "W_Q")
+    assert given[0, 0] == pytest.approx(w_q[0, 0] + 0.1, abs=1e-12)
+    assert np.array_equal(given.ravel()[1:], w_q.ravel()[1:])
+
+
 def test_snapshot_an_edit_is_marked(snap_compare):
     assert snap_compare(explorer("scaled"), press=["down", "+"], terminal_size=SIZE)
 

@@ -96,6 +96,9 @@ class Option:
     metavar: str | None = None
     command_line: bool = True  # False: set by lesson files and the Python API only
     lesson: bool = True  # False: the command's own (flash --kernel), not handed to the lesson
+    # It names a file (block --weights): a relative path in a lesson file is read from the
+    # lesson file's folder, one on the command line from the current directory.
+    path: bool = False
 
     @property
     def option(self) -> str:

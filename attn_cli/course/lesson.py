@@ -35,6 +35,11 @@ def draw_standard_normal(shapes: Shapes, seed: int) -> Inputs:
     return {name: rng.standard_normal(shape) for name, shape in shapes.items()}
 
 
+def sizes_as_given(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, int]:
+    """Random sizes that no option fills in (every lesson but those that say otherwise)."""
+    return sizes
+
+
 def same_shapes(shapes: Shapes, options: dict[str, Any]) -> Shapes:
     """Random shapes that no option changes (every lesson but those that say otherwise)."""
     return shapes
@@ -57,6 +62,9 @@ class Lesson:
     texts: Texts
     # Random inputs of those shapes from a seed (multihead scales its weights).
     draw_random: Callable[[Shapes, int], Inputs] = draw_standard_normal
+    # The sizes given, with what the options say of those not given, before the card's defaults
+    # fill the rest (block's --weights FILE holds d_model): (sizes given, options) -> sizes.
+    option_sizes: Callable[[dict[str, int], dict[str, Any]], dict[str, int]] = sizes_as_given
     # The random shapes as the options change them (multihead's --kv-heads narrows W_K and W_V):
     # (shapes from the sizes, options) -> the shapes drawn.
     option_shapes: Callable[[Shapes, dict[str, Any]], Shapes] = same_shapes

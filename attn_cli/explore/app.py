@@ -199,8 +199,8 @@ class Explorer(App[None]):
         await tables.mount_all(boxes)
         for table in self.query(InputTable):
             table.add_columns(*(str(col + 1) for col in range(table.shape[1])))
-            for row in range(table.shape[0]):
-                table.add_row(*self.row_cells(table.input_name, row), label=str(row + 1))
+            for row, entries in enumerate(self.table_cells(table.input_name)):
+                table.add_row(*entries, label=str(row + 1))
         tables.display = bool(self.state.cells)
         self.query_one("#inputs-hint", Static).display = bool(self.state.cells)
         self.show_inputs_hint()
@@ -247,17 +247,21 @@ class Explorer(App[None]):
             return ""
         return st.number_text(value) if isinstance(value, float) else str(value)
 
-    def row_cells(self, name: str, row: int) -> list[Text]:
-        """Row ``row`` of input ``name``: each entry, then its change glyph or a blank, padded
-        to its column's widest entry (right-aligned by padding: a blank mark stays)."""
-        cells = self.state.cells[name]
-        widths = [max(len(entries[col]) for entries in cells) for col in range(len(cells[row]))]
+    def table_cells(self, name: str) -> list[list[Text]]:
+        """Input ``name``'s entries at the rendering's precision (:func:`st.shown_cells`),
+        each then its change glyph or a blank, padded to its column's widest entry
+        (right-aligned by padding: a blank mark stays)."""
+        cells = st.shown_cells(self.state.cells[name], self.precision)
+        widths = [max(len(entries[col]) for entries in cells) for col in range(len(cells[0]))]
         return [
-            Text(
-                text.rjust(widths[col]) + glyph(self.cells_changed.get((name, row, col), 0)),
-                justify="left",
-            )
-            for col, text in enumerate(cells[row])
+            [
+                Text(
+                    text.rjust(widths[col]) + glyph(self.cells_changed.get((name, row, col), 0)),
+                    justify="left",
+                )
+                for col, text in enumerate(entries)
+            ]
+            for row, entries in enumerate(cells)
         ]
 
     def on_resize(self, event: Resize) -> None:
@@ -437,8 +441,8 @@ class Explorer(App[None]):
 
     def show_cells(self) -> None:
         for table in self.query(InputTable):
-            for row in range(table.shape[0]):
-                for col, cell in enumerate(self.row_cells(table.input_name, row)):
+            for row, entries in enumerate(self.table_cells(table.input_name)):
+                for col, cell in enumerate(entries):
                     table.update_cell_at(Coordinate(row, col), cell, update_width=True)
 
     def show_controls(self) -> None:

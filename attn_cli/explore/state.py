@@ -33,6 +33,7 @@ from attn_cli.core.card import Card, Option, shown
 from attn_cli.core.errors import UserError
 from attn_cli.course import card
 from attn_cli.render import Format, RenderOptions, render_text
+from attn_cli.render.cells import cell_texts
 
 if TYPE_CHECKING:
     from attn_cli.core.model import Walkthrough
@@ -164,6 +165,29 @@ def cells_of(array: np.ndarray) -> Cells:
     if rows.ndim != 2:
         raise UserError("the explorer edits one item at a time; give 2-D inputs.")
     return tuple(tuple(number_text(value) for value in row) for row in rows)
+
+
+def shown_cells(cells: Cells, precision: int) -> Cells:
+    """An input's entries as its table shows them. The cells are the exact texts (what the
+    editor opens, + and - move, and the command line gives); the table shows them at the
+    rendering's precision: as typed while every entry reads back the same at that precision
+    (an example's 0.5 stays 0.5), else every entry as the renderers write a matrix
+    (:func:`attn_cli.render.cells.cell_texts`: drawn weights 0.7218, not 0.7218454773490628).
+    An entry that is not a number yet shows as typed, and so does its table."""
+    try:
+        values = np.array([[float(text) for text in row] for row in cells], dtype=np.float64)
+    except ValueError:
+        return cells
+    if values.size == 0:
+        return cells
+    rendered = cell_texts(values, precision)
+    if all(
+        float(text) == float(typed) or (math.isnan(value) and math.isnan(float(text)))
+        for row, typed_row, value_row in zip(rendered, cells, values, strict=True)
+        for text, typed, value in zip(row, typed_row, value_row, strict=True)
+    ):
+        return cells
+    return tuple(tuple(row) for row in rendered)
 
 
 def as_given(option: Option, value: Any) -> Any:

@@ -44,6 +44,7 @@ the rounding rule for printed values, is docs/lesson-files.md.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -288,7 +289,43 @@ def _complete_own_lesson_file(
             )
     for example in own.examples:
         _check_example_fields(declared, example, f"{path}: example {example.name!r}")
+    own = _with_paths_found(own, declared, path)
     return own.over(bundled) if bundled is not None else own
+
+
+RELATIVE = "a relative path in a lesson file starts at the lesson file's folder"
+
+
+def from_lesson_folder(value: str, lesson_file: Path | None) -> Path:
+    """A path a lesson file names (an option's file, an input's ``@file``): a relative one is
+    read from the lesson file's folder, where a lecturer keeps a lesson and its weights
+    together (as an absolute path: the same file whatever the current directory later is);
+    an absolute one, or one in data of no file, as it is."""
+    given = Path(value)
+    if lesson_file is None or given.is_absolute():
+        return given
+    return Path(os.path.abspath(lesson_file.parent / given))
+
+
+def _with_paths_found(own: LessonFile, declared: Lesson, path: Path) -> LessonFile:
+    """``own`` with each option that names a file (``Option.path``: block's and multihead's
+    ``weights``) read from the lesson file's folder, and found there: a missing file is one
+    line naming the path as resolved and the example and option that named it."""
+    paths = {option.name for option in declared.card.options if option.path and option.lesson}
+    examples = []
+    for example in own.examples:
+        options = dict(example.options)
+        for name in paths & set(options):
+            found = from_lesson_folder(options[name], path)
+            if not found.is_file():
+                how = "" if Path(options[name]).is_absolute() else f" ({RELATIVE})"
+                raise UserError(
+                    f"{path}: example {example.name!r}, options.{name}: no file "
+                    f"{str(found)!r}{how}; check the path."
+                )
+            options[name] = str(found)
+        examples.append(replace(example, options=options))
+    return replace(own, examples=tuple(examples))
 
 
 def _check_example_fields(declared: Lesson, example: Example, where: str) -> None:
@@ -404,7 +441,8 @@ def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None
             f"({MAX_EXAMPLES}); split them over several files."
         )
     examples = tuple(
-        _parse_example(raw, f"{where}: examples[{index}]") for index, raw in enumerate(raw_examples)
+        _parse_example(raw, f"{where}: examples[{index}]", path)
+        for index, raw in enumerate(raw_examples)
     )
     names = [example.name for example in examples]
     repeated = sorted(name for name, count in Counter(names).items() if count > 1)
@@ -439,14 +477,15 @@ def _words_table(
     return words
 
 
-def _parse_example(raw: dict[str, Any], where: str) -> Example:
-    """One [[examples]] table, its keys and value types already checked (check_keys)."""
+def _parse_example(raw: dict[str, Any], where: str, path: Path | None) -> Example:
+    """One [[examples]] table, its keys and value types already checked (check_keys); an
+    input's ``@file`` is read from the folder of the lesson file (``path``)."""
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise UserError(f'{where}: field "name" is missing; give the example a name.')
     where = f"{where.rsplit(':', 1)[0]}: example {name!r}"
     inputs = {
-        input_name: _input_array(value, f"{where}, inputs.{input_name}")
+        input_name: _input_array(value, f"{where}, inputs.{input_name}", path)
         for input_name, value in raw.get("inputs", {}).items()
     }
     printed = dict(raw.get("printed", {}))
@@ -463,9 +502,12 @@ def _parse_example(raw: dict[str, Any], where: str) -> Example:
     )
 
 
-def _input_array(value: Any, where: str) -> np.ndarray:
-    """A TOML input: a number, a list, a list of rows, or a string in the matrix grammar."""
+def _input_array(value: Any, where: str, path: Path | None) -> np.ndarray:
+    """A TOML input: a number, a list, a list of rows, or a string in the matrix grammar
+    (``"@q.npy"``: a file, read from the lesson file's folder)."""
     if isinstance(value, str):
+        if value.strip().startswith("@"):
+            value = "@" + str(from_lesson_folder(value.strip()[1:], path))
         return as_matrix_or_batch(value, where)
     flag = _first_flag(value)
     if flag is not None:  # numpy would take true as 1 (JSON inputs refuse it too)

@@ -172,7 +172,7 @@ def resolve_inputs(lesson: Lesson, data: LessonFile, request: RunRequest, given:
     """Where the inputs come from: sizes (random), the user's own, the options alone (a lesson
     without matrix inputs), or a lecture example (with inputs the lesson lets one give on top)."""
     if given.sizes:
-        source = _random_source(lesson, given)
+        source = _random_source(lesson, given, lesson.options_with(given.options))
     elif given.inputs and not set(given.inputs) <= lesson.example_overrides:
         inputs = _parse_inputs(lesson, given.inputs)
         source = Source(inputs, _shapes(inputs))
@@ -187,11 +187,12 @@ def resolve_inputs(lesson: Lesson, data: LessonFile, request: RunRequest, given:
     return source
 
 
-def _random_source(lesson: Lesson, given: Given) -> Source:
+def _random_source(lesson: Lesson, given: Given, options: dict[str, Any]) -> Source:
     if given.inputs:
         flags = ", ".join(lesson.flag(name) for name in given.inputs)
         raise UserError(f"give either sizes for random inputs or {flags}, not both.")
-    return Source(None, lesson.random_shapes(lesson.card.with_size_defaults(given.sizes)))
+    sizes = lesson.option_sizes(given.sizes, options)
+    return Source(None, lesson.random_shapes(lesson.card.with_size_defaults(sizes)))
 
 
 def _example_source(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:

@@ -130,6 +130,7 @@ CARD = Card(
             "writes, with its learned W1, W2 and v, a sentence's encoder states H, the decoder "
             "state of one step as --s, and the sentence's words as --tokens.",
             metavar="FILE",
+            path=True,
             lesson=False,
         ),
         Option(

@@ -25,7 +25,7 @@ from attn_cli.core import work
 from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Walkthrough
-from attn_cli.course.block import claims
+from attn_cli.course.block import claims, pytorch
 from attn_cli.course.block.card import CARD
 from attn_cli.course.block.layer import (
     Layer,
@@ -88,6 +88,24 @@ def arrange(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> dict[str,
         if name in inputs and inputs[name].ndim == 3:
             arranged[name] = np.ascontiguousarray(np.swapaxes(inputs[name], 0, 1))
     return arranged
+
+
+def sizes_of_file(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, int]:
+    """--n N (and --m M) with --weights FILE: X (and the memory) of the file's d_model, drawn
+    from --seed; a --d-model that says otherwise is refused."""
+    if options.get("weights") is None:
+        return sizes
+    model = pytorch.load(options["weights"])
+    width = model.width
+    if width is None:
+        return sizes
+    asked = sizes.get("d_model")
+    if asked is not None and asked != width:
+        raise UserError(
+            f"--d-model {asked}: {model.where} holds a layer of d_model = {width}; leave out "
+            f"--d-model (--n draws X of the file's {width} columns)."
+        )
+    return {**sizes, "d_model": width}
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -200,10 +218,13 @@ def build(run: LessonRun) -> Walkthrough:
         record, s, stack, (h, rows, base), (memory, memory_rows), (self_mask, cross_mask)
     )
     notes = _notes(record, run, s, stack, output, memory_given)
-    inputs = [InputValue("X", embeddings, row_labels=rows, description="token embeddings")]
+    x_words = "token embeddings" + _drawn_words(run, s, "X", d)
+    inputs = [InputValue("X", embeddings, row_labels=rows, description=x_words)]
     if memory_in is not None:
         description = "memory M (encoder output)" + (
-            "" if memory_given else f" (drawn, random seed {run.seed})"
+            _drawn_words(run, s, "Memory", d)
+            if memory_given
+            else f" (drawn, random seed {run.seed})"
         )
         inputs.append(
             InputValue("Memory", memory_in, row_labels=memory_rows, description=description)
@@ -260,6 +281,16 @@ def build(run: LessonRun) -> Walkthrough:
     if s.kv < s.heads:  # grouped-query heads (plain multi-head runs keep their JSON as it was)
         meta["kv_heads"] = s.kv
     return record.walkthrough(output, inputs=tuple(inputs), notes=notes, meta=meta)
+
+
+def _drawn_words(run: LessonRun, s: Settings, name: str, d: int) -> str:
+    """How --n (X) or --m (the memory) drew an input, after its description: from the seed,
+    its d_model the file's beside --weights (settings refuses another width); "" for an input
+    given."""
+    if name not in run.drawn:
+        return ""
+    width = "" if s.model is None else f"; d_model = {d} from {s.model.source}"
+    return f" (drawn, random seed {run.seed}{width})"
 
 
 def _shown_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -501,6 +532,7 @@ LESSON = Lesson(
     labels=("tokens", "memory"),
     validate=validate,
     random_shapes=random_shapes,
+    option_sizes=sizes_of_file,
     estimate_bytes=estimate_bytes,
     build=build,
     texts=TEXTS,

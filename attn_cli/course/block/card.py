@@ -299,11 +299,12 @@ CARD = Card(
             ".safetensors or .npz; from Python, the state_dict itself. It holds no settings: "
             "give --heads, --pre-norm, --activation and --eps as the module has them.",
             metavar="FILE",
+            path=True,
         ),
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 4),
-        Size("d_model", "width d_model (default: {default}).", 8),
+        Size("d_model", "width d_model, with --weights the file's (default: {default}).", 8),
         Size("m", "memory rows m, with --decoder (default: n)."),
     ),
     figure=(

@@ -65,6 +65,20 @@ class LoadedModel:
     def own_names(self) -> bool:
         return self.module == "attn's own names"
 
+    @property
+    def width(self) -> int | None:
+        """The d_model of the layer the file holds: a PyTorch module's, or in the lesson's own
+        names the first weight's (W_2's columns, every other's rows but b_1's); None when it
+        holds b_1 alone. A weight of another width is refused later, naming it."""
+        if self.d_model is not None:
+            return self.d_model
+        for name, value in self.layers[0].items():
+            if name == "W_2" and value.ndim == 2:
+                return int(value.shape[1])
+            if name != "b_1" and value.ndim >= 1:
+                return int(value.shape[0])
+        return None
+
 
 def load(source: Any) -> LoadedModel:
     """The weights of ``--weights`` (a path) or of ``weights=`` (a state_dict from Python)."""

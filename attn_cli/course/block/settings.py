@@ -119,8 +119,7 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
     if torch_model is not None and torch_model.d_model != d_model:
         raise UserError(
             f"{torch_model.where} holds a layer of d_model = {torch_model.d_model} but X has "
-            f"{d_model} columns: give X with {torch_model.d_model} columns (--x, or --n N "
-            f"--d-model {torch_model.d_model})."
+            f"{d_model} columns: give X with {torch_model.d_model} columns (--x, or --n N)."
         )
     kv = _kv_heads(options.get("kv_heads"), given, (heads, d_model), model)
     decoder = _agree(

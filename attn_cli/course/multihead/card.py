@@ -108,6 +108,7 @@ CARD = Card(
             "has them), saved as .pt (read with torch.load(weights_only=True)), .safetensors or "
             ".npz; from Python, the state_dict itself. Give --heads as its num_heads.",
             metavar="FILE",
+            path=True,
         ),
     ),
     sizes=(

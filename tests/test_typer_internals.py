@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import tomllib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -21,6 +22,7 @@ import attn_cli.cli.typer_internals as internals
 from attn_cli.cli.app import AttnCommand
 
 PACKAGE = Path(internals.__file__).resolve().parent.parent
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 WHERE = "attn_cli/cli/typer_internals.py"
 TYPER = f"Typer {typer.__version__}"
 
@@ -50,12 +52,28 @@ def _params() -> dict[str, TyperOption | TyperArgument]:
     return {param.name: param for param in command.params if param.name}  # type: ignore[misc]
 
 
+def oldest_typer() -> tuple[int, ...]:
+    """The lower bound pyproject.toml sets on typer (typer>=0.29 -> (0, 29, 0)): the oldest Typer
+    the module was written against, and the one .ci/run installs to test it."""
+    dependencies = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["dependencies"]
+    bounds = [re.fullmatch(r"typer>=([0-9]+(?:\.[0-9]+)*)", dep) for dep in dependencies]
+    found = [bound[1] for bound in bounds if bound]
+    assert len(found) == 1, f"pyproject.toml: no single typer>=X among {dependencies}"
+    numbers = tuple(int(part) for part in found[0].split("."))
+    return (*numbers, 0, 0, 0)[:3]
+
+
 def test_the_installed_typer_is_one_this_module_was_written_against():
-    low, high = internals.KNOWN_TYPER
-    assert internals.is_known_typer(), (
-        f"{TYPER} is outside the releases {WHERE} was written against "
-        f"({'.'.join(map(str, low))} up to {'.'.join(map(str, high))}, not included): check each "
-        "internal its docstring lists against this Typer (the tests below), then widen KNOWN_TYPER"
+    low, high = oldest_typer(), internals.TYPER_UNCHECKED
+    shown = f"{'.'.join(map(str, low))} up to {'.'.join(map(str, high))}, not included"
+    assert low <= internals.typer_version(), (
+        f"{TYPER} is older than pyproject.toml's lower bound on typer ({shown}): "
+        f"{WHERE} needs what that release brought"
+    )
+    assert internals.typer_version() < high, (
+        f"{TYPER} is newer than the releases {WHERE} was written against ({shown}): check each "
+        "internal its docstring lists against this Typer (the tests below), then raise "
+        "TYPER_UNCHECKED"
     )
 
 

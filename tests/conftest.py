@@ -127,6 +127,14 @@ def torch():
 
 
 @pytest.fixture
+def mpl():
+    """matplotlib, or a clean skip where the optional extra is not installed."""
+    return pytest.importorskip(
+        "matplotlib", reason="--plot draws with matplotlib, the optional extra attn-cli[plot]"
+    )
+
+
+@pytest.fixture
 def without_torch(monkeypatch):
     """Make this run behave as on a machine where PyTorch is not installed."""
     import sys

@@ -18,18 +18,12 @@ from attn_cli.course import lesson_names
 from tests.conftest import assert_user_error
 from tests.lesson_runs import runs_of
 
-NEEDS = "--plot draws with matplotlib, the optional extra attn-cli[plot]"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 
 # One fast run of every lesson that draws a figure, and labels its figure must show (its test's
 # RUNS.figure).
 LESSONS = {lesson: figure for lesson in lesson_names() if (figure := runs_of(lesson).figure)}
-
-
-@pytest.fixture
-def mpl():
-    return pytest.importorskip("matplotlib", reason=NEEDS)
 
 
 def figure_of(walkthrough, precision=None):
@@ -322,7 +316,7 @@ def test_unwritable_plot_folder_is_refused(invoke, no_compute, tmp_path, monkeyp
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_input_error_writes_no_plot(invoke, tmp_path):
+def test_an_input_error_writes_no_plot(invoke, mpl, tmp_path):
     target = tmp_path / "x.png"
     result = invoke("scaled", "--q", "1,0", "--k", "1,1,1", "--v", "1", "--plot", str(target))
     assert_user_error(result, "Q has 2 columns but K has 3")

@@ -101,7 +101,7 @@ def test_output_and_plot_through_a_link_to_the_same_file_are_refused(invoke, tmp
 # --- every output checked before anything is printed -------------------------------------------
 
 
-def test_a_plot_that_cannot_be_written_leaves_stdout_empty(invoke, tmp_path, monkeypatch):
+def test_a_plot_that_cannot_be_written_leaves_stdout_empty(invoke, mpl, tmp_path, monkeypatch):
     def full(descriptor: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
@@ -137,7 +137,9 @@ def tiny_filesystem(tmp_path):
     subprocess.run(["umount", str(folder)], check=True)
 
 
-def test_a_plot_on_a_real_full_filesystem_is_one_line_and_nothing_printed(invoke, tiny_filesystem):
+def test_a_plot_on_a_real_full_filesystem_is_one_line_and_nothing_printed(
+    invoke, mpl, tiny_filesystem
+):
     (tiny_filesystem / "filler").write_bytes(bytes(60 * 1024))  # 4 KiB left: the PNG needs more
     result = invoke("block", "--plot", str(tiny_filesystem / "b.png"))
     assert_user_error(result, "--plot", "No space left on device")

@@ -53,7 +53,7 @@ EXACT_INTEGERS = {"float64": 2**53, "float32": 2**24, "float16": 2**11, "bfloat1
 def namespace_of(*arrays: Any) -> Any:
     """The array namespace of the arrays: numpy itself for numpy arrays.
 
-    numpy >= 2 implements the array API in its main namespace, so the numpy path needs no
+    numpy >= 2.1 implements the array API in its main namespace, so the numpy path needs no
     wrapper (array_api_compat.numpy costs ~0.1 s of start-up). Other arrays (torch) go
     through array_api_compat, imported here only when such an array exists.
     """

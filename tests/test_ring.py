@@ -243,16 +243,34 @@ main()
 """
 KILL = "os.kill(os.getpid(), signal.SIGKILL)"
 CTRL_C = "os.kill(os.getppid(), signal.SIGINT); signal.pause()"
+# Ctrl-C as the command forks its third process: the signal lands in the fork's own handlers
+# (logging's lock, here a handler of the test's), which print it and carry on.
+CTRL_C_WHILE_FORKING = """
+import os, signal, sys
+forks = []
+
+def interrupt():
+    forks.append(1)
+    if len(forks) == 3:
+        os.kill(os.getpid(), signal.SIGINT)
+
+os.register_at_fork(after_in_parent=interrupt)
+sys.argv = ["attn", "ring", *{args!r}]
+from attn_cli.__main__ import main
+main()
+"""
 
 
-def run_driver(action: str, args: list[str]) -> tuple[subprocess.CompletedProcess, list[int]]:
+def run_driver(
+    action: str, args: list[str], driver: str = DRIVER, timeout: int = 120
+) -> tuple[subprocess.CompletedProcess, list[int]]:
     """`attn ring ARGS` with process 1 doing ``action`` in round 2; what it did, and the
     processes it left (those that inherited its tag)."""
     tag = uuid.uuid4().hex
-    code = textwrap.dedent(DRIVER).format(first=4, action=action, args=args)
+    code = textwrap.dedent(driver).format(first=4, action=action, args=args)
     env = {**os.environ, "ATTN_RING_TEST": tag, "COLUMNS": "80"}
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout
     )
     left = []
     for entry in Path("/proc").iterdir():
@@ -308,6 +326,19 @@ def test_ctrl_c_mid_lesson_stops_every_process(transport):
     args = ["--n", "16", "--processes", "4", "--dist-backend", transport]
     result, left = run_driver(CTRL_C, args)
     assert result.returncode == 130 and result.stdout == ""  # 128 + SIGINT, as a shell has it
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
+    assert left == []
+
+
+@LINUX
+@pytest.mark.slow
+def test_ctrl_c_while_the_processes_start_stops_every_process():
+    """A Ctrl-C that arrives during a fork is held until every process has started, then stops
+    them all: raised inside the fork's handlers, it was printed there and lost, and the command
+    waited for ever on a ring that would not finish (CI saw it time out)."""
+    args = ["--n", "16", "--processes", "4", "--dist-backend", "pipes"]
+    result, left = run_driver("", args, driver=CTRL_C_WHILE_FORKING, timeout=60)
+    assert result.returncode == 130 and result.stdout == ""
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
     assert left == []
 

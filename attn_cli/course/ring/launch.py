@@ -10,11 +10,13 @@ there is no fork, they are spawned (a fresh interpreter each).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import replace
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -106,12 +108,13 @@ def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
         stream.flush()
     processes: list[BaseProcess] = []
     try:
-        for job in jobs:
-            process = context.Process(
-                target=ranks.main, args=(job,), name=f"attn ring rank {job.rank}", daemon=True
-            )
-            process.start()
-            processes.append(process)
+        with _ctrl_c_held():
+            for job in jobs:
+                process = context.Process(
+                    target=ranks.main, args=(job,), name=f"attn ring rank {job.rank}", daemon=True
+                )
+                process.start()
+                processes.append(process)
         if jobs[0].pipes is not None:  # the processes hold their ends; the command none
             for connection in jobs[0].unused + _connections(jobs[0].pipes):
                 connection.close()
@@ -124,6 +127,22 @@ def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
             process.join()
     if failed is not None:
         raise _failure(ring, processes.index(failed), failed.exitcode)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C held back while the processes start, and raised once they have (then every one is
+    stopped). One that arrived during a fork would be raised inside the fork's own handlers
+    (logging's), which print it and carry on: the command would not stop, and would wait for ever
+    on a process that had already been told to."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks (and no fork)
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:  # a Ctrl-C held back is delivered here, as KeyboardInterrupt
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _first_failure(ring: Ring, processes: list[BaseProcess]) -> BaseProcess | None:

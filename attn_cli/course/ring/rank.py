@@ -109,6 +109,8 @@ def main(job: Job) -> None:
     """The process's entry point. It exits 0 once its record is written; on an error it writes
     the error (one line, then the traceback in its log) and exits 1."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the command stops every process
+    if hasattr(signal, "pthread_sigmask"):  # held back in the command as it started this one
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _die_with_parent()
     folder, rank = job.ring.folder, job.rank
     torch = sys.modules.get("torch")

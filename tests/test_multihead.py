@@ -605,3 +605,39 @@ def test_qk_norm_lowers_the_largest_weight_of_large_projections(invoke_json):
     note = next(note for note in doc["notes"] if note["key"].startswith("qknorm"))
     assert note["key"] == "qknorm_lowers"
     assert note["values"]["before"] > 0.99 > note["values"]["after"]
+
+
+def test_n_beside_weights_draws_inputs_of_the_files_widths(invoke, invoke_json):
+    """--n N with --weights FILE: X, X_K and X_V drawn of the file's embed_dim, kdim and vdim
+    (4, 3 and 2 here), and the output the file's layer on them, computed here from its arrays."""
+    doc = invoke_json("multihead", "--weights", MHA_FILE, "--n", "3", "--heads", "2", "--full")
+    x, xk, xv = (np.array(unwrap(doc["inputs"][name]), dtype=float) for name in ("X", "X_K", "X_V"))
+    assert (x.shape, xk.shape, xv.shape) == ((3, 4), (3, 3), (3, 2))
+    state = dict(np.load(MHA_FILE))
+    bias = state["in_proj_bias"]
+    q = x @ state["q_proj_weight"].T + bias[:4]
+    k = xk @ state["k_proj_weight"].T + bias[4:8]
+    v = xv @ state["v_proj_weight"].T + bias[8:]
+    heads = []
+    for head in range(2):
+        cols = slice(2 * head, 2 * head + 2)
+        scores = q[:, cols] @ k[:, cols].T / np.sqrt(2)
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        heads.append(weights / weights.sum(axis=1, keepdims=True) @ v[:, cols])
+    expected = np.concatenate(heads, axis=1) @ state["out_proj.weight"].T + state["out_proj.bias"]
+    got = np.array(unwrap(doc["output"]), dtype=float)
+    assert np.max(np.abs(got - expected)) <= 1e-12
+    text = invoke("multihead", "--weights", MHA_FILE, "--n", "3", "--heads", "2").stdout
+    assert "X tokens (drawn, random seed 0; 4 columns, the width of mha-kdim.npz)" in text
+    assert "X_V value sequence (drawn, random seed 0; 2 columns" in text
+    assert_user_error(
+        invoke("multihead", "--weights", MHA_FILE, "--n", "3", "--d-model", "5"),
+        "--d-model 5:",
+        "holds d_model = 4",
+        "leave out --d-model",
+    )
+    assert_user_error(
+        invoke("multihead", "--weights", MHA_FILE, "--n", "3", "--kdim", "4"),
+        "--kdim 4:",
+        "holds kdim = 3",
+    )

@@ -238,11 +238,42 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     }
 
 
+def sizes_of_file(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, int]:
+    """--n N with --weights FILE: X of the file's embed_dim (and X_K, X_V of its kdim and vdim
+    where they differ), drawn from --seed; a width option that says otherwise is refused."""
+    if options.get("weights") is None:
+        return sizes
+    loaded = pytorch.load(options["weights"])
+    held = {
+        "d_in": loaded.weights["W_Q"].shape[0],
+        "d_out": loaded.weights["W_Q"].shape[1],
+        "kdim": loaded.weights["W_K"].shape[0],
+        "vdim": loaded.weights["W_V"].shape[0],
+    }
+    held["d_model"] = held["d_in"]
+    for name, width in held.items():
+        asked = sizes.get(name)
+        if asked is not None and asked != width:
+            flag = "--" + name.replace("_", "-")
+            raise UserError(
+                f"{flag} {asked}: {loaded.where} holds {name} = {width}; leave out {flag} "
+                "(--n draws inputs of the file's widths)."
+            )
+    found = {**sizes, "d_model": held["d_in"]}
+    for name in ("kdim", "vdim"):  # their own sequences only where the file's widths differ
+        if held[name] != held["d_in"]:
+            found[name] = held[name]
+    return found
+
+
 def option_shapes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any]
 ) -> dict[str, tuple[int, ...]]:
-    """With --kv-heads g, W_K and W_V are g·d_k wide (the shapes as drawn; options that do not
-    fit leave them, for validate to name)."""
+    """With --weights FILE, no weight is drawn (the file gives them); with --kv-heads g, W_K and
+    W_V are g·d_k wide (the shapes as drawn; options that do not fit leave them, for validate
+    to name)."""
+    if options.get("weights") is not None:
+        return {name: shape for name, shape in shapes.items() if name not in WEIGHT_NAMES}
     heads, kv = options.get("heads"), options.get("kv_heads")
     if not (is_whole(heads) and is_whole(kv)) or not 1 <= kv <= heads or heads % kv:
         return shapes
@@ -261,6 +292,8 @@ def draw_random(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, np.n
     drawn: dict[str, np.ndarray] = {
         name: rng.standard_normal(shapes[name]) for name in ("X", "X_K", "X_V") if name in shapes
     }
+    if "W_Q" not in shapes:  # --weights FILE gives them
+        return drawn
     d_in, d_out = shapes["W_Q"]
     kdim, vdim = shapes["W_K"][0], shapes["W_V"][0]
     weights = draw_weights(seed, d_in, d_out, kdim, vdim)
@@ -956,11 +989,22 @@ def _labelled_inputs(
     split = _split_labels(weights["W_Q"].shape[1], d_k)
     grouped = _split_labels(weights["W_K"].shape[1], d_k, "kv")
     descriptions = {spec.name: spec.description for spec in CARD.inputs}
-    items = [InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens")]
+
+    def sequence(name: str) -> str:
+        """How --n drew a sequence beside --weights: of the file's width (sizes_of_file)."""
+        if loaded is None or name not in run.drawn:
+            return ""
+        width = run.inputs[name].shape[1]
+        return f" (drawn, random seed {run.seed}; {width} columns, the width of {loaded.source})"
+
+    items = [
+        InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens" + sequence("X"))
+    ]
     for name in ("X_K", "X_V"):
         if name in run.inputs:
+            description = descriptions[name] + sequence(name)
             items.append(
-                InputValue(name, run.inputs[name], row_labels=keys, description=descriptions[name])
+                InputValue(name, run.inputs[name], row_labels=keys, description=description)
             )
 
     def origin(name: str) -> str:
@@ -1103,5 +1147,6 @@ LESSON = Lesson(
     build=build,
     draw_random=draw_random,
     option_shapes=option_shapes,
+    option_sizes=sizes_of_file,
     texts=TEXTS,
 )

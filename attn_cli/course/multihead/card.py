@@ -106,7 +106,9 @@ CARD = Card(
             "The weights from an nn.MultiheadAttention's state_dict (packed in_proj_weight, or "
             "q_proj_weight, k_proj_weight, v_proj_weight when kdim or vdim differ; biases if it "
             "has them), saved as .pt (read with torch.load(weights_only=True)), .safetensors or "
-            ".npz; from Python, the state_dict itself. Give --heads as its num_heads.",
+            ".npz; from Python, the state_dict itself. Give --heads as its num_heads. With --n N, "
+            "the tokens (and key and value sequences where kdim or vdim differ) are drawn from "
+            "--seed at the file's widths.",
             metavar="FILE",
             path=True,
         ),

@@ -17,6 +17,7 @@ terminal, and an error is written for the command to report.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 import socket
@@ -147,7 +148,10 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the command already died before the request took effect
+        parent = multiprocessing.parent_process()
+        # The command already died before the request took effect: this process now has another
+        # parent (init, or a subreaper such as a container's first process).
+        if parent is not None and os.getppid() != parent.pid:
             os._exit(1)
 
 

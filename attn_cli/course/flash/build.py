@@ -297,56 +297,62 @@ def _inner_loop(
         rows = Grid(queries, context=context)
         # The long texts once, for the first block of the first tile; then the short ones.
         texts = BLOCK_TEXTS if number == 1 and tile in (None, 1) else BLOCK_TEXTS_AGAIN
-        key = f"{prefix}block{number}"
-        record.add(
-            f"{key}.scores",
-            update.scores,
-            text=texts["scores"],
-            grid=replace(rows, cols=columns),
+        merge_steps(
+            record,
+            f"{prefix}block{number}.",
+            (update, before),
+            replace(rows, cols=columns),
+            texts,
             notes=notes if texts is BLOCK_TEXTS else (),  # what this run does to the scores
-        )
-        record.add(
-            f"{key}.max",
-            update.state.row_max,
-            text=texts["max"],
-            grid=replace(rows, cols=("m",)),
-            parts=(
-                Part("m before", before.row_max),
-                Part(f"row max of S{number}", update.block_max),
-            ),
-        )
-        record.add(
-            f"{key}.rescale",
-            update.rescale,
-            text=texts["rescale"],
-            grid=replace(rows, cols=("c",)),
-        )
-        record.add(
-            f"{key}.p",
-            update.p,
-            text=texts["p"],
-            grid=replace(rows, cols=columns),
-        )
-        record.add(
-            f"{key}.sum",
-            update.state.row_sum,
-            text=texts["sum"],
-            grid=replace(rows, cols=("ℓ",)),
-            parts=(
-                Part("ℓ before", before.row_sum),
-                Part(f"row sum of P{number}", update.block_sum),
-            ),
-        )
-        record.add(
-            f"{key}.acc",
-            update.state.acc,
-            text=texts["acc"],
-            parts=(Part("acc before", before.acc), Part(f"P{number} V{number}", update.pv)),
-            grid=rows,
+            number=str(number),
         )
         state = update.state
     assert state is not None  # n >= 1 keys make at least one block, and a tile meets key 1
     return state
+
+
+def merge_steps(
+    record: StepRecorder,
+    key: str,
+    merge: tuple[tiled.BlockUpdate, tiled.OnlineState],
+    grid: Grid,
+    texts: Mapping[str, str],
+    *,
+    notes: tuple[Note, ...] = (),
+    number: str = "",
+) -> None:
+    """One key block folded into the running state (the update, and the state before it), as
+    six steps under ``key``: the block's scores S, the new row max m, the rescale c, P, ℓ and
+    acc. ``grid``: the query rows by the block's keys; ``number`` names the block in the parts
+    (S1, P1 V1). The flash lesson shows each block so, and the ring lesson each round's merge."""
+    update, before = merge
+    rows = replace(grid, cols=None)
+    record.add(f"{key}scores", update.scores, text=texts["scores"], grid=grid, notes=notes)
+    record.add(
+        f"{key}max",
+        update.state.row_max,
+        text=texts["max"],
+        grid=replace(rows, cols=("m",)),
+        parts=(Part("m before", before.row_max), Part(f"row max of S{number}", update.block_max)),
+    )
+    record.add(
+        f"{key}rescale", update.rescale, text=texts["rescale"], grid=replace(rows, cols=("c",))
+    )
+    record.add(f"{key}p", update.p, text=texts["p"], grid=grid)
+    record.add(
+        f"{key}sum",
+        update.state.row_sum,
+        text=texts["sum"],
+        grid=replace(rows, cols=("ℓ",)),
+        parts=(Part("ℓ before", before.row_sum), Part(f"row sum of P{number}", update.block_sum)),
+    )
+    record.add(
+        f"{key}acc",
+        update.state.acc,
+        text=texts["acc"],
+        grid=rows,
+        parts=(Part("acc before", before.acc), Part(f"P{number} V{number}", update.pv)),
+    )
 
 
 def _totals(walkthrough: Walkthrough) -> tuple[int, int, int] | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,9 @@ import numpy as np
 from attn_cli.core import variants
 from attn_cli.core.errors import UserError
 from attn_cli.core.install import install_command
-from attn_cli.core.model import Note, Part, Walkthrough
+from attn_cli.core.model import Note, Walkthrough
 from attn_cli.course.checks import row_names, whole_at_least
-from attn_cli.course.flash.build import same_up_to_rounding
+from attn_cli.course.flash.build import merge_steps, same_up_to_rounding
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.ring import costs, launch
@@ -33,7 +32,7 @@ from attn_cli.course.ring.rank import Ring
 from attn_cli.course.scaled import build as scaled
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
-from attn_cli.mechanisms import masks, ring
+from attn_cli.mechanisms import masks, ring, tiled
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -312,81 +311,44 @@ def _round(
         step_context.update(width=len(columns), rows=len(rows), held=_spans(columns))
         before = _before(records[rank], t, values[prefix + "acc"].shape)
         is_first = t == 1 and rank == 0
-        _merge_steps(
+        merge_steps(
             record,
             f"{prefix}process{rank}.",
-            values,
-            prefix,
-            before,
+            (_update(values, prefix), before),
             Grid(rows, columns, context=step_context),
-            first_notes if is_first else (),
             BLOCK_TEXTS if is_first else BLOCK_TEXTS_AGAIN,
+            notes=first_notes if is_first else (),
         )
 
 
-def _before(values: dict[str, np.ndarray], t: int, acc_shape: tuple[int, ...]) -> dict[str, Any]:
+STATE = ("row_max", "row_sum", "acc")  # tiled.OnlineState's fields, in its order
+
+
+def _update(values: dict[str, np.ndarray], prefix: str) -> tiled.BlockUpdate:
+    """A process's merge of one round, as its record holds it (``prefix``: "round{t}.")."""
+    return tiled.BlockUpdate(
+        scores=values[prefix + "scores"],
+        block_max=values[prefix + "block_max"],
+        rescale=values[prefix + "rescale"],
+        p=values[prefix + "p"],
+        block_sum=values[prefix + "block_sum"],
+        pv=values[prefix + "pv"],
+        state=tiled.OnlineState(*(values[prefix + name] for name in STATE)),
+    )
+
+
+def _before(values: dict[str, np.ndarray], t: int, acc_shape: tuple[int, ...]) -> tiled.OnlineState:
     """The running state before round t's merge: the last merge's, else m = −∞, ℓ = 0, acc = 0."""
     dtype = values["output"].dtype
     for earlier in range(t - 1, 0, -1):
         prefix = f"round{earlier}."
         if prefix + "row_max" in values:
-            return {name: values[prefix + name] for name in ("row_max", "row_sum", "acc")}
+            return tiled.OnlineState(*(values[prefix + name] for name in STATE))
     rows = acc_shape[0]
-    return {
-        "row_max": np.full((rows, 1), -np.inf, dtype=dtype),
-        "row_sum": np.zeros((rows, 1), dtype=dtype),
-        "acc": np.zeros(acc_shape, dtype=dtype),
-    }
-
-
-def _merge_steps(
-    record: StepRecorder,
-    key: str,
-    values: dict[str, np.ndarray],
-    prefix: str,
-    before: dict[str, Any],
-    grid: Grid,
-    notes: tuple[Note, ...],
-    texts: dict[str, str],
-) -> None:
-    """One merge as the flash lesson shows a block: scores, m, c, P, ℓ and acc."""
-    rows = replace(grid, cols=None)
-    record.add(
-        f"{key}scores", values[prefix + "scores"], text=texts["scores"], grid=grid, notes=notes
-    )
-    record.add(
-        f"{key}max",
-        values[prefix + "row_max"],
-        text=texts["max"],
-        grid=replace(rows, cols=("m",)),
-        parts=(
-            Part("m before", before["row_max"]),
-            Part("row max of S", values[prefix + "block_max"]),
-        ),
-    )
-    record.add(
-        f"{key}rescale",
-        values[prefix + "rescale"],
-        text=texts["rescale"],
-        grid=replace(rows, cols=("c",)),
-    )
-    record.add(f"{key}p", values[prefix + "p"], text=texts["p"], grid=grid)
-    record.add(
-        f"{key}sum",
-        values[prefix + "row_sum"],
-        text=texts["sum"],
-        grid=replace(rows, cols=("ℓ",)),
-        parts=(
-            Part("ℓ before", before["row_sum"]),
-            Part("row sum of P", values[prefix + "block_sum"]),
-        ),
-    )
-    record.add(
-        f"{key}acc",
-        values[prefix + "acc"],
-        text=texts["acc"],
-        grid=rows,
-        parts=(Part("acc before", before["acc"]), Part("P V", values[prefix + "pv"])),
+    return tiled.OnlineState(
+        row_max=np.full((rows, 1), -np.inf, dtype=dtype),
+        row_sum=np.zeros((rows, 1), dtype=dtype),
+        acc=np.zeros(acc_shape, dtype=dtype),
     )
 
 

@@ -146,5 +146,10 @@ def test_wrong_number_of_value_rows_is_one_line(invoke, values, fragments):
     assert_user_error(result, *fragments)
 
 
-def test_values_with_random_sizes_is_refused(invoke):
-    assert_user_error(invoke("bahdanau", "--n", "3", "--values", "1;2;3"), "not both")
+def test_values_on_top_of_random_sizes_are_averaged(invoke_json):
+    """--n 3 draws the states and weights; the values given are what the context averages."""
+    doc = invoke_json("bahdanau", "--n", "3", "--values", "1;2;3")
+    steps = {step["key"]: step for step in doc["steps"]}
+    alpha = np.ravel(np.array(unwrap(steps["weights"]["value"]), dtype=float))
+    context = np.ravel(np.array(unwrap(steps["context"]["value"]), dtype=float))
+    assert abs(context[0] - alpha @ [1.0, 2.0, 3.0]) <= 1e-15

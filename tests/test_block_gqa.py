@@ -380,3 +380,26 @@ def test_programs_reproduce_grouped_layers(torch):
         for name, value in printed.items():
             if name != "output":
                 np.testing.assert_allclose(value, np.asarray(walk.step(name)), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"causal": True}, {"decoder": True, "m": 2}, {"decoder": True, "m": 2, "causal": True}],
+    ids=["encoder", "causal", "decoder", "causal decoder"],
+)
+def test_every_weights_formula_reads_the_key_value_heads_keys(options):
+    """Every head's weights step, self- and cross-attention, masked or not, writes K_j in
+    LaTeX (key/value head j's keys) and names K's columns when the heads are grouped; K_i
+    (the head's own) when they are not."""
+    grouped = attn.block(n=3, d_model=4, heads=2, kv_heads=1, **options)
+    plain = attn.block(n=3, d_model=4, heads=2, **options)
+    for walk, key in ((grouped, "K_j^"), (plain, "K_i^")):
+        formulas = [step.latex for step in walk.steps if step.key.endswith(".weights")]
+        assert len(formulas) == (4 if options.get("decoder") else 2)
+        assert all(key in latex for latex in formulas if latex), formulas
+        assert all(formulas)
+    head2 = [step for step in grouped.steps if step.key.endswith("head2.weights")]
+    for step in head2:
+        assert "columns 1–2 of K, those of key/value head 1" in " ".join(
+            step.explanation.split()
+        ), step.explanation

@@ -131,12 +131,26 @@ def test_an_extra_with_several_packages_and_plain_packages(tmp_path):
     assert install_command("plot", found=bare) == "pipx inject attn-cli 'matplotlib>=3.8'"
 
 
-def test_the_fallback_extras_are_pyprojects():
+def test_requirements_are_read_from_pyproject_in_a_source_tree(monkeypatch):
+    """Each extra's packages and each bound come from pyproject.toml, where they are written
+    once: from the tree's own file when attn runs from one (its metadata, if any, is an older
+    pip install -e's), from the installed metadata elsewhere."""
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    for extra, packages in install.EXTRAS.items():
-        assert list(packages) == project["optional-dependencies"][extra]
+    found = REAL_FACTS()
+    for extra, packages in project["optional-dependencies"].items():
+        assert install._extra_packages(extra, found.requires) == tuple(packages)
+        assert install._extra_packages(extra, ()) == tuple(packages)  # no metadata: the tree's
+    assert install.declared("array-api-compat", found=found) in project["dependencies"]
+    assert install.declared("torch", "torch") == project["optional-dependencies"]["torch"][0]
+    # Installed elsewhere (no pyproject.toml beside the package): the metadata alone.
+    monkeypatch.setattr(install, "_source_tree_requires", lambda: ())
+    wheel = Facts(Path("/venv"), None, "pip", ("numpy>=9.9", "torch>=3.0; extra == 'torch'"))
+    assert install.declared("numpy", found=wheel) == "numpy>=9.9"
+    assert install.declared("torch", "torch", found=wheel) == "torch>=3.0"
+    assert install.declared("rich", found=wheel) == "rich"  # nothing declares it: the name
+    assert install._extra_packages("plot", wheel.requires) == ("attn-cli[plot]",)
 
 
 class FakeDistribution:

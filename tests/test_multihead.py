@@ -641,3 +641,21 @@ def test_n_beside_weights_draws_inputs_of_the_files_widths(invoke, invoke_json):
         "--kdim 4:",
         "holds kdim = 3",
     )
+
+
+def test_random_inputs_say_they_were_drawn_and_name_each_heads_columns(invoke_json):
+    """A plain --n run says X (and cross-attention's X_K, X_V) was drawn, from which seed; W_K's
+    and W_V's columns are named by head (h1·1 …) as W_Q's are, with one key/value head per
+    query head; kv1·1 … only where the heads are grouped."""
+    import attn_cli as attn
+
+    walk = attn.multihead(n=3, d_model=4, heads=2, seed=5)
+    items = {item.name: item for item in walk.inputs}
+    assert items["X"].description == "tokens (drawn, random seed 5)"
+    assert items["W_K"].col_labels == items["W_V"].col_labels == ("h1·1", "h1·2", "h2·1", "h2·2")
+    assert items["W_K"].col_labels == items["W_Q"].col_labels
+    cross = attn.multihead(n=3, m=2, d_model=4, heads=2, kdim=3, seed=1)
+    descriptions = {item.name: item.description for item in cross.inputs}
+    assert descriptions["X_K"].endswith("(drawn, random seed 1)")
+    given = attn.multihead(x=np.eye(2), wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), wo=np.eye(2))
+    assert {item.name: item.description for item in given.inputs}["X"] == "tokens"

@@ -292,7 +292,7 @@ def test_estimate_scales_with_n_squared():
         (["--backend", "numpy", "--device", "cuda"], "add --backend torch"),
         (["--dtype", "bfloat16"], "numpy has no bfloat16"),
         (["--example", "nope"], "no example 'nope'"),
-        (["--n", "4", "--q", "1,0"], "not both"),
+        (["--n", "4", "--q", "1,0"], "give --m 1 --dk 2, or leave out --q to draw it too"),
         (["--example", "library", "--q", "1", "--k", "1", "--v", "1"], "leave it out"),
     ],
 )

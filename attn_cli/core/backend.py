@@ -28,10 +28,6 @@ T = TypeVar("T")
 # written once against the array API, so no narrower static type fits both.
 Array = Any
 
-# The oldest PyTorch the torch paths support: the [torch] extra's "torch>=2.1" in pyproject.toml
-# (tests/test_devices.py holds the two together; here, so that reading it needs no torch).
-MIN_TORCH = "2.1"
-
 BACKENDS = variants.BACKENDS
 TIMED_RUNS = variants.TIMED_RUNS
 DEVICES = variants.DEVICES

@@ -29,15 +29,6 @@ from typing import Literal
 
 DISTRIBUTION = "attn-cli"
 
-# Each extra's packages, as pyproject.toml declares them (read from the installed metadata when
-# it is there; this when it is not, as when run from a source tree without installing).
-EXTRAS: dict[str, tuple[str, ...]] = {
-    "torch": ("torch>=2.1",),
-    "plot": ("matplotlib>=3.8",),
-    "kernel": ("triton>=3.6", "torch>=2.1"),
-    "explore": ("textual>=8.0", "textual-serve>=1.1"),
-}
-
 Installer = Literal["pip", "editable", "pipx", "uv-tool", "uv"]
 
 
@@ -53,8 +44,8 @@ class Installation:
 @dataclass(frozen=True)
 class Facts:
     """What the detection reads (tests fake these): attn's environment (sys.prefix), its
-    dist-info's direct_url.json and INSTALLER files (None: absent), and the extras' packages as
-    the installed metadata declares them."""
+    dist-info's direct_url.json and INSTALLER files (None: absent), and its requirements as
+    Requires-Dist lines (the source tree's pyproject.toml, else the installed metadata)."""
 
     prefix: Path
     direct_url: str | None
@@ -69,12 +60,14 @@ def facts() -> Facts:
     try:
         dist = metadata.distribution(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # run from a source tree, never installed
-        return Facts(Path(sys.prefix), None, None)
+        return Facts(Path(sys.prefix), None, None, _source_tree_requires())
     return Facts(
         Path(sys.prefix),
         dist.read_text("direct_url.json"),
         dist.read_text("INSTALLER"),
-        tuple(dist.requires or ()),
+        # A source tree's pyproject.toml is the running code's own (an editable install's
+        # metadata is as old as its last pip install -e)
+        _source_tree_requires() or tuple(dist.requires or ()),
     )
 
 
@@ -122,15 +115,69 @@ def install_command(
     return f"{pip} install '{DISTRIBUTION}[{extra}]'"
 
 
+def declared(package: str, extra: str | None = None, found: Facts | None = None) -> str:
+    """``package`` as attn-cli requires it, in ``extra`` (None: a core dependency), from
+    pyproject.toml, the one place the bounds are written: "array-api-compat>=1.9",
+    "torch>=2.1"; the bare name where nothing declares it."""
+    found = facts() if found is None else found
+    for requirement in _requirements(extra, found.requires):
+        if _name(requirement) == package:
+            return requirement
+    return package
+
+
 def _extra_packages(extra: str | None, requires: Sequence[str]) -> tuple[str, ...]:
     if extra is None:
         raise ValueError("name an extra or the packages to install")
-    declared = tuple(
-        requirement.split(";")[0].strip()
-        for requirement in requires
-        if requirement.replace('"', "'").replace(" ", "").endswith(f"extra=='{extra}'")
+    return _requirements(extra, requires) or (f"{DISTRIBUTION}[{extra}]",)
+
+
+def _requirements(extra: str | None, requires: Sequence[str]) -> tuple[str, ...]:
+    """The requirements of ``extra`` (None: the core ones) among ``requires`` (Requires-Dist
+    lines), else among the source tree's pyproject.toml (attn run from a clone, or metadata
+    that says nothing)."""
+    for lines in (requires, _source_tree_requires()):
+        found = tuple(
+            spec.strip()
+            for spec, _, marker in (line.partition(";") for line in lines)
+            if _extra_of(marker) == extra
+        )
+        if found:
+            return found
+    return ()
+
+
+def _extra_of(marker: str) -> str | None:
+    """The extra a Requires-Dist marker names ("extra == 'torch'"), or None."""
+    compact = marker.replace('"', "'").replace(" ", "")
+    return compact.partition("extra=='")[2].partition("'")[0] or None
+
+
+def _name(requirement: str) -> str:
+    """A requirement's project name, normalised: "Array_API_Compat>=1.9" -> "array-api-compat"."""
+    name = requirement
+    for mark in "<>=!~[ ;":
+        name = name.split(mark)[0]
+    return name.strip().lower().replace("_", "-")
+
+
+def _source_tree_requires() -> tuple[str, ...]:
+    """pyproject.toml's dependencies as Requires-Dist lines, where attn runs from its source
+    tree (the file beside the package, naming attn-cli); () elsewhere."""
+    path = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        import tomllib
+
+        project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, ValueError):
+        return ()
+    if project.get("name") != DISTRIBUTION:
+        return ()
+    extras = project.get("optional-dependencies", {})
+    return (
+        *project.get("dependencies", ()),
+        *(f"{spec}; extra == '{extra}'" for extra, specs in extras.items() for spec in specs),
     )
-    return declared or EXTRAS[extra]
 
 
 def _quoted(package: str) -> str:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from attn_cli.core.backend import MIN_TORCH, Backend, Clock
+from attn_cli.core.backend import Backend, Clock
 from attn_cli.core.errors import UserError
-from attn_cli.core.install import install_command
+from attn_cli.core.install import declared, install_command
 from attn_cli.core.model import Summary
 
 TORCH_DTYPES = {
@@ -31,19 +31,26 @@ def install_problem(version: str | None = None) -> str | None:
     an install made without dependencies (pip install --no-deps).
     """
     version = version or str(torch.__version__)
+    wanted = declared("torch", "torch")  # the [torch] extra's "torch>=2.1"
+    oldest = re.search(r">=\s*(\d+)\.(\d+)", wanted)
     found = re.match(r"(\d+)\.(\d+)", version)
-    oldest = tuple(int(part) for part in MIN_TORCH.split("."))
-    if found and tuple(int(part) for part in found.groups()) < oldest:
+    if found and oldest and _numbers(found) < _numbers(oldest):
+        least = ".".join(oldest.groups())
         return (
-            f"PyTorch {version} is older than the {MIN_TORCH} the torch backend needs; "
-            f"upgrade it with: {install_command(packages=[f'torch>={MIN_TORCH}'], upgrade=True)}"
+            f"PyTorch {version} is older than the {least} the torch backend needs; "
+            f"upgrade it with: {install_command(packages=[wanted], upgrade=True)}"
         )
     if importlib.util.find_spec("array_api_compat") is None:
         return (
             "the torch backend needs array-api-compat, which is not installed; "
-            f"install it with: {install_command(packages=['array-api-compat>=1.9'])}"
+            f"install it with: {install_command(packages=[declared('array-api-compat')])}"
         )
     return None
+
+
+def _numbers(version: re.Match[str]) -> tuple[int, int]:
+    major, minor = version.groups()
+    return int(major), int(minor)
 
 
 def device_problem(device: str) -> str | None:

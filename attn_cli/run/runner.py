@@ -89,11 +89,19 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     shapes = (
         source.shapes if source.inputs is not None else lesson.option_shapes(source.shapes, options)
     )
-    guard_memory(lesson, backend, shapes, batch, options)
+    if source.inputs is None:
+        check_on_top(lesson, given, options, shapes, source.on_top)
+    guard_memory(lesson, backend, {**shapes, **_shapes(source.on_top)}, batch, options)
     drawn: frozenset[str] = frozenset()
     if source.inputs is None:
-        items = [draw_inputs(lesson, shapes, request.seed, options)]
-        drawn = frozenset(items[0])
+        # Every input of the sizes is drawn, so that the others are the seed's own, whatever
+        # is given on top.
+        random = draw_inputs(lesson, shapes, request.seed, options)
+        items = [{**random, **source.on_top}]
+        drawn = frozenset(random) - frozenset(source.on_top)
+        if source.on_top:
+            validate_inputs(lesson, data, source, items, item_options, backend.dtype, True)
+            _check_representable(lesson, source.on_top, backend.dtype)
     labels = {**source.example_labels, **request.labels}
     runs = [
         LessonRun(
@@ -158,6 +166,9 @@ class Source:
     inputs: Inputs | None  # None: drawn at random (of ``shapes``) once they are known to fit
     shapes: Shapes
     example: Example | None = None  # the lecture example they come from
+    # Drawn at random (inputs None): the inputs the user gave on top, in place of the drawn
+    # ones of their names (each of the shape the sizes draw) or beside them.
+    on_top: Inputs = field(default_factory=dict)
 
     @property
     def example_options(self) -> dict[str, Any]:
@@ -188,11 +199,77 @@ def resolve_inputs(lesson: Lesson, data: LessonFile, request: RunRequest, given:
 
 
 def _random_source(lesson: Lesson, given: Given, options: dict[str, Any]) -> Source:
-    if given.inputs:
+    """Inputs drawn of the sizes given (the card's defaults for the others), with the inputs
+    given on top: one matrix or vector each, no batch (a batch gives every input)."""
+    on_top = _parse_inputs(lesson, given.inputs, check_missing=False)
+    if split_batch(lesson.inputs, on_top) is not None:
         flags = ", ".join(lesson.flag(name) for name in given.inputs)
-        raise UserError(f"give either sizes for random inputs or {flags}, not both.")
-    sizes = lesson.option_sizes(given.sizes, options)
-    return Source(None, lesson.random_shapes(lesson.card.with_size_defaults(sizes)))
+        raise UserError(
+            f"{flags}: a batch with sizes for random inputs; give every input of the batch, "
+            "or one matrix (or vector) each on top of the drawn ones."
+        )
+    shapes = _sized_shapes(lesson, given.sizes, options)
+    return Source(None, shapes, on_top=on_top)
+
+
+def _sized_shapes(lesson: Lesson, sizes: dict[str, int], options: dict[str, Any]) -> Shapes:
+    """The shapes of the random inputs: the sizes given, the card's defaults for the rest."""
+    sized = lesson.option_sizes(sizes, options)
+    return lesson.random_shapes(lesson.card.with_size_defaults(sized))
+
+
+def check_on_top(
+    lesson: Lesson, given: Given, options: dict[str, Any], shapes: Shapes, on_top: Inputs
+) -> None:
+    """Each input given on top of random ones has the shape the sizes draw for it; else one
+    line naming the sizes that would fit it (when one or two sizes do), or the way out."""
+    for name, value in on_top.items():
+        drawn = shapes.get(name)
+        if drawn is None or tuple(drawn) == value.shape:
+            continue
+        flag = lesson.flag(name)
+        fits = _sizes_that_fit(lesson, given.sizes, options, name, value.shape)
+        sized = ", ".join(f"{flag_of(key)} {size}" for key, size in given.sizes.items())
+        fix = f"give {fits}" if fits else "give sizes that fit it"
+        raise UserError(
+            f"{flag} is {_shape_words(value.shape)}, where the random inputs of {sized} draw "
+            f"{name} {_shape_words(tuple(drawn))}: {fix}, or leave out {flag} to draw it too."
+        )
+
+
+def _sizes_that_fit(
+    lesson: Lesson,
+    sizes: dict[str, int],
+    options: dict[str, Any],
+    name: str,
+    shape: tuple[int, ...],
+) -> str | None:
+    """One or two size options, each set to a side of ``shape``, with which the sizes draw
+    ``name`` of that shape ("--d-model 2", "--m 1 --dk 2"): sizes not given first, so that
+    the user's own stay as they are; None when none do."""
+    order = sorted(lesson.card.sizes, key=lambda size: size.name in sizes)
+    singles = [(size.name, side) for size in order for side in dict.fromkeys(shape)]
+    pairs = [
+        (first, second)
+        for index, first in enumerate(singles)
+        for second in singles[index + 1 :]
+        if first[0] != second[0]
+    ]
+    tries: list[tuple[tuple[str, int], ...]] = [(single,) for single in singles]
+    for changed in [*tries, *pairs]:
+        try:
+            drawn = lesson.option_shapes(
+                _sized_shapes(lesson, {**sizes, **dict(changed)}, options), options
+            )
+        except UserError:
+            continue
+        if tuple(drawn.get(name, ())) == shape:
+            return " ".join(f"{flag_of(key)} {side}" for key, side in changed)
+    return None
+
+
+def _shape_words(shape: tuple[int, ...]) -> str:
+    return " × ".join(str(side) for side in shape) if len(shape) > 1 else f"{shape[0]} long"
 
 
 def _example_source(lesson: Lesson, data: LessonFile, request: RunRequest, given: Given) -> Source:

@@ -473,6 +473,11 @@ TEXTS = Texts(
         "head_weights_mask": HEAD,
         "cross_weights": HEAD,
         "cross_weights_masked": HEAD,
+        # grouped-query heads: the same, naming the key/value head's columns (K_j in LaTeX)
+        "head_weights_masked_grouped": (*HEAD, "kv_cols"),
+        "head_weights_mask_grouped": (*HEAD, "kv_cols"),
+        "cross_weights_grouped": (*HEAD, "kv_cols"),
+        "cross_weights_masked_grouped": (*HEAD, "kv_cols"),
         "concat": ATTENTION,
         "concat_grouped": (*ATTENTION, *GROUPED),
         "attn_output": PROJECTION,

@@ -301,7 +301,7 @@ class Layer:
                     self.rows,
                     source_rows,
                     {**context, "head": index + 1, "cols": span, "kv": shared + 1}
-                    | ({"kv_cols": kv_span} if text == "head_weights_grouped" else {}),
+                    | ({"kv_cols": kv_span} if group > 1 else {}),
                 ),
                 text=text,
                 notes=tuple(notes),
@@ -322,13 +322,14 @@ class Layer:
         return parts.output
 
     def _weights_text(self, cross: bool, mask: Mask | None, grouped: bool) -> str:
-        if grouped and not cross and mask is None:
-            return "head_weights_grouped"  # the only one that names K's columns
+        """The weights step's text; grouped-query heads' name K's columns (and K_j in LaTeX)."""
         if cross:
-            return "cross_weights" if mask is None else "cross_weights_masked"
-        if mask is None:
-            return "head_weights"
-        return "head_weights_masked" if self._causal_only() else "head_weights_mask"
+            text = "cross_weights" if mask is None else "cross_weights_masked"
+        elif mask is None:
+            text = "head_weights"
+        else:
+            text = "head_weights_masked" if self._causal_only() else "head_weights_mask"
+        return f"{text}_grouped" if grouped else text
 
     def _causal_only(self) -> bool:
         inputs = self.run.inputs

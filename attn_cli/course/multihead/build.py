@@ -751,6 +751,8 @@ def _head_steps(
             grid=replace(rows, cols=keys),
         )
         weights_text = f"head_weights{capped}_masked"
+    elif base["group"] > 1 and transforms.cap is None:
+        weights_text = "head_weights_grouped"  # its formula reads K_j, key/value head j's keys
     parts = [Part("scaled scores Q Kᵀ / √d_k", scaled)]
     if transforms.cap is not None:
         parts.append(
@@ -878,7 +880,8 @@ def _head_output(record: StepRecorder, head: _Head, dropped: Any | None = None) 
         f"{head.prefix}.output",
         head.output,
         seconds=seconds,
-        text="head_output" if dropped is None else "head_output_dropout",
+        text=("head_output" if dropped is None else "head_output_dropout")
+        + ("_grouped" if head.rows.context["group"] > 1 else ""),  # V_j: key/value head j's
         grid=head.rows,
     )
 
@@ -991,9 +994,12 @@ def _labelled_inputs(
     descriptions = {spec.name: spec.description for spec in CARD.inputs}
 
     def sequence(name: str) -> str:
-        """How --n drew a sequence beside --weights: of the file's width (sizes_of_file)."""
-        if loaded is None or name not in run.drawn:
+        """How --n drew a sequence: from the seed; beside --weights, of the file's width
+        (sizes_of_file). "" for a sequence given."""
+        if name not in run.drawn:
             return ""
+        if loaded is None:
+            return f" (drawn, random seed {run.seed})"
         width = run.inputs[name].shape[1]
         return f" (drawn, random seed {run.seed}; {width} columns, the width of {loaded.source})"
 
@@ -1019,7 +1025,7 @@ def _labelled_inputs(
             continue
         description = descriptions[name] + origin(name)
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
-        if name in ("W_K", "W_V") and grouped != split[: len(grouped)]:
+        if name in ("W_K", "W_V") and len(grouped) < len(split):  # a block per key/value head
             by_head = {"col_labels": grouped}
         items.append(InputValue(name, weights[name], description=description, **by_head))
     for name in WEIGHT_NAMES:
@@ -1071,6 +1077,9 @@ TEXTS = Texts(
         "head_weights_capped": (*HEAD, "cap"),
         "head_weights_capped_masked": (*MASKED, "cap"),
         "head_output": HEAD,
+        "head_weights_grouped": HEAD,
+        "head_output_grouped": HEAD,
+        "head_output_dropout_grouped": HEAD,
         "head_dropout": (*HEAD, *dropout.STEP_NAMES),
         "head_output_dropout": HEAD,
         "differences": SIZES,

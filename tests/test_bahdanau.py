@@ -393,9 +393,12 @@ def test_user_errors(invoke, changes, fragments):
 
 def test_more_user_errors(invoke):
     assert_user_error(invoke("bahdanau", "--s", "1,2", "--h", "1,2"), "--w1, --w2, --v missing")
-    assert_user_error(invoke("bahdanau", "--n", "3", "--s", "1,2"), "either sizes")
+    assert_user_error(
+        invoke("bahdanau", "--n", "3", "--s", "1,2"),
+        "--s is 2 long, where the random inputs of --n 3 draw s_t 8 long: give --d 2",
+    )
     assert_user_error(invoke("bahdanau", "-e", "nope"), "term-by-term, cat-slept")
-    assert_user_error(invoke("bahdanau", "--n", "3", "--wa", "1"), "either sizes")
+    assert_user_error(invoke("bahdanau", "--n", "3", "--wa", "1"), "--wa is 1 × 1", "8 × 8")
     assert_user_error(invoke("bahdanau", "--wa", "1,0;0"), "--wa", "row 2")
     assert_user_error(
         invoke("bahdanau", "--s", "1,2,3", *args()[2:], "--compare"), "--w2 has 2 columns"

@@ -53,6 +53,7 @@ RUNS = Runs(
         # Grouped-query and multi-query heads (kv_shared, kv_saving).
         ("--n", "3", "--d-model", "8", "--heads", "4", "--kv-heads", "2"),
         ("--decoder", "--kv-heads", "1", "--layers", "2"),
+        ("--decoder", "--memory-padding", "0,1,1,0", "--padding", "0,0,0,1", "--kv-heads", "1"),
         # Rows near 1e155: σ² passes float64 and shows ∞, the root and N stay exact
         # (variance_beyond).
         ("--x", "1e155,2e155,3e155,4e155;5e155,6e155,7e155,8e155", "--no-posenc", "--pre-norm"),

@@ -369,7 +369,7 @@ SQUARE = "1,0;0,1"
             ("W_Q has 3 columns but W_K has 2",),
         ),
         (("--fill", "zero", "--conventions"), ("leave out --fill zero",)),
-        (("--scores", SQUARE, "--n", "3"), ("either sizes", "--scores")),
+        (("--scores", SQUARE, "--n", "3"), ("--scores is 2 × 2", "draw S 3 × 3: give --n 2")),
         (("--example", "nope"), ("no example 'nope'", "three-tokens")),
         (("--tokens", "a,b"), ("--tokens", "gives 2 names but there are 3 rows")),
         (("--n", "2000000"), ("needs about", "choose smaller sizes")),

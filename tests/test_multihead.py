@@ -298,7 +298,7 @@ ROW4 = "1,0,0,0;0,1,0,0"
         ),
         (("--x", "1,a"), ("--x", "'a'", "not a number")),
         (("--x", "[[1, NaN]]"), ("--x has nan",)),
-        (("--x", ROW4, "--n", "3"), ("either sizes", "--x")),
+        (("--x", ROW4, "--n", "3"), ("--x is 2 × 4", "draw X 3 × 8: give --d-model 4 --n 2")),
         (("--n", "400000", "--d-model", "8"), ("needs about", "choose smaller sizes")),
         (("--example", "nope"), ("no example 'nope'", "two-heads")),
         (("--tokens", "a,b,c"), ("--tokens", "gives 3 names but there are 4 rows")),

@@ -214,7 +214,7 @@ def test_agrees_with_torch_sdpa(invoke_json, torch, backend, n, d, d_k, d_v):
         (["--permute", " "], ["--permute is empty"]),
         (["--tokens", "a,b"], ["--tokens", "gives 2 names but there are 3 rows"]),
         (["--tokens", "a,,c"], ["--tokens has an empty name"]),
-        (["--n", "3", "--x", "1,2"], ["either sizes"]),
+        (["--n", "3", "--x", "1,2"], ["--x is 1 × 2", "draw X 3 × 16: give --d 2 --n 1"]),
         (["--n", "3", "--permute", "0,1"], ["--permute has 2 entries"]),
         (["-e", "nope"], ["identity, projection"]),
         (["--x", "1,0", "-e", "identity"], ["--example picks a lecture example"]),

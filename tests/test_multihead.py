@@ -44,6 +44,8 @@ RUNS = Runs(
         ("--n", "4", "--d-model", "8", "--heads", "4", "--kv-heads", "1", "--bias"),
         ("--n", "3", "--d-in", "4", "--d-out", "6", "--heads", "3", "--kv-heads", "1"),
         ("--example", "grouped", "--dropout", "0.5"),
+        # W_Q given on top of random inputs: the others drawn, and said so by name (drawn_some).
+        ("--n", "3", "--d-model", "2", "--heads", "1", "--wq", "1,0;0,1", "--bias"),
         # Cross-attention: keys and values of their own widths (kdim, vdim), from a file too.
         ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
         ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),

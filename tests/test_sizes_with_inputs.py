@@ -38,6 +38,10 @@ def test_only_the_drawn_weights_say_so():
     for name in ("X", "W_K", "W_V", "W_O"):
         assert descriptions[name].endswith("(drawn, random seed 4)"), (name, descriptions)
     np.testing.assert_array_equal(inputs_of(walk)["W_Q"], np.eye(2))
+    note = next(note for note in walk.notes if note.key.startswith("drawn"))
+    assert note.key == "drawn_some"
+    assert note.text().startswith("W_K, W_V and W_O were drawn with random seed 4")
+    assert "; W_Q given." in note.text()
 
 
 def test_a_mask_on_top_of_a_random_grouped_decoder():

@@ -499,7 +499,7 @@ def build(run: LessonRun) -> Walkthrough:
     if not projected:
         notes += (record.note("concat_only"),)
     if drawn:
-        notes += (record.note(_drawn_key(drawn), seed=run.seed),)
+        notes += (_drawn_note(record, drawn, [*weights_in, *biases_in], run.seed),)
     if loaded is not None:
         layout = (
             "a packed in_proj_weight"
@@ -556,13 +556,26 @@ def _parameters(
     return weights, biases, frozenset(drawn)
 
 
-def _drawn_key(drawn: frozenset[str]) -> str:
-    """The note on what was drawn from --seed: weights, biases, or both."""
+def _drawn_note(record: StepRecorder, drawn: frozenset[str], used: list[str], seed: int) -> Note:
+    """The note on what was drawn from --seed: the weights, the biases, or both; by name, beside
+    the ones given, when some of the weights (or biases) were given and others drawn."""
     weights = any(name in drawn for name in WEIGHT_NAMES)
     biases = any(name in drawn for name in BIAS_OF.values())
+    given = [name for name in used if name not in drawn]
+    if weights and given and any(name in WEIGHT_NAMES for name in given):
+        names = [name for name in used if name in drawn]
+        return record.note(
+            "drawn_some", seed=seed, names=_listed(names), given=_listed(given),
+            verb="was" if len(names) == 1 else "were",
+        )  # fmt: skip
     if weights and biases:
-        return "drawn_both"
-    return "drawn_weights" if weights else "drawn_biases"
+        return record.note("drawn_both", seed=seed)
+    return record.note("drawn_weights" if weights else "drawn_biases", seed=seed)
+
+
+def _listed(names: list[str]) -> str:
+    """W_Q; W_Q and W_K; W_Q, W_K and W_V."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _mask_steps(
@@ -1115,6 +1128,7 @@ TEXTS = Texts(
             *("least", "least_first", "least_second"),
         ),
         **dict.fromkeys(("drawn_weights", "drawn_biases", "drawn_both"), ("seed",)),
+        "drawn_some": ("seed", "names", "given", "verb"),
         "file_weights": ("source", "layout", "heads"),
         **dropout.NOTES,
         **{key: names for key, names in score_transforms.NOTES.items() if key != "qknorm_bound"},
@@ -1142,6 +1156,7 @@ TEXTS = Texts(
         "drawn_weights",
         "drawn_biases",
         "drawn_both",
+        "drawn_some",
         "file_weights",
         *dropout.GENERAL,
     ),

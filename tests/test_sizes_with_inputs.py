@@ -74,11 +74,22 @@ def test_a_mask_on_top_of_a_random_grouped_decoder():
             ("--wq is 2 × 2", "draw W_Q 8 × 8", "give --d-model 2, or leave out --wq"),
         ),
         (
+            ("multihead", "--n", "3", "--xk", "[[1]]"),
+            (
+                "--xk is 1 × 1, which the random inputs of --n 3 do not draw to fit:",
+                "give --m 1 --kdim 1, or leave out --xk.",
+            ),
+        ),
+        (
+            ("multihead", "--n", "3", "--bq", "1"),
+            ("--bq has 1 entry but must have 8",),
+        ),
+        (
             ("scaled", "--n", "2", "--q", "[[[1,0]],[[0,1]]]"),
             ("--q: a batch with sizes for random inputs", "give every input of the batch"),
         ),
     ],
-    ids=["two sizes", "one size", "weights", "a batch"],
+    ids=["two sizes", "one size", "weights", "not drawn", "the lesson's own", "a batch"],
 )
 def test_an_input_the_sizes_do_not_fit_is_one_line(invoke, args, fragments):
     assert_user_error(invoke(*args), *fragments)

@@ -100,7 +100,10 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
         items = [{**random, **source.on_top}]
         drawn = frozenset(random) - frozenset(source.on_top)
         if source.on_top:
-            validate_inputs(lesson, data, source, items, item_options, backend.dtype, True)
+            try:
+                validate_inputs(lesson, data, source, items, item_options, backend.dtype, True)
+            except UserError as error:  # a drawn input may be at odds with one given on top
+                raise _unfitted(lesson, given, options, shapes, source.on_top) or error from None
             _check_representable(lesson, source.on_top, backend.dtype)
     labels = {**source.example_labels, **request.labels}
     runs = [
@@ -237,6 +240,28 @@ def check_on_top(
         )
 
 
+def _unfitted(
+    lesson: Lesson, given: Given, options: dict[str, Any], shapes: Shapes, on_top: Inputs
+) -> UserError | None:
+    """Where the inputs given on top and the drawn ones do not go together (the lesson refused
+    them): the first one given that the sizes do not draw, with the sizes that would draw it of
+    its shape, and so draw the others to fit it ("--xk is 1 × 1, which the random inputs of
+    --n 3 do not draw: give --m 1 --kdim 1"); None when no size fits (the lesson's own message
+    is then the one to show)."""
+    sized = ", ".join(f"{flag_of(key)} {size}" for key, size in given.sizes.items())
+    for name, value in on_top.items():
+        if name in shapes:
+            continue
+        fits = _sizes_that_fit(lesson, given.sizes, options, name, value.shape)
+        if fits:
+            flag = lesson.flag(name)
+            return UserError(
+                f"{flag} is {_shape_words(value.shape)}, which the random inputs of {sized} do "
+                f"not draw to fit: give {fits}, or leave out {flag}."
+            )
+    return None
+
+
 def _sizes_that_fit(
     lesson: Lesson,
     sizes: dict[str, int],
@@ -245,8 +270,10 @@ def _sizes_that_fit(
     shape: tuple[int, ...],
 ) -> str | None:
     """One or two size options, each set to a side of ``shape``, with which the sizes draw
-    ``name`` of that shape ("--d-model 2", "--m 1 --dk 2"): sizes not given first, so that
-    the user's own stay as they are; None when none do."""
+    ``name`` of that shape ("--d-model 2", "--m 1 --kdim 1"), None when none do. Of those
+    that do, the one that changes the fewest other drawn shapes, and then sizes not given
+    before those given, so that the rest of the run stays as the user asked for it."""
+    current = lesson.option_shapes(_sized_shapes(lesson, sizes, options), options)
     order = sorted(lesson.card.sizes, key=lambda size: size.name in sizes)
     singles = [(size.name, side) for size in order for side in dict.fromkeys(shape)]
     pairs = [
@@ -255,16 +282,21 @@ def _sizes_that_fit(
         for second in singles[index + 1 :]
         if first[0] != second[0]
     ]
-    tries: list[tuple[tuple[str, int], ...]] = [(single,) for single in singles]
-    for changed in [*tries, *pairs]:
-        try:
-            drawn = lesson.option_shapes(
-                _sized_shapes(lesson, {**sizes, **dict(changed)}, options), options
-            )
-        except UserError:
-            continue
-        if tuple(drawn.get(name, ())) == shape:
-            return " ".join(f"{flag_of(key)} {side}" for key, side in changed)
+    for tries in ([(single,) for single in singles], pairs):
+        fits: list[tuple[int, tuple[tuple[str, int], ...]]] = []
+        for changed in tries:
+            try:
+                drawn = lesson.option_shapes(
+                    _sized_shapes(lesson, {**sizes, **dict(changed)}, options), options
+                )
+            except UserError:
+                continue
+            if tuple(drawn.get(name, ())) == shape:
+                moved = sum(drawn.get(other) != was for other, was in current.items())
+                fits.append((moved, changed))
+        if fits:
+            best = min(fits, key=lambda fit: fit[0])[1]  # the first of the least moved
+            return " ".join(f"{flag_of(key)} {side}" for key, side in best)
     return None
 
 

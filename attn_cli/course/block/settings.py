@@ -369,7 +369,9 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
         shape, words = sizes[name]
         if value.shape != shape:
             got = (
-                f"has {value.size} entries" if value.ndim == 1 else f"is {shape_text(value.shape)}"
+                f"has {counted(value.size, 'entry', 'entries')}"
+                if value.ndim == 1
+                else f"is {shape_text(value.shape)}"
             )
             raise UserError(f"{CARD.flag(name)} {got} but must be {words} = {shape_text(shape)}.")
         if name != "attn_mask_float" and not np.all((value == 0) | (value == 1)):

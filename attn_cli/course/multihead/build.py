@@ -207,8 +207,8 @@ def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width
             }.get(weight, "the columns of W_K and W_V" if kv_width != d_out else "")
             where = where or "d_out, the columns of W_Q, W_K, W_V"
             raise UserError(
-                f"{CARD.flag(bias)} has {got} entries but must have {expected} ({where}): one per "
-                f"output column of {weight}."
+                f"{CARD.flag(bias)} has {counted(got, 'entry', 'entries')} but must have "
+                f"{expected} ({where}): one per output column of {weight}."
             )
 
 

@@ -374,7 +374,7 @@ W32 = "1,0;0,1;1,1"
         ),
         (
             ("--x", X3, "--wq", W32, "--wk", W32, "--wv", W32, "--wo", "1,0;0,1", "--bo", "1"),
-            ("--bo has 1 entries but must have 2", "W_O's columns"),
+            ("--bo has 1 entry but must have 2", "W_O's columns"),
         ),
         (
             ("--x", X3, "--wq", W32, "--wk", W32, "--wv", W32, "--bo", "1,2"),

@@ -98,6 +98,11 @@ class LearnOptions:
             max_len=max_len if self.max_len is None else self.max_len,
         )
 
+    def sizes(self) -> tuple[int, int, int]:
+        """The steps, hidden and max_len of options :meth:`resolved` (every size set)."""
+        assert self.steps is not None and self.hidden is not None and self.max_len is not None
+        return self.steps, self.hidden, self.max_len
+
 
 class Progress(Protocol):
     """Told after each evaluation while a model trains: which model (its name as the output

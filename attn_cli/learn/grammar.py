@@ -220,8 +220,7 @@ def _checked(options: LearnOptions) -> LearnOptions:
     )
     if resolved.weights is not None:
         return resolved
-    steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
-    assert steps is not None and hidden is not None and max_len is not None
+    steps, hidden, max_len = resolved.sizes()
     if steps > MOST_STEPS:
         raise UserError(f"--steps {steps}: at most {MOST_STEPS:,} on a CPU.")
     if hidden % model.HEADS or hidden < 2 * model.HEADS or hidden > MOST_HIDDEN:
@@ -304,8 +303,7 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
 
 def _train(options: LearnOptions, progress: Progress | None) -> Trained:
     """Both models from the same draw of the seed, trained on the same batches."""
-    steps, hidden, max_len = options.steps, options.hidden, options.max_len
-    assert steps is not None and hidden is not None and max_len is not None
+    steps, hidden, max_len = options.sizes()
     corpus = data.corpus(options.seed, max_len, HELD_OUT_PER_LENGTH)
     stream = corpus.batches(model.BATCH)
     batches = [next(stream) for _ in range(steps)]
@@ -761,14 +759,13 @@ def program(options: LearnOptions) -> str:
     """The training program of --code, with the options written in."""
     from attn_cli.learn.grammar_program import program_text
 
-    resolved = _checked(replace(options, weights=None))  # the command refuses --code --weights
-    assert resolved.steps is not None and resolved.hidden is not None
-    assert resolved.max_len is not None
+    # The command refuses --code --weights.
+    steps, hidden, max_len = _checked(replace(options, weights=None)).sizes()
     return program_text(
         seed=options.seed,
-        steps=resolved.steps,
-        hidden=resolved.hidden,
-        max_len=resolved.max_len,
+        steps=steps,
+        hidden=hidden,
+        max_len=max_len,
         per_length=HELD_OUT_PER_LENGTH,
         threads=common.THREADS,
     )

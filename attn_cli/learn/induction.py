@@ -223,8 +223,7 @@ def _checked(options: LearnOptions) -> LearnOptions:
     )
     if resolved.weights is not None:
         return resolved
-    steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
-    assert steps is not None and hidden is not None and max_len is not None
+    steps, hidden, max_len = resolved.sizes()
     if hidden > MOST_HIDDEN:
         raise UserError(
             f"--hidden {hidden:,}: at most {MOST_HIDDEN} (wider trains for long on a CPU without "
@@ -295,8 +294,7 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
 
 def _train(options: LearnOptions, progress: Progress | None) -> Trained:
     """Both models from weights drawn from the seed, trained on the seed's batches."""
-    steps, hidden, max_len = options.steps, options.hidden, options.max_len
-    assert steps is not None and hidden is not None and max_len is not None
+    steps, hidden, max_len = options.sizes()
     split = data.split(options.seed, steps, model.BATCH, HELD_OUT, max_len)
     models = []
     for key, (layers, name) in MODELS.items():

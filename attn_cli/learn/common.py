@@ -9,10 +9,12 @@ included (attn_cli.render.heatmap).
 
 Also here: :class:`LearnOptions`, :func:`pin_kernels` and :func:`seeded` (data, initialisation
 and batches from the seed; deterministic algorithms; a fixed thread count; the CPU kernels
-pinned), :func:`reproducibility` (what the numbers depend on), the :class:`Progress` callback and
-:func:`progress_bar` (rich's progress on a terminal, nothing otherwise), :func:`save_arrays` /
-:func:`load_arrays`, :func:`too_small` (the "budget too small to say anything" error) and
-:func:`require_torch`. Light at import (no numpy, no torch): the command imports it.
+pinned), :func:`reproducibility` (what the numbers depend on), the :class:`Progress` callback,
+:func:`reporter` (a model's training telling it) and :func:`progress_bar` (rich's progress on a
+terminal, nothing otherwise), :func:`save_arrays` / :func:`load_arrays`, :func:`sized` (the
+task's default sizes; --weights refusing sizes), :func:`too_small` (the "budget too small to say
+anything" error) and :func:`require_torch`. Light at import (no numpy, no torch): the command
+imports it.
 """
 
 from __future__ import annotations
@@ -95,6 +97,11 @@ class LearnOptions:
             hidden=hidden if self.hidden is None else self.hidden,
             max_len=max_len if self.max_len is None else self.max_len,
         )
+
+    def sizes(self) -> tuple[int, int, int]:
+        """The steps, hidden and max_len of options :meth:`resolved` (every size set)."""
+        assert self.steps is not None and self.hidden is not None and self.max_len is not None
+        return self.steps, self.hidden, self.max_len
 
 
 class Progress(Protocol):
@@ -273,6 +280,26 @@ def refuse_sizes_with_weights(options: LearnOptions) -> None:
         )
 
 
+def sized(
+    options: LearnOptions, task: str, *, steps: int, hidden: int, max_len: int, min_steps: int
+) -> LearnOptions:
+    """The options with the task's default (``steps``, ``hidden``, ``max_len``) for each size
+    not given, or the error for fewer than ``min_steps`` steps; with --weights, the options as
+    given, refused if they give a size (the file fixes them)."""
+    if options.weights is not None:
+        refuse_sizes_with_weights(options)
+        return options
+    resolved = options.resolved(steps=steps, hidden=hidden, max_len=max_len)
+    assert resolved.steps is not None
+    if resolved.steps < min_steps:
+        raise too_small(
+            task,
+            f"{resolved.steps} training steps",
+            f"give --steps {min_steps} or more (default {steps})",
+        )
+    return resolved
+
+
 def too_small(task: str, what: str, fix: str) -> UserError:
     """The error for a budget too small to say anything: ``what`` the run reached (as words),
     ``fix`` the options that would give it enough. Said instead of printing a heatmap of noise
@@ -281,6 +308,19 @@ def too_small(task: str, what: str, fix: str) -> UserError:
 
 
 # --- progress --------------------------------------------------------------------------------
+
+
+def reporter(
+    progress: Progress | None, model: str, total: int
+) -> Callable[[int, float, float], None]:
+    """What a model's training tells after each evaluation (step, loss, held-out accuracy),
+    passed on to ``progress`` as model ``model``'s, of ``total`` steps."""
+
+    def report(step: int, loss: float, accuracy: float) -> None:
+        if progress is not None:
+            progress(model, step, total, loss, accuracy)
+
+    return report
 
 
 @contextlib.contextmanager

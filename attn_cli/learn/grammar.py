@@ -215,16 +215,12 @@ def _sentence_wrong(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
 
 def _checked(options: LearnOptions) -> LearnOptions:
     """The options with the task's defaults, or a UserError for sizes that do not fit."""
-    if options.weights is not None:
-        common.refuse_sizes_with_weights(options)
-        return options
-    resolved = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
-    steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
-    assert steps is not None and hidden is not None and max_len is not None
-    if steps < MIN_STEPS:
-        raise common.too_small(
-            NAME, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
-        )
+    resolved = common.sized(
+        options, NAME, steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN, min_steps=MIN_STEPS
+    )
+    if resolved.weights is not None:
+        return resolved
+    steps, hidden, max_len = resolved.sizes()
     if steps > MOST_STEPS:
         raise UserError(f"--steps {steps}: at most {MOST_STEPS:,} on a CPU.")
     if hidden % model.HEADS or hidden < 2 * model.HEADS or hidden > MOST_HIDDEN:
@@ -307,8 +303,7 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
 
 def _train(options: LearnOptions, progress: Progress | None) -> Trained:
     """Both models from the same draw of the seed, trained on the same batches."""
-    steps, hidden, max_len = options.steps, options.hidden, options.max_len
-    assert steps is not None and hidden is not None and max_len is not None
+    steps, hidden, max_len = options.sizes()
     corpus = data.corpus(options.seed, max_len, HELD_OUT_PER_LENGTH)
     stream = corpus.batches(model.BATCH)
     batches = [next(stream) for _ in range(steps)]
@@ -317,11 +312,7 @@ def _train(options: LearnOptions, progress: Progress | None) -> Trained:
     for key, (uniform, name) in MODELS.items():
         shape = model.Shape(hidden, max_len, uniform=uniform)
         start = model.initial_weights(shape, options.seed)
-
-        def report(step: int, loss: float, accuracy: float, name: str = name) -> None:
-            if progress is not None:
-                progress(name, step, steps, loss, accuracy)
-
+        report = common.reporter(progress, name, steps)
         found = model.train(shape, start, batches, held, report)
         models.append(_Model(key, name, shape, start, found.weights, found.curve))
     trained_on = frozenset(sentence.tokens for batch in batches for sentence in batch)
@@ -768,14 +759,13 @@ def program(options: LearnOptions) -> str:
     """The training program of --code, with the options written in."""
     from attn_cli.learn.grammar_program import program_text
 
-    resolved = _checked(replace(options, weights=None))  # the command refuses --code --weights
-    assert resolved.steps is not None and resolved.hidden is not None
-    assert resolved.max_len is not None
+    # The command refuses --code --weights.
+    steps, hidden, max_len = _checked(replace(options, weights=None)).sizes()
     return program_text(
         seed=options.seed,
-        steps=resolved.steps,
-        hidden=resolved.hidden,
-        max_len=resolved.max_len,
+        steps=steps,
+        hidden=hidden,
+        max_len=max_len,
         per_length=HELD_OUT_PER_LENGTH,
         threads=common.THREADS,
     )

@@ -21,13 +21,15 @@ on the torch version); the training runs in torch, float32, on the CPU.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attn_cli.learn import grammar_data as data
+from attn_cli.learn import training
+from attn_cli.learn.training import Report, Trained, Weights
 
 if TYPE_CHECKING:
     import torch
@@ -39,8 +41,6 @@ LEARNING_RATE = 1e-2  # Adam's
 EVALUATE_EVERY = 50  # steps between held-out evaluations (the curve and the progress bar)
 # The weights the control never trains: zero, so that every score is 0.
 FROZEN = ("w_q", "w_k")
-
-Weights = dict[str, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,6 @@ def _as_torch(weights: Weights, shape: Shape, grad: bool) -> dict[str, torch.Ten
     }
 
 
-def _as_numpy(weights: Mapping[str, torch.Tensor]) -> Weights:
-    return {name: value.detach().double().numpy().copy() for name, value in weights.items()}
-
-
 def by_length(sentences: Sequence[data.Sentence]) -> Iterator[list[data.Sentence]]:
     """The sentences in groups of one length (a batch needs no padding), shortest first."""
     groups: dict[int, list[data.Sentence]] = {}
@@ -167,16 +163,6 @@ def evaluate(weights: Weights, shape: Shape, sentences: Sequence[data.Sentence])
     return Evaluation(predicted, patterns)
 
 
-# Told after each evaluation: step reached, training loss, held-out accuracy.
-Report = Callable[[int, float, float], None]
-
-
-@dataclass(frozen=True)
-class Trained:
-    weights: Weights  # float64 copies of the trained float32 weights
-    curve: list[dict[str, float]]  # {"step", "loss", "accuracy"} every EVALUATE_EVERY steps
-
-
 def train(
     shape: Shape,
     start: Weights,
@@ -188,22 +174,19 @@ def train(
     step; the held-out accuracy every EVALUATE_EVERY steps and last."""
     import torch
 
-    weights = _as_torch(start, shape, grad=True)
-    optimiser = torch.optim.Adam([w for w in weights.values() if w.requires_grad], lr=LEARNING_RATE)
-    curve: list[dict[str, float]] = []
-    total = len(batches)
-    for step, batch in enumerate(batches, start=1):
+    def loss(weights: dict[str, torch.Tensor], batch: Sequence[data.Sentence]) -> torch.Tensor:
         tokens = torch.tensor([sentence.tokens for sentence in batch])  # (B, n)
         endings = torch.tensor([sentence.endings for sentence in batch])  # (B, n)
         logits, _ = forward(weights, tokens, shape)  # (B, n, endings)
         asked = endings != data.NONE
-        loss = torch.nn.functional.cross_entropy(logits[asked], endings[asked])
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        if step % EVALUATE_EVERY == 0 or step == total:
-            accuracy = evaluate(_as_numpy(weights), shape, held_out).accuracy(held_out)
-            curve.append({"step": step, "loss": float(loss.detach()), "accuracy": accuracy})
-            if report is not None:
-                report(step, curve[-1]["loss"], accuracy)
-    return Trained(_as_numpy(weights), curve)
+        return torch.nn.functional.cross_entropy(logits[asked], endings[asked])
+
+    return training.train(
+        _as_torch(start, shape, grad=True),
+        batches,
+        loss,
+        lambda weights: evaluate(weights, shape, held_out).accuracy(held_out),
+        learning_rate=LEARNING_RATE,
+        every=EVALUATE_EVERY,
+        report=report,
+    )

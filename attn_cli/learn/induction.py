@@ -218,16 +218,12 @@ def _control(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
 
 def _checked(options: LearnOptions) -> LearnOptions:
     """The options with the task's defaults, or a UserError for sizes that do not fit."""
-    if options.weights is not None:
-        common.refuse_sizes_with_weights(options)
-        return options
-    resolved = options.resolved(steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN)
-    steps, hidden, max_len = resolved.steps, resolved.hidden, resolved.max_len
-    assert steps is not None and hidden is not None and max_len is not None
-    if steps < MIN_STEPS:
-        raise common.too_small(
-            NAME, f"{steps} training steps", f"give --steps {MIN_STEPS} or more (default {STEPS})"
-        )
+    resolved = common.sized(
+        options, NAME, steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN, min_steps=MIN_STEPS
+    )
+    if resolved.weights is not None:
+        return resolved
+    steps, hidden, max_len = resolved.sizes()
     if hidden > MOST_HIDDEN:
         raise UserError(
             f"--hidden {hidden:,}: at most {MOST_HIDDEN} (wider trains for long on a CPU without "
@@ -298,18 +294,13 @@ def run(options: LearnOptions, progress: Progress | None = None) -> Walkthrough:
 
 def _train(options: LearnOptions, progress: Progress | None) -> Trained:
     """Both models from weights drawn from the seed, trained on the seed's batches."""
-    steps, hidden, max_len = options.steps, options.hidden, options.max_len
-    assert steps is not None and hidden is not None and max_len is not None
+    steps, hidden, max_len = options.sizes()
     split = data.split(options.seed, steps, model.BATCH, HELD_OUT, max_len)
     models = []
     for key, (layers, name) in MODELS.items():
         shape = model.Shape(layers, hidden, max_len)
         start = model.initial_weights(shape, options.seed)
-
-        def report(step: int, loss: float, accuracy: float, name: str = name) -> None:
-            if progress is not None:
-                progress(name, step, steps, loss, accuracy)
-
+        report = common.reporter(progress, name, steps)
         trained = model.train(shape, start, split, report)
         models.append(_Model(key, name, shape, start, trained.weights, trained.curve))
     return Trained(options.seed, steps, split, models)

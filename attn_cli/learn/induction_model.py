@@ -22,13 +22,15 @@ depend on the torch version; the training runs in torch, float32, on the CPU.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attn_cli.learn import induction_data as data
+from attn_cli.learn import training
+from attn_cli.learn.training import Report, Trained, Weights
 
 if TYPE_CHECKING:
     import torch
@@ -37,9 +39,6 @@ HEADS = 2  # heads per layer
 BATCH = 64  # sequences per training step
 LEARNING_RATE = 1e-2  # Adam's
 EVALUATE_EVERY = 50  # steps between held-out evaluations (the curve and the progress bar)
-
-# The weights of a model, in the order they are saved: name -> shape, for d = d_model.
-Weights = dict[str, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -150,42 +149,25 @@ def evaluate(weights: Weights, shape: Shape, sequences: data.Sequences) -> Evalu
 
 # --- training --------------------------------------------------------------------------------
 
-# Told after each evaluation: step reached, training loss, held-out accuracy.
-Report = Callable[[int, float, float], None]
-
-
-@dataclass(frozen=True)
-class Trained:
-    weights: Weights  # float64 copies of the trained float32 weights
-    curve: list[dict[str, float]]  # {"step", "loss", "accuracy"} every EVALUATE_EVERY steps
-
 
 def train(shape: Shape, start: Weights, split: data.Split, report: Report | None = None) -> Trained:
     """Adam on the next-token cross-entropy of every real position (not the padding), one batch
     of ``split.batches`` per step; the held-out accuracy every EVALUATE_EVERY steps and last."""
     import torch
 
-    weights = _as_torch(start, grad=True)
-    optimiser = torch.optim.Adam(list(weights.values()), lr=LEARNING_RATE)
-    curve: list[dict[str, float]] = []
-    total = len(split.batches)
-    for step, batch in enumerate(split.batches, start=1):
+    def loss(weights: dict[str, torch.Tensor], batch: data.Sequences) -> torch.Tensor:
         tokens = torch.from_numpy(batch.tokens)  # (B, T)
         logits, _ = forward(weights, tokens, shape)  # (B, T, vocab)
         # Position t predicts x_{t+1}, for t = 0 … 2L-2: the last real token predicts nothing.
         real = torch.from_numpy(batch.real()[:, 1:])  # (B, T-1): the target x_{t+1} is real
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1][real], tokens[:, 1:][real])
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        if step % EVALUATE_EVERY == 0 or step == total:
-            trained = _as_numpy(weights)
-            accuracy = evaluate(trained, shape, split.held_out).accuracy
-            curve.append({"step": step, "loss": float(loss.detach()), "accuracy": accuracy})
-            if report is not None:
-                report(step, curve[-1]["loss"], accuracy)
-    return Trained(_as_numpy(weights), curve)
+        return torch.nn.functional.cross_entropy(logits[:, :-1][real], tokens[:, 1:][real])
 
-
-def _as_numpy(weights: Mapping[str, torch.Tensor]) -> Weights:
-    return {name: value.detach().double().numpy().copy() for name, value in weights.items()}
+    return training.train(
+        _as_torch(start, grad=True),
+        split.batches,
+        loss,
+        lambda weights: evaluate(weights, shape, split.held_out).accuracy,
+        learning_rate=LEARNING_RATE,
+        every=EVALUATE_EVERY,
+        report=report,
+    )

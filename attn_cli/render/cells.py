@@ -1,6 +1,7 @@
 """The cells of a text table, for every text format (Markdown and LaTeX write them in their own
 syntax): which rows and columns a large matrix shows (its corner), its numbers in one format,
-the statistics a cut table's caption states, and the columns of a records table.
+the statistics a cut table's caption states, the columns and rows of a records table, and the
+bins of a histogram.
 
 Nothing here computes: a caption reads the statistics recorded with the value (computed where
 the value was computed) and falls back to :func:`attn_cli.core.model.summary` only for a value made
@@ -9,7 +10,8 @@ without them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,3 +234,28 @@ def record_columns(
         ]
         columns.append(RecordColumn(str(headings.get(name, name)), texts, numeric))
     return columns
+
+
+def record_rows(
+    columns: Sequence[RecordColumn],
+    count: int,
+    *,
+    missing: str,
+    number: Callable[[str], str],
+    text: Callable[[str], str],
+) -> list[list[str]]:
+    """The ``count`` rows of a records table, each cell written by ``number`` or ``text`` (each
+    format's own), ``missing`` where a record has none."""
+
+    def written(column: RecordColumn, index: int) -> str:
+        cell = column.cells[index]
+        if cell is None:
+            return missing
+        return number(cell) if column.is_number[index] else text(cell)
+
+    return [[written(column, index) for column in columns] for index in range(count)]
+
+
+def bin_labels(edges: Sequence[float]) -> list[str]:
+    """A histogram's bins as text, each its half-open interval: ``[-0.5, +0.5)``."""
+    return [f"[{low:+.1f}, {high:+.1f})" for low, high in itertools.pairwise(edges)]

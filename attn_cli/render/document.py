@@ -16,6 +16,7 @@ page is the format's own, with the shared rules in :mod:`attn_cli.render.cells`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -62,6 +63,11 @@ class Prose:
     text: str
 
 
+def paragraphs(text: str) -> list[str]:
+    """The paragraphs of a text (blank lines between them), none empty."""
+    return [p for p in re.split(r"\n\s*\n", str(text)) if p.strip()]
+
+
 @dataclass(frozen=True)
 class Description:
     """The example's description (the lecture it comes from), set apart from the prose."""
@@ -87,6 +93,16 @@ class StepHeading:
     title: str
     shape: tuple[int, ...] | None
     time: str | None
+
+    def line(self, text: Callable[[str], str], shape: Callable[[tuple[int, ...]], str]) -> str:
+        """The heading's words: ``N. title (shape) (time)``, the title written by ``text`` and
+        the shape by ``shape`` (each format's own)."""
+        line = f"{self.number}. {text(self.title)}"
+        if self.shape is not None:
+            line += f" ({shape(self.shape)})"
+        if self.time is not None:
+            line += f" ({self.time})"
+        return line
 
 
 @dataclass(frozen=True)

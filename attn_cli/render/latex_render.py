@@ -28,9 +28,11 @@ from attn_cli.render import RenderOptions
 from attn_cli.render import document as doc
 from attn_cli.render.cells import (
     TableStyles,
+    bin_labels,
     cell_texts,
     corner_caption,
     record_columns,
+    record_rows,
     shown_grid,
     shown_indices,
     table_styles,
@@ -104,12 +106,8 @@ def latex_chunks(block: doc.Block, options: RenderOptions) -> list[str]:
             if description:
                 intro += f", {tex_text(description)}"
             return [f"\\noindent {intro} (${shape_math(shape)}$):"]
-        case doc.StepHeading(number, title, shape, time):
-            heading = f"{number}. {tex_text(title)}"
-            if shape is not None:
-                heading += f" (${shape_math(shape)}$)"
-            if time is not None:
-                heading += f" ({time})"
+        case doc.StepHeading():
+            heading = block.line(tex_text, lambda shape: f"${shape_math(shape)}$")
             return [f"\\subsection*{{{heading}}}"]
         case doc.Intermediates(parts):
             return intermediates_chunks(parts, options)
@@ -393,20 +391,16 @@ def records_tabular(
         " & ".join(tex_text(column.name) for column in columns) + " \\\\",
         "\\hline",
     ]
-    table = [[tex_text(column.name) for column in columns]]
-    for index in range(len(records)):
-        row = []
-        for column in columns:
-            cell = column.cells[index]
-            if cell is None:
-                row.append("---")
-            elif column.is_number[index]:
-                row.append(f"${tex_number(cell)}$")
-            else:
-                row.append(tex_text(cell))
-        lines.append(" & ".join(row) + " \\\\")
-        table.append(row)
+    rows = record_rows(
+        columns,
+        len(records),
+        missing="---",
+        number=lambda cell: f"${tex_number(cell)}$",
+        text=tex_text,
+    )
+    lines += [" & ".join(row) + " \\\\" for row in rows]
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
+    table = [[tex_text(column.name) for column in columns], *rows]
     widths = [max(_math_width(cell) for cell in column) for column in zip(*table, strict=True)]
     return _sized(lines, sum(widths) + _TABLE_SEP * len(widths))
 
@@ -421,9 +415,8 @@ def histogram_tabular(histogram: doc.Histogram) -> list[str]:
         " & ".join(["bin", *(tex_text(str(name)) for name in series)]) + " \\\\",
         "\\hline",
     ]
-    for i in range(len(edges) - 1):
-        low, high = f"{edges[i]:+.1f}", f"{edges[i + 1]:+.1f}"
-        row = [f"$[{low}, {high})$", *(str(counts[i]) for counts in series.values())]
+    for i, label in enumerate(bin_labels(edges)):
+        row = [f"${label}$", *(str(counts[i]) for counts in series.values())]
         lines.append(" & ".join(row) + " \\\\")
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
     return lines
@@ -715,8 +708,7 @@ def tex_text(text: str) -> str:
 
 def tex_paragraph(text: str) -> str:
     """Text that may hold several paragraphs (blank lines), each escaped."""
-    paragraphs = [p for p in re.split(r"\n\s*\n", str(text)) if p.strip()]
-    return "\n\n".join(tex_text(paragraph) for paragraph in paragraphs)
+    return "\n\n".join(tex_text(paragraph) for paragraph in doc.paragraphs(text))
 
 
 def _char(char: str) -> tuple[bool, str]:

@@ -18,8 +18,10 @@ from attn_cli.core.numbers import format_column, shape_text
 from attn_cli.render import RenderOptions
 from attn_cli.render import document as doc
 from attn_cli.render.cells import (
+    bin_labels,
     corner_caption,
     record_columns,
+    record_rows,
     shown_grid,
     shown_indices,
     table_styles,
@@ -62,13 +64,8 @@ def markdown_chunks(block: doc.Block, options: RenderOptions) -> list[str]:
             if description:
                 heading += f" {md_text(description)}"
             return [f"{heading} ({shape_text(shape)})"]
-        case doc.StepHeading(number, title, shape, time):
-            heading = f"### {number}. {md_text(title)}"
-            if shape is not None:
-                heading += f" ({shape_text(shape)})"
-            if time is not None:
-                heading += f" ({time})"
-            return [heading]
+        case doc.StepHeading():
+            return [f"### {block.line(md_text, shape_text)}"]
         case doc.Intermediates(parts):
             chunks = []
             for part in parts:
@@ -162,32 +159,22 @@ def records_lines(
     columns = record_columns(
         records, options.precision, unicode=False, headings=headings, quantities=quantities
     )
-    lines = [
+    rows = record_rows(columns, len(records), missing="—", number=str, text=md_text)
+    return [
         "| " + " | ".join(md_text(column.name) for column in columns) + " |",
         "|" + "".join("---:|" if column.numeric else "---|" for column in columns),
+        *("| " + " | ".join(row) + " |" for row in rows),
     ]
-    for index in range(len(records)):
-        cells = []
-        for column in columns:
-            cell = column.cells[index]
-            if cell is None:
-                cells.append("—")
-            else:
-                cells.append(cell if column.is_number[index] else md_text(cell))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
 
 
 def histogram_lines(histogram: doc.Histogram) -> list[str]:
-    series, edges = histogram.series, histogram.edges
+    series = histogram.series
     return [
         f"| bin | {' | '.join(md_text(str(name)) for name in series)} |",
         "|---|" + "---:|" * len(series),
         *(
-            f"| [{edges[i]:+.1f}, {edges[i + 1]:+.1f}) | "
-            + " | ".join(str(counts[i]) for counts in series.values())
-            + " |"
-            for i in range(len(edges) - 1)
+            f"| {label} | " + " | ".join(str(counts[i]) for counts in series.values()) + " |"
+            for i, label in enumerate(bin_labels(histogram.edges))
         ),
     ]
 
@@ -211,8 +198,7 @@ def md_text(text: str) -> str:
 
 def md_paragraph(text: str) -> str:
     """Text that may hold several paragraphs (blank lines between them), each escaped."""
-    paragraphs = [p for p in re.split(r"\n\s*\n", str(text)) if p.strip()]
-    return "\n\n".join(md_text(paragraph) for paragraph in paragraphs)
+    return "\n\n".join(md_text(paragraph) for paragraph in doc.paragraphs(text))
 
 
 def _code(text: str) -> str:

@@ -30,7 +30,7 @@ from attn_cli.core.model import InputValue, Part, Quantities, Step, Summary, Wal
 from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, format_number, shape_text
 from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.render import RenderOptions
-from attn_cli.render.cells import is_number, record_styles, table_styles
+from attn_cli.render.cells import bin_labels, is_number, record_styles, table_styles
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
 MAX_ROWS = 12
@@ -917,9 +917,7 @@ class Histogram:
         self.edges = list(value["edges"])
         self.series = dict(value["series"])
         self.width = width
-        self.labels = [
-            f"[{self.edges[i]:+.1f}, {self.edges[i + 1]:+.1f})" for i in range(len(self.edges) - 1)
-        ]
+        self.labels = bin_labels(self.edges)
         counts = [str(count) for counts in self.series.values() for count in counts]
         # label, two spaces, bar, two spaces, count
         self.frame = (

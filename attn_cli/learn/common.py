@@ -11,7 +11,7 @@ Also here: :class:`LearnOptions`, :func:`pin_kernels` and :func:`seeded` (data, 
 and batches from the seed; deterministic algorithms; a fixed thread count; the CPU kernels
 pinned), :func:`reproducibility` (what the numbers depend on), the :class:`Progress` callback,
 :func:`reporter` (a model's training telling it) and :func:`progress_bar` (rich's progress on a
-terminal, nothing otherwise), :func:`save_arrays` / :func:`load_arrays`, :func:`sized` (the
+terminal, nothing otherwise), :func:`sized` (the
 task's default sizes; --weights refusing sizes), :func:`too_small` (the "budget too small to say
 anything" error) and :func:`require_torch`. Light at import (no numpy, no torch): the command
 imports it.

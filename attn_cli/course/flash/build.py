@@ -295,15 +295,22 @@ def _inner_loop(
         context = {**base, "b": number, "first": columns[0], "last": columns[-1]}
         context.update(width=len(columns), where=where)
         rows = Grid(queries, context=context)
-        # The long texts once, for the first block of the first tile; then the short ones.
-        texts = BLOCK_TEXTS if number == 1 and tile in (None, 1) else BLOCK_TEXTS_AGAIN
+        # The long texts once, for the first block of the first tile; then the short ones. A
+        # later tile's first block starts the keys again from m = −∞; a block of every key is
+        # the whole score matrix of these queries, no tile of it.
+        first_of_all = number == 1 and tile in (None, 1)
+        texts = dict(BLOCK_TEXTS if first_of_all else BLOCK_TEXTS_AGAIN)
+        if number == 1 and not first_of_all:
+            texts.update(scores="scores_restart", rescale="rescale_restart")
+        if len(columns) == len(keys):
+            texts["scores"] = "scores_whole" if first_of_all else "scores_whole_again"
         merge_steps(
             record,
             f"{prefix}block{number}.",
             (update, before),
             replace(rows, cols=columns),
             texts,
-            notes=notes if texts is BLOCK_TEXTS else (),  # what this run does to the scores
+            notes=notes if first_of_all else (),  # what this run does to the scores
             number=str(number),
         )
         state = update.state
@@ -417,10 +424,13 @@ BLOCK_TEXTS_AGAIN = {
     "sum": "sum_again",
     "acc": "acc_again",
 }
+# A later query tile's first block, and a block that holds every key.
+BLOCK_TEXTS_OTHER = ("scores_restart", "rescale_restart", "scores_whole", "scores_whole_again")
 TEXTS = Texts(
     steps={
         **dict.fromkeys(BLOCK_TEXTS.values(), BLOCK),
         **dict.fromkeys(BLOCK_TEXTS_AGAIN.values(), BLOCK),
+        **dict.fromkeys(BLOCK_TEXTS_OTHER, BLOCK),
         "tile": TILE,
         "tile_again": TILE,
         "tile_output": TILE,

@@ -201,6 +201,23 @@ def test_bytes_sent_are_the_blocks_passed_on():
     assert [row["flops"] for row in traffic] == [2 * (16 + 16) * 5, 2 * (16 + 16) * 5]
 
 
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+def test_one_process_is_not_said_to_pass_blocks(transport):
+    """--processes 1 sends 0 bytes; the note said 'The processes passed their blocks through
+    torch.distributed's gloo backend'."""
+    transport_available(transport)
+    q, k, v = random_qkv(seed=2, m=3, n=3)
+    walk = attn.ring(q, k, v, processes=1, dist_backend=transport)
+    assert [row["sent"] for row in steps_of(walk)["traffic"]] == [0]
+    assert [note.key for note in walk.notes] == ["ring_check", "transport_alone"]
+    assert str(walk.notes[1]) == (
+        "One process held every key and value from the start, so no block was passed: a ring of "
+        "one process is a single merge, the flash lesson's loop over one block."
+    )
+    two = attn.ring(*random_qkv(seed=2, m=4, n=4), processes=2, dist_backend=transport)
+    assert two.notes[1].key == f"transport_{transport}"
+
+
 # --- the processes: none is left behind -----------------------------------------------------
 
 

@@ -23,6 +23,11 @@ RUNS = Runs(
         ("--n", "5", "--dk", "2", "--query-block", "2"),
         ("--n", "5", "--dk", "2", "--query-block", "2", "--causal"),
         ("--n", "4", "--dk", "2", "--block", "1", "--query-block", "1", "--causal"),
+        # A tile of 256 elements on a chip of M = 1 KiB = 128 float64s: more than fits.
+        ("--n", "16", "--dk", "2", "--block", "8", "--sram", "1"),
+        # One block of every key, alone and in each of two query tiles.
+        ("--n", "3", "--dk", "2", "--block", "3"),
+        ("--n", "3", "--dk", "2", "--block", "4", "--query-block", "2"),
     ),
     # One-row query tiles re-read every key block per query: more traffic than the standard way.
     options=({"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}),
@@ -325,3 +330,21 @@ def test_the_check_claims_agreement_only_when_it_is_rounding():
     assert not same_up_to_rounding(Fake(), {"difference": 0.5})  # not rounding: withheld
     assert not same_up_to_rounding(Fake(), {"difference": float("nan")})
     assert not same_up_to_rounding(Fake(), {})  # degenerate: a plain False, never an error
+
+
+def test_a_tile_larger_than_m_is_said_not_to_fit(invoke_json):
+    """n = 32, blocks of 16, --sram 1: the on-screen tile holds 32·4 + 16·8 + 32·16 + 32·4 + 2·32
+    = 960 elements and M = 1 KiB = 128 float64s, yet the step said only that the tiled loop
+    moves 512 elements, counted as if its scores stayed on chip."""
+    io = steps_by_key(invoke_json("flash", "--n", "32", "--block", "16", "--sram", "1"))["io"]
+    shown = next(row for row in io["value"] if row["algorithm"] == "tiled, on screen")
+    assert shown["on_chip"] == 32 * 4 + 16 * 8 + 32 * 16 + 32 * 4 + 2 * 32 == 960
+    spills = [note for note in io["notes"] if note["key"] == "io_spills"]
+    assert spills and spills[0]["text"] == (
+        "The tile on screen holds 960 elements at once, more than M = 128: on this chip its "
+        "scores could not stay on chip, so its count above is for a chip large enough to hold "
+        "the tile."
+    )
+    # The default M holds the default example's tile of 24: no such note.
+    default = steps_by_key(invoke_json("flash"))["io"]
+    assert "io_spills" not in [note["key"] for note in default["notes"]]

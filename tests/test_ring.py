@@ -37,6 +37,7 @@ RUNS = Runs(
         ("--n", "6", "--dk", "2", "--processes", "2", "--no-scale"),
         ("--n", "6", "--dk", "2", "--processes", "3", "--causal", "--sharding", "zigzag"),
         ("--n", "4", "--dk", "2", "--processes", "2", "--dist-backend", "pipes"),
+        ("--n", "3", "--dk", "2", "--processes", "1", "--dist-backend", "pipes"),
     ),
     options=({"processes": 2, "causal": True},),
     # nccl runs between GPUs only (its note is checked on a GPU machine, docs/ring.md); gloo,

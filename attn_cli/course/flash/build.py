@@ -253,6 +253,9 @@ def _io(record: StepRecorder, sizes: tuple[int, int, int, int], base: dict[str, 
         record.note("io_paper_fewer", paper=paper, standard=standard, ratio=standard / paper),
         record.note("io_paper_more", paper=paper, standard=standard, n=n),
     ]
+    # The counts assume each tile's scores stay on chip; a tile larger than M could not.
+    on_chip = runs["tiled"][2].on_chip
+    notes.append(record.note("io_spills", on_chip=on_chip, sram=sram))
     if sram_kib == DEFAULT_SRAM_KIB:
         notes.append(record.note("sram_default"))
     context = {**base, "sram_kib": sram_kib, "sram": sram, "itemsize": itemsize, "d": d}
@@ -387,6 +390,16 @@ def same_up_to_rounding(walkthrough: Walkthrough, values: Mapping[str, Any]) -> 
     return difference <= 4 * n * EPSILON.get(walkthrough.dtype, 2.0**-7) * scale
 
 
+def tile_exceeds_sram(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The io table's on-screen tile holds more elements than M, the note's sram."""
+    try:
+        shown = next(row for row in walkthrough.step("io") if row["algorithm"].startswith("tiled"))
+        on_chip, sram = int(shown["on_chip"]), int(values["sram"])
+    except (KeyError, TypeError, ValueError, StopIteration):
+        return False
+    return on_chip == int(values["on_chip"]) and on_chip > sram
+
+
 def tiled_moves_fewer(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     totals = _totals(walkthrough)
     return totals is not None and totals[1] < totals[0]
@@ -424,13 +437,14 @@ BLOCK_TEXTS_AGAIN = {
     "sum": "sum_again",
     "acc": "acc_again",
 }
-# A later query tile's first block, and a block that holds every key.
-BLOCK_TEXTS_OTHER = ("scores_restart", "rescale_restart", "scores_whole", "scores_whole_again")
+# A block that holds every key; a later query tile's first block (those read the tile too).
+TILE_BLOCK = (*TILE, "b", "first", "last", "width", "where")
 TEXTS = Texts(
     steps={
         **dict.fromkeys(BLOCK_TEXTS.values(), BLOCK),
         **dict.fromkeys(BLOCK_TEXTS_AGAIN.values(), BLOCK),
-        **dict.fromkeys(BLOCK_TEXTS_OTHER, BLOCK),
+        "scores_whole": BLOCK,
+        **dict.fromkeys(("scores_whole_again", "scores_restart", "rescale_restart"), TILE_BLOCK),
         "tile": TILE,
         "tile_again": TILE,
         "tile_output": TILE,
@@ -452,6 +466,7 @@ TEXTS = Texts(
         "io_more": ("tiled", "standard", "tiles"),
         "io_paper_fewer": ("paper", "standard", "ratio"),
         "io_paper_more": ("paper", "standard", "n"),
+        "io_spills": ("on_chip", "sram"),
     },
     claims={
         "tiled_check": same_up_to_rounding,
@@ -459,6 +474,7 @@ TEXTS = Texts(
         "io_more": tiled_moves_more,
         "io_paper_fewer": paper_blocks_move_fewer,
         "io_paper_more": paper_blocks_move_no_fewer,
+        "io_spills": tile_exceeds_sram,
     },
     measured=(
         "largest_block",

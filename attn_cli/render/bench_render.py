@@ -78,11 +78,12 @@ def bench_renderable(
     """Header, one row per (implementation, n), notes, then the exponents and their reading
     (without the title line when it was written before the sweep). ``source``: where a saved
     sweep was read from, said under the title."""
-    notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the sizes it applies to
+    notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the swept values it applies to
     rows = sorted_rows(result)
+    swept = result.config.variable  # n, or d with --dims
     for row in rows:
         if row.note:
-            notes.setdefault((row.impl, row.note), []).append(row.n)
+            notes.setdefault((row.impl, row.note), []).append(row.d if swept == "d" else row.n)
     markers = {key: index for index, key in enumerate(notes, 1)}
     parts: list[RenderableType] = [
         _header(result, with_title, source),
@@ -90,7 +91,8 @@ def bench_renderable(
     ]
     for (impl, note), index in markers.items():
         sizes = notes[(impl, note)]
-        where = "every n" if len(sizes) == _count(rows, impl) else "n=" + ",".join(map(str, sizes))
+        every = len(sizes) == _count(rows, impl)
+        where = f"every {swept}" if every else f"{swept}=" + ",".join(map(str, sizes))
         parts.append(Text(f"[{index}] {impl} ({where}): {note}", style="yellow"))
     parts.append(Text(legend(result.config), style="dim"))
     fitted = {impl: fit for impl, fit in fits.items() if fit.readable}

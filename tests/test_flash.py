@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -348,3 +349,14 @@ def test_a_tile_larger_than_m_is_said_not_to_fit(invoke_json):
     # The default M holds the default example's tile of 24: no such note.
     default = steps_by_key(invoke_json("flash"))["io"]
     assert "io_spills" not in [note["key"] for note in default["notes"]]
+
+
+def test_the_time_legend_counts_the_steps_it_times(invoke):
+    """--time times the steps computed alone: in flash the output only (the blocks' steps come
+    out of one loop). The legend said 'Each step's time: ...' above 15 steps of which 1 had one."""
+    text = " ".join(invoke("flash", "--time").stdout.split())
+    assert "A step's time (shown on 1 of the 15 steps): its computation alone on the device" in text
+    assert "Each step's time" not in text
+    assert len(re.findall(r"^Step \d+ · .* ms ─", invoke("flash", "--time").stdout, re.M)) == 1
+    scaled = " ".join(invoke("scaled", "--time").stdout.split())
+    assert "Each step's time: its computation alone on the device" in scaled

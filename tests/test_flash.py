@@ -360,3 +360,26 @@ def test_the_time_legend_counts_the_steps_it_times(invoke):
     assert len(re.findall(r"^Step \d+ · .* ms ─", invoke("flash", "--time").stdout, re.M)) == 1
     scaled = " ".join(invoke("scaled", "--time").stdout.split())
     assert "Each step's time: its computation alone on the device" in scaled
+
+
+def test_the_traffic_notes_name_the_m_by_n_matrices(invoke_json):
+    """m = 2 queries against n = 8 keys: the standard algorithm writes and reads 2 × 8 matrices,
+    which the notes called 'the n × n matrices'."""
+    io = steps_by_key(
+        invoke_json(
+            "flash", "--m", "2", "--n", "8", "--dk", "8", "--block", "1", "--query-block", "1"
+        )
+    )["io"]
+    (more,) = [note for note in io["notes"] if note["key"] == "io_more"]
+    assert more["text"] == (
+        "The tiled loop on screen moves 288 elements, more than the standard one's 224: each of "
+        "its 2 query tiles reads the key and value blocks again, which at these sizes costs more "
+        "than the 2 × 8 matrices the standard one writes and reads back."
+    )
+    standard = next(row for row in io["value"] if row["algorithm"] == "standard")
+    # Algorithm 0: read Q, K; write S; read S; write P; read P, V; write O (m 2, n 8, d 8).
+    reads, writes = (2 * 8 + 8 * 8) + 2 * 8 + (2 * 8 + 8 * 8), 2 * 8 + 2 * 8 + 2 * 8
+    assert standard["total"] == reads + writes == 224
+    paper = steps_by_key(invoke_json("flash", "--n", "1", "--dk", "4"))["io"]
+    (small,) = [note for note in paper["notes"] if note["key"] == "io_paper_more"]
+    assert small["text"].endswith("the 1 × 1 matrices it avoids are still small.")

@@ -249,9 +249,9 @@ def _io(record: StepRecorder, sizes: tuple[int, int, int, int], base: dict[str, 
     tiles = math.ceil(m / query_block)
     notes = [
         record.note("io_fewer", tiled=shown, standard=standard, ratio=standard / shown),
-        record.note("io_more", tiled=shown, standard=standard, tiles=tiles),
+        record.note("io_more", tiled=shown, standard=standard, tiles=tiles, m=m, n=n),
         record.note("io_paper_fewer", paper=paper, standard=standard, ratio=standard / paper),
-        record.note("io_paper_more", paper=paper, standard=standard, n=n),
+        record.note("io_paper_more", paper=paper, standard=standard, m=m, n=n),
     ]
     # The counts assume each tile's scores stay on chip; a tile larger than M could not.
     on_chip = runs["tiled"][2].on_chip
@@ -463,9 +463,9 @@ TEXTS = Texts(
         "block_causal": (),
         "sram_default": (),
         "io_fewer": ("tiled", "standard", "ratio"),
-        "io_more": ("tiled", "standard", "tiles"),
+        "io_more": ("tiled", "standard", "tiles", "m", "n"),
         "io_paper_fewer": ("paper", "standard", "ratio"),
-        "io_paper_more": ("paper", "standard", "n"),
+        "io_paper_more": ("paper", "standard", "m", "n"),
         "io_spills": ("on_chip", "sram"),
     },
     claims={

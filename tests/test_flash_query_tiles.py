@@ -205,3 +205,13 @@ def test_one_block_of_every_key_is_not_called_a_tile_of_the_matrix():
         "the full 5 × 5 matrix is never formed"
         in attn.flash(q, k, v, block=2).find("block1.scores").explanation
     )
+
+
+def test_the_plot_counts_one_block_as_one():
+    """One block of every key was titled '(1 blocks)'."""
+    pytest.importorskip("matplotlib")
+    q, k, v = random_qkv(7, 3, 3)
+    (axes, *_) = attn.flash(q, k, v, block=4).plot().axes
+    assert axes.get_title().endswith("one key block at a time (1 block)")
+    (tiled, *_) = attn.flash(q, k, v, block=4, query_block=3).plot().axes
+    assert "(1 tile, 1 block)" in " ".join(tiled.get_title().split())

@@ -74,6 +74,28 @@ def test_the_d_sweep_fits_against_d(invoke):
     assert "How time and memory grow with d" in table.stdout
 
 
+def test_a_d_sweep_names_its_rows_and_its_slopes_by_d(invoke, tmp_path):
+    """With --dims every row has the one n: a note on two rows read '(n=64,64)' and the unstable
+    slopes were said to 'say nothing about n²'; they are named by d and read against d."""
+    result = invoke(
+        "bench", "--impl", "linear-numpy", "--sizes", "64", "--dims", "4,8,16", "--d", "8", *FAST
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    note = "unstable: the spread of the timed runs exceeded 10% of their median, measured twice"
+    for row in doc["rows"][:2]:  # d = 4 and 8
+        row.update(unstable=True, note=note)
+    saved = tmp_path / "dims.json"
+    saved.write_text(json.dumps(doc), encoding="utf-8")
+    shown = invoke("bench", "--from", str(saved))
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())
+    assert f"[1] linear-numpy (d=4,8): {note}" in text
+    assert "n=64,64" not in text
+    assert "so their slopes say nothing about how time grows with d;" in text
+    assert "nothing about n²" not in text
+
+
 def test_dims_needs_one_size(invoke):
     result = invoke("bench", "--impl", "linear-numpy", "--sizes", "64,128", "--dims", "4,8")
     assert_user_error(result, "--dims sweeps d at one n", "--sizes 2048 --dims 16..256")

@@ -323,6 +323,29 @@ def test_one_size_says_nothing_about_growth(invoke):
     assert "sdpa-flash" in text and "16384" in text
 
 
+def test_the_legend_counts_the_flops_each_tflops_divides_by(invoke):
+    """The key under the table said "4·n²·d per head" on every sweep; a causal sweep divides by
+    half that, a window by its band's pairs and linear by its linear order (impls.work_flops)."""
+    causal = unwrapped(reread(invoke, "bench-causal").stdout)
+    assert "(Q Kᵀ and A V, 2·n²·d per head: half of 4·n²·d, the causal mask's pairs)" in causal
+    assert "4·n²·d per head)" not in causal
+    row = document(invoke, "bench-causal")["rows"][0]  # sdpa at n = 16384, d 128, 8 heads
+    flops = 2 * 16384**2 * 128 * 8
+    assert row["tflops"] == pytest.approx(flops / (row["ms_median"] / 1e3) / 1e12, rel=1e-9)
+    beyond = unwrapped(reread(invoke, "beyond").stdout)
+    assert (
+        "(sdpa-window: Q Kᵀ and A V, 4·n²·d per head; flex-window, window: Q Kᵀ and A V over the "
+        "pairs |i − j| ≤ w, 4·d per pair and head; linear: the linear order, 4·n·d·(d + 1) + n·d "
+        "per head)" in beyond
+    )
+    window = next(r for r in document(invoke, "beyond")["rows"] if r["impl"] == "window")
+    pairs = 4096 * 129 - 64 * 65  # n = 4096, w = 64: |i − j| ≤ w
+    flops = 4 * 64 * 8 * pairs
+    assert window["tflops"] == pytest.approx(flops / (window["ms_median"] / 1e3) / 1e12, rel=1e-9)
+    default = unwrapped(reread(invoke, "bench-default").stdout)
+    assert "(Q Kᵀ and A V, 4·n²·d per head) per second" in default
+
+
 @pytest.mark.parametrize("name", SWEEPS)
 def test_a_saved_sweep_comes_back_whole_in_every_format(invoke, name):
     from tests.test_json_contract import VALIDATOR

@@ -206,3 +206,45 @@ def test_the_band_mask_at_131072_is_built_within_that_estimate(torch):
     estimate = registry.estimate_bytes("flex-window", config, 131072, 2)
     _, peak, _ = torch_profiler_peak(lambda: registry.band_block_mask(131072, 64, False, "cpu"))
     assert peak is not None and peak < estimate
+
+
+def test_the_sdpa_window_estimate_is_what_the_h200_measured():
+    """beyond.json: sdpa-window held n²·2 + 8·n·64·2 + 1536 bytes at every n (a fused kernel
+    that takes the mask, no head's scores stored), yet the estimate assumed the math path for
+    every head, 32× that: n = 65536 was skipped as 'this run needs ≈260.1 GiB' against 139.1 GiB
+    free, where the measured rows put it at 8 GiB."""
+    doc = beyond()
+    config = BenchConfig(
+        device="cuda", **{key: doc["config"][key] for key in ("d", "heads", "batch", "window")}
+    )
+    rows = rows_of(doc, "sdpa-window")
+    measured = {n: row["peak_mem_bytes"] for n, row in rows.items() if row["status"] == "ok"}
+    assert sorted(measured) == [4096, 8192, 16384, 32768]
+    for n, peak in measured.items():
+        assert peak == 2 * n * n + 8 * n * 64 * 2 + 1536
+        estimate = registry.estimate_bytes("sdpa-window", config, n, 2)
+        assert peak <= estimate <= 1.03 * peak, (n, peak, estimate)
+    assert rows[65536]["note"].startswith("this run needs ≈260.1 GiB")  # what it said then
+    assert registry.estimate_bytes("sdpa-window", config, 65536, 2) < 8.1 * GIB
+    assert registry.estimate_bytes("sdpa-window", config, 65536, 2) < (
+        MEMORY_HEADROOM * free_bytes(doc)
+    )  # the row now runs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_sdpa_window_estimate_bounds_the_cpu_peak(torch, dtype):
+    """On the CPU sdpa with a mask held about n²·(itemsize + 1) whatever the heads (the old
+    estimate, every head's scores and weights, was 12× that at n = 512 in float32 with 4 heads):
+    the estimate is above the measured peak and within 1.6× of it."""
+    from attn_cli.bench.devices import CpuOps
+    from attn_cli.bench.sweep import run_sweep
+
+    config = BenchConfig(
+        device="cpu", sizes=(512,), impls=("sdpa-window",), d=16, heads=4, dtype=dtype,
+        repeats=2, window=8,
+    )  # fmt: skip
+    (row,) = run_sweep(config, CpuOps()).rows
+    assert row.status == "ok" and row.peak_mem_bytes
+    itemsize = 4 if dtype == "float32" else 8
+    estimate = registry.estimate_bytes("sdpa-window", config, 512, itemsize)
+    assert row.peak_mem_bytes <= estimate <= 1.6 * row.peak_mem_bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -23,6 +24,11 @@ RUNS = Runs(
         ("--n", "5", "--dk", "2", "--query-block", "2"),
         ("--n", "5", "--dk", "2", "--query-block", "2", "--causal"),
         ("--n", "4", "--dk", "2", "--block", "1", "--query-block", "1", "--causal"),
+        # A tile of 256 elements on a chip of M = 1 KiB = 128 float64s: more than fits.
+        ("--n", "16", "--dk", "2", "--block", "8", "--sram", "1"),
+        # One block of every key, alone and in each of two query tiles.
+        ("--n", "3", "--dk", "2", "--block", "3"),
+        ("--n", "3", "--dk", "2", "--block", "4", "--query-block", "2"),
     ),
     # One-row query tiles re-read every key block per query: more traffic than the standard way.
     options=({"causal": True}, {"block": 1}, {"block": 1, "query_block": 1}),
@@ -325,3 +331,55 @@ def test_the_check_claims_agreement_only_when_it_is_rounding():
     assert not same_up_to_rounding(Fake(), {"difference": 0.5})  # not rounding: withheld
     assert not same_up_to_rounding(Fake(), {"difference": float("nan")})
     assert not same_up_to_rounding(Fake(), {})  # degenerate: a plain False, never an error
+
+
+def test_a_tile_larger_than_m_is_said_not_to_fit(invoke_json):
+    """n = 32, blocks of 16, --sram 1: the on-screen tile holds 32·4 + 16·8 + 32·16 + 32·4 + 2·32
+    = 960 elements and M = 1 KiB = 128 float64s, yet the step said only that the tiled loop
+    moves 512 elements, counted as if its scores stayed on chip."""
+    io = steps_by_key(invoke_json("flash", "--n", "32", "--block", "16", "--sram", "1"))["io"]
+    shown = next(row for row in io["value"] if row["algorithm"] == "tiled, on screen")
+    assert shown["on_chip"] == 32 * 4 + 16 * 8 + 32 * 16 + 32 * 4 + 2 * 32 == 960
+    spills = [note for note in io["notes"] if note["key"] == "io_spills"]
+    assert spills and spills[0]["text"] == (
+        "The tile on screen holds 960 elements at once, more than M = 128: on this chip its "
+        "scores could not stay on chip, so its count above is for a chip large enough to hold "
+        "the tile."
+    )
+    # The default M holds the default example's tile of 24: no such note.
+    default = steps_by_key(invoke_json("flash"))["io"]
+    assert "io_spills" not in [note["key"] for note in default["notes"]]
+
+
+def test_the_time_legend_counts_the_steps_it_times(invoke):
+    """--time times the steps computed alone: in flash the output only (the blocks' steps come
+    out of one loop). The legend said 'Each step's time: ...' above 15 steps of which 1 had one."""
+    text = " ".join(invoke("flash", "--time").stdout.split())
+    assert "A step's time (shown on 1 of the 15 steps): its computation alone on the device" in text
+    assert "Each step's time" not in text
+    assert len(re.findall(r"^Step \d+ · .* ms ─", invoke("flash", "--time").stdout, re.M)) == 1
+    scaled = " ".join(invoke("scaled", "--time").stdout.split())
+    assert "Each step's time: its computation alone on the device" in scaled
+
+
+def test_the_traffic_notes_name_the_m_by_n_matrices(invoke_json):
+    """m = 2 queries against n = 8 keys: the standard algorithm writes and reads 2 × 8 matrices,
+    which the notes called 'the n × n matrices'."""
+    io = steps_by_key(
+        invoke_json(
+            "flash", "--m", "2", "--n", "8", "--dk", "8", "--block", "1", "--query-block", "1"
+        )
+    )["io"]
+    (more,) = [note for note in io["notes"] if note["key"] == "io_more"]
+    assert more["text"] == (
+        "The tiled loop on screen moves 288 elements, more than the standard one's 224: each of "
+        "its 2 query tiles reads the key and value blocks again, which at these sizes costs more "
+        "than the 2 × 8 matrices the standard one writes and reads back."
+    )
+    standard = next(row for row in io["value"] if row["algorithm"] == "standard")
+    # Algorithm 0: read Q, K; write S; read S; write P; read P, V; write O (m 2, n 8, d 8).
+    reads, writes = (2 * 8 + 8 * 8) + 2 * 8 + (2 * 8 + 8 * 8), 2 * 8 + 2 * 8 + 2 * 8
+    assert standard["total"] == reads + writes == 224
+    paper = steps_by_key(invoke_json("flash", "--n", "1", "--dk", "4"))["io"]
+    (small,) = [note for note in paper["notes"] if note["key"] == "io_paper_more"]
+    assert small["text"].endswith("the 1 × 1 matrices it avoids are still small.")

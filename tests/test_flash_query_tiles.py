@@ -167,3 +167,51 @@ def test_the_plot_stacks_the_tiles(tmp_path):
     assert figure is not None
     (axes, *_) = figure.axes
     assert "3 tiles, 3 blocks" in " ".join(axes.get_title().split())
+
+
+def test_a_later_tiles_first_block_starts_the_keys_again():
+    """Tile 2's first block is keys k1..k2 with m = −∞ before it: it was captioned 'The next 2
+    keys' and 'c = 1 for rows whose max stayed put; below 1 for rows whose max rose' beside c = 0."""
+    q, k, v = random_qkv(4, 4, 4)
+    walk = attn.flash(q, k, v, block=2, query_block=2)  # 2 tiles of 2 queries, 2 blocks of 2 keys
+    scores = walk.find("tile2.block1.scores")
+    assert scores.title == "Tile 2 · block 1 · scores of keys k1..k2"
+    assert scores.explanation.startswith("This tile's first key block: the blocks stream past")
+    rescale = walk.find("tile2.block1.rescale")
+    np.testing.assert_array_equal(walk.step("tile2.block1.rescale"), np.zeros((2, 1)))
+    assert rescale.explanation.startswith("0 for every row: the tile starts at m = −∞")
+    # The next blocks of that tile are the short texts, as before.
+    assert walk.find("tile2.block2.scores").explanation.startswith("The next 2 keys")
+    assert walk.find("tile2.block2.rescale").explanation.startswith("c = 1 for rows")
+
+
+def test_one_block_of_every_key_is_not_called_a_tile_of_the_matrix():
+    """--block at least n: the one block is every score. It said 'the full 5 × 5 matrix is never
+    formed' above the 5 × 5 block that is that matrix."""
+    q, k, v = random_qkv(5, 5, 5)
+    walk = attn.flash(q, k, v, block=7)
+    text = walk.find("block1.scores").explanation
+    assert "never formed" not in text
+    assert text.startswith(
+        "This one block holds all 5 keys (a block of 7, at least n), so its 5 × 5 scores are "
+        "every score of these queries"
+    )
+    assert np.shape(walk.step("block1.scores")) == (5, 5)
+    tiles = attn.flash(q, k, v, block=5, query_block=3)
+    assert "never formed" not in tiles.find("tile1.block1.scores").explanation
+    assert tiles.find("tile2.block1.scores").explanation.startswith("All 5 keys in one block again")
+    # Blocks of fewer keys keep the tiling sentence.
+    assert (
+        "the full 5 × 5 matrix is never formed"
+        in attn.flash(q, k, v, block=2).find("block1.scores").explanation
+    )
+
+
+def test_the_plot_counts_one_block_as_one():
+    """One block of every key was titled '(1 blocks)'."""
+    pytest.importorskip("matplotlib")
+    q, k, v = random_qkv(7, 3, 3)
+    (axes, *_) = attn.flash(q, k, v, block=4).plot().axes
+    assert axes.get_title().endswith("one key block at a time (1 block)")
+    (tiled, *_) = attn.flash(q, k, v, block=4, query_block=3).plot().axes
+    assert "(1 tile, 1 block)" in " ".join(tiled.get_title().split())

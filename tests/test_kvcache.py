@@ -154,6 +154,17 @@ def test_torch_agrees_with_causal_sdpa_and_is_bit_for_bit_in_float64(invoke_json
     assert doc["meta"]["ordered_max_abs_difference"] == 0.0
 
 
+def test_the_full_step_names_the_library_that_computed_it(invoke_json, torch):
+    """With --backend torch the step said 'Computed as numpy computes a matrix product' beside
+    a note that says 'As torch computes them'."""
+    for backend in ("numpy", "torch"):
+        full = next(
+            s for s in invoke_json("kvcache", "--backend", backend)["steps"] if s["key"] == "full"
+        )
+        assert f"Computed as {backend} computes a matrix product" in full["explanation"]
+        assert full["notes"][0]["text"].startswith(f"As {backend} computes them")
+
+
 def test_check_passes_on_the_bundled_file(invoke):  # its --quiz: tests/test_quiz.py
     check = invoke("check", "lessons/kvcache.toml")
     assert check.exit_code == 0, check.output

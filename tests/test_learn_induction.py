@@ -130,6 +130,23 @@ def test_tiny_budget_is_reported_not_claimed(tiny):
     assert all(note.key != "induction_head" for step in tiny.steps for note in step.notes)
 
 
+def test_the_ablation_text_names_only_the_rows_it_shows(tiny):
+    """20 steps form no induction head, so the table has one row per head and no row of the
+    induction heads together; the text said 'then with the last layer's induction heads taken
+    out together' above it."""
+    from attn_cli.learn.induction_model import HEADS
+
+    step = tiny.find("ablation")
+    assert [row["zeroed"] for row in step.value] == [
+        f"layer {layer}, head {head}" for layer in (1, 2) for head in range(1, HEADS + 1)
+    ]
+    assert "taken out together" not in step.explanation
+    assert step.explanation.startswith(
+        "The two-layer model on the same 256 held-out sequences with one head's output taken out "
+        "of the sum (its rows of W_O set to zero, every other weight kept). Intact, it predicts"
+    )
+
+
 def _with_scores(walkthrough, model, **changes):
     """The walkthrough with ``model``'s meta scores replaced (the numbers the claims read)."""
     import dataclasses

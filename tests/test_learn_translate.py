@@ -229,6 +229,25 @@ def test_the_truth_notes_are_withheld_where_the_marks_do_not_show_the_rules(tiny
         assert not TEXTS.claims[key](in_order, values), key
 
 
+def test_the_reordered_words_are_claimed_only_where_some_were_reordered(tiny):
+    """'the reordered ones included' was said of "the cat sleeps" too, whose target words are
+    every one in its source word's place; the in-order sentence gets the note without it."""
+    from attn_cli.learn.translate import TEXTS
+
+    truth = np.asarray(tiny.step("truth"))
+    rows, n = truth.shape[0] - 1, truth.shape[1]
+    diagonal = np.vstack([np.eye(rows, n), np.zeros((1, n))])
+    perfect = np.vstack([np.eye(rows, n), np.full((1, n), 1 / n)])  # every row on its source
+    in_order = _with_step(_with_step(tiny, "truth", diagonal), "after", perfect)
+    values = {"hits": rows, "rows": rows}
+    assert TEXTS.claims["after_true_in_order"](in_order, values)
+    assert not TEXTS.claims["after_true"](in_order, values)
+    reordered = _with_step(tiny, "after", np.vstack([truth[:-1], np.full((1, n), 1 / n)]))
+    assert TEXTS.claims["after_true"](reordered, values)  # the tiny run's sentence is reordered
+    assert not TEXTS.claims["after_true_in_order"](reordered, values)
+    assert TEXTS.notes["after_true_in_order"] == ("hits", "rows")
+
+
 def test_the_before_note_is_withheld_when_a_weight_stands_out(tiny):
     from attn_cli.learn.translate import TEXTS
 

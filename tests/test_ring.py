@@ -37,6 +37,7 @@ RUNS = Runs(
         ("--n", "6", "--dk", "2", "--processes", "2", "--no-scale"),
         ("--n", "6", "--dk", "2", "--processes", "3", "--causal", "--sharding", "zigzag"),
         ("--n", "4", "--dk", "2", "--processes", "2", "--dist-backend", "pipes"),
+        ("--n", "3", "--dk", "2", "--processes", "1", "--dist-backend", "pipes"),
     ),
     options=({"processes": 2, "causal": True},),
     # nccl runs between GPUs only (its note is checked on a GPU machine, docs/ring.md); gloo,
@@ -199,6 +200,23 @@ def test_bytes_sent_are_the_blocks_passed_on():
     traffic = steps_of(attn.ring(q, k, v, processes=2))["traffic"]
     assert [row["sent"] for row in traffic] == [(4 + 4) * 5 * 8, 0]
     assert [row["flops"] for row in traffic] == [2 * (16 + 16) * 5, 2 * (16 + 16) * 5]
+
+
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+def test_one_process_is_not_said_to_pass_blocks(transport):
+    """--processes 1 sends 0 bytes; the note said 'The processes passed their blocks through
+    torch.distributed's gloo backend'."""
+    transport_available(transport)
+    q, k, v = random_qkv(seed=2, m=3, n=3)
+    walk = attn.ring(q, k, v, processes=1, dist_backend=transport)
+    assert [row["sent"] for row in steps_of(walk)["traffic"]] == [0]
+    assert [note.key for note in walk.notes] == ["ring_check", "transport_alone"]
+    assert str(walk.notes[1]) == (
+        "One process held every key and value from the start, so no block was passed: a ring of "
+        "one process is a single merge, the flash lesson's loop over one block."
+    )
+    two = attn.ring(*random_qkv(seed=2, m=4, n=4), processes=2, dist_backend=transport)
+    assert two.notes[1].key == f"transport_{transport}"
 
 
 # --- the processes: none is left behind -----------------------------------------------------

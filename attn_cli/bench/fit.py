@@ -437,16 +437,18 @@ def diagnosis(result: BenchResult, fits: dict[str, Fit]) -> list[str]:
     if load is not None and load.busy:
         lines.append(busy_sentence(load))
     noisy = [impl for impl, fit in fits.items() if not fit.time_reliable]
+    over_n = result.config.variable == "n"  # else a sweep of d at one n (--dims)
     if noisy:
         lines.append(
             f"Time slopes of {', '.join(noisy)} are unreliable: some of their fitted rows stayed "
             "unstable (the runs' spread above a tenth of their median) when timed twice, so "
-            "their slopes say nothing about n²; the memory slopes still hold."
+            f"their slopes say nothing about {'n²' if over_n else 'how time grows with d'}; the "
+            "memory slopes still hold."
         )
     flat = [
         impl
         for impl, fit in fits.items()
-        if flat_time(fit) and (fit.memory_exponent or 0) >= QUADRATIC
+        if over_n and flat_time(fit) and (fit.memory_exponent or 0) >= QUADRATIC
     ]
     if flat:
         lines.append(

@@ -254,8 +254,8 @@ def estimate_bytes(
         return heads * ((2 + causal) * square * itemsize + rows * itemsize) + causal * square
     if impl == "sdpa-math":
         return heads * ((3 + causal) * square * itemsize + 2 * rows * itemsize)
-    if impl == "sdpa-window":  # the math path, plus the n × n boolean mask
-        return heads * ((4 + causal) * square * itemsize + 2 * rows * itemsize) + square
+    if impl == "sdpa-window":
+        return sdpa_window_bytes(config, n, itemsize)
     # tracemalloc also counts numpy's small Python-side allocations: a fixed allowance
     overhead = PYTHON_OVERHEAD if family(impl) == "numpy" else 0
     if impl in ("window", "window-numpy"):
@@ -275,6 +275,26 @@ def estimate_bytes(
         return heads * per_head + overhead
     # fused kernels: output, log-sum-exp per row, a workspace
     return heads * (2 * rows * itemsize + 8 * n) + (1 << 20)
+
+
+def sdpa_window_bytes(config: BenchConfig, n: int, itemsize: int) -> int:
+    """sdpa with the n × n band mask (built before the call, like the inputs).
+
+    With a mask, sdpa takes a fused kernel that never stores a head's scores: on CUDA below
+    float64 its peak is the mask once in the inputs' dtype plus the output, n²·itemsize +
+    lanes·n·d·itemsize + 1536 bytes on an H200 in bfloat16 at every n of beyond.json; on the CPU
+    (torch 2.13) between 0.6 and 1.3 × n²·(itemsize + 1) plus the output from n = 256 to 2048,
+    the same for 1, 2 or 4 heads: n²·(itemsize + 2), twice the output and 256 KiB bound it. Where
+    no fused kernel takes the mask (float64 on CUDA; mps, unmeasured), the math path: every
+    head's scores and weights, plus the mask."""
+    lanes = config.batch * config.heads
+    square, rows = n * n, n * config.d
+    if config.device == "cuda" and itemsize < 8:
+        return square * itemsize + lanes * rows * itemsize + (1 << 20)
+    if config.device == "cpu":
+        return square * (itemsize + 2) + 2 * lanes * rows * itemsize + (1 << 18)
+    causal = 1 if config.causal else 0
+    return lanes * ((4 + causal) * square * itemsize + 2 * rows * itemsize) + square
 
 
 def window_head_bytes(config: BenchConfig, n: int, itemsize: int) -> int:

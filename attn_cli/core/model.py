@@ -255,10 +255,15 @@ class Walkthrough:
     @property
     def time_legend(self) -> str | None:
         """What a step's time is, said once above the steps when some are timed (--time)."""
-        if all(step.seconds is None for step in self.steps):
+        timed = sum(step.seconds is not None for step in self.steps)
+        if not timed:
             return None
+        # Some steps are computed inside another (a loop's blocks, a process's merges): untimed.
+        which = "Each step's time"
+        if timed < len(self.steps):
+            which = f"A step's time (shown on {timed} of the {len(self.steps)} steps)"
         return (
-            "Each step's time: its computation alone on the device (not the copy to the host, "
+            f"{which}: its computation alone on the device (not the copy to the host, "
             f"the statistics or the checks), warm, the median of {TIMED_RUNS} runs."
         )
 

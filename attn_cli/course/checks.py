@@ -55,8 +55,8 @@ def check_causal_square(m: int, n: int) -> None:
     """--causal pairs query i with keys 1..i: it needs as many queries as keys."""
     if m != n:
         raise UserError(
-            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has {m} "
-            f"rows and K has {n}."
+            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has "
+            f"{counted(m, 'row')} and K has {n}."
         )
 
 

@@ -81,6 +81,7 @@ TEXTS = Texts(
         "accuracy": ("guess",),
         "scores": ("previous_chance", "prefix_chance", "held_out"),
         "ablation": ("accuracy", "held_out"),
+        "ablation_each": ("accuracy", "held_out"),
         "head_before": HEAD_NAMES,
         "head_after": HEAD_NAMES,
     },
@@ -472,7 +473,9 @@ def _record_ablation(
             }
         )
     context = {"accuracy": evaluation.accuracy, "held_out": len(held)}
-    record.add("ablation", rows, kind="records", grid=Grid(context=context))
+    # The row of the induction heads together is there only where the last layer has two.
+    text = "ablation" if len(inductions) > 1 else "ablation_each"
+    record.add("ablation", rows, kind="records", grid=Grid(context=context), text=text)
     return {row["zeroed"]: row["accuracy"] for row in rows}
 
 

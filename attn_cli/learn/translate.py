@@ -603,7 +603,11 @@ def record_sentence(record: StepRecorder, measured: Measured, steps: int, status
     record.add("before", before.weights, kind="weights", grid=words, row_sums=True, notes=(flat,))
     true = list(pair.alignment)
     hits = int(np.sum(after.weights[:-1].argmax(axis=1) == true))
-    found = record.note("after_true", hits=hits, rows=len(true))
+    # "the reordered ones included" only where some target word's source is out of order.
+    in_order = list(true) == list(range(len(true)))
+    found = record.note(
+        "after_true_in_order" if in_order else "after_true", hits=hits, rows=len(true)
+    )
     trained = Grid(words.rows, words.cols, {"steps": steps})
     record.add("after", after.weights, kind="weights", grid=trained, row_sums=True, notes=(found,))
 
@@ -830,13 +834,18 @@ def before_flat(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     return largest == values.get("largest") and values.get("n") == n and largest < 2 / n
 
 
-def after_true(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+def after_true(walkthrough: Walkthrough, values: Mapping[str, Any], reordered: bool = True) -> bool:
     """``hits`` of the ``rows`` target words have their argmax on the true source word (the
-    truth step's 1), and that is every one of them."""
+    truth step's 1), and that is every one of them; ``reordered``: some target word's true
+    source is not the source word of its own position (the note says "the reordered ones
+    included"), else none is."""
     weights = np.asarray(walkthrough.step("after"))[:-1]
     truth = np.asarray(walkthrough.step("truth"))[:-1]
-    hits = int(np.sum(weights.argmax(axis=1) == truth.argmax(axis=1)))
-    return hits == values.get("hits") and values.get("rows") == len(truth) == hits
+    sources = truth.argmax(axis=1)
+    hits = int(np.sum(weights.argmax(axis=1) == sources))
+    moved = bool(np.any(sources != np.arange(len(sources))))
+    every = hits == values.get("hits") and values.get("rows") == len(truth) == hits
+    return every and moved == reordered
 
 
 def _scores(walkthrough: Walkthrough) -> dict[str, dict[str, Any]]:
@@ -905,6 +914,7 @@ TEXTS = Texts(
         "time_moved": ("column", "distance"),
         "before_flat": ("largest", "n", "uniform"),
         "after_true": ("hits", "rows"),
+        "after_true_in_order": ("hits", "rows"),
         "learned": ("before", "after", "before_weight", "after_weight"),
         "aligned": ("after",),
         "equal": ("tolerance",),
@@ -919,6 +929,7 @@ TEXTS = Texts(
         "time_moved": time_moved,
         "before_flat": before_flat,
         "after_true": after_true,
+        "after_true_in_order": lambda w, v: after_true(w, v, reordered=False),
         "learned": learned,
         "aligned": aligned,
         "equal": rows_equal,

@@ -27,7 +27,7 @@ from attn_cli.bench.fit import (
     reading,
     table_verdict,
 )
-from attn_cli.bench.impls import WINDOW_IMPLS
+from attn_cli.bench.impls import LINEAR_IMPLS, WINDOW_IMPLS
 from attn_cli.core.backend import format_bytes
 from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope, plain
@@ -78,11 +78,12 @@ def bench_renderable(
     """Header, one row per (implementation, n), notes, then the exponents and their reading
     (without the title line when it was written before the sweep). ``source``: where a saved
     sweep was read from, said under the title."""
-    notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the sizes it applies to
+    notes: dict[tuple[str, str], list[int]] = {}  # (impl, note) -> the swept values it applies to
     rows = sorted_rows(result)
+    swept = result.config.variable  # n, or d with --dims
     for row in rows:
         if row.note:
-            notes.setdefault((row.impl, row.note), []).append(row.n)
+            notes.setdefault((row.impl, row.note), []).append(row.d if swept == "d" else row.n)
     markers = {key: index for index, key in enumerate(notes, 1)}
     parts: list[RenderableType] = [
         _header(result, with_title, source),
@@ -90,9 +91,10 @@ def bench_renderable(
     ]
     for (impl, note), index in markers.items():
         sizes = notes[(impl, note)]
-        where = "every n" if len(sizes) == _count(rows, impl) else "n=" + ",".join(map(str, sizes))
+        every = len(sizes) == _count(rows, impl)
+        where = f"every {swept}" if every else f"{swept}=" + ",".join(map(str, sizes))
         parts.append(Text(f"[{index}] {impl} ({where}): {note}", style="yellow"))
-    parts.append(Text(LEGEND, style="dim"))
+    parts.append(Text(legend(result.config), style="dim"))
     fitted = {impl: fit for impl, fit in fits.items() if fit.readable}
     variable = result.config.variable
     if fitted:
@@ -119,14 +121,36 @@ def bench_renderable(
     return Group(*parts)
 
 
-LEGEND = (
-    "ms: median time of one call, ± the spread of the middle half of the runs (yellow: above "
-    "a tenth of the median) · TFLOP/s: the attention's floating-point operations (Q Kᵀ and "
-    "A V, 4·n²·d per head) per second, in trillions · mem: peak bytes allocated by one call, "
-    "inputs excluded, measured by (trace) Python's tracemalloc, (prof) the torch profiler, "
-    "(cuda) the CUDA allocator, or (est) estimated · err: max |output − float64 reference| on "
-    "sampled rows"
-)
+def legend(config: BenchConfig) -> str:
+    """The key to the table's columns; its FLOP count is the one each implementation's TFLOP/s
+    divides by (impls.work_flops): the causal mask's half, a window's band, linear's order."""
+    return (
+        "ms: median time of one call, ± the spread of the middle half of the runs (yellow: above "
+        f"a tenth of the median) · TFLOP/s: the attention's floating-point operations "
+        f"({_flops_counted(config)}) per second, in trillions · mem: peak bytes allocated by one "
+        "call, inputs excluded, measured by (trace) Python's tracemalloc, (prof) the torch "
+        "profiler, (cuda) the CUDA allocator, or (est) estimated · err: max |output − float64 "
+        "reference| on sampled rows"
+    )
+
+
+def _flops_counted(config: BenchConfig) -> str:
+    """What the FLOPs of the implementations run count, one phrase per kind of count."""
+    banded = [impl for impl in config.impls if impl in WINDOW_IMPLS and impl != "sdpa-window"]
+    linear = [impl for impl in config.impls if impl in LINEAR_IMPLS]
+    dense = [impl for impl in config.impls if impl not in banded and impl not in linear]
+    counts = []
+    if dense:
+        count = "Q Kᵀ and A V, 4·n²·d per head"
+        if config.causal:
+            count = "Q Kᵀ and A V, 2·n²·d per head: half of 4·n²·d, the causal mask's pairs"
+        counts.append(count if not (banded or linear) else f"{', '.join(dense)}: {count}")
+    if banded:
+        pairs = "the pairs 0 ≤ i − j ≤ w" if config.causal else "the pairs |i − j| ≤ w"
+        counts.append(f"{', '.join(banded)}: Q Kᵀ and A V over {pairs}, 4·d per pair and head")
+    if linear:
+        counts.append(f"{', '.join(linear)}: the linear order, 4·n·d·(d + 1) + n·d per head")
+    return "; ".join(counts)
 
 
 def sorted_rows(result: BenchResult) -> list[Row]:

@@ -249,10 +249,13 @@ def _io(record: StepRecorder, sizes: tuple[int, int, int, int], base: dict[str, 
     tiles = math.ceil(m / query_block)
     notes = [
         record.note("io_fewer", tiled=shown, standard=standard, ratio=standard / shown),
-        record.note("io_more", tiled=shown, standard=standard, tiles=tiles),
+        record.note("io_more", tiled=shown, standard=standard, tiles=tiles, m=m, n=n),
         record.note("io_paper_fewer", paper=paper, standard=standard, ratio=standard / paper),
-        record.note("io_paper_more", paper=paper, standard=standard, n=n),
+        record.note("io_paper_more", paper=paper, standard=standard, m=m, n=n),
     ]
+    # The counts assume each tile's scores stay on chip; a tile larger than M could not.
+    on_chip = runs["tiled"][2].on_chip
+    notes.append(record.note("io_spills", on_chip=on_chip, sram=sram))
     if sram_kib == DEFAULT_SRAM_KIB:
         notes.append(record.note("sram_default"))
     context = {**base, "sram_kib": sram_kib, "sram": sram, "itemsize": itemsize, "d": d}
@@ -295,15 +298,22 @@ def _inner_loop(
         context = {**base, "b": number, "first": columns[0], "last": columns[-1]}
         context.update(width=len(columns), where=where)
         rows = Grid(queries, context=context)
-        # The long texts once, for the first block of the first tile; then the short ones.
-        texts = BLOCK_TEXTS if number == 1 and tile in (None, 1) else BLOCK_TEXTS_AGAIN
+        # The long texts once, for the first block of the first tile; then the short ones. A
+        # later tile's first block starts the keys again from m = −∞; a block of every key is
+        # the whole score matrix of these queries, no tile of it.
+        first_of_all = number == 1 and tile in (None, 1)
+        texts = dict(BLOCK_TEXTS if first_of_all else BLOCK_TEXTS_AGAIN)
+        if number == 1 and not first_of_all:
+            texts.update(scores="scores_restart", rescale="rescale_restart")
+        if len(columns) == len(keys):
+            texts["scores"] = "scores_whole" if first_of_all else "scores_whole_again"
         merge_steps(
             record,
             f"{prefix}block{number}.",
             (update, before),
             replace(rows, cols=columns),
             texts,
-            notes=notes if texts is BLOCK_TEXTS else (),  # what this run does to the scores
+            notes=notes if first_of_all else (),  # what this run does to the scores
             number=str(number),
         )
         state = update.state
@@ -380,6 +390,16 @@ def same_up_to_rounding(walkthrough: Walkthrough, values: Mapping[str, Any]) -> 
     return difference <= 4 * n * EPSILON.get(walkthrough.dtype, 2.0**-7) * scale
 
 
+def tile_exceeds_sram(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The io table's on-screen tile holds more elements than M, the note's sram."""
+    try:
+        shown = next(row for row in walkthrough.step("io") if row["algorithm"].startswith("tiled"))
+        on_chip, sram = int(shown["on_chip"]), int(values["sram"])
+    except (KeyError, TypeError, ValueError, StopIteration):
+        return False
+    return on_chip == int(values["on_chip"]) and on_chip > sram
+
+
 def tiled_moves_fewer(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     totals = _totals(walkthrough)
     return totals is not None and totals[1] < totals[0]
@@ -417,10 +437,14 @@ BLOCK_TEXTS_AGAIN = {
     "sum": "sum_again",
     "acc": "acc_again",
 }
+# A block that holds every key; a later query tile's first block (those read the tile too).
+TILE_BLOCK = (*TILE, "b", "first", "last", "width", "where")
 TEXTS = Texts(
     steps={
         **dict.fromkeys(BLOCK_TEXTS.values(), BLOCK),
         **dict.fromkeys(BLOCK_TEXTS_AGAIN.values(), BLOCK),
+        "scores_whole": BLOCK,
+        **dict.fromkeys(("scores_whole_again", "scores_restart", "rescale_restart"), TILE_BLOCK),
         "tile": TILE,
         "tile_again": TILE,
         "tile_output": TILE,
@@ -439,9 +463,10 @@ TEXTS = Texts(
         "block_causal": (),
         "sram_default": (),
         "io_fewer": ("tiled", "standard", "ratio"),
-        "io_more": ("tiled", "standard", "tiles"),
+        "io_more": ("tiled", "standard", "tiles", "m", "n"),
         "io_paper_fewer": ("paper", "standard", "ratio"),
-        "io_paper_more": ("paper", "standard", "n"),
+        "io_paper_more": ("paper", "standard", "m", "n"),
+        "io_spills": ("on_chip", "sram"),
     },
     claims={
         "tiled_check": same_up_to_rounding,
@@ -449,6 +474,7 @@ TEXTS = Texts(
         "io_more": tiled_moves_more,
         "io_paper_fewer": paper_blocks_move_fewer,
         "io_paper_more": paper_blocks_move_no_fewer,
+        "io_spills": tile_exceeds_sram,
     },
     measured=(
         "largest_block",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attn_cli.core.model import Step, Walkthrough
+from attn_cli.course.checks import counted
 from attn_cli.render.heatmap import (
     as_matrix,
     axis_labels,
@@ -35,7 +36,7 @@ def draw(walkthrough: Walkthrough, precision: int) -> Figure:
         values=values,
         row_labels=axis_labels(blocks[0].row_labels, values.shape[0]),
         col_labels=axis_labels(labels, values.shape[1]),
-        title=f"Scores, one key block at a time ({len(blocks)} blocks)",
+        title=f"Scores, one key block at a time ({counted(len(blocks), 'block')})",
         xlabel="keys (a line between blocks)",
         ylabel="queries",
         precision=precision,
@@ -72,8 +73,8 @@ def _tilesgrid_of(walkthrough: Walkthrough, precision: int) -> Grid:
         values=values,
         row_labels=axis_labels(row_labels, values.shape[0]),
         col_labels=axis_labels(col_labels, values.shape[1]),
-        title=f"Scores, one query tile × key block at a time ({len(tiles)} tiles, "
-        f"{len(widest)} blocks)",
+        title=f"Scores, one query tile × key block at a time ({counted(len(tiles), 'tile')}, "
+        f"{counted(len(widest), 'block')})",
         xlabel="keys (a line between blocks)",
         ylabel="queries (a line between tiles)",
         precision=precision,

@@ -162,7 +162,7 @@ def build(run: LessonRun) -> Walkthrough:
     record.add(
         "full",
         full,
-        grid=grid,
+        grid=Grid(queries, context={**base, "library": record.run.backend.name}),
         notes=(
             record.note("blas_gap", **blas),
             record.note("ordered_gap", **exact),
@@ -524,7 +524,7 @@ TEXTS = Texts(
     steps={
         "token": (*SIZES, "t", "query", "key", "cached_keys"),
         "cached": SIZES,
-        "full": SIZES,
+        "full": (*SIZES, "library"),
         "work": SIZES,
         "work_model": (
             *(*SIZES, "layers", "heads", "kv_heads", "d_head", "d_model", "long"),

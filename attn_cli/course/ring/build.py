@@ -218,7 +218,8 @@ def build(run: LessonRun) -> Walkthrough:
         costs.work_step(record, records, (n, processes, sharding), base)
     costs.traffic_step(record, records, layout, (d_k, d_v), base, run.backend.dtype)
     notes = [record.note("ring_check", difference=difference)]
-    notes.append(record.note(f"transport_{transport}"))
+    # One process passes nothing: no sentence about how blocks travelled.
+    notes.append(record.note(f"transport_{transport}" if processes > 1 else "transport_alone"))
     return record.walkthrough(
         gathered,
         inputs=scaled.labelled_inputs(run, queries, keys),
@@ -383,6 +384,7 @@ TEXTS = Texts(
         "transport_gloo": (),
         "transport_nccl": (),
         "transport_pipes": (),
+        "transport_alone": (),
         "work_spread": ("sharding", "most", "least", "ratio"),
         "work_contiguous": ("first", "last", "ratio", "processes"),
         "traffic_total": ("sent", "flops", "ratio"),
@@ -403,6 +405,7 @@ TEXTS = Texts(
         "transport_gloo",
         "transport_nccl",
         "transport_pipes",
+        "transport_alone",
     ),
 )
 

@@ -465,6 +465,14 @@ def _altered(change) -> str:
             ('row 1 status: "done" is not one of',),
         ),
         (
+            _altered(lambda doc: doc["rows"][0].update(ms_median=-0.5)),
+            ("row 1 ms_median: -0.5 is below 0, which no measurement gives",),
+        ),
+        (
+            _altered(lambda doc: doc["config"].update(sizes=["a"])),
+            ('config sizes: ["a"] is not a list of whole numbers.',),
+        ),
+        (
             _altered(lambda doc: doc["config"].update(sizes="512")),
             ('config sizes: "512" is not a list',),
         ),

@@ -137,7 +137,7 @@ def test_only_picks_stops_in_lecture_order(invoke):
     result = invoke("tour", "--only", "causal,scaled", "--no-pause")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "The lecture in 2 stops" in out
+    assert "The tour in 2 stops" in out
     assert out.index("scaled") < out.index("causal")
     assert "Stop 2/2" in out
 

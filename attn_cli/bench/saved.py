@@ -34,6 +34,8 @@ _VERSION = re.compile(r"^(\d+)\.(\d+)$")
 ROW_REQUIRED = ("impl", "n", "d", "heads", "batch", "dtype", "causal")
 CONFIG_REQUIRED = ("device", "sizes", "impls", "d", "heads", "batch", "dtype", "causal")
 POSITIVE = ("n", "d", "heads", "batch", "block")
+# What a measurement gives: never below 0 (a negative one is a damaged file, not a reading).
+MEASURED = ("ms_median", "ms_spread", "tflops", "peak_fraction", "peak_mem_bytes", "max_abs_err")
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,11 @@ def _fields(
         value = _value(data[field.name], hints[field.name], f"{where} {field.name}")
         if field.name in POSITIVE and value < 1:
             raise UserError(f"{where} {field.name}: {value} is not a positive whole number.")
+        if field.name in MEASURED and value is not None and value < 0:
+            raise UserError(
+                f"{where} {field.name}: {value} is below 0, which no measurement gives; is the "
+                "file damaged? Measure again with attn bench --format json."
+            )
         values[field.name] = value
     return values
 
@@ -263,9 +270,15 @@ def _describe(hint: Any) -> str:
     if origin is Literal:
         return "one of " + ", ".join(repr(option) for option in get_args(hint))
     if origin in (tuple, list):
-        return f"a list of {_describe(get_args(hint)[0])}s"
+        return f"a list of {_plural(get_args(hint)[0])}"
     names = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
     return names.get(hint, "null")
+
+
+def _plural(hint: Any) -> str:
+    """What a list holds, in the plural: "whole numbers", "numbers", "texts"."""
+    names = {int: "whole numbers", float: "numbers", str: "texts", bool: "trues or falses"}
+    return names.get(hint) or f"items that are each {_describe(hint)}"
 
 
 def _shown(value: Any) -> str:

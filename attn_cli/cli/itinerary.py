@@ -16,7 +16,7 @@ from attn_cli.cli.commands.bench import STOP as BENCH
 from attn_cli.core.stop import Section, Stop
 from attn_cli.learn.stops import GRAMMAR, INDUCTION, TRANSLATE
 
-INTRO = "The lecture in {count} stop{s}, in order:"
+INTRO = "The tour in {count} stop{s}, in order:"  # the lectures' and those beyond them
 CLOSING = "Run any stop on its own:"
 # Shown after the lectures' last stop, when it was just shown: the lecture, closed.
 CLOSING_WORDS = (

@@ -294,7 +294,7 @@ def sized(
     if resolved.steps < min_steps:
         raise too_small(
             task,
-            f"{resolved.steps} training steps",
+            f"{resolved.steps} training step{'' if resolved.steps == 1 else 's'}",
             f"give --steps {min_steps} or more (default {steps})",
         )
     return resolved

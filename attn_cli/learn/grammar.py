@@ -506,7 +506,9 @@ def _record_models(record: StepRecorder, trained: Trained, weights: Path | None)
             row[f"{m.key}_loss"] = point["loss"]
             row[f"{m.key}_accuracy"] = point["accuracy"]
     curve = [rows[step] for step in sorted(rows)]
-    record.add("curve", curve, kind="records", grid=Grid(context={"every": model.EVALUATE_EVERY}))
+    # every EVALUATE_EVERY steps and at the last; a shorter run is measured at its last alone
+    every = min(model.EVALUATE_EVERY, curve[-1]["step"]) if curve else model.EVALUATE_EVERY
+    record.add("curve", curve, kind="records", grid=Grid(context={"every": every}))
 
 
 def _right(evaluation: model.Evaluation, held: Sequence[data.Sentence]) -> list[np.ndarray]:

@@ -559,7 +559,8 @@ def _record_models(record: StepRecorder, trained: Trained, weights: Path | None)
         return
     budget = {"steps": trained.steps, "batch": model.BATCH, "learning_rate": model.LEARNING_RATE}
     record.add("models", table, kind="records", grid=Grid(context=budget))
-    every = Grid(context={"every": model.EVALUATE_EVERY})
+    # every EVALUATE_EVERY steps and at the last; a shorter run is measured at its last alone
+    every = Grid(context={"every": min(model.EVALUATE_EVERY, trained.steps)})
     record.add(
         "curve",
         _curve(trained.models),

@@ -478,7 +478,8 @@ def record_walkthrough(
     record_models(record, counts, widths, options.steps)
     sample = sum(min(EVAL_SAMPLE, len(found)) for found in corpus.held_out.values())
     seconds = round(trained.seconds, 1)
-    context = {"every": EVAL_EVERY, "sample": sample, "seconds": seconds}
+    # every EVAL_EVERY steps and at the last; a shorter run is measured at its last alone
+    context = {"every": min(EVAL_EVERY, options.steps), "sample": sample, "seconds": seconds}
     record.add(
         "training",
         trained.curve,

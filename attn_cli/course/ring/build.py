@@ -22,7 +22,7 @@ from attn_cli.core import variants
 from attn_cli.core.errors import UserError
 from attn_cli.core.install import install_command
 from attn_cli.core.model import Note, Walkthrough
-from attn_cli.course.checks import row_names, whole_at_least
+from attn_cli.course.checks import counted, row_names, whole_at_least
 from attn_cli.course.flash.build import merge_steps, same_up_to_rounding
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
@@ -298,7 +298,11 @@ def _round(
         table,
         kind="records",
         text="round" if t == 1 else "round_again",
-        grid=Grid(context=context),
+        grid=Grid(
+            context=context
+            if t == 1
+            else {**context, "behind": counted(t - 1, "process", "processes")}
+        ),
     )
     for rank in range(processes):
         values = records[rank]
@@ -367,7 +371,7 @@ TEXTS = Texts(
     steps={
         "layout": SIZES,
         "round": ROUND,
-        "round_again": ROUND,
+        "round_again": (*ROUND, "behind"),  # "1 process", "2 processes": how far it came
         **dict.fromkeys(BLOCK_TEXTS.values(), MERGE),
         **dict.fromkeys(BLOCK_TEXTS_AGAIN.values(), MERGE),
         "process_output": PROCESS,

@@ -409,3 +409,24 @@ def test_a_feature_map_that_is_not_one_names_them_all():
 
     with pytest.raises(UserError, match="choose one of: elu, random, relu, leaky-squared"):
         attn.linear(Q, K, V, feature_map="cosine")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_an_underflowed_normaliser_is_not_called_a_row_with_no_weights(invoke_json, causal):
+    """q1 = [−1000, −1000]: elu + 1 gives e^−1000, positive but 0 in float64, so the printed
+    normaliser is 0. The note once said the row "is shown with weights 0 (row sum 0) and an
+    output of 0" beside weights ½, ½ (causal: 1) and an output of 1.5 (causal: 1), the exact
+    ratios computed from log φ; now it says the 0 is an underflow."""
+    flag = "--causal" if causal else "--no-causal"
+    doc = invoke_json("linear", "--q", "-1000,-1000;1,1", "--k", "1,0;0,1", "--v", "1;2", flag)
+    steps = steps_by_key(doc)
+    assert unwrap(steps["normaliser"]["value"])[0] == [0]
+    # Exact: φ(q1) = e^−1000·[1, 1] and φ(K) = [[2, 1], [1, 2]]: similarities 3·e^−1000 each.
+    assert unwrap(steps["weights"]["value"])[0] == ([1, 0] if causal else [0.5, 0.5])
+    assert data(doc["output"])[0] == [1.0 if causal else 1.5]
+    notes = note_texts(doc, "normaliser")
+    assert "zero_normaliser" not in notes
+    assert notes["underflow_normaliser"].startswith(
+        "For q1, the normaliser printed is 0 only because it underflowed"
+    )
+    assert "they sum to 1 as usual" in notes["underflow_normaliser"]

@@ -577,3 +577,20 @@ def test_qk_norm_bounds_the_scaled_scores(invoke_json):
 )
 def test_score_transform_errors(invoke, args, fragment):
     assert_user_error(invoke("scaled", *args), fragment)
+
+
+def test_a_peaked_row_of_drawn_inputs_does_not_deny_their_mean_and_variance(invoke_json):
+    """--n 2 --dk 1 --seed 6 draws Q and K from N(0, 1); q2's scaled scores −4.54 and −0.25
+    give it 0.9865. The note once said "the scaling assumes entries of mean 0 and variance 1,
+    and these are not" of these very draws; now it says they are, and that one draw can still
+    peak."""
+    doc = invoke_json("scaled", "--n", "2", "--dk", "1", "--seed", "6")
+    q, k = (np.array(data(doc["inputs"][name])) for name in ("Q", "K"))
+    scores = q @ k.T  # d_k = 1: √d_k = 1
+    top = 1 / (1 + math.exp(-(scores[1].max() - scores[1].min())))  # two keys: σ(gap)
+    assert top == pytest.approx(0.9865, abs=5e-5)
+    assert "still_peaked" not in note_keys(doc)
+    (peaked,) = [note for note in doc["notes"] if note["key"] == "still_peaked_drawn"]
+    assert peaked["values"] == {"row": "q2", "top": pytest.approx(top, rel=1e-12)}
+    assert "and these are not" not in peaked["text"]
+    assert "These entries were drawn with mean 0 and variance 1" in peaked["text"]

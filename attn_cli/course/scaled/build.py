@@ -108,7 +108,8 @@ def build(run: LessonRun) -> Walkthrough:
     if n == 1:
         notes += (record.note("one_key"),)
     if use_scale and normaliser == "softmax" and not transforms.any:
-        notes += _peaked_notes(record, record.shown("weights"), queries)
+        drawn = {"Q", "K"} <= run.drawn
+        notes += _peaked_notes(record, record.shown("weights"), queries, drawn)
     if normaliser == "softmax" and transforms.any:
         hidden = np.isneginf(np.asarray(record.to_numpy(logits), dtype=np.float64))
         heads = [(run.inputs["Q"], run.inputs["K"], hidden)]
@@ -133,14 +134,16 @@ PEAKED = 0.95
 
 
 def _peaked_notes(
-    record: StepRecorder, weights: np.ndarray, queries: tuple[str, ...]
+    record: StepRecorder, weights: np.ndarray, queries: tuple[str, ...], drawn: bool
 ) -> tuple[Note, ...]:
-    """still_peaked: the scaled softmax's most peaked row, when it nearly picks one key."""
+    """still_peaked: the scaled softmax's most peaked row, when it nearly picks one key; of
+    inputs drawn at random (mean 0, variance 1, as the scaling assumes), still_peaked_drawn."""
     tops = _competing_tops(weights)
     if not np.any(tops >= PEAKED):
         return ()
     row = int(np.argmax(tops))
-    return (record.note("still_peaked", row=queries[row], top=float(tops[row])),)
+    key = "still_peaked_drawn" if drawn else "still_peaked"
+    return (record.note(key, row=queries[row], top=float(tops[row])),)
 
 
 def _competing_tops(weights: np.ndarray) -> np.ndarray:
@@ -217,6 +220,7 @@ TEXTS = Texts(
         "no_scale_asked": (),
         "one_key": (),
         "still_peaked": ("row", "top"),
+        "still_peaked_drawn": ("row", "top"),
         **dropout.NOTES,
         # --normalise: how many weights are exactly 0 ("_zeros"), or that none is ("_dense")
         **{f"{name}_zeros": ("zeros", "total") for name in normalisers.ALTERNATIVES},
@@ -233,6 +237,7 @@ TEXTS = Texts(
         "no_scale_asked": on_own_inputs,
         "one_key": has_one_key,
         "still_peaked": is_still_peaked,
+        "still_peaked_drawn": is_still_peaked,
         **score_transforms.CLAIMS,
     },
     measured=(

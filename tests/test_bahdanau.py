@@ -580,3 +580,18 @@ def test_valid_len_one_per_item_of_a_batch():
 )
 def test_valid_len_user_errors(invoke, extra, fragment):
     assert_user_error(invoke("bahdanau", "--example", "cat-slept", *extra), fragment)
+
+
+def test_saturated_tanh_is_not_said_to_stay_inside_the_open_interval(invoke_json):
+    """h1 = s = [100, 100], W1 = W2 = I: U = 200 and tanh(200) is exactly 1.0 in float64, so
+    e1 = v·[1, 1] = 2 = Σ|v|. The scores step once said "|eᵢ| stays below Σₐ |vₐ|" beside it."""
+    doc = invoke_json(
+        "bahdanau", "--s", "100,100", "--h", "100,100;1,0", "--w1", "1,0;0,1",
+        "--w2", "1,0;0,1", "--v", "1,1",
+    )  # fmt: skip
+    steps = {step["key"]: step for step in doc["steps"]}
+    assert unwrap(steps["tanh"]["value"])[0] == [1.0, 1.0]
+    assert unwrap(steps["scores"]["value"])[0] == 2.0
+    assert "stays below" not in steps["scores"]["explanation"]
+    assert "|eᵢ| is at most Σₐ |vₐ|" in steps["scores"]["explanation"]
+    assert "rounds to ±1" in steps["tanh"]["explanation"]

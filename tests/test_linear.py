@@ -430,3 +430,15 @@ def test_an_underflowed_normaliser_is_not_called_a_row_with_no_weights(invoke_js
         "For q1, the normaliser printed is 0 only because it underflowed"
     )
     assert "they sum to 1 as usual" in notes["underflow_normaliser"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_program_says_where_its_plain_ratio_gives_nan(invoke, causal):
+    """The same underflow in --code: the program's plain ratio prints NaN for q1 where the lesson
+    prints 1.5 (causal: 1), and its comment once said "the same numbers"; it now says why."""
+    flag = "--causal" if causal else "--no-causal"
+    args = ("--q", "-1000,-1000;1,1", "--k", "1,0;0,1", "--v", "1;2", flag)
+    program = invoke("linear", *args, "--code").stdout
+    assert program.count("# NaN for q1: φ underflowed to 0 (0 / 0)") == 2
+    assert "# the same numbers" not in program
+    assert "# the same numbers" in invoke("linear", "--code").stdout

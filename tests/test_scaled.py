@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from attn_cli.core.backend import get_backend
 from attn_cli.mechanisms import attention as mech
-from tests.conftest import assert_user_error, data, examples
+from tests.conftest import assert_user_error, data, examples, unwrap
 from tests.lesson_runs import Batch, Runs
 
 SMALL = ("--n", "3", "--dk", "2")
@@ -594,3 +594,24 @@ def test_a_peaked_row_of_drawn_inputs_does_not_deny_their_mean_and_variance(invo
     assert peaked["values"] == {"row": "q2", "top": pytest.approx(top, rel=1e-12)}
     assert "and these are not" not in peaked["text"]
     assert "These entries were drawn with mean 0 and variance 1" in peaked["text"]
+
+
+def test_a_sigmoid_weight_that_rounds_to_0_in_float32_is_explained_for_float32(invoke_json):
+    """Scores −200 and 1 in float32: the weight of −200 is σ(−200)/(σ(−200) + σ(1)) ≈ e^−199.7,
+    below float32's smallest number, so it is 0. The note once said "σ of a score below about
+    −745 underflows to 0 in float64" (the score is −200, the type float32), the step "Every
+    weight is positive", and the no-scale note "the softmax reads Q Kᵀ" of sigmoid weights."""
+    doc = invoke_json(
+        "scaled", "--q", "1", "--k", "-200;1", "--v", "1;2", "--normalise", "sigmoid",
+        "--dtype", "float32", "--no-scale",
+    )  # fmt: skip
+    weights = next(step for step in doc["steps"] if step["key"] == "weights")
+    assert unwrap(weights["value"]) == [[0.0, 1.0]]
+    assert "Every weight is positive" not in weights["explanation"]
+    (zeros,) = [note for note in weights["notes"] if note["key"] == "sigmoid_zeros"]
+    assert zeros["values"] == {"zeros": 1, "total": 2}
+    assert "below about −745 underflows to 0 in float64" not in zeros["text"]
+    assert "e^−103 in float32) rounds to 0" in zeros["text"]
+    (asked,) = [note for note in doc["notes"] if note["key"] == "no_scale_asked"]
+    assert "the softmax reads" not in asked["text"]
+    assert asked["text"].endswith("the weights are computed from Q Kᵀ as it is.")

@@ -29,6 +29,8 @@ RUNS = Runs(
         (*SMALL, "--feature-map", "relu", "--causal"),
         # q2 has no positive entry: relu leaves it no weights (the zero normaliser's note)
         ("--q", "1,0;-1,0", "--k", "1,0;0,1", "--v", "1;2", "--feature-map", "relu"),
+        # q1's elu features underflow to 0: the normaliser prints 0 (underflow_normaliser)
+        ("--q", "-1000,-1000;1,1", "--k", "1,0;0,1", "--v", "1;2"),
     ),
     options=(
         {"feature_map": "random"},

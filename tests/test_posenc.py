@@ -20,7 +20,12 @@ RUNS = Runs(
     random=("--positions", "7", "--d-model", "6", "--offset", "2"),
     sized=lambda s: {"positions": s, "d_model": s + s % 2},  # d_model even
     large=("--positions", "100", "--d-model", "128"),
-    variants=((), ("--layout", "split"), ("--positions", "8", "--d-model", "512")),
+    variants=(
+        (),
+        ("--layout", "split"),
+        ("--positions", "8", "--d-model", "512"),
+        ("--positions", "4", "--d-model", "2"),  # one pair: the one-pair texts
+    ),
     sweeps=tuple(
         {"positions": p, "d_model": d, "base": b}
         for p in (1, 2, 8, 40)

@@ -31,6 +31,7 @@ RUNS = Runs(
         (*SMALL, "--no-scale", "--valid-len", "2"),
         (*SMALL, "--dropout", "0.5"),
         (*SMALL, "--dropout", "0"),
+        ("--n", "2", "--dk", "1", "--seed", "6"),  # drawn, and still peaked (still_peaked_drawn)
         ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
         *(
             (*SMALL, "--normalise", name)

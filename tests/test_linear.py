@@ -444,3 +444,19 @@ def test_the_program_says_where_its_plain_ratio_gives_nan(invoke, causal):
     assert program.count("# NaN for q1: φ underflowed to 0 (0 / 0)") == 2
     assert "# the same numbers" not in program
     assert "# the same numbers" in invoke("linear", "--code").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--features", "8"), "--features 8 is read only by --feature-map random (elu makes"),
+        (
+            ("--feature-seed", "3", "--feature-map", "relu"),
+            "--feature-seed 3 is read only by --feature-map random (relu makes",
+        ),
+    ],
+)
+def test_random_feature_options_without_random_features_are_refused(invoke, args, fragment):
+    """attn linear --features 8 ran the elu map with r = d_k = 2 (--features ignored) and said
+    "The inputs of example two-queries, run with --features 8"."""
+    assert_user_error(invoke("linear", *args), fragment)

@@ -47,6 +47,17 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         )
     whole_at_least(options.get("features", 16), "--features", meaning="random features r")
     whole_at_least(options.get("feature_seed", 0), "--feature-seed", minimum=0)
+    if name != "random":
+        # Only the random features read these; elsewhere a changed value would be ignored
+        # (and the example's description would say the run used it).
+        defaults = CARD.defaults
+        for option, flag in (("features", "--features"), ("feature_seed", "--feature-seed")):
+            if option in options and options[option] != defaults[option]:
+                raise UserError(
+                    f"{flag} {options[option]} is read only by --feature-map random ({name} "
+                    "makes one feature per entry of a row, r = d_k): add --feature-map random, "
+                    f"or leave {flag} out."
+                )
     if options.get("causal"):
         check_causal_square(m, n)
 

@@ -595,3 +595,21 @@ def test_saturated_tanh_is_not_said_to_stay_inside_the_open_interval(invoke_json
     assert "stays below" not in steps["scores"]["explanation"]
     assert "|eᵢ| is at most Σₐ |vₐ|" in steps["scores"]["explanation"]
     assert "rounds to ±1" in steps["tanh"]["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("args", "context", "words"),
+    [
+        (("--values", "5,6"), [5.0, 6.0], "the context is v_1, the row of --values, itself"),
+        (("--dropout", "0.5", "--seed", "2"), [4.0, 2.0], "the context before dropout is h_1"),
+    ],
+)
+def test_one_state_note_names_the_context_shown(invoke_json, args, context, words):
+    """The term-by-term example has one state, h_1 = [2, 1]. With --values 5,6 the context is
+    [5, 6], and with dropout (seed 2 keeps the weight: 1 / (1 − 0.5) = 2) it is [4, 2]; the note
+    said "the context is h_1 itself" beside both."""
+    doc = invoke_json("bahdanau", *args)
+    assert data(doc["output"]) == context
+    (note,) = [n for n in doc["notes"] if n["key"] == "single_state"]
+    assert "the context is h_1 itself" not in note["text"]
+    assert words in note["text"]

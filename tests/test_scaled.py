@@ -616,3 +616,17 @@ def test_a_sigmoid_weight_that_rounds_to_0_in_float32_is_explained_for_float32(i
     (asked,) = [note for note in doc["notes"] if note["key"] == "no_scale_asked"]
     assert "the softmax reads" not in asked["text"]
     assert asked["text"].endswith("the weights are computed from Q Kᵀ as it is.")
+
+
+def test_one_key_with_dropout_does_not_say_each_answer_is_the_value_row(invoke_json):
+    """One key, V = [3], --dropout 0.5 --seed 2 keeps both weights: 1 / (1 − 0.5) = 2, so both
+    answers are 6. The note said "each answer is that key's value row" beside them."""
+    doc = invoke_json("scaled", "--q", "1;2", "--k", "1", "--v", "3", "--dropout", "0.5",
+                      "--seed", "2")  # fmt: skip
+    assert data(doc["output"]) == [[6.0], [6.0]]
+    (note,) = [n for n in doc["notes"] if n["key"] == "one_key"]
+    assert "each answer before dropout is that key's value row" in note["text"]
+    plain = invoke_json("scaled", "--q", "1;2", "--k", "1", "--v", "3")
+    assert data(plain["output"]) == [[3.0], [3.0]]
+    (note,) = [n for n in plain["notes"] if n["key"] == "one_key"]
+    assert "each answer is that key's value row" in note["text"]

@@ -106,7 +106,7 @@ def build(run: LessonRun) -> Walkthrough:
         () if use_scale else (record.note("no_scale"), record.note("no_scale_asked"))
     )
     if n == 1:
-        notes += (record.note("one_key"),)
+        notes += (record.note("one_key", before_dropout="" if p is None else " before dropout"),)
     if use_scale and normaliser == "softmax" and not transforms.any:
         drawn = {"Q", "K"} <= run.drawn
         notes += _peaked_notes(record, record.shown("weights"), queries, drawn)
@@ -171,9 +171,16 @@ def is_still_peaked(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
 
 def has_one_key(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """Claim of ``one_key``: the weights have one column and every weight is exactly 1 (not
-    when the scores overflowed to NaN, nor a masked or dropped-out row)."""
+    when the scores overflowed to NaN, nor a masked row); said without "before dropout", every
+    answer shown is V's one row."""
     weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
-    return bool(weights.ndim == 2 and weights.shape[1] == 1 and np.all(weights == 1.0))
+    if not (weights.ndim == 2 and weights.shape[1] == 1 and np.all(weights == 1.0)):
+        return False
+    if values.get("before_dropout"):
+        return True
+    v = np.asarray({item.name: item.value for item in walkthrough.inputs}["V"], dtype=np.float64)
+    output = np.asarray(walkthrough.output, dtype=np.float64)
+    return bool(np.all(output == v[0]))
 
 
 def on_own_inputs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
@@ -218,7 +225,7 @@ TEXTS = Texts(
     notes={
         "no_scale": (),
         "no_scale_asked": (),
-        "one_key": (),
+        "one_key": ("before_dropout",),
         "still_peaked": ("row", "top"),
         "still_peaked_drawn": ("row", "top"),
         **dropout.NOTES,

@@ -24,6 +24,8 @@ RUNS = Runs(
         (*SMALL, "--window", "1", "--causal"),
         (*SMALL, "--window", "1", "--global", "0"),
         (*SMALL, "--window", "1", "--causal", "--global", "0"),
+        # five tokens: rows beside the global one that move (worst_row_past and its order)
+        ("--n", "5", "--dk", "2", "--window", "1", "--causal", "--global", "0"),
     ),
     options=({"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}),
     batch=Batch(

@@ -48,7 +48,8 @@ def settings(options: dict[str, Any]) -> Settings:
     if base <= 1:
         raise UserError(
             f"--base {base:g}: the base must be greater than 1, so that wavelengths grow from "
-            "2π (pair 0) to 2π·base (the last pair); the paper uses 10000."
+            "2π (pair 0) towards 2π·base (the last pair's is 2π·base^(1 − 2/d_model)); the "
+            "paper uses 10000."
         )
     layout = options["layout"]
     if layout not in mech.LAYOUTS:

@@ -149,3 +149,24 @@ def test_check_passes_on_the_bundled_file(invoke):
 )
 def test_user_errors(invoke, args, fragment):
     assert_user_error(invoke("alibi", *args), fragment)
+
+
+def test_past_the_training_length_a_key_exactly_l_away_gets_minus_m_l(invoke_json):
+    """The table's 'bias at L' is −m·L itself (head 1: −0.25·4 = −1): the step once said keys
+    L or more away get "a bias below −m·L"; a key exactly L away gets −m·L."""
+    doc = invoke_json("alibi")
+    step = doc["steps"][-1]
+    assert step["key"] == "past_length"
+    row = step["value"][0]
+    assert row["slope"] * 4 == -row["bias_at_length"] == 1.0
+    assert "a bias below −m·L" not in step["explanation"]
+    assert "a bias of −m·L or lower" in step["explanation"]
+
+
+def test_distances_float16_cannot_hold_are_refused(invoke):
+    """float16 holds whole numbers exactly only up to 2048: with --n 2100 the distance step once
+    printed 2100 for i − j = 2099 and 2048 for 2049, under "growing by 1 with each step"."""
+    assert_user_error(
+        invoke("alibi", "--dtype", "float16", "--n", "2100", "--heads", "1"),
+        "float16 holds whole numbers exactly only up to 2048, and the distance 2099",
+    )

@@ -580,3 +580,36 @@ def test_valid_len_one_per_item_of_a_batch():
 )
 def test_valid_len_user_errors(invoke, extra, fragment):
     assert_user_error(invoke("bahdanau", "--example", "cat-slept", *extra), fragment)
+
+
+def test_saturated_tanh_is_not_said_to_stay_inside_the_open_interval(invoke_json):
+    """h1 = s = [100, 100], W1 = W2 = I: U = 200 and tanh(200) is exactly 1.0 in float64, so
+    e1 = v·[1, 1] = 2 = Σ|v|. The scores step once said "|eᵢ| stays below Σₐ |vₐ|" beside it."""
+    doc = invoke_json(
+        "bahdanau", "--s", "100,100", "--h", "100,100;1,0", "--w1", "1,0;0,1",
+        "--w2", "1,0;0,1", "--v", "1,1",
+    )  # fmt: skip
+    steps = {step["key"]: step for step in doc["steps"]}
+    assert unwrap(steps["tanh"]["value"])[0] == [1.0, 1.0]
+    assert unwrap(steps["scores"]["value"])[0] == 2.0
+    assert "stays below" not in steps["scores"]["explanation"]
+    assert "|eᵢ| is at most Σₐ |vₐ|" in steps["scores"]["explanation"]
+    assert "rounds to ±1" in steps["tanh"]["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("args", "context", "words"),
+    [
+        (("--values", "5,6"), [5.0, 6.0], "the context is v_1, the row of --values, itself"),
+        (("--dropout", "0.5", "--seed", "2"), [4.0, 2.0], "the context before dropout is h_1"),
+    ],
+)
+def test_one_state_note_names_the_context_shown(invoke_json, args, context, words):
+    """The term-by-term example has one state, h_1 = [2, 1]. With --values 5,6 the context is
+    [5, 6], and with dropout (seed 2 keeps the weight: 1 / (1 − 0.5) = 2) it is [4, 2]; the note
+    said "the context is h_1 itself" beside both."""
+    doc = invoke_json("bahdanau", *args)
+    assert data(doc["output"]) == context
+    (note,) = [n for n in doc["notes"] if n["key"] == "single_state"]
+    assert "the context is h_1 itself" not in note["text"]
+    assert words in note["text"]

@@ -268,6 +268,35 @@ def test_fill_zero_with_values_reports_the_output_change(invoke_json):
     np.testing.assert_allclose(as_array(data(doc["output"])), leaky @ values, atol=1e-15)
 
 
+def test_fill_zero_texts_hold_where_exp_underflows(invoke_json):
+    """float16, row t1 = [20, (0)]: exp(0 − 20) underflows, so t1's future weight is exactly 0.
+    The step once said "every future key holds a share exp(0) / row sum > 0" (and was titled
+    "future keys keep weight"), and the output step "Each row now mixes in values of tokens that
+    come after it", false of the last row on every input."""
+    doc = invoke_json(
+        "causal", "--scores", "20,0;1,1", "--v", "1;2", "--fill", "zero", "--dtype", "float16"
+    )
+    steps = steps_of(doc)
+    assert unwrap(steps["weights"]["value"]) == [[1.0, 0.0], [0.5, 0.5]]
+    assert [row[0] for row in unwrap(steps["leak"]["value"])] == [0.0, 0.0]
+    text = steps["weights"]["explanation"]
+    assert "> 0" not in text and "keep weight" not in steps["weights"]["title"]
+    assert "exactly 0 only where it underflows" in text
+    assert steps["output"]["explanation"].startswith("Every row but the last (no token comes")
+
+
+def test_finite_fill_text_names_its_condition(invoke_json):
+    """Visible scores of −5e9 lie below the −1e9 fill: row t2 moves all its weight to the pad
+    key t1. The step once said "Rows with a visible key are unchanged" beside that row."""
+    doc = invoke_json("causal", "--scores", "-5e9,-5e9;-5e9,-5e9", "--conventions")
+    steps = steps_of(doc)
+    assert unwrap(steps["padded_weights"]["value"])[1] == [0.0, 1.0]
+    assert unwrap(steps["fix_finite"]["value"])[1] == [1.0, 0.0]
+    text = steps["fix_finite"]["explanation"]
+    assert "Rows with a visible key are unchanged (" not in text
+    assert "as long as its largest visible score lies well above −1e9" in text
+
+
 # --- --conventions ---------------------------------------------------------------------------
 
 
@@ -369,6 +398,8 @@ SQUARE = "1,0;0,1"
             ("W_Q has 3 columns but W_K has 2",),
         ),
         (("--fill", "zero", "--conventions"), ("leave out --fill zero",)),
+        (("--scores", "3", "--fill", "zero"), ("one token has none", "2 tokens or more")),
+        (("--n", "1", "--fill", "zero"), ("one token has none", "2 tokens or more")),
         (("--scores", SQUARE, "--n", "3"), ("--scores is 2 × 2", "draw S 3 × 3: give --n 2")),
         (("--example", "nope"), ("no example 'nope'", "three-tokens")),
         (("--tokens", "a,b"), ("--tokens", "gives 2 names but there are 3 rows")),

@@ -500,3 +500,17 @@ def test_no_scale_gives_the_plain_dot_product(invoke_json):
 )
 def test_gat_user_errors(invoke, args, fragment):
     assert_user_error(invoke("graph", *args), fragment)
+
+
+def test_unscaled_scores_of_width_1_are_not_called_sharper(invoke_json):
+    """d_k = 1: the unscaled scores are √1 = 1 times the scaled ones, the same numbers; the step
+    once said "so the softmax over N(i) is sharper"."""
+    doc = invoke_json("graph", "--h", "1;2;3", "--edges", "0-1,1-2", "--no-scale")
+    unscaled = invoke_json("graph", "--h", "1;2;3", "--edges", "0-1,1-2")
+    weights = [
+        next(s["value"] for s in d["steps"] if s["key"] == "weights") for d in (doc, unscaled)
+    ]
+    assert weights[0] == weights[1]
+    step = next(s for s in doc["steps"] if s["key"].startswith("scores"))
+    assert "so the softmax over N(i) is sharper (" not in step["explanation"]
+    assert "with d_k = 1 nothing changes" in step["explanation"]

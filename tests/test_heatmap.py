@@ -154,6 +154,28 @@ def test_causal_fill_zero_hatches_the_leaking_future_cells(mpl):
     assert "fill-0" in ax.get_xlabel()
 
 
+def test_fill_zero_caption_holds_where_the_future_weight_underflows(mpl):
+    """float16, row t1 = [20, (0)]: its future weight is exactly 0. The caption once said the
+    hatched future keys "get weight here"."""
+    walkthrough = attn.causal(scores=[[20.0, 0.0], [1.0, 1.0]], fill="zero", dtype="float16")
+    assert walkthrough.step("weights")[0, 1] == 0.0
+    (ax,) = panels(figure_of(walkthrough))
+    assert "get weight" not in ax.get_xlabel()
+    assert "hatched: future keys, no longer masked (the fill-0 bug)" in ax.get_xlabel()
+
+
+def test_variance_panel_titles_do_not_claim_what_few_samples_miss(mpl):
+    """--dk 1 --samples 2: the measured scaled variance is 0.28 and one width cannot show a
+    softmax saturating; the panels were titled "scaled, it stays 1" and "Unscaled, the softmax
+    saturates (one weight → 1)"."""
+    walkthrough = attn.variance(dk="1", samples=2, keys=2)
+    (row,) = walkthrough.step("moments")
+    assert abs(row["var_scaled"] - 1) > 0.5
+    spread, _scores, peaks = panels(figure_of(walkthrough))
+    assert spread.get_title() == "Var(q·k), measured; in theory d_k, scaled 1"
+    assert "in theory" in peaks.get_title() and "saturates" not in peaks.get_title()
+
+
 def test_bahdanau_is_one_decoder_step_over_the_encoder_states(mpl):
     walkthrough = attn.bahdanau(example="cat-slept", compare=False)
     (ax,) = panels(figure_of(walkthrough))

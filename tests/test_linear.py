@@ -29,6 +29,8 @@ RUNS = Runs(
         (*SMALL, "--feature-map", "relu", "--causal"),
         # q2 has no positive entry: relu leaves it no weights (the zero normaliser's note)
         ("--q", "1,0;-1,0", "--k", "1,0;0,1", "--v", "1;2", "--feature-map", "relu"),
+        # q1's elu features underflow to 0: the normaliser prints 0 (underflow_normaliser)
+        ("--q", "-1000,-1000;1,1", "--k", "1,0;0,1", "--v", "1;2"),
     ),
     options=(
         {"feature_map": "random"},
@@ -409,3 +411,52 @@ def test_a_feature_map_that_is_not_one_names_them_all():
 
     with pytest.raises(UserError, match="choose one of: elu, random, relu, leaky-squared"):
         attn.linear(Q, K, V, feature_map="cosine")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_an_underflowed_normaliser_is_not_called_a_row_with_no_weights(invoke_json, causal):
+    """q1 = [−1000, −1000]: elu + 1 gives e^−1000, positive but 0 in float64, so the printed
+    normaliser is 0. The note once said the row "is shown with weights 0 (row sum 0) and an
+    output of 0" beside weights ½, ½ (causal: 1) and an output of 1.5 (causal: 1), the exact
+    ratios computed from log φ; now it says the 0 is an underflow."""
+    flag = "--causal" if causal else "--no-causal"
+    doc = invoke_json("linear", "--q", "-1000,-1000;1,1", "--k", "1,0;0,1", "--v", "1;2", flag)
+    steps = steps_by_key(doc)
+    assert unwrap(steps["normaliser"]["value"])[0] == [0]
+    # Exact: φ(q1) = e^−1000·[1, 1] and φ(K) = [[2, 1], [1, 2]]: similarities 3·e^−1000 each.
+    assert unwrap(steps["weights"]["value"])[0] == ([1, 0] if causal else [0.5, 0.5])
+    assert data(doc["output"])[0] == [1.0 if causal else 1.5]
+    notes = note_texts(doc, "normaliser")
+    assert "zero_normaliser" not in notes
+    assert notes["underflow_normaliser"].startswith(
+        "For q1, the normaliser printed is 0 only because it underflowed"
+    )
+    assert "they sum to 1 as usual" in notes["underflow_normaliser"]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_program_says_where_its_plain_ratio_gives_nan(invoke, causal):
+    """The same underflow in --code: the program's plain ratio prints NaN for q1 where the lesson
+    prints 1.5 (causal: 1), and its comment once said "the same numbers"; it now says why."""
+    flag = "--causal" if causal else "--no-causal"
+    args = ("--q", "-1000,-1000;1,1", "--k", "1,0;0,1", "--v", "1;2", flag)
+    program = invoke("linear", *args, "--code").stdout
+    assert program.count("# NaN for q1: φ underflowed to 0 (0 / 0)") == 2
+    assert "# the same numbers" not in program
+    assert "# the same numbers" in invoke("linear", "--code").stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--features", "8"), "--features 8 is read only by --feature-map random (elu makes"),
+        (
+            ("--feature-seed", "3", "--feature-map", "relu"),
+            "--feature-seed 3 is read only by --feature-map random (relu makes",
+        ),
+    ],
+)
+def test_random_feature_options_without_random_features_are_refused(invoke, args, fragment):
+    """attn linear --features 8 ran the elu map with r = d_k = 2 (--features ignored) and said
+    "The inputs of example two-queries, run with --features 8"."""
+    assert_user_error(invoke("linear", *args), fragment)

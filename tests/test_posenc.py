@@ -20,7 +20,12 @@ RUNS = Runs(
     random=("--positions", "7", "--d-model", "6", "--offset", "2"),
     sized=lambda s: {"positions": s, "d_model": s + s % 2},  # d_model even
     large=("--positions", "100", "--d-model", "128"),
-    variants=((), ("--layout", "split"), ("--positions", "8", "--d-model", "512")),
+    variants=(
+        (),
+        ("--layout", "split"),
+        ("--positions", "8", "--d-model", "512"),
+        ("--positions", "4", "--d-model", "2"),  # one pair: the one-pair texts
+    ),
     sweeps=tuple(
         {"positions": p, "d_model": d, "base": b}
         for p in (1, 2, 8, 40)
@@ -358,3 +363,21 @@ def test_similarity_says_it_falls_where_it_falls_at_every_distance(invoke_json):
 
 def test_one_position_makes_no_distance_note(invoke_json):
     assert similarity_notes(invoke_json("posenc", "--positions", "1")) == {}
+
+
+def test_one_pair_is_not_followed_by_slower_pairs(invoke_json):
+    """--d-model 2: a single pair (w₀ = 1, wavelength 2π). The frequencies step once said "each
+    later pair is base^(2/d_model) = 1e+04 times slower ..., down to pair 0 at 6.283 positions
+    per turn", and the encoding step "each pair's columns change more slowly ... than those of
+    the pair before it", of pairs that do not exist."""
+    doc = invoke_json("posenc", "--d-model", "2", "--positions", "4")
+    steps = {step["key"]: step for step in doc["steps"]}
+    (row,) = unwrap(steps["frequencies"]["value"])
+    assert row[2] == 1.0 and row[3] == pytest.approx(2 * math.pi, rel=1e-15)
+    text = steps["frequencies"]["explanation"]
+    assert "down to pair" not in text and "each later pair" not in text
+    assert text.startswith("d_model = 2 gives a single sine/cosine pair: pair 0 turns")
+    assert "6.283 positions" in text
+    assert "the pair before it" not in steps["pe"]["explanation"]
+    wide = invoke_json("posenc", "--d-model", "4", "--positions", "4")
+    assert "down to pair 1" in wide["steps"][0]["explanation"]

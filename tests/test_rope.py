@@ -183,6 +183,9 @@ def test_check_passes_on_the_bundled_file(invoke):
         (("--rotary-dim", "6"), "wider than q and k (d = 4)"),
         (("--rotary-dim", "0"), "--rotary-dim must be a whole number >= 2"),
         (("--q", "1,0,1;0,1,0", "--k", "1,0,1;0,1,0"), "an odd width"),
+        # d = 1 once read "or --rotary-dim with an even width of at most 1", and no such width is
+        # allowed (--rotary-dim is at least 2)
+        (("--q", "1;0", "--k", "1;0"), "1 wide: RoPE turns pairs of dimensions, so it needs"),
         (("--base", "1"), "--base 1: the base must be greater than 1"),
         (("--offset", "0"), "--offset must be a whole number >= 1"),
         (("--q", "1,0;0,1", "--k", "1,0"), "give Q and K the same number of rows"),
@@ -192,3 +195,16 @@ def test_check_passes_on_the_bundled_file(invoke):
 )
 def test_user_errors(invoke, args, fragment):
     assert_user_error(invoke("rope", *args), fragment)
+
+
+def test_one_turned_pair_is_not_followed_by_slower_pairs(invoke_json):
+    """--dk 6 --rotary-dim 2: one pair, θ₀ = 1. The frequencies step once said "each later pair
+    turns slower, down to pair 0, a full turn every 6.283 positions"."""
+    doc = invoke_json("rope", "--n", "3", "--dk", "6", "--rotary-dim", "2")
+    step = doc["steps"][0]
+    assert step["key"] == "frequencies"
+    assert [(row["pair"], row["theta"]) for row in step["value"]] == [(0, 1.0)]
+    assert "down to pair" not in step["explanation"]
+    assert "with one pair there is only the fastest" in step["explanation"]
+    wide = invoke_json("rope", "--n", "3", "--dk", "4")
+    assert "down to pair 1" in wide["steps"][0]["explanation"]

@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from attn_cli.core.backend import get_backend
 from attn_cli.mechanisms import attention as mech
-from tests.conftest import assert_user_error, data, examples
+from tests.conftest import assert_user_error, data, examples, unwrap
 from tests.lesson_runs import Batch, Runs
 
 SMALL = ("--n", "3", "--dk", "2")
@@ -31,6 +31,7 @@ RUNS = Runs(
         (*SMALL, "--no-scale", "--valid-len", "2"),
         (*SMALL, "--dropout", "0.5"),
         (*SMALL, "--dropout", "0"),
+        ("--n", "2", "--dk", "1", "--seed", "6"),  # drawn, and still peaked (still_peaked_drawn)
         ("--n", "3", "--m", "1", "--dk", "2", "--dropout", "0.5"),  # one row: sums all equal
         *(
             (*SMALL, "--normalise", name)
@@ -577,3 +578,55 @@ def test_qk_norm_bounds_the_scaled_scores(invoke_json):
 )
 def test_score_transform_errors(invoke, args, fragment):
     assert_user_error(invoke("scaled", *args), fragment)
+
+
+def test_a_peaked_row_of_drawn_inputs_does_not_deny_their_mean_and_variance(invoke_json):
+    """--n 2 --dk 1 --seed 6 draws Q and K from N(0, 1); q2's scaled scores −4.54 and −0.25
+    give it 0.9865. The note once said "the scaling assumes entries of mean 0 and variance 1,
+    and these are not" of these very draws; now it says they are, and that one draw can still
+    peak."""
+    doc = invoke_json("scaled", "--n", "2", "--dk", "1", "--seed", "6")
+    q, k = (np.array(data(doc["inputs"][name])) for name in ("Q", "K"))
+    scores = q @ k.T  # d_k = 1: √d_k = 1
+    top = 1 / (1 + math.exp(-(scores[1].max() - scores[1].min())))  # two keys: σ(gap)
+    assert top == pytest.approx(0.9865, abs=5e-5)
+    assert "still_peaked" not in note_keys(doc)
+    (peaked,) = [note for note in doc["notes"] if note["key"] == "still_peaked_drawn"]
+    assert peaked["values"] == {"row": "q2", "top": pytest.approx(top, rel=1e-12)}
+    assert "and these are not" not in peaked["text"]
+    assert "These entries were drawn with mean 0 and variance 1" in peaked["text"]
+
+
+def test_a_sigmoid_weight_that_rounds_to_0_in_float32_is_explained_for_float32(invoke_json):
+    """Scores −200 and 1 in float32: the weight of −200 is σ(−200)/(σ(−200) + σ(1)) ≈ e^−199.7,
+    below float32's smallest number, so it is 0. The note once said "σ of a score below about
+    −745 underflows to 0 in float64" (the score is −200, the type float32), the step "Every
+    weight is positive", and the no-scale note "the softmax reads Q Kᵀ" of sigmoid weights."""
+    doc = invoke_json(
+        "scaled", "--q", "1", "--k", "-200;1", "--v", "1;2", "--normalise", "sigmoid",
+        "--dtype", "float32", "--no-scale",
+    )  # fmt: skip
+    weights = next(step for step in doc["steps"] if step["key"] == "weights")
+    assert unwrap(weights["value"]) == [[0.0, 1.0]]
+    assert "Every weight is positive" not in weights["explanation"]
+    (zeros,) = [note for note in weights["notes"] if note["key"] == "sigmoid_zeros"]
+    assert zeros["values"] == {"zeros": 1, "total": 2}
+    assert "below about −745 underflows to 0 in float64" not in zeros["text"]
+    assert "e^−103 in float32) rounds to 0" in zeros["text"]
+    (asked,) = [note for note in doc["notes"] if note["key"] == "no_scale_asked"]
+    assert "the softmax reads" not in asked["text"]
+    assert asked["text"].endswith("the weights are computed from Q Kᵀ as it is.")
+
+
+def test_one_key_with_dropout_does_not_say_each_answer_is_the_value_row(invoke_json):
+    """One key, V = [3], --dropout 0.5 --seed 2 keeps both weights: 1 / (1 − 0.5) = 2, so both
+    answers are 6. The note said "each answer is that key's value row" beside them."""
+    doc = invoke_json("scaled", "--q", "1;2", "--k", "1", "--v", "3", "--dropout", "0.5",
+                      "--seed", "2")  # fmt: skip
+    assert data(doc["output"]) == [[6.0], [6.0]]
+    (note,) = [n for n in doc["notes"] if n["key"] == "one_key"]
+    assert "each answer before dropout is that key's value row" in note["text"]
+    plain = invoke_json("scaled", "--q", "1;2", "--k", "1", "--v", "3")
+    assert data(plain["output"]) == [[3.0], [3.0]]
+    (note,) = [n for n in plain["notes"] if n["key"] == "one_key"]
+    assert "each answer is that key's value row" in note["text"]

@@ -319,3 +319,20 @@ def test_words_a_student_can_know(invoke_json):
         "sum to 1 (a convex combination)"
         in step_of(invoke_json("selfattn"), "output")["explanation"]
     )
+
+
+def test_permuted_weights_are_said_equal_only_up_to_rounding(invoke_json):
+    """--n 7 --dk 5 --seed 0 --permute: the reordered sequence's weights differ from the original
+    ones, reordered, by float rounding (a row's exps are summed in another order); the step said
+    "each pair of tokens gets the same weight as before" without that."""
+    order = [int(i) for i in np.random.default_rng(0).permutation(7)]
+    doc = invoke_json(
+        "selfattn", "--n", "7", "--dk", "5", "--seed", "0",
+        "--permute", ",".join(map(str, order)),
+    )  # fmt: skip
+    steps = {step["key"]: step for step in doc["steps"]}
+    weights = np.array(data(steps["weights"]["value"]))
+    permuted = np.array(data(steps["permuted.weights"]["value"]))
+    gap = np.max(np.abs(permuted - weights[np.ix_(order, order)]))
+    assert gap <= 1e-14
+    assert "up to float rounding" in steps["permuted.weights"]["explanation"]

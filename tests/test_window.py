@@ -24,6 +24,8 @@ RUNS = Runs(
         (*SMALL, "--window", "1", "--causal"),
         (*SMALL, "--window", "1", "--global", "0"),
         (*SMALL, "--window", "1", "--causal", "--global", "0"),
+        # five tokens: rows beside the global one that move (worst_row_past and its order)
+        ("--n", "5", "--dk", "2", "--window", "1", "--causal", "--global", "0"),
     ),
     options=({"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}),
     batch=Batch(
@@ -302,3 +304,50 @@ def test_the_rows_out_of_order_are_the_pairwise_searchs():
             hidden = 0.5 + rng.integers(0, 2, n) * 1e-10
             change = rng.integers(0, 4, n) * 1e-10
         assert _out_of_order(hidden, change) == pairwise(hidden, change), (hidden, change)
+
+
+def test_a_causal_window_with_a_global_token_does_not_blame_hidden_keys_for_future_ones(
+    invoke_json,
+):
+    """--causal --window 0 --global 0 on the default draw: q0, the global token, sees every key,
+    future ones included, and changes by 0.622 while hiding nothing from causal attention. The
+    notes once said "Largest change at q0: ... it would give 0 of its weight to the keys the mask
+    hides" and then that the change does not follow the weight hidden, about q0. The step now
+    says which rows see future keys, and the notes speak of the others (q1–q4) only."""
+    doc = invoke_json("window", "--causal", "--window", "0", "--global", "0")
+    q, k, v = (np.array(unwrap(doc["inputs"][name])) for name in "QKV")
+    n = len(q)
+    mask = allowed_by_hand(n, 0, True, (0,))
+    assert mask[0] == [True] * n  # the global row sees the future
+    causal = [[j <= i for j in range(n)] for i in range(n)]
+    hidden, change = hidden_and_change_qk(q, k, v, mask, causal)
+    assert hidden[0] == 0.0 and change[0] == pytest.approx(0.62195701, abs=1e-8)
+    step = steps_of(doc)["difference"]
+    assert "The global tokens break the causal rule here" in step["explanation"]
+    notes = notes_of(step)
+    assert "worst_row" not in notes
+    worst = notes["worst_row_past"]
+    rest = int(np.argmax(change[1:])) + 1  # the rows that see no future key: q1 to q4
+    assert worst["values"]["query"] == f"q{rest}"
+    assert worst["values"]["change"] == pytest.approx(change[rest], rel=1e-12)
+    assert worst["text"].startswith("Of the rows that see no future key, the largest change")
+    for note in notes.values():
+        assert "q0" not in note["text"]
+
+
+def hidden_and_change_qk(q, k, v, mask, full_mask) -> tuple[np.ndarray, np.ndarray]:
+    """hidden_and_change with queries and keys of their own."""
+    _, output = attention_by_hand(q, k, v, mask)
+    full_weights, full = attention_by_hand(q, k, v, full_mask)
+    hidden = np.sum(np.where(mask, 0.0, full_weights), axis=1)
+    return hidden, np.max(np.abs(np.subtract(output, full)), axis=1)
+
+
+def test_a_window_of_0_does_not_say_rows_near_the_ends_have_fewer_keys(invoke_json):
+    """--window 0: every row sees its own key alone, 1 = 2w + 1, ends included; the band step
+    once said "Near the ends a row has fewer"."""
+    doc = invoke_json("window", "--window", "0")
+    band = steps_of(doc)["band"]
+    assert all(sum(row) == 1 for row in unwrap(band["value"]))
+    assert "Near the ends a row has fewer" not in band["explanation"]
+    assert "When w ≥ 1, a row near either end has fewer" in band["explanation"]

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_cli.core.backend import EXACT_INTEGERS
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course.alibi.card import CARD
@@ -73,6 +74,12 @@ def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
     q, k = (backend.asarray(run.inputs[name]) for name in ("Q", "K"))
     n, d = q.shape
+    if n - 1 > EXACT_INTEGERS[backend.dtype]:
+        raise UserError(
+            f"{backend.dtype} holds whole numbers exactly only up to "
+            f"{EXACT_INTEGERS[backend.dtype]}, and the distance {n - 1} would be rounded (two "
+            "distances would get one bias); use --dtype float32 or float64, or fewer positions."
+        )
     heads = _heads(run.options)
     causal = bool(run.options.get("causal"))
     trained = train_length(run.options, n)

@@ -180,7 +180,9 @@ def build(run: LessonRun) -> Walkthrough:
 
     notes: list[Note] = []
     if n == 1:
-        notes.append(record.note("single_state"))
+        row = "v_1, the row of --values," if given_values else "h_1"
+        before = "" if p is None else " before dropout"
+        notes.append(record.note("single_state", row=row, before_dropout=before))
     shown = [
         InputValue(
             "s_t", run.inputs["s_t"], row_labels=_DECODER, description=CARD.inputs[0].description
@@ -392,9 +394,17 @@ SIZES = ("n", "d_h", "d_s", "d_a", "d_v")
 
 
 def one_state(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """Claim of ``single_state``: the softmax has one entry, and its weight is exactly 1."""
+    """Claim of ``single_state``: the softmax has one entry, and its weight is exactly 1; said
+    without "before dropout", the context shown is the row it names (the values' or h_1)."""
     weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
-    return bool(weights.size == 1 and np.all(weights == 1.0))
+    if not (weights.size == 1 and np.all(weights == 1.0)):
+        return False
+    if values.get("before_dropout"):
+        return True
+    inputs = {item.name: item.value for item in walkthrough.inputs}
+    row = inputs["values"] if "values" in inputs else inputs["H"]
+    context = np.asarray(walkthrough.step("context"), dtype=np.float64)
+    return bool(np.array_equal(context.ravel(), np.asarray(row, dtype=np.float64).ravel()))
 
 
 def _favourites(walkthrough: Walkthrough) -> list[int] | None:
@@ -435,7 +445,7 @@ TEXTS = Texts(
     },
     notes={
         "saturated": ("flat", "entries", "bound", "gap", "slope"),
-        "single_state": (),
+        "single_state": ("row", "before_dropout"),
         "padded": ("length", "padded", "first"),
         "no_padding": ("n",),
         "wa_identity": ("d_s", "d_h"),

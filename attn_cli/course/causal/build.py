@@ -84,6 +84,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             {name: inputs[name] for name in ("X", *WEIGHT_NAMES) if name in inputs}, {}
         )
     n = _token_count(inputs)
+    if n == 1 and fill == "zero":
+        raise UserError(
+            "--fill zero shows the weight that leaks to later tokens, and one token has none; "
+            "give 2 tokens or more."
+        )
     padding.valid_lengths(options.get("valid_len"), n, n)
 
 

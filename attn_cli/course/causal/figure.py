@@ -29,6 +29,6 @@ def draw(walkthrough: Walkthrough, precision: int) -> Figure:
         options["note"] = "grey: masked (a future key), weight exactly 0"
     elif future is not None:  # --fill zero: the future cells that should have been masked
         options["flagged"] = as_matrix(future.value).astype(bool)
-        options["note"] = "hatched: future keys, which get weight here (the fill-0 bug)"
+        options["note"] = "hatched: future keys, no longer masked (the fill-0 bug)"
     grid = grid_of(step, xlabel="key token", ylabel="query token", precision=precision, **options)
     return single(walkthrough, grid)

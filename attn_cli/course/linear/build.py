@@ -47,6 +47,17 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         )
     whole_at_least(options.get("features", 16), "--features", meaning="random features r")
     whole_at_least(options.get("feature_seed", 0), "--feature-seed", minimum=0)
+    if name != "random":
+        # Only the random features read these; elsewhere a changed value would be ignored
+        # (and the example's description would say the run used it).
+        defaults = CARD.defaults
+        for option, flag in (("features", "--features"), ("feature_seed", "--feature-seed")):
+            if option in options and options[option] != defaults[option]:
+                raise UserError(
+                    f"{flag} {options[option]} is read only by --feature-map random ({name} "
+                    "makes one feature per entry of a row, r = d_k): add --feature-map random, "
+                    f"or leave {flag} out."
+                )
     if options.get("causal"):
         check_causal_square(m, n)
 
@@ -153,7 +164,7 @@ def _reassociated(
         "normaliser",
         result.normaliser,
         grid=Grid(queries, context=context),
-        notes=_empty_rows(record, result.normaliser, queries),
+        notes=_empty_rows(record, result.normaliser, queries, phi),
     )
     check = _difference(record, result.output, quadratic.output)
     record.add(
@@ -191,7 +202,7 @@ def _running_sum(
         normaliser,
         grid=Grid(tokens, context=context),
         text="normaliser_causal",
-        notes=_empty_rows(record, normaliser, tokens),
+        notes=_empty_rows(record, normaliser, tokens, phi),
     )
     # The same attention in the quadratic order, masked to j ≤ i: the weights it implies.
     similarity = mech.scores(phi_q, phi(k))  # φ(Q) φ(K)ᵀ
@@ -220,14 +231,24 @@ def _running_sum(
 
 
 def _empty_rows(
-    record: StepRecorder, normaliser: Any, queries: tuple[str, ...] | None
+    record: StepRecorder,
+    normaliser: Any,
+    queries: tuple[str, ...] | None,
+    phi: linear.FeatureMap,
 ) -> tuple[Note, ...]:
-    """zero_normaliser, naming the queries whose normaliser is exactly 0 (no key shares a
-    positive feature with them), when there are any."""
+    """A note naming the queries whose normaliser is exactly 0, when there are any:
+    zero_normaliser where φ can be 0 (relu: no key shares a positive feature with them, and the
+    row is shown with no weight), underflow_normaliser where φ is positive everywhere (a map
+    with a log: the exact normaliser is positive, it rounded to 0, and the weights shown are the
+    exact ratios, computed from log φ)."""
     values = record.to_numpy(normaliser)
     names = queries or labels("q", int(values.shape[0]))
     empty = _empty_names(values, names)
-    return (record.note("zero_normaliser", queries=", ".join(empty)),) if empty else ()
+    if not empty:
+        return ()
+    positive = getattr(phi, "log", None) is not None
+    key = "underflow_normaliser" if positive else "zero_normaliser"
+    return (record.note(key, queries=", ".join(empty)),)
 
 
 def _empty_names(normaliser: np.ndarray, queries: tuple[str, ...]) -> tuple[str, ...]:
@@ -373,16 +394,42 @@ def sharper_than_softmax(walkthrough: Walkthrough, values: Mapping[str, Any]) ->
     return _names_exactly(1, walkthrough, values)
 
 
-def names_the_empty_rows(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
-    """Claim of ``zero_normaliser``: the queries it names are exactly those whose normaliser
-    step holds an exact 0, and there is at least one."""
+def _named_rows(
+    walkthrough: Walkthrough, values: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The weight rows of the queries a normaliser note names, and the rows of every other
+    query, when the names are exactly the queries whose normaliser step holds an exact 0 (at
+    least one); else None."""
     try:
         step = walkthrough.find("normaliser")
         normaliser = np.asarray(step.value, dtype=float)
-        empty = _empty_names(normaliser, tuple(step.row_labels or ()))
+        names = tuple(step.row_labels or ())
+        empty = _empty_names(normaliser, names)
+        weights = np.asarray(walkthrough.step("weights"), dtype=float)
     except (KeyError, ValueError, TypeError):
+        return None
+    if not empty or ", ".join(empty) != values.get("queries"):
+        return None
+    named = np.array([name in empty for name in names])
+    return weights[named], weights[~named]
+
+
+def names_the_empty_rows(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``zero_normaliser``: the queries it names are exactly those whose normaliser
+    step holds an exact 0, there is at least one, and their weights are shown as 0."""
+    rows = _named_rows(walkthrough, values)
+    return rows is not None and bool(np.all(rows[0] == 0))
+
+
+def names_the_underflowed_rows(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``underflow_normaliser``: the queries it names are exactly those whose
+    normaliser step holds an exact 0, there is at least one, and their weights (the exact
+    ratios) are finite and sum to 1 within rounding."""
+    rows = _named_rows(walkthrough, values)
+    if rows is None:
         return False
-    return bool(empty) and ", ".join(empty) == values.get("queries")
+    sums = np.sum(rows[0], axis=-1)
+    return bool(np.all(np.isfinite(rows[0])) and np.all(np.abs(sums - 1.0) <= 1e-6))
 
 
 def the_same_numbers(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
@@ -439,6 +486,7 @@ TEXTS = Texts(
         "flatter": ("queries",),
         "sharper": ("queries",),
         "zero_normaliser": ("queries",),
+        "underflow_normaliser": ("queries",),
     },
     claims={
         "flatter": flatter_than_softmax,
@@ -446,6 +494,7 @@ TEXTS = Texts(
         "same_numbers": the_same_numbers,
         "same_as_masked": the_same_numbers,
         "zero_normaliser": names_the_empty_rows,
+        "underflow_normaliser": names_the_underflowed_rows,
     },
     measured=(
         "flops_ratio",

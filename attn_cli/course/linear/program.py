@@ -79,10 +79,27 @@ def _divide(x: dict[str, str], a: str, b: str, relu: bool) -> str:
     return x["divide"].format(a=a, b=b) if relu else f"{a} / {b}"
 
 
+def _underflowed(walkthrough: Walkthrough) -> str:
+    """A comment for the lines that divide by the normaliser, where φ underflowed for some
+    queries (the lesson's underflow_normaliser note): this plain ratio gives NaN for them."""
+    try:
+        notes = walkthrough.find("normaliser").notes
+    except KeyError:
+        return ""
+    for note in notes:
+        if note.key == "underflow_normaliser":
+            return (
+                f"  # NaN for {note.values['queries']}: φ underflowed to 0 (0 / 0); attn linear "
+                "takes the ratio from log φ"
+            )
+    return ""
+
+
 def _program(walkthrough: Walkthrough, x: dict[str, str]) -> str:
     options = options_of(walkthrough)
     causal = bool(options.get("causal", False))
     relu = options.get("feature_map") == "relu"
+    nan = _underflowed(walkthrough)
     given = inputs_of(walkthrough)
     extra, phi = _phi(walkthrough, x)
     values = {name: given[name] for name in ("Q", "K", "V")} | extra
@@ -117,11 +134,11 @@ def _program(walkthrough: Walkthrough, x: dict[str, str]) -> str:
             f"    {x['stack']}(states), {x['stack']}(sums), {x['stack']}(reads), "
             f"{x['stack']}(normaliser)",
             ")",
-            f"output = {_divide(x, 'reads', 'normaliser', relu)}",
+            f"output = {_divide(x, 'reads', 'normaliser', relu)}{nan}",
             "",
             "# the weights it implies: φ(q_i)·φ(k_j) for j <= i, each row divided by its sum",
             f"kept = {x['tril']}(phi_q @ phi_k.T)",
-            f"weights = {_divide(x, 'kept', x['rowsum'].format(x='kept'), relu)}",
+            f"weights = {_divide(x, 'kept', x['rowsum'].format(x='kept'), relu)}{nan}",
         ]
         printed += ["states", "sums", "reads", "normaliser", "weights"]
     else:
@@ -129,7 +146,7 @@ def _program(walkthrough: Walkthrough, x: dict[str, str]) -> str:
             "",
             "# the quadratic order (φ(Q) φ(K)ᵀ) V: an m × n matrix",
             "similarity = phi_q @ phi_k.T",
-            f"weights = {_divide(x, 'similarity', x['rowsum'].format(x='similarity'), relu)}",
+            f"weights = {_divide(x, 'similarity', x['rowsum'].format(x='similarity'), relu)}{nan}",
             "output_quadratic = weights @ V",
             "",
             "# the linear order φ(Q) (φ(K)ᵀ V): r × d_v numbers summarise the keys",
@@ -137,7 +154,8 @@ def _program(walkthrough: Walkthrough, x: dict[str, str]) -> str:
             f"k_sum = {x['sum0']}  # (r, 1): φ(K)ᵀ 1",
             "numerator = phi_q @ kv  # (m, d_v)",
             "normaliser = phi_q @ k_sum  # (m, 1)",
-            f"output = {_divide(x, 'numerator', 'normaliser', relu)}  # the same numbers",
+            f"output = {_divide(x, 'numerator', 'normaliser', relu)}"
+            + (nan or "  # the same numbers"),
         ]
         printed += [
             "similarity",

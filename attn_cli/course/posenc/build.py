@@ -48,7 +48,8 @@ def settings(options: dict[str, Any]) -> Settings:
     if base <= 1:
         raise UserError(
             f"--base {base:g}: the base must be greater than 1, so that wavelengths grow from "
-            "2π (pair 0) to 2π·base (the last pair); the paper uses 10000."
+            "2π (pair 0) towards 2π·base (the last pair's is 2π·base^(1 − 2/d_model)); the "
+            "paper uses 10000."
         )
     layout = options["layout"]
     if layout not in mech.LAYOUTS:
@@ -118,12 +119,14 @@ def build(run: LessonRun) -> Walkthrough:
             context=context,
         ),
         seconds=took,
+        text="frequencies_one_pair" if h == 1 else None,  # no later pair to be slower
     )
     pe = record.compute(
         "pe",
         lambda: mech.encoding(positions, omega, s.layout),
         kind="heatmap",
         grid=Grid(rows, columns, context=context),
+        text="pe_one_pair" if h == 1 else None,
     )
 
     def shift() -> tuple[Any, Any]:
@@ -254,7 +257,9 @@ SETTINGS = (
 TEXTS = Texts(
     steps={
         "frequencies": SETTINGS,
+        "frequencies_one_pair": SETTINGS,
         "pe": SETTINGS,
+        "pe_one_pair": SETTINGS,
         "shift": (*SETTINGS, "max_error", "eps"),
         "similarity": (*SETTINGS, "max_spread"),
     },

@@ -67,6 +67,11 @@ def settings(options: Mapping[str, Any], d: int) -> Settings:
         raise UserError(f"--offset must be a whole number >= 1 (the shift s), not {offset!r}.")
     width = options.get("rotary_dim")
     if width is None:
+        if d == 1:
+            raise UserError(
+                "Q and K are 1 wide: RoPE turns pairs of dimensions, so it needs a width of 2 "
+                "or more; give an even d."
+            )
         if d % 2:
             raise UserError(
                 f"Q and K are {d} wide, an odd width: RoPE turns pairs of dimensions; give an "
@@ -154,6 +159,7 @@ def build(run: LessonRun) -> Walkthrough:
         ],
         kind="records",
         grid=Grid(context=context),
+        text="frequencies_one_pair" if half == 1 else None,  # no later, slower pair
     )
     position_rows = tuple(str(m) for m in range(n))
     pair_cols = tuple(f"pair {i}" for i in range(half))
@@ -355,6 +361,7 @@ SETTINGS = (
 TEXTS = Texts(
     steps={
         "frequencies": SETTINGS,
+        "frequencies_one_pair": SETTINGS,
         "angles": SETTINGS,
         "q_rotated": SETTINGS,
         "k_rotated": SETTINGS,

@@ -106,9 +106,10 @@ def build(run: LessonRun) -> Walkthrough:
         () if use_scale else (record.note("no_scale"), record.note("no_scale_asked"))
     )
     if n == 1:
-        notes += (record.note("one_key"),)
+        notes += (record.note("one_key", before_dropout="" if p is None else " before dropout"),)
     if use_scale and normaliser == "softmax" and not transforms.any:
-        notes += _peaked_notes(record, record.shown("weights"), queries)
+        drawn = {"Q", "K"} <= run.drawn
+        notes += _peaked_notes(record, record.shown("weights"), queries, drawn)
     if normaliser == "softmax" and transforms.any:
         hidden = np.isneginf(np.asarray(record.to_numpy(logits), dtype=np.float64))
         heads = [(run.inputs["Q"], run.inputs["K"], hidden)]
@@ -133,14 +134,16 @@ PEAKED = 0.95
 
 
 def _peaked_notes(
-    record: StepRecorder, weights: np.ndarray, queries: tuple[str, ...]
+    record: StepRecorder, weights: np.ndarray, queries: tuple[str, ...], drawn: bool
 ) -> tuple[Note, ...]:
-    """still_peaked: the scaled softmax's most peaked row, when it nearly picks one key."""
+    """still_peaked: the scaled softmax's most peaked row, when it nearly picks one key; of
+    inputs drawn at random (mean 0, variance 1, as the scaling assumes), still_peaked_drawn."""
     tops = _competing_tops(weights)
     if not np.any(tops >= PEAKED):
         return ()
     row = int(np.argmax(tops))
-    return (record.note("still_peaked", row=queries[row], top=float(tops[row])),)
+    key = "still_peaked_drawn" if drawn else "still_peaked"
+    return (record.note(key, row=queries[row], top=float(tops[row])),)
 
 
 def _competing_tops(weights: np.ndarray) -> np.ndarray:
@@ -168,9 +171,16 @@ def is_still_peaked(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
 
 def has_one_key(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """Claim of ``one_key``: the weights have one column and every weight is exactly 1 (not
-    when the scores overflowed to NaN, nor a masked or dropped-out row)."""
+    when the scores overflowed to NaN, nor a masked row); said without "before dropout", every
+    answer shown is V's one row."""
     weights = np.asarray(walkthrough.step("weights"), dtype=np.float64)
-    return bool(weights.ndim == 2 and weights.shape[1] == 1 and np.all(weights == 1.0))
+    if not (weights.ndim == 2 and weights.shape[1] == 1 and np.all(weights == 1.0)):
+        return False
+    if values.get("before_dropout"):
+        return True
+    v = np.asarray({item.name: item.value for item in walkthrough.inputs}["V"], dtype=np.float64)
+    output = np.asarray(walkthrough.output, dtype=np.float64)
+    return bool(np.all(output == v[0]))
 
 
 def on_own_inputs(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
@@ -215,8 +225,9 @@ TEXTS = Texts(
     notes={
         "no_scale": (),
         "no_scale_asked": (),
-        "one_key": (),
+        "one_key": ("before_dropout",),
         "still_peaked": ("row", "top"),
+        "still_peaked_drawn": ("row", "top"),
         **dropout.NOTES,
         # --normalise: how many weights are exactly 0 ("_zeros"), or that none is ("_dense")
         **{f"{name}_zeros": ("zeros", "total") for name in normalisers.ALTERNATIVES},
@@ -233,6 +244,7 @@ TEXTS = Texts(
         "no_scale_asked": on_own_inputs,
         "one_key": has_one_key,
         "still_peaked": is_still_peaked,
+        "still_peaked_drawn": is_still_peaked,
         **score_transforms.CLAIMS,
     },
     measured=(

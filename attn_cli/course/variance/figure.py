@@ -64,7 +64,7 @@ def _variance(ax: Axes, moments: list[dict[str, Any]]) -> None:
     ax.set_yscale("log")
     _dk_axis(ax, dks)
     ax.set_ylabel("variance of the score")
-    ax.set_title("Var(q·k) grows like d_k; scaled, it stays 1")
+    ax.set_title("Var(q·k), measured; in theory d_k, scaled 1")
     ax.legend(fontsize="small")
 
 
@@ -90,7 +90,7 @@ def _largest_weight(ax: Axes, softmax: list[dict[str, Any]]) -> None:
     _dk_axis(ax, dks)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean largest softmax weight")
-    ax.set_title("Unscaled, the softmax saturates (one weight → 1)")
+    ax.set_title("Largest weight; in theory unscaled → 1")
     ax.legend(fontsize="small")
 
 

@@ -172,19 +172,11 @@ def build(run: LessonRun) -> Walkthrough:
         "difference",
         lambda: output - full,
         grid=rows,
-        text="difference_causal" if causal else "difference",
+        text=_difference_text(causal, bool(np.any(_sees_future(mask, causal)))),
     )
     change = np.max(np.abs(backend.to_numpy(difference)), axis=-1)  # (n,)
-    worst = int(np.argmax(change))
     record.steps[-1] = _with_notes(
-        record.steps[-1],
-        record.note(
-            "worst_row",
-            query=queries[worst],
-            outside=float(outside[worst]),
-            change=float(change[worst]),
-        ),
-        *_follows_notes(record, queries, outside, change),
+        record.steps[-1], *_change_notes(record, queries, outside, change, mask, causal)
     )
     meta = {
         "window": window,
@@ -229,13 +221,59 @@ def _out_of_order(hidden: np.ndarray, change: np.ndarray) -> tuple[int, int] | N
     return a, int(np.flatnonzero(partners)[0])
 
 
-def _follows_notes(
-    record: StepRecorder, queries: tuple[str, ...], hidden: np.ndarray, change: np.ndarray
+def _sees_future(mask: np.ndarray, causal: bool) -> np.ndarray:
+    """(n,) True for each row of a causal window that may attend to a later key: a global
+    token's own row, and every row before a global token. Causal attention never sees those
+    keys, so such a row's change is not only the weight the window hides."""
+    if not causal:
+        return np.zeros(mask.shape[0], dtype=bool)
+    return np.any(np.triu(np.asarray(mask, dtype=bool), k=1), axis=-1)
+
+
+def _difference_text(causal: bool, future: bool) -> str:
+    if not causal:
+        return "difference"
+    return "difference_causal_global" if future else "difference_causal"
+
+
+def _change_notes(
+    record: StepRecorder,
+    queries: tuple[str, ...],
+    outside: np.ndarray,
+    change: np.ndarray,
+    mask: np.ndarray,
+    causal: bool,
 ) -> tuple[Note, ...]:
-    """Whether the change follows the weight hidden: one note either way (each a claim)."""
+    """The largest change and whether the changes follow the weight hidden, over the rows
+    that see no future key (every row, unless global tokens let a causal window see ahead)."""
+    future = _sees_future(mask, causal)
+    keep = ~future
+    if np.count_nonzero(keep) < 2:
+        return ()
+    names = tuple(name for name, kept in zip(queries, keep, strict=True) if kept)
+    outside, change = outside[keep], change[keep]
+    worst = int(np.argmax(change))
+    worst_note = record.note(
+        "worst_row_past" if future.any() else "worst_row",
+        query=names[worst],
+        outside=float(outside[worst]),
+        change=float(change[worst]),
+    )
+    return (worst_note, *_follows_notes(record, names, outside, change, bool(future.any())))
+
+
+def _follows_notes(
+    record: StepRecorder,
+    queries: tuple[str, ...],
+    hidden: np.ndarray,
+    change: np.ndarray,
+    past_only: bool,
+) -> tuple[Note, ...]:
+    """Whether the change follows the weight hidden: one note either way (each a claim);
+    ``past_only``: the rows are those that see no future key, and the note says so."""
     pair = _out_of_order(hidden, change)
     if pair is None:
-        return (record.note("grows_with_hidden"),)
+        return (record.note("grows_with_hidden_past" if past_only else "grows_with_hidden"),)
     a, b = pair
     return (
         record.note(
@@ -252,7 +290,8 @@ def _follows_notes(
 
 def _hidden_and_change(walkthrough: Walkthrough) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
     """Recomputed from the walkthrough's own steps: the query names, the weight full attention
-    (causal when the window is) gives the keys the mask hides, and each row's largest change."""
+    (causal when the window is) gives the keys the mask hides, and each row's largest change;
+    of the rows that see no future key (_sees_future), the rows the notes speak of."""
     logits = np.asarray(walkthrough.step("scaled"), dtype=float)
     mask = np.asarray(walkthrough.step("band"), dtype=bool)
     difference = np.asarray(walkthrough.step("difference"), dtype=float)
@@ -264,7 +303,9 @@ def _hidden_and_change(walkthrough: Walkthrough) -> tuple[tuple[str, ...], np.nd
         hidden = np.sum(np.where(mask, 0.0, full), axis=-1)
         change = np.max(np.abs(difference), axis=-1)
     names = tuple(str(row["query"]) for row in walkthrough.step("count"))
-    return names, hidden, change
+    keep = ~_sees_future(mask, bool(walkthrough.meta.get("causal")))
+    names = tuple(name for name, kept in zip(names, keep, strict=True) if kept)
+    return names, hidden[keep], change[keep]
 
 
 def grows_with_hidden(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
@@ -367,6 +408,7 @@ TEXTS = Texts(
         "count": CONTEXT,
         "difference": CONTEXT,
         "difference_causal": CONTEXT,
+        "difference_causal_global": CONTEXT,
     },
     notes={
         "global": ("tokens",),
@@ -376,7 +418,9 @@ TEXTS = Texts(
         "band_pairs_causal": ("band", "n", "w"),
         "count_global": ("extra",),
         "worst_row": ("query", "outside", "change"),
+        "worst_row_past": ("query", "outside", "change"),
         "grows_with_hidden": (),
+        "grows_with_hidden_past": (),
         "not_with_hidden": (
             *("first", "first_hidden", "first_change"),
             *("second", "second_hidden", "second_change"),
@@ -384,7 +428,9 @@ TEXTS = Texts(
     },
     claims={
         "worst_row": largest_change_at,
+        "worst_row_past": largest_change_at,
         "grows_with_hidden": grows_with_hidden,
+        "grows_with_hidden_past": grows_with_hidden,
         "not_with_hidden": not_with_hidden,
         "blockwise": same_output,
     },

@@ -514,3 +514,14 @@ def test_unscaled_scores_of_width_1_are_not_called_sharper(invoke_json):
     step = next(s for s in doc["steps"] if s["key"].startswith("scores"))
     assert "so the softmax over N(i) is sharper (" not in step["explanation"]
     assert "with d_k = 1 nothing changes" in step["explanation"]
+
+
+def test_the_static_ranking_note_is_withheld_where_the_weights_tie(invoke_json):
+    """Equal features: every neighbour scores alike, so no node 'gets the largest weight'; the
+    note (said before this fix, naming n0) is withheld, and the weights are 1/2 each."""
+    doc = invoke_json("graph", "--h", "1;1;1", "--edges", "0-1,0-2,1-2", "--score", "additive")
+    steps = {step["key"]: step for step in doc["steps"]}
+    keys = [note["key"] for step in doc["steps"] for note in step.get("notes", [])]
+    assert "static" not in keys
+    weights = unwrap(steps["weights"]["value"])
+    assert weights[0] == pytest.approx([0, 0.5, 0.5], abs=1e-15)

@@ -232,9 +232,9 @@ def one_word_table(s: Settings) -> list[dict[str, Any]]:
     n, d, k = s.n, s.d, s.keys
     rows = (
         ("one word (a decoder step)", n, "attn bahdanau"),
-        (f"all {n} words", n * n, "attn selfattn"),
+        (f"all {counted(n, 'word')}", n * n, "attn selfattn"),
         ("one word, window", k, "attn window"),
-        (f"all {n} words, window", n * k, "attn window"),
+        (f"all {counted(n, 'word')}, window", n * k, "attn window"),
     )
     return [
         {"case": case, "scores": scores, "multiply_adds": scores * d, "shown_by": command}

@@ -91,7 +91,8 @@ def _check_gat(inputs: dict[str, np.ndarray], options: dict[str, Any], d: int) -
         given = [CARD.flag(name) for name in GAT_NAMES if name in inputs]
         if given:
             raise UserError(
-                f"{' and '.join(given)} belong to GAT's score: add --score additive (or gatv2); "
+                f"{' and '.join(given)} {'belongs' if len(given) == 1 else 'belong'} to GAT's "
+                "score: add --score additive (or gatv2); "
                 "the dot-product score uses --wq, --wk and --wv."
             )
         return
@@ -385,7 +386,8 @@ def negatives_counted(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bo
 
 def static_ranking(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """Claim of static: the named node has the largest a_rightᵀ W h_j of every node that is a
-    neighbour, is a neighbour in ``rows`` rows, and has the largest weight in each of them."""
+    neighbour, is a neighbour in ``rows`` rows, and has the largest weight in each of them,
+    larger than every other neighbour's (not tied)."""
     allowed = np.asarray(walkthrough.step("adjacency"), dtype=bool)
     halves = walkthrough.find("halves")
     labels = list(halves.row_labels or ())
@@ -400,7 +402,12 @@ def static_ranking(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     rows = np.flatnonzero(allowed[:, best])
     if len(rows) != values.get("rows"):
         return False
-    return all(weights[i, best] >= np.max(weights[i][allowed[i]]) for i in rows)
+    for i in rows:  # strictly: a weight tied with another neighbour's is not "the largest"
+        others = allowed[i].copy()
+        others[best] = False
+        if others.any() and not weights[i, best] > np.max(weights[i][others]):
+            return False
+    return True
 
 
 def _project(h: Any, w: Any) -> Any:

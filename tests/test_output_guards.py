@@ -323,6 +323,11 @@ def test_random_features_of_a_large_query(invoke_json):
 def test_the_overflow_note_only_when_a_number_overflowed(invoke_json):
     overflowing = invoke_json("scaled", "--q", "1e308,1e308", "--k", "1e308,1e308", "--v", "1,2")
     assert "overflow" in _output_and_notes(overflowing)[1]  # Q Kᵀ is 2e616: it did overflow
+    # The steps' texts speak of every row ("each row sums to 1"): the note says for which.
+    note = next(note for note in overflowing["notes"] if note["key"] == "overflow")
+    assert "what a step's text says of every row holds only for the rows that stayed finite" in (
+        note["text"]
+    )
 
 
 def test_a_temperature_below_the_smallest_normal_float_gives_the_hardmax(invoke, tmp_path):

@@ -430,13 +430,15 @@ def with_overflow_note(
         note = Note.fixed(
             "overflow",
             f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
-            f"({LARGEST[dtype]:g}) and overflowed; use {fix}.",
+            f"({LARGEST[dtype]:g}) and overflowed; what a step's text says of every row holds "
+            f"only for the rows that stayed finite. Use {fix}.",
         )
     else:
         note = Note.fixed(
             "undefined",
             "The output has inf or NaN values although no number overflowed: a 0 / 0, x / 0 "
-            "or ∞ − ∞ reached it; the steps above show where they first appear.",
+            "or ∞ − ∞ reached it; the steps above show where they first appear, and what a "
+            "step's text says of every row holds only for the rows that stayed finite.",
         )
     return replace(walkthrough, notes=(*walkthrough.notes, note))
 

@@ -344,6 +344,16 @@ def test_code_prints_a_program_with_the_options_written_in(invoke):
     assert "import attn_cli" not in result.stdout and "from attn_cli" not in result.stdout
 
 
+@pytest.mark.parametrize("task", ["grammar", "induction", "translate"])
+def test_code_prints_a_short_run_that_training_would_refuse(invoke, task):
+    """--steps 3 is too few to say anything about what a model learns, so the training run is
+    refused; its program is printed by every task alike (grammar's used to refuse it)."""
+    assert "too small to say anything" in invoke("learn", task, "--steps", "3").stderr
+    result = invoke("learn", task, "--code", "--steps", "3")
+    assert result.exit_code == 0, result.output
+    compile(result.stdout, "program.py", "exec")
+
+
 @pytest.mark.slow
 def test_the_program_prints_the_commands_scores(invoke, tiny, tmp_path):
     result = invoke("learn", "grammar", "--code", *TINY)

@@ -213,10 +213,11 @@ def _sentence_wrong(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
 # --- options ---------------------------------------------------------------------------------
 
 
-def _checked(options: LearnOptions) -> LearnOptions:
-    """The options with the task's defaults, or a UserError for sizes that do not fit."""
+def _checked(options: LearnOptions, min_steps: int = MIN_STEPS) -> LearnOptions:
+    """The options with the task's defaults, or a UserError for sizes that do not fit
+    (``min_steps``: the fewest steps whose training says anything; --code prints any)."""
     resolved = common.sized(
-        options, NAME, steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN, min_steps=MIN_STEPS
+        options, NAME, steps=STEPS, hidden=HIDDEN, max_len=MAX_LEN, min_steps=min_steps
     )
     if resolved.weights is not None:
         return resolved
@@ -761,8 +762,9 @@ def program(options: LearnOptions) -> str:
     """The training program of --code, with the options written in."""
     from attn_cli.learn.grammar_program import program_text
 
-    # The command refuses --code --weights.
-    steps, hidden, max_len = _checked(replace(options, weights=None)).sizes()
+    # The command refuses --code --weights. A short run is a program like any other: printing
+    # it says nothing about what it would learn (induction's and translate's --code agree).
+    steps, hidden, max_len = _checked(replace(options, weights=None), min_steps=1).sizes()
     return program_text(
         seed=options.seed,
         steps=steps,

@@ -325,8 +325,9 @@ def test_the_overflow_note_only_when_a_number_overflowed(invoke_json):
     assert "overflow" in _output_and_notes(overflowing)[1]  # Q Kᵀ is 2e616: it did overflow
     # The steps' texts speak of every row ("each row sums to 1"): the note says for which.
     note = next(note for note in overflowing["notes"] if note["key"] == "overflow")
-    assert "what a step's text says of every row holds only for the rows that stayed finite" in (
-        note["text"]
+    assert (
+        "what a step's text says of every row holds only for the rows that stayed finite"
+        in (note["text"])
     )
 
 

@@ -504,3 +504,47 @@ def check_printed(walkthrough, printed: dict) -> None:
     for name, value in printed.items():
         want = walkthrough.output if name == "output" else values[name]
         np.testing.assert_allclose(np.asarray(value), want, rtol=1e-10, atol=1e-14, err_msg=name)
+
+
+@LINUX
+def test_the_error_that_came_first_is_blamed_though_its_neighbour_ended_first(tmp_path):
+    """A process writes its error, then exits; its neighbour, failing because of it, can end
+    first (the full suite under load saw gloo's 'connection closed' reported in place of the
+    bug). The process whose error came first is blamed, ended or not."""
+    import time
+    from types import SimpleNamespace
+
+    from attn_cli.course.ring import launch
+    from attn_cli.course.ring import rank as ranks
+
+    context = multiprocessing.get_context("fork")
+    written, never = context.Event(), context.Event()
+    folder = str(tmp_path)
+
+    def fail(rank: int, line: str) -> None:
+        ranks.error_time_path(folder, rank).write_text(str(time.monotonic_ns()))
+        ranks.error_path(folder, rank).write_text(line)
+
+    def first() -> None:  # the bug: written, and then slow to end
+        fail(0, "ValueError: a bug in one process")
+        written.set()
+        never.wait()
+
+    def neighbour() -> None:  # fails because the first did, and ends at once
+        written.wait()
+        fail(1, "RuntimeError: Connection closed by peer")
+        os._exit(1)
+
+    processes = [context.Process(target=first), context.Process(target=neighbour)]
+    for process in processes:
+        process.start()
+    ring_ = SimpleNamespace(folder=folder, processes=2)
+    try:
+        found = launch._first_failure(ring_, processes)
+    finally:
+        for process in processes:
+            process.kill()
+            process.join()
+    assert found == (0, None)
+    message = str(launch._failure(ring_, *found))
+    assert message.startswith("process 0 of the ring failed (ValueError: a bug in one process)")

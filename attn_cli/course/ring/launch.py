@@ -126,7 +126,7 @@ def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
         for process in processes:
             process.join()
     if failed is not None:
-        raise _failure(ring, processes.index(failed), failed.exitcode)
+        raise _failure(ring, *failed)
 
 
 @contextlib.contextmanager
@@ -145,18 +145,28 @@ def _ctrl_c_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _first_failure(ring: Ring, processes: list[BaseProcess]) -> BaseProcess | None:
-    """Wait until every process has ended, or one has ended in failure: that one (of several
-    ended at once, one killed by a signal, as its neighbours fail because it died; else the one
-    whose error came first, as a neighbour's error follows from it); None when all ended well."""
+def _first_failure(ring: Ring, processes: list[BaseProcess]) -> tuple[int, int | None] | None:
+    """Wait until every process has ended, or one has ended in failure; then the rank to blame
+    and its exit code (None: still ending), or None when all ended well.
+
+    Of the processes that failed, the one killed by a signal (its neighbours fail because it
+    died), else the one whose error came first, as a neighbour's error follows from it. That one
+    may not have ended yet: a process writes its error, then exits, and its neighbours, which
+    see its connections close as it exits, can end before it does. So the processes still
+    running that have written an error are among those weighed."""
     waiting: dict[Any, BaseProcess] = {process.sentinel: process for process in processes}
     while waiting:
         ended = [waiting.pop(sentinel) for sentinel in wait(list(waiting))]
         for process in ended:
             process.join()
-        failed = [process for process in ended if process.exitcode != 0]
+        failed = [(processes.index(p), p.exitcode) for p in ended if p.exitcode != 0]
         if failed:
-            return min(failed, key=lambda p: _blame(ring, processes.index(p), p.exitcode))
+            ending = [
+                (rank, None)
+                for rank in (processes.index(p) for p in waiting.values())
+                if ranks.error_time_path(ring.folder, rank).exists()
+            ]
+            return min([*failed, *ending], key=lambda found: _blame(ring, *found))
     return None
 
 

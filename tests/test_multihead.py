@@ -661,3 +661,74 @@ def test_random_inputs_say_they_were_drawn_and_name_each_heads_columns(invoke_js
     assert descriptions["X_K"].endswith("(drawn, random seed 1)")
     given = attn.multihead(x=np.eye(2), wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), wo=np.eye(2))
     assert {item.name: item.description for item in given.inputs}["X"] == "tokens"
+
+
+# --- sentences that must hold for the run they describe (audit) ----------------------------
+
+
+def test_one_head_says_nothing_of_other_heads(invoke_json):
+    """With h = 1 there is no head 2 and no other head: the texts once named column "h2·1" of
+    head 2's output, asked to compare with "the other heads'" and said W_O "mixes the heads"."""
+    doc = invoke_json("multihead", "--n", "3", "--d-model", "2", "--heads", "1", "--bias")
+    steps = {step["key"]: step for step in doc["steps"]}
+    everything = json.dumps([step["explanation"] for step in doc["steps"]])
+    assert "h2·1" not in everything and "other heads" not in everything
+    assert "mixes the heads" not in everything
+    assert steps["concat"]["explanation"] == (
+        "With h = 1 the concatenation is head 1's output itself, 3 × 2: nothing to lay side by "
+        "side."
+    )
+    assert steps["head1.weights"]["explanation"].endswith(
+        "With h = 1 this is the only pattern: there is no other head to compare it with."
+    )
+    assert steps["differences"]["explanation"] == (
+        "With h = 1 there is no pair of heads to compare: the one entry is head 1 against itself, 0."
+    )
+    assert data(steps["differences"]["value"]) == [[0.0]]
+    assert steps["output"]["explanation"].startswith(
+        "W_O (2 × 2) mixes the columns of the one head's output, and its bias b_O"
+    )
+    # Two heads keep the texts that compare them.
+    two = invoke_json("multihead", "--n", "3", "--d-model", "2", "--heads", "2")
+    concat = next(step for step in two["steps"] if step["key"] == "concat")
+    assert 'Column "h2·1" is the first column of head 2\'s output' in concat["explanation"]
+
+
+def test_the_parameter_tally_counts_only_the_weights_the_run_has(invoke_json):
+    """Without W_O the tally once said "W_Q, W_K, W_V and W_O are each 2 × 2, so 4 · 2² = 16" for
+    a run of 12 weights; and 48 for the grouped example's 32."""
+    eye = "1,0;0,1"
+    doc = invoke_json("multihead", "--x", eye, "--wq", eye, "--wk", eye, "--wv", eye)
+    split = doc["steps"][0]
+    (tally,) = [note for note in split["notes"] if note["key"].startswith("parameters")]
+    assert tally["key"] == "parameters_no_wo" and tally["values"]["count"] == 12
+    assert tally["text"].startswith(
+        "Parameters: W_Q, W_K and W_V are each 2 × 2 and there is no W_O, so 3 · 2² = 12"
+    )
+    assert doc["meta"]["parameters"] == 12
+    grouped = invoke_json("multihead", "--example", "grouped")
+    (tally,) = [n for n in grouped["steps"][0]["notes"] if n["key"].startswith("parameters")]
+    assert tally["key"] == "parameters_grouped_no_wo"
+    assert tally["values"] == {"d_model": 4, "kv_width": 2, "count": 32, "full": 48}
+    assert grouped["meta"]["parameters"] == 32
+    # A W_O of another width (2 × 3) gets no tally rather than "each 2 × 2".
+    wide = invoke_json("multihead", "--x", eye, "--wq", eye, "--wk", eye, "--wv", eye, "--wo",
+                       "1,0,0;0,1,0")  # fmt: skip
+    assert not [n for n in wide["steps"][0]["notes"] if n["key"].startswith("parameters")]
+    square = invoke_json("multihead", "--example", "two-heads")
+    (tally,) = [n for n in square["steps"][0]["notes"] if n["key"].startswith("parameters")]
+    assert tally["key"] == "parameters" and tally["values"]["count"] == 64
+
+
+def test_heads_with_the_same_weights_are_not_said_to_have_matching_blocks(invoke_json):
+    """Identical tokens give every head the same uniform weights whatever its blocks of W_Q and
+    W_K: the note once explained it by "their blocks of W_Q and W_K match the tokens the same
+    way", false for these drawn, different blocks."""
+    doc = invoke_json("multihead", "--n", "3", "--d-model", "4", "--x", "1,1,1,1;1,1,1,1;1,1,1,1")
+    wq = np.array(data(doc["inputs"]["W_Q"]))
+    assert not np.array_equal(wq[:, :2], wq[:, 2:])
+    (note,) = [n for n in doc["notes"] if n["key"] == "heads_same"]
+    assert note["text"] == (
+        "Heads 1 and 2 have exactly the same weights on these tokens: their scores give the same "
+        "softmax, row by row."
+    )

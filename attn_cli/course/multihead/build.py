@@ -419,7 +419,9 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected, group),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, (n, m), (heads, kv), (d_in, kdim, vdim, d_out), d_k),
+        notes=_split_notes(
+            record, (n, m), (heads, kv), (d_in, kdim, vdim, d_out), d_k, weights_in.get("W_O")
+        ),
         text="split" if group == 1 else "split_grouped",
     )
     mask = _mask_steps(record, x, run.options, (tokens, keys), base)
@@ -469,6 +471,7 @@ def build(run: LessonRun) -> Walkthrough:
         "differences",
         lambda: mh.weight_differences(head_weights),
         grid=Grid(head_names, head_names, context=base),
+        text="differences" if heads > 1 else "differences_one",
     )
     concat_labels = _split_labels(d_out, d_k)
     joined = record.compute(
@@ -476,6 +479,7 @@ def build(run: LessonRun) -> Walkthrough:
         lambda: mh.concat(outputs),
         grid=Grid(tokens, concat_labels, context=base),
         notes=() if projected else (record.note("concat_only"),),
+        text="concat" if heads > 1 else "concat_one",
     )
     output = joined
     if projected:
@@ -486,7 +490,7 @@ def build(run: LessonRun) -> Walkthrough:
             "output",
             lambda: mh.affine(joined, wo, bo),
             grid=Grid(tokens, context=output_context),
-            text="output" if bo is None else "output_bias",
+            text=("output" if bo is None else "output_bias") + ("" if heads > 1 else "_one"),
         )
     inputs = _labelled_inputs(run, (weights_in, biases_in), (tokens, keys), d_k, drawn, loaded)
     notes = _difference_notes(record, record.to_numpy(differences))
@@ -653,6 +657,7 @@ def _split_notes(
     counts: tuple[int, int],
     widths: tuple[int, int, int, int],
     d_k: int,
+    wo: Any | None,
 ) -> tuple[Note, ...]:
     n, m = rows
     heads, kv = counts
@@ -665,17 +670,26 @@ def _split_notes(
         )
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
-    if kv == heads:
-        count = record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in))
-    else:
-        count = record.note(
-            "parameters_grouped",
-            d_model=d_in,
-            kv_width=kv * d_k,
-            count=mh.parameter_count(d_in, kv * d_k),
-            full=mh.parameter_count(d_in),
-        )
-    notes = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k), count)
+    # The parameter tally names W_O only when this run has one, d_model × d_model; a W_O of
+    # another width (d_out × d_o) gets no tally rather than a wrong one.
+    no_wo = wo is None
+    notes: tuple[Note, ...] = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),)
+    if wo is None or tuple(wo.shape) == (d_in, d_in):
+        without = d_in * d_in if no_wo else 0  # the d_model² of the absent W_O
+        suffix = "_no_wo" if no_wo else ""
+        if kv == heads:
+            count = record.note(
+                "parameters" + suffix, d_model=d_in, count=mh.parameter_count(d_in) - without
+            )
+        else:
+            count = record.note(
+                "parameters_grouped" + suffix,
+                d_model=d_in,
+                kv_width=kv * d_k,
+                count=mh.parameter_count(d_in, kv * d_k) - without,
+                full=mh.parameter_count(d_in) - without,
+            )
+        notes += (count,)
     if heads == 1:
         return notes
     cost = record.note(
@@ -766,6 +780,8 @@ def _head_steps(
         weights_text = f"head_weights{capped}_masked"
     elif base["group"] > 1 and transforms.cap is None:
         weights_text = "head_weights_grouped"  # its formula reads K_j, key/value head j's keys
+    elif heads == 1 and transforms.cap is None:
+        weights_text = "head_weights_one"  # no other head to compare its pattern with
     parts = [Part("scaled scores Q Kᵀ / √d_k", scaled)]
     if transforms.cap is not None:
         parts.append(
@@ -1086,6 +1102,7 @@ TEXTS = Texts(
         "head_masked": MASKED,
         "head_weights_masked": MASKED,
         "head_weights": HEAD,
+        "head_weights_one": HEAD,
         "head_masked_capped": (*MASKED, "cap"),
         "head_weights_capped": (*HEAD, "cap"),
         "head_weights_capped_masked": (*MASKED, "cap"),
@@ -1096,15 +1113,21 @@ TEXTS = Texts(
         "head_output_dropout": HEAD,
         "head_output_dropout_grouped": HEAD,
         "differences": SIZES,
+        "differences_one": SIZES,
         "concat": SIZES,
+        "concat_one": SIZES,
         "output": (*SIZES, "d_o"),
+        "output_one": (*SIZES, "d_o"),
         "output_bias": (*SIZES, "d_o"),
+        "output_bias_one": (*SIZES, "d_o"),
     },
     notes={
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
         "split_cross": ("d_in", "kdim", "vdim", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
+        "parameters_no_wo": ("d_model", "count"),
+        "parameters_grouped_no_wo": ("d_model", "kv_width", "count", "full"),
         "parameters_grouped": ("d_model", "kv_width", "count", "full"),
         "kv_cache": (
             "n",
@@ -1151,6 +1174,8 @@ TEXTS = Texts(
         "split_square",
         "parameters",
         "parameters_grouped",
+        "parameters_no_wo",
+        "parameters_grouped_no_wo",
         "concat_only",
         "one_head",
         "drawn_weights",

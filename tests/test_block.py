@@ -470,3 +470,24 @@ def test_the_hidden_units_note_says_which_are_always_on_always_off_or_both():
     assert relu_units(walk, note.values)
     assert not relu_units(walk, {**note.values, "mixed": "none"})
     assert "on for some tokens and off for the rest" not in walk.find("ffn.hidden").explanation
+
+
+def test_a_causal_encoder_is_not_said_to_hide_a_target_from_its_prediction(invoke_json):
+    """The decoder's note ("the prediction of a target never sees that target") holds for its
+    shifted inputs only; an encoder run with --causal reads each token itself."""
+    encoder = steps_of(invoke_json("block", "--causal"))
+    note = encoder["self.head1.weights"]["notes"][0]
+    assert note["key"] == "causal_zero_encoder"
+    assert "target" not in note["text"] and "each position still reads its own" in note["text"]
+    assert np.all(np.diag(np.array(unwrap(encoder["self.head1.weights"]["value"]))) > 0)
+    decoder = steps_of(invoke_json("block", "--decoder", "--n", "3"))
+    assert decoder["self.head1.weights"]["notes"][0]["key"] == "causal_zero"
+
+
+def test_no_relu_tally_when_the_hidden_layer_is_nan(invoke_json):
+    """--padding 1,1,1,1 leaves every row no key: the hidden layer is all NaN, and the notes once
+    said "The ReLU set 0 of the 32 hidden entries to 0" and "off for every token: 8"."""
+    steps = steps_of(invoke_json("block", "--padding", "1,1,1,1"))
+    hidden = np.array(unwrap(steps["ffn.hidden"]["value"]), dtype=float)
+    assert np.all(np.isnan(hidden))
+    assert not steps["ffn.hidden"].get("notes")

@@ -496,6 +496,7 @@ TEXTS = Texts(
         "flat_rows": ("rows", "count", "input", "input_step", "which"),
         "variance_beyond": ("rows", "input", "which", "dtype", "largest", "norm"),
         "causal_zero": ("head", "step"),
+        "causal_zero_encoder": ("head", "step"),
         "kv_shared": ("head", "kv", "kv_cols", "sharing"),
         "kv_saving": (
             *("g", "h", "dk", "d_model", "kv_width", "per_token", "full_per_token", "ratio"),
@@ -516,6 +517,7 @@ TEXTS = Texts(
         "flat_rows": claims.rows_flat,
         "variance_beyond": claims.variance_beyond,
         "causal_zero": claims.causal_zero,
+        "causal_zero_encoder": claims.causal_zero,
         "empty_rows": claims.empty_rows,
         "relu_zeros": claims.relu_zeros,
         "relu_units": claims.relu_units,

@@ -284,9 +284,13 @@ class Layer:
                     )
                 )
             if self.s.causal and not cross:
+                # Only the decoder's inputs are its targets shifted right, so only there does
+                # the mask keep a target's prediction from seeing that target.
                 notes.append(
                     record.note(
-                        "causal_zero", head=index + 1, step=f"{key}.head{index + 1}.weights"
+                        "causal_zero" if self.s.decoder else "causal_zero_encoder",
+                        head=index + 1,
+                        step=f"{key}.head{index + 1}.weights",
                     )
                 )
             if mask is not None and mask.empty and index == 0:
@@ -353,8 +357,9 @@ class Layer:
         grid = Grid(self.rows, hidden_cols, context)
         record.add(self.key("ffn.pre"), parts.pre, grid=grid, text="ffn_pre")
         notes: tuple[Note, ...] = ()
-        if act == "relu":
-            hidden = np.asarray(record.to_numpy(parts.hidden))
+        hidden = np.asarray(record.to_numpy(parts.hidden))
+        # A NaN hidden entry (a row that may attend no key) is neither on nor off: no tally then.
+        if act == "relu" and not np.any(np.isnan(hidden)):
             zeros = int(np.count_nonzero(hidden == 0))
             notes = (
                 record.note(

@@ -491,3 +491,15 @@ def test_no_relu_tally_when_the_hidden_layer_is_nan(invoke_json):
     hidden = np.array(unwrap(steps["ffn.hidden"]["value"]), dtype=float)
     assert np.all(np.isnan(hidden))
     assert not steps["ffn.hidden"].get("notes")
+
+
+def test_the_grouped_query_saving_counts_w_k_and_w_v_per_sublayer(invoke_json):
+    """A decoder has two attention sublayers, each with its W_K and W_V: the 32 weights of the
+    note are each sublayer's (2 · 8 · 2), not the layer's 64."""
+    doc = invoke_json("block", "--decoder", "--kv-heads", "1", "--heads", "4", "--n", "3",
+                      "--d-model", "8")  # fmt: skip
+    (note,) = [n for n in doc["notes"] if n["key"] == "kv_saving"]
+    assert note["values"]["params"] == 32 and note["values"]["full_params"] == 128
+    assert "each attention sublayer's W_K and W_V hold 32 weights instead of 128" in note["text"]
+    kv = [name for name in doc["inputs"] if name.startswith(("W_K", "W_V"))]
+    assert len(kv) == 4 and all(doc["inputs"][name]["shape"] == [8, 2] for name in kv)

@@ -732,3 +732,19 @@ def test_heads_with_the_same_weights_are_not_said_to_have_matching_blocks(invoke
         "Heads 1 and 2 have exactly the same weights on these tokens: their scores give the same "
         "softmax, row by row."
     )
+
+
+def test_the_book_example_says_how_to_draw_other_biases_in_a_way_that_runs(invoke, invoke_json):
+    """The description said "Run it with --bias to draw other biases, or leave out W_O (--wo)",
+    but an example's inputs are fixed: `-e book-causal --bias` is a user error. The way it
+    names now runs: the same inputs by hand, with --bias, or without --wo."""
+    shown = " ".join(invoke("multihead", "--example", "book-causal").stdout.split())
+    assert "Run it with --bias" not in shown
+    assert "given by hand (--x, --wq, --wk, --wv, --wo and --causal), the same run takes" in shown
+    assert invoke("multihead", "--example", "book-causal", "--bias").exit_code == 2
+    by_hand = ("--x", "1,0,0.5;0,1,0.5;1,1,0", "--wq", "1,0;0,1;1,-1", "--wk", "1,1;0,1;1,0",
+               "--wv", "1,0;0,1;0.5,0.5", "--causal")  # fmt: skip
+    drawn = invoke_json("multihead", *by_hand, "--wo", "0.5,0.5;0.5,-0.5", "--bias")
+    assert set(drawn["inputs"]) >= {"b_Q", "b_K", "b_V", "b_O"}
+    wrapper = invoke_json("multihead", *by_hand)
+    assert "W_O" not in wrapper["inputs"] and wrapper["output"]["shape"] == [3, 2]

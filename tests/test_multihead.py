@@ -48,6 +48,9 @@ RUNS = Runs(
         ("--n", "3", "--d-model", "2", "--heads", "1", "--wq", "1,0;0,1", "--bias"),
         # Cross-attention: keys and values of their own widths (kdim, vdim), from a file too.
         ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
+        # Grouped-query heads whose keys and values come from their own sequences, with biases.
+        ("--n", "3", "--m", "4", "--d-model", "4", "--kdim", "3", "--kv-heads", "1", "--bias"),
+        ("--n", "2", "--m", "3", "--d-model", "4", "--vdim", "3"),
         ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),
         ("--weights", MHA_FILE, "--x", "1,0,0,1;0,1,1,0", "--xk", "1,2,3;0,1,0", "--xv", "1,0;0,1"),
         # Soft-capping and QK-norm per head: plain, masked, grouped.
@@ -748,3 +751,21 @@ def test_the_book_example_says_how_to_draw_other_biases_in_a_way_that_runs(invok
     assert set(drawn["inputs"]) >= {"b_Q", "b_K", "b_V", "b_O"}
     wrapper = invoke_json("multihead", *by_hand)
     assert "W_O" not in wrapper["inputs"] and wrapper["output"]["shape"] == [3, 2]
+
+
+def test_keys_and_values_from_their_own_sequences_are_not_written_as_x_times_w(invoke_json, invoke):
+    """With --m/--kdim (keys and values from X_K, X_V) the grouped-query K/V steps were titled
+    "K1 = X W_K^(1)" (a 5 × 2 matrix from a 3 × 4 X), and the LaTeX of every K and V step read
+    K_i = XW_K^{(i)}. Now the titles name X_K and X_V, and the LaTeX writes no formula in X."""
+    args = ("multihead", "--n", "3", "--m", "5", "--d-model", "4", "--kdim", "3", "--vdim", "2",
+            "--heads", "2", "--kv-heads", "1")  # fmt: skip
+    steps = {step["key"]: step for step in invoke_json(*args)["steps"]}
+    assert steps["kv1.K"]["title"] == "K/V head 1 · keys  K1 = X_K W_K^(1)"
+    assert steps["kv1.V"]["title"] == "K/V head 1 · values  V1 = X_V W_V^(1)"
+    assert steps["kv1.K"]["explanation"].startswith(
+        "X_K times columns 1–2 of W_K: what each of its 5 rows offers"
+    )
+    latex = invoke(*args, "--format", "latex", "--latex-fragment").stdout
+    assert "XW_K" not in latex and "XW_V" not in latex and "Q_i = XW_Q^{(i)}" in latex
+    plain = invoke("multihead", "--format", "latex", "--latex-fragment").stdout
+    assert "K_i = XW_K^{(i)}" in plain and "V_i = XW_V^{(i)}" in plain

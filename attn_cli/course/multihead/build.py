@@ -740,7 +740,7 @@ def _head_steps(
         record.compute(
             f"{prefix}.{letter}",
             functools.partial(_head_affine, source, w, b, index, heads),
-            text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
+            text=_projection_text(PROJECTION_TEXTS if b is None else BIASED_TEXTS, letter, base),
             grid=rows if letter == "Q" else Grid(keys, context=context),
         )
         for letter, (source, w, b) in zip(
@@ -842,7 +842,7 @@ def _kv_steps(
         record.compute(
             f"kv{index + 1}.{letter}",
             functools.partial(_head_affine, source, w, b, index, kv),
-            text=KV_TEXTS[letter] if b is None else KV_BIASED_TEXTS[letter],
+            text=_projection_text(KV_TEXTS if b is None else KV_BIASED_TEXTS, letter, base),
             grid=Grid(keys, context=context),
         )
         for letter, (source, w, b) in zip("KV", projections, strict=True)
@@ -1088,14 +1088,36 @@ BIASED_TEXTS = {"Q": "head_Q_bias", "K": "head_K_bias", "V": "head_V_bias"}
 # A key/value head's K and V (grouped-query attention), plain and with a bias.
 KV_TEXTS = {"K": "kv_K", "V": "kv_V"}
 KV_BIASED_TEXTS = {"K": "kv_K_bias", "V": "kv_V_bias"}
+
+# Each projection text with its names, each K and V one followed by its "_cross" twin (keys or
+# values from X_K, X_V), in the lesson file's order.
+PROJECTION_STEPS = {
+    name: names
+    for texts, names in (
+        (PROJECTION_TEXTS, HEAD),
+        (BIASED_TEXTS, HEAD),
+        (KV_TEXTS, KV),
+        (KV_BIASED_TEXTS, KV),
+    )
+    for letter, text in texts.items()
+    for name in ((text,) if letter == "Q" else (text, f"{text}_cross"))
+}
+
+
+def _projection_text(texts: dict[str, str], letter: str, base: dict[str, Any]) -> str:
+    """The text of a Q, K or V step; K and V read from a sequence of their own (X_K, X_V) take
+    the "_cross" text, whose LaTeX has no formula in X."""
+    source = {"K": base["keys_from"], "V": base["values_from"]}.get(letter, "X")
+    return texts[letter] + ("" if source == "X" else "_cross")
+
+
 TEXTS = Texts(
     steps={
         "split": SIZES,
         "split_grouped": SIZES,
         "mask": SIZES,
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
-        **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
-        **dict.fromkeys((*KV_TEXTS.values(), *KV_BIASED_TEXTS.values()), KV),
+        **PROJECTION_STEPS,
         "head_Q_normed": (*HEAD, *NORMED),
         "head_K_normed": (*HEAD, *NORMED),
         "kv_K_normed": (*KV, *NORMED),

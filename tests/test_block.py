@@ -503,3 +503,19 @@ def test_the_grouped_query_saving_counts_w_k_and_w_v_per_sublayer(invoke_json):
     assert "each attention sublayer's W_K and W_V hold 32 weights instead of 128" in note["text"]
     kv = [name for name in doc["inputs"] if name.startswith(("W_K", "W_V"))]
     assert len(kv) == 4 and all(doc["inputs"][name]["shape"] == [8, 2] for name in kv)
+
+
+def test_the_figure_of_all_nan_weights_draws_without_a_warning(tmp_path):
+    """--plot with --padding 1,1,1,1 (every weight NaN) printed numpy's "All-NaN slice
+    encountered" RuntimeWarning on stderr; now it draws quietly."""
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    import warnings
+
+    from attn_cli.course import card, figure_of
+    from attn_cli.render.heatmap import heatmap_figure
+
+    walkthrough = attn.block(padding=[1, 1, 1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure = heatmap_figure(walkthrough, figure_of("block"), card("block").precision)
+    assert len([ax for ax in figure.axes if ax.get_label() != "<colorbar>"]) == 2

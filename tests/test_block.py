@@ -519,3 +519,20 @@ def test_the_figure_of_all_nan_weights_draws_without_a_warning(tmp_path):
         warnings.simplefilter("error")
         figure = heatmap_figure(walkthrough, figure_of("block"), card("block").precision)
     assert len([ax for ax in figure.axes if ax.get_label() != "<colorbar>"]) == 2
+
+
+def test_one_head_is_not_said_to_be_laid_beside_others(invoke_json):
+    """--heads 1 read "the queries of all 1 heads side by side", "Each head's output ... laid
+    side by side" and "W_O ... mixes the heads"."""
+    steps = steps_of(invoke_json("block", "--n", "3", "--heads", "1", "--d-model", "2"))
+    assert steps["self.Q"]["explanation"] == (
+        "Each row of H projected by W_Q (d_model × d_model) + b_Q: the queries of the one head "
+        "(h = 1), all 2 columns (h1·1 …), as in attn multihead."
+    )
+    assert steps["self.concat"]["explanation"] == (
+        "With h = 1 this is the one head's output, its weights times V, 2 columns: 3 × d_model, "
+        "nothing laid beside it."
+    )
+    assert "mixes the one head's columns" in steps["self.output"]["explanation"]
+    two = steps_of(invoke_json("block", "--n", "3", "--heads", "2", "--d-model", "4"))
+    assert "the queries of all 2 heads side by side" in two["self.Q"]["explanation"]

@@ -265,6 +265,7 @@ class Layer:
             ("V", parts.v, source_rows, kv_columns),
         ):
             text = letter.lower() + ("_grouped" if group > 1 and letter != "Q" else "")
+            text += "_one" if heads == 1 and letter == "Q" else ""  # no "all 1 heads"
             step_context = {**context, **plus(letter), **(grouped if letter != "Q" else {})}
             record.add(f"{key}.{letter}", value, grid=Grid(labels, cols, step_context), text=text)
         text = self._weights_text(cross, mask, group > 1)
@@ -314,13 +315,13 @@ class Layer:
             f"{key}.concat",
             parts.concat,
             grid=Grid(self.rows, columns, {**context, **grouped}),
-            text="concat_grouped" if group > 1 else "concat",
+            text="concat_grouped" if group > 1 else "concat" if heads > 1 else "concat_one",
         )
         record.add(
             f"{key}.output",
             parts.output,
             grid=Grid(self.rows, context={**context, **plus("O")}),
-            text="attn_output",
+            text="attn_output" if heads > 1 else "attn_output_one",
             seconds=seconds,
         )
         return parts.output

@@ -769,3 +769,19 @@ def test_keys_and_values_from_their_own_sequences_are_not_written_as_x_times_w(i
     assert "XW_K" not in latex and "XW_V" not in latex and "Q_i = XW_Q^{(i)}" in latex
     plain = invoke("multihead", "--format", "latex", "--latex-fragment").stdout
     assert "K_i = XW_K^{(i)}" in plain and "V_i = XW_V^{(i)}" in plain
+
+
+def test_a_causal_mask_over_keys_of_their_own_does_not_say_itself(invoke_json):
+    """Cross-attention with --causal said "token i may attend to itself and the tokens before
+    it" of keys s1 … s5 from another sequence."""
+    doc = invoke_json("multihead", "--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6",
+                      "--causal")  # fmt: skip
+    mask = next(step for step in doc["steps"] if step["key"] == "mask")
+    assert "itself and the tokens before" not in mask["explanation"]
+    assert mask["explanation"].startswith(
+        "M has 0 on and below the diagonal and −∞ above it: query i may attend to keys 1 … i of "
+        "the key sequence (X_K, 5 rows), never to a later one"
+    )
+    assert mask["col_labels"] == ["s1", "s2", "s3", "s4", "s5"]
+    own = next(s for s in invoke_json("multihead", "--causal")["steps"] if s["key"] == "mask")
+    assert "token i may attend to itself" in own["explanation"]

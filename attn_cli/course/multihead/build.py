@@ -601,7 +601,9 @@ def _mask_steps(
     like = xp.zeros((n, m), dtype=x.dtype, device=x.device)  # (n, m): a mask's shape and dtype
     mask = None
     if causal:
-        mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid)
+        # Keys of their own (X_K): query i sees keys 1 … i of another sequence, not "itself".
+        text = "mask" if base["keys_from"] == "X" else "mask_cross"
+        mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid, text=text)
     if lengths is not None:
         pad = padding.record_padding(record, like, lengths, grid, causal=causal)
         mask = pad if mask is None else mask + pad
@@ -1116,6 +1118,7 @@ TEXTS = Texts(
         "split": SIZES,
         "split_grouped": SIZES,
         "mask": SIZES,
+        "mask_cross": SIZES,
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
         **PROJECTION_STEPS,
         "head_Q_normed": (*HEAD, *NORMED),

@@ -470,3 +470,69 @@ def test_the_hidden_units_note_says_which_are_always_on_always_off_or_both():
     assert relu_units(walk, note.values)
     assert not relu_units(walk, {**note.values, "mixed": "none"})
     assert "on for some tokens and off for the rest" not in walk.find("ffn.hidden").explanation
+
+
+def test_a_causal_encoder_is_not_said_to_hide_a_target_from_its_prediction(invoke_json):
+    """The decoder's note ("the prediction of a target never sees that target") holds for its
+    shifted inputs only; an encoder run with --causal reads each token itself."""
+    encoder = steps_of(invoke_json("block", "--causal"))
+    note = encoder["self.head1.weights"]["notes"][0]
+    assert note["key"] == "causal_zero_encoder"
+    assert "target" not in note["text"] and "each position still reads its own" in note["text"]
+    assert np.all(np.diag(np.array(unwrap(encoder["self.head1.weights"]["value"]))) > 0)
+    decoder = steps_of(invoke_json("block", "--decoder", "--n", "3"))
+    assert decoder["self.head1.weights"]["notes"][0]["key"] == "causal_zero"
+
+
+def test_no_relu_tally_when_the_hidden_layer_is_nan(invoke_json):
+    """--padding 1,1,1,1 leaves every row no key: the hidden layer is all NaN, and the notes once
+    said "The ReLU set 0 of the 32 hidden entries to 0" and "off for every token: 8"."""
+    steps = steps_of(invoke_json("block", "--padding", "1,1,1,1"))
+    hidden = np.array(unwrap(steps["ffn.hidden"]["value"]), dtype=float)
+    assert np.all(np.isnan(hidden))
+    assert not steps["ffn.hidden"].get("notes")
+
+
+def test_the_grouped_query_saving_counts_w_k_and_w_v_per_sublayer(invoke_json):
+    """A decoder has two attention sublayers, each with its W_K and W_V: the 32 weights of the
+    note are each sublayer's (2 · 8 · 2), not the layer's 64."""
+    doc = invoke_json("block", "--decoder", "--kv-heads", "1", "--heads", "4", "--n", "3",
+                      "--d-model", "8")  # fmt: skip
+    (note,) = [n for n in doc["notes"] if n["key"] == "kv_saving"]
+    assert note["values"]["params"] == 32 and note["values"]["full_params"] == 128
+    assert "each attention sublayer's W_K and W_V hold 32 weights instead of 128" in note["text"]
+    kv = [name for name in doc["inputs"] if name.startswith(("W_K", "W_V"))]
+    assert len(kv) == 4 and all(doc["inputs"][name]["shape"] == [8, 2] for name in kv)
+
+
+def test_the_figure_of_all_nan_weights_draws_without_a_warning(tmp_path):
+    """--plot with --padding 1,1,1,1 (every weight NaN) printed numpy's "All-NaN slice
+    encountered" RuntimeWarning on stderr; now it draws quietly."""
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    import warnings
+
+    from attn_cli.course import card, figure_of
+    from attn_cli.render.heatmap import heatmap_figure
+
+    walkthrough = attn.block(padding=[1, 1, 1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure = heatmap_figure(walkthrough, figure_of("block"), card("block").precision)
+    assert len([ax for ax in figure.axes if ax.get_label() != "<colorbar>"]) == 2
+
+
+def test_one_head_is_not_said_to_be_laid_beside_others(invoke_json):
+    """--heads 1 read "the queries of all 1 heads side by side", "Each head's output ... laid
+    side by side" and "W_O ... mixes the heads"."""
+    steps = steps_of(invoke_json("block", "--n", "3", "--heads", "1", "--d-model", "2"))
+    assert steps["self.Q"]["explanation"] == (
+        "Each row of H projected by W_Q (d_model × d_model) + b_Q: the queries of the one head "
+        "(h = 1), all 2 columns (h1·1 …), as in attn multihead."
+    )
+    assert steps["self.concat"]["explanation"] == (
+        "With h = 1 this is the one head's output, its weights times V, 2 columns: 3 × d_model, "
+        "nothing laid beside it."
+    )
+    assert "mixes the one head's columns" in steps["self.output"]["explanation"]
+    two = steps_of(invoke_json("block", "--n", "3", "--heads", "2", "--d-model", "4"))
+    assert "the queries of all 2 heads side by side" in two["self.Q"]["explanation"]

@@ -48,6 +48,9 @@ RUNS = Runs(
         ("--n", "3", "--d-model", "2", "--heads", "1", "--wq", "1,0;0,1", "--bias"),
         # Cross-attention: keys and values of their own widths (kdim, vdim), from a file too.
         ("--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6", "--vdim", "2", "--causal"),
+        # Grouped-query heads whose keys and values come from their own sequences, with biases.
+        ("--n", "3", "--m", "4", "--d-model", "4", "--kdim", "3", "--kv-heads", "1", "--bias"),
+        ("--n", "2", "--m", "3", "--d-model", "4", "--vdim", "3"),
         ("--x", "1,0;0,1", "--xk", "1,0;0,1;1,1", "--valid-len", "2"),
         ("--weights", MHA_FILE, "--x", "1,0,0,1;0,1,1,0", "--xk", "1,2,3;0,1,0", "--xv", "1,0;0,1"),
         # Soft-capping and QK-norm per head: plain, masked, grouped.
@@ -661,3 +664,124 @@ def test_random_inputs_say_they_were_drawn_and_name_each_heads_columns(invoke_js
     assert descriptions["X_K"].endswith("(drawn, random seed 1)")
     given = attn.multihead(x=np.eye(2), wq=np.eye(2), wk=np.eye(2), wv=np.eye(2), wo=np.eye(2))
     assert {item.name: item.description for item in given.inputs}["X"] == "tokens"
+
+
+# --- sentences that must hold for the run they describe (audit) ----------------------------
+
+
+def test_one_head_says_nothing_of_other_heads(invoke_json):
+    """With h = 1 there is no head 2 and no other head: the texts once named column "h2·1" of
+    head 2's output, asked to compare with "the other heads'" and said W_O "mixes the heads"."""
+    doc = invoke_json("multihead", "--n", "3", "--d-model", "2", "--heads", "1", "--bias")
+    steps = {step["key"]: step for step in doc["steps"]}
+    everything = json.dumps([step["explanation"] for step in doc["steps"]])
+    assert "h2·1" not in everything and "other heads" not in everything
+    assert "mixes the heads" not in everything
+    assert steps["concat"]["explanation"] == (
+        "With h = 1 the concatenation is head 1's output itself, 3 × 2: nothing to lay side by "
+        "side."
+    )
+    assert steps["head1.weights"]["explanation"].endswith(
+        "With h = 1 this is the only pattern: there is no other head to compare it with."
+    )
+    assert steps["differences"]["explanation"] == (
+        "With h = 1 there is no pair of heads to compare: the one entry is head 1 against itself, 0."
+    )
+    assert data(steps["differences"]["value"]) == [[0.0]]
+    assert steps["output"]["explanation"].startswith(
+        "W_O (2 × 2) mixes the columns of the one head's output, and its bias b_O"
+    )
+    # Two heads keep the texts that compare them.
+    two = invoke_json("multihead", "--n", "3", "--d-model", "2", "--heads", "2")
+    concat = next(step for step in two["steps"] if step["key"] == "concat")
+    assert 'Column "h2·1" is the first column of head 2\'s output' in concat["explanation"]
+
+
+def test_the_parameter_tally_counts_only_the_weights_the_run_has(invoke_json):
+    """Without W_O the tally once said "W_Q, W_K, W_V and W_O are each 2 × 2, so 4 · 2² = 16" for
+    a run of 12 weights; and 48 for the grouped example's 32."""
+    eye = "1,0;0,1"
+    doc = invoke_json("multihead", "--x", eye, "--wq", eye, "--wk", eye, "--wv", eye)
+    split = doc["steps"][0]
+    (tally,) = [note for note in split["notes"] if note["key"].startswith("parameters")]
+    assert tally["key"] == "parameters_no_wo" and tally["values"]["count"] == 12
+    assert tally["text"].startswith(
+        "Parameters: W_Q, W_K and W_V are each 2 × 2 and there is no W_O, so 3 · 2² = 12"
+    )
+    assert doc["meta"]["parameters"] == 12
+    grouped = invoke_json("multihead", "--example", "grouped")
+    (tally,) = [n for n in grouped["steps"][0]["notes"] if n["key"].startswith("parameters")]
+    assert tally["key"] == "parameters_grouped_no_wo"
+    assert tally["values"] == {"d_model": 4, "kv_width": 2, "count": 32, "full": 48}
+    assert grouped["meta"]["parameters"] == 32
+    # A W_O of another width (2 × 3) gets no tally rather than "each 2 × 2".
+    wide = invoke_json("multihead", "--x", eye, "--wq", eye, "--wk", eye, "--wv", eye, "--wo",
+                       "1,0,0;0,1,0")  # fmt: skip
+    assert not [n for n in wide["steps"][0]["notes"] if n["key"].startswith("parameters")]
+    square = invoke_json("multihead", "--example", "two-heads")
+    (tally,) = [n for n in square["steps"][0]["notes"] if n["key"].startswith("parameters")]
+    assert tally["key"] == "parameters" and tally["values"]["count"] == 64
+
+
+def test_heads_with_the_same_weights_are_not_said_to_have_matching_blocks(invoke_json):
+    """Identical tokens give every head the same uniform weights whatever its blocks of W_Q and
+    W_K: the note once explained it by "their blocks of W_Q and W_K match the tokens the same
+    way", false for these drawn, different blocks."""
+    doc = invoke_json("multihead", "--n", "3", "--d-model", "4", "--x", "1,1,1,1;1,1,1,1;1,1,1,1")
+    wq = np.array(data(doc["inputs"]["W_Q"]))
+    assert not np.array_equal(wq[:, :2], wq[:, 2:])
+    (note,) = [n for n in doc["notes"] if n["key"] == "heads_same"]
+    assert note["text"] == (
+        "Heads 1 and 2 have exactly the same weights on these tokens: their scores give the same "
+        "softmax, row by row."
+    )
+
+
+def test_the_book_example_says_how_to_draw_other_biases_in_a_way_that_runs(invoke, invoke_json):
+    """The description said "Run it with --bias to draw other biases, or leave out W_O (--wo)",
+    but an example's inputs are fixed: `-e book-causal --bias` is a user error. The way it
+    names now runs: the same inputs by hand, with --bias, or without --wo."""
+    shown = " ".join(invoke("multihead", "--example", "book-causal").stdout.split())
+    assert "Run it with --bias" not in shown
+    assert "given by hand (--x, --wq, --wk, --wv, --wo and --causal), the same run takes" in shown
+    assert invoke("multihead", "--example", "book-causal", "--bias").exit_code == 2
+    by_hand = ("--x", "1,0,0.5;0,1,0.5;1,1,0", "--wq", "1,0;0,1;1,-1", "--wk", "1,1;0,1;1,0",
+               "--wv", "1,0;0,1;0.5,0.5", "--causal")  # fmt: skip
+    drawn = invoke_json("multihead", *by_hand, "--wo", "0.5,0.5;0.5,-0.5", "--bias")
+    assert set(drawn["inputs"]) >= {"b_Q", "b_K", "b_V", "b_O"}
+    wrapper = invoke_json("multihead", *by_hand)
+    assert "W_O" not in wrapper["inputs"] and wrapper["output"]["shape"] == [3, 2]
+
+
+def test_keys_and_values_from_their_own_sequences_are_not_written_as_x_times_w(invoke_json, invoke):
+    """With --m/--kdim (keys and values from X_K, X_V) the grouped-query K/V steps were titled
+    "K1 = X W_K^(1)" (a 5 × 2 matrix from a 3 × 4 X), and the LaTeX of every K and V step read
+    K_i = XW_K^{(i)}. Now the titles name X_K and X_V, and the LaTeX writes no formula in X."""
+    args = ("multihead", "--n", "3", "--m", "5", "--d-model", "4", "--kdim", "3", "--vdim", "2",
+            "--heads", "2", "--kv-heads", "1")  # fmt: skip
+    steps = {step["key"]: step for step in invoke_json(*args)["steps"]}
+    assert steps["kv1.K"]["title"] == "K/V head 1 · keys  K1 = X_K W_K^(1)"
+    assert steps["kv1.V"]["title"] == "K/V head 1 · values  V1 = X_V W_V^(1)"
+    assert steps["kv1.K"]["explanation"].startswith(
+        "X_K times columns 1–2 of W_K: what each of its 5 rows offers"
+    )
+    latex = invoke(*args, "--format", "latex", "--latex-fragment").stdout
+    assert "XW_K" not in latex and "XW_V" not in latex and "Q_i = XW_Q^{(i)}" in latex
+    plain = invoke("multihead", "--format", "latex", "--latex-fragment").stdout
+    assert "K_i = XW_K^{(i)}" in plain and "V_i = XW_V^{(i)}" in plain
+
+
+def test_a_causal_mask_over_keys_of_their_own_does_not_say_itself(invoke_json):
+    """Cross-attention with --causal said "token i may attend to itself and the tokens before
+    it" of keys s1 … s5 from another sequence."""
+    doc = invoke_json("multihead", "--n", "3", "--m", "5", "--d-model", "4", "--kdim", "6",
+                      "--causal")  # fmt: skip
+    mask = next(step for step in doc["steps"] if step["key"] == "mask")
+    assert "itself and the tokens before" not in mask["explanation"]
+    assert mask["explanation"].startswith(
+        "M has 0 on and below the diagonal and −∞ above it: query i may attend to keys 1 … i of "
+        "the key sequence (X_K, 5 rows), never to a later one"
+    )
+    assert mask["col_labels"] == ["s1", "s2", "s3", "s4", "s5"]
+    own = next(s for s in invoke_json("multihead", "--causal")["steps"] if s["key"] == "mask")
+    assert "token i may attend to itself" in own["explanation"]

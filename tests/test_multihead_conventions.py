@@ -365,7 +365,9 @@ W32 = "1,0;0,1;1,1"
     [
         (("--valid-len", "0"), ("--valid-len 0", "no visible key", "no softmax", "NaN")),
         (("--valid-len", "2,0,1,3"), ("--valid-len 0 (row 2)", "no softmax")),
-        (("--valid-len", "5"), ("--valid-len 5 is past the 4 keys", "at most n = 4")),
+        (("--valid-len", "5"), ("--valid-len 5 is past the 4 keys", "at most 4, the number of")),
+        # m = 3 keys for n = 6 queries: the bound is m, once printed as "at most n = 3".
+        (("--n", "6", "--m", "3", "--valid-len", "4"), ("is past the 3 keys", "at most 3, the")),
         (("--valid-len", "1,2"), ("gives 2 lengths but there are 4 query rows",)),
         (("--valid-len", "two"), ("--valid-len 'two'", "whole numbers")),
         (

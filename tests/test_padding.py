@@ -156,7 +156,7 @@ def test_rich_output_shows_the_padding_step(invoke):
     [
         ("scaled", ("--valid-len", "0"), ("--valid-len 0", "no visible key", "no softmax", "NaN")),
         ("causal", ("--valid-len", "1,0,2"), ("--valid-len 0 (row 2)", "0 / 0 = NaN")),
-        ("scaled", ("--valid-len", "3"), ("--valid-len 3 is past the 2 keys", "at most n = 2")),
+        ("scaled", ("--valid-len", "3"), ("past the 2 keys", "at most 2, the number")),
         ("causal", ("--valid-len", "4"), ("past the 3 keys",)),
         ("scaled", ("--valid-len", "1,2,1"), ("gives 3 lengths but there are 2 query rows",)),
         ("causal", ("--valid-len", "1,2"), ("gives 2 lengths but there are 3 query rows",)),

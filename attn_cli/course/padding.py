@@ -53,7 +53,7 @@ def valid_lengths(value: Any, rows: int, keys: int) -> tuple[int, ...] | None:
         if length > keys:
             raise UserError(
                 f"{OPTION} {length}{where} is past the {keys} keys: a valid length counts keys "
-                f"from the first, so it is at most n = {keys}."
+                f"from the first, so it is at most {keys}, the number of keys."
             )
     return lengths * rows if len(lengths) == 1 else lengths
 

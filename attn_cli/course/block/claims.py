@@ -93,11 +93,12 @@ def causal_zero(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
 def relu_zeros(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """The hidden layer holds exactly the note's count of zeros, of its total."""
     try:
-        hidden = np.asarray(walkthrough.step(str(values["step"])))
+        hidden = np.asarray(walkthrough.step(str(values["step"])), dtype=np.float64)
     except (KeyError, ValueError, TypeError):
         return False
     return bool(
-        values.get("zeros") == int(np.count_nonzero(hidden == 0))
+        not np.any(np.isnan(hidden))
+        and values.get("zeros") == int(np.count_nonzero(hidden == 0))
         and values.get("total") == hidden.size
     )
 
@@ -127,7 +128,7 @@ def relu_units(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     except (KeyError, ValueError, TypeError):
         return False
     names = step.col_labels or ()
-    if hidden.ndim != 2 or len(names) != hidden.shape[1]:
+    if hidden.ndim != 2 or len(names) != hidden.shape[1] or np.any(np.isnan(hidden)):
         return False
     said = unit_patterns(hidden, names)
     return values.get("units") == hidden.shape[1] and all(

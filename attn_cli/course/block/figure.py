@@ -24,7 +24,10 @@ def draw(walkthrough: Walkthrough, precision: int) -> Figure:
     heads = [s for s in walkthrough.steps if s.kind == "weights" and s.key.endswith(".weights")]
     if not heads:
         step_of(walkthrough, "self.head1.weights")
-    top = max(float(np.nanmax(as_matrix(head.value))) for head in heads)
+    # The largest finite weight; NaN when every weight is NaN (rows that may see no key), without
+    # numpy's "All-NaN slice" warning on stderr.
+    finite = [m[np.isfinite(m)] for m in (np.asarray(as_matrix(h.value)) for h in heads)]
+    top = max((float(np.max(m)) for m in finite if m.size), default=float("nan"))
     grids = []
     for head in heads:
         cross = ".cross." in f".{head.key}"

@@ -265,6 +265,7 @@ class Layer:
             ("V", parts.v, source_rows, kv_columns),
         ):
             text = letter.lower() + ("_grouped" if group > 1 and letter != "Q" else "")
+            text += "_one" if heads == 1 and letter == "Q" else ""  # no "all 1 heads"
             step_context = {**context, **plus(letter), **(grouped if letter != "Q" else {})}
             record.add(f"{key}.{letter}", value, grid=Grid(labels, cols, step_context), text=text)
         text = self._weights_text(cross, mask, group > 1)
@@ -284,9 +285,13 @@ class Layer:
                     )
                 )
             if self.s.causal and not cross:
+                # Only the decoder's inputs are its targets shifted right, so only there does
+                # the mask keep a target's prediction from seeing that target.
                 notes.append(
                     record.note(
-                        "causal_zero", head=index + 1, step=f"{key}.head{index + 1}.weights"
+                        "causal_zero" if self.s.decoder else "causal_zero_encoder",
+                        head=index + 1,
+                        step=f"{key}.head{index + 1}.weights",
                     )
                 )
             if mask is not None and mask.empty and index == 0:
@@ -310,13 +315,13 @@ class Layer:
             f"{key}.concat",
             parts.concat,
             grid=Grid(self.rows, columns, {**context, **grouped}),
-            text="concat_grouped" if group > 1 else "concat",
+            text="concat_grouped" if group > 1 else "concat" if heads > 1 else "concat_one",
         )
         record.add(
             f"{key}.output",
             parts.output,
             grid=Grid(self.rows, context={**context, **plus("O")}),
-            text="attn_output",
+            text="attn_output" if heads > 1 else "attn_output_one",
             seconds=seconds,
         )
         return parts.output
@@ -353,8 +358,9 @@ class Layer:
         grid = Grid(self.rows, hidden_cols, context)
         record.add(self.key("ffn.pre"), parts.pre, grid=grid, text="ffn_pre")
         notes: tuple[Note, ...] = ()
-        if act == "relu":
-            hidden = np.asarray(record.to_numpy(parts.hidden))
+        hidden = np.asarray(record.to_numpy(parts.hidden))
+        # A NaN hidden entry (a row that may attend no key) is neither on nor off: no tally then.
+        if act == "relu" and not np.any(np.isnan(hidden)):
             zeros = int(np.count_nonzero(hidden == 0))
             notes = (
                 record.note(

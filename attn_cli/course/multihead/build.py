@@ -419,7 +419,9 @@ def build(run: LessonRun) -> Walkthrough:
         _split_records(heads, d_k, projected, group),
         kind="records",
         grid=Grid(context=base),
-        notes=_split_notes(record, (n, m), (heads, kv), (d_in, kdim, vdim, d_out), d_k),
+        notes=_split_notes(
+            record, (n, m), (heads, kv), (d_in, kdim, vdim, d_out), d_k, weights_in.get("W_O")
+        ),
         text="split" if group == 1 else "split_grouped",
     )
     mask = _mask_steps(record, x, run.options, (tokens, keys), base)
@@ -469,6 +471,7 @@ def build(run: LessonRun) -> Walkthrough:
         "differences",
         lambda: mh.weight_differences(head_weights),
         grid=Grid(head_names, head_names, context=base),
+        text="differences" if heads > 1 else "differences_one",
     )
     concat_labels = _split_labels(d_out, d_k)
     joined = record.compute(
@@ -476,6 +479,7 @@ def build(run: LessonRun) -> Walkthrough:
         lambda: mh.concat(outputs),
         grid=Grid(tokens, concat_labels, context=base),
         notes=() if projected else (record.note("concat_only"),),
+        text="concat" if heads > 1 else "concat_one",
     )
     output = joined
     if projected:
@@ -486,7 +490,7 @@ def build(run: LessonRun) -> Walkthrough:
             "output",
             lambda: mh.affine(joined, wo, bo),
             grid=Grid(tokens, context=output_context),
-            text="output" if bo is None else "output_bias",
+            text=("output" if bo is None else "output_bias") + ("" if heads > 1 else "_one"),
         )
     inputs = _labelled_inputs(run, (weights_in, biases_in), (tokens, keys), d_k, drawn, loaded)
     notes = _difference_notes(record, record.to_numpy(differences))
@@ -597,7 +601,9 @@ def _mask_steps(
     like = xp.zeros((n, m), dtype=x.dtype, device=x.device)  # (n, m): a mask's shape and dtype
     mask = None
     if causal:
-        mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid)
+        # Keys of their own (X_K): query i sees keys 1 … i of another sequence, not "itself".
+        text = "mask" if base["keys_from"] == "X" else "mask_cross"
+        mask = record.compute("mask", lambda: masks.causal_additive(like), grid=grid, text=text)
     if lengths is not None:
         pad = padding.record_padding(record, like, lengths, grid, causal=causal)
         mask = pad if mask is None else mask + pad
@@ -653,6 +659,7 @@ def _split_notes(
     counts: tuple[int, int],
     widths: tuple[int, int, int, int],
     d_k: int,
+    wo: Any | None,
 ) -> tuple[Note, ...]:
     n, m = rows
     heads, kv = counts
@@ -665,17 +672,26 @@ def _split_notes(
         )
     if d_in != d_out:
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
-    if kv == heads:
-        count = record.note("parameters", d_model=d_in, count=mh.parameter_count(d_in))
-    else:
-        count = record.note(
-            "parameters_grouped",
-            d_model=d_in,
-            kv_width=kv * d_k,
-            count=mh.parameter_count(d_in, kv * d_k),
-            full=mh.parameter_count(d_in),
-        )
-    notes = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k), count)
+    # The parameter tally names W_O only when this run has one, d_model × d_model; a W_O of
+    # another width (d_out × d_o) gets no tally rather than a wrong one.
+    no_wo = wo is None
+    notes: tuple[Note, ...] = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),)
+    if wo is None or tuple(wo.shape) == (d_in, d_in):
+        without = d_in * d_in if no_wo else 0  # the d_model² of the absent W_O
+        suffix = "_no_wo" if no_wo else ""
+        if kv == heads:
+            count = record.note(
+                "parameters" + suffix, d_model=d_in, count=mh.parameter_count(d_in) - without
+            )
+        else:
+            count = record.note(
+                "parameters_grouped" + suffix,
+                d_model=d_in,
+                kv_width=kv * d_k,
+                count=mh.parameter_count(d_in, kv * d_k) - without,
+                full=mh.parameter_count(d_in) - without,
+            )
+        notes += (count,)
     if heads == 1:
         return notes
     cost = record.note(
@@ -726,7 +742,7 @@ def _head_steps(
         record.compute(
             f"{prefix}.{letter}",
             functools.partial(_head_affine, source, w, b, index, heads),
-            text=PROJECTION_TEXTS[letter] if b is None else BIASED_TEXTS[letter],
+            text=_projection_text(PROJECTION_TEXTS if b is None else BIASED_TEXTS, letter, base),
             grid=rows if letter == "Q" else Grid(keys, context=context),
         )
         for letter, (source, w, b) in zip(
@@ -766,6 +782,8 @@ def _head_steps(
         weights_text = f"head_weights{capped}_masked"
     elif base["group"] > 1 and transforms.cap is None:
         weights_text = "head_weights_grouped"  # its formula reads K_j, key/value head j's keys
+    elif heads == 1 and transforms.cap is None:
+        weights_text = "head_weights_one"  # no other head to compare its pattern with
     parts = [Part("scaled scores Q Kᵀ / √d_k", scaled)]
     if transforms.cap is not None:
         parts.append(
@@ -826,7 +844,7 @@ def _kv_steps(
         record.compute(
             f"kv{index + 1}.{letter}",
             functools.partial(_head_affine, source, w, b, index, kv),
-            text=KV_TEXTS[letter] if b is None else KV_BIASED_TEXTS[letter],
+            text=_projection_text(KV_TEXTS if b is None else KV_BIASED_TEXTS, letter, base),
             grid=Grid(keys, context=context),
         )
         for letter, (source, w, b) in zip("KV", projections, strict=True)
@@ -1072,20 +1090,44 @@ BIASED_TEXTS = {"Q": "head_Q_bias", "K": "head_K_bias", "V": "head_V_bias"}
 # A key/value head's K and V (grouped-query attention), plain and with a bias.
 KV_TEXTS = {"K": "kv_K", "V": "kv_V"}
 KV_BIASED_TEXTS = {"K": "kv_K_bias", "V": "kv_V_bias"}
+
+# Each projection text with its names, each K and V one followed by its "_cross" twin (keys or
+# values from X_K, X_V), in the lesson file's order.
+PROJECTION_STEPS = {
+    name: names
+    for texts, names in (
+        (PROJECTION_TEXTS, HEAD),
+        (BIASED_TEXTS, HEAD),
+        (KV_TEXTS, KV),
+        (KV_BIASED_TEXTS, KV),
+    )
+    for letter, text in texts.items()
+    for name in ((text,) if letter == "Q" else (text, f"{text}_cross"))
+}
+
+
+def _projection_text(texts: dict[str, str], letter: str, base: dict[str, Any]) -> str:
+    """The text of a Q, K or V step; K and V read from a sequence of their own (X_K, X_V) take
+    the "_cross" text, whose LaTeX has no formula in X."""
+    source = {"K": base["keys_from"], "V": base["values_from"]}.get(letter, "X")
+    return texts[letter] + ("" if source == "X" else "_cross")
+
+
 TEXTS = Texts(
     steps={
         "split": SIZES,
         "split_grouped": SIZES,
         "mask": SIZES,
+        "mask_cross": SIZES,
         **dict.fromkeys(padding.TEXTS, (*SIZES, *padding.STEP_NAMES)),
-        **dict.fromkeys((*PROJECTION_TEXTS.values(), *BIASED_TEXTS.values()), HEAD),
-        **dict.fromkeys((*KV_TEXTS.values(), *KV_BIASED_TEXTS.values()), KV),
+        **PROJECTION_STEPS,
         "head_Q_normed": (*HEAD, *NORMED),
         "head_K_normed": (*HEAD, *NORMED),
         "kv_K_normed": (*KV, *NORMED),
         "head_masked": MASKED,
         "head_weights_masked": MASKED,
         "head_weights": HEAD,
+        "head_weights_one": HEAD,
         "head_masked_capped": (*MASKED, "cap"),
         "head_weights_capped": (*HEAD, "cap"),
         "head_weights_capped_masked": (*MASKED, "cap"),
@@ -1096,15 +1138,21 @@ TEXTS = Texts(
         "head_output_dropout": HEAD,
         "head_output_dropout_grouped": HEAD,
         "differences": SIZES,
+        "differences_one": SIZES,
         "concat": SIZES,
+        "concat_one": SIZES,
         "output": (*SIZES, "d_o"),
+        "output_one": (*SIZES, "d_o"),
         "output_bias": (*SIZES, "d_o"),
+        "output_bias_one": (*SIZES, "d_o"),
     },
     notes={
         "split_rectangular": ("d_in", "d_out", "heads", "d_k"),
         "split_cross": ("d_in", "kdim", "vdim", "d_out", "heads", "d_k"),
         "split_square": ("d_model", "heads", "d_k"),
         "parameters": ("d_model", "count"),
+        "parameters_no_wo": ("d_model", "count"),
+        "parameters_grouped_no_wo": ("d_model", "kv_width", "count", "full"),
         "parameters_grouped": ("d_model", "kv_width", "count", "full"),
         "kv_cache": (
             "n",
@@ -1151,6 +1199,8 @@ TEXTS = Texts(
         "split_square",
         "parameters",
         "parameters_grouped",
+        "parameters_no_wo",
+        "parameters_grouped_no_wo",
         "concat_only",
         "one_head",
         "drawn_weights",

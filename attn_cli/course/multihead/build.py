@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import namespace_of
+from attn_cli.core.card import flag_of
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding, score_transforms
@@ -254,7 +255,7 @@ def sizes_of_file(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, i
     for name, width in held.items():
         asked = sizes.get(name)
         if asked is not None and asked != width:
-            flag = "--" + name.replace("_", "-")
+            flag = flag_of(name)
             raise UserError(
                 f"{flag} {asked}: {loaded.where} holds {name} = {width}; leave out {flag} "
                 "(--n draws inputs of the file's widths)."
@@ -674,11 +675,10 @@ def _split_notes(
         return (record.note("split_rectangular", d_in=d_in, d_out=d_out, heads=heads, d_k=d_k),)
     # The parameter tally names W_O only when this run has one, d_model × d_model; a W_O of
     # another width (d_out × d_o) gets no tally rather than a wrong one.
-    no_wo = wo is None
     notes: tuple[Note, ...] = (record.note("split_square", d_model=d_in, heads=heads, d_k=d_k),)
     if wo is None or tuple(wo.shape) == (d_in, d_in):
-        without = d_in * d_in if no_wo else 0  # the d_model² of the absent W_O
-        suffix = "_no_wo" if no_wo else ""
+        without = d_in * d_in if wo is None else 0  # the d_model² of the absent W_O
+        suffix = "_no_wo" if wo is None else ""
         if kv == heads:
             count = record.note(
                 "parameters" + suffix, d_model=d_in, count=mh.parameter_count(d_in) - without

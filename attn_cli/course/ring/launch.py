@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from multiprocessing.connection import wait
@@ -134,15 +135,34 @@ def _ctrl_c_held() -> Iterator[None]:
     """Ctrl-C held back while the processes start, and raised once they have (then every one is
     stopped). One that arrived during a fork would be raised inside the fork's own handlers
     (logging's), which print it and carry on: the command would not stop, and would wait for ever
-    on a process that had already been told to."""
-    if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks (and no fork)
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    on a process that had already been told to.
+
+    Two holds, as neither is enough alone. A signal mask holds only the thread that sets it:
+    numpy's BLAS has threads of its own, and the kernel hands a signal the main thread blocks to
+    one of them, whose handler has Python raise it in the main thread at once, in a fork's
+    handler as likely as not (the suite on a loaded machine saw the command exit 0 after a
+    Ctrl-C). So the Python handler, which always runs in the main thread, only notes a Ctrl-C
+    meanwhile. The mask stays too: the processes inherit it, and unblock it once they ignore
+    Ctrl-C (rank.main)."""
+    masks = hasattr(signal, "pthread_sigmask")  # Windows: no signal masks (and no fork)
+    main = threading.current_thread() is threading.main_thread()  # signal.signal's only thread
+    pressed: list[int] = []
+    before = (
+        signal.signal(signal.SIGINT, lambda number, _frame: pressed.append(number))
+        if main
+        else None
+    )
+    if masks:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
-    finally:  # a Ctrl-C held back is delivered here, as KeyboardInterrupt
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    finally:
+        if masks:  # a Ctrl-C held back by the mask is delivered here, to the handler above
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if main:
+            signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def _first_failure(ring: Ring, processes: list[BaseProcess]) -> tuple[int, int | None] | None:

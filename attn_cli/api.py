@@ -74,7 +74,7 @@ def _default_precision(lesson: str) -> int:
 
 
 # The data model imports no renderer: its hooks (w.to_markdown(), w.plot()...) are handed this.
-Walkthrough.view = staticmethod(_show)
+Walkthrough._render = staticmethod(_show)
 
 _BUILT: dict[str, Callable[..., Walkthrough]] = {}
 

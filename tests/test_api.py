@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -215,6 +216,48 @@ def test_repr_names_the_lesson_and_steps():
     assert repr(attn.scaled(Q, K, V)) == (
         "<Walkthrough scaled: 4 steps (scores, scaled, weights, output)>"
     )
+
+
+@pytest.mark.parametrize(
+    ("lesson", "args"), [("scaled", ["--example", "cat-slept"]), ("multihead", []), ("causal", [])]
+)
+def test_print_and_view_show_the_terminals_tables(invoke, capsys, monkeypatch, lesson, args):
+    """Issue 53: at a REPL, print(w) showed only its repr and w.view() raised a TypeError.
+    Both now show what the command prints: the same tables, at the terminal's width."""
+    monkeypatch.setenv("COLUMNS", "100")
+    command = invoke(lesson, *args)
+    assert command.exit_code == 0, command.output
+    example = {"example": args[1]} if args else {}
+    w = getattr(attn, lesson)(**example)
+    assert str(w) == command.stdout
+    assert "Step 1 ·" in str(w) and "\x1b" not in str(w)  # the tables, plain (no colour)
+    capsys.readouterr()
+    assert w.view() is None
+    assert capsys.readouterr().out == command.stdout
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = str(w)
+    assert max(map(len, narrow.splitlines())) <= 80 < max(map(len, command.stdout.splitlines()))
+    assert w.view(precision=2) is None
+    assert capsys.readouterr().out == invoke(lesson, *args, "--precision", "2").stdout
+
+
+@pytest.mark.slow
+def test_print_and_view_in_a_plain_python_process():
+    """Not Jupyter, not the test's captured streams: a python process, as a student runs it."""
+    code = "import attn_cli as attn\nw = attn.scaled()\nw.view()\nprint(w)\n"
+    env = {**os.environ, "COLUMNS": "80"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    printed = subprocess.run(
+        [sys.executable, "-m", "attn_cli", "scaled"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    ).stdout
+    assert result.stdout == printed + printed + "\n"  # view(), then print(w) and its newline
 
 
 @pytest.mark.slow

@@ -84,6 +84,88 @@ def screen_lines(app: Any) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
+# How long a test waits for the app before it fails: a hang guard, not a speed target. Every
+# wait below is for a state (the app has handled what it was sent, the screen shows a value);
+# a loaded machine (the suite beside six busy processes) takes seconds for what an idle one
+# does at once, so the guard is minutes.
+HANG_GUARD_SECONDS = 300
+
+
+def unfinished(app: Any) -> list[str]:
+    """What the app has yet to do: messages queued or being handled (by the app or any widget
+    of any screen), callbacks waiting for the next message or the next refresh, workers
+    running, and the explorer's own check of its controls (a timer: Explorer.schedule_checks).
+
+    Textual's Pilot waits by a heuristic (textual._wait.wait_for_idle: the process used little
+    CPU for a moment), which a loaded machine fools: a key's message chain (the table posts an
+    Edit, the app opens the editor) was still under way when press() returned. Textual has no
+    public test of "nothing left to do", so this reads its message pumps' own state beside the
+    public message_queue_size (Textual is pinned for the snapshots: pyproject.toml)."""
+    nodes = [
+        app,
+        *(node for screen in app.screen_stack for node in screen.walk_children(with_self=True)),
+    ]
+    waiting = [
+        repr(node)
+        for node in nodes
+        if node.message_queue_size or node._pending_message is not None or node._next_callbacks
+    ]
+    waiting += [f"{screen!r} (after a refresh)" for screen in app.screen_stack if screen._callbacks]
+    waiting += [repr(worker) for worker in app.workers if not worker.is_finished]
+    if getattr(app, "checks_pending", False):
+        waiting.append("the check of the controls")
+    return waiting
+
+
+async def quiet(pilot: Any) -> None:
+    """Wait until the app has nothing left to do (unfinished), three looks in a row."""
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    calm = 0
+    while calm < 3:
+        waiting = unfinished(pilot.app)
+        calm = 0 if waiting else calm + 1
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the app never finished: {waiting}")
+        pilot.app.screen._on_timer_update()  # the refresh that callbacks after one wait for
+        await asyncio.sleep(0.001)  # the app's turn (a poll of the state, not a guess at time)
+
+
+@pytest.fixture(autouse=True)
+def pilot_waits_for_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every key, click and pause of a test returns only once the app has handled it (quiet),
+    and the app is ready when a test starts driving it."""
+    import contextlib
+
+    from textual.app import App
+    from textual.pilot import Pilot
+
+    press, click, pause, run_test = Pilot.press, Pilot.click, Pilot.pause, App.run_test
+
+    async def pressed(self: Any, *keys: str) -> None:
+        await press(self, *keys)
+        await quiet(self)
+
+    async def clicked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = await click(self, *args, **kwargs)
+        await quiet(self)
+        return result
+
+    async def paused(self: Any, delay: float | None = None) -> None:
+        await pause(self, delay)
+        await quiet(self)
+
+    @contextlib.asynccontextmanager
+    async def ready(self: Any, *args: Any, **kwargs: Any) -> Any:
+        async with run_test(self, *args, **kwargs) as pilot:
+            await quiet(pilot)
+            yield pilot
+
+    monkeypatch.setattr(Pilot, "press", pressed)
+    monkeypatch.setattr(Pilot, "click", clicked)
+    monkeypatch.setattr(Pilot, "pause", paused)
+    monkeypatch.setattr(App, "run_test", ready)
+
+
 async def settled(pilot: Any) -> None:
     """Wait until the app has drawn every step shown (the steps out of sight are drawn right
     after the frame, a few at a time) and checked which controls change a number (a moment
@@ -91,14 +173,13 @@ async def settled(pilot: Any) -> None:
     from attn_cli.explore.widgets import Rendered
 
     app = pilot.app
-    await pilot.pause()
-    for _ in range(500):
-        drawing = any(widget.stale for widget in app.query(Rendered) if widget.display)
-        if not app.checks_pending and not drawing:
-            await pilot.pause()
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while True:
+        await quiet(pilot)
+        if not any(widget.stale for widget in app.query(Rendered) if widget.display):
             return
-        await pilot.pause(0.02)
-    raise AssertionError("the app never settled")
+        if time.monotonic() > deadline:
+            raise AssertionError("the app never drew every step")
 
 
 def message(app: Any) -> str:
@@ -390,7 +471,7 @@ def test_the_lesson_key_switches_lesson():
             await pilot.press("+", "l")
             await pilot.pause()
             await pilot.press("down", "enter")  # the next lesson in the list
-            await pilot.pause(0.2)
+            await pilot.pause()
             return app
 
     app = run(scenario())
@@ -747,7 +828,7 @@ def test_typing_in_the_lesson_list_jumps_to_the_lesson():
                 await pilot.press(key)
                 highlighted.append(listing.get_option_at_index(listing.highlighted).id)
             await pilot.press("l", "enter")  # bl: block
-            await pilot.pause(0.3)
+            await pilot.pause()
             return app, highlighted
 
     app, highlighted = run(scenario())
@@ -1344,14 +1425,14 @@ def test_serve_works_on_the_first_key_in_a_headless_browser_sized_to_the_window(
         text=True,
     )
     try:
-        devtools = devtools_address(browser, seconds=60)
-        wait_for_connections(server, port, seconds=60)
+        devtools = devtools_address(browser, seconds=HANG_GUARD_SECONDS)
+        wait_for_connections(server, port, seconds=HANG_GUARD_SECONDS)
         page = f"http://localhost:{port}/"
-        seen = run(browse(page, devtools, "Weights", "+", "1 edit", 60))
+        seen = run(browse(page, devtools, "Weights", "+", "1 edit", HANG_GUARD_SECONDS))
     finally:
         for process in (browser, server):
             process.terminate()
-            process.wait(timeout=10)
+            process.wait(timeout=HANG_GUARD_SECONDS)
     asked = seen.asked
     assert asked and all(url.startswith(f"http://localhost:{port}/") for url in asked), asked
     assert "attn explore scaled" in seen.before and "0.3302" in seen.before

@@ -203,54 +203,64 @@ class Walkthrough:
         """The value of the step with this key: a numpy array for a matrix."""
         return self.find(key).value
 
-    # The thin hooks below (to_dict, to_markdown, plot, __rich__...) call ``view``, which the
-    # Python API (attn_cli/api.py) sets to attn_cli.render.show: the data imports no renderer.
-    # A hook's ``precision`` is handed on as given; None: the view writes the lesson's default.
-    view: ClassVar[Callable[..., Any]]
+    # The thin hooks below (to_dict, to_markdown, plot, view, __str__, __rich__...) call
+    # ``_render``, which the Python API (attn_cli/api.py) sets to attn_cli.render.show: the data
+    # imports no renderer. A hook's ``precision`` is handed on as given; None: the view writes
+    # the lesson's default.
+    _render: ClassVar[Callable[..., Any]]
+
+    def view(self, *, precision: int | None = None) -> None:
+        """Print the walkthrough as its command prints it at a terminal: every table, with the
+        terminal's colours and shading (in Jupyter, the notebook's view of it)."""
+        self._render(self, "print", precision=precision)
+
+    def __str__(self) -> str:
+        """The walkthrough's text as the terminal shows it, without colour: ``print(w)``."""
+        return str(self._render(self, "text"))
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         """The JSON document of ``--format json`` as Python data (``full``: no summaries)."""
-        return self.view(self, "dict", full=full)
+        return self._render(self, "dict", full=full)
 
     def to_markdown(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format markdown`` prints it (``precision``: decimals shown)."""
-        return self.view(self, "markdown", precision=precision)
+        return self._render(self, "markdown", precision=precision)
 
     def to_latex(self, *, precision: int | None = None, document: bool = False) -> str:
         """The walkthrough as ``--format latex --latex-fragment`` prints it, to paste into a
         document (``precision``: decimals shown); ``document=True``: a whole document that
         compiles as it is, as ``--format latex`` writes it."""
-        return self.view(self, "latex", precision=precision, document=document)
+        return self._render(self, "latex", precision=precision, document=document)
 
     def to_html(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and
         shading as a whole HTML page."""
-        return self.view(self, "html", precision=precision)
+        return self._render(self, "html", precision=precision)
 
     def to_svg(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format svg`` writes it: the terminal's tables, colours and
         shading as an SVG picture (for slides)."""
-        return self.view(self, "svg", precision=precision)
+        return self._render(self, "svg", precision=precision)
 
     def to_code(self, backend: str = "numpy") -> str:
         """The program of ``--code``: a short, self-contained numpy (or ``backend="torch"``)
         program that computes this walkthrough's output from its inputs, written into it."""
-        return self.view(self, "code", code_backend=backend)
+        return self._render(self, "code", code_backend=backend)
 
     def plot(
         self, path: str | Path | None = None, *, precision: int | None = None
     ) -> Figure | None:
         """The figure of ``--plot`` (needs matplotlib): written to ``path`` (.png, .svg or .pdf)
         when given, else returned as a matplotlib Figure (a notebook shows it)."""
-        return self.view(self, "plot", precision=precision, path=path)
+        return self._render(self, "plot", precision=precision, path=path)
 
     def __rich__(self) -> Any:
         """The terminal's tables, for ``rich.print(walkthrough)``."""
-        return self.view(self, "rich")
+        return self._render(self, "rich")
 
     def _repr_html_(self) -> str:
         """Jupyter's view: the terminal's tables and shading, as HTML."""
-        return self.view(self, "notebook")
+        return self._render(self, "notebook")
 
     @property
     def time_legend(self) -> str | None:

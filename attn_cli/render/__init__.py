@@ -54,7 +54,8 @@ def show(
     """The one entry point of the Walkthrough's hooks (``w.to_dict()``, ``w.to_markdown()``,
     ``w.plot()``, ``w.to_code()``, ``rich.print(w)``, Jupyter's view): ``view`` is "dict",
     "markdown", "latex", "html", "svg", "plot" (a Figure, or saved to ``path``), "code" (the
-    program of ``--code`` for ``code_backend``), "rich" or "notebook". ``figure`` and
+    program of ``--code`` for ``code_backend``), "rich", "notebook", "text" (the terminal's
+    text without colour, ``str(w)``) or "print" (written to the terminal, ``w.view()``). ``figure`` and
     ``programs`` are the walkthrough's lesson's (its folder's ``figure.draw`` and ``program``,
     handed in by the caller: the renderers know no lesson)."""
     options = RenderOptions(precision=precision, full=full, whole_document=document)
@@ -78,10 +79,21 @@ def show(
         check_heatmap_path(Path(path), PYTHON)
         save_figure(heatmap_figure(walkthrough, figure, precision, PYTHON), Path(path), PYTHON)
         return None
-    from attn_cli.render.rich_render import walkthrough_html, walkthrough_renderable
+    from attn_cli.render.rich_render import (
+        walkthrough_html,
+        walkthrough_renderable,
+        walkthrough_text,
+    )
 
     if view == "rich":
         return walkthrough_renderable(walkthrough, options)
+    if view == "text":
+        return walkthrough_text(walkthrough, options)
+    if view == "print":
+        from rich.console import Console
+
+        Console(highlight=False).print(walkthrough_renderable(walkthrough, options))
+        return None
     if view == "notebook":
         return walkthrough_html(walkthrough, options)
     raise ValueError(f"no view {view!r} of a walkthrough")

@@ -100,6 +100,17 @@ def walkthrough_svg(walkthrough: Walkthrough, options: RenderOptions) -> str:
     return _recorded(walkthrough, options).export_svg(title=title)
 
 
+def walkthrough_text(walkthrough: Walkthrough, options: RenderOptions) -> str:
+    """The tables as plain text (no colour), at the width of the terminal the process has (80
+    columns off one), as ``print(w)`` shows them."""
+    import io
+
+    console = Console(file=io.StringIO(), color_system=None, highlight=False)
+    console.width = Console().width  # the terminal's (a StringIO console would take 80)
+    console.print(walkthrough_renderable(walkthrough, options))
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
 def walkthrough_renderable(walkthrough: Walkthrough, options: RenderOptions) -> Group:
     return Group(
         *(part for section in walkthrough_sections(walkthrough, options) for part in section)

@@ -62,7 +62,7 @@ def test_output_to_a_fifo_is_written_through_to_its_reader(invoke, tmp_path):
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     result = invoke("cost", "--output", str(fifo))
-    reader.join(timeout=30)
+    reader.join(timeout=300)  # a hang guard: the command has written and closed the fifo
     assert result.exit_code == 0, result.output
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert b"score matrix" in received[0]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -123,10 +122,11 @@ def test_every_option_of_every_lesson_refuses_a_date_in_one_line(invoke, tmp_pat
 )
 def test_check_refuses_a_printed_value_no_float64_holds_at_once(invoke, tmp_path, written, message):
     path = scaled_file(tmp_path, weights=f"{written}, 0.33")
-    started = time.perf_counter()
     result = invoke("check", path)
-    assert time.perf_counter() - started < 2  # 1e-5000000 took 20 s and printed 13 MB
+    # 1e-5000000 took 20 s and printed 13 MB: refused now from its text alone (the message counts
+    # its decimals), in one short line. No clock: a loaded machine is slow, not wrong.
     assert_user_error(result, f"{path}: example 'mine', printed.weights: {message}")
+    assert len(result.output) < 500
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,10 @@ from attn_cli.cli import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A hang guard, not a speed target: every wait is for something the command does (a prompt,
+# the terminal switched to single keys, the command's end), and a loaded machine takes seconds.
+HANG_GUARD_SECONDS = 300.0
+
 
 class _Stdin(io.StringIO):
     def __init__(self, text: str, tty: bool) -> None:
@@ -95,7 +99,7 @@ def _on_a_terminal(args: list[str], keys: list[bytes], wait_for: bytes) -> tuple
     os.close(slave)
     out = b""
 
-    def read_until(marker: bytes | None, seen: int, timeout: float = 60.0) -> None:
+    def read_until(marker: bytes | None, seen: int, timeout: float = HANG_GUARD_SECONDS) -> None:
         nonlocal out
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -110,13 +114,23 @@ def _on_a_terminal(args: list[str], keys: list[bytes], wait_for: bytes) -> tuple
             elif process.poll() is not None:
                 return
 
+    def single_keys() -> None:
+        """Wait until the reader has switched the terminal to single keys (canonical mode off,
+        as the pty's own settings say), which it does after writing the prompt: a key sent
+        before then would wait in the line buffer for an Enter."""
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
+        while termios.tcgetattr(master)[3] & termios.ICANON:
+            if process.poll() is not None or time.monotonic() > deadline:
+                return
+            time.sleep(0.01)  # the next look at the terminal's state
+
     try:
         for seen, key in enumerate(keys):
             read_until(wait_for, seen)
-            time.sleep(0.2)  # the reader switches the terminal to single keys after the prompt
+            single_keys()
             os.write(master, key)
-        read_until(None, 0, timeout=10.0)
-        return process.wait(timeout=30), out
+        read_until(None, 0)  # until the command ends and closes the terminal
+        return process.wait(timeout=HANG_GUARD_SECONDS), out
     finally:
         if process.poll() is None:
             process.kill()

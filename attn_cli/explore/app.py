@@ -183,7 +183,7 @@ class Explorer(App[None]):
         self.show_title()
         table = self.query(InputTable)
         if table:
-            table.first().focus()
+            table.first().focus(scroll_visible=False)  # at the top already: the hint stays in sight
         else:  # a lesson without inputs: the keys go to the app (and the arrows scroll)
             steps.focus()
         self.schedule_checks()

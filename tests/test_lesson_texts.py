@@ -21,8 +21,8 @@ from attn_cli.core.templates import template_fields
 from attn_cli.course import get_lesson, lesson_names
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles import loader as lesson_files
-from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
-from attn_cli.lessonfiles.texts import BEGIN, END, Texts, check_texts, markdown
+from attn_cli.lessonfiles.loader import check_texts, load_bundled, load_lesson_file
+from attn_cli.lessonfiles.texts import BEGIN, END, Texts, markdown
 from attn_cli.run.runner import RunRequest, prepare
 from tests.conftest import assert_user_error
 from tests.lesson_runs import runs_of

@@ -28,7 +28,7 @@ from attn_cli.lessonfiles.grammar import (
 from attn_cli.lessonfiles.loader import load_bundled
 
 if TYPE_CHECKING:  # the generator (attn_cli.cli.generated) hands over the declarations
-    from attn_cli.course.lesson import Lesson
+    from attn_cli.lessonfiles.loader import DeclaredLesson
 
 REGENERATE = "python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json"
 
@@ -77,7 +77,7 @@ def _table_schema(table: Table) -> dict[str, Any]:
     return schema
 
 
-def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
+def _lesson_rule(name: str, lesson: DeclaredLesson) -> dict[str, Any]:
     """What a file for lesson ``name`` may name: the runner's checks, as a schema."""
     inputs = [spec.name for spec in lesson.inputs]
     required = [spec.name for spec in lesson.inputs if spec.required]
@@ -109,7 +109,7 @@ def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
     }
 
 
-def lesson_schema(declared: Mapping[str, Lesson]) -> dict[str, Any]:
+def lesson_schema(declared: Mapping[str, DeclaredLesson]) -> dict[str, Any]:
     """The JSON Schema of a lesson file, for the lessons ``declared`` (name -> declaration)."""
     schema = _table_schema(LESSON_FILE)
     schema["properties"]["lesson"]["enum"] = sorted(declared)

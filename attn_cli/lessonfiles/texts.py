@@ -6,7 +6,7 @@ mapping each text key to the names it hands over (shared sets are constants of t
 module, ``dropout.STEP_NAMES`` of the modules shared by several lessons). The declaration is the
 reference for every reader:
 
-* :func:`check_texts`, when a lesson file is loaded for a run or a check (bundled or a
+* the loader's ``check_texts`` (:mod:`attn_cli.lessonfiles.loader`), when a lesson file is loaded for a run or a check (bundled or a
   lecturer's, the same way): a ``[steps.KEY]`` or ``[notes]`` key the lesson does not declare,
   or a placeholder a title, explanation or note reads that is not declared for its key, is a
   UserError naming the file and the field;
@@ -44,13 +44,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
 from attn_cli.core.templates import template_fields, unknown_placeholder
-from attn_cli.core.usertext import printable
 
-if TYPE_CHECKING:  # lesson_files imports this module
+if TYPE_CHECKING:
     from attn_cli.core.model import Walkthrough
-    from attn_cli.lessonfiles.loader import LessonFile
 
 Names = tuple[str, ...]
 
@@ -106,46 +103,12 @@ class Texts:
         return "measured" if note in self.measured else "general"
 
 
-def check_texts(file: LessonFile, texts: Texts) -> None:
-    """Check a lesson file's step texts and notes against its lesson's declaration ``texts``:
-    every key declared, every placeholder one its key hands over. A UserError names the file,
-    the field and what is allowed there."""
-    path = file.path or f"{file.lesson}.toml"
-    lesson = file.lesson
-    for key, words in file.steps.items():
-        declared = texts.steps.get(key)
-        if declared is None:
-            raise _unknown_key(path, lesson, "steps", key, texts.steps)
-        for name in ("title", "explanation"):
-            template = getattr(words, name)
-            if template is not None:
-                check_placeholders(template, declared, f"{path}: [steps.{key}] {name}")
-    for key, template in file.notes.items():
-        declared = texts.notes.get(key)
-        if declared is None:
-            raise _unknown_key(path, lesson, "notes", key, texts.notes)
-        check_placeholders(template, declared, f"{path}: [notes] {key}")
-
-
 def check_placeholders(template: str, names: Iterable[str], where: str) -> None:
     """Every placeholder of ``template`` must be one of ``names``; else a UserError at ``where``."""
     known = set(names)
     for _literal, name, _spec, _ in template_fields(template, where):
         if name is not None and name not in known:
             raise unknown_placeholder(name, known, where)
-
-
-def _unknown_key(
-    path: object, lesson: str, table: str, key: str, declared: Mapping[str, Names]
-) -> UserError:
-    what = "step" if table == "steps" else "note"
-    place = f"[steps.{key}]:" if table == "steps" else f"[notes] {key}:"
-    return UserError(
-        printable(
-            f"{path}: {place} lesson {lesson!r} has no {what} {key!r}; its {table} are: "
-            f"{', '.join(declared) or 'none'}."
-        )
-    )
 
 
 # --- the table of docs/lesson-files.md -------------------------------------------------------

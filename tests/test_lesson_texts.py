@@ -25,7 +25,7 @@ from attn_cli.lessonfiles.loader import check_texts, load_bundled, load_lesson_f
 from attn_cli.lessonfiles.texts import BEGIN, END, Texts, markdown
 from attn_cli.run.runner import RunRequest, prepare
 from tests.conftest import assert_user_error
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
 
 LESSONS = sorted(lesson_names())
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lesson-files.md"
@@ -238,7 +238,7 @@ def recorded(lesson: str) -> dict[tuple[str, str], list[frozenset[str]]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", LESSONS)
+@pytest.mark.parametrize("name", lessons_with_runs())
 def test_every_declared_text_is_made_by_some_run_with_the_names_declared(name):
     """Every declared step text is made by an example or option above, and its declared names
     are exactly those it is handed every time (nothing always handed is left undeclared)."""

@@ -1,7 +1,5 @@
-"""The JSON Schema of lesson files, generated (never edited by hand)::
-
-    python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json
-    cp attn_cli/schema/lesson.schema.json docs/
+"""The JSON Schema of lesson files, generated (never edited by hand: ``python tools/regenerate.py``
+writes attn_cli/schema/lesson.schema.json).
 
 Its structure is the loader's own definition (:data:`attn_cli.lessonfiles.grammar.LESSON_FILE`); what
 depends on the lesson (its step and note keys, input names, options) comes from the lesson's
@@ -27,10 +25,10 @@ from attn_cli.lessonfiles.grammar import (
 )
 from attn_cli.lessonfiles.loader import load_bundled
 
-if TYPE_CHECKING:  # the generator (attn_cli.cli.generated) hands over the declarations
+if TYPE_CHECKING:  # the generator (tools/generated.py) hands over the declarations
     from attn_cli.lessonfiles.loader import DeclaredLesson
 
-REGENERATE = "python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json"
+REGENERATE = "python tools/regenerate.py"
 
 # An input: a number, a string in the matrix grammar, or nested lists of numbers.
 _DEFINITIONS = {

@@ -51,7 +51,7 @@ def _figure(lesson: str) -> Any:
     if course.is_lesson(lesson):
         return course.figure_of(lesson)
     if lesson.startswith("learn-"):
-        from attn_cli.learn.common import get_task
+        from attn_cli.learn.tasks import get_task
 
         return get_task(lesson.removeprefix("learn-")).figure
     return None

@@ -2,8 +2,8 @@
 
 A lesson's test module (tests/test_NAME.py) declares ``RUNS = Runs(...)``; the tests that go over
 every lesson (the JSON contract, the texts and claims, the rich tables, the files read back) take
-the list of lessons from the cards and each lesson's runs from here. Adding a lesson adds its
-runs to its own test, and no table elsewhere.
+the list of lessons from the cards (:func:`lessons_with_runs`) and each lesson's runs from here.
+Adding a lesson adds its runs to its own test, and no table elsewhere.
 """
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from attn_cli.course import lesson_names
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,43 @@ class Runs:
 
 def runs_of(lesson: str) -> Runs:
     """The runs tests/test_LESSON.py declares."""
-    module = importlib.import_module(f"tests.test_{lesson}")
-    runs = getattr(module, "RUNS", None)
-    assert isinstance(runs, Runs), f"tests/test_{lesson}.py declares no RUNS = Runs(...)"
+    runs = _declared(lesson)
+    assert runs is not None, missing_runs(lesson)
     return runs
+
+
+def lessons_with_runs() -> tuple[str, ...]:
+    """The course's lessons whose test declares their runs, in the course's order: what the
+    suite-wide tests go over. A lesson without (a folder just added, its test not yet written)
+    is left out of them, so that it breaks no other test's collection; tests/
+    test_course_registry.py fails for it, naming the file to add (:func:`missing_runs`)."""
+    return tuple(lesson for lesson in lesson_names() if _declared(lesson) is not None)
+
+
+def missing_runs(lesson: str) -> str | None:
+    """What lesson ``lesson`` lacks for the suite-wide tests, in one sentence naming the file;
+    None when its test declares its runs."""
+    if _declared(lesson) is not None:
+        return None
+    what = "declares no" if _test_module(lesson) is not None else "is missing; it declares"
+    return (
+        f"lesson {lesson!r}: tests/test_{lesson}.py {what} RUNS = Runs(...) (tests/lesson_runs.py"
+        f"), what the suite-wide tests run of it; see docs/development.md, Adding a lesson."
+    )
+
+
+def _test_module(lesson: str) -> ModuleType | None:
+    """tests/test_LESSON.py, imported; None where there is no such file (an error inside one
+    that exists is raised: it is that test's to fix, not a missing file)."""
+    name = f"tests.test_{lesson}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            raise
+        return None
+
+
+def _declared(lesson: str) -> Runs | None:
+    runs = getattr(_test_module(lesson), "RUNS", None)
+    return runs if isinstance(runs, Runs) else None

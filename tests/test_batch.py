@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
-from attn_cli.course import card, lesson_names
+from attn_cli.course import card
 from attn_cli.render.json_render import SCHEMA_VERSION, schema
 from tests.conftest import assert_user_error, data, render_plain, softmax_rows
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
 
 VALIDATOR = jsonschema.Draft202012Validator(schema())
 # The from-scratch book's chapter 3 inputs ("Your journey starts with one step"), which it
@@ -49,11 +49,13 @@ def case(lesson: str, seed: int) -> tuple[dict[str, np.ndarray], dict]:
 
 
 # The inputs the books batch (the rest, the weights, are shared by every item).
-BATCHED = {lesson: batch.batched for lesson in lesson_names() if (batch := runs_of(lesson).batch)}
+BATCHED = {
+    lesson: batch.batched for lesson in lessons_with_runs() if (batch := runs_of(lesson).batch)
+}
 
 
 def test_every_lesson_that_takes_a_batch_is_run_on_one():
-    assert set(BATCHED) == {lesson for lesson in lesson_names() if card(lesson).batches}
+    assert set(BATCHED) == {lesson for lesson in lessons_with_runs() if card(lesson).batches}
 
 
 def run(lesson: str, inputs: dict, options: dict, **more) -> attn.Walkthrough:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attn_cli.core.backend import get_backend
+from attn_cli.core.backend_choice import get_backend
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import masks
 from attn_cli.run.runner import RunRequest, compute

@@ -32,13 +32,13 @@ from attn_cli.api import lesson_function
 from attn_cli.cli.app import app
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Note, Walkthrough
-from attn_cli.course import card, get_lesson, lesson_names, recorder
+from attn_cli.course import card, get_lesson, recorder
 from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.lessonfiles.texts import Texts
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
 from tests.test_lesson_texts import never_made, runs
 
-LESSONS = sorted(lesson_names())
+LESSONS = sorted(lessons_with_runs())
 
 # Degenerate forms of a random input: each maps (array, rng) to another array of its shape.
 TRANSFORMS: dict[str, Callable[[np.ndarray], np.ndarray]] = {

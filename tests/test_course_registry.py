@@ -15,6 +15,7 @@ import pytest
 import attn_cli
 from attn_cli import course
 from attn_cli.lessonfiles import loader
+from tests.lesson_runs import lessons_with_runs, missing_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,6 +94,8 @@ X = [[1, 2], [3, 4]]
 def added_lesson(tmp_path, monkeypatch):
     """The lesson "double", written into a folder that the course's path and the lesson files'
     folder are extended with (nothing of the repository is touched)."""
+    if "double" in course.lesson_names():
+        pytest.skip("the course has a lesson named double; this test adds its own of that name")
     last = course.lesson_names()[-1]
     folder = tmp_path / "course" / "double"
     folder.mkdir(parents=True)
@@ -137,6 +140,27 @@ def test_an_added_lesson_is_in_the_course_the_api_the_cli_the_tour_and_the_explo
     shown = state.walkthrough(start, start.state)
     np.testing.assert_array_equal(shown.output, [[2, 4], [6, 8]])
     assert state.command_line(start, start.state) == "attn double"
+
+
+@pytest.mark.parametrize("lesson", course.lesson_names())
+def test_every_lesson_has_its_test_declaring_its_runs(lesson):
+    """What the suite-wide tests run of each lesson is declared in its own test (tests/
+    lesson_runs.py): a lesson without one fails here, naming the file, and only here (the others
+    go over the lessons that have theirs, so that their collection does not break)."""
+    problem = missing_runs(lesson)
+    assert problem is None, problem
+
+
+def test_a_lesson_without_its_test_is_named_and_left_out_of_the_others(added_lesson):
+    added_lesson, _last = added_lesson
+    assert missing_runs(added_lesson) == (
+        "lesson 'double': tests/test_double.py is missing; it declares RUNS = Runs(...) "
+        "(tests/lesson_runs.py), what the suite-wide tests run of it; see docs/development.md, "
+        "Adding a lesson."
+    )
+    assert added_lesson in course.lesson_names()
+    assert added_lesson not in lessons_with_runs()
+    assert lessons_with_runs() == course.lesson_names()[:-1]
 
 
 def test_only_the_registry_imports_a_module_by_its_name():

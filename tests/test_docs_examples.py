@@ -6,8 +6,8 @@ An example is a line of a ``console`` fence that starts with ``$ `` or a line of
 after ``&&``). Each runs in-process (CliRunner) in a scratch folder that holds the files the
 docs name (docs/examples/, lessons/, and week3.toml and my-slides.toml, a course's own lesson
 files, as docs/examples/four-dims.toml). It must exit 0, or the code its line documents with a
-comment: ``# exits 1``. The shell around it is handled: ``> FILE`` and ``| grep`` as attn_cli.
-transcripts does, other pipes are not run. Where a line cannot run here it is skipped, saying
+comment: ``# exits 1``. The shell around it is handled: ``> FILE`` and ``| grep`` as tools/
+transcripts.py does, other pipes are not run. Where a line cannot run here it is skipped, saying
 why: a GPU (``--device cuda|mps``), PyTorch or matplotlib missing, ``--install-completion``
 (it edits the shell's start-up file). A line marked ``# a long run``, and a measurement (attn
 bench, a tour with its bench stop: their wall time is the machine's; attn learn's training, tens
@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from attn_cli.cli import transcripts
 from attn_cli.cli.app import app
-from attn_cli.cli.transcripts import MARKER, REGENERATE, attn_commands, with_transcripts
+from tools import REGENERATE, transcripts
+from tools.transcripts import MARKER, attn_commands, with_transcripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

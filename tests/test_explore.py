@@ -1236,7 +1236,7 @@ def test_the_docs_keys_table_is_the_generated_one():
     docs = Path(__file__).resolve().parent.parent / "docs" / "explore.md"
     document = docs.read_text(encoding="utf-8")
     assert document == with_keys_table(document), (
-        "docs/explore.md is stale: python -m attn_cli.cli.generated keys docs/explore.md"
+        "docs/explore.md is stale: python tools/regenerate.py"
     )
 
 

@@ -14,16 +14,15 @@ import pytest
 import attn_cli as attn
 from attn_cli.core.errors import UserError
 from attn_cli.core.numbers import format_number
-from attn_cli.course import lesson_names
 from tests.conftest import assert_user_error
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 
 # One fast run of every lesson that draws a figure, and labels its figure must show (its test's
 # RUNS.figure).
-LESSONS = {lesson: figure for lesson in lesson_names() if (figure := runs_of(lesson).figure)}
+LESSONS = {lesson: figure for lesson in lessons_with_runs() if (figure := runs_of(lesson).figure)}
 
 
 def figure_of(walkthrough, precision=None):
@@ -354,7 +353,7 @@ def test_the_heatmap_module_does_not_import_matplotlib():
     assert completed.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("lesson", sorted(set(lesson_names()) - set(LESSONS)))
+@pytest.mark.parametrize("lesson", sorted(set(lessons_with_runs()) - set(LESSONS)))
 def test_a_lesson_without_a_figure_says_so_in_one_line(invoke, mpl, tmp_path, lesson):
     """Its command has no --plot (its help offers none); in Python, plot() says there is none."""
     target = tmp_path / "x.png"

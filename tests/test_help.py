@@ -16,8 +16,9 @@ from typer.core import TyperOption
 from typer.testing import CliRunner
 
 from attn_cli.cli.app import app, command_names, examples
-from attn_cli.cli.reference import REGENERATE, REGENERATE_TABLES, reference, with_tables
 from attn_cli.cli.typer_internals import choices_of
+from tools import REGENERATE
+from tools.reference import reference, with_tables
 
 COMMANDS = command_names()
 
@@ -136,4 +137,4 @@ def test_docs_cli_md_is_generated_from_the_app():
 def test_the_tables_of_commands_and_functions_are_generated(path):
     committed = (ROOT / path).read_text(encoding="utf-8")
     assert "<!-- BEGIN " in committed
-    assert committed == with_tables(committed), f"{path} is stale; run {REGENERATE_TABLES}"
+    assert committed == with_tables(committed), f"{path} is stale; run {REGENERATE}"

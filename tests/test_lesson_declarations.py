@@ -12,7 +12,7 @@ import pytest
 from attn_cli import course
 from attn_cli import course as cards
 from attn_cli import course as registry
-from attn_cli.core.backend import get_backend
+from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.errors import UserError
 from attn_cli.course import get_lesson
 from attn_cli.course import lesson as lesson_module

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_cli.cli.generated import declarations
 from attn_cli.lessonfiles.schema import REGENERATE, lesson_schema
 from tests.test_lesson_strict import ONE_EXAMPLE, TYPOS
+from tools.generated import declarations
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -15,17 +15,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attn_cli.cli.generated import declared_texts
 from attn_cli.core.errors import UserError
 from attn_cli.core.templates import template_fields
 from attn_cli.course import get_lesson, lesson_names
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.lessonfiles import loader as lesson_files
-from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
-from attn_cli.lessonfiles.texts import BEGIN, END, Texts, check_texts, markdown
+from attn_cli.lessonfiles.loader import check_texts, load_bundled, load_lesson_file
+from attn_cli.lessonfiles.texts import BEGIN, END, Texts, markdown
 from attn_cli.run.runner import RunRequest, prepare
 from tests.conftest import assert_user_error
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
+from tools import REGENERATE
+from tools.generated import declared_texts
 
 LESSONS = sorted(lesson_names())
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "lesson-files.md"
@@ -238,7 +239,7 @@ def recorded(lesson: str) -> dict[tuple[str, str], list[frozenset[str]]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", LESSONS)
+@pytest.mark.parametrize("name", lessons_with_runs())
 def test_every_declared_text_is_made_by_some_run_with_the_names_declared(name):
     """Every declared step text is made by an example or option above, and its declared names
     are exactly those it is handed every time (nothing always handed is left undeclared)."""
@@ -259,17 +260,17 @@ def test_the_docs_table_is_the_generated_one():
     text = DOCS.read_text(encoding="utf-8")
     section = text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
     assert section == markdown(declared_texts()), (
-        "docs/lesson-files.md is stale: python -m attn_cli.cli.generated texts docs/lesson-files.md"
+        f"docs/lesson-files.md is stale: {REGENERATE}"
     )
 
 
 def test_the_sentence_audit_is_the_generated_one():
     """docs/sentences.md lists every note of every lesson and what keeps it true (issue 42)."""
-    from attn_cli.cli.generated import sentences
+    from tools.generated import sentences
 
     audit = DOCS.parent / "sentences.md"
     assert audit.read_text(encoding="utf-8") == sentences(), (
-        "docs/sentences.md is stale: python -m attn_cli.cli.generated sentences docs/sentences.md"
+        f"docs/sentences.md is stale: {REGENERATE}"
     )
 
 

@@ -23,7 +23,7 @@ from rich.console import Console
 import attn_cli as attn
 from attn_cli.core.model import InputValue, Step, Walkthrough
 from attn_cli.core.numbers import as_matrix, format_column
-from attn_cli.course import card, lesson_names
+from attn_cli.course import card
 from attn_cli.lessonfiles.loader import load_bundled
 from attn_cli.render import RenderOptions
 from attn_cli.render.rich_render import (
@@ -41,9 +41,9 @@ from attn_cli.render.rich_render import (
     walkthrough_renderable,
 )
 from tests.conftest import render_plain
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
 
-LESSONS = lesson_names()
+LESSONS = lessons_with_runs()
 
 WIDTHS = (60, 80, 120)
 SIZES = (2, 11, 40)

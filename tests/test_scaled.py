@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attn_cli.core.backend import get_backend
+from attn_cli.core.backend_choice import get_backend
 from attn_cli.mechanisms import attention as mech
 from tests.conftest import assert_user_error, data, examples, unwrap
 from tests.lesson_runs import Batch, Runs

@@ -16,11 +16,11 @@ import pytest
 
 from attn_cli.core.backend import TIMED_RUNS, Backend, Clock, median
 from attn_cli.core.model import Summary, Walkthrough
-from attn_cli.course import lesson_names, recorder
+from attn_cli.course import recorder
 from attn_cli.mechanisms import attention
 from attn_cli.run import runner
 from attn_cli.run.runner import RunRequest
-from tests.lesson_runs import runs_of
+from tests.lesson_runs import lessons_with_runs, runs_of
 
 # The readings the logging clock gives, run after run: their median is what a step shows.
 READINGS = (0.003, 0.001, 0.002)
@@ -114,7 +114,7 @@ def test_without_time_nothing_is_timed_and_each_step_runs_once(monkeypatch):
     assert all(step.seconds is None for step in walkthrough.steps)
 
 
-@pytest.mark.parametrize("lesson", lesson_names())
+@pytest.mark.parametrize("lesson", lessons_with_runs())
 def test_every_lesson_times_its_computations_alone_and_gives_the_same_numbers(lesson):
     """Every lesson, timed: nothing but computations between a start and its stop (the
     summaries, which the backend logs, never), and the same walkthrough as untimed (the

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from attn_cli.core.backend import get_backend
+from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.kept import Kept
 from attn_cli.course.variance import build as lesson
 from attn_cli.course.variance.build import chunk_rows

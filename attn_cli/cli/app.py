@@ -23,13 +23,13 @@ from typer.core import TyperCommand, TyperGroup
 from attn_cli import __version__
 from attn_cli import course as cards
 from attn_cli.cli import typer_internals
-from attn_cli.cli.commands.common import (
+from attn_cli.cli.commands.common import user_errors
+from attn_cli.cli.commands.streams import (
     StdoutFailed,
     flush_stdout,
     guard_stdout,
     print_error,
     stdout_failed,
-    user_errors,
 )
 from attn_cli.cli.typer_internals import UsageError
 from attn_cli.core.errors import UserError
@@ -131,7 +131,7 @@ def _tool(name: str) -> Callable[..., None]:
     if name == "check":
         from attn_cli.cli.commands.check import check as function
     elif name == "tour":
-        from attn_cli.cli.commands.tour import tour as function
+        from attn_cli.cli.tour_command import tour as function
     elif name == "bench":
         from attn_cli.cli.commands.bench import bench as function
     elif name == "kinds":
@@ -309,7 +309,7 @@ def main() -> None:
     bounded_width(os.environ)
     completing = any(key.endswith("_COMPLETE") for key in os.environ)
     frozen_before = gc.get_freeze_count()
-    gc.disable()  # for start-up only: see commands.common.start_up_done, which turns it back on
+    gc.disable()  # for start-up only: see commands.streams.start_up_done, which turns it back on
     try:
         try:
             if chosen is not None and is_command(chosen) and not completing:

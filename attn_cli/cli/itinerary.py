@@ -1,7 +1,7 @@
 """The tour's stops in the lecture's order: one list, linked from the stops' own declarations.
 
 Each lesson declares its stop in its folder (``attn_cli/course/<lesson>/stop.py``); the tools the
-tour visits declare theirs beside their commands (attn_cli.cli.commands.bench, attn_cli.learn.stops).
+tour visits declare theirs beside their code (attn_cli.cli.bench_stop, attn_cli.learn.stops).
 A stop names the stop it follows (``after``): :func:`linked` turns them into ``TOUR``, the one
 order `attn tour`, its help and `attn --help` read. Kept light (no rich, numpy or TOML):
 `attn --help` builds the tour's help from it.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from attn_cli import course
-from attn_cli.cli.commands.bench import STOP as BENCH
+from attn_cli.cli.bench_stop import STOP as BENCH
 from attn_cli.core.stop import Section, Stop
 from attn_cli.learn.stops import GRAMMAR, INDUCTION, TRANSLATE
 

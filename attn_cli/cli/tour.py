@@ -242,8 +242,9 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
 def _learn_screens(params: dict[str, Any]) -> list[list[RenderableType]]:
     """The learn stop: its task trained at the stop's small budget (a progress bar at a
     terminal), shown as a lesson is."""
-    from attn_cli.cli.commands.common import stderr_console
-    from attn_cli.learn.common import LearnOptions, get_task, progress_bar, require_torch
+    from attn_cli.cli.commands.streams import stderr_console
+    from attn_cli.learn.common import LearnOptions, progress_bar, require_torch
+    from attn_cli.learn.tasks import get_task
     from attn_cli.render import RenderOptions
     from attn_cli.render.rich_render import walkthrough_sections
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,28 @@ class Comparison:
 
     checked: int  # printed numbers compared
     errata: tuple[Erratum, ...]
+
+
+# What `attn check` finds in a lesson file (attn_cli.run.check computes it, attn_cli.render.
+# check_render lays it out): plain data, kept here beside the errata they hold.
+@dataclass(frozen=True)
+class ExampleCheck:
+    name: str
+    checked: int  # printed numbers compared (0: the example has none; its inputs were checked)
+    errata: tuple[Erratum, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    path: Path
+    lesson: str
+    examples: tuple[ExampleCheck, ...] = ()
+    skipped: str | None = None  # why the file was not checked
+    bundled: bool = False
+
+    @property
+    def errata(self) -> int:
+        return sum(len(example.errata) for example in self.examples)
 
 
 def cell_text(cell: tuple[int, ...]) -> str:

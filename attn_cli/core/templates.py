@@ -4,7 +4,7 @@ Lesson files are user input (a lecturer's own file, or one downloaded), so a tex
 to ``str.format``, which would allow attribute and index access (``{n.__class__}``), conversions
 and unbounded widths. One mechanism checks a text when its file is loaded (the forms allowed
 here; the names, against what the lesson declares it hands over, in
-:func:`attn_cli.lessonfiles.texts.check_texts`) and again when it is filled.
+:func:`attn_cli.lessonfiles.loader.check_texts`) and again when it is filled.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`attn learn TASK`: small models trained on the spot, their attention shown as it emerges.
 
-One module per task, ``attn_cli/learn/<task>.py``, found by name (the command imports
-``attn_cli.learn.<task>``; nothing lists the tasks but the command's choice). Each ends with
+One module per task, ``attn_cli/learn/<task>.py``, found by name (attn_cli.learn.tasks imports
+``attn_cli.learn.<task>`` when it is asked for; nothing lists the tasks but the command's choice
+and that module). Each ends with
 its declaration, ``TASK = Task(...)`` (:class:`attn_cli.learn.common.Task`, as a lesson's
 ``LESSON = Lesson(...)``): its texts, ``run(options, progress)`` returning a Walkthrough
 recorded with the lessons' step recorder, and ``program(options)`` (the text of ``--code``,

@@ -1,8 +1,8 @@
 """What every `attn learn` task shares.
 
 A task is a module ``attn_cli.learn.<task>`` that ends with its declaration, ``TASK =
-Task(...)`` (:class:`Task`, found by :func:`get_task`, as a lesson's ``LESSON`` is by
-get_lesson): its texts, the function that trains and returns the walkthrough, and the program
+Task(...)`` (:class:`Task`, found by attn_cli.learn.tasks.get_task, as a lesson's ``LESSON``
+is by get_lesson): its texts, the function that trains and returns the walkthrough, and the program
 of ``--code``. A task records its walkthrough with the lessons' step recorder (:func:`recorder`:
 declared texts, notes, claims withheld when false) and the lessons' renderers show it, --plot
 included (attn_cli.render.heatmap).
@@ -135,21 +135,6 @@ class Task:
     reads_weights: bool = False
     # --sentence "...": a sentence of the task's language, shown instead of its own.
     reads_sentence: bool = False
-
-
-def get_task(name: str) -> Task:
-    """Task ``name``'s declaration (its module imported now); a UserError when this attn has
-    none."""
-    declared: Task
-    if name == "translate":
-        from attn_cli.learn.translate import TASK as declared
-    elif name == "induction":
-        from attn_cli.learn.induction import TASK as declared
-    elif name == "grammar":
-        from attn_cli.learn.grammar import TASK as declared
-    else:
-        raise UserError(f"attn learn {name} is not part of this version of attn.")
-    return declared
 
 
 # --- torch, seeding and determinism ----------------------------------------------------------
@@ -377,7 +362,7 @@ def recorder(task: str, texts: Texts, options: Mapping[str, Any]) -> StepRecorde
     withheld by the finished walkthrough when its condition does not hold. The walkthrough says
     it was computed by torch in float32 on the CPU (where the models train), with ``options``
     (the options the run used, meta["options"])."""
-    from attn_cli.core.backend import get_backend
+    from attn_cli.core.backend_choice import get_backend
     from attn_cli.course.lesson import LessonRun
     from attn_cli.course.recorder import StepRecorder
     from attn_cli.lessonfiles.loader import load_lesson_file, with_checked_texts

@@ -63,13 +63,35 @@ from attn_cli.lessonfiles.grammar import (
     option_problem,
     option_schema,
 )
-from attn_cli.lessonfiles.texts import Texts, check_texts
+from attn_cli.lessonfiles.texts import Names, Texts, check_placeholders
 
 if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
-    from attn_cli.core.card import InputSpec
-    from attn_cli.course.lesson import Lesson
+    from attn_cli.core.card import Card, InputSpec
+
+
+class DeclaredLesson(Protocol):
+    """What the loader reads of a lesson's declaration (attn_cli.course.lesson.Lesson is one;
+    the loader sits below the lessons, which import it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def card(self) -> Card: ...
+
+    @property
+    def inputs(self) -> tuple[InputSpec, ...]: ...
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def options(self) -> dict[str, Any]: ...
+
+    @property
+    def texts(self) -> Texts: ...
 
 
 class Declarations(Protocol):
@@ -78,7 +100,7 @@ class Declarations(Protocol):
 
     def lesson_names(self) -> Sequence[str]: ...
 
-    def get_lesson(self, name: str) -> Lesson: ...
+    def get_lesson(self, name: str) -> DeclaredLesson: ...
 
 
 # What a lesson file may hold: a course's examples fit easily; more is a mistake or an attack
@@ -208,7 +230,7 @@ def bundled_for_run(lesson: str, texts: Texts) -> LessonFile:
 
 def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
     """``file``, once its step texts and notes are checked against its lesson's declared
-    ``texts`` (:func:`attn_cli.lessonfiles.texts.check_texts`; once per file read)."""
+    ``texts`` (:func:`check_texts`; once per file read)."""
     if _TEXTS_CHECKED.get(id(file)) is not file:
         check_texts(file, texts)
         _TEXTS_CHECKED[id(file)] = file
@@ -217,6 +239,40 @@ def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
 
 # Files whose texts were checked in this run (kept, so that their ids stay theirs).
 _TEXTS_CHECKED: dict[int, LessonFile] = {}
+
+
+def check_texts(file: LessonFile, texts: Texts) -> None:
+    """Check a lesson file's step texts and notes against its lesson's declaration ``texts``:
+    every key declared, every placeholder one its key hands over. A UserError names the file,
+    the field and what is allowed there."""
+    path = file.path or f"{file.lesson}.toml"
+    lesson = file.lesson
+    for key, words in file.steps.items():
+        declared = texts.steps.get(key)
+        if declared is None:
+            raise _unknown_key(path, lesson, "steps", key, texts.steps)
+        for name in ("title", "explanation"):
+            template = getattr(words, name)
+            if template is not None:
+                check_placeholders(template, declared, f"{path}: [steps.{key}] {name}")
+    for key, template in file.notes.items():
+        declared = texts.notes.get(key)
+        if declared is None:
+            raise _unknown_key(path, lesson, "notes", key, texts.notes)
+        check_placeholders(template, declared, f"{path}: [notes] {key}")
+
+
+def _unknown_key(
+    path: object, lesson: str, table: str, key: str, declared: Mapping[str, Names]
+) -> UserError:
+    what = "step" if table == "steps" else "note"
+    place = f"[steps.{key}]:" if table == "steps" else f"[notes] {key}:"
+    return UserError(
+        printable(
+            f"{path}: {place} lesson {lesson!r} has no {what} {key!r}; its {table} are: "
+            f"{', '.join(declared) or 'none'}."
+        )
+    )
 
 
 # Parsed lesson files by (path, modification time, size): one run reads each file once, even
@@ -307,7 +363,7 @@ def from_lesson_folder(value: str, lesson_file: Path | None) -> Path:
     return Path(os.path.abspath(lesson_file.parent / given))
 
 
-def _with_paths_found(own: LessonFile, declared: Lesson, path: Path) -> LessonFile:
+def _with_paths_found(own: LessonFile, declared: DeclaredLesson, path: Path) -> LessonFile:
     """``own`` with each option that names a file (``Option.path``: block's and multihead's
     ``weights``) read from the lesson file's folder, and found there: a missing file is one
     line naming the path as resolved and the example and option that named it."""
@@ -328,7 +384,7 @@ def _with_paths_found(own: LessonFile, declared: Lesson, path: Path) -> LessonFi
     return replace(own, examples=tuple(examples))
 
 
-def _check_example_fields(declared: Lesson, example: Example, where: str) -> None:
+def _check_example_fields(declared: DeclaredLesson, example: Example, where: str) -> None:
     """Every input, label and option an example names must be one the lesson takes."""
     names = [spec.name for spec in declared.inputs]
     for name in example.inputs:

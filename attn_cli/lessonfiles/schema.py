@@ -1,7 +1,5 @@
-"""The JSON Schema of lesson files, generated (never edited by hand)::
-
-    python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json
-    cp attn_cli/schema/lesson.schema.json docs/
+"""The JSON Schema of lesson files, generated (never edited by hand: ``python tools/regenerate.py``
+writes attn_cli/schema/lesson.schema.json).
 
 Its structure is the loader's own definition (:data:`attn_cli.lessonfiles.grammar.LESSON_FILE`); what
 depends on the lesson (its step and note keys, input names, options) comes from the lesson's
@@ -27,10 +25,10 @@ from attn_cli.lessonfiles.grammar import (
 )
 from attn_cli.lessonfiles.loader import load_bundled
 
-if TYPE_CHECKING:  # the generator (attn_cli.cli.generated) hands over the declarations
-    from attn_cli.course.lesson import Lesson
+if TYPE_CHECKING:  # the generator (tools/generated.py) hands over the declarations
+    from attn_cli.lessonfiles.loader import DeclaredLesson
 
-REGENERATE = "python -m attn_cli.cli.generated schema > attn_cli/schema/lesson.schema.json"
+REGENERATE = "python tools/regenerate.py"
 
 # An input: a number, a string in the matrix grammar, or nested lists of numbers.
 _DEFINITIONS = {
@@ -77,7 +75,7 @@ def _table_schema(table: Table) -> dict[str, Any]:
     return schema
 
 
-def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
+def _lesson_rule(name: str, lesson: DeclaredLesson) -> dict[str, Any]:
     """What a file for lesson ``name`` may name: the runner's checks, as a schema."""
     inputs = [spec.name for spec in lesson.inputs]
     required = [spec.name for spec in lesson.inputs if spec.required]
@@ -109,7 +107,7 @@ def _lesson_rule(name: str, lesson: Lesson) -> dict[str, Any]:
     }
 
 
-def lesson_schema(declared: Mapping[str, Lesson]) -> dict[str, Any]:
+def lesson_schema(declared: Mapping[str, DeclaredLesson]) -> dict[str, Any]:
     """The JSON Schema of a lesson file, for the lessons ``declared`` (name -> declaration)."""
     schema = _table_schema(LESSON_FILE)
     schema["properties"]["lesson"]["enum"] = sorted(declared)

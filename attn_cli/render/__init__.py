@@ -7,36 +7,15 @@ Console (or the stream handed in) writes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from attn_cli.render.options import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from attn_cli.core.model import Walkthrough
-
-
-class Format(StrEnum):
-    rich = "rich"
-    json = "json"
-    markdown = "markdown"
-    latex = "latex"
-    svg = "svg"  # the rich output, colours kept, as an SVG picture
-    html = "html"  # the rich output, colours kept, as an HTML page
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    precision: int = 4
-    full: bool = False  # JSON: every entry even of large matrices
-    # LaTeX: a whole document that compiles as it is (the command line's, unless
-    # --latex-fragment), or the body alone, to paste into a document of one's own
-    whole_document: bool = False
-    # rich: every row and column of every table, a matrix's in column groups that fit the width
-    # (attn learn --full).
-    whole_tables: bool = False
 
 
 def show(

@@ -29,8 +29,8 @@ from attn_cli.bench.fit import (
 )
 from attn_cli.bench.impls import LINEAR_IMPLS, WINDOW_IMPLS
 from attn_cli.core.backend import format_bytes
-from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope, plain
+from attn_cli.render.options import RenderOptions
 from attn_cli.render.rich_render import records_table
 
 ROW_KEYS = tuple(field.name for field in fields(Row))

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from attn_cli.core.slides import cell_text
+from attn_cli.core.slides import FileCheck, cell_text
 from attn_cli.render.json_render import dumps, envelope, plain
 from attn_cli.render.rich_render import FitColumn, FittedTable
-
-if TYPE_CHECKING:
-    from attn_cli.run.check import FileCheck
 
 
 def check_renderable(results: list[FileCheck]) -> RenderableType:

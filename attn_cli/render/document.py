@@ -26,8 +26,8 @@ import numpy as np
 from attn_cli.core.batch import batch_line
 from attn_cli.core.model import Part, Quantities, Step, Summary, Walkthrough
 from attn_cli.core.numbers import as_matrix
-from attn_cli.render import RenderOptions
 from attn_cli.render.cells import matching
+from attn_cli.render.options import RenderOptions
 
 # Kinds of value shown as something other than numbers (a step's heading gives no shape).
 _NOT_NUMBERS = ("records", "histogram", "text")

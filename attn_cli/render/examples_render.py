@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from attn_cli.lessonfiles.loader import LessonFile
-from attn_cli.render import Format, RenderOptions
 from attn_cli.render.json_render import dumps, envelope
 from attn_cli.render.latex_render import FIRST_LINE, tex_text
 from attn_cli.render.markdown_render import md_text, records_lines
+from attn_cli.render.options import Format, RenderOptions
 from attn_cli.render.rich_render import example_rows, examples_table, recorded
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from attn_cli.core.model import Note, Step, Summary, Walkthrough, summary
-from attn_cli.render import RenderOptions
+from attn_cli.render.options import RenderOptions
 from attn_cli.version import __version__
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;

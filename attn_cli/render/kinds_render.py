@@ -10,9 +10,9 @@ from rich.padding import Padding
 from rich.text import Text
 
 from attn_cli.lessonfiles.kinds import COLUMNS, Overview
-from attn_cli.render import RenderOptions
 from attn_cli.render.json_render import dumps, envelope
 from attn_cli.render.markdown_render import md_paragraph, md_text, records_lines
+from attn_cli.render.options import RenderOptions
 from attn_cli.render.rich_render import FitColumn, FittedTable
 
 # The table shows the lecture's four columns; the commands follow it, one block per kind.

@@ -24,7 +24,6 @@ import numpy as np
 
 from attn_cli.core.model import Quantities, Walkthrough
 from attn_cli.core.numbers import NumberStyle, as_matrix
-from attn_cli.render import RenderOptions
 from attn_cli.render import document as doc
 from attn_cli.render.cells import (
     TableStyles,
@@ -37,6 +36,7 @@ from attn_cli.render.cells import (
     shown_indices,
     table_styles,
 )
+from attn_cli.render.options import RenderOptions
 
 # Matrices wider than MAX_COLS show their first CORNER_COLS columns, \cdots and the last one;
 # taller than MAX_ROWS, their first CORNER_ROWS rows, \vdots and the last. A bmatrix then has

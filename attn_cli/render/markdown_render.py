@@ -15,7 +15,6 @@ from typing import Any, assert_never
 
 from attn_cli.core.model import Quantities, Walkthrough
 from attn_cli.core.numbers import format_column, shape_text
-from attn_cli.render import RenderOptions
 from attn_cli.render import document as doc
 from attn_cli.render.cells import (
     bin_labels,
@@ -26,6 +25,7 @@ from attn_cli.render.cells import (
     shown_indices,
     table_styles,
 )
+from attn_cli.render.options import RenderOptions
 
 # A matrix larger than this shows its first CORNER_ROWS rows (CORNER_COLS columns), an
 # ellipsis row (column) and the last one, then a line with its shape and statistics.

@@ -29,8 +29,8 @@ from attn_cli.core.batch import batch_line
 from attn_cli.core.model import InputValue, Part, Quantities, Step, Summary, Walkthrough, summary
 from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, format_number, shape_text
 from attn_cli.lessonfiles.loader import LessonFile
-from attn_cli.render import RenderOptions
 from attn_cli.render.cells import bin_labels, is_number, record_styles, table_styles
+from attn_cli.render.options import RenderOptions
 
 # A matrix larger than this prints as its top-left corner plus summary statistics.
 MAX_ROWS = 12

@@ -1,17 +1,18 @@
 """``attn check``: compute every example of a lesson file and compare what its slides print.
 
-Results are plain data; :mod:`attn_cli.render.check_render` lays them out.
+Results are plain data (attn_cli.core.slides.FileCheck); :mod:`attn_cli.render.check_render`
+lays them out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from attn_cli import course
 from attn_cli.core import slides
 from attn_cli.core.errors import UserError
-from attn_cli.core.slides import Erratum
+from attn_cli.core.slides import ExampleCheck, FileCheck
 from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import (
     LessonFile,
@@ -21,26 +22,6 @@ from attn_cli.lessonfiles.loader import (
     own_lesson_file,
 )
 from attn_cli.run.runner import RunRequest, built, prepare
-
-
-@dataclass(frozen=True)
-class ExampleCheck:
-    name: str
-    checked: int  # printed numbers compared (0: the example has none; its inputs were checked)
-    errata: tuple[Erratum, ...] = ()
-
-
-@dataclass(frozen=True)
-class FileCheck:
-    path: Path
-    lesson: str
-    examples: tuple[ExampleCheck, ...] = ()
-    skipped: str | None = None  # why the file was not checked
-    bundled: bool = False
-
-    @property
-    def errata(self) -> int:
-        return sum(len(example.errata) for example in self.examples)
 
 
 def check_file(path: Path) -> FileCheck:

@@ -10,7 +10,8 @@ import numpy as np
 
 from attn_cli import course
 from attn_cli.core import slides
-from attn_cli.core.backend import LARGEST, Backend, get_backend
+from attn_cli.core.backend import LARGEST, Backend
+from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.batch import check_item, select_item, split_batch, split_options
 from attn_cli.core.card import InputSpec, flag_of
 from attn_cli.core.errors import UserError

@@ -15,38 +15,12 @@ import typer
 from rich.console import Console
 
 from attn_cli.cli.options import OUTPUT_PANEL, DeviceName, DtypeName, help_text
-from attn_cli.core.stop import Stop
 from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:
     from attn_cli.bench.config import BenchConfig, BenchResult, Row
     from attn_cli.bench.devices import CpuOps
     from attn_cli.bench.fit import Fit
-
-# The tour's stop at attn bench: the O(n²) wall measured, small enough for any machine.
-# The lesson's own numpy code (every n × n score in memory) against the tiled loop (one key
-# block of 64 at a time), on every machine, with or without PyTorch. Memory grows as n² against
-# n from the first size; time needs n in the hundreds to leave fixed costs behind. About 10 s on
-# a 2-core laptop (see docs/benchmarks.md).
-BENCH_ARGS = (
-    "--device", "cpu", "--impl", "numpy,tiled-numpy", "--sizes", "256..2048", "--d", "32",
-    "--heads", "1", "--block", "64",
-)  # fmt: skip
-
-STOP = Stop(
-    "bench",
-    "The O(n²) wall, measured: a small run on the CPU",
-    BENCH_ARGS,
-    topic="the O(n²) wall measured",
-    lead_in=(
-        "Of everything in a Transformer layer, only attention compares every token with every"
-        " other: its n × n scores, one matrix per head and layer. The next stop measures what"
-        " they cost as the sequence grows: the O(n²) wall."
-    ),
-    after="induction",
-    lesson=False,
-)
-
 
 RUN_PANEL = "What to run"
 SHAPE_PANEL = "Shape"
@@ -262,7 +236,7 @@ def bench(
     when it takes 3 × its implementation's fastest). See `attn flash` for the tiled algorithm
     step by step.
     """
-    from attn_cli.cli.commands.common import start_up_done
+    from attn_cli.cli.commands.streams import start_up_done
     from attn_cli.render.bench_plot import check_plot_path, require_matplotlib
 
     start_up_done()
@@ -290,7 +264,7 @@ def measure_and_show(config: BenchConfig, fmt: BenchFormat, plot: Path | None) -
     """The sweep, measured and shown in ``fmt`` (and drawn to ``plot``)."""
     from attn_cli.bench.devices import device_ops
     from attn_cli.bench.sweep import check_sweep_work
-    from attn_cli.cli.commands.common import stdout_console
+    from attn_cli.cli.commands.streams import stdout_console
     from attn_cli.render import bench_render
     from attn_cli.render.bench_plot import write_plot
 
@@ -348,7 +322,7 @@ def show_saved(path: Path, fmt: BenchFormat, plot: Path | None) -> None:
     """attn bench --from FILE: the saved sweep's table, fits and reading, fitted again."""
     from attn_cli.bench.fit import fit_sweep
     from attn_cli.bench.saved import load_sweep
-    from attn_cli.cli.commands.common import stdout_console
+    from attn_cli.cli.commands.streams import stdout_console
     from attn_cli.core.errors import UserError
     from attn_cli.render import bench_render
     from attn_cli.render.bench_plot import check_plot_path, require_matplotlib, write_plot
@@ -447,7 +421,7 @@ def measure(config: BenchConfig) -> tuple[BenchResult, dict[str, Fit]]:
 
 
 def _stderr() -> Console:
-    from attn_cli.cli.commands.common import stderr_console
+    from attn_cli.cli.commands.streams import stderr_console
 
     return stderr_console()
 
@@ -457,7 +431,7 @@ def _run_with_progress(config: BenchConfig, ops: CpuOps) -> BenchResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_cli.bench.sweep import run_sweep
-    from attn_cli.cli.commands.common import reader_gone, stdout_closed
+    from attn_cli.cli.commands.streams import reader_gone, stdout_closed
 
     total = len(config.sizes) * len(config.impls)
     stderr = _stderr()

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.commands.common import start_up_done, stdout_console
+from attn_cli.cli.commands.streams import start_up_done, stdout_console
 from attn_cli.core.errors import UserError
 
 ERRATA_EXIT = 1

@@ -58,7 +58,7 @@ def explore(
     Every key is on screen: above the inputs (enter or a digit types an entry, + and - nudge
     it), above the steps, in the footer, and ? lists them all."""
     from attn_cli import course as cards
-    from attn_cli.cli.commands.common import start_up_done
+    from attn_cli.cli.commands.streams import start_up_done
 
     start_up_done()
     name = cards.lesson_names()[0] if lesson is None else cards.card(lesson).name

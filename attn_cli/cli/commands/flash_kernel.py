@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attn_cli.cli.commands.streams import file_console, start_up_done, stdout_console
 from attn_cli.core.errors import UserError
 from attn_cli.render import Format
 
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
 
 def show_kernel(source: KernelSource, fmt: Format, output: Path | None) -> None:
     """`attn flash --kernel`: the Triton kernel's source, read as text, laid out in ``fmt``."""
-    from attn_cli.cli.commands.common import file_console, start_up_done, stdout_console
     from attn_cli.render import kernel_render
 
     start_up_done()

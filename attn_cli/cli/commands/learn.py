@@ -195,7 +195,7 @@ def learn(
     held-out data: accuracy, the attention heatmaps before and after training, and how well the
     learned attention matches the true pattern. Needs PyTorch.
     """
-    from attn_cli.cli.commands.common import start_up_done
+    from attn_cli.cli.commands.streams import start_up_done
     from attn_cli.learn.common import LearnOptions
 
     start_up_done()
@@ -217,9 +217,9 @@ def learn(
 
 def print_program(options: LearnOptions, fmt: LearnFormat, plot: Path | None, full: bool) -> None:
     """--code: the task's training program, nothing trained (and no torch needed)."""
-    from attn_cli.cli.commands.common import stdout_console
+    from attn_cli.cli.commands.streams import stdout_console
     from attn_cli.core.errors import UserError
-    from attn_cli.learn.common import get_task
+    from attn_cli.learn.tasks import get_task
 
     given = {
         f"--format {fmt.value}": fmt is not LearnFormat.rich,
@@ -241,9 +241,10 @@ def train_and_show(
 ) -> None:
     """Check the files and the task's needs, train (a progress bar on a terminal), then show
     the walkthrough, and draw its figure with --plot."""
-    from attn_cli.cli.commands.common import stderr_console, stdout_console
+    from attn_cli.cli.commands.streams import stderr_console, stdout_console
     from attn_cli.core.errors import UserError
-    from attn_cli.learn.common import get_task, progress_bar, require_torch
+    from attn_cli.learn.common import progress_bar, require_torch
+    from attn_cli.learn.tasks import get_task
     from attn_cli.render import Format, RenderOptions, render
 
     require_torch(options.task)

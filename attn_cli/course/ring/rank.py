@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.backend import ITEMSIZE, Array, Backend, get_backend
+from attn_cli.core.backend import ITEMSIZE, Array, Backend
+from attn_cli.core.backend_choice import get_backend
 from attn_cli.mechanisms import tiled
 from attn_cli.mechanisms.ring import Shard, block_bytes, merge, source
 

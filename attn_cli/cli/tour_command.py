@@ -1,4 +1,8 @@
-"""attn tour: the lecture's lessons in order, one screen at a time."""
+"""attn tour: the lecture's lessons in order, one screen at a time.
+
+Beside the tour (attn_cli.cli.tour, which runs each stop by its own command), not among the
+commands it runs (attn_cli.cli.commands): the tour imports them, so they import no tour.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.commands.common import start_up_done, stdout_console
+from attn_cli.cli.commands.streams import start_up_done, stdout_console
 from attn_cli.cli.itinerary import help_text
 
 

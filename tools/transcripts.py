@@ -1,6 +1,5 @@
-"""Transcripts of commands in the docs, made by running them (never pasted by hand):
-
-    python -m attn_cli.cli.transcripts docs/gallery.md README.md
+"""Transcripts of commands in the docs, made by running them (never pasted by hand;
+``python tools/regenerate.py`` makes them afresh in docs/gallery.md and README.md).
 
 A transcript is a ``console`` fence right after a marker line that says which part of the
 output to show::
@@ -33,11 +32,8 @@ import functools
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-REGENERATE = "python -m attn_cli.cli.transcripts docs/gallery.md README.md"
 MARKER = re.compile(r"^<!-- transcript: (?P<parts>[^>]*?) -->$")
 CUT = "…"
 WIDTH = 80
@@ -220,12 +216,3 @@ def with_transcripts(document: str) -> str:
             at += 1
         out.append(transcript(command, match.group("parts")))
     return "\n".join(out)
-
-
-def main() -> None:
-    for path in map(Path, sys.argv[1:]):
-        path.write_text(with_transcripts(path.read_text(encoding="utf-8")), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

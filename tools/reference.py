@@ -116,16 +116,19 @@ def functions_table() -> str:
 
 
 def installs_table() -> str:
-    """For each way of installing attn from a clone, the command that adds PyTorch and the one
-    that adds the figures, as attn's own messages say them (attn_cli.core.install; ``.`` is the
+    """For each way of installing attn from a clone, the command that adds PyTorch, the one
+    that adds the figures and the one that adds the explorer, as attn's own messages say them (attn_cli.core.install; ``.`` is the
     clone's folder, which the messages write in full)."""
     from attn_cli.core.install import from_a_clone
 
     rows = [
         f"| `{how}` | {' | '.join(f'`{command}`' for command in advice)} |"
-        for how, advice in from_a_clone(("torch", "plot"))
+        for how, advice in from_a_clone(("torch", "plot", "explore"))
     ]
-    header = ["| installed with | add PyTorch | add the figures (`--plot`) |", "|---|---|---|"]
+    header = [
+        "| installed with | add PyTorch | add the figures (`--plot`) | add the explorer (`attn explore`) |",
+        "|---|---|---|---|",
+    ]
     return "\n".join([*header, *rows])
 
 

@@ -30,12 +30,14 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     [examples.labels]                  # optional names for rows (each lesson says which)
     keys = ["the", "cat", "slept"]
 
-The keys each table may hold are defined once, as data, in :mod:`attn_cli.lessonfiles.grammar`: the
-loader refuses any other key (with a did-you-mean), and :mod:`attn_cli.lessonfiles.schema` generates
-the JSON Schema editors validate with from the same definition.
+The keys each table may hold are defined once, as pydantic models, in
+:mod:`attn_cli.lessonfiles.grammar`: the loader refuses any other key in a lecturer's file (with a
+did-you-mean), and :mod:`attn_cli.lessonfiles.schema` generates the JSON Schema editors validate
+with from the same models.
 
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
-``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
+``attn_cli/lessons``; the tests check them against the format (tests/test_lesson_strict.py), so a
+run reads them without (:func:`load_bundled`). A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
 out from the bundled file of its lesson (:func:`own_lesson_file`). Every file's step texts and
 notes, bundled or not, are checked against the texts its lesson declares (their keys and
 placeholders, :mod:`attn_cli.lessonfiles.texts`) before it runs. The full description, with
@@ -57,12 +59,6 @@ from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import as_matrix_or_batch
 from attn_cli.core.templates import template_fields
 from attn_cli.core.usertext import printable
-from attn_cli.lessonfiles.grammar import (
-    check_keys,
-    mismatch,
-    option_problem,
-    option_schema,
-)
 from attn_cli.lessonfiles.texts import Texts, check_texts
 
 if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
@@ -197,8 +193,9 @@ def bundled_lesson_names() -> list[str]:
 
 
 def load_bundled(lesson: str) -> LessonFile:
-    """The bundled file of ``lesson``, read (see :func:`bundled_for_run` for one to run)."""
-    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml")
+    """The bundled file of ``lesson``, read (see :func:`bundled_for_run` for one to run); the
+    tests check it against the format, so it is not checked again here."""
+    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml", checked=False)
 
 
 def bundled_for_run(lesson: str, texts: Texts) -> LessonFile:
@@ -219,20 +216,21 @@ def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
 _TEXTS_CHECKED: dict[int, LessonFile] = {}
 
 
-# Parsed lesson files by (path, modification time, size): one run reads each file once, even
-# when a check and the lessons it runs each ask for it.
-_PARSED: dict[tuple[str, int, int], LessonFile] = {}
+# Parsed lesson files by (path, modification time, size, whether checked against the format): one
+# run reads each file once, even when a check and the lessons it runs each ask for it.
+_PARSED: dict[tuple[str, int, int, bool], LessonFile] = {}
 
 
-def load_lesson_file(path: Path) -> LessonFile:
-    """Read and check a lesson file; every problem names the file, the field and the fix."""
+def load_lesson_file(path: Path, *, checked: bool = True) -> LessonFile:
+    """Read and check a lesson file; every problem names the file, the field and the fix.
+    ``checked=False``: a file the tests have checked against the format (a bundled one)."""
     where = str(path)
     if not path.is_file():
         raise UserError(f"lesson file {where!r} not found; check the path.")
     stat = path.stat()
-    version = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    version = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, checked)
     if version not in _PARSED:
-        _PARSED[version] = _read_lesson_file(path, stat.st_size)
+        _PARSED[version] = _read_lesson_file(path, stat.st_size, checked=checked)
     return _PARSED[version]
 
 
@@ -330,6 +328,8 @@ def _with_paths_found(own: LessonFile, declared: Lesson, path: Path) -> LessonFi
 
 def _check_example_fields(declared: Lesson, example: Example, where: str) -> None:
     """Every input, label and option an example names must be one the lesson takes."""
+    from attn_cli.lessonfiles import grammar  # pydantic: only for a lecturer's file
+
     names = [spec.name for spec in declared.inputs]
     for name in example.inputs:
         if name not in names:
@@ -353,11 +353,13 @@ def _check_example_fields(declared: Lesson, example: Example, where: str) -> Non
                 f"{where}, options.{name}: this lesson has no option {name!r}; its options are: "
                 f"{known}."
             )
-        # The value against the option's schema (the one the generated schema holds), before
+        if name not in options:
+            continue
+        # The value against the option's type (its schema is the generated schema's), before
         # the lesson reads it: its type, shape and range, in one line.
-        problem = option_problem(option_schema(options[name]), value) if name in options else None
+        problem = grammar.option_problem(options[name], value)
         if problem is not None:
-            raise UserError(mismatch(f"{where}, options.{name}", value, problem))
+            raise UserError(grammar.mismatch(f"{where}, options.{name}", value, problem))
     for spec in declared.inputs:
         if spec.required and spec.name not in example.inputs:
             raise missing_input(spec, where)
@@ -387,7 +389,7 @@ def _utf8_text(path: Path) -> str:
         ) from None
 
 
-def _read_lesson_file(path: Path, size: int) -> LessonFile:
+def _read_lesson_file(path: Path, size: int, *, checked: bool) -> LessonFile:
     where = str(path)
     if size > MAX_LESSON_FILE_BYTES:
         raise UserError(
@@ -413,11 +415,18 @@ def _read_lesson_file(path: Path, size: int) -> LessonFile:
         ) from None
     except OSError as error:
         raise UserError(f"{where}: cannot read it ({error.strerror or error}).") from None
-    return parse_lesson_data(data, where, path)
+    return parse_lesson_data(data, where, path, checked=checked)
 
 
-def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None) -> LessonFile:
-    check_keys(data, where)
+def parse_lesson_data(
+    data: dict[str, Any], where: str, path: Path | None = None, *, checked: bool = True
+) -> LessonFile:
+    """A lesson file's data as a LessonFile; first checked against the format, unless
+    ``checked`` is False (a bundled file, which the tests check)."""
+    if checked:
+        from attn_cli.lessonfiles.grammar import check_keys  # pydantic: only when checking
+
+        check_keys(data, where)
     lesson = data.get("lesson")
     if not isinstance(lesson, str) or not lesson:
         raise UserError(f'{where}: field "lesson" is missing; add e.g. lesson = "scaled".')

@@ -38,9 +38,9 @@ with from the same models.
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
 ``attn_cli/lessons``; the tests check them against the format (tests/test_lesson_strict.py), so a
 run reads them without (:func:`load_bundled`). A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
-out from the bundled file of its lesson (:func:`own_lesson_file`). Every file's step texts and
-notes, bundled or not, are checked against the texts its lesson declares (their keys and
-placeholders, :mod:`attn_cli.lessonfiles.texts`) before it runs. The full description, with
+out from the bundled file of its lesson (:func:`own_lesson_file`). A lecturer's step texts and
+notes are checked against the texts its lesson declares (their keys and placeholders,
+:mod:`attn_cli.lessonfiles.texts`) before it runs; the bundled ones by the tests. The full description, with
 the rounding rule for printed values, is docs/lesson-files.md.
 """
 
@@ -192,15 +192,11 @@ def bundled_lesson_names() -> list[str]:
     return sorted(path.stem for path in bundled_lessons_dir().glob("*.toml"))
 
 
-def load_bundled(lesson: str) -> LessonFile:
-    """The bundled file of ``lesson``, read (see :func:`bundled_for_run` for one to run); the
-    tests check it against the format, so it is not checked again here."""
-    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml", checked=False)
-
-
-def bundled_for_run(lesson: str, texts: Texts) -> LessonFile:
-    """The bundled file of ``lesson``, its texts checked against the lesson's declared ones."""
-    return with_checked_texts(load_bundled(lesson), texts)
+def load_bundled(lesson: str, *, checked: bool = False) -> LessonFile:
+    """The bundled file of ``lesson``, read. The tests check every bundled file as a lecturer's
+    is checked (the format, its placeholders, its texts against the lesson's declaration), and
+    so does ``attn check --all`` (``checked``); a run reads it without."""
+    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml", checked=checked)
 
 
 def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
@@ -223,7 +219,8 @@ _PARSED: dict[tuple[str, int, int, bool], LessonFile] = {}
 
 def load_lesson_file(path: Path, *, checked: bool = True) -> LessonFile:
     """Read and check a lesson file; every problem names the file, the field and the fix.
-    ``checked=False``: a file the tests have checked against the format (a bundled one)."""
+    ``checked=False``: a file the tests have checked (a bundled one), read without the checks
+    of the format and of its placeholders' form."""
     where = str(path)
     if not path.is_file():
         raise UserError(f"lesson file {where!r} not found; check the path.")
@@ -278,7 +275,6 @@ def _complete_own_lesson_file(
     except UserError:  # not installed: the lecturer's file stands alone
         bundled = None
     if bundled is not None:
-        with_checked_texts(bundled, declared.texts)  # what the own file leaves out comes from it
         unknown = sorted(set(own.headings) - set(bundled.headings))
         if unknown:
             raise UserError(
@@ -421,8 +417,9 @@ def _read_lesson_file(path: Path, size: int, *, checked: bool) -> LessonFile:
 def parse_lesson_data(
     data: dict[str, Any], where: str, path: Path | None = None, *, checked: bool = True
 ) -> LessonFile:
-    """A lesson file's data as a LessonFile; first checked against the format, unless
-    ``checked`` is False (a bundled file, which the tests check)."""
+    """A lesson file's data as a LessonFile; first checked against the format, and each text's
+    placeholders for their form, unless ``checked`` is False (a bundled file, which the tests
+    check)."""
     if checked:
         from attn_cli.lessonfiles.grammar import check_keys  # pydantic: only when checking
 
@@ -433,15 +430,15 @@ def parse_lesson_data(
     # check_keys has checked every key and the type of every value: the rest reads them.
     steps: dict[str, StepText] = {}
     for key, text in data.get("steps", {}).items():
-        for name in ("title", "explanation"):
+        for name in ("title", "explanation") if checked else ():
             template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
-        title, explanation, latex = (text.get(name) for name in ("title", "explanation", "latex"))
+        title, explanation, latex = text.get("title"), text.get("explanation"), text.get("latex")
         steps[key] = StepText(
             title=None if title is None else printable(title),
             explanation=None if explanation is None else printable(explanation.strip()),
             latex=None if latex is None else printable(latex),
         )
-    notes = _words_table(data, "notes", where, check_placeholders=True)
+    notes = _words_table(data, "notes", where, check_placeholders=checked)
     headings = _words_table(data, "headings", where, check_placeholders=False)
     raw_examples = data.get("examples", [])
     if len(raw_examples) > MAX_EXAMPLES:

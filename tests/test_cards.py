@@ -24,6 +24,24 @@ def command_options(lesson: str) -> dict[str, object]:
     return {param.name: param for param in GROUP.commands[lesson].params}  # type: ignore[attr-defined]
 
 
+def test_the_course_is_scanned_once(monkeypatch):
+    """is_lesson is asked for every command line (and eight times by `attn scaled`): the
+    package's folders are listed once, until forget() (a folder added to its path)."""
+    import pkgutil
+
+    scans = []
+    real = pkgutil.iter_modules
+    monkeypatch.setattr(pkgutil, "iter_modules", lambda path: scans.append(path) or real(path))
+    cards.forget()
+    try:
+        asked = [cards.is_lesson(name) for name in ("scaled", "causal", "nosuch", "scaled")]
+        assert asked == [True, True, False, True]
+        assert cards.lesson_names() == LESSONS
+        assert len(scans) == 1
+    finally:
+        cards.forget()
+
+
 def test_the_lessons_are_the_folders_of_the_course_in_their_order():
     """Found by listing the package's folders (no list of names to keep in step), ordered by the
     cards; the modules beside the folders (the recorder, the lesson type) are not lessons."""

@@ -248,7 +248,7 @@ def test_the_loaders_option_check_is_the_generated_schemas(data):
     assume(not any(isinstance(x, float) and x.is_integer() for x in _leaves(value)))
     schema = option_schema(option)
     RAN["option schemas"] += 1
-    refused = option_problem(schema, value) is not None
+    refused = option_problem(option, value) is not None
     assert refused == (not jsonschema.Draft7Validator(schema).is_valid(value)), (schema, value)
 
 

@@ -138,3 +138,20 @@ def test_the_tables_of_commands_and_functions_are_generated(path):
     committed = (ROOT / path).read_text(encoding="utf-8")
     assert "<!-- BEGIN " in committed
     assert committed == with_tables(committed), f"{path} is stale; run {REGENERATE}"
+
+
+def test_the_help_is_made_only_for_the_help(monkeypatch):
+    """A run that asks for no help builds none of it: the options as the help shows them
+    (typer_internals.for_help) are made when the help is drawn."""
+    from attn_cli.cli import typer_internals
+
+    drawn = []
+    real = typer_internals.for_help
+    monkeypatch.setattr(
+        typer_internals, "for_help", lambda params, ctx: drawn.append(ctx) or real(params, ctx)
+    )
+    run = CliRunner().invoke(app, ["scaled", "--q", "1,0;0,1", "--k", "1,1;2,0", "--v", "1;2"])
+    assert run.exit_code == 0, run.output
+    assert drawn == []
+    assert "--precision" in help_at_80("scaled", "--help")
+    assert [ctx.info_name for ctx in drawn] == ["scaled"]

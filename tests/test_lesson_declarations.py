@@ -170,6 +170,7 @@ def test_memory_is_the_inputs_and_each_items_walkthrough(monkeypatch):
     item_shapes = {name: array.shape for name, array in item.items()}
     options = dict(lesson.options)
     needed = entries * (8 + 8) + 3 * lesson.estimate_bytes(item_shapes, options, 8)
+    monkeypatch.setattr("attn_cli.core.backend.FITS_ANYWHERE", 0)  # asked for a few KB too
     monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: needed)
     guard_memory(lesson, backend, shapes, batch, options)
     monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: needed - 1)
@@ -179,9 +180,26 @@ def test_memory_is_the_inputs_and_each_items_walkthrough(monkeypatch):
 
 def test_a_lessons_own_memory_fix_is_named(monkeypatch):
     lesson, backend = get_lesson("posenc"), get_backend("numpy")
+    monkeypatch.setattr("attn_cli.core.backend.FITS_ANYWHERE", 0)
     monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 1)
     with pytest.raises(UserError, match=r"lower --positions or --d-model\.$"):
         guard_memory(lesson, backend, {}, None, dict(lesson.options))
+
+
+def test_a_small_run_does_not_ask_the_machine_for_its_memory(monkeypatch):
+    """A 2 × 2 example needs a few kilobytes: no /proc/meminfo read for it (FITS_ANYWHERE)."""
+    lesson, backend = get_lesson("scaled"), get_backend("numpy")
+    shapes = {"Q": (2, 2), "K": (2, 2), "V": (2, 2)}
+
+    def asked() -> int:
+        raise AssertionError("asked the machine for its free memory")
+
+    monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", asked)
+    options = dict(lesson.options)
+    guard_memory(lesson, backend, shapes, None, options)
+    large = {"Q": (500, 64), "K": (500, 64), "V": (500, 64)}  # 1.5 MB of inputs and copies
+    with pytest.raises(AssertionError, match="asked the machine"):
+        guard_memory(lesson, backend, large, None, options)
 
 
 def test_random_inputs_are_standard_normal_from_the_seed_unless_the_lesson_draws_its_own():

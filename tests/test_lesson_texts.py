@@ -1,6 +1,7 @@
 """Each lesson declares its texts (``LESSON.texts``): the step texts and notes it records and the
-placeholder names it hands each one. Every lesson file is checked against the declaration when
-it is loaded, the bundled ones as a lecturer's; the recorder holds the code to it while it runs.
+placeholder names it hands each one. A lecturer's lesson file is checked against the declaration
+when it is loaded; the bundled ones are checked the same way by these tests and by `attn check
+--all` (a run reads them unchecked); the recorder holds the code to it while it runs.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def test_declared_names_are_identifiers_listed_once(name):
         assert len(set(names)) == len(names)
 
 
-# --- a broken file fails when it is loaded, bundled or a lecturer's -------------------------
+# --- a broken file fails when it is loaded (a lecturer's) or checked (a bundled one) --------
 
 
 @pytest.fixture
@@ -93,13 +94,20 @@ def test_a_bundled_file_with_an_undeclared_placeholder_fails_naming_file_and_fie
         f"{path}: [steps.scores] explanation: unknown placeholder {{nn}}; the placeholders here "
         "are: {dk}, {dv}, {m}, {n}, {sqrt_dk}"
     )
-    assert_user_error(invoke("scaled"), expected)
     assert_user_error(invoke("check", "--all"), expected)
+    assert_refused_by_the_tests_check(expected)
+
+
+def assert_refused_by_the_tests_check(message: str) -> None:
+    """What test_every_bundled_file_passes_the_load_time_check says of the bundled copy."""
+    with pytest.raises(UserError) as error:
+        check_texts(load_bundled("scaled"), get_lesson("scaled").texts)
+    assert message in str(error.value)
 
 
 def test_a_bundled_placeholder_of_a_step_that_does_not_run_still_fails(invoke, bundled_copy):
-    """Only --valid-len runs [steps.masked], whose {logits} no other step hands over: a plain
-    run refuses the file all the same (at load time, not when the step runs)."""
+    """Only --valid-len runs [steps.masked], whose {logits} no other step hands over: the check
+    refuses the file all the same (when it is loaded, not when the step runs)."""
     path = bundled_copy / "scaled.toml"
     text = path.read_text(encoding="utf-8")
     weights = text.index("[steps.weights]")
@@ -107,9 +115,9 @@ def test_a_bundled_placeholder_of_a_step_that_does_not_run_still_fails(invoke, b
     path.write_text(
         text[:title] + 'title = "Weights of {logits}"\n' + text[title:].split("\n", 1)[1]
     )
-    assert_user_error(
-        invoke("scaled"), f"{path}: [steps.weights] title: unknown placeholder {{logits}}"
-    )
+    expected = f"{path}: [steps.weights] title: unknown placeholder {{logits}}"
+    assert_user_error(invoke("check", "--all"), expected)
+    assert_refused_by_the_tests_check(expected)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +133,8 @@ def test_a_bundled_file_with_an_undeclared_key_fails_naming_file_and_key(
 ):
     path = bundled_copy / "scaled.toml"
     replace_in(path, old, new)
-    assert_user_error(invoke("scaled"), str(path), message)
+    assert_user_error(invoke("check", "--all"), str(path), message)
+    assert_refused_by_the_tests_check(message)
 
 
 def test_a_lecturers_placeholder_is_checked_for_its_own_step_at_load_time(invoke, tmp_path):

@@ -178,3 +178,21 @@ def test_a_lesson_run_imports_one_card_and_no_pydantic(args):
     # selfattn's), not all sixteen.
     assert f"attn_cli.course.{args[0]}.card" in cards
     assert len(cards) <= 3, cards
+
+
+@pytest.mark.slow
+def test_the_lecture_run_does_only_what_it_needs():
+    """Issue 55's measure (benchmarks/calls.py, in a fresh interpreter): `attn scaled` with the
+    user's matrices makes at most 2,000 calls into attn_cli (4,691 before its cuts: the bundled
+    file checked on every run, the help built for a run, the registry rescanned, each table's
+    widths measured again and again)."""
+    completed = subprocess.run(
+        [sys.executable, str(Path(__file__).parent.parent / "benchmarks" / "calls.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = completed.stdout.splitlines()
+    assert lines[0].endswith("(exit status 0)"), completed.stdout
+    calls = int(lines[1].split(": ")[1].split()[0].replace(",", ""))
+    assert calls <= 2_000, completed.stdout

@@ -43,7 +43,7 @@ def _option_lines(params: list[Any], ctx: typer.Context) -> list[str]:
 
 def _params_by_panel(command: Any, ctx: typer.Context) -> dict[str, list[Any]]:
     panels: dict[str, list[Any]] = {}
-    for param in command.get_params(ctx):
+    for param in command.help_params(ctx):
         if getattr(param, "hidden", False):
             continue
         default = "Arguments" if param.param_type_name == "argument" else "Options"
@@ -165,7 +165,7 @@ def reference() -> str:
         "",
         "**Options**",
         "",
-        *_option_lines(group.get_params(ctx), ctx),
+        *_option_lines(group.help_params(ctx), ctx),
         "",
         "**Commands**",
         "",

@@ -194,10 +194,19 @@ def root(
 
 class AttnCommand(TyperCommand):
     """A command whose help shows flags as flags and wraps choices between them, and whose
-    parsing skips the coercions that would change nothing (attn_cli.cli.typer_internals)."""
+    parsing skips the coercions that would change nothing (attn_cli.cli.typer_internals); the
+    help's parameters are made only when the help is drawn."""
 
     def get_params(self, ctx: Context) -> list[Any]:
-        return typer_internals.adapt_params(super().get_params(ctx), ctx)
+        return typer_internals.skip_idle_coercion(super().get_params(ctx))
+
+    def help_params(self, ctx: Context) -> list[Any]:
+        """The parameters as the help shows them: made only for the help (a run needs none)."""
+        return typer_internals.for_help(self.get_params(ctx), ctx)
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        self.help_params(ctx)
+        super().format_help(ctx, formatter)
 
 
 class OneLineUsageErrors(TyperGroup):
@@ -206,7 +215,15 @@ class OneLineUsageErrors(TyperGroup):
     exit code 2, like every other user error, instead of Typer's usage box."""
 
     def get_params(self, ctx: Context) -> list[Any]:
-        return typer_internals.adapt_params(super().get_params(ctx), ctx)
+        return typer_internals.skip_idle_coercion(super().get_params(ctx))
+
+    def help_params(self, ctx: Context) -> list[Any]:
+        """The parameters as the help shows them (see AttnCommand.help_params)."""
+        return typer_internals.for_help(self.get_params(ctx), ctx)
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        self.help_params(ctx)
+        super().format_help(ctx, formatter)
 
     def make_context(
         self,
@@ -307,7 +324,8 @@ def main() -> None:
     sys.stdout, sys.stderr = encodable(sys.stdout), encodable(sys.stderr)
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
     bounded_width(os.environ)
-    completing = any(key.endswith("_COMPLETE") for key in os.environ)
+    # A list, not a generator: one call however large the environment (benchmarks/calls.py).
+    completing = any([key.endswith("_COMPLETE") for key in os.environ])
     frozen_before = gc.get_freeze_count()
     gc.disable()  # for start-up only: see commands.streams.start_up_done, which turns it back on
     try:

@@ -78,11 +78,6 @@ else:
     UsageError = _usage_error()
 
 
-def adapt_params(params: list[Any], ctx: Context) -> list[Any]:
-    """A command's parameters as attn parses and shows them (skip_idle_coercion, for_help)."""
-    return for_help(skip_idle_coercion(params), ctx)
-
-
 def descriptor_of(param: Any) -> Any:
     """The parameter's type_descriptor, or None (a Typer without one)."""
     return getattr(param, "type_descriptor", None)
@@ -181,12 +176,13 @@ def skip_idle_coercion(params: list[Any]) -> list[Any]:
     internals this needs is left to Typer.
     """
     for param in params:
-        if (
-            isinstance(param, TyperOption | TyperArgument)
-            and "process_value" not in vars(param)
-            and _parameter_info(descriptor_of(param)) is not None
-        ):
-            param.process_value = functools.partial(_process_value, param, param.process_value)  # type: ignore[method-assign]
+        if "process_value" in vars(param) or not isinstance(param, TyperOption | TyperArgument):
+            continue  # wrapped already (a command's parameters are asked for again and again)
+        info = _parameter_info(descriptor_of(param))
+        if info is not None:
+            param.process_value = functools.partial(  # type: ignore[method-assign]
+                _process_value, param, info, param.process_value
+            )
     return params
 
 
@@ -195,7 +191,10 @@ def _parameter_info(descriptor: Any) -> Any:
     info = getattr(descriptor, "parameter_info", None)
     if info is None or not hasattr(descriptor, "annotation"):
         return None
-    return info if all(hasattr(info, field) for field in PARAMETER_INFO_FIELDS) else None
+    for field in PARAMETER_INFO_FIELDS:  # a loop, not all(...): every parsed value asks
+        if not hasattr(info, field):
+            return None
+    return info
 
 
 _TYPER = object()  # _plainly's answer for a value that Typer must coerce
@@ -204,22 +203,24 @@ _PLAIN_NUMBER = re.compile(r"-?[0-9]{1,15}(\.[0-9]{0,15})?")
 
 
 def _process_value(
-    param: Any, typer_process_value: Callable[..., Any], ctx: Context, value: Any
+    param: Any, info: Any, typer_process_value: Callable[..., Any], ctx: Context, value: Any
 ) -> Any:
     """Typer's process_value (coerce, check required, run the callback), coercing plainly
-    where it can."""
-    coerced = _TYPER if param.required else _plainly(param, ctx, value)
+    where it can (``info``: the parameter's parameter_info, as skip_idle_coercion found it)."""
+    coerced = _TYPER if param.required else _plainly(param, ctx, value, info)
     if coerced is _TYPER:
         return typer_process_value(ctx, value)
     return coerced if param.callback is None else param.callback(ctx, param, coerced)
 
 
-def _plainly(param: Any, ctx: Context | None, value: Any) -> Any:
-    """What Typer's coercion would make of ``value``, where that is plain; else _TYPER."""
+def _plainly(param: Any, ctx: Context | None, value: Any, info: Any = None) -> Any:
+    """What Typer's coercion would make of ``value``, where that is plain; else _TYPER.
+    ``info``: the parameter's parameter_info, where already found."""
     if value is None:  # an absent option
         return () if param.multiple or param.nargs == -1 else None
     descriptor = descriptor_of(param)
-    info = _parameter_info(descriptor)
+    if info is None:
+        info = _parameter_info(descriptor)
     if info is None or info.parser is not None or param.multiple or param.nargs != 1:
         return _TYPER
     annotation = descriptor.annotation

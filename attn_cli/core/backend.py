@@ -61,6 +61,11 @@ def namespace_of(*arrays: Any) -> Any:
     return array_namespace(*[a for a in arrays if not isinstance(a, float | int)])
 
 
+# What a computation may need without asking the machine for its free memory: far less than
+# Python, numpy and rich took to start (a 2 × 2 example needs a few kilobytes).
+FITS_ANYWHERE = 2**20
+
+
 @dataclass(frozen=True)
 class Backend:
     """Where and in what precision the math runs."""
@@ -147,7 +152,11 @@ class Backend:
         return summary(self.to_numpy(array))
 
     def ensure_fits(self, needed_bytes: int, what: str, fix: str) -> None:
-        """Refuse, before allocating, a computation that cannot fit in memory."""
+        """Refuse, before allocating, a computation that cannot fit in memory. The machine is
+        asked (/proc/meminfo, the GPU) only for a computation that could not fit: above
+        FITS_ANYWHERE."""
+        if needed_bytes <= FITS_ANYWHERE:
+            return
         available = self.available_bytes()
         if available is not None and needed_bytes > available:
             raise UserError(

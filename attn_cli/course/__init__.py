@@ -33,10 +33,18 @@ def _is_lesson_folder(name: str, is_package: bool) -> bool:
     return is_package and name.isidentifier() and not name.startswith("_")
 
 
+@functools.cache
+def _folders() -> frozenset[str]:
+    """The lessons' folders, found where this package's path leads (no card imported); scanned
+    once (:func:`forget` scans again)."""
+    return frozenset(
+        m.name for m in pkgutil.iter_modules(__path__) if _is_lesson_folder(m.name, m.ispkg)
+    )
+
+
 def _found() -> list[str]:
-    """The lessons' folders, found where this package's path leads (no card imported)."""
-    found = [m.name for m in pkgutil.iter_modules(__path__) if _is_lesson_folder(m.name, m.ispkg)]
-    return sorted(set(found))
+    """The lessons' folders, by name."""
+    return sorted(_folders())
 
 
 @functools.cache
@@ -92,14 +100,11 @@ def visit_stops() -> tuple[Stop, ...]:
     return tuple(visits)
 
 
+@functools.cache
 def is_lesson(name: str) -> bool:
-    """Whether ``name`` is a lesson (its folder holds a card), without importing any card."""
-    if not name.isidentifier() or name.startswith("_"):
-        return False
-    return (
-        any(m.name == name and m.ispkg for m in pkgutil.iter_modules(__path__))
-        and importlib.util.find_spec(f"{__name__}.{name}.card") is not None
-    )
+    """Whether ``name`` is a lesson (its folder holds a card), without importing any card; asked
+    once per name (:func:`forget` asks again)."""
+    return name in _folders() and importlib.util.find_spec(f"{__name__}.{name}.card") is not None
 
 
 def _unknown(name: str) -> UserError:
@@ -159,5 +164,5 @@ def programs_of(name: str) -> ModuleType | None:
 
 def forget() -> None:
     """Find the lessons afresh (after ``__path__`` gained or lost a folder)."""
-    lesson_names.cache_clear()
-    card.cache_clear()
+    for cached in (_folders, is_lesson, lesson_names, card):
+        cached.cache_clear()

@@ -30,15 +30,17 @@ Schema (every field but ``lesson`` optional in a lecturer's own file)::
     [examples.labels]                  # optional names for rows (each lesson says which)
     keys = ["the", "cat", "slept"]
 
-The keys each table may hold are defined once, as data, in :mod:`attn_cli.lessonfiles.grammar`: the
-loader refuses any other key (with a did-you-mean), and :mod:`attn_cli.lessonfiles.schema` generates
-the JSON Schema editors validate with from the same definition.
+The keys each table may hold are defined once, as pydantic models, in
+:mod:`attn_cli.lessonfiles.grammar`: the loader refuses any other key in a lecturer's file (with a
+did-you-mean), and :mod:`attn_cli.lessonfiles.schema` generates the JSON Schema editors validate
+with from the same models.
 
 The bundled files live in ``lessons/`` at the top of the repository and inside the wheel at
-``attn_cli/lessons``. A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
-out from the bundled file of its lesson (:func:`own_lesson_file`). Every file's step texts and
-notes, bundled or not, are checked against the texts its lesson declares (their keys and
-placeholders, :mod:`attn_cli.lessonfiles.texts`) before it runs. The full description, with
+``attn_cli/lessons``; the tests check them against the format (tests/test_lesson_strict.py), so a
+run reads them without (:func:`load_bundled`). A lecturer's own file (``--lesson``, ``attn check``) takes what it leaves
+out from the bundled file of its lesson (:func:`own_lesson_file`). A lecturer's step texts and
+notes are checked against the texts its lesson declares (their keys and placeholders,
+:mod:`attn_cli.lessonfiles.texts`) before it runs; the bundled ones by the tests. The full description, with
 the rounding rule for printed values, is docs/lesson-files.md.
 """
 
@@ -57,12 +59,6 @@ from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import as_matrix_or_batch
 from attn_cli.core.templates import template_fields
 from attn_cli.core.usertext import printable
-from attn_cli.lessonfiles.grammar import (
-    check_keys,
-    mismatch,
-    option_problem,
-    option_schema,
-)
 from attn_cli.lessonfiles.texts import Names, Texts, check_placeholders
 
 if TYPE_CHECKING:  # the lessons import this module; the caller hands it their declarations
@@ -218,14 +214,11 @@ def bundled_lesson_names() -> list[str]:
     return sorted(path.stem for path in bundled_lessons_dir().glob("*.toml"))
 
 
-def load_bundled(lesson: str) -> LessonFile:
-    """The bundled file of ``lesson``, read (see :func:`bundled_for_run` for one to run)."""
-    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml")
-
-
-def bundled_for_run(lesson: str, texts: Texts) -> LessonFile:
-    """The bundled file of ``lesson``, its texts checked against the lesson's declared ones."""
-    return with_checked_texts(load_bundled(lesson), texts)
+def load_bundled(lesson: str, *, checked: bool = False) -> LessonFile:
+    """The bundled file of ``lesson``, read. The tests check every bundled file as a lecturer's
+    is checked (the format, its placeholders, its texts against the lesson's declaration), and
+    so does ``attn check --all`` (``checked``); a run reads it without."""
+    return load_lesson_file(bundled_lessons_dir() / f"{lesson}.toml", checked=checked)
 
 
 def with_checked_texts(file: LessonFile, texts: Texts) -> LessonFile:
@@ -275,20 +268,22 @@ def _unknown_key(
     )
 
 
-# Parsed lesson files by (path, modification time, size): one run reads each file once, even
-# when a check and the lessons it runs each ask for it.
-_PARSED: dict[tuple[str, int, int], LessonFile] = {}
+# Parsed lesson files by (path, modification time, size, whether checked against the format): one
+# run reads each file once, even when a check and the lessons it runs each ask for it.
+_PARSED: dict[tuple[str, int, int, bool], LessonFile] = {}
 
 
-def load_lesson_file(path: Path) -> LessonFile:
-    """Read and check a lesson file; every problem names the file, the field and the fix."""
+def load_lesson_file(path: Path, *, checked: bool = True) -> LessonFile:
+    """Read and check a lesson file; every problem names the file, the field and the fix.
+    ``checked=False``: a file the tests have checked (a bundled one), read without the checks
+    of the format and of its placeholders' form."""
     where = str(path)
     if not path.is_file():
         raise UserError(f"lesson file {where!r} not found; check the path.")
     stat = path.stat()
-    version = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    version = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, checked)
     if version not in _PARSED:
-        _PARSED[version] = _read_lesson_file(path, stat.st_size)
+        _PARSED[version] = _read_lesson_file(path, stat.st_size, checked=checked)
     return _PARSED[version]
 
 
@@ -336,7 +331,6 @@ def _complete_own_lesson_file(
     except UserError:  # not installed: the lecturer's file stands alone
         bundled = None
     if bundled is not None:
-        with_checked_texts(bundled, declared.texts)  # what the own file leaves out comes from it
         unknown = sorted(set(own.headings) - set(bundled.headings))
         if unknown:
             raise UserError(
@@ -386,6 +380,8 @@ def _with_paths_found(own: LessonFile, declared: DeclaredLesson, path: Path) -> 
 
 def _check_example_fields(declared: DeclaredLesson, example: Example, where: str) -> None:
     """Every input, label and option an example names must be one the lesson takes."""
+    from attn_cli.lessonfiles import grammar  # pydantic: only for a lecturer's file
+
     names = [spec.name for spec in declared.inputs]
     for name in example.inputs:
         if name not in names:
@@ -409,11 +405,13 @@ def _check_example_fields(declared: DeclaredLesson, example: Example, where: str
                 f"{where}, options.{name}: this lesson has no option {name!r}; its options are: "
                 f"{known}."
             )
-        # The value against the option's schema (the one the generated schema holds), before
+        if name not in options:
+            continue
+        # The value against the option's type (its schema is the generated schema's), before
         # the lesson reads it: its type, shape and range, in one line.
-        problem = option_problem(option_schema(options[name]), value) if name in options else None
+        problem = grammar.option_problem(options[name], value)
         if problem is not None:
-            raise UserError(mismatch(f"{where}, options.{name}", value, problem))
+            raise UserError(grammar.mismatch(f"{where}, options.{name}", value, problem))
     for spec in declared.inputs:
         if spec.required and spec.name not in example.inputs:
             raise missing_input(spec, where)
@@ -443,7 +441,7 @@ def _utf8_text(path: Path) -> str:
         ) from None
 
 
-def _read_lesson_file(path: Path, size: int) -> LessonFile:
+def _read_lesson_file(path: Path, size: int, *, checked: bool) -> LessonFile:
     where = str(path)
     if size > MAX_LESSON_FILE_BYTES:
         raise UserError(
@@ -469,26 +467,34 @@ def _read_lesson_file(path: Path, size: int) -> LessonFile:
         ) from None
     except OSError as error:
         raise UserError(f"{where}: cannot read it ({error.strerror or error}).") from None
-    return parse_lesson_data(data, where, path)
+    return parse_lesson_data(data, where, path, checked=checked)
 
 
-def parse_lesson_data(data: dict[str, Any], where: str, path: Path | None = None) -> LessonFile:
-    check_keys(data, where)
+def parse_lesson_data(
+    data: dict[str, Any], where: str, path: Path | None = None, *, checked: bool = True
+) -> LessonFile:
+    """A lesson file's data as a LessonFile; first checked against the format, and each text's
+    placeholders for their form, unless ``checked`` is False (a bundled file, which the tests
+    check)."""
+    if checked:
+        from attn_cli.lessonfiles.grammar import check_keys  # pydantic: only when checking
+
+        check_keys(data, where)
     lesson = data.get("lesson")
     if not isinstance(lesson, str) or not lesson:
         raise UserError(f'{where}: field "lesson" is missing; add e.g. lesson = "scaled".')
     # check_keys has checked every key and the type of every value: the rest reads them.
     steps: dict[str, StepText] = {}
     for key, text in data.get("steps", {}).items():
-        for name in ("title", "explanation"):
+        for name in ("title", "explanation") if checked else ():
             template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
-        title, explanation, latex = (text.get(name) for name in ("title", "explanation", "latex"))
+        title, explanation, latex = text.get("title"), text.get("explanation"), text.get("latex")
         steps[key] = StepText(
             title=None if title is None else printable(title),
             explanation=None if explanation is None else printable(explanation.strip()),
             latex=None if latex is None else printable(latex),
         )
-    notes = _words_table(data, "notes", where, check_placeholders=True)
+    notes = _words_table(data, "notes", where, check_placeholders=checked)
     headings = _words_table(data, "headings", where, check_placeholders=False)
     raw_examples = data.get("examples", [])
     if len(raw_examples) > MAX_EXAMPLES:

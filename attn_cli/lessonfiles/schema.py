@@ -1,7 +1,8 @@
 """The JSON Schema of lesson files, generated (never edited by hand: ``python tools/regenerate.py``
 writes attn_cli/schema/lesson.schema.json).
 
-Its structure is the loader's own definition (:data:`attn_cli.lessonfiles.grammar.LESSON_FILE`); what
+Its structure is the loader's own definition, the pydantic models of
+:mod:`attn_cli.lessonfiles.grammar` (``LessonFileFormat.model_json_schema()``); what
 depends on the lesson (its step and note keys, input names, options) comes from the lesson's
 declaration (``LESSON = Lesson(...)``), its column headings from the bundled file: what the
 loader checks a lesson file against. Draft-07, which taplo and VS Code's
@@ -13,66 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.lessonfiles.grammar import (
-    LESSON_FILE,
-    ListOf,
-    Node,
-    Numbers,
-    Setting,
-    Table,
-    Text,
-    option_schema,
-)
+from attn_cli.lessonfiles.grammar import Draft7, LessonFileFormat, option_schema
 from attn_cli.lessonfiles.loader import load_bundled
 
 if TYPE_CHECKING:  # the generator (tools/generated.py) hands over the declarations
     from attn_cli.lessonfiles.loader import DeclaredLesson
 
 REGENERATE = "python tools/regenerate.py"
-
-# An input: a number, a string in the matrix grammar, or nested lists of numbers.
-_DEFINITIONS = {
-    "numbers": {
-        "description": 'A number, a list, a list of rows, or text in the matrix grammar ("1,0; 0,1").',
-        "anyOf": [{"type": "number"}, {"type": "string"}, {"$ref": "#/definitions/array"}],
-    },
-    "array": {
-        "type": "array",
-        "minItems": 1,
-        "items": {"anyOf": [{"type": "number"}, {"$ref": "#/definitions/array"}]},
-    },
-}
-
-
-def node_schema(node: Node) -> dict[str, Any]:
-    """The JSON Schema of one node of the format."""
-    if isinstance(node, Text):
-        return {"type": "string"}
-    if isinstance(node, Numbers):
-        return {"$ref": "#/definitions/numbers"}
-    if isinstance(node, Setting):
-        return {"type": ["boolean", "number", "string", "array"]}
-    if isinstance(node, ListOf):
-        return {"type": "array", "items": node_schema(node.item)}
-    return _table_schema(node)
-
-
-def _table_schema(table: Table) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object"}
-    if table.keys:
-        schema["properties"] = {
-            name: {"description": key.description, **node_schema(key.node)}
-            for name, key in table.keys.items()
-        }
-    required = [name for name, key in table.keys.items() if key.required]
-    if required:
-        schema["required"] = required
-    if table.any_key is None:
-        schema["additionalProperties"] = False
-    else:
-        schema["propertyNames"] = {"description": table.names}
-        schema["additionalProperties"] = node_schema(table.any_key)
-    return schema
 
 
 def _lesson_rule(name: str, lesson: DeclaredLesson) -> dict[str, Any]:
@@ -109,7 +57,11 @@ def _lesson_rule(name: str, lesson: DeclaredLesson) -> dict[str, Any]:
 
 def lesson_schema(declared: Mapping[str, DeclaredLesson]) -> dict[str, Any]:
     """The JSON Schema of a lesson file, for the lessons ``declared`` (name -> declaration)."""
-    schema = _table_schema(LESSON_FILE)
+    schema = LessonFileFormat.model_json_schema(
+        ref_template="#/definitions/{model}", schema_generator=Draft7
+    )
+    schema.pop("title")  # the class's name: the title below is the document's
+    definitions = schema.pop("$defs")  # draft-07's name for them
     schema["properties"]["lesson"]["enum"] = sorted(declared)
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
@@ -122,5 +74,5 @@ def lesson_schema(declared: Mapping[str, DeclaredLesson]) -> dict[str, Any]:
         ),
         **schema,
         "allOf": [_lesson_rule(name, declared[name]) for name in sorted(declared)],
-        "definitions": _DEFINITIONS,
+        "definitions": definitions,
     }

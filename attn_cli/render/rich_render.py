@@ -8,6 +8,7 @@ Records tables wrap their words and split into column groups rather than shorten
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -451,6 +452,11 @@ class MatrixTable:
             None if sums is None else format_column(sums[data_rows], precision, style=styles.sums)
         )
         self._summary = summary
+        self.label_width = max(map(cell_len, self.labels))
+        # Widths measured, by (column, marks) and by (layout, marks, sums).
+        self._column_widths: dict[tuple[int, bool], int] = {}
+        self._widths: dict[tuple[tuple[int | None, ...], bool, bool], int] = {}
+        self._layout_widths: dict[bool, list[int]] = {}
 
     @property
     def stats(self) -> Summary:
@@ -467,8 +473,8 @@ class MatrixTable:
         return 1.0 if largest is None else largest
 
     # Layouts: which columns show, None standing for the "…" column.
-    def layouts(self) -> list[list[int | None]]:
-        """Column choices, the widest first: the full (or corner) view, then ever fewer."""
+    @functools.cached_property
+    def _layouts(self) -> list[list[int | None]]:
         n = self.n_cols
         if self.whole:
             return [list(range(n))]
@@ -484,23 +490,40 @@ class MatrixTable:
             out += [[0, None], [None]]
         return out
 
+    def layouts(self) -> list[list[int | None]]:
+        """Column choices, the widest first: the full (or corner) view, then ever fewer."""
+        return self._layouts
+
+    def layout_widths(self, marks: bool) -> list[int]:
+        """The width of each of the layouts, measured once (rich measures a table many times)."""
+        if marks not in self._layout_widths:
+            self._layout_widths[marks] = [self.width(layout, marks) for layout in self._layouts]
+        return self._layout_widths[marks]
+
     def _marks(self, console: Console) -> bool:
         # Weights only: their shading says how much attention a cell gets; a signed table's
         # signs are in its numbers.
         return self.shading == "weights" and colourless(console)
 
     def column_width(self, col: int | None, marks: bool) -> int:
+        """A column's width on screen, its mark of shade included (the "…" column's is 1)."""
         if col is None:
             return 1
-        widest = max((cell_len(cell) for cell in self.cells[col]), default=0)
-        return max(cell_len(self.headers[col]), widest + (1 if marks else 0))
+        key = (col, marks)
+        if key not in self._column_widths:  # measured once: rich measures a table many times
+            widest = max(map(cell_len, self.cells[col]), default=0)
+            self._column_widths[key] = max(cell_len(self.headers[col]), widest + marks)
+        return self._column_widths[key]
 
     def width(self, layout: list[int | None], marks: bool, sums: bool = True) -> int:
-        widths = [max(cell_len(label) for label in self.labels)]
-        widths += [self.column_width(col, marks) for col in layout]
-        if self.sums is not None and sums:
-            widths.append(max(cell_len("Σ row"), *(cell_len(cell) for cell in self.sums)))
-        return _table_width(widths)
+        """The table's width showing the columns ``layout`` (with the row sums, if any)."""
+        key = (tuple(layout), marks, sums)
+        if key not in self._widths:
+            widths = [self.label_width, *[self.column_width(col, marks) for col in layout]]
+            if self.sums is not None and sums:
+                widths.append(max(cell_len("Σ row"), *map(cell_len, self.sums)))
+            self._widths[key] = _table_width(widths)
+        return self._widths[key]
 
     def groups(self, max_width: int, marks: bool) -> list[list[int | None]]:
         """``whole``: the columns in consecutive groups, each as many as fit ``max_width`` (at
@@ -517,11 +540,10 @@ class MatrixTable:
 
     def layout_for(self, max_width: int, marks: bool) -> list[int | None]:
         """The widest layout that fits (the narrowest when none does)."""
-        layouts = self.layouts()
-        for layout in layouts:
-            if self.width(layout, marks) <= max_width:
+        for layout, width in zip(self._layouts, self.layout_widths(marks), strict=True):
+            if width <= max_width:
                 return layout
-        return layouts[-1]
+        return self._layouts[-1]
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         marks = self._marks(console)
@@ -529,10 +551,8 @@ class MatrixTable:
             widest = self.width(self.layouts()[0], marks)
             narrowest = max(self.width([col], marks) for col in range(self.n_cols))
             return Measurement(min(narrowest, widest), widest).with_maximum(options.max_width)
-        layouts = self.layouts()
-        widest = self.width(layouts[0], marks)
-        narrowest = min(self.width(layout, marks) for layout in layouts)
-        return Measurement(narrowest, widest).with_maximum(options.max_width)
+        widths = self.layout_widths(marks)
+        return Measurement(min(widths), widths[0]).with_maximum(options.max_width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         marks = self._marks(console)
@@ -554,7 +574,7 @@ class MatrixTable:
         # The terminal width that shows every column: the widest layout, and what the
         # table is indented by in this console (its width less the table's).
         indent = max(0, console.width - options.max_width)
-        caption = self.caption(layout, self.width(self.layouts()[0], marks) + indent)
+        caption = self.caption(layout, self.layout_widths(marks)[0] + indent)
         if caption is not None:
             yield caption
         if marks:
@@ -597,7 +617,7 @@ class MatrixTable:
         strength = _strength(number, scale, self.shading)
         if marks and strength is not None:
             return Text(text + SHADE_MARKS[round(strength * (len(SHADE_MARKS) - 1))])
-        return Text(text, style=_shade(number, scale, self.shading) or "")
+        return Text(text, style=_shade_of(number, strength, self.shading) or "")
 
     def caption(self, layout: list[int | None], every_column: int | None = None) -> Text | None:
         """Under a cut table: its shape, what is hidden, the option that shows it, and the
@@ -671,7 +691,11 @@ def _strength(value: float, scale: float, shading: str | None) -> float | None:
 
 def _shade(value: float, scale: float, shading: str | None) -> Style | None:
     """Darker = larger. Weights shade blue from 0 to 1; signed values red (+) and blue (−)."""
-    strength = _strength(value, scale, shading)
+    return _shade_of(value, _strength(value, scale, shading), shading)
+
+
+def _shade_of(value: float, strength: float | None, shading: str | None) -> Style | None:
+    """The shade of a cell of ``strength`` (:func:`_strength`)."""
     if strength is None:
         return None
     if shading == "weights":

@@ -13,13 +13,14 @@ from attn_cli import course
 from attn_cli.core import slides
 from attn_cli.core.errors import UserError
 from attn_cli.core.slides import ExampleCheck, FileCheck
-from attn_cli.course import lesson_names
+from attn_cli.course import get_lesson, lesson_names
 from attn_cli.lessonfiles.loader import (
     LessonFile,
     bundled_lesson_names,
     bundled_lessons_dir,
     load_bundled,
     own_lesson_file,
+    with_checked_texts,
 )
 from attn_cli.run.runner import RunRequest, built, prepare
 
@@ -39,7 +40,9 @@ def check_bundled() -> list[FileCheck]:
             skipped = f"lesson {name!r} is not installed"
             results.append(FileCheck(path, name, skipped=skipped, bundled=True))
             continue
-        results.append(_check(load_bundled(name), RunRequest(lesson=name), bundled=True))
+        # Checked as a lecturer's file is (a run reads it unchecked: the tests check it).
+        bundled = with_checked_texts(load_bundled(name, checked=True), get_lesson(name).texts)
+        results.append(_check(bundled, RunRequest(lesson=name), bundled=True))
     return results
 
 

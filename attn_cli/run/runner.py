@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from attn_cli import course
-from attn_cli.core import slides
 from attn_cli.core.backend import LARGEST, Backend
 from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.batch import check_item, select_item, split_batch, split_options
@@ -23,7 +22,7 @@ from attn_cli.course.lesson import Inputs, Lesson, LessonRun, Shapes
 from attn_cli.lessonfiles.loader import (
     Example,
     LessonFile,
-    bundled_for_run,
+    load_bundled,
     missing_input,
     own_lesson_file,
 )
@@ -56,7 +55,7 @@ class RunRequest:
 def lesson_data(request: RunRequest) -> LessonFile:
     """The bundled lesson file, or the user's own (which must be for this lesson)."""
     if request.lesson_file is None:
-        return bundled_for_run(request.lesson, get_lesson(request.lesson).texts)
+        return load_bundled(request.lesson)  # checked by the tests, not on each run
     return own_lesson_file(request.lesson_file, course, request.lesson)
 
 
@@ -460,6 +459,8 @@ def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunReque
     as_printed = get_lesson(request.lesson).options_with(example.options)
     if any(v is not None and as_printed.get(k) != v for k, v in request.options.items()):
         return walkthrough
+    from attn_cli.core import slides  # only for an example that records its slide's values
+
     reference = walkthrough
     if (run.backend.name, run.backend.dtype) != ("numpy", "float64"):
         reference = build(replace(run, backend=get_backend("numpy"), time_steps=False))

@@ -55,6 +55,7 @@ import numpy as np
 
 from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import as_matrix_or_batch
+from attn_cli.core.paths import not_a_file
 from attn_cli.core.templates import template_fields
 from attn_cli.core.usertext import printable
 from attn_cli.lessonfiles.grammar import (
@@ -227,6 +228,9 @@ _PARSED: dict[tuple[str, int, int], LessonFile] = {}
 def load_lesson_file(path: Path) -> LessonFile:
     """Read and check a lesson file; every problem names the file, the field and the fix."""
     where = str(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise UserError(f"lesson file {where!r} is {kind}, not a file; give a .toml file.")
     if not path.is_file():
         raise UserError(f"lesson file {where!r} not found; check the path.")
     stat = path.stat()
@@ -317,6 +321,12 @@ def _with_paths_found(own: LessonFile, declared: Lesson, path: Path) -> LessonFi
         options = dict(example.options)
         for name in paths & set(options):
             found = from_lesson_folder(options[name], path)
+            kind = not_a_file(found)
+            if kind is not None:
+                raise UserError(
+                    f"{path}: example {example.name!r}, options.{name}: {str(found)!r} is "
+                    f"{kind}, not a file; name the file itself."
+                )
             if not found.is_file():
                 how = "" if Path(options[name]).is_absolute() else f" ({RELATIVE})"
                 raise UserError(

@@ -13,10 +13,12 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from attn_cli.core.errors import UserError
 from attn_cli.core.numbers import format_bytes
 from attn_cli.core.whole import LARGEST_WHOLE
 from tests.conftest import assert_user_error, examples
@@ -247,3 +249,162 @@ def test_every_file_channel_refuses_any_declared_shape_up_to_2_to_the_62(tmp_pat
     folder = tmp_path_factory.mktemp("files")
     cases = [file_case(folder, index, *file) for index, file in enumerate(files)]
     refused_in_time(cases, folder)
+
+
+# --- round 5 (issue 54): a stack of layers, and --full JSON, counted before any work -----------
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (  # before: hours (0.37 s a layer); the estimate counted its numbers alone
+            ("--layers", "100000"),
+            ("100000 layers of n = 4 tokens", "steps take 0.58 s to record and draw as tables"),
+        ),
+        (("--layers", "1000"), ("1000 layers", "draw as tables, about 10 minutes here")),
+        (
+            ("--layers", "10000", "--format", "json"),
+            ("10000 layers", "take 0.025 s to record and write as JSON, about 4 minutes here"),
+        ),
+        (("--layers", "400", "--format", "svg"), ("draw as an SVG picture, about 10 minutes",)),
+        (("--layers", "3000", "--format", "markdown"), ("write as Markdown",)),
+        (("--layers", "2000", "--format", "html", "--n", "2"), ("n = 2 tokens", "HTML page")),
+        (
+            (
+                "--layers",
+                "1000000000",
+            ),
+            ("1000000000 layers", "days here"),
+        ),
+    ],
+)
+def test_block_refuses_a_stack_of_layers_that_would_take_minutes(invoke, args, fragments):
+    result = invoke("block", *args)
+    assert_user_error(
+        result, *fragments, "ask for less: a smaller --n, --d-model, --d-ff or --layers"
+    )
+
+
+def test_a_lesson_files_stack_is_refused_under_check_and_when_run(invoke, tmp_path):
+    path = tmp_path / "deep.toml"
+    path.write_text(
+        'lesson = "block"\n[[examples]]\nname = "mine"\noptions = { layers = 100000 }\n'
+        '[examples.inputs]\nX = "1,0,0,1"\n',
+        encoding="utf-8",
+    )
+    where = f"{path}: example 'mine', inputs: 100000 layers of n = 1 token"
+    checked = invoke("check", str(path))  # computed, never drawn: the recording alone
+    assert_user_error(checked, where, "take 0.025 s to record, about 42 minutes here")
+    shown = invoke("block", "--lesson", str(path))
+    assert_user_error(shown, where, "0.58 s to record and draw as tables, about 16 hours here")
+
+
+def test_the_layer_guard_lets_a_thousand_layers_of_json_run_and_python_is_counted_too():
+    """Before: 1,000 layers of JSON ran past 300 s (each layer's weights drew its stream by
+    spawning every stream before it, and each step was found by scanning them all); both are
+    one look-up now, and the estimate (25 s) lets it run."""
+    import attn_cli as attn
+    from attn_cli.course import get_lesson
+    from attn_cli.course.block.build import check_layer_work
+    from attn_cli.course.block.settings import settings
+
+    options = get_lesson("block").options_with({"layers": 1000})
+    chosen = settings(options, {"X": np.zeros((4, 4))})
+    check_layer_work(4, 4, 4, chosen, "json")  # not refused
+    with pytest.raises(UserError, match=r"take 0\.58 s to record and draw as tables"):
+        check_layer_work(4, 4, 4, chosen, "rich")
+    with pytest.raises(UserError, match=r"100000 layers .* about 42 minutes here"):
+        attn.block(layers=100_000)
+
+
+def test_a_layers_stream_is_its_spawned_child_made_directly():
+    from attn_cli.course.block.parameters import child
+
+    for seed, index in ((0, 0), (5, 3), (2**40, 200)):
+        expected = np.random.default_rng(seed).spawn(index + 1)[index].standard_normal(4)
+        assert np.array_equal(child(seed, index).standard_normal(4), expected)
+
+
+FULL_JSON = "--format json --full writes every number"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (  # before: still writing after 60 s (6.7 GB at 21 bytes a number)
+            ("scaled", "--n", "8000", "--dk", "64"),
+            ("about 3.2e+08 at these sizes (6.3 GiB of JSON), about 12 minutes here",),
+        ),
+        (("scaled", "--n", "8000", "--dk", "64", "-o", "out.json"), ("6.3 GiB",)),
+        (("selfattn", "--n", "6000"), ("3.5 GiB of JSON",)),
+        (("causal", "--n", "6000"), ("6.3 GiB of JSON",)),
+        (("multihead", "--n", "4000", "--heads", "8", "--d-model", "64"), ("5.0 GiB",)),
+        (("block", "--n", "6000"), ("GiB of JSON",)),
+        (("window", "--n", "6000"), ("GiB of JSON",)),
+        (("graph", "--n", "6000"), ("GiB of JSON",)),
+        (("linear", "--n", "6000"), ("GiB of JSON",)),
+        (("rope", "--n", "6000"), ("GiB of JSON",)),
+        (("alibi", "--n", "6000"), ("GiB of JSON",)),
+        (("ring", "--n", "12000"), ("GiB of JSON",)),
+    ],
+)
+def test_full_json_of_minutes_is_refused_before_any_work_with_its_size(
+    invoke, tmp_path, monkeypatch, args, fragments
+):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args, "--format", "json", "--full")
+    assert_user_error(result, FULL_JSON, *fragments, "leave out --full")
+    assert list(tmp_path.iterdir()) == []  # -o: nothing written
+
+
+def test_full_json_the_guard_lets_run_and_a_python_call_it_does_not_count():
+    """n = 3,000 (45 million numbers, about 100 s of a core) is still written; the library's
+    to_dict(full=True) has its memory guard instead (it builds the document whole)."""
+    from attn_cli.run.runner import RunRequest, prepare_items
+
+    request = RunRequest(lesson="scaled", sizes={"n": 3000, "dk": 4}, shown="json", full=True)
+    prepare_items(request)  # not refused
+    larger = RunRequest(lesson="scaled", sizes={"n": 4500, "dk": 4}, shown="json", full=True)
+    with pytest.raises(UserError, match=FULL_JSON):
+        prepare_items(larger)
+    prepare_items(RunRequest(lesson="scaled", sizes={"n": 4500, "dk": 4}))  # not shown: no guard
+
+
+@pytest.mark.parametrize(
+    ("lesson", "options"),
+    [
+        ("scaled", {}),
+        ("scaled", {"normalise": "entmax15"}),
+        ("scaled", {"valid_len": 3}),
+        ("selfattn", {}),
+        ("causal", {}),
+        ("multihead", {}),
+        ("multihead", {"heads": 4, "causal": True}),
+        ("multihead", {"valid_len": 3}),
+        ("multihead", {"dropout": 0.1}),
+        ("block", {}),
+        ("block", {"decoder": True}),
+        ("block", {"layers": 2, "causal": True}),
+        ("window", {}),
+        ("graph", {}),
+        ("linear", {}),
+        ("rope", {}),
+        ("alibi", {}),
+        ("ring", {}),
+        ("bahdanau", {}),
+    ],
+)
+def test_the_documents_estimate_is_about_the_numbers_it_writes(lesson, options):
+    """The guard's count, from the shapes alone, within a few tenths of the numbers the
+    --full document holds (each lesson at n = 200): the size it says is the size written."""
+    from attn_cli.course import get_lesson
+    from attn_cli.render import walkthrough_entries
+    from attn_cli.run.runner import RunRequest, compute, prepare_items
+
+    request = RunRequest(lesson=lesson, sizes={"n": 200}, options=options)
+    (run, *_), _, _ = prepare_items(request)
+    shapes = {name: value.shape for name, value in run.inputs.items()}
+    inputs = sum(value.size for value in run.inputs.values())
+    estimate = inputs + get_lesson(lesson).document_numbers(shapes, run.options)
+    written = walkthrough_entries(compute(request))
+    assert 0.75 * written <= estimate <= 1.6 * written, (estimate, written)

@@ -209,3 +209,61 @@ def test_a_huge_columns_renders_at_most_max_columns(monkeypatch, tmp_path):
         assert run_main(monkeypatch, ["block"], out) == 0
     lines = (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()
     assert max(len(line) for line in lines) <= MAX_COLUMNS
+
+
+# --- round 5 (issue 54): a filesystem of the kernel's, a link to stdout ------------------------
+
+KERNELS = "is on a filesystem of the kernel's (it reports no space at all, as /proc and /sys do)"
+
+
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="a Linux /proc")
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (("rope", "-o", "/proc/version"), "/proc"),  # before: "the filesystem of /proc is full"
+        (("block", "--output", "/proc/attn-new.txt"), "/proc"),
+        (("cost", "-o", "/sys/kernel/attn.txt"), "/sys/kernel"),
+        (("scaled", "--format", "json", "-o", "/proc/version"), "/proc"),
+    ],
+)
+def test_a_file_of_the_kernels_filesystem_cannot_be_written_and_says_so(invoke, args, where):
+    result = invoke(*args)
+    assert_user_error(result, f"cannot write there: {where} {KERNELS}", "choose a path you can")
+
+
+def test_every_output_refuses_a_filesystem_without_blocks(invoke, mpl, tmp_path, monkeypatch):
+    """What /proc's statvfs says (no blocks at all, none free), faked for a folder of ours: the
+    shared check, for --output, --plot and learn's --save alike."""
+
+    class Kernels:
+        f_blocks = f_bavail = f_bfree = 0
+        f_frsize = 4096
+
+    monkeypatch.setattr("attn_cli.core.outputs.os.statvfs", lambda folder: Kernels())
+    for args in (
+        ("block", "--output", str(tmp_path / "b.txt")),
+        ("block", "--plot", str(tmp_path / "b.png")),
+        ("learn", "translate", "--save", str(tmp_path / "w.npz")),
+    ):
+        assert_user_error(invoke(*args), f"cannot write there: {tmp_path} {KERNELS}")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="a /dev/stdout")
+@pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1"])
+def test_output_to_a_link_to_stdout_writes_through_the_pipe(name):
+    """Before: /dev/stdout into a pipe was 'the filesystem of /proc/PID/fd is full' (the link's
+    target, pipe:[N], is no path): the pipe it names is written through."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "attn_cli", "cost", "-o", name],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and "score matrix" in done.stdout

@@ -188,7 +188,8 @@ def test_facts_of_a_source_tree_never_installed(monkeypatch, tmp_path):
     monkeypatch.setattr(install, "facts", REAL_FACTS)
     monkeypatch.setattr(metadata, "distribution", missing)
     monkeypatch.setattr("sys.prefix", str(pipx_env(tmp_path)))
-    assert install_command("torch") == "pipx inject attn-cli 'torch>=2.1'"
+    # the torch extra's packages, from pyproject.toml: torch and the safetensors reader
+    assert install_command("torch") == "pipx inject attn-cli 'torch>=2.1' 'safetensors>=0.6.1'"
 
 
 def test_this_checkouts_own_install_is_detected():

@@ -1,30 +1,28 @@
 """Arrays in files judged from their headers, before any of them is read.
 
-A file's header says what it holds (a .npy's shape and dtype; a .npz's, member by member; a
-.safetensors' JSON table of tensors): a few hundred bytes that can declare 46 TiB, or zeros that
-compress a thousandfold. Every reader of arrays from a file (``@file`` inputs, ``--weights``,
-the model files a command reads) asks here first:
+A file's header says what it holds (a .npy's shape and dtype; a .npz's, member by member): a few
+hundred bytes that can declare 46 TiB, or zeros that compress a thousandfold. Every reader of
+arrays from a file (``@file`` inputs, ``--weights``, the model files a command reads) asks here
+first:
 
-* :func:`npy_declared`, :func:`npz_declared`, :func:`safetensors_declared`,
-  :func:`pt_declared`: what a file
-  declares, as :class:`Declared` (name, shape, dtype, and the bytes the file holds for it),
-  reading headers only (a bounded number of bytes, whatever the file);
+* :func:`npy_declared`, :func:`npz_declared`: what a file declares, as :class:`Declared`
+  (name, shape, dtype, and the bytes the file holds for it), reading headers only (a bounded
+  number of bytes, whatever the file);
 * :func:`check_declared`: refuse, in one line, an array whose header does not parse, whose
   dtype is not numbers, whose data the file does not hold (a truncated file or a lying
   header), or whose shape is not one the reader accepts (naming the array, its declared shape
   and what is accepted), before anything is allocated for it.
 
-Model files read with torch (``.pt``): :func:`pt_declared`, through ``torch.load(...,
-weights_only=True, mmap=True)``, which reads no tensor's data. Every problem is a UserError: one
-line, exit 2.
+Model files read with torch (``.pt``): :func:`pt_storage_sizes` judges the zip before
+``torch.load(..., weights_only=True, mmap=True)`` (which reads no tensor's data), and
+:func:`check_pt_storages` the storages it maps against what the zip holds. A .safetensors file's
+header is checked by the safetensors package (attn_cli.core.tensor_file). Every problem is a
+UserError: one line, exit 2.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import math
-import struct
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,30 +37,15 @@ from attn_cli.core.numbers import format_bytes, shape_text
 # A .npy header is at most this long (numpy's own limit when it reads one): a longer one is
 # refused unread.
 MAX_HEADER_BYTES = 10_000
-# A .safetensors header (its JSON table of tensors) is at most this long: 100 MB is the format's
-# own limit; the files attn reads have a few tensors, a few KB.
-MAX_SAFETENSORS_HEADER = 1 << 20
 # A .npz (a zip) read by attn has at most this many members.
 MAX_MEMBERS = 1_000
-# safetensors' dtype names, as numpy's (those attn can take as numbers; BF16 and the float8
-# kinds have no numpy dtype: refused, naming what was found).
-SAFETENSORS_DTYPES = {
-    "F64": "<f8",
-    "F32": "<f4",
-    "F16": "<f2",
-    "I64": "<i8",
-    "I32": "<i4",
-    "I16": "<i2",
-    "I8": "i1",
-    "U8": "u1",
-}
 
 
 @dataclass(frozen=True)
 class Declared:
     """One array as its file's header declares it: its name (in the file; a .npy's file name),
     shape and dtype, and the bytes of data the file holds for it (where the file says: the
-    rest of a .npy, a zip member's uncompressed size, a safetensors tensor's byte range)."""
+    rest of a .npy, a zip member's uncompressed size)."""
 
     name: str
     shape: tuple[int, ...]
@@ -146,118 +129,6 @@ def npz_declared(path: Path, names: Sequence[str], where: str) -> dict[str, Decl
                 raise UserError(f"{where}: {name} cannot be read: {error}.") from None
             found[name] = Declared(name, shape, dtype, member.file_size - start)
         return found
-
-
-def safetensors_declared(path: Path, where: str) -> dict[str, Declared]:
-    """Every tensor the .safetensors file at ``path`` declares (its JSON header only is read:
-    8 bytes of length, then the table), each with the bytes its range in the file holds; a
-    range outside the file, or two that overlap, is refused."""
-    try:
-        with path.open("rb") as file:
-            prefix = file.read(8)
-            if len(prefix) < 8:
-                raise UserError(f"{where}: too short to be a .safetensors file.")
-            (length,) = struct.unpack("<Q", prefix)
-            if length > MAX_SAFETENSORS_HEADER:
-                raise UserError(
-                    f"{where}: its header declares {format_bytes(length)} of table; attn reads "
-                    f"headers of at most {format_bytes(MAX_SAFETENSORS_HEADER)}."
-                )
-            table_bytes = file.read(length)
-        size = path.stat().st_size
-    except OSError as error:
-        raise UserError(f"{where}: cannot read it ({error.strerror or error}).") from None
-    try:
-        table = json.loads(table_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise UserError(
-            f"{where}: its header is not the JSON table of a .safetensors file."
-        ) from None
-    if len(table_bytes) < length or not isinstance(table, dict):
-        raise UserError(f"{where}: its header is not the JSON table of a .safetensors file.")
-    data_bytes = size - 8 - length
-    found: dict[str, Declared] = {}
-    ranges = []
-    for name, entry in table.items():
-        if name == "__metadata__":
-            continue
-        declared, begin, end = _safetensors_entry(name, entry, where)
-        if not 0 <= begin <= end <= data_bytes:
-            raise UserError(
-                f"{where}: {name} lies at bytes {begin:,} to {end:,} of the data, but the file "
-                f"holds {data_bytes:,}; the file is truncated or its header is wrong."
-            )
-        ranges.append((begin, end, name))
-        found[name] = declared
-    ranges.sort()
-    for (_, end, first), (begin, _, second) in itertools.pairwise(ranges):
-        if begin < end:
-            raise UserError(
-                f"{where}: {first} and {second} overlap in the file; its header is wrong."
-            )
-    return found
-
-
-def _safetensors_entry(name: str, entry: object, where: str) -> tuple[Declared, int, int]:
-    """One tensor of a safetensors table: {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}."""
-    problem = f"{where}: {name} is not described as a safetensors tensor is"
-    if not isinstance(entry, dict):
-        raise UserError(f"{problem}.")
-    shape, offsets, kind = entry.get("shape"), entry.get("data_offsets"), entry.get("dtype")
-    wholes = (
-        isinstance(shape, list)
-        and isinstance(offsets, list)
-        and len(offsets) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape + offsets)
-    )
-    if not wholes or not isinstance(kind, str):
-        raise UserError(f"{problem} (a dtype, a shape and two data offsets).")
-    if kind not in SAFETENSORS_DTYPES:
-        raise UserError(
-            f"{where}: {name} holds {kind[:20]} numbers, which attn does not read; save it as "
-            f"one of {', '.join(SAFETENSORS_DTYPES)}."
-        )
-    assert isinstance(shape, list) and isinstance(offsets, list)
-    begin, end = offsets
-    declared = Declared(name, tuple(shape), np.dtype(SAFETENSORS_DTYPES[kind]), end - begin)
-    return declared, begin, end
-
-
-def pt_declared(path: Path, where: str) -> dict[str, Declared]:
-    """Every tensor of the PyTorch file at ``path`` (a dict of tensors, torch.save's), read with
-    ``torch.load(weights_only=True, mmap=True)``: no pickle beyond tensors and plain values is
-    run, and no tensor's data is read (each is mapped from the file). The zip is judged first
-    (every member stored, as torch.save writes: no bomb), and after loading, the storages the
-    pickle declares must be the data the zip holds, byte for byte in size (torch maps what the
-    pickle says, however little the file holds). Needs torch (imported here)."""
-    import pickle
-
-    import torch
-
-    stored = pt_storage_sizes(path, where)
-    try:
-        loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except (RuntimeError, pickle.UnpicklingError, ValueError, OSError, EOFError) as error:
-        detail = " ".join(str(error).split())[:160]
-        raise UserError(
-            f"{where}: not a PyTorch file of tensors attn can read ({detail})."
-        ) from None
-    if not isinstance(loaded, dict) or not all(isinstance(name, str) for name in loaded):
-        raise UserError(
-            f"{where}: not a dict of named tensors (a state_dict), as torch.save writes."
-        )
-    tensors = {name: value for name, value in loaded.items() if isinstance(value, torch.Tensor)}
-    check_pt_storages(tensors.values(), stored, where)
-    found = {}
-    for name, tensor in tensors.items():
-        try:
-            dtype = np.dtype(str(tensor.dtype).removeprefix("torch."))
-        except TypeError:  # bfloat16, the float8 kinds: no numpy dtype (refused as not numbers)
-            dtype = np.dtype("V2")
-        offset = int(tensor.storage_offset()) * tensor.element_size()
-        held = int(tensor.untyped_storage().nbytes()) - offset
-        found[name] = Declared(name, tuple(int(size) for size in tensor.shape), dtype, held)
-    return found
 
 
 def check_pt_storages(tensors: Iterable[Any], stored: list[int], where: str) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 from attn_cli.core.backend import available_host_bytes, format_bytes
 from attn_cli.core.errors import UserError
 from attn_cli.core.numbers import shape_text
+from attn_cli.core.paths import not_a_file
 from attn_cli.core.rounding import plain_number
 from attn_cli.core.usertext import printable
 from attn_cli.core.whole import MAX_WHOLE_DIGITS
@@ -404,6 +405,9 @@ def _read_file(path: Path, name: str) -> np.ndarray:
     suffix = path.suffix.lower()
     if suffix not in _FILE_SUFFIXES:
         raise UserError(f"{name}: cannot read {str(path)!r}; use a .npy, .csv, .txt or .json file.")
+    kind = not_a_file(path)
+    if kind is not None:
+        raise UserError(f"{name}: {str(path)!r} is {kind}, not a file; check the path after '@'.")
     if not path.is_file():
         raise UserError(f"{name}: file {str(path)!r} not found; check the path after '@'.")
     try:

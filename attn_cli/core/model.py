@@ -7,6 +7,7 @@ moved off any GPU), Python numbers, or plain records (lists of dicts) for tables
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -181,6 +182,15 @@ class Walkthrough:
     # shown by any renderer, kept so that a reader (and the tests) can see what was held back.
     withheld: tuple[Note, ...] = ()
 
+    @functools.cached_property
+    def _steps_by_key(self) -> dict[str, Step]:
+        """Each key's first step: find() in one look-up (a stack of L layers has 25·L steps,
+        and its claims look steps up per layer: scanning them made 1,000 layers quadratic)."""
+        by_key: dict[str, Step] = {}
+        for step in self.steps:
+            by_key.setdefault(step.key, step)
+        return by_key
+
     def item(self, index: int) -> Walkthrough:
         """Item ``index`` of a batch (counting from 0), shown as ``--item index`` shows it."""
         size = len(self.items) or 1
@@ -193,9 +203,9 @@ class Walkthrough:
 
     def find(self, key: str) -> Step:
         """The step with this key (its title, explanation, value, notes...)."""
-        for step in self.steps:
-            if step.key == key:
-                return step
+        step = self._steps_by_key.get(key)
+        if step is not None:
+            return step
         known = ", ".join(step.key for step in self.steps)
         raise KeyError(f"no step {key!r} in this {self.lesson} walkthrough; its steps are: {known}")
 

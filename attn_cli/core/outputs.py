@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from attn_cli.core.errors import UserError
+from attn_cli.core.paths import special_kind
 
 
 def require_matplotlib(asked: str = "--plot") -> None:
@@ -25,9 +25,17 @@ def require_matplotlib(asked: str = "--plot") -> None:
 
 def check_writable(path: Path, option: str) -> None:
     """Refuse, before any work, a path the command could not write to: a folder, a missing
-    folder, no permission, a full filesystem, or a disk (a block device). A symlink is judged
-    by its target, which is what will be written; a character device (/dev/null) or a FIFO is
-    written through, as a shell's redirection does."""
+    folder, no permission, a full filesystem, one of the kernel's (/proc, /sys), or a disk (a
+    block device). A symlink is judged by its target, which is what will be written; a
+    character device (/dev/null) or a FIFO is written through, as a shell's redirection does,
+    a link to one too (/dev/stdout, whose target is a pipe or a terminal)."""
+    kind = special_kind(path)  # through a symlink: /dev/stdout is the pipe it names
+    if kind in ("a block device (a disk)", "a socket"):
+        raise UserError(f"{option} {path}: that is {kind}, not a file; give a file name.")
+    if kind is not None:
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{option} {path}: cannot write there; choose a path you can write to.")
+        return
     target = written_path(path)
     folder = target.parent
     if target.is_dir():
@@ -36,14 +44,17 @@ def check_writable(path: Path, option: str) -> None:
         raise UserError(f"{option} {path}: the folder {folder} does not exist; create it first.")
     if not folder.is_dir():
         raise UserError(f"{option} {path}: {folder} is not a folder.")
-    kind = _special_kind(target)
-    if kind in ("a block device (a disk)", "a socket"):
-        raise UserError(f"{option} {path}: that is {kind}, not a file; give a file name.")
-    if kind is None and not os.access(folder, os.W_OK):
+    if not os.access(folder, os.W_OK):
         raise UserError(f"{option} {path}: cannot write there; choose a path you can write to.")
     if target.exists() and not os.access(target, os.W_OK):
         raise UserError(f"{option} {path}: cannot write there; choose a path you can write to.")
-    if kind is None and _free_bytes(folder) == 0:
+    if _holds_no_files(folder):
+        raise UserError(
+            f"{option} {path}: cannot write there: {folder} is on a filesystem of the kernel's "
+            "(it reports no space at all, as /proc and /sys do), which holds no files of yours; "
+            "choose a path you can write to."
+        )
+    if _free_bytes(folder) == 0:
         raise UserError(
             f"{option} {path}: the filesystem of {folder} is full; free some space or choose "
             "another path."
@@ -56,21 +67,13 @@ def written_path(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def _special_kind(path: Path) -> str | None:
-    """What ``path`` is when it exists and is not a regular file (nor a folder), in words."""
+def _holds_no_files(folder: Path) -> bool:
+    """Whether ``folder``'s filesystem has no blocks at all (procfs, sysfs: files the kernel
+    makes up), as against one that is full."""
     try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISBLK(mode):
-        return "a block device (a disk)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return None
+        return os.statvfs(folder).f_blocks == 0
+    except (AttributeError, OSError):
+        return False
 
 
 def _free_bytes(folder: Path) -> int | None:
@@ -109,11 +112,11 @@ def replacing(path: Path, option: str, binary: bool) -> Iterator[Any]:
     (a full disk, an exception, Ctrl-C) the file that was there is untouched and no partial
     file remains. A symlink's target is what is replaced (the link stays); a character device
     or a FIFO (/dev/null, a pipe) is written through, never replaced by a regular file."""
-    target = written_path(path)
-    if _special_kind(target) is not None:
-        with _through(target, path, option, binary) as file:
+    if special_kind(path) is not None:  # a link to one too (/dev/stdout): opened through it
+        with _through(path, path, option, binary) as file:
             yield file
         return
+    target = written_path(path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.part")
     try:
         with (

@@ -5,11 +5,10 @@
 * ``.pt`` / ``.pth``: what ``torch.save(model.state_dict(), FILE)`` writes, read only with
   ``torch.load(FILE, weights_only=True)``: tensors and plain containers, never an arbitrary
   pickled object (one is refused before it runs, and its class is named);
-* ``.safetensors``: an 8-byte little-endian header length, a JSON header naming each array's
-  dtype, shape and byte range, then the raw little-endian arrays. The header is checked against
-  the file's size (every range inside the data, the ranges tiling it without gap or overlap), so
-  a truncated or forged file is refused instead of read past its end; the safetensors package
-  is not needed;
+* ``.safetensors``: read with the safetensors package (in attn's torch extra), which checks
+  the header against the file in Rust before any array is read (every range inside the data,
+  the ranges tiling it without gap or overlap, its JSON however nested), so a truncated or
+  forged file is refused instead of read past its end;
 * ``.npz``: numpy's zip of ``.npy`` files, read with ``allow_pickle=False``;
 
 or from a Python mapping of names to tensors or arrays (``attn.block(x, weights=layer.state_dict())``).
@@ -21,7 +20,6 @@ problem is one line (a UserError) naming the flag, the file and each array at fa
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -29,35 +27,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.errors import UserError
+from attn_cli.core.paths import not_a_file
 
 if TYPE_CHECKING:
     import numpy as np
 
 SUFFIXES = (".pt", ".pth", ".safetensors", ".npz")
-# safetensors' dtype names -> numpy's little-endian dtype (BF16 is widened by hand: numpy has
-# none). Booleans and 8-bit floats are not weights a layer holds: refused by name.
-SAFETENSORS_DTYPES = {
-    "F64": "<f8",
-    "F32": "<f4",
-    "F16": "<f2",
-    "BF16": "<u2",
-    "I64": "<i8",
-    "I32": "<i4",
-    "I16": "<i2",
-    "I8": "i1",
-    "U8": "u1",
-    "U16": "<u2",
-    "U32": "<u4",
-    "U64": "<u8",
-}
+# The safetensors dtypes attn reads as numbers (each widens to float64 exactly). Booleans,
+# complex numbers and the 8-, 6- and 4-bit floats are not weights a layer holds: refused by name.
+SAFETENSORS_DTYPES = frozenset(
+    {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "U16", "U32", "U64"}
+)
 # The most a weights file may hold, as the float64 arrays it is read into.
 MAX_FLOAT64_BYTES = 4 * 2**30
 # A .npz member that unpacks past BOMB_BYTES to more than BOMB_RATIO times its packed size is
 # refused unread: trained weights are random-looking and compress about 1.1-fold; zeros 1000-fold.
 BOMB_BYTES = 64 * 2**20
 BOMB_RATIO = 20
-# The safetensors format's own limit on its header (100 MB): a larger length is not a header.
-MAX_HEADER = 100_000_000
 
 
 def read_named_arrays(source: Any, flag: str = "--weights") -> dict[str, np.ndarray]:
@@ -82,6 +68,9 @@ def read_named_arrays(source: Any, flag: str = "--weights") -> dict[str, np.ndar
             f"{where}: cannot read a {suffix or 'file without a suffix'}; give a .pt (torch.save "
             "of a state_dict), .safetensors or .npz file."
         )
+    kind = not_a_file(path)
+    if kind is not None:
+        raise UserError(f"{where}: that is {kind}, not a file; give the weights file itself.")
     if not path.is_file():
         raise UserError(f"{where}: no such file.")
     if suffix == ".npz":
@@ -117,18 +106,37 @@ def _from_value(value: Any, name: object, where: str) -> np.ndarray:
     if not isinstance(name, str):
         raise UserError(f"{where}: the name {name!r} is not text; a state_dict's names are.")
     if hasattr(value, "detach") and hasattr(value, "cpu"):
+        check_tensor(value, name, where)
         value = value.detach().cpu()
-        kind = str(value.dtype)
-        if kind in ("torch.bfloat16", "torch.float16"):
-            value = value.float()
-        if kind == "torch.bool" or "complex" in kind:
-            raise UserError(f"{where}: {name} holds {kind} values, not real numbers.")
+        if str(value.dtype) not in ("torch.float32", "torch.float64"):
+            value = value.float()  # bfloat16, float16 and the float8 kinds: exactly (no numpy)
         value = value.numpy()
     try:
         array = np.asarray(value)
     except (ValueError, TypeError):
         raise UserError(f"{where}: {name} is not an array of numbers.") from None
     return _numbers(array, name, where)
+
+
+def check_tensor(tensor: Any, name: str, where: str) -> None:
+    """Refuse a torch tensor that is not a dense (strided) tensor of floating-point numbers,
+    naming the parameter and what it is: sparse, quantized, nested, on the meta device (no
+    numbers at all), or of integers, booleans or complex numbers. torch is not imported here."""
+    kind = str(tensor.dtype).removeprefix("torch.")
+    layout = str(tensor.layout).removeprefix("torch.")
+    if tensor.is_nested:
+        problem = "a nested tensor (rows of several lengths), not one matrix of weights"
+    elif layout != "strided":
+        problem = f"a {layout} tensor, not a dense one; save it dense (tensor.to_dense())"
+    elif tensor.is_quantized:
+        problem = f"a quantized tensor ({kind}); save it dequantized (tensor.dequantize())"
+    elif tensor.is_meta:
+        problem = "a tensor on the meta device, which holds no numbers; save a model that has them"
+    elif not tensor.dtype.is_floating_point:
+        problem = f"a tensor of {kind} values, not floating-point weights; save it as float"
+    else:
+        return
+    raise UserError(f"{where}: {name} is {problem}.")
 
 
 def _numbers(array: np.ndarray, name: str, where: str) -> np.ndarray:
@@ -251,6 +259,9 @@ def _read_pt(path: Path, where: str) -> dict[str, np.ndarray]:
             ", not tensors (a checkpoint with more than the model); save model.state_dict() "
             "itself."
         )
+    for name, value in data.items():
+        if isinstance(value, torch.Tensor):  # before its storage is asked for (sparse has none)
+            check_tensor(value, str(name), where)
     tensors = [value for value in data.values() if isinstance(value, torch.Tensor)]
     check_pt_storages(tensors, stored, where)
     check_total(sum(int(tensor.numel()) for tensor in tensors), where)
@@ -258,88 +269,54 @@ def _read_pt(path: Path, where: str) -> dict[str, np.ndarray]:
 
 
 def _read_safetensors(path: Path, where: str) -> dict[str, np.ndarray]:
-    """A .safetensors file, its header checked against the file before any array is read."""
+    """A .safetensors file, read with the safetensors package (its header checked in Rust
+    before any array is read: a length past the file, ranges that leave a gap or overlap,
+    nesting however deep), in the file's order; BF16 widened by hand (numpy has none)."""
     import numpy as np
 
-    size = path.stat().st_size
-    with path.open("rb") as file:
-        prefix = file.read(8)
-        if len(prefix) < 8:
-            raise UserError(f"{where}: {size} bytes, too short for a .safetensors header.")
-        length = int.from_bytes(prefix, "little")
-        if length > min(MAX_HEADER, size - 8):
-            raise UserError(
-                f"{where}: its header claims {length:,} bytes but the file has {size - 8:,} after "
-                "the length: truncated, or not a .safetensors file."
-            )
-        try:
-            header = json.loads(file.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise UserError(f"{where}: its header is not JSON ({error}).") from None
-        if not isinstance(header, dict):
-            raise UserError(f"{where}: its header is not a JSON object of arrays.")
-        data_size = size - 8 - length
-        entries = _safetensors_entries(header, data_size, where)
-        check_total(sum(math.prod(shape) for _, shape, _, _ in entries.values()), where)
-        arrays: dict[str, np.ndarray] = {}
-        for name, (dtype, shape, begin, end) in entries.items():
-            file.seek(8 + length + begin)
-            raw = file.read(end - begin)
-            flat = np.frombuffer(raw, dtype=np.dtype(SAFETENSORS_DTYPES[dtype]))
-            if dtype == "BF16":  # the top half of a float32: shift it back into place
-                flat = (flat.astype(np.uint32) << 16).view(np.float32)
-            arrays[name] = np.asarray(flat.reshape(shape), dtype=np.float64)
-    return arrays
-
-
-def _safetensors_entries(
-    header: dict[str, Any], data_size: int, where: str
-) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
-    """Each array's (dtype, shape, begin, end), checked: a known dtype, a shape of whole
-    numbers, a byte range as long as the shape needs, and the ranges tiling the data exactly."""
-    import numpy as np
-
-    entries: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        if not (isinstance(entry, dict) and {"dtype", "shape", "data_offsets"} <= set(entry)):
-            raise UserError(
-                f"{where}: the header's entry for {name} lacks dtype, shape or offsets."
-            )
-        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if dtype not in SAFETENSORS_DTYPES:
-            raise UserError(f"{where}: {name} holds {dtype} values, not real numbers attn reads.")
-        whole = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape)
-        pair = isinstance(offsets, list) and len(offsets) == 2
-        if not (isinstance(shape, list) and whole and pair):
-            raise UserError(f"{where}: the header's shape or offsets of {name} are not valid.")
-        begin, end = offsets
-        if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end):
-            raise UserError(f"{where}: the header's offsets of {name} are not valid.")
-        needed = math.prod(shape) * np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
-        if end - begin != needed:
-            raise UserError(
-                f"{where}: {name} is {dtype} of shape {tuple(shape)} ({needed:,} bytes) but the "
-                f"header gives it {end - begin:,} bytes."
-            )
-        if end > data_size:
-            raise UserError(
-                f"{where}: {name} ends at byte {end:,} of the data but the file holds "
-                f"{data_size:,}: truncated, or its header is wrong."
-            )
-        entries[name] = (dtype, tuple(shape), begin, end)
-    position = 0
-    for name, (_dtype, _shape, begin, end) in sorted(entries.items(), key=lambda e: e[1][2:]):
-        if begin != position:
-            raise UserError(
-                f"{where}: {name} starts at byte {begin:,} of the data, not {position:,}: the "
-                "header's ranges leave a gap or overlap."
-            )
-        position = end
-    if position != data_size:
+    safetensors = _safetensors_package(where)
+    try:
+        with safetensors.safe_open(str(path), framework="numpy") as file:
+            names = list(file.offset_keys())
+            declared = {name: file.get_slice(name) for name in names}
+            for name, tensor in declared.items():
+                if tensor.get_dtype() not in SAFETENSORS_DTYPES:
+                    raise UserError(
+                        f"{where}: {name} holds {tensor.get_dtype()} values, not real numbers "
+                        "attn reads."
+                    )
+            check_total(sum(math.prod(tensor.get_shape()) for tensor in declared.values()), where)
+            arrays = {
+                name: np.asarray(file.get_tensor(name), dtype=np.float64)
+                for name, tensor in declared.items()
+                if tensor.get_dtype() != "BF16"
+            }
+        if len(arrays) < len(names):  # the top half of a float32: shifted back into place
+            for name, raw in safetensors.deserialize(path.read_bytes()):
+                if raw["dtype"] == "BF16":
+                    halves = np.frombuffer(raw["data"], dtype="<u2").astype(np.uint32) << 16
+                    arrays[name] = halves.view(np.float32).astype(np.float64).reshape(raw["shape"])
+    except safetensors.SafetensorError as error:
+        detail = str(error).removeprefix("Error while deserializing header: ")[:160]
         raise UserError(
-            f"{where}: the header's arrays take {position:,} bytes but the file holds "
-            f"{data_size:,} after the header."
-        )
-    return entries
+            f"{where}: not a .safetensors file the safetensors package can read ({detail}); "
+            "it is truncated or damaged: save the state_dict again with "
+            "safetensors.torch.save_file(state_dict, FILE)."
+        ) from None
+    return {name: arrays[name] for name in names}
+
+
+def _safetensors_package(where: str) -> Any:
+    """The safetensors package (attn's torch extra has it), or one line saying how to install
+    it."""
+    try:
+        import safetensors
+    except ImportError:
+        from attn_cli.core.install import declared, install_command
+
+        advice = install_command(packages=[declared("safetensors", "torch")])
+        raise UserError(
+            f"{where}: reading a .safetensors file needs the safetensors package; install it "
+            f"with: {advice}, or save the state_dict as .npz."
+        ) from None
+    return safetensors

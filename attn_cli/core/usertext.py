@@ -13,3 +13,9 @@ def printable(text: str) -> str:
     """The text with each control character written as a visible escape (ESC as ``\\x1b``),
     so that a file can show its words but never write to the terminal."""
     return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def clipped(text: str, limit: int = 40) -> str:
+    """The text as a message quotes it: whole up to ``limit`` characters, else its first
+    ``limit`` and an ellipsis (a 40,000-character word is never echoed whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}…"

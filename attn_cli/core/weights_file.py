@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attn_cli.core.errors import UserError
+from attn_cli.core.paths import not_a_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,8 +63,11 @@ def load_arrays(
     from attn_cli.core.array_headers import check_all_declared, npz_declared
 
     where = f"{flag} {path}"
+    kind = not_a_file(path)
+    if kind is not None:
+        raise UserError(f"{where}: that is {kind}, not a file; give the weights file itself.")
     if not path.is_file():
-        raise UserError(f"{where}: no such file." if not path.exists() else f"{where}: not a file.")
+        raise UserError(f"{where}: no such file.")
     _check_npz(path, where, written_by)
     declared = npz_declared(path, list(shapes), where)
     missing = [name for name in shapes if name not in declared]

@@ -74,6 +74,12 @@ class Lesson:
     # block's --sequence-first reads a 3-D X as (n, B, d), PyTorch's default layout.
     arrange: Callable[[Inputs, dict[str, Any]], Inputs] | None = None
     memory_fix: str = "choose smaller sizes"  # the fix named when a run would not fit
+    # Raise UserError for inputs and options whose work would take minutes here, written as
+    # --format names it (None: not written; RunRequest.shown): (inputs, options, shown).
+    check_work: Callable[[Inputs, dict[str, Any], str | None], None] | None = None
+    # The numbers its --full JSON writes, (shapes, options) -> count, where they are not about
+    # the numbers it holds (estimate_bytes: a lesson that holds many scratch matrices per head).
+    document_estimate: Callable[[Shapes, dict[str, Any]], int] | None = None
 
     @property
     def name(self) -> str:
@@ -87,6 +93,20 @@ class Lesson:
     def options(self) -> dict[str, Any]:
         """Every option and its default, e.g. {"scale": True}."""
         return self.card.defaults
+
+    def check(self, inputs: Inputs, options: dict[str, Any], shown: str | None = None) -> None:
+        """``validate``, then the lesson's work guard (``check_work``) where it has one."""
+        self.validate(inputs, options)
+        if self.check_work is not None:
+            self.check_work(inputs, options, shown)
+
+    def document_numbers(self, shapes: Shapes, options: dict[str, Any]) -> int:
+        """About how many numbers the walkthrough's steps hold, as --full JSON writes them:
+        the lesson's own count, else the numbers it holds at its peak (within a few tenths of
+        the document for a lesson whose every matrix is a step)."""
+        if self.document_estimate is not None:
+            return self.document_estimate(shapes, options)
+        return self.estimate_bytes(shapes, options, 8) // 8
 
     def flag(self, name: str) -> str:
         """The command-line flag of input ``name`` ("--q" for "Q")."""
@@ -114,6 +134,7 @@ class LessonRun:
     seed: int = 0  # for anything a lesson draws itself (e.g. weights not given)
     drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
     keep: bool = False  # keep what is drawn for the next run in this process (RunRequest.keep)
+    shown: str | None = None  # how the command line will write it (RunRequest.shown)
 
     @property
     def name(self) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from attn_cli.core.errors import UserError
+from attn_cli.core.usertext import clipped
 
 if TYPE_CHECKING:
     import numpy as np
@@ -183,6 +184,66 @@ def reproducibility() -> dict[str, Any]:
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "pinned": bool(_pinned_before_torch) and capability == PINNED_CAPABILITY,
     }
+
+
+# --- what a user gave, quoted in a message ---------------------------------------------------
+
+# A --sentence quoted in an error: its first words, enough to find it, never a 40 KB line.
+QUOTED_WORDS = 8
+QUOTED_CHARACTERS = 80
+
+
+def quoted_sentence(text: str) -> str:
+    """``--sentence``'s text as an error quotes it (repr: a control character shows escaped):
+    whole when short, else its first QUOTED_WORDS words and how many it has."""
+    words = text.split()
+    if len(words) <= QUOTED_WORDS and len(text) <= QUOTED_CHARACTERS:
+        return repr(text)
+    head = clipped(" ".join(words[:QUOTED_WORDS]), QUOTED_CHARACTERS)
+    return f"{head!r} ({len(words):,} word{'' if len(words) == 1 else 's'})"
+
+
+# --- weights read with --weights -------------------------------------------------------------
+
+
+def check_float32(weights: Mapping[str, Any], key: str, flag: str, written_by: str) -> None:
+    """Refuse weights that float32, the models' dtype, cannot hold (they would be ∞, and every
+    score NaN): training never makes them. ``key`` names the model in the file ("two",
+    "model"), ``flag`` the file ("--weights m.npz:"), ``written_by`` what writes one."""
+    import numpy as np
+
+    largest = float(np.finfo(np.float32).max)
+    for name, value in weights.items():
+        peak = float(np.max(np.abs(value))) if value.size else 0.0
+        if peak > largest:
+            raise UserError(
+                f"{flag} {key}.{name} has an entry of {peak:.3g}, beyond the largest float32 "
+                f"({largest:.3g}), the dtype the models compute in; write the file with "
+                f"{written_by}."
+            )
+
+
+def overflow_note(names: Iterable[str], held: str, task: str) -> tuple[Note, ...]:
+    """Said when a model's attention on the held-out ``held`` ("sequences", "sentences") is not
+    finite (``names``: those models; weights from a file that overflow float32 in the models'
+    sums): the NaN shown is what it computes. Nothing when ``names`` is empty."""
+    import numpy as np
+
+    from attn_cli.core.model import Note
+
+    broken = list(names)
+    if not broken:
+        return ()
+    largest = float(np.finfo(np.float32).max)
+    return (
+        Note.fixed(
+            "overflow",
+            f"The {' and '.join(broken)} model's attention weights are NaN on the held-out "
+            f"{held}: its weights are so large that the scores overflow float32 (largest "
+            f"{largest:.3g}), the dtype the models compute in, so the scores and heatmaps below "
+            f"show NaN, not attention. Weights trained by attn learn {task} stay far below this.",
+        ),
+    )
 
 
 def reproducibility_note(found: dict[str, Any]) -> Note:

@@ -247,12 +247,12 @@ def shown_sentence(text: str | None, max_len: int) -> data.Sentence:
         sentence = data.parse(text)
     except data.GrammarError as error:
         raise UserError(
-            f"--sentence {text!r}: {error}; its words are {_vocabulary()}, in the order "
+            f"--sentence {common.quoted_sentence(text)}: {error}; its words are {_vocabulary()}, in the order "
             f"'{data.GRAMMAR}' (e.g. --sentence '{data.LECTURE}')."
         ) from None
     if len(sentence) > max_len:
         raise UserError(
-            f"--sentence {text!r}: {len(sentence)} words, but the model learns sentences of at "
+            f"--sentence {common.quoted_sentence(text)}: {len(sentence)} words, but the model learns sentences of at "
             f"most {max_len} (its positions stop there); give a shorter one, or train on longer "
             f"ones with --max-len {len(sentence)}."
         )
@@ -367,6 +367,7 @@ def _load(path: Path) -> Trained:
         shape = model.Shape(d_model, max_len, uniform=uniform)
         arrays = read({f"{key}.{n}": s for n, s in shape.shapes().items()})
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
+        common.check_float32(weights, key, f"--weights {path}:", WRITTEN_BY)
         models.append(_Model(key, name, shape, None, weights, []))
     corpus = data.corpus(seed, max_len, HELD_OUT_PER_LENGTH)
     return Trained(
@@ -412,7 +413,13 @@ def _walkthrough(
     _record_sentence(record, trained, sentence, measured)
     best = _record_maps(record, trained, sentence, measured)
     scores = _record_scores(record, trained, measured)
+    broken = [
+        MODELS[key][1]
+        for key, evaluation in measured.evaluations.items()
+        if not all(np.isfinite(layer).all() for layers in evaluation.patterns for layer in layers)
+    ]
     notes = (
+        *common.overflow_note(broken, "sentences", NAME),
         *_notes(record, scores, best, measured, accuracy),
         common.reproducibility_note(common.reproducibility()),
     )

@@ -259,6 +259,12 @@ def draw(rng: np.random.Generator, length: int, count: int) -> list[Sentence]:
     return sentences
 
 
+def _clipped(word: str) -> str:
+    """A word as an error quotes it: its first 40 characters (a 40,000-character "word" is
+    never echoed whole). Here, not imported: --code prints this module as a program."""
+    return word if len(word) <= 40 else f"{word[:40]}…"
+
+
 class GrammarError(ValueError):
     """A sentence this language does not make, with what is wrong in words."""
 
@@ -271,7 +277,7 @@ def parse(text: str) -> Sentence:
         raise GrammarError("the sentence is empty")
     unknown = [word for word in words if word not in TOKEN]
     if unknown:
-        raise GrammarError(f"{unknown[0]!r} is not a word of the language")
+        raise GrammarError(f"{_clipped(unknown[0])!r} is not a word of the language")
     tokens = tuple(TOKEN[word] for word in words)
     kinds = tuple(CLASS_OF[word] for word in words)
     for shapes in structures().values():

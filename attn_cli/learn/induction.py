@@ -348,49 +348,21 @@ def _load(path: Path) -> Trained:
         shape = model.Shape(layers, d_model, max_len)
         arrays = read({f"{key}.{n}": s for n, s in shape.shapes().items()})
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
-        _check_float32(weights, key, flag)
+        common.check_float32(weights, key, flag, WRITTEN_BY)
         models.append(_Model(key, name, shape, None, weights, []))
     split = data.split(seed, 0, model.BATCH, HELD_OUT, max_len)
     return Trained(seed, steps, split, models)
 
 
-def _check_float32(weights: Mapping[str, np.ndarray], key: str, flag: str) -> None:
-    """Refuse weights that float32, the models' dtype, cannot hold (they would be ∞, and every
-    score NaN): training never makes them."""
-    largest = float(np.finfo(np.float32).max)
-    for name, value in weights.items():
-        peak = float(np.max(np.abs(value))) if value.size else 0.0
-        if peak > largest:
-            raise UserError(
-                f"{flag} {key}.{name} has an entry of {peak:.3g}, beyond the largest float32 "
-                f"({largest:.3g}), the dtype the models compute in; write the file with "
-                f"{WRITTEN_BY}."
-            )
-
-
 def _overflow_note(after: Mapping[str, model.Evaluation]) -> tuple[Note, ...]:
-    """Said when a model's attention on the held-out sequences is not finite (weights that
-    overflow float32 in the models' sums, from a file): the NaN shown is what it computes."""
-    from attn_cli.core.model import Note
-
+    """common.overflow_note for the models whose attention on the held-out sequences is not
+    finite."""
     broken = [
-        key
+        MODELS[key][1]
         for key, evaluation in after.items()
         if not all(np.isfinite(pattern).all() for pattern in evaluation.patterns)
     ]
-    if not broken:
-        return ()
-    largest = float(np.finfo(np.float32).max)
-    names = " and ".join(MODELS[key][1] for key in broken)
-    return (
-        Note.fixed(
-            "overflow",
-            f"The {names} model's attention weights are NaN on the held-out sequences: its "
-            f"weights are so large that the scores overflow float32 (largest {largest:.3g}), the "
-            "dtype the models compute in, so the scores and heatmaps below show NaN, not "
-            "attention. Weights trained by attn learn induction stay far below this.",
-        ),
-    )
+    return common.overflow_note(broken, "sequences", NAME)
 
 
 # --- the walkthrough -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from attn_cli.learn.common import (
     Progress,
     Task,
     curve_quantities,
+    quoted_sentence,
     recorder,
     reproducibility,
     reproducibility_note,
@@ -110,12 +111,12 @@ def sentence_pair(text: str, max_len: int) -> data.Pair:
             for name, pairs in data.WORDS.items()
         )
         raise UserError(
-            f"--sentence {text!r}: {error}; its words are {vocabulary}, in the order "
+            f"--sentence {quoted_sentence(text)}: {error}; its words are {vocabulary}, in the order "
             f"{data.GRAMMAR} (e.g. --sentence 'the red cat sees a dog')."
         ) from None
     if len(pair.source) > max_len:
         raise UserError(
-            f"--sentence {text!r}: {len(pair.source)} words, but the models train on sentences "
+            f"--sentence {quoted_sentence(text)}: {len(pair.source)} words, but the models train on sentences "
             f"of {data.MIN_LENGTH} to {max_len}; give a shorter one, or train on longer ones "
             f"with --max-len {len(pair.source)}."
         )

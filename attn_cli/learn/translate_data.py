@@ -221,6 +221,12 @@ def sentences_of_length(rng: np.random.Generator, length: int, count: int) -> li
     return pairs
 
 
+def _clipped(word: str) -> str:
+    """A word as an error quotes it: its first 40 characters (a 40,000-character "word" is
+    never echoed whole). Here, not imported: --code prints this module as a program."""
+    return word if len(word) <= 40 else f"{word[:40]}…"
+
+
 class GrammarError(ValueError):
     """A sentence the source language does not make, with what is wrong in words."""
 
@@ -234,7 +240,7 @@ def parse(text: str) -> Pair:
     known = {word: token for token, word in enumerate(SOURCE_WORDS) if token >= len(SPECIALS)}
     unknown = [word for word in words if word not in known]
     if unknown:
-        raise GrammarError(f"{unknown[0]!r} is not a word of the source language")
+        raise GrammarError(f"{_clipped(unknown[0])!r} is not a word of the source language")
     source = tuple(known[word] for word in words)
     classes = tuple(word_class(token) for token in source)
     if classes not in structures().get(len(classes), ()):

@@ -57,6 +57,7 @@ import numpy as np
 
 from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import as_matrix_or_batch
+from attn_cli.core.paths import not_a_file
 from attn_cli.core.templates import template_fields
 from attn_cli.core.usertext import printable
 from attn_cli.lessonfiles.texts import Names, Texts, check_placeholders
@@ -278,6 +279,9 @@ def load_lesson_file(path: Path, *, checked: bool = True) -> LessonFile:
     ``checked=False``: a file the tests have checked (a bundled one), read without the checks
     of the format and of its placeholders' form."""
     where = str(path)
+    kind = not_a_file(path)
+    if kind is not None:
+        raise UserError(f"lesson file {where!r} is {kind}, not a file; give a .toml file.")
     if not path.is_file():
         raise UserError(f"lesson file {where!r} not found; check the path.")
     stat = path.stat()
@@ -367,6 +371,12 @@ def _with_paths_found(own: LessonFile, declared: DeclaredLesson, path: Path) -> 
         options = dict(example.options)
         for name in paths & set(options):
             found = from_lesson_folder(options[name], path)
+            kind = not_a_file(found)
+            if kind is not None:
+                raise UserError(
+                    f"{path}: example {example.name!r}, options.{name}: {str(found)!r} is "
+                    f"{kind}, not a file; name the file itself."
+                )
             if not found.is_file():
                 how = "" if Path(options[name]).is_absolute() else f" ({RELATIVE})"
                 raise UserError(

@@ -111,6 +111,30 @@ def render_text(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -
 BYTES_PER_DOCUMENT_NUMBER = 34
 
 
+# --full JSON as the command line writes it: about 21 bytes a number (a float64's shortest
+# repr, ", " and the brackets), written at about JSON_NUMBERS_PER_SECOND of a core's time (attn
+# scaled --n 1500 --dk 64 --full: 248 MB for 11.7 million numbers in 25 s of CPU, 4.7e5 a
+# second; 46 s of wall-clock time on a loaded 2-core machine, 2026-12). The work guard refuses
+# minutes of it up front (n = 3,000: 45 million numbers, about 100 s, still written).
+JSON_BYTES_PER_NUMBER = 21
+JSON_NUMBERS_PER_SECOND = 4.5e5
+
+
+def check_document_work(numbers: int) -> None:
+    """Refuse a --full JSON document of ``numbers`` numbers that would take minutes to write,
+    saying its size."""
+    from attn_cli.core import work
+    from attn_cli.core.numbers import format_bytes
+
+    work.check_work(
+        numbers,
+        JSON_NUMBERS_PER_SECOND,
+        f"--format json --full writes every number: about {numbers:.2g} at these sizes "
+        f"({format_bytes(numbers * JSON_BYTES_PER_NUMBER)} of JSON)",
+        "leave out --full (large matrices are then summarised) or choose smaller sizes",
+    )
+
+
 def document_bytes(walkthrough: Walkthrough) -> int:
     """The memory ``to_document`` takes to build the --full document of ``walkthrough``."""
     return walkthrough_entries(walkthrough) * BYTES_PER_DOCUMENT_NUMBER

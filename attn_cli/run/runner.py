@@ -50,6 +50,11 @@ class RunRequest:
     keep: bool = False
     item: int = 0  # the batch item shown (--item)
     python: bool = False  # asked by a Python call (attn_cli.api): errors name its arguments
+    # How the command line will write the walkthrough ("rich", "json", ... as --format names
+    # it; None: not written here, as for a Python call or attn check), and whether with --full:
+    # the work guards count what writing it costs (a stack's tables, every number of --full).
+    shown: str | None = None
+    full: bool = False
 
 
 def lesson_data(request: RunRequest) -> LessonFile:
@@ -85,23 +90,29 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
     item_options = split_options(options, None if batch is None else len(batch))
     if source.inputs is not None:
         items = [source.inputs] if batch is None else batch
-        validate_inputs(lesson, data, source, items, item_options, backend.dtype, given.any)
+        validate_inputs(
+            lesson, data, source, items, item_options, backend.dtype, given.any, request.shown
+        )
     shapes = (
         source.shapes if source.inputs is not None else lesson.option_shapes(source.shapes, options)
     )
     if source.inputs is None:
         check_on_top(lesson, given, options, shapes, source.on_top)
     guard_memory(lesson, backend, {**shapes, **_shapes(source.on_top)}, batch, options)
+    if request.full and request.shown == "json":
+        guard_full_json(lesson, {**shapes, **_shapes(source.on_top)}, batch, options)
     drawn: frozenset[str] = frozenset()
     if source.inputs is None:
         # Every input of the sizes is drawn, so that the others are the seed's own, whatever
         # is given on top.
-        random = draw_inputs(lesson, shapes, request.seed, options)
+        random = draw_inputs(lesson, shapes, request.seed, options, request.shown)
         items = [{**random, **source.on_top}]
         drawn = frozenset(random) - frozenset(source.on_top)
         if source.on_top:
             try:
-                validate_inputs(lesson, data, source, items, item_options, backend.dtype, True)
+                validate_inputs(
+                    lesson, data, source, items, item_options, backend.dtype, True, request.shown
+                )
             except UserError as error:  # a drawn input may be at odds with one given on top
                 raise _unfitted(lesson, given, options, shapes, source.on_top) or error from None
             _check_representable(lesson, source.on_top, backend.dtype)
@@ -118,6 +129,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
             request.seed,
             drawn,
             request.keep and not request.time_steps,
+            request.shown,
         )
         for item, settings in zip(items, item_options, strict=True)
     ]
@@ -331,13 +343,15 @@ def validate_inputs(
     item_options: list[dict[str, Any]],
     dtype: str,
     users_own: bool,
+    shown: str | None = None,
 ) -> None:
-    """Each item's inputs and options checked by the lesson, then every input against the
-    dtype's range. A lecture example the user changed nothing of is at fault itself: its
-    error names the lesson file and the example."""
+    """Each item's inputs and options checked by the lesson (its work as ``shown``, the
+    --format it is written in), then every input against the dtype's range. A lecture example
+    the user changed nothing of is at fault itself: its error names the lesson file and the
+    example."""
     for item, settings in zip(items, item_options, strict=True):
         try:
-            lesson.validate(item, settings)
+            lesson.check(item, settings, shown)
         except UserError as error:
             if source.example is None or users_own:
                 raise  # the user's own inputs or options are at fault, not the lesson file
@@ -362,11 +376,27 @@ def guard_memory(
     backend.ensure_fits(needed, f"this {lesson.name} walkthrough", lesson.memory_fix)
 
 
-def draw_inputs(lesson: Lesson, shapes: Shapes, seed: int, options: dict[str, Any]) -> Inputs:
+def guard_full_json(
+    lesson: Lesson, shapes: Shapes, batch: list[Inputs] | None, options: dict[str, Any]
+) -> None:
+    """Refuse, before any work, --format json --full that would take minutes to write: every
+    number of the walkthrough (its inputs, every step, of every item) written out, counted
+    from the shapes (Lesson.document_numbers)."""
+    from attn_cli.render import check_document_work
+
+    item_shapes = shapes if batch is None else _shapes(batch[0])
+    count = 1 if batch is None else len(batch)
+    inputs = sum(int(np.prod(shape)) for shape in shapes.values())
+    check_document_work(inputs + count * lesson.document_numbers(item_shapes, options))
+
+
+def draw_inputs(
+    lesson: Lesson, shapes: Shapes, seed: int, options: dict[str, Any], shown: str | None = None
+) -> Inputs:
     """Random inputs of the resolved shapes from ``seed`` (N(0, 1) unless the lesson draws its
-    own), checked by the lesson."""
+    own), checked by the lesson (its work as ``shown``, the --format it is written in)."""
     inputs = dict(lesson.draw_random(shapes, seed))
-    lesson.validate(inputs, options)
+    lesson.check(inputs, options, shown)
     return inputs
 
 

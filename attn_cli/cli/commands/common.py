@@ -115,6 +115,10 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
         programs = course.programs_of(request.lesson)
         write_chunks(console, [program_text(walkthrough, programs, backend).rstrip("\n")])
     else:
+        if not shared.quiz:  # the work guards count the writing too (tables, --full JSON)
+            from dataclasses import replace
+
+            request = replace(request, shown=fmt.value, full=full)
         walkthrough = compute(request)
         if shared.quiz:
             from attn_cli.cli import terminal

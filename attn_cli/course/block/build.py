@@ -59,9 +59,8 @@ __all__ = ["LESSON", "draw_memory", "draw_norms", "draw_weights"]
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
-    n, d_model = inputs["X"].shape
+    d_model = inputs["X"].shape[1]
     chosen = settings(options, inputs)
-    check_layer_work(n, inputs["Memory"].shape[0] if "Memory" in inputs else n, d_model, chosen)
     if "Memory" in inputs:
         if not chosen.decoder:
             raise UserError(
@@ -129,6 +128,24 @@ def estimate_bytes(
     return layers * held_numbers(n, m, d, heads, d_ff) * itemsize + masks_bytes
 
 
+def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any]) -> int:
+    """The numbers --full JSON writes, layer by layer: each head's weights and scores (a
+    causal mask, and a decoder's cross-attention heads, too), the steps of n rows d_model
+    or d_ff wide, and the layer's weights (estimate_bytes holds five score matrices a head)."""
+    n, d = shapes["X"]
+    m = shapes["Memory"][0] if "Memory" in shapes else n
+    heads = whole_at_least(options.get("heads"), "--heads (options.heads)")
+    d_ff = options.get("d_ff") or 4 * d
+    layers = options.get("layers") or 1
+    layers = layers if isinstance(layers, int) and layers > 0 else 1
+    decoder = bool(options.get("decoder"))
+    mask = n * n if decoder or options.get("causal") else 0
+    attention = heads * 2 * n * n + mask + (heads * 2 * n * m if decoder else 0)
+    rows = (16 + 8 * decoder) * n * d + 2 * n * d_ff + 3 * n * (2 + decoder)
+    weights = 4 * d * d * (1 + decoder) + 2 * d * d_ff
+    return layers * (attention + rows + weights)
+
+
 # Numbers the layer makes and records a second here (the work guard's speed): about 2.5e7 at
 # --d-ff 10,000,000 (18 s on a loaded 2-core machine: drawing W_1 and W_2 dominates), 1e8 at
 # --n 1,500 with 8 heads (the scores, made by matmul).
@@ -145,15 +162,44 @@ def held_numbers(n: int, m: int, d: int, heads: int, d_ff: int) -> int:
     return scores + rows + weights
 
 
-def check_layer_work(n: int, m: int, d: int, chosen: Settings) -> None:
+# What a layer costs here whatever its sizes (measured with --layers 5 and 45 at the default
+# sizes, numpy and torch alike, on a loaded 2-core machine, 2026-12): its 18 steps recorded and
+# their claims checked, 0.025 s (with JSON's summaries); and each step drawn as --format asks:
+# rich tables 0.55 s a layer, their SVG 1.5 s and HTML 0.75 s, Markdown or LaTeX 0.1 s.
+LAYER_SECONDS = 0.025
+SHOWN_LAYER_SECONDS = {"rich": 0.55, "svg": 1.5, "html": 0.75, "markdown": 0.1, "latex": 0.1}
+SHOWN_AS = {
+    "rich": "draw as tables",
+    "svg": "draw as an SVG picture",
+    "html": "draw as an HTML page",
+    "markdown": "write as Markdown",
+    "latex": "write as LaTeX",
+    "json": "write as JSON",
+}
+
+
+def check_work(inputs: dict[str, np.ndarray], options: dict[str, Any], shown: str | None) -> None:
+    """The lesson's work guard (Lesson.check_work): its layers at the inputs' sizes."""
+    n, d_model = inputs["X"].shape
+    m = inputs["Memory"].shape[0] if "Memory" in inputs else n
+    check_layer_work(n, m, d_model, settings(options, inputs), shown)
+
+
+def check_layer_work(n: int, m: int, d: int, chosen: Settings, shown: str | None = None) -> None:
     """Refuse layers that would take more than a few minutes to make here (the work guard, as
-    the other lessons' sizes have it), saying how long."""
+    the other lessons' sizes have it), saying how long: their numbers, and what each layer's
+    steps cost to record and (``shown``: the --format they are written in) to write."""
     numbers = chosen.layers * held_numbers(n, m, d, chosen.heads, chosen.d_ff)
+    per_layer = LAYER_SECONDS + SHOWN_LAYER_SECONDS.get(shown or "", 0.0)
+    seconds = numbers / NUMBERS_PER_SECOND + chosen.layers * per_layer
+    writing = f" and {SHOWN_AS[shown]}" if shown in SHOWN_AS else ""
     work.check_work(
-        numbers,
-        NUMBERS_PER_SECOND,
-        f"{counted(chosen.layers, 'layer')} of n = {n:,} tokens, d_model = {d:,}, "
-        f"d_ff = {chosen.d_ff:,} and {counted(chosen.heads, 'head')} make {numbers:.2g} numbers",
+        seconds,
+        1.0,
+        f"{counted(chosen.layers, 'layer')} of n = {n:,} token{'' if n == 1 else 's'}, "
+        f"d_model = {d:,}, "
+        f"d_ff = {chosen.d_ff:,} and {counted(chosen.heads, 'head')} make {numbers:.2g} numbers, "
+        f"and each layer's steps take {per_layer:.2g} s to record{writing}",
         "a smaller --n, --d-model, --d-ff or --layers",
     )
 
@@ -541,9 +587,11 @@ LESSON = Lesson(
     card=CARD,
     labels=("tokens", "memory"),
     validate=validate,
+    check_work=check_work,
     random_shapes=random_shapes,
     option_sizes=sizes_of_file,
     estimate_bytes=estimate_bytes,
+    document_estimate=document_estimate,
     build=build,
     texts=TEXTS,
     example_overrides=frozenset(spec.name for spec in CARD.inputs if spec.name != "X"),

@@ -66,10 +66,12 @@ class Stack:
 
 
 def child(seed: int, index: int) -> np.random.Generator:
-    """Child stream ``index`` of numpy's default_rng(seed)."""
+    """Child stream ``index`` of numpy's default_rng(seed): default_rng(seed).spawn(index + 1)
+    [index], made directly from its spawn key (spawning them all made a stack of L layers
+    draw O(L²) streams: 100 layers spent 5 s there)."""
     if seed < 0:
         raise UserError(f"--seed {seed}: give a seed of 0 or more.")
-    return np.random.default_rng(seed).spawn(index + 1)[index]
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
 
 
 def draw_weights(

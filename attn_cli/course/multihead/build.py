@@ -318,6 +318,24 @@ def estimate_bytes(
     ) * itemsize + extra
 
 
+def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any]) -> int:
+    """The numbers --full JSON writes (estimate_bytes holds seven score-sized matrices a head;
+    a head's steps show two: its weights and its scores), with the steps of a mask or dropout
+    where one is asked for."""
+    n, d_in = shapes["X"]
+    m, kdim = shapes.get("X_K", (n, d_in))
+    vdim = shapes.get("X_V", (m, kdim))[1]
+    d_out = shapes["W_Q"][1] if "W_Q" in shapes else d_in
+    d_o = shapes["W_O"][1] if "W_O" in shapes else d_out
+    heads = _heads(options)
+    per_head = 2 * n * m + 4 * max(n, m) * (d_out // heads or 1)
+    padded = options.get("valid_len") is not None
+    masks = heads + 1 + padded if options.get("causal") or padded else 0  # masked scores, masks
+    dropped = 3 * heads if options.get("dropout") else 0  # a head's mask, kept and scaled weights
+    weights = (d_in + kdim + vdim) * d_out + d_out * d_o + 3 * d_out + d_o
+    return heads * per_head + (masks + dropped) * n * m + weights + 3 * n * d_o
+
+
 def draw_weights(
     seed: int,
     d_in: int,
@@ -1218,6 +1236,7 @@ LESSON = Lesson(
     validate=validate,
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
+    document_estimate=document_estimate,
     build=build,
     draw_random=draw_random,
     option_shapes=option_shapes,

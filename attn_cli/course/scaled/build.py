@@ -63,6 +63,14 @@ def estimate_bytes(
     return (count * m * n + 2 * m * d_v) * itemsize + extra
 
 
+def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any]) -> int:
+    """The numbers --full JSON writes: the memory estimate's matrices less the normaliser's
+    scratch ones (sparsemax's and entmax's sorts are held, never shown)."""
+    (m, _d_k), (n, _) = shapes["Q"], shapes["K"]
+    extra = normalisers.EXTRA_MATRICES.get(options.get("normalise") or "softmax", 0)
+    return estimate_bytes(shapes, options, 8) // 8 - extra * m * n
+
+
 def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
     q, k, v = (backend.asarray(run.inputs[name]) for name in ("Q", "K", "V"))
@@ -263,6 +271,7 @@ LESSON = Lesson(
     validate=validate,
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
+    document_estimate=document_estimate,
     build=build,
     texts=TEXTS,
 )

@@ -4,7 +4,8 @@ The rows, the config and the machine are read; the fits and the readings in the 
 not: they are made again by today's rules (attn_cli.bench.fit), so an old sweep is read as a
 new one would be. The file is read as the project reads files: a size limit, the nesting of
 its brackets checked before it is parsed, numbers beyond float64 refused, nothing evaluated,
-every problem one line naming the file. torch is never imported.
+every text in it written printable (a control character as an escape, never sent to the
+terminal), every problem one line naming the file. torch is never imported.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from attn_cli.bench.config import BenchConfig, BenchResult, Row
 from attn_cli.bench.machine import Load
 from attn_cli.core.errors import UserError
 from attn_cli.core.matrices import nesting_depth
+from attn_cli.core.usertext import printable
 from attn_cli.core.variants import DEVICES
 
 # A sweep of every implementation at a dozen sizes is some 50 KB; a file of more is not one.
@@ -119,7 +121,7 @@ def _read_json(path: Path, where: str) -> Any:
             "at most; give a file written by attn bench --format json."
         )
     try:
-        return json.loads(
+        document = json.loads(
             text, parse_constant=_refuse_constant, parse_int=_whole, parse_float=_finite
         )
     except json.JSONDecodeError as error:
@@ -129,6 +131,21 @@ def _read_json(path: Path, where: str) -> Any:
         ) from None
     except (ValueError, RecursionError) as error:  # _refuse_constant, _whole, _finite
         raise UserError(f"{where}: not a bench sweep ({error}).") from None
+    return _printable(document)
+
+
+def _printable(value: Any) -> Any:
+    """The document with every text in it (keys too) written printable: a sweep measured
+    elsewhere is shown here (its implementations, notes and machine in the table, the CSV, the
+    JSON and the plot), and a control character in it (ESC that clears the screen or retitles
+    the window) must not reach the terminal; it is written as an escape, \\x1b."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    if isinstance(value, dict):
+        return {printable(key): _printable(item) for key, item in value.items()}
+    return value
 
 
 def _refuse_constant(name: str) -> float:

@@ -25,10 +25,13 @@ from attn_cli import course as cards
 from attn_cli.cli import typer_internals
 from attn_cli.cli.commands.common import user_errors
 from attn_cli.cli.commands.streams import (
+    ClosedStdout,
+    StdoutClosed,
     StdoutFailed,
     flush_stdout,
     guard_stdout,
     print_error,
+    reserve_standard_descriptors,
     stdout_failed,
 )
 from attn_cli.cli.typer_internals import UsageError
@@ -320,7 +323,10 @@ def main() -> None:
 
     # A terminal that cannot show √ or ░ (PYTHONIOENCODING=ascii, LANG=C, a code page): every
     # console, Typer's help too, writes through these, in ASCII spellings, never a traceback.
-    guard_stdout()  # a full disk or /dev/full: one line and exit 1 (StdoutFailed)
+    if reserve_standard_descriptors():  # >&-: a write, or a console made, is one line, exit 2
+        sys.stdout = ClosedStdout()
+    else:
+        guard_stdout()  # a full disk or /dev/full: one line and exit 1 (StdoutFailed)
     sys.stdout, sys.stderr = encodable(sys.stdout), encodable(sys.stderr)
     chosen = sys.argv[1] if len(sys.argv) > 1 else None
     bounded_width(os.environ)
@@ -336,6 +342,9 @@ def main() -> None:
                 full_app()(prog_name="attn")
         except StdoutFailed as failed:  # Typer's own help, --version
             stdout_failed(failed.error)
+        except StdoutClosed as closed:  # likewise
+            print_error(str(closed))
+            raise SystemExit(closed.exit_code) from None
         finally:  # what a plain print left in the buffer: written while one line can say so
             flush_stdout()
     finally:  # `main` called in a process that goes on (a test, a notebook): as it was

@@ -11,10 +11,11 @@ focus on load, and again on any click), where textual-serve's page waits for a c
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -76,20 +77,22 @@ def external_addresses(page: str) -> list[str]:
     return [url for url in loads if not re.match(r"https?://(localhost|127\.0\.0\.1)[:/]", url)]
 
 
-def templates_folder() -> Path:
-    """A folder holding the offline page template (written afresh for this server)."""
+def offline_page() -> str:
+    """textual-serve's page template, offline (offline_template): served from memory, so that
+    no folder is left behind however the server stops (a temporary folder was, before)."""
     import textual_serve
 
     original = (Path(textual_serve.__file__).parent / "templates" / TEMPLATE).read_text("utf-8")
-    folder = Path(tempfile.mkdtemp(prefix="attn-explore-"))
-    (folder / TEMPLATE).write_text(offline_template(original), encoding="utf-8")
-    return folder
+    return offline_template(original)
 
 
 def command(lesson: str, export_dir: Path) -> str:
-    """The command each browser tab runs."""
+    """The command each browser tab runs: the POSIX shell textual-serve starts it with replaces
+    itself with it (exec), so that the process the server holds is the explorer itself, which
+    it can stop (TabService.stop); Windows' shell has no exec."""
     words = [sys.executable, "-m", "attn_cli", "explore", lesson, "--export-dir", str(export_dir)]
-    return " ".join(shlex.quote(word) for word in words)
+    line = " ".join(shlex.quote(word) for word in words)
+    return f"exec {line}" if os.name == "posix" else line
 
 
 # The address the server listens on: this machine's loopback, never a network interface.
@@ -99,6 +102,28 @@ LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 # Explorers running at once: each browser tab is a process of its own (about 70 MB); a further
 # tab gets a page that says so, not a process.
 MAX_SESSIONS = 4
+# The largest terminal a tab's page may ask for, in cells: a screen's worth (a 4K screen at the
+# page's smallest font, 10 px, is some 690 × 160). The explorer draws every cell; one page's
+# ["resize", {"width": 20000, "height": 20000}] grew its process by gigabytes.
+MAX_TAB_COLUMNS = 700
+MAX_TAB_ROWS = 200
+# How long a tab's explorer has to quit once its page has gone, before it is killed: an explorer
+# still drawing (or stopped, or stuck) reads no quit.
+QUIT_SECONDS = 5.0
+
+
+def tab_size(value: object, default: int, most: int) -> int:
+    """A number of cells a page asked for, as the explorer is given it: whole, from 1 to
+    ``most``; ``default`` for what is no number (textual-serve passes the page's JSON or its
+    address's ?width= on as it came)."""
+    if isinstance(value, str):
+        value = value.strip()
+        value = int(value) if value.isdigit() else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    if isinstance(value, float) and math.isnan(value):
+        return default
+    return int(min(max(value, 1), most))  # 10**400 or inf: most
 
 
 def local_host(host: str | None, port: int) -> bool:
@@ -143,17 +168,68 @@ def refusal(request: Any, port: int, sessions: int) -> Any:
     return None
 
 
+def tab_service() -> type:
+    """textual-serve's AppService (one browser tab's explorer process), held to a screen's size
+    (MAX_TAB_COLUMNS × MAX_TAB_ROWS, however large a size the page asks for) and stopped when
+    its page goes: asked to quit, and killed if it has not within QUIT_SECONDS."""
+    import asyncio
+
+    from textual_serve.app_service import AppService
+
+    class TabService(AppService):
+        async def set_terminal_size(self, width: int, height: int) -> None:
+            await super().set_terminal_size(
+                tab_size(width, 80, MAX_TAB_COLUMNS), tab_size(height, 24, MAX_TAB_ROWS)
+            )
+
+        async def stop(self) -> None:
+            process = self._process
+            if process is None or self._task is None:
+                return
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+            await self.send_meta({"type": "quit"})
+            try:
+                await asyncio.wait_for(process.wait(), QUIT_SECONDS)
+            except TimeoutError:
+                if process.returncode is None:
+                    process.kill()
+                await process.wait()
+            task, self._task = self._task, None
+            if task is not None:
+                await task  # it ends once the process's output has closed
+
+    return TabService
+
+
 def explore_server(command_line: str, port: int) -> Any:
     """textual-serve's server for ``command_line`` on this machine's loopback at ``port``,
-    guarded (see :func:`refusal`): its pages say http://localhost:PORT."""
-    from aiohttp import web
+    guarded (see :func:`refusal`): its pages say http://localhost:PORT. Each tab's explorer is
+    a TabService (tab_service), stopped when its page goes or the server stops."""
+    import asyncio
+    import logging
+
+    import jinja2
+    from aiohttp import WSCloseCode, web
+    from aiohttp_jinja2 import get_env
     from textual_serve.server import Server
+
+    tab_class = tab_service()
+    log = logging.getLogger("textual-serve")
 
     class ExploreServer(Server):
         sessions = 0
 
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.tabs: dict[Any, web.WebSocketResponse] = {}  # each tab's service: its socket
+            # The tabs being stopped, held here: the handler's own task is let go by aiohttp
+            # once the page's connection is lost, and a task nothing holds may be collected
+            # before it is done.
+            self.stopping: set[asyncio.Task[None]] = set()
+
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()
+            get_env(app).loader = jinja2.DictLoader({TEMPLATE: offline_page()})
 
             @web.middleware
             async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
@@ -163,11 +239,53 @@ def explore_server(command_line: str, port: int) -> Any:
             app.middlewares.append(guard)
             return app
 
+        async def on_shutdown(self, app: web.Application) -> None:
+            """The server stops (Ctrl+C, SIGTERM): every page's socket closed, so that each
+            tab's handler ends and stops its explorer; done once every one has."""
+            for websocket in list(self.tabs.values()):
+                await websocket.close(code=WSCloseCode.GOING_AWAY, message=b"server stopped")
+            while self.tabs:  # each tab's stop is bounded (QUIT_SECONDS, then a kill)
+                await asyncio.sleep(0.05)
+
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+            """textual-serve's handler, with a TabService for the tab: its explorer starts at
+            the page's size (held to a screen's), and stops when the page's socket closes."""
+            websocket = web.WebSocketResponse(heartbeat=15)
             self.sessions += 1
+            tab = tab_class(
+                self.command,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+                debug=self.debug,
+            )
+            self.tabs[tab] = websocket
             try:
-                return await super().handle_websocket(request)
+                await websocket.prepare(request)
+                query = request.query
+                await tab.start(
+                    tab_size(query.get("width"), 80, MAX_TAB_COLUMNS),
+                    tab_size(query.get("height"), 24, MAX_TAB_ROWS),
+                )
+                await self._process_messages(websocket, tab)
+            except asyncio.CancelledError:
+                await websocket.close()
+            except Exception as error:  # a page's malformed message: one line, the tab closed
+                log.error("a page's session ended: %s: %s", type(error).__name__, error)
             finally:
+                stopping = asyncio.ensure_future(self.end_tab(tab))
+                self.stopping.add(stopping)
+                stopping.add_done_callback(self.stopping.discard)
+                await asyncio.shield(stopping)
+            return websocket
+
+        async def end_tab(self, tab: Any) -> None:
+            """The tab's explorer stopped (TabService.stop), and the tab let go."""
+            try:
+                await tab.stop()
+            finally:
+                del self.tabs[tab]
                 self.sessions -= 1
 
     return ExploreServer(
@@ -175,7 +293,6 @@ def explore_server(command_line: str, port: int) -> Any:
         host=BIND,
         port=port,
         public_url=f"http://localhost:{port}",
-        templates_path=templates_folder(),
     )
 
 

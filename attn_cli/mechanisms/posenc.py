@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+import numpy as np
+
 from attn_cli.core import variants
 from attn_cli.core.backend import Array, namespace_of
 from attn_cli.mechanisms import attention
@@ -29,7 +31,10 @@ def frequencies(pairs: Array, d_model: int, base: float) -> Array:
 
 def wavelengths(omega: Array) -> Array:
     """Positions per full turn of each pair: 2π / w_i, from 2π up to 2π·base."""
-    return (2 * math.pi) / omega  # (h,)
+    # A frequency that underflowed to 0 (base 1e30 in float16) never turns: its wavelength is
+    # inf, and numpy's division by zero is no RuntimeWarning on the user's terminal.
+    with np.errstate(divide="ignore"):
+        return (2 * math.pi) / omega  # (h,)
 
 
 def encoding(positions: Array, omega: Array, layout: Layout = "interleaved") -> Array:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+import numpy as np
+
 from attn_cli.core import variants
 from attn_cli.core.backend import Array, namespace_of
 
@@ -35,7 +37,10 @@ def frequencies(pairs: Array, rotary_dim: int, base: float) -> Array:
 
 def wavelengths(theta: Array) -> Array:
     """Positions per full turn of each pair: 2π / θ_i."""
-    return (2 * math.pi) / theta  # (r/2,)
+    # A frequency that underflowed to 0 (base 1e30 in float16) never turns: its wavelength is
+    # inf, and numpy's division by zero is no RuntimeWarning on the user's terminal.
+    with np.errstate(divide="ignore"):
+        return (2 * math.pi) / theta  # (r/2,)
 
 
 def angles(positions: Array, theta: Array) -> Array:

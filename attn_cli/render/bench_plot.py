@@ -92,6 +92,13 @@ def write_plot(result: BenchResult, path: Path) -> None:
     write_bytes(path, buffer.getvalue(), "--plot")
 
 
+def literal(text: Any) -> str:
+    """Text drawn as written: matplotlib reads what lies between two $ as mathtext, and a sweep
+    read with --from names its implementations and machine itself ("$\\frac{$" would fail
+    to parse, in a traceback)."""
+    return str(text).replace("$", r"\$")
+
+
 def bench_figure(result: BenchResult) -> Any:
     """The matplotlib figure: time and memory against n, log-log, with n and n² guides."""
     import matplotlib.pyplot as plt
@@ -104,9 +111,10 @@ def bench_figure(result: BenchResult) -> Any:
             continue
         ns = [row.n for row in rows]
         style = line_style(index)
-        time_axis.plot(ns, [row.ms_median for row in rows], label=impl, **style)
+        label = literal(impl)
+        time_axis.plot(ns, [row.ms_median for row in rows], label=label, **style)
         memory = [math.nan if b is None else b / 2**20 for b in (r.peak_mem_bytes for r in rows)]
-        memory_axis.plot(ns, memory, label=impl, **style)
+        memory_axis.plot(ns, memory, label=label, **style)
     config = result.config
     for axis in (time_axis, memory_axis):
         draw_reference_slopes(
@@ -123,9 +131,11 @@ def bench_figure(result: BenchResult) -> Any:
     time_axis.legend(fontsize="small")
     memory_axis.legend(fontsize="small")
     figure.suptitle(
-        f"{result.device_info.get('name', config.device)} · {config.dtype} · batch "
-        f"{config.batch} · heads {config.heads} · d {config.d}"
-        + (" · causal" if config.causal else "")
+        literal(
+            f"{result.device_info.get('name', config.device)} · {config.dtype} · batch "
+            f"{config.batch} · heads {config.heads} · d {config.d}"
+            + (" · causal" if config.causal else "")
+        )
     )
     figure.tight_layout()
     return figure

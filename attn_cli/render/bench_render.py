@@ -248,7 +248,9 @@ def _rows_table(result: BenchResult, rows: list[Row], markers: dict[tuple[str, s
         status = Text(row.status, style=STATUS_STYLES.get(row.status, ""))
         if marker:
             status.append(f" [{marker}]", style="yellow")
-        table.add_row(*cells, status)
+        # Text, not markup: a sweep read with --from names its implementations itself, and
+        # "[link=...]" in one must be shown as written, not made a hyperlink.
+        table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells), status)
         previous = row.impl
     return table
 

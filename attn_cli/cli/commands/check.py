@@ -62,8 +62,8 @@ def check(
         raise UserError("give lesson files or --all, not both.")
     if not all_bundled and not files:
         raise UserError("give a lesson file to check (attn check FILE.toml), or --all.")
+    console = stdout_console()  # before the work: a closed stdout is refused at once
     results = check_bundled() if all_bundled else [check_file(path) for path in files or []]
-    console = stdout_console()
     if fmt is CheckFormat.json:
         from attn_cli.render.check_render import check_json
 

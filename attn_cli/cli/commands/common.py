@@ -12,6 +12,7 @@ from rich.console import Console
 
 from attn_cli import course
 from attn_cli.cli.commands.streams import (
+    StdoutClosed,
     StdoutFailed,
     file_console,
     print_error,
@@ -33,15 +34,16 @@ R = TypeVar("R")
 
 
 def user_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn a UserError into one line on stderr and exit code 2 (no traceback)."""
+    """Turn a UserError (or a closed stdout: StdoutClosed) into one line on stderr and exit code
+    2 (no traceback)."""
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except UserError as error:
+        except (UserError, StdoutClosed) as error:
             print_error(str(error))
-            raise typer.Exit(code=UserError.exit_code) from None
+            raise typer.Exit(code=error.exit_code) from None
         except BrokenPipeError:  # a plain print or write: Typer would exit 1
             stdout_closed()
         except StdoutFailed as failed:
@@ -84,7 +86,7 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
     if shared.code:
         check_code_options(shared)
     if shared.output is None:
-        _lesson_to(stdout_console(), request, shared)
+        _lesson_to(stdout_console(output_option=True), request, shared)
         return
     from attn_cli.core.outputs import text_replacing
 

@@ -66,7 +66,10 @@ def explore(
     if not export_dir.is_dir():
         raise UserError(f"--export-dir {export_dir}: no such folder; create it first.")
     if serve:
+        from attn_cli.cli.commands.streams import require_stdout
         from attn_cli.explore.serve import serve_app
+
+        require_stdout()  # where it says its address (>&-: one line, before it serves)
 
         serve_app(name, port, export_dir)
         return

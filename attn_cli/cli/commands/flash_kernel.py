@@ -25,7 +25,7 @@ def show_kernel(source: KernelSource, fmt: Format, output: Path | None) -> None:
         from attn_cli.core.outputs import check_writable
 
         check_writable(output, "--output")
-    console = stdout_console() if output is None else file_console()
+    console = stdout_console(output_option=True) if output is None else file_console()
     if fmt is Format.json:
         console.out(kernel_render.kernel_json(source), highlight=False)
     elif fmt is Format.markdown:

@@ -51,12 +51,88 @@ class _StdoutConsole(Console):
         return super().render_str(text, **options)
 
 
-def stdout_console() -> Console:
+def stdout_console(*, output_option: bool = False) -> Console:
     """The console on stdout; on a terminal that cannot show √ or ░, written in ASCII
-    spellings (attn_cli.core.spelling)."""
+    spellings (attn_cli.core.spelling). A command makes it before its work, so a stdout that
+    was closed before the command started (``>&-``) is refused then (require_stdout; with
+    ``output_option`` the command has -o FILE, the fix named)."""
+    require_stdout(output_option=output_option)
+    return _console_on_stdout()
+
+
+def _console_on_stdout() -> Console:
     from attn_cli.core.spelling import encodable
 
     return _StdoutConsole(file=encodable(sys.stdout), highlight=False)
+
+
+# What stdout may do to a command, and what the command does then (one rule for every command):
+# - closed before the command started (``attn ring >&-``): nothing can ever read the output, a
+#   mistake in how the command was run, known before any work: one line and exit 2, as for a
+#   bad option (StdoutClosed); a command that writes its output to a file (-o FILE) runs as
+#   usual, stdout unused;
+# - its reader went away midway (``attn tour | head -3``): the reader has what it wanted: stop
+#   quietly, exit 0 (stdout_closed), as head's writers do;
+# - a write failed (``> /dev/full``, a full disk): the output is incomplete: one line and exit
+#   1, as printf and cat do (stdout_failed).
+
+
+class StdoutClosed(Exception):
+    """stdout was closed before the command started (``>&-``): raised by require_stdout, and by
+    ClosedStdout on a write; user_errors and main turn it into one line and exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, output_option: bool = False) -> None:
+        fix = "write it to a file with -o FILE, or " if output_option else ""
+        super().__init__(
+            "stdout is closed (as >&- leaves it), so the output has nowhere to go; "
+            f"{fix}run the command with stdout open (> FILE, | less)."
+        )
+
+
+class ClosedStdout(io.TextIOBase):
+    """sys.stdout where stdout was closed before the command started (Python makes it None):
+    writing to it raises StdoutClosed; flushing what was never written does nothing."""
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if text:
+            raise StdoutClosed()
+        return 0
+
+    def isatty(self) -> bool:
+        return False
+
+
+def require_stdout(*, output_option: bool = False) -> None:
+    """Refuse (StdoutClosed) to go on when the output is to go to a stdout that was closed
+    before the command started: said before any work, not after it."""
+    if isinstance(sys.stdout, ClosedStdout) or sys.stdout is None:
+        raise StdoutClosed(output_option)
+
+
+def reserve_standard_descriptors() -> bool:
+    """Put /dev/null on any of descriptors 0, 1 and 2 that is not open (``>&-``, ``2>&-``):
+    otherwise the next file or socket the command opens would get that number, and whatever
+    writes to fd 1 or 2 (a library's warning, a C printf) would land in it, in a user's output
+    file. Whether stdout was closed (where Python found no stdout)."""
+    for descriptor in (0, 1, 2):  # in order: os.open gives the lowest free number
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                continue
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+    return sys.stdout is None
 
 
 def stdout_closed() -> NoReturn:
@@ -181,10 +257,12 @@ def print_error(message: str) -> None:
 
 
 def stderr_console() -> Console:
-    """The console on stderr (errors, notes, progress), ASCII-spelled where it must be."""
+    """The console on stderr (errors, notes, progress), ASCII-spelled where it must be. Where
+    there is no stderr (``2>&-``: Python makes it None) it writes nothing: stderr=True, or rich
+    would write to stdout instead."""
     from attn_cli.core.spelling import encodable
 
-    return Console(file=encodable(sys.stderr), highlight=False, soft_wrap=True)
+    return Console(file=encodable(sys.stderr), stderr=True, highlight=False, soft_wrap=True)
 
 
 def file_console(file: TextIO | None = None) -> Console:
@@ -194,7 +272,7 @@ def file_console(file: TextIO | None = None) -> Console:
 
     return Console(
         file=io.StringIO() if file is None else file,
-        width=stdout_console().width,
+        width=_console_on_stdout().width,  # the terminal's, stdout used or not
         color_system=None,
         force_terminal=False,
         highlight=False,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,13 +23,14 @@ from attn_cli.core import variants
 from attn_cli.core.errors import UserError
 from attn_cli.core.install import install_command
 from attn_cli.core.model import Note, Walkthrough
+from attn_cli.core.usertext import printable
 from attn_cli.course.checks import counted, row_names, whole_at_least
 from attn_cli.course.flash.build import merge_steps, same_up_to_rounding
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.ring import costs, launch
 from attn_cli.course.ring.card import AUTO, CARD, MAX_PROCESSES
-from attn_cli.course.ring.rank import Ring
+from attn_cli.course.ring.rank import SOCKET_VARIABLES, Ring
 from attn_cli.course.scaled import build as scaled
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
@@ -220,12 +222,31 @@ def build(run: LessonRun) -> Walkthrough:
     notes = [record.note("ring_check", difference=difference)]
     # One process passes nothing: no sentence about how blocks travelled.
     notes.append(record.note(f"transport_{transport}" if processes > 1 else "transport_alone"))
+    notes += _interface_overridden(records, transport)
     return record.walkthrough(
         gathered,
         inputs=scaled.labelled_inputs(run, queries, keys),
         notes=tuple(notes),
         meta={"max_abs_difference": difference},
     )
+
+
+def _interface_overridden(records: list[dict[str, np.ndarray]], transport: str) -> list[Note]:
+    """A note when the user's environment named another interface for the backend's
+    connections (GLOO_SOCKET_IFNAME=eth0, or a name of none) than the loopback one the processes
+    used instead (rank.DistributedLink sets it): said, not done silently. The words are the
+    command's, as the overflow note's are: they tell of this machine, not of the lesson."""
+    variable = SOCKET_VARIABLES.get(transport)
+    used = records[0].get("interface")
+    value = os.environ.get(variable, "") if variable else ""
+    if variable is None or used is None or not value or value == str(used):
+        return []
+    text = (
+        f"The environment set {variable}={printable(value)}; the lesson's processes used "
+        f"{used}, the loopback interface, instead, so that their connections stayed on this "
+        "machine."
+    )
+    return [Note.fixed("interface_overridden", text)]
 
 
 def _spans(labels: tuple[str, ...] | list[str]) -> str:

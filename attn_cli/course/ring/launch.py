@@ -106,7 +106,8 @@ def _run_jobs(ring: Ring, jobs: list[Job]) -> None:
     if method == "fork" and ring.transport != "pipes":
         import torch.distributed  # noqa: F401  (imported once here, not once per process)
     for stream in (sys.stdout, sys.stderr):  # a forked process must not write them again
-        stream.flush()
+        if stream is not None:  # None: closed before Python started (>&-), nothing to write
+            stream.flush()
     processes: list[BaseProcess] = []
     try:
         with _ctrl_c_held():

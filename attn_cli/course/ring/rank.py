@@ -43,6 +43,8 @@ from attn_cli.mechanisms.ring import Shard, block_bytes, merge, source
 # was itself killed at once (kill -9) and could not stop it.
 TIMEOUT = timedelta(seconds=60)
 LOOPBACK = "127.0.0.1"
+# The variable each torch.distributed backend reads for the interface its connections use.
+SOCKET_VARIABLES = {"gloo": "GLOO_SOCKET_IFNAME", "nccl": "NCCL_SOCKET_IFNAME"}
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,8 @@ def run(job: Job) -> dict[str, np.ndarray]:
         arrays["device"] = np.asarray(torch.cuda.get_device_name(rank))
     with _link(job, backend) as link:
         arrays["set_up_seconds"] = np.asarray(time.perf_counter() - started)
+        if isinstance(link, DistributedLink) and link.interface:  # the interface it set
+            arrays["interface"] = np.asarray(link.interface)
         state = tiled.initial_state(q, v)
         block = _joined(backend, k, v)  # the block this process holds: its keys, then values
         for t in range(processes):
@@ -342,10 +346,13 @@ class DistributedLink(Link):
         self.torch, self.dist, self.backend = torch, dist, backend
         self.rank, self.processes = job.rank, ring.processes
         self.device = torch.device(backend.device)
-        loopback = _loopback_interface()
-        if loopback:  # gloo's and nccl's own connections: over the loopback interface too
-            os.environ.setdefault("GLOO_SOCKET_IFNAME", loopback)
-            os.environ.setdefault("NCCL_SOCKET_IFNAME", loopback)
+        self.interface = _loopback_interface()
+        if self.interface:  # gloo's and nccl's own connections: over the loopback interface
+            # too, whatever the user's environment names (GLOO_SOCKET_IFNAME=eth0 would send
+            # the blocks out through the machine's external address; a name of no interface
+            # would fail): the lesson says they stay on this machine (build notes the change).
+            for variable in SOCKET_VARIABLES.values():
+                os.environ[variable] = self.interface
         assert ring.listener is not None
         port = ring.listener.getsockname()[1]
         if job.rank == 0:

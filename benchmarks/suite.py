@@ -159,6 +159,9 @@ def main() -> None:
     text = sentence(
         (install_seconds, install_loads), (test_seconds, test_loads), counts, args.busy, day
     )
+    for line in output.splitlines():  # what failed, by name (pytest's short summary)
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(line)
     print(closing[-1])
     print(f"load while testing: median {statistics.median(test_loads.samples or [0]):.1f}")
     print(text)

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_top_level_module_is_in_a_layer():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    (contract,) = config["tool"]["importlinter"]["contracts"]
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c["type"] == "layers"]  # beside the acyclic one
     named = {name.strip() for layer in contract["layers"] for name in re.split(r"[|:]", layer)}
     graph = grimp.build_graph("attn_cli")
 

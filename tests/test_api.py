@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
+from attn_cli.cli import flags
 from attn_cli.course import lesson_names
 from tests.conftest import render_plain
 
@@ -193,7 +194,8 @@ def test_user_errors_raise_with_the_command_lines_message(invoke, call, cli):
         call()
     result = invoke("scaled", *cli)
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"attn: error: {raised.value}"
+    # One message, each door spelling its parameters: the flags here, the keywords in Python.
+    assert result.stderr.strip() == f"attn: error: {flags.message(raised.value)}"
     assert "\n" not in str(raised.value)
 
 

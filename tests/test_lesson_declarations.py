@@ -12,6 +12,7 @@ import pytest
 from attn_cli import course
 from attn_cli import course as cards
 from attn_cli import course as registry
+from attn_cli.cli import flags
 from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.errors import UserError
 from attn_cli.course import get_lesson
@@ -46,7 +47,8 @@ def test_every_lesson_is_declared_completely_and_consistently(name):
     assert all(key.isidentifier() for key in lesson.options)
     assert lesson.memory_fix
     for spec in lesson.inputs:
-        assert lesson.flag(spec.name) == spec.option
+        # The command line spells each input as its card's flag (the one place: cli/flags.py).
+        assert flags.message(UserError(lesson.param(spec.name))) == spec.option
 
 
 @pytest.mark.parametrize("name", sorted(LESSONS))
@@ -101,7 +103,7 @@ def test_given_drops_what_was_not_given_and_refuses_a_size_below_one():
     given = Given.of(replace(request, sizes={"n": 3, "d_model": None}))
     assert (given.sizes, given.inputs, given.options) == ({"n": 3}, {}, {"heads": 2})
     assert given.any
-    with pytest.raises(UserError, match=r"^--d-model must be at least 1, not 0\.$"):
+    with pytest.raises(UserError, match=r"^d_model must be at least 1, not 0\.$"):
         Given.of(replace(request, sizes={"d_model": 0}))
 
 
@@ -133,7 +135,7 @@ def test_options_alone_are_the_users_own_run_of_a_lesson_without_inputs():
 
 def test_an_example_with_the_users_own_inputs_is_refused():
     request = RunRequest("scaled", inputs={"Q": "1", "K": "1", "V": "1"}, example="x")
-    with pytest.raises(UserError, match="--example picks a lecture example"):
+    with pytest.raises(UserError, match=r"^example picks a lecture example"):
         resolved(request)
 
 
@@ -155,7 +157,7 @@ def test_a_lecture_examples_own_fault_names_its_file_and_example():
 def test_an_input_beyond_the_dtype_is_refused_by_its_flag():
     lesson, data = get_lesson("scaled"), load_bundled("scaled")
     inputs = {"Q": np.full((1, 1), 1e6), "K": np.ones((1, 1)), "V": np.ones((1, 1))}
-    with pytest.raises(UserError, match=r"^--q has 1e\+06, beyond the largest float16"):
+    with pytest.raises(UserError, match=r"^q has 1e\+06, beyond the largest float16 \(65504\); use dtype=float32 or float64"):
         validate_inputs(lesson, data, Source(inputs, {}), [inputs], [{}], "float16", users_own=True)
 
 

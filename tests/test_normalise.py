@@ -248,7 +248,7 @@ def test_attn_check_passes_the_new_examples():
 
 def test_a_normaliser_that_is_not_one_is_a_user_error(invoke, tmp_path):
     assert_user_error(invoke("scaled", "--normalise", "argmax"), "--normalise", "argmax")
-    with pytest.raises(UserError, match="--normalise 'argmax' is not a normaliser"):
+    with pytest.raises(UserError, match=r"^normalise='argmax' is not a normaliser"):
         attn.scaled(**LIBRARY, normalise="argmax")
     own = tmp_path / "own.toml"
     own.write_text(

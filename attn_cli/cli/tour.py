@@ -20,6 +20,7 @@ from rich.rule import Rule
 from rich.segment import ControlType, Segment, Segments
 from rich.text import Text
 
+from attn_cli.cli import flags
 from attn_cli.cli.itinerary import (
     CLOSING,
     CLOSING_WORDS,
@@ -206,7 +207,9 @@ def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
     try:
         screens = _screens(stop)
     except UserError as error:
-        pager.screen([*heading, Text(f"Skipped {stop.name}: {error}", style="yellow")])
+        pager.screen(
+            [*heading, Text(f"Skipped {stop.name}: {flags.message(error)}", style="yellow")]
+        )
         return False
     pager.screen([*heading, *screens[0]])
     for screen in screens[1:]:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from attn_cli.core.errors import param
+
 
 def keyword_of(flag: str) -> str:
     """The parameter (and library keyword) of a command-line flag: ``--d-model`` -> ``d_model``."""
@@ -180,9 +182,11 @@ class Card:
                 flags.append(option_flag(option.option, value))
         return flags
 
-    def flag(self, name: str) -> str:
-        """The command-line flag of input ``name`` ("--q" for "Q"); the name when none has it."""
-        return next((spec.option for spec in self.inputs if spec.name == name), name)
+    def param(self, name: str) -> str:
+        """Input ``name`` in a message, spelt by the door that shows it (``q`` or ``--q`` for
+        "Q"; core.errors.param); a name no input has stands for itself, as a keyword."""
+        keyword = next((spec.keyword for spec in self.inputs if spec.name == name), name)
+        return param(keyword)
 
 
 def option_flag(option: str, value: object) -> str:

@@ -1,10 +1,69 @@
-"""User errors: a wrong input is one clear line and exit code 2, never a traceback."""
+"""User errors: a wrong input is one clear line and exit code 2, never a traceback.
+
+A message names the parameters it is about by their keyword, through :func:`param`, and each
+door spells them its own way when it shows the message: the Python API writes the keyword
+(``dropout=2``, "give m=1, dk=2"), the command line the flag (``--dropout 2``, "give --m 1
+--dk 2"). The library never writes a flag: it does not know it has a command line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+# A parameter in a message: START keyword [VALUE value] END, and SEPARATOR between the members
+# of a list of them. ASCII's separators: control characters, which no text a user gives keeps
+# (core.usertext makes it printable), so no message holds one by chance.
+_START, _VALUE, _END, _SEPARATOR = "\x1e", "\x1f", "\x1d", "\x1c"
+_PARAM = re.compile(f"{_START}([^{_VALUE}{_END}]*)(?:{_VALUE}([^{_END}]*))?{_END}")
+
+# How a door spells one parameter: its keyword, and the value as given (None: the name alone).
+Spelling = Callable[[str, str | None], str]
+
+
+def param(keyword: str, value: object = None) -> str:
+    """``keyword`` (a parameter's name in the Python API, e.g. "valid_len") in a message, spelt
+    by the door that shows it; with ``value``, the parameter as given (``dropout=2``)."""
+    if value is None:
+        return f"{_START}{keyword}{_END}"
+    return f"{_START}{keyword}{_VALUE}{value}{_END}"
+
+
+def params(*given: tuple[str, object]) -> str:
+    """Several parameters as given, to set together: "m=1, dk=2" or "--m 1 --dk 2"."""
+    return _SEPARATOR.join(param(keyword, value) for keyword, value in given)
+
+
+def keyword_spelling(keyword: str, value: str | None) -> str:
+    """The Python API's: the keyword, ``keyword=value`` with a value."""
+    return keyword if value is None else f"{keyword}={value}"
+
+
+def spelt(message: str, spelling: Spelling, separator: str) -> str:
+    """``message`` with each parameter spelt by ``spelling``, a list of them joined by
+    ``separator``."""
+    text = _PARAM.sub(lambda found: spelling(found.group(1), found.group(2)), message)
+    return text.replace(_SEPARATOR, separator)
 
 
 class UserError(Exception):
     """A problem with what the user asked for, with the fix in the message.
 
-    The CLI prints ``attn: error: <message>`` on stderr and exits with code 2.
+    The CLI prints ``attn: error: <message>`` on stderr and exits with code 2; ``str(error)``
+    is the message as the Python API says it (keywords), :meth:`spelt` as another door does.
     """
 
     exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message  # the parameters unspelt
+
+    def spelt(self, spelling: Spelling, separator: str = " ") -> str:
+        return spelt(self.message, spelling, separator)
+
+    def __str__(self) -> str:
+        return self.spelt(keyword_spelling, ", ")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"

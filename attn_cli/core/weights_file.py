@@ -132,7 +132,7 @@ def load_wholes(path: Path, names: Sequence[str], flag: str, *, written_by: str)
                     f"{where}: {name} is {number}, where {written_by} saves a whole number of 0 "
                     "or more; write the file again with it."
                 )
-            check_whole_size(number, f"{where}: {name}")
+            check_whole_size(number, name, label=f"{where}: {name}")
             found[name] = number
     return found
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 
 # A whole number from the user (a count, a size, a position, a seed) has at most this many
 # digits: more than any size attn can run or any seed it stores (an int64 holds 18 digits), and
@@ -24,10 +24,13 @@ def whole_digits(value: int) -> int:
     return math.floor(math.log10(size)) + 1
 
 
-def check_whole_size(value: object, flag: str, largest: int = LARGEST_WHOLE) -> None:
+def check_whole_size(
+    value: object, keyword: str, largest: int = LARGEST_WHOLE, *, label: str | None = None
+) -> None:
     """Refuse a whole number above ``largest`` (by default LARGEST_WHOLE, the most any count,
-    size or seed of attn's takes), in one line that names ``flag`` and never echoes a
-    thousand digits."""
+    size or seed of attn's takes), in one line that names the parameter ``keyword`` (spelt by
+    the door: ``seed=…`` or ``--seed …``), or ``label`` where the number is no parameter (a
+    field of a file), and never echoes a thousand digits."""
     if not isinstance(value, int) or isinstance(value, bool) or value <= largest:
         return
     digits = whole_digits(value)
@@ -37,4 +40,5 @@ def check_whole_size(value: object, flag: str, largest: int = LARGEST_WHOLE) -> 
         given = f"{str(value)[:6]}… ({digits:,} digits)"
     else:  # str() of such an int raises: only its length is said
         given = f"(a whole number of {digits:,} digits)"
-    raise UserError(f"{flag} {given}: at most {largest:,}; give a smaller number.")
+    named = f"{label} {given}" if label is not None else param(keyword, given)
+    raise UserError(f"{named}: at most {largest:,}; give a smaller number.")

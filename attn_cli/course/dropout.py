@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Part
 from attn_cli.course.lesson import LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 
-OPTION = "--dropout"
+KEYWORD = "dropout"
 # What the dropout step's texts read, on top of the lesson's own names (each lesson declares its
 # "dropout" text with them), and the notes on its row sums (with the values each hands over).
 STEP_NAMES = ("p", "keep", "scale", "seed", "kept", "dropped", "total", "generator")
@@ -60,16 +60,18 @@ def probability(value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise UserError(f"{OPTION} {value!r}: give a probability p with 0 ≤ p < 1, such as 0.1.")
+        raise UserError(
+            f"{param(KEYWORD, repr(value))}: give a probability p with 0 ≤ p < 1, such as 0.1."
+        )
     p = float(value)
     if p == 1:
         raise UserError(
-            f"{OPTION} 1 would drop every weight (and 1/(1 − p) divides by zero); give a "
+            f"{param(KEYWORD, 1)} would drop every weight (and 1/(1 − p) divides by zero); give a "
             "probability p with 0 ≤ p < 1, such as 0.1."
         )
     if not 0 <= p < 1:  # NaN fails this too
         raise UserError(
-            f"{OPTION} {value:g} is not a probability of dropping; give p with 0 ≤ p < 1, "
+            f"{param(KEYWORD, format(value, 'g'))} is not a probability of dropping; give p with 0 ≤ p < 1, "
             "such as 0.1."
         )
     return p

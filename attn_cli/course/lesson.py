@@ -108,9 +108,9 @@ class Lesson:
             return self.document_estimate(shapes, options)
         return self.estimate_bytes(shapes, options, 8) // 8
 
-    def flag(self, name: str) -> str:
-        """The command-line flag of input ``name`` ("--q" for "Q")."""
-        return self.card.flag(name)
+    def param(self, name: str) -> str:
+        """Input ``name`` in a message, spelt by the door that shows it (Card.param)."""
+        return self.card.param(name)
 
     def options_with(self, *layers: Mapping[str, Any]) -> dict[str, Any]:
         """The defaults with each layer (an example's options, then the user's) on top."""

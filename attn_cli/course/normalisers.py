@@ -16,12 +16,12 @@ import numpy as np
 
 from attn_cli.core import variants
 from attn_cli.core.backend import Array, namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Part
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.mechanisms import normalise as mech
 
-OPTION = "--normalise"
+KEYWORD = "normalise"
 CHOICES: tuple[str, ...] = variants.NORMALISERS  # softmax first: the default
 ALTERNATIVES: tuple[str, ...] = CHOICES[
     1:
@@ -39,7 +39,7 @@ def choice(value: Any) -> str:
         return "softmax"
     if value not in CHOICES:
         raise UserError(
-            f"{OPTION} {value!r} is not a normaliser; choose one of: {', '.join(CHOICES)}."
+            f"{param(KEYWORD, repr(value))} is not a normaliser; choose one of: {', '.join(CHOICES)}."
         )
     return str(value)
 

@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.matrices import shortened, whole_number
 from attn_cli.core.model import Part
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.mechanisms import masks
 
-OPTION = "--valid-len"
+KEYWORD = "valid_len"
+OPTION = param(KEYWORD)
 # The padding step's texts: "padding" (one length for every row) and "padding_rows" (one per
 # row); each reads these names on top of the lesson's own.
 TEXTS = ("padding", "padding_rows")
@@ -47,12 +48,12 @@ def valid_lengths(value: Any, rows: int, keys: int) -> tuple[int, ...] | None:
         where = f" (row {row})" if len(lengths) > 1 else ""
         if length < 1:
             raise UserError(
-                f"{OPTION} {length}{where} leaves the row no visible key, and such a row has no "
+                f"{param(KEYWORD, length)}{where} leaves the row no visible key, and such a row has no "
                 "softmax (every score is −∞, so it is 0 / 0 = NaN); give lengths of 1 or more."
             )
         if length > keys:
             raise UserError(
-                f"{OPTION} {length}{where} is past the {keys} keys: a valid length counts keys "
+                f"{param(KEYWORD, length)}{where} is past the {keys} keys: a valid length counts keys "
                 f"from the first, so it is at most {keys}, the number of keys."
             )
     return lengths * rows if len(lengths) == 1 else lengths
@@ -62,21 +63,21 @@ def _parse(value: Any) -> tuple[int, ...]:
     if isinstance(value, np.ndarray):  # from the Python API
         value = value.tolist()
     if isinstance(value, bool):
-        raise UserError(f"{OPTION} {shortened(value)}: give whole numbers, {_EXAMPLES}.")
+        raise UserError(f"{param(KEYWORD, shortened(value))}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, int | np.integer):
         return (int(value),)
     if isinstance(value, str):
         parts = [part for part in re.split(r"[,\s]+", value.strip().strip("[]")) if part]
         if parts and all(re.fullmatch(r"[+-]?\d+", part) for part in parts):
             return tuple(whole_number(part, OPTION) for part in parts)
-        raise UserError(f"{OPTION} {shortened(value)}: give whole numbers, {_EXAMPLES}.")
+        raise UserError(f"{param(KEYWORD, shortened(value))}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, list | tuple):
         whole = [
             isinstance(item, int | np.integer) and not isinstance(item, bool) for item in value
         ]
         if value and all(whole):
             return tuple(int(item) for item in value)
-    raise UserError(f"{OPTION} {shortened(value)}: give whole numbers, {_EXAMPLES}.")
+    raise UserError(f"{param(KEYWORD, shortened(value))}: give whole numbers, {_EXAMPLES}.")
 
 
 def describe(lengths: tuple[int, ...]) -> str:

@@ -82,13 +82,13 @@ class LearnOptions:
         2**64 overflows torch's generator; a width of 2**64, numpy's)."""
         from attn_cli.core.whole import check_whole_size
 
-        for flag, value in (
-            ("--seed", self.seed),
-            ("--steps", self.steps),
-            ("--hidden", self.hidden),
-            ("--max-len", self.max_len),
+        for keyword, value in (
+            ("seed", self.seed),
+            ("steps", self.steps),
+            ("hidden", self.hidden),
+            ("max_len", self.max_len),
         ):
-            check_whole_size(value, flag)
+            check_whole_size(value, keyword)
 
     def resolved(self, *, steps: int, hidden: int, max_len: int) -> LearnOptions:
         """These options with each one not given set to the task's default."""

@@ -12,8 +12,8 @@ from attn_cli import course
 from attn_cli.core.backend import LARGEST, Backend
 from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.batch import check_item, select_item, split_batch, split_options
-from attn_cli.core.card import InputSpec, flag_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.card import InputSpec
+from attn_cli.core.errors import UserError, param, params
 from attn_cli.core.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.core.whole import check_whole_size
@@ -141,9 +141,9 @@ def check_whole_sizes(options: dict[str, Any], request: RunRequest) -> None:
     door: the command line, Python, a lesson file), the seed or the item, before it reaches
     arithmetic that would overflow or allocate for it."""
     for name, value in options.items():
-        check_whole_size(value, flag_of(name))
-    check_whole_size(request.seed, "--seed")
-    check_whole_size(request.item, "--item")
+        check_whole_size(value, name)
+    check_whole_size(request.seed, "seed")
+    check_whole_size(request.item, "item")
 
 
 @dataclass(frozen=True)
@@ -160,8 +160,8 @@ class Given:
         sizes = {key: value for key, value in request.sizes.items() if value is not None}
         for key, value in sizes.items():
             if value < 1:
-                raise UserError(f"{flag_of(key)} must be at least 1, not {value}.")
-            check_whole_size(value, flag_of(key))
+                raise UserError(f"{param(key)} must be at least 1, not {value}.")
+            check_whole_size(value, key)
         return cls(
             sizes,
             {name: text for name, text in request.inputs.items() if text is not None},
@@ -209,7 +209,9 @@ def resolve_inputs(lesson: Lesson, data: LessonFile, request: RunRequest, given:
     else:
         return _example_source(lesson, data, request, given)
     if request.example is not None:
-        raise UserError("--example picks a lecture example; leave it out with your own inputs.")
+        raise UserError(
+            f"{param('example')} picks a lecture example; leave it out with your own inputs."
+        )
     return source
 
 
@@ -218,7 +220,7 @@ def _random_source(lesson: Lesson, given: Given, options: dict[str, Any]) -> Sou
     given on top: one matrix or vector each, no batch (a batch gives every input)."""
     on_top = _parse_inputs(lesson, given.inputs, check_missing=False)
     if split_batch(lesson.inputs, on_top) is not None:
-        flags = ", ".join(lesson.flag(name) for name in given.inputs)
+        flags = ", ".join(lesson.param(name) for name in given.inputs)
         raise UserError(
             f"{flags}: a batch with sizes for random inputs; give every input of the batch, "
             "or one matrix (or vector) each on top of the drawn ones."
@@ -242,9 +244,9 @@ def check_on_top(
         drawn = shapes.get(name)
         if drawn is None or tuple(drawn) == value.shape:
             continue
-        flag = lesson.flag(name)
+        flag = lesson.param(name)
         fits = _sizes_that_fit(lesson, given.sizes, options, name, value.shape)
-        sized = ", ".join(f"{flag_of(key)} {size}" for key, size in given.sizes.items())
+        sized = ", ".join(param(key, size) for key, size in given.sizes.items())
         fix = f"give {fits}" if fits else "give sizes that fit it"
         raise UserError(
             f"{flag} is {_shape_words(value.shape)}, where the random inputs of {sized} draw "
@@ -260,13 +262,13 @@ def _unfitted(
     its shape, and so draw the others to fit it ("--xk is 1 × 1, which the random inputs of
     --n 3 do not draw: give --m 1 --kdim 1"); None when no size fits (the lesson's own message
     is then the one to show)."""
-    sized = ", ".join(f"{flag_of(key)} {size}" for key, size in given.sizes.items())
+    sized = ", ".join(param(key, size) for key, size in given.sizes.items())
     for name, value in on_top.items():
         if name in shapes:
             continue
         fits = _sizes_that_fit(lesson, given.sizes, options, name, value.shape)
         if fits:
-            flag = lesson.flag(name)
+            flag = lesson.param(name)
             return UserError(
                 f"{flag} is {_shape_words(value.shape)}, which the random inputs of {sized} do "
                 f"not draw to fit: give {fits}, or leave out {flag}."
@@ -308,7 +310,7 @@ def _sizes_that_fit(
                 fits.append((moved, changed))
         if fits:
             best = min(fits, key=lambda fit: fit[0])[1]  # the first of the least moved
-            return " ".join(f"{flag_of(key)} {side}" for key, side in best)
+            return params(*best)
     return None
 
 
@@ -515,10 +517,10 @@ def _check_representable(lesson: Lesson, inputs: Inputs, dtype: str) -> None:
         finite = array[np.isfinite(array)]  # an additive mask's −∞ (where allowed) is no number
         largest = float(np.max(np.abs(finite))) if finite.size else 0.0
         if largest > LARGEST[dtype]:
-            flag = lesson.flag(name)
+            flag = lesson.param(name)
             raise UserError(
                 f"{flag} has {largest:g}, beyond the largest {dtype} ({LARGEST[dtype]:g}); use "
-                "--dtype float32 or float64."
+                f"{param('dtype', 'float32')} or float64."
             )
 
 

@@ -378,10 +378,10 @@ def bench_config(
     from attn_cli.core.errors import UserError
     from attn_cli.core.whole import check_whole_size
 
-    numbers = {"--repeats": repeats, "--block": block, "--seed": seed, "--d": d}
-    numbers.update({"--heads": heads, "--batch": batch, "--window": window})
-    for flag, value in numbers.items():
-        check_whole_size(value, flag)
+    numbers = {"repeats": repeats, "block": block, "seed": seed, "d": d}
+    numbers.update({"heads": heads, "batch": batch, "window": window})
+    for keyword, value in numbers.items():
+        check_whole_size(value, keyword)
     chosen = parse_impls(impl, ()) if impl is not None else ()  # checked before torch loads
     grid = parse_sizes(sizes, device.value)
     swept = parse_sizes(dims, device.value, "--dims") if dims is not None else ()

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from attn_cli import course
+from attn_cli.cli import flags
 from attn_cli.cli.commands.streams import (
     StdoutClosed,
     StdoutFailed,
@@ -42,7 +43,7 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except (UserError, StdoutClosed) as error:
-            print_error(str(error))
+            print_error(flags.message(error) if isinstance(error, UserError) else str(error))
             raise typer.Exit(code=error.exit_code) from None
         except BrokenPipeError:  # a plain print or write: Typer would exit 1
             stdout_closed()

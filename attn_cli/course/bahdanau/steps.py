@@ -53,7 +53,7 @@ def validate(inputs: Mapping[str, np.ndarray], options: Mapping[str, Any]) -> in
     given = [name for name in DECODER_INPUTS if name in inputs]
     if steps is None:
         if given:
-            flags = ", ".join(CARD.flag(name) for name in given)
+            flags = ", ".join(CARD.param(name) for name in given)
             raise UserError(
                 f"{flags}: the decoder's inputs are read only over decoder steps; add --steps T "
                 "(e.g. --steps 3), or leave them out."
@@ -97,7 +97,7 @@ def _check_shape(
     if name in inputs and inputs[name].shape != shape:
         rows, cols = inputs[name].shape
         raise UserError(
-            f"{CARD.flag(name)} is {rows} × {cols} but {needs} = {shape[0]} × {shape[1]} "
+            f"{CARD.param(name)} is {rows} × {cols} but {needs} = {shape[0]} × {shape[1]} "
             "(d_s: entries of --s; d_h: entries of a row of --h)."
         )
 

@@ -111,7 +111,7 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
     model = None if options.get("weights") is None else pytorch.load(options["weights"])
     given = weights_given(inputs)
     if model is not None and given:
-        flags = ", ".join(CARD.flag(name) for name in given)
+        flags = ", ".join(CARD.param(name) for name in given)
         raise UserError(f"{model.where} gives the weights; leave out {flags}.")
     if model is not None and model.own_names:
         given = dict(model.layers[0])  # a file of the lesson's own names: as if given by hand
@@ -189,7 +189,7 @@ def _kv_heads(
             where = f" (in {model.where})" if model is not None else ""
             raise UserError(
                 f"--kv-heads {asked} (yours, or the example's options.kv_heads) but "
-                f"{CARD.flag(name)}{where} is {shape_text(value.shape)}, so g = {held} "
+                f"{CARD.param(name)}{where} is {shape_text(value.shape)}, so g = {held} "
                 f"({width} columns = g·d_k, d_k = d_model / h = {d_k}); leave out --kv-heads."
             )
         return held
@@ -260,7 +260,7 @@ def _d_ff(
     for name, axis in (("W_1", 1), ("W_2", 0)):
         if name in given and given[name].ndim > axis:
             held = int(given[name].shape[axis])
-            where = f"{CARD.flag(name)} is {shape_text(given[name].shape)}, so d_ff = {held}"
+            where = f"{CARD.param(name)} is {shape_text(given[name].shape)}, so d_ff = {held}"
             break
     if held is None:
         return int(asked) if asked is not None else 4 * d_model
@@ -309,7 +309,7 @@ def _check_given(
     for name in given:
         if name in usable:
             continue
-        flag = CARD.flag(name) + where
+        flag = CARD.param(name) + where
         if name.endswith("_cross") or name.endswith("_3"):
             raise UserError(
                 f"{flag} belongs to the decoder's layer; add --decoder or leave it out."
@@ -335,7 +335,7 @@ def _check_given(
             elif part in ("W_K", "W_V"):
                 why = " (or g·d_k columns for g key/value heads, g dividing h: --kv-heads)"
             wrong.append(
-                f"{CARD.flag(name)}{where} {what} {got} but must be {words} = "
+                f"{CARD.param(name)}{where} {what} {got} but must be {words} = "
                 f"{shape_text(shape)}{why}"
             )
     if wrong:
@@ -353,7 +353,7 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
         )
     if "memory_key_padding_mask" in inputs and not s.decoder:
         raise UserError(
-            f"{CARD.flag('memory_key_padding_mask')} pads the memory, which only the decoder "
+            f"{CARD.param('memory_key_padding_mask')} pads the memory, which only the decoder "
             "reads; add --decoder or leave it out."
         )
     sizes = {
@@ -373,14 +373,14 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
                 if value.ndim == 1
                 else f"is {shape_text(value.shape)}"
             )
-            raise UserError(f"{CARD.flag(name)} {got} but must be {words} = {shape_text(shape)}.")
+            raise UserError(f"{CARD.param(name)} {got} but must be {words} = {shape_text(shape)}.")
         if name != "attn_mask_float" and not np.all((value == 0) | (value == 1)):
             raise UserError(
-                f"{CARD.flag(name)} holds {_first_other(value)}: a boolean mask is 0 or 1 (1 = "
+                f"{CARD.param(name)} holds {_first_other(value)}: a boolean mask is 0 or 1 (1 = "
                 "masked, PyTorch's True); an additive mask is --attn-mask-float."
             )
         if name == "attn_mask_float" and np.any(np.isposinf(value)):
-            raise UserError(f"{CARD.flag(name)} holds +inf; an additive mask blocks with -inf.")
+            raise UserError(f"{CARD.param(name)} holds +inf; an additive mask blocks with -inf.")
 
 
 def _first_other(value: np.ndarray) -> str:

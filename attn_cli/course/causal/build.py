@@ -97,7 +97,7 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
     weights = [name for name in WEIGHT_NAMES if name in inputs]
     if weights and "X" not in inputs:
         raise UserError(
-            f"{CARD.flag(weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
+            f"{CARD.param(weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
         )
     sources = [
         flag

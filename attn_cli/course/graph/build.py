@@ -46,7 +46,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     for name in WEIGHT_NAMES:
         if name in inputs and inputs[name].shape[1] != d:
             raise UserError(
-                f"{CARD.flag(name)} is {_size(inputs[name])} but the features are "
+                f"{CARD.param(name)} is {_size(inputs[name])} but the features are "
                 f"{d} wide: W is d_k × d (q_i = W_Q h_i), so it needs {d} columns."
             )
     if "W_Q" in inputs and "W_K" in inputs and inputs["W_Q"].shape[0] != inputs["W_K"].shape[0]:
@@ -58,8 +58,8 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         other = "W_K" if name == "W_Q" else "W_Q"
         if name in inputs and other not in inputs and inputs[name].shape[0] != d:
             raise UserError(
-                f"{CARD.flag(name)} gives d_k = {inputs[name].shape[0]} but "
-                f"{CARD.flag(other)} is the identity (d_k = d = {d}); give both."
+                f"{CARD.param(name)} gives d_k = {inputs[name].shape[0]} but "
+                f"{CARD.param(other)} is the identity (d_k = d = {d}); give both."
             )
     if "A" in inputs:
         if options.get("edges"):
@@ -88,7 +88,7 @@ def _check_gat(inputs: dict[str, np.ndarray], options: dict[str, Any], d: int) -
     """W and a belong to GAT's scores, √d_k to the dot product's; their shapes fit d."""
     score = score_of(options)
     if score == "dot":
-        given = [CARD.flag(name) for name in GAT_NAMES if name in inputs]
+        given = [CARD.param(name) for name in GAT_NAMES if name in inputs]
         if given:
             raise UserError(
                 f"{' and '.join(given)} {'belongs' if len(given) == 1 else 'belong'} to GAT's "
@@ -248,7 +248,7 @@ def build(run: LessonRun) -> Walkthrough:
         "score": score,
     }
     notes: tuple[Note, ...] = ()
-    unused = [CARD.flag(name) for name in WEIGHT_NAMES if name in run.inputs]
+    unused = [CARD.param(name) for name in WEIGHT_NAMES if name in run.inputs]
     if score != "dot" and unused:
         notes = (record.note("unused_projections", flags=", ".join(unused), score=score),)
     inputs = _labelled_inputs(run, nodes, score)

@@ -62,7 +62,7 @@ def with_file(
     loaded = pytorch.load(options["weights"])
     hand = [name for name in (*WEIGHT_NAMES, *BIAS_OF.values()) if name in inputs]
     if hand:
-        flags = ", ".join(CARD.flag(name) for name in hand)
+        flags = ", ".join(CARD.param(name) for name in hand)
         raise UserError(f"{loaded.where} gives the weights; leave out {flags}.")
     if options.get("bias"):
         raise UserError(f"--bias draws the biases; {loaded.where} gives them. Leave out --bias.")
@@ -98,11 +98,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
         first = ([*given, *biases] + [name for name in ("X_K", "X_V") if name in inputs])[:1]
-        needs = f"{CARD.flag(first[0])} needs --x" if first else "X is missing; give --x"
+        needs = f"{CARD.param(first[0])} needs --x" if first else "X is missing; give --x"
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
-        flags = ", ".join(CARD.flag(name) for name in biases)
+        flags = ", ".join(CARD.param(name) for name in biases)
         raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
     x, keys, values = sequences(inputs)
     if values.shape[0] != keys.shape[0]:
@@ -124,7 +124,7 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
     """W_Q, W_K, W_V together or not at all (then drawn); W_O only with them, and optional."""
     projections = [name for name in PROJECTIONS if name in given]
     if projections and len(projections) < len(PROJECTIONS):
-        missing = ", ".join(CARD.flag(name) for name in PROJECTIONS if name not in given)
+        missing = ", ".join(CARD.param(name) for name in PROJECTIONS if name not in given)
         raise UserError(
             f"missing {missing}: give W_Q, W_K and W_V together (--wq, --wk, --wv; --wo is "
             "optional) or none of them (then all four weights are drawn from --seed)."
@@ -164,7 +164,7 @@ def _check_shapes(
             else:
                 dim = "kdim" if name == "W_K" else "vdim"
                 must = f"{dim} × d_out = {width} × {d_out} ({source}'s columns × W_Q's)"
-            raise UserError(f"{CARD.flag(name)} is {rows} × {cols} but must be {must}.")
+            raise UserError(f"{CARD.param(name)} is {rows} × {cols} but must be {must}.")
     if d_out % heads:
         if d_in == d_out:
             what = f"X has d_model = {d_in} columns"
@@ -178,7 +178,7 @@ def _check_shapes(
         if name in inputs and inputs[name].shape != narrow:
             rows, cols = inputs[name].shape
             raise UserError(
-                f"{CARD.flag(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
+                f"{CARD.param(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
                 f"{narrow[0]} × g·d_k = {narrow[0]} × {narrow[1]} "
                 f"({counted(kv, 'key/value head')} of d_k = d_out / h = "
                 f"{counted(d_out // heads, 'column')}): give --wk and --wv that wide, or no "
@@ -208,7 +208,7 @@ def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width
             }.get(weight, "the columns of W_K and W_V" if kv_width != d_out else "")
             where = where or "d_out, the columns of W_Q, W_K, W_V"
             raise UserError(
-                f"{CARD.flag(bias)} has {counted(got, 'entry', 'entries')} but must have "
+                f"{CARD.param(bias)} has {counted(got, 'entry', 'entries')} but must have "
                 f"{expected} ({where}): one per output column of {weight}."
             )
 

@@ -21,7 +21,6 @@ from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.mechanisms import masks
 
 KEYWORD = "valid_len"
-OPTION = param(KEYWORD)
 # The padding step's texts: "padding" (one length for every row) and "padding_rows" (one per
 # row); each reads these names on top of the lesson's own.
 TEXTS = ("padding", "padding_rows")
@@ -41,7 +40,7 @@ def valid_lengths(value: Any, rows: int, keys: int) -> tuple[int, ...] | None:
     lengths = _parse(value)
     if len(lengths) not in (1, rows):
         raise UserError(
-            f"{OPTION} gives {len(lengths)} lengths but there are {rows} query rows: give one "
+            f"{param(KEYWORD)} gives {len(lengths)} lengths but there are {rows} query rows: give one "
             f"length for all rows or exactly one per row ({_EXAMPLES})."
         )
     for row, length in enumerate(lengths, start=1):
@@ -69,7 +68,7 @@ def _parse(value: Any) -> tuple[int, ...]:
     if isinstance(value, str):
         parts = [part for part in re.split(r"[,\s]+", value.strip().strip("[]")) if part]
         if parts and all(re.fullmatch(r"[+-]?\d+", part) for part in parts):
-            return tuple(whole_number(part, OPTION) for part in parts)
+            return tuple(whole_number(part, param(KEYWORD)) for part in parts)
         raise UserError(f"{param(KEYWORD, shortened(value))}: give whole numbers, {_EXAMPLES}.")
     if isinstance(value, list | tuple):
         whole = [

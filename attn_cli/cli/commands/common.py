@@ -11,7 +11,6 @@ import typer
 from rich.console import Console
 
 from attn_cli import course
-from attn_cli.cli import flags
 from attn_cli.cli.commands.streams import (
     StdoutClosed,
     StdoutFailed,
@@ -42,8 +41,13 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except (UserError, StdoutClosed) as error:
-            print_error(flags.message(error) if isinstance(error, UserError) else str(error))
+        except UserError as error:
+            from attn_cli.cli import flags  # only where a run fails: its parameters spelt
+
+            print_error(flags.message(error))
+            raise typer.Exit(code=error.exit_code) from None
+        except StdoutClosed as error:
+            print_error(str(error))
             raise typer.Exit(code=error.exit_code) from None
         except BrokenPipeError:  # a plain print or write: Typer would exit 1
             stdout_closed()

@@ -4,6 +4,11 @@ Tables never cut a number. A matrix table picks its columns when it is drawn, fr
 it is given (a terminal of 60 columns, a cell of a side-by-side layout, a notebook's 100):
 what does not fit is left out behind an explicit ``…`` column, never shortened to ``-0.53…``.
 Records tables wrap their words and split into column groups rather than shorten a cell.
+
+Rich's Table does the drawing and, where it can, the sizing. What rich lacks is ours, and each
+place says why: which columns of a matrix show at a width (:class:`MatrixTable`: rich narrows
+or crops columns, never leaves one out), and a records table's column groups and wrapped widths
+(:class:`FittedTable`: rich folds words where another column has room).
 """
 
 from __future__ import annotations
@@ -453,9 +458,11 @@ class MatrixTable:
         )
         self._summary = summary
         self.label_width = max(map(cell_len, self.labels))
-        # Widths measured, by (column, marks) and by (layout, marks, sums).
-        self._column_widths: dict[tuple[int, bool], int] = {}
-        self._widths: dict[tuple[tuple[int | None, ...], bool, bool], int] = {}
+        self.sums_width = (
+            None if self.sums is None else max(cell_len("Σ row"), *map(cell_len, self.sums))
+        )
+        # Widths measured once per marks (rich measures a table many times while laying it out).
+        self._column_widths: dict[bool, dict[int | None, int]] = {}
         self._layout_widths: dict[bool, list[int]] = {}
 
     @property
@@ -472,7 +479,11 @@ class MatrixTable:
         largest = self.stats.largest_magnitude
         return 1.0 if largest is None else largest
 
-    # Layouts: which columns show, None standing for the "…" column.
+    # What rich lacks: a table that leaves columns out. Rich fits a table too wide for its
+    # width by shrinking its columns, cropping a no_wrap number ("-0.53…"), never by dropping
+    # one; so the table measures each choice of columns (a layout) and draws the widest that
+    # fits, with an explicit "…" column for the rest. The widths of the columns drawn are
+    # rich's own (none is set): these sums only choose the layout.
     @functools.cached_property
     def _layouts(self) -> list[list[int | None]]:
         n = self.n_cols
@@ -495,7 +506,7 @@ class MatrixTable:
         return self._layouts
 
     def layout_widths(self, marks: bool) -> list[int]:
-        """The width of each of the layouts, measured once (rich measures a table many times)."""
+        """The width of each of the layouts, measured once."""
         if marks not in self._layout_widths:
             self._layout_widths[marks] = [self.width(layout, marks) for layout in self._layouts]
         return self._layout_widths[marks]
@@ -505,25 +516,24 @@ class MatrixTable:
         # signs are in its numbers.
         return self.shading == "weights" and colourless(console)
 
-    def column_width(self, col: int | None, marks: bool) -> int:
-        """A column's width on screen, its mark of shade included (the "…" column's is 1)."""
-        if col is None:
-            return 1
-        key = (col, marks)
-        if key not in self._column_widths:  # measured once: rich measures a table many times
-            widest = max(map(cell_len, self.cells[col]), default=0)
-            self._column_widths[key] = max(cell_len(self.headers[col]), widest + marks)
-        return self._column_widths[key]
+    def column_widths(self, marks: bool) -> dict[int | None, int]:
+        """Each column's width on screen, as rich sizes it: its widest cell (its mark of shade
+        included) or its header; the "…" column's is 1."""
+        if marks not in self._column_widths:
+            widths: dict[int | None, int] = {None: 1}
+            for col in self.candidates:
+                widest = max(map(cell_len, self.cells[col]), default=0) + marks
+                widths[col] = max(cell_len(self.headers[col]), widest)
+            self._column_widths[marks] = widths
+        return self._column_widths[marks]
 
     def width(self, layout: list[int | None], marks: bool, sums: bool = True) -> int:
         """The table's width showing the columns ``layout`` (with the row sums, if any)."""
-        key = (tuple(layout), marks, sums)
-        if key not in self._widths:
-            widths = [self.label_width, *[self.column_width(col, marks) for col in layout]]
-            if self.sums is not None and sums:
-                widths.append(max(cell_len("Σ row"), *map(cell_len, self.sums)))
-            self._widths[key] = _table_width(widths)
-        return self._widths[key]
+        widths = self.column_widths(marks)
+        columns = [self.label_width, *map(widths.__getitem__, layout)]
+        if self.sums_width is not None and sums:
+            columns.append(self.sums_width)
+        return _table_width(columns)
 
     def groups(self, max_width: int, marks: bool) -> list[list[int | None]]:
         """``whole``: the columns in consecutive groups, each as many as fit ``max_width`` (at
@@ -795,6 +805,13 @@ class FittedTable:
     Columns get their full width when they can; otherwise text wraps at spaces (numbers
     never do); when even that is too wide, the columns split into groups shown one under
     the other, each repeating the first (key) column.
+
+    What rich lacks, and this adds: the groups (a rich table never splits its columns), and
+    the widths of a table that must wrap (:func:`_fit_widths`), set on its columns. Rich's own
+    (``Table._collapse_widths``) narrows the widest wrapping column first, to any width, words
+    or not: ``attn kinds`` at 60 columns folds "self-attent|ion" while the other columns have
+    room; and a ``Column.min_width`` is not kept by that narrowing (rich widens the column
+    again after it, and the table, wider than the terminal, loses its right edge).
     """
 
     def __init__(
@@ -855,8 +872,10 @@ class FittedTable:
 
 
 def _fit_widths(columns: list[FitColumn], max_width: int) -> list[int]:
-    """Each column's width: its full width when all fit; else its minimum, and the room left
-    goes to the columns that need least to be whole (so that as few as possible wrap)."""
+    """Each column's width: its full width when all fit (as rich would give it); else its
+    minimum (its longest word, its widest number), and the room left goes to the columns that
+    need least to be whole, so that as few as possible wrap (rich narrows the widest instead,
+    below its longest word if need be: see :class:`FittedTable`)."""
     desired = [column.desired() for column in columns]
     if _table_width(desired) <= max_width:
         return desired

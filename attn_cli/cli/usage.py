@@ -31,7 +31,7 @@ def in_range(least: int, most: int | None = None) -> Callable[[Any], Any]:
     wanted = f"at least {least}" if most is None else f"from {least} to {most}"
 
     def check(value: Any) -> Any:
-        if value is None or least <= value and (most is None or value <= most):
+        if value is None or (least <= value and (most is None or value <= most)):
             return value
         raise typer.BadParameter(f"it must be {wanted}, not {written_whole(value)}")
 

@@ -35,7 +35,7 @@ def check(
         typer.Option(
             "--all",
             metavar=FLAG,
-            help="Check the bundled lesson files (they record some errata: exit 1)."
+            help="Check the bundled lesson files (they record some errata: exit 1).",
         ),
     ] = False,
     fmt: Annotated[

@@ -156,17 +156,14 @@ def test_the_tables_of_commands_and_functions_are_generated(path):
 
 def test_the_help_is_made_only_for_the_help(monkeypatch):
     """A run that asks for no help builds none of it: what the help adds to the parameters
-    (HelpAsTyped.format_help) is made when the help is drawn."""
+    (HelpAsTyped.help_params) is made when the help is drawn."""
     from attn_cli.cli.app import HelpAsTyped
 
     drawn = []
-    real = HelpAsTyped.format_help
-
-    def format_help(self, ctx, formatter):
-        drawn.append(ctx)
-        real(self, ctx, formatter)
-
-    monkeypatch.setattr(HelpAsTyped, "format_help", format_help)
+    real = HelpAsTyped.help_params
+    monkeypatch.setattr(
+        HelpAsTyped, "help_params", lambda self, ctx: drawn.append(ctx) or real(self, ctx)
+    )
     run = CliRunner().invoke(app, ["scaled", "--q", "1,0;0,1", "--k", "1,1;2,0", "--v", "1;2"])
     assert run.exit_code == 0, run.output
     assert drawn == []

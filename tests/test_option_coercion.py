@@ -25,7 +25,7 @@ COMMAND_LINES = [
     ["scaled", "--dropout", "1e-1", "--seed", "3"],
     ["scaled", "--device", "cpu", "--dtype", "float32"],
     ["causal", "--n", "4", "--dk", "2", "--seed", "+5"],
-    ["multihead", "--heads", "2", "--n", "3", "--dmodel", "4"],
+    ["multihead", "--heads", "2", "--n", "3", "--d-model", "4"],
     ["window", "--n", "5", "--dk", "2", "--window", "1"],
     ["scaled", "--dropout", "0." + "1" * 40, "--seed", "1"],
 ]

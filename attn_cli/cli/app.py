@@ -206,7 +206,8 @@ def root(
 class HelpAsTyped(_Command):
     """The help of attn's commands and group as a student reads it, beyond what each option
     declares where it is made (its metavar: N, X, FILE, `<a | b | c>`, nothing for a flag;
-    attn_cli.cli.options), in click's documented format_help, when the help is drawn:
+    attn_cli.cli.options), in click's documented format_help, when the help is drawn
+    (help_params):
 
     - the flags Typer adds itself (-h/--help, --install-completion, --show-completion) shown
       as flags, their type column blank like every other flag's (Typer's reads `<bool>`, as if
@@ -214,12 +215,18 @@ class HelpAsTyped(_Command):
     - an argument's type column says what is typed (argument_typed_as).
     """
 
-    def format_help(self, ctx: Context, formatter: Any) -> None:
-        for param in self.get_params(ctx):
+    def help_params(self, ctx: Context) -> list[Any]:
+        """The parameters as the help shows them: made only for the help (a run needs none)."""
+        params = self.get_params(ctx)
+        for param in params:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = FLAG
             elif param.param_type_name == "argument" and param.metavar:
                 argument_typed_as(param, ctx)
+        return params
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        self.help_params(ctx)
         super().format_help(ctx, formatter)
 
 

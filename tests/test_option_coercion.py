@@ -40,7 +40,7 @@ REFUSED = [
     (["scaled", "--device", "gpu"], "'--device'"),
     (["scaled", "--n", "0"], "--n must be at least 1, not 0."),  # the lesson's own check
     (["scaled", "--precision", "1" * 5000], "'--precision'"),  # past Python's int() of text
-    (["scaled", "--precision", "1" * 300], "not 111111… (300 digits)"),
+    (["scaled", "--precision", "1" * 300], "not a number of 300 digits"),
     (["bench", "--block", "0"], "'--block': it must be at least 1, not 0"),
     (["explore", "--port", "65536"], "'--port': it must be from 1 to 65535, not 65536"),
     (["learn", "translate", "--steps", "0"], "'--steps': it must be at least 1, not 0"),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from attn_cli.core.whole import written_whole
+from attn_cli.core.whole import whole_digits
 
 if TYPE_CHECKING:
     from typer._click.core import Context as Context
@@ -27,12 +27,14 @@ def in_range(least: int, most: int | None = None) -> Callable[[Any], Any]:
     as a usage error: "Invalid value for '--precision': it must be from 0 to 15, not 16".
 
     The range is said in the option's help where it matters, not as Typer's ``[x>=0]``; a
-    number of more than 24 digits is not echoed whole (attn_cli.core.whole)."""
+    number of more than 24 digits is not echoed, only its length said."""
     wanted = f"at least {least}" if most is None else f"from {least} to {most}"
 
     def check(value: Any) -> Any:
         if value is None or (least <= value and (most is None or value <= most)):
             return value
-        raise typer.BadParameter(f"it must be {wanted}, not {written_whole(value)}")
+        digits = whole_digits(value)
+        given = str(value) if digits <= 24 else f"a number of {digits:,} digits"
+        raise typer.BadParameter(f"it must be {wanted}, not {given}")
 
     return check

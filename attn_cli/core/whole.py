@@ -30,15 +30,11 @@ def check_whole_size(value: object, flag: str, largest: int = LARGEST_WHOLE) -> 
     thousand digits."""
     if not isinstance(value, int) or isinstance(value, bool) or value <= largest:
         return
-    raise UserError(f"{flag} {written_whole(value)}: at most {largest:,}; give a smaller number.")
-
-
-def written_whole(value: int) -> str:
-    """A whole number as a message writes it: whole up to 24 digits, else its first digits and
-    how many there are (never a thousand digits, and never str() of one too long to write)."""
     digits = whole_digits(value)
     if digits <= 24:
-        return str(value)
-    if digits < 4_000:
-        return f"{str(value)[:6]}… ({digits:,} digits)"
-    return f"(a whole number of {digits:,} digits)"  # str() of such an int raises
+        given = str(value)
+    elif digits < 4_000:
+        given = f"{str(value)[:6]}… ({digits:,} digits)"
+    else:  # str() of such an int raises: only its length is said
+        given = f"(a whole number of {digits:,} digits)"
+    raise UserError(f"{flag} {given}: at most {largest:,}; give a smaller number.")

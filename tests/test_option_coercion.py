@@ -87,3 +87,35 @@ def test_the_values_the_command_receives():
     assert values["device"] is DeviceName.cpu  # the default
     assert values["q"] == "1,0;0,1"
     assert values["k"] is None and values["n"] is None
+
+
+def test_plain_values_are_taken_as_typer_would_make_them_and_the_rest_left_to_typer():
+    """attn_cli.cli.plain_values: what it takes without Typer's coercion is exactly what the
+    coercion gives; anything it is not sure of goes to Typer."""
+    from enum import Enum
+    from pathlib import Path
+
+    from attn_cli.cli import plain_values
+
+    class Kind(Enum):
+        A = "a"
+
+    coerce = plain_values._COERCE  # the one answer that hands over to Typer
+    never = lambda: False  # noqa: E731 - not the default
+    assert plain_values.plain(int, "-3", never) == -3
+    assert type(plain_values.plain(float, "2", never)) is float
+    assert plain_values.plain(float, "0.25", never) == 0.25
+    assert plain_values.plain(Kind, "a", never) is Kind.A
+    assert plain_values.plain(str, "1,0;0,1", never) == "1,0;0,1"
+    assert plain_values.plain(int, None, never) is None
+    assert plain_values.plain(int, 7, lambda: True) == 7  # the declared default
+    for declared, value in [
+        (int, "1.5"),
+        (int, "1e3"),
+        (float, "1e-3"),
+        (int, "9" * 16),  # past 15 digits: Typer refuses it in its words
+        (Kind, "A"),
+        (int, 7),  # an int that is not the default (an environment's, say)
+        (Path, "out.txt"),
+    ]:
+        assert plain_values.plain(declared, value, never) is coerce, (declared, value)

@@ -34,6 +34,7 @@ from attn_cli.cli.commands.streams import (
     stdout_failed,
 )
 from attn_cli.cli.options import FLAG
+from attn_cli.cli.plain_values import plain_parsing
 from attn_cli.cli.usage import UsageError
 from attn_cli.core.errors import UserError
 
@@ -214,6 +215,10 @@ class HelpAsTyped(_Command):
       `--help true` were taken);
     - an argument's type column says what is typed (argument_typed_as).
     """
+
+    def get_params(self, ctx: Context) -> list[Any]:
+        """click's parameters, parsing plain values without Typer's coercion (plain_values)."""
+        return plain_parsing(self.callback, super().get_params(ctx))
 
     def help_params(self, ctx: Context) -> list[Any]:
         """The parameters as the help shows them: made only for the help (a run needs none)."""

@@ -36,9 +36,8 @@ COMMANDS = {
         "1,0;0,1",
     ],
     "attn scaled": [str(ATTN), "scaled"],
-    # The user's own matrices (text options), and a number option: Typer coerces a number
-    # through pydantic, which the floor's one option pays too
-    # (attn_cli.cli.typer_internals.skip_idle_coercion).
+    # The user's own matrices (text options), and a number option: each taken plainly, without
+    # Typer's pydantic coercion (attn_cli/cli/plain_values.py), which the floor's option pays.
     "attn scaled --q --k --v": [str(ATTN), "scaled", *MATRICES],
     "attn scaled --precision 2": [str(ATTN), "scaled", "--precision", "2"],
     "attn --help": [str(ATTN), "--help"],

@@ -3,11 +3,13 @@ two, each command's examples last (and each example runs); docs/cli.md generated
 
 from __future__ import annotations
 
+import inspect
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+from enum import EnumMeta
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from typer.core import TyperOption
 from typer.testing import CliRunner
 
 from attn_cli.cli.app import app, command_names, examples
-from attn_cli.cli.typer_internals import choices_of
+from tests.command_params import declared_type
 from tools import REGENERATE
 from tools.reference import reference, with_tables
 
@@ -24,6 +26,19 @@ COMMANDS = command_names()
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = typer.main.get_command(app)
+
+
+def params_of(command: object) -> set[str]:
+    """The names of the parameters the command's function declares (not Typer's own, such as
+    --install-completion)."""
+    return set(inspect.signature(command.callback).parameters)  # type: ignore[attr-defined]
+
+
+def choices_of(command: object, name: str) -> tuple[str, ...]:
+    """The choices of a command's parameter, as its function declares them (its enum's
+    values; none where it takes no choice)."""
+    kind = declared_type(command, name) if name in params_of(command) else None
+    return tuple(str(member.value) for member in kind) if isinstance(kind, EnumMeta) else ()
 
 
 def help_at_80(*args: str) -> str:
@@ -50,9 +65,8 @@ def test_help_at_80_columns(command):
             continue
         for name in [*param.opts, *param.secondary_opts]:
             assert whole_on_a_line(name, text), (name, text)
-        for choice in choices_of(param):
-            value = getattr(choice, "value", choice)
-            assert whole_on_a_line(str(value), text), (param.name, value, text)
+        for value in choices_of(click_command, param.name):
+            assert whole_on_a_line(value, text), (param.name, value, text)
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -141,14 +155,14 @@ def test_the_tables_of_commands_and_functions_are_generated(path):
 
 
 def test_the_help_is_made_only_for_the_help(monkeypatch):
-    """A run that asks for no help builds none of it: the options as the help shows them
-    (typer_internals.for_help) are made when the help is drawn."""
-    from attn_cli.cli import typer_internals
+    """A run that asks for no help builds none of it: what the help adds to the parameters
+    (HelpAsTyped.help_params) is made when the help is drawn."""
+    from attn_cli.cli.app import HelpAsTyped
 
     drawn = []
-    real = typer_internals.for_help
+    real = HelpAsTyped.help_params
     monkeypatch.setattr(
-        typer_internals, "for_help", lambda params, ctx: drawn.append(ctx) or real(params, ctx)
+        HelpAsTyped, "help_params", lambda self, ctx: drawn.append(ctx) or real(self, ctx)
     )
     run = CliRunner().invoke(app, ["scaled", "--q", "1,0;0,1", "--k", "1,1;2,0", "--v", "1;2"])
     assert run.exit_code == 0, run.output

@@ -160,15 +160,18 @@ def integer_options() -> list[tuple[tuple[str, ...], str]]:
 
     from attn_cli.cli.app import full_app
     from attn_cli.cli.commands.learn import TASKS
-    from attn_cli.cli.typer_internals import descriptor_of
+    from tests.command_params import declared_type
 
     group = typer.main.get_command(full_app())
     found = []
     for name, command in group.commands.items():
         bases = [(name, task) for task in TASKS] if name == "learn" else [(name,)]
         for param in command.params:
-            annotation = getattr(descriptor_of(param), "annotation", None)
-            if annotation is int and param.opts and param.opts[0].startswith("--"):
+            if (
+                declared_type(command, param.name) is int
+                and param.opts
+                and param.opts[0].startswith("--")
+            ):
                 found += [(base, param.opts[0]) for base in bases]
     return found
 

@@ -22,7 +22,6 @@ from typer.core import TyperCommand, TyperGroup
 
 from attn_cli import __version__
 from attn_cli import course as cards
-from attn_cli.cli import typer_internals
 from attn_cli.cli.commands.common import user_errors
 from attn_cli.cli.commands.streams import (
     ClosedStdout,
@@ -34,11 +33,17 @@ from attn_cli.cli.commands.streams import (
     reserve_standard_descriptors,
     stdout_failed,
 )
-from attn_cli.cli.typer_internals import UsageError
+from attn_cli.cli.options import FLAG
+from attn_cli.cli.plain_values import plain_parsing
+from attn_cli.cli.usage import UsageError
 from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
-    from attn_cli.cli.typer_internals import Context
+    from attn_cli.cli.usage import Context
+
+    _Command = TyperCommand  # what the mixin below is mixed into, as a checker sees it
+else:
+    _Command = object
 
 # The commands besides the lessons, listed after them by `attn --help`: each is the function of
 # the same name in attn_cli.cli.commands.<name>, imported only when the command is built. The lessons'
@@ -188,45 +193,76 @@ def root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+            "--version",
+            metavar=FLAG,
+            callback=_version,
+            is_eager=True,
+            help="Show the version and exit.",
         ),
     ] = False,
 ) -> None:
     """Worked examples of the attention mechanism: every intermediate matrix, computed."""
 
 
-class AttnCommand(TyperCommand):
-    """A command whose help shows flags as flags and wraps choices between them, and whose
-    parsing skips the coercions that would change nothing (attn_cli.cli.typer_internals); the
-    help's parameters are made only when the help is drawn."""
+class HelpAsTyped(_Command):
+    """The help of attn's commands and group as a student reads it, beyond what each option
+    declares where it is made (its metavar: N, X, FILE, `<a | b | c>`, nothing for a flag;
+    attn_cli.cli.options), in click's documented format_help, when the help is drawn
+    (help_params):
+
+    - the flags Typer adds itself (-h/--help, --install-completion, --show-completion) shown
+      as flags, their type column blank like every other flag's (Typer's reads `<bool>`, as if
+      `--help true` were taken);
+    - an argument's type column says what is typed (argument_typed_as).
+    """
 
     def get_params(self, ctx: Context) -> list[Any]:
-        return typer_internals.skip_idle_coercion(super().get_params(ctx))
+        """click's parameters, parsing plain values without Typer's coercion (plain_values)."""
+        return plain_parsing(self.callback, super().get_params(ctx))
 
     def help_params(self, ctx: Context) -> list[Any]:
         """The parameters as the help shows them: made only for the help (a run needs none)."""
-        return typer_internals.for_help(self.get_params(ctx), ctx)
+        params = self.get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = FLAG
+            elif param.param_type_name == "argument" and param.metavar:
+                argument_typed_as(param, ctx)
+        return params
 
     def format_help(self, ctx: Context, formatter: Any) -> None:
         self.help_params(ctx)
         super().format_help(ctx, formatter)
 
 
-class OneLineUsageErrors(TyperGroup):
+def argument_typed_as(param: Any, ctx: Context) -> None:
+    """An argument's type column as what is typed: `FILE...` for one that takes several values
+    (Typer: `<list[Path]>`), its choices spaced out for a choice (`<translate | grammar |
+    induction>`, Typer's without spaces), and nothing for one named value (`LESSON`: its name
+    says it; Typer: `<str>`).
+
+    Not public API, and the one piece here that is not: Typer's rich help takes an argument's
+    type column from TyperArgument.display_type_rich(ctx), which ignores the metavar (an
+    option's honours it), and Typer makes each TyperArgument itself, with no cls= to subclass.
+    Where the method is missing (another Typer), the help is Typer's own."""
+    if not hasattr(param, "display_type_rich") or not hasattr(param, "display_type"):
+        return
+    if param.nargs != 1:
+        shown = f"{param.metavar}..."
+    else:
+        typed = str(param.display_type(ctx))
+        shown = typed.replace("|", " | ") if "|" in typed else ""
+    param.display_type_rich = lambda ctx: shown
+
+
+class AttnCommand(HelpAsTyped, TyperCommand):
+    """A lesson's or a tool's command: its help as the student reads it (HelpAsTyped)."""
+
+
+class OneLineUsageErrors(HelpAsTyped, TyperGroup):
     """The attn group: a usage error in a command line (an unknown option, a value that is not
     one of the choices, a number out of range, an unknown command) becomes one line on stderr and
     exit code 2, like every other user error, instead of Typer's usage box."""
-
-    def get_params(self, ctx: Context) -> list[Any]:
-        return typer_internals.skip_idle_coercion(super().get_params(ctx))
-
-    def help_params(self, ctx: Context) -> list[Any]:
-        """The parameters as the help shows them (see AttnCommand.help_params)."""
-        return typer_internals.for_help(self.get_params(ctx), ctx)
-
-    def format_help(self, ctx: Context, formatter: Any) -> None:
-        self.help_params(ctx)
-        super().format_help(ctx, formatter)
 
     def make_context(
         self,

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 from rich.markup import escape
 
+from attn_cli.cli.usage import in_range
 from attn_cli.core import variants
 from attn_cli.core.card import Card, InputSpec, Option, Size
 from attn_cli.render import Format
@@ -70,6 +71,25 @@ def default_last(text: str) -> str:
     return f"{head} [default: {said}]"
 
 
+# What the help shows in an option's type column (its metavar, declared where the option is
+# made): what to type, never Typer's Python type (`<int range> [x>=0]`, `<file>`, `<bool>`).
+# A flag, given or not, shows nothing there: `<bool>` would read as if `--full true` were taken.
+FLAG = ""
+# What to type for a number: N a whole number, X any number (a card may name it: P, T, EPS).
+NUMBER_METAVARS: dict[type, str] = {int: "N", float: "X"}
+
+
+def choices_metavar(values: Iterable[str]) -> str:
+    """The choices of an option as its help shows them, `<float64 | float32 | bfloat16>`: spaced,
+    so that a narrow terminal wraps the list between choices, never inside one (`bfl` `oat16>`)."""
+    return "<" + " | ".join(values) + ">"
+
+
+def metavar_of(kind: type[Enum]) -> str:
+    """The metavar of a choice option whose choices are enum ``kind``'s values."""
+    return choices_metavar(str(member.value) for member in kind)
+
+
 def choice(name: str, values: tuple[str, ...]) -> type[StrEnum]:
     """The choices of an option as the enum Typer offers them (values as given, in order)."""
     return StrEnum(name, {value: value for value in values})  # type: ignore[return-value]
@@ -120,7 +140,10 @@ ExampleOpt = Annotated[
 ListExamplesOpt = Annotated[
     bool,
     typer.Option(
-        "--list-examples", help="List this lesson's examples and exit.", rich_help_panel=INPUT_PANEL
+        "--list-examples",
+        metavar=FLAG,
+        help="List this lesson's examples and exit.",
+        rich_help_panel=INPUT_PANEL,
     ),
 ]
 LessonFileOpt = Annotated[
@@ -138,22 +161,28 @@ SeedOpt = Annotated[
     int,
     typer.Option(
         "--seed",
-        min=0,
         metavar="N",
+        callback=in_range(0),
         help="Seed for random inputs: the same N, the same inputs.",
         rich_help_panel=SIZE_PANEL,
     ),
 ]
 FormatOpt = Annotated[
-    Format, typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL)
+    Format,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=metavar_of(Format),
+        help="Output format.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
 ]
 PrecisionOpt = Annotated[
     int,
     typer.Option(
         "--precision",
-        min=0,
-        max=15,
         metavar="N",
+        callback=in_range(0, 15),
         help="Decimals shown, 0 to 15 (rich, markdown, latex).",
         rich_help_panel=OUTPUT_PANEL,
     ),
@@ -162,6 +191,7 @@ FullOpt = Annotated[
     bool,
     typer.Option(
         "--full",
+        metavar=FLAG,
         help="Every number: with --format json, every matrix in full (without it, a matrix of "
         "more than 10,000 entries is written as its shape and a summary: min, max, mean, "
         "spread); in the terminal, every row and column instead of a corner (the columns "
@@ -173,6 +203,7 @@ LatexFragmentOpt = Annotated[
     bool,
     typer.Option(
         "--latex-fragment",
+        metavar=FLAG,
         help="With --format latex: the body alone, to paste into a document of your own (its "
         "first line states the preamble it needs). Without it, a whole document that pdflatex "
         "compiles as it is.",
@@ -213,6 +244,7 @@ TimeOpt = Annotated[
     bool,
     typer.Option(
         "--time",
+        metavar=FLAG,
         help=(
             "Show each step's time: the device's time for the step's computation alone (never "
             "the copy to the host, the statistics or the checks), warm (after one untimed run), "
@@ -225,6 +257,7 @@ BackendOpt = Annotated[
     BackendName | None,
     typer.Option(
         "--backend",
+        metavar=metavar_of(BackendName),
         help=help_text("Array library (default: numpy; torch for a GPU device)."),
         rich_help_panel=BACKEND_PANEL,
         show_default=False,
@@ -233,13 +266,19 @@ BackendOpt = Annotated[
 DeviceOpt = Annotated[
     DeviceName,
     typer.Option(
-        "--device", help="Where to compute (torch only off the CPU).", rich_help_panel=BACKEND_PANEL
+        "--device",
+        metavar=metavar_of(DeviceName),
+        help="Where to compute (torch only off the CPU).",
+        rich_help_panel=BACKEND_PANEL,
     ),
 ]
 DtypeOpt = Annotated[
     DtypeName,
     typer.Option(
-        "--dtype", help="Floating-point type of the computation.", rich_help_panel=BACKEND_PANEL
+        "--dtype",
+        metavar=metavar_of(DtypeName),
+        help="Floating-point type of the computation.",
+        rich_help_panel=BACKEND_PANEL,
     ),
 ]
 
@@ -248,6 +287,7 @@ QuizOpt = Annotated[
     bool,
     typer.Option(
         "--quiz",
+        metavar=FLAG,
         help="Quiz mode: show the inputs and each step's title and shape, ask "
         "for the values (an answer key after blanks when not at a terminal).",
         rich_help_panel=OUTPUT_PANEL,
@@ -257,6 +297,7 @@ CodeOpt = Annotated[
     bool,
     typer.Option(
         "--code",
+        metavar=FLAG,
         help="Print the program behind the numbers instead: a short numpy program (PyTorch "
         "with --backend torch) with these inputs written into it, which prints the output.",
         rich_help_panel=OUTPUT_PANEL,
@@ -276,8 +317,8 @@ DropoutSeedOpt = Annotated[
     int,
     typer.Option(
         "--seed",
-        min=0,
         metavar="N",
+        callback=in_range(0),
         help="Seed for random inputs and for the --dropout mask (each generator starts afresh "
         "from it).",
         rich_help_panel=SIZE_PANEL,
@@ -416,10 +457,6 @@ def _on_command_line(card: Card) -> tuple[Option, ...]:
     return tuple(option for option in card.options if option.command_line)
 
 
-# What to type for a number: N a whole number, X any number (a card may name it: P, T, EPS).
-NUMBER_METAVARS: dict[type, str] = {int: "N", float: "X"}
-
-
 def _input(spec: InputSpec) -> object:
     option = typer.Option(
         spec.option,
@@ -435,7 +472,10 @@ def _option(option: Option) -> tuple[object, object]:
     """An option's parameter type (with its typer.Option) and default."""
     if option.type is bool and not option.switch:  # a flag: given or not
         flag = typer.Option(
-            option.option, help=help_text(option.help_text), rich_help_panel=SETTINGS_PANEL
+            option.option,
+            metavar=FLAG,
+            help=help_text(option.help_text),
+            rich_help_panel=SETTINGS_PANEL,
         )
         return Annotated[bool, flag], False
     name = option.option
@@ -449,9 +489,20 @@ def _option(option: Option) -> tuple[object, object]:
         help=help_text(option.help_text),
         rich_help_panel=SETTINGS_PANEL,
         show_default=False,  # no min=: the least value is checked with the run (run/request.py)
-        metavar=option.metavar or NUMBER_METAVARS.get(option.type),
+        metavar=_typed_as(option),
     )
     return Annotated[kind | None, parameter], None  # type: ignore[operator]
+
+
+def _typed_as(option: Option) -> str | None:
+    """What to type for a lesson's option with a value (its type column in the help)."""
+    if option.metavar:
+        return option.metavar
+    if option.switch:
+        return FLAG
+    if option.choices:
+        return choices_metavar(option.choices)
+    return NUMBER_METAVARS.get(option.type)
 
 
 def _size(size: Size) -> object:

@@ -12,6 +12,7 @@ import typer
 
 from attn_cli.cli.commands.streams import start_up_done, stdout_console
 from attn_cli.cli.itinerary import help_text
+from attn_cli.cli.options import FLAG
 
 
 def tour(
@@ -29,6 +30,7 @@ def tour(
         bool | None,
         typer.Option(
             "--pause/--no-pause",
+            metavar=FLAG,
             help="Wait for Enter between screens \\[default: when run at a terminal].",
             show_default=False,
         ),

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from attn_cli.cli.options import OUTPUT_PANEL, DeviceName, DtypeName, help_text
+from attn_cli.cli.options import (
+    FLAG,
+    OUTPUT_PANEL,
+    DeviceName,
+    DtypeName,
+    help_text,
+    metavar_of,
+)
+from attn_cli.cli.usage import in_range
 from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:
@@ -49,6 +57,7 @@ DeviceOpt = Annotated[
     DeviceName,
     typer.Option(
         "--device",
+        metavar=metavar_of(DeviceName),
         help="Where to run: the CPU, or a GPU (cuda: NVIDIA's; mps: Apple's; both need PyTorch).",
         rich_help_panel=RUN_PANEL,
     ),
@@ -98,7 +107,8 @@ RepeatsOpt = Annotated[
     int | None,
     typer.Option(
         "--repeats",
-        min=1,
+        metavar="N",
+        callback=in_range(1),
         help=help_text("Timed runs per row (default: about 0.5 s worth, 5 to 50)."),
         rich_help_panel=RUN_PANEL,
         show_default=False,
@@ -107,19 +117,32 @@ RepeatsOpt = Annotated[
 
 BlockOpt = Annotated[
     int,
-    typer.Option("--block", min=1, help="Key block size of tiled.", rich_help_panel=RUN_PANEL),
+    typer.Option(
+        "--block",
+        metavar="N",
+        callback=in_range(1),
+        help="Key block size of tiled.",
+        rich_help_panel=RUN_PANEL,
+    ),
 ]
 
 SeedOpt = Annotated[
     int,
-    typer.Option("--seed", min=0, help="Seed of the random inputs.", rich_help_panel=RUN_PANEL),
+    typer.Option(
+        "--seed",
+        metavar="N",
+        callback=in_range(0),
+        help="Seed of the random inputs.",
+        rich_help_panel=RUN_PANEL,
+    ),
 ]
 
 WindowOpt = Annotated[
     int,
     typer.Option(
         "--window",
-        min=0,
+        metavar="N",
+        callback=in_range(0),
         help="Window w of the window implementations: query i sees key j when |i − j| ≤ w "
         "(with --causal, 0 ≤ i − j ≤ w).",
         rich_help_panel=RUN_PANEL,
@@ -142,7 +165,8 @@ HeadWidthOpt = Annotated[
     int | None,
     typer.Option(
         "--d",
-        min=1,
+        metavar="N",
+        callback=in_range(1),
         help=help_text(f"Head dimension (default: {per_device(BENCH_HEAD_WIDTH)})."),
         rich_help_panel=SHAPE_PANEL,
         show_default=False,
@@ -150,17 +174,32 @@ HeadWidthOpt = Annotated[
 ]
 
 HeadsOpt = Annotated[
-    int, typer.Option("--heads", min=1, help="Attention heads.", rich_help_panel=SHAPE_PANEL)
+    int,
+    typer.Option(
+        "--heads",
+        metavar="N",
+        callback=in_range(1),
+        help="Attention heads.",
+        rich_help_panel=SHAPE_PANEL,
+    ),
 ]
 
 BatchOpt = Annotated[
-    int, typer.Option("--batch", min=1, help="Batch size.", rich_help_panel=SHAPE_PANEL)
+    int,
+    typer.Option(
+        "--batch",
+        metavar="N",
+        callback=in_range(1),
+        help="Batch size.",
+        rich_help_panel=SHAPE_PANEL,
+    ),
 ]
 
 DtypeOpt = Annotated[
     DtypeName | None,
     typer.Option(
         "--dtype",
+        metavar=metavar_of(DtypeName),
         help=help_text(
             "Floating-point type of Q, K and V and of the computation (default: "
             "bfloat16 on cuda, float32 otherwise)."
@@ -172,12 +211,20 @@ DtypeOpt = Annotated[
 
 CausalOpt = Annotated[
     bool,
-    typer.Option("--causal", help="Causal mask (half the FLOPs).", rich_help_panel=SHAPE_PANEL),
+    typer.Option(
+        "--causal", metavar=FLAG, help="Causal mask (half the FLOPs).", rich_help_panel=SHAPE_PANEL
+    ),
 ]
 
 BenchFormatOpt = Annotated[
     BenchFormat,
-    typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=metavar_of(BenchFormat),
+        help="Output format.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
 ]
 
 PlotOpt = Annotated[

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.commands.streams import start_up_done, stdout_console
+from attn_cli.cli.options import FLAG, metavar_of
 from attn_cli.core.errors import UserError
 
 ERRATA_EXIT = 1
@@ -32,11 +33,14 @@ def check(
     all_bundled: Annotated[
         bool,
         typer.Option(
-            "--all", help="Check the bundled lesson files (they record some errata: exit 1)."
+            "--all",
+            metavar=FLAG,
+            help="Check the bundled lesson files (they record some errata: exit 1).",
         ),
     ] = False,
     fmt: Annotated[
-        CheckFormat, typer.Option("--format", "-f", help="Output format.")
+        CheckFormat,
+        typer.Option("--format", "-f", metavar=metavar_of(CheckFormat), help="Output format."),
     ] = CheckFormat.rich,
 ) -> None:
     r"""Compute every example of a lesson file and report each printed value that is wrong.

@@ -14,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.options import help_text
+from attn_cli.cli.options import FLAG, help_text
+from attn_cli.cli.usage import in_range
 from attn_cli.core.errors import UserError
 
 
@@ -31,6 +32,7 @@ def explore(
         bool,
         typer.Option(
             "--serve",
+            metavar=FLAG,
             help="Serve the explorer to a browser on this machine (localhost, at --port) "
             "instead of running it in the terminal, its font sized to the window (?fontsize=N "
             "in the address sets it); Ctrl+C stops it.",
@@ -38,7 +40,12 @@ def explore(
     ] = False,
     port: Annotated[
         int,
-        typer.Option("--port", min=1, max=65535, help="With --serve: the port to listen on."),
+        typer.Option(
+            "--port",
+            metavar="N",
+            callback=in_range(1, 65535),
+            help="With --serve: the port to listen on.",
+        ),
     ] = 8000,
     export_dir: Annotated[
         Path,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.commands.streams import start_up_done, stdout_console
+from attn_cli.cli.options import metavar_of
 
 
 class KindsFormat(StrEnum):
@@ -18,7 +19,8 @@ class KindsFormat(StrEnum):
 
 def kinds(
     fmt: Annotated[
-        KindsFormat, typer.Option("--format", "-f", help="Output format.")
+        KindsFormat,
+        typer.Option("--format", "-f", metavar=metavar_of(KindsFormat), help="Output format."),
     ] = KindsFormat.rich,
 ) -> None:
     """The four kinds of attention you will meet (encoder self-attention, causal decoder

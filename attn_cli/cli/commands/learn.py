@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 import typer
 
-from attn_cli.cli.options import OUTPUT_PANEL, PrecisionOpt, choice, help_text
+from attn_cli.cli.options import FLAG, OUTPUT_PANEL, PrecisionOpt, choice, help_text, metavar_of
+from attn_cli.cli.usage import in_range
 from attn_cli.learn.common import PRECISION
 
 if TYPE_CHECKING:
@@ -55,8 +56,8 @@ SeedOpt = Annotated[
     int,
     typer.Option(
         "--seed",
-        min=0,
         metavar="N",
+        callback=in_range(0),
         help="Seed of the data, the initial weights and the batches: the same N, the same "
         "numbers (with the same versions of torch and numpy, on any x86-64 CPU with AVX2: the "
         "CPU kernels are pinned).",
@@ -67,8 +68,8 @@ StepsOpt = Annotated[
     int | None,
     typer.Option(
         "--steps",
-        min=1,
         metavar="N",
+        callback=in_range(1),
         help=help_text("Training steps (one batch each) for every model (default: the task's)."),
         rich_help_panel=TRAIN_PANEL,
         show_default=False,
@@ -78,8 +79,8 @@ HiddenOpt = Annotated[
     int | None,
     typer.Option(
         "--hidden",
-        min=1,
         metavar="N",
+        callback=in_range(1),
         help=help_text("Width of the models' states (default: the task's)."),
         rich_help_panel=TRAIN_PANEL,
         show_default=False,
@@ -89,8 +90,8 @@ MaxLenOpt = Annotated[
     int | None,
     typer.Option(
         "--max-len",
-        min=1,
         metavar="N",
+        callback=in_range(1),
         help=help_text(
             "Longest sequence trained on: source sentence (translate, grammar), repeated half "
             "(induction) (default: the task's)."
@@ -140,6 +141,7 @@ LearnFullOpt = Annotated[
     bool,
     typer.Option(
         "--full",
+        metavar=FLAG,
         help="Show every row and column of every table (in column groups that fit the width), "
         "and with --format json every entry.",
         rich_help_panel=OUTPUT_PANEL,
@@ -147,7 +149,13 @@ LearnFullOpt = Annotated[
 ]
 LearnFormatOpt = Annotated[
     LearnFormat,
-    typer.Option("--format", "-f", help="Output format.", rich_help_panel=OUTPUT_PANEL),
+    typer.Option(
+        "--format",
+        "-f",
+        metavar=metavar_of(LearnFormat),
+        help="Output format.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
 ]
 LearnPlotOpt = Annotated[
     Path | None,
@@ -166,6 +174,7 @@ CodeOpt = Annotated[
     bool,
     typer.Option(
         "--code",
+        metavar=FLAG,
         help="Print the training program instead (PyTorch), with these options written in.",
         rich_help_panel=OUTPUT_PANEL,
     ),

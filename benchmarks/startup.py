@@ -37,7 +37,7 @@ COMMANDS = {
     ],
     "attn scaled": [str(ATTN), "scaled"],
     # The user's own matrices (text options), and a number option: each taken plainly, without
-    # Typer's pydantic coercion (attn_cli/cli/plain_values.py), which the floor's option pays.
+    # Typer's pydantic coercion (attn_cli/cli/parsing.py), which the floor's option pays.
     "attn scaled --q --k --v": [str(ATTN), "scaled", *MATRICES],
     "attn scaled --precision 2": [str(ATTN), "scaled", "--precision", "2"],
     "attn --help": [str(ATTN), "--help"],

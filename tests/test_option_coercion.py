@@ -1,5 +1,5 @@
 """The values a lesson's command receives from Typer's coercion, and the refusals of values it
-cannot take: one line each, the ranges in attn's words (attn_cli.cli.usage.in_range)."""
+cannot take: one line each, the ranges in attn's words (attn_cli.cli.parsing.in_range)."""
 
 from __future__ import annotations
 
@@ -90,12 +90,12 @@ def test_the_values_the_command_receives():
 
 
 def test_plain_values_are_taken_as_typer_would_make_them_and_the_rest_left_to_typer():
-    """attn_cli.cli.plain_values: what it takes without Typer's coercion is exactly what the
+    """attn_cli.cli.parsing: what it takes without Typer's coercion is exactly what the
     coercion gives; anything it is not sure of goes to Typer."""
     from enum import Enum
     from pathlib import Path
 
-    from attn_cli.cli import plain_values
+    from attn_cli.cli import parsing as plain_values
 
     class Kind(Enum):
         A = "a"

@@ -168,7 +168,7 @@ def test_main_runs_the_command_with_the_collector_on_and_leaves_it_on(args, monk
 def test_a_lesson_run_imports_one_card_and_no_pydantic(args):
     """Typer coerces options through pydantic TypeAdapters (its import alone is about 120 ms); a
     default, text, a plain number and a choice typed exactly need none of it
-    (attn_cli.cli.plain_values). And a lesson's run does not import every card."""
+    (attn_cli.cli.parsing). And a lesson's run does not import every card."""
     modules = modules_after(args)
     assert "attn_cli.run.runner" in modules  # the lesson did run
     assert [m for m in modules if m == "pydantic" or m.startswith("pydantic.")] == []

@@ -34,12 +34,11 @@ from attn_cli.cli.commands.streams import (
     stdout_failed,
 )
 from attn_cli.cli.options import FLAG
-from attn_cli.cli.plain_values import plain_parsing
-from attn_cli.cli.usage import UsageError
+from attn_cli.cli.parsing import UsageError, plain_parsing
 from attn_cli.core.errors import UserError
 
 if TYPE_CHECKING:
-    from attn_cli.cli.usage import Context
+    from attn_cli.cli.parsing import Context
 
     _Command = TyperCommand  # what the mixin below is mixed into, as a checker sees it
 else:
@@ -217,7 +216,7 @@ class HelpAsTyped(_Command):
     """
 
     def get_params(self, ctx: Context) -> list[Any]:
-        """click's parameters, parsing plain values without Typer's coercion (plain_values)."""
+        """click's parameters, each taking a plain value without Typer's coercion (parsing)."""
         return plain_parsing(self.callback, super().get_params(ctx))
 
     def help_params(self, ctx: Context) -> list[Any]:

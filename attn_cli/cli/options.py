@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 import typer
 from rich.markup import escape
 
-from attn_cli.cli.usage import in_range
+from attn_cli.cli.parsing import in_range
 from attn_cli.core import variants
 from attn_cli.core.card import Card, InputSpec, Option, Size
 from attn_cli.render import Format

@@ -272,7 +272,7 @@ def parsed(stop: Stop) -> dict[str, Any]:
 
     from attn_cli import course as cards
     from attn_cli.cli.options import lesson_command
-    from attn_cli.cli.usage import UsageError
+    from attn_cli.cli.parsing import UsageError
 
     if cards.is_lesson(stop.command_name):
         function = lesson_command(cards.card(stop.command_name))

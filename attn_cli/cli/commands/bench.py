@@ -22,7 +22,7 @@ from attn_cli.cli.options import (
     help_text,
     metavar_of,
 )
-from attn_cli.cli.usage import in_range
+from attn_cli.cli.parsing import in_range
 from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
 if TYPE_CHECKING:

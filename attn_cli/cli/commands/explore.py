@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.options import FLAG, help_text
-from attn_cli.cli.usage import in_range
+from attn_cli.cli.parsing import in_range
 from attn_cli.core.errors import UserError
 
 

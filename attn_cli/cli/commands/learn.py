@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 import typer
 
 from attn_cli.cli.options import FLAG, OUTPUT_PANEL, PrecisionOpt, choice, help_text, metavar_of
-from attn_cli.cli.usage import in_range
+from attn_cli.cli.parsing import in_range
 from attn_cli.learn.common import PRECISION
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""Parsing without the coercions that would change nothing, on Typer's public classes.
+"""How the command line takes its values: plainly where Typer's coercion would change nothing,
+the ranges in attn's words, and click's UsageError as Typer's public API gives it.
 
 What Typer lacks: Typer 0.29 coerces every option's value at parse time, given or not, through a
 pydantic TypeAdapter that it builds for the option on first use (its
@@ -15,7 +16,12 @@ refuses it in its own words, as before. This is done in click's documented hook,
 ``Parameter.process_value`` (coerce, check a required value, run the callback), and the type is
 read from the command's own signature (attn_cli.cli.options declares it; inspect follows
 Typer's wrapper to it): no internal of Typer's is read. The ranges are the options' callbacks
-(attn_cli.cli.usage.in_range), which run here as they do in Typer.
+(in_range, below), which run here as they do in Typer.
+
+Usage errors: Typer re-exports click's BadParameter (``typer.BadParameter``), which click
+documents as a UsageError; Typer does not re-export UsageError itself, so it is found here as
+BadParameter's base, with no import of the copy of click that Typer runs on (type hints alone
+name it).
 """
 
 from __future__ import annotations
@@ -30,8 +36,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import typer
+
+from attn_cli.core.whole import whole_digits
+
 if TYPE_CHECKING:
-    from attn_cli.cli.usage import Context
+    from typer._click.core import Context as Context
+    from typer._click.exceptions import UsageError as UsageError
+else:
+    UsageError = typer.BadParameter.__base__
+
+
+def in_range(least: int, most: int | None = None) -> Callable[[Any], Any]:
+    """A Typer option callback that refuses a whole number below ``least`` (or above ``most``)
+    as a usage error: "Invalid value for '--precision': it must be from 0 to 15, not 16".
+
+    The range is said in the option's help where it matters, not as Typer's ``[x>=0]``; a
+    number of more than 24 digits is not echoed, only its length said."""
+    wanted = f"at least {least}" if most is None else f"from {least} to {most}"
+
+    def check(value: Any) -> Any:
+        if value is None or (least <= value and (most is None or value <= most)):
+            return value
+        digits = whole_digits(value)
+        given = str(value) if digits <= 24 else f"a number of {digits:,} digits"
+        raise typer.BadParameter(f"it must be {wanted}, not {given}")
+
+    return check
+
 
 _COERCE = object()  # plain()'s answer for a value that Typer must coerce
 # Short enough that int() never meets Python's limit on digits (Typer refuses more, in its words).

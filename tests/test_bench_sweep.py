@@ -336,7 +336,7 @@ def test_cuda_default_impls_leave_out_kernels_this_torch_lacks(monkeypatch):
 
 def test_cuda_absent_is_a_user_error(monkeypatch, torch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(UserError, match="--device cuda: CUDA is not available"):
+    with pytest.raises(UserError, match="device=cuda: CUDA is not available"):
         device_ops("cuda")
 
 

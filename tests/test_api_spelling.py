@@ -139,9 +139,9 @@ def _error_strings(tree: ast.AST) -> list[str]:
     "--x")."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            if isinstance(node.value.value, str) and FLAG.fullmatch(node.value.value):
-                found.append(node.value.value)
+        value = node.value if isinstance(node, ast.Assign) else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            found += [value.value] if FLAG.fullmatch(value.value) else []
         if isinstance(node, ast.Call):
             func = node.func
             called = getattr(func, "id", None) or getattr(func, "attr", None)

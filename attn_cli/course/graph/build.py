@@ -258,7 +258,10 @@ def build(run: LessonRun) -> Walkthrough:
         "score": score,
     }
     notes: tuple[Note, ...] = ()
-    unused = [CARD.param(name) for name in WEIGHT_NAMES if name in run.inputs]
+    # A note, shown as it is by every door: the inputs by their flags, as the note's text has
+    # always named them (no core.errors.param marker: only an error's doors spell those).
+    flag_of = {spec.name: spec.option for spec in CARD.inputs}
+    unused = [flag_of[name] for name in WEIGHT_NAMES if name in run.inputs]
     if score != "dot" and unused:
         notes = (record.note("unused_projections", flags=", ".join(unused), score=score),)
     inputs = _labelled_inputs(run, nodes, score)

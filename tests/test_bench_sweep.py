@@ -12,6 +12,7 @@ from attn_cli.bench.config import IMPLS, BenchConfig, parse_impls, parse_sizes
 from attn_cli.bench.devices import CpuOps, CudaOps, auto_repeats, device_ops
 from attn_cli.bench.peaks import dense_peak_tflops
 from attn_cli.bench.sweep import MEMORY_HEADROOM, run_sweep
+from attn_cli.cli import flags
 from attn_cli.core.errors import UserError
 
 pytest.importorskip("torch")
@@ -204,8 +205,9 @@ def test_parse_sizes_and_impls():
     assert parse_sizes("100..900", "cpu") == (100, 200, 400, 800)
     assert parse_sizes("1024, 256,256", "cpu") == (256, 1024)
     for bad in ("0..8", "8..4", "12,x", "-5"):
-        with pytest.raises(UserError, match="--sizes"):
+        with pytest.raises(UserError) as raised:
             parse_sizes(bad, "cpu")
+        assert flags.message(raised.value).startswith("--sizes ")  # as the command line says it
     assert parse_impls("tiled,naive", ()) == ("naive", "tiled")
     with pytest.raises(UserError, match="--impl"):
         parse_impls("naive,flash3", ())
@@ -336,7 +338,7 @@ def test_cuda_default_impls_leave_out_kernels_this_torch_lacks(monkeypatch):
 
 def test_cuda_absent_is_a_user_error(monkeypatch, torch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(UserError, match="--device cuda: CUDA is not available"):
+    with pytest.raises(UserError, match="device=cuda: CUDA is not available"):
         device_ops("cuda")
 
 

@@ -295,7 +295,7 @@ def test_one_layers_file_in_every_layer_with_shared_weights(invoke_json):
     assert doc["meta"]["layers"] == 3 and doc["meta"]["shared_weights"]
     keys = [step["key"] for step in doc["steps"]]
     assert "layer3.norm2" in keys and "shared" in [note["key"] for note in doc["notes"]]
-    with pytest.raises(UserError, match="shared-weights"):
+    with pytest.raises(UserError, match="add shared_weights to use them"):
         attn.block(weights=WEIGHTS_FILE, layers=2, shared_weights=False)
 
 

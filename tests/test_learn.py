@@ -57,9 +57,9 @@ def test_saved_arrays_load_back_exactly(tmp_path):
 
 def _refused(path, shapes, *fragments):
     with pytest.raises(UserError) as caught:
-        weights_file.load_arrays(path, shapes, "--weights", largest=8, written_by="attn learn")
+        weights_file.load_arrays(path, shapes, "weights", largest=8, written_by="attn learn")
     message = str(caught.value)
-    assert "\n" not in message and message.startswith("--weights ")
+    assert "\n" not in message and message.startswith("weights=")
     for fragment in fragments:
         assert fragment in message, (fragment, message)
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.matrices import whole_number
 from attn_cli.core.variants import BENCH_HEAD_WIDTH, BENCH_SIZES
 
@@ -157,9 +157,10 @@ def doubling(low: int, high: int) -> tuple[int, ...]:
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 
 
-def parse_sizes(text: str | None, device: str, option: str = "--sizes") -> tuple[int, ...]:
+def parse_sizes(text: str | None, device: str, option: str = param("sizes")) -> tuple[int, ...]:
     """--sizes: "512,1024,4096" or a doubling range "128..2048"; None: the device's default.
-    (--dims takes the same forms; ``option`` names the option in errors.)"""
+    (--dims takes the same forms; ``option`` names the option in errors, core.errors.param
+    of its keyword or the flag itself.)"""
     if text is None:
         return doubling(*DEFAULT_SIZES[device])
     match = _RANGE.match(text)

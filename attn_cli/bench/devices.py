@@ -28,7 +28,7 @@ import numpy as np
 
 from attn_cli.bench.peaks import dense_peak_tflops, known_device
 from attn_cli.core.backend import available_host_bytes, meminfo_bytes
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 
 TARGET_TIMED_SECONDS = 0.5
 MIN_REPEATS, MAX_REPEATS = 5, 50
@@ -206,14 +206,14 @@ def device_ops(device: str) -> CpuOps:
         from attn_cli.core.install import install_command
 
         raise UserError(
-            f"--device {device} needs PyTorch, which is not installed; install it with: "
+            f"{param('device', device)} needs PyTorch, which is not installed; install it with: "
             f"{install_command('torch')}."
         )
     from attn_cli.core.torch_backend import device_problem
 
     problem = device_problem(device)
     if problem:
-        raise UserError(f"--device {device}: {problem}.")
+        raise UserError(f"{param('device', device)}: {problem}.")
     return {"cpu": CpuOps, "cuda": CudaOps, "mps": MpsOps}[device]()
 
 

@@ -8,7 +8,7 @@ and this module chooses between them.
 from __future__ import annotations
 
 from attn_cli.core.backend import NUMPY_DTYPES, TORCH_DTYPES, Backend
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.variants import BACKENDS, DEVICES
 
 
@@ -31,11 +31,12 @@ def get_backend(
     if name == "numpy":
         if device != "cpu":
             raise UserError(
-                f"the numpy backend runs on the CPU only; add --backend torch for --device {device}."
+                f"the numpy backend runs on the CPU only; add {param('backend', 'torch')} for "
+                f"{param('device', device)}."
             )
         if dtype not in NUMPY_DTYPES:
             raise UserError(
-                f"numpy has no {dtype}; use float64, float32 or float16, or --backend torch."
+                f"numpy has no {dtype}; use float64, float32 or float16, or {param('backend', 'torch')}."
             )
         return Backend("numpy", "cpu", dtype)
     if dtype not in TORCH_DTYPES:
@@ -43,11 +44,11 @@ def get_backend(
     try:
         from attn_cli.core.torch_backend import make_torch_backend
     except ImportError:
-        # Name what the user asked for: --device cuda implies the torch backend.
-        if python:
-            asked = f"device={device!r}" if device != "cpu" else "backend='torch'"
-        else:
-            asked = f"--device {device}" if device != "cpu" else "--backend torch"
+        # Name what the user asked for: device cuda implies the torch backend. Python's
+        # keyword arguments are written as a call gives them, quoted (device='cuda').
+        value = repr(device) if python else device
+        torch = repr("torch") if python else "torch"
+        asked = param("device", value) if device != "cpu" else param("backend", torch)
         from attn_cli.core.install import install_command
 
         raise UserError(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.card import InputSpec, flag_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Walkthrough
 
 # Each item is a whole walkthrough (about 10-20 KiB of steps and texts beyond its arrays, and
@@ -87,13 +87,13 @@ def check_item(item: int, size: int | None) -> None:
     if size is None:
         if item != 0:
             raise UserError(
-                f"--item {item}: the inputs are not a batch; give a batched input (JSON nested "
-                'one level deeper, a 3-D .npy, or items separated by "|") or leave out --item.'
+                f"{param('item', item)}: the inputs are not a batch; give a batched input (JSON nested "
+                f'one level deeper, a 3-D .npy, or items separated by "|") or leave out {param("item")}.'
             )
         return
     if not 0 <= item < size:
         raise UserError(
-            f"--item {item} is out of range: the batch has {size} "
+            f"{param('item', item)} is out of range: the batch has {size} "
             f"item{'s' * (size != 1)} ({_range_text(size)})."
         )
 

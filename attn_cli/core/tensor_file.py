@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.paths import not_a_file
 
 if TYPE_CHECKING:
@@ -46,22 +46,23 @@ BOMB_BYTES = 64 * 2**20
 BOMB_RATIO = 20
 
 
-def read_named_arrays(source: Any, flag: str = "--weights") -> dict[str, np.ndarray]:
+def read_named_arrays(source: Any, keyword: str = "weights") -> dict[str, np.ndarray]:
     """The arrays of ``source`` by name, in the file's order, each float64 and finite.
 
     ``source``: a path (str or Path) to a ``.pt``, ``.pth``, ``.safetensors`` or ``.npz`` file,
-    or a mapping of names to tensors, numpy arrays or nested lists (a ``state_dict``)."""
+    or a mapping of names to tensors, numpy arrays or nested lists (a ``state_dict``); its
+    messages name it as the parameter ``keyword`` (core.errors.param)."""
     if isinstance(source, Mapping):
-        where = f"{flag} (a mapping of {len(source)} arrays)"
+        where = f"{param(keyword)} (a mapping of {len(source)} arrays)"
         arrays = {str(name): _from_value(value, name, where) for name, value in source.items()}
         return _finite(arrays, where)
     if not isinstance(source, str | Path):
         raise UserError(
-            f"{flag}: a {type(source).__name__} is neither a file name nor a mapping of arrays; "
+            f"{param(keyword)}: a {type(source).__name__} is neither a file name nor a mapping of arrays; "
             "give a .pt, .safetensors or .npz file, or a state_dict."
         )
     path = Path(source)
-    where = f"{flag} {path}"
+    where = param(keyword, path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise UserError(

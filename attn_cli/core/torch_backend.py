@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from attn_cli.core.backend import Backend, Clock
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.install import declared, install_command
 from attn_cli.core.model import Summary
 
@@ -196,5 +196,5 @@ def make_torch_backend(device: str, dtype: str) -> TorchBackend:
         raise UserError(f"{missing}.")
     problem = device_problem(device)
     if problem:
-        raise UserError(f"--device {device}: {problem}.")
+        raise UserError(f"{param('device', device)}: {problem}.")
     return TorchBackend("torch", device, dtype)

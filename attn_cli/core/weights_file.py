@@ -8,16 +8,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.paths import not_a_file
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-def save_arrays(path: Path, arrays: Mapping[str, np.ndarray], flag: str = "--save") -> None:
+def save_arrays(path: Path, arrays: Mapping[str, np.ndarray], keyword: str = "save") -> None:
     """Write ``arrays`` to ``path`` as .npz (numpy's zip of .npy files: no pickle), whole or not
-    at all (written beside it, then renamed into place)."""
+    at all (written beside it, then renamed into place); messages name the parameter
+    ``keyword``."""
     import io
 
     import numpy as np
@@ -25,26 +26,33 @@ def save_arrays(path: Path, arrays: Mapping[str, np.ndarray], flag: str = "--sav
     from attn_cli.core.outputs import write_bytes
 
     if path.suffix.lower() != ".npz":
-        raise UserError(f"{flag} {path}: the file name must end in .npz; e.g. {flag} model.npz.")
+        raise _not_npz(path, keyword)
     buffer = io.BytesIO()
     named: dict[str, Any] = {name: np.asarray(value) for name, value in arrays.items()}
     np.savez(buffer, allow_pickle=False, **named)
-    write_bytes(path, buffer.getvalue(), flag)
+    write_bytes(path, buffer.getvalue(), param(keyword))
 
 
-def check_save_path(path: Path, flag: str = "--save") -> None:
+def check_save_path(path: Path, keyword: str = "save") -> None:
     """Refuse, before training, a file the weights could not be written to."""
     from attn_cli.core.outputs import check_writable
 
     if path.suffix.lower() != ".npz":
-        raise UserError(f"{flag} {path}: the file name must end in .npz; e.g. {flag} model.npz.")
-    check_writable(path, flag)
+        raise _not_npz(path, keyword)
+    check_writable(path, param(keyword))
+
+
+def _not_npz(path: Path, keyword: str) -> UserError:
+    return UserError(
+        f"{param(keyword, path)}: the file name must end in .npz; e.g. "
+        f"{param(keyword, 'model.npz')}."
+    )
 
 
 def load_arrays(
     path: Path,
     shapes: Mapping[str, Sequence[int | None]],
-    flag: str,
+    keyword: str,
     *,
     largest: int,
     written_by: str,
@@ -55,14 +63,14 @@ def load_arrays(
     read (attn_cli.core.array_headers): a bomb of zeros or a header that lies is refused unread.
     A missing file, another kind of file, a missing array, an array of the wrong kind or shape:
     one line, a UserError, which says to write the file with ``written_by`` ("attn learn
-    translate --save FILE")."""
+    translate --save FILE"); messages name the file as the parameter ``keyword`` gave it."""
     import zipfile
 
     import numpy as np
 
     from attn_cli.core.array_headers import check_all_declared, npz_declared
 
-    where = f"{flag} {path}"
+    where = param(keyword, path)
     kind = not_a_file(path)
     if kind is not None:
         raise UserError(f"{where}: that is {kind}, not a file; give the weights file itself.")
@@ -73,7 +81,9 @@ def load_arrays(
     missing = [name for name in shapes if name not in declared]
     if missing:
         raise UserError(f"{where}: it has no {', '.join(missing)}; write it with {written_by}.")
-    check_all_declared(declared, shapes, largest, where, f"{flag} (a file of {written_by})")
+    check_all_declared(
+        declared, shapes, largest, where, f"{param(keyword)} (a file of {written_by})"
+    )
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
@@ -110,7 +120,9 @@ def _check_npz(path: Path, where: str, written_by: str) -> None:
         raise UserError(f"{where}: not a weights file written by {written_by} (a .npz).")
 
 
-def load_wholes(path: Path, names: Sequence[str], flag: str, *, written_by: str) -> dict[str, int]:
+def load_wholes(
+    path: Path, names: Sequence[str], keyword: str, *, written_by: str
+) -> dict[str, int]:
     """The whole numbers (a seed, a count of steps) stored as single numbers ``names`` in the
     .npz file ``path``, read exactly (never through a float64, which rounds past 2**53); each
     at least 0 and at most the largest whole number attn takes, else one line."""
@@ -118,8 +130,10 @@ def load_wholes(path: Path, names: Sequence[str], flag: str, *, written_by: str)
 
     from attn_cli.core.whole import check_whole_size
 
-    where = f"{flag} {path}"
-    arrays = load_arrays(path, {name: () for name in names}, flag, largest=1, written_by=written_by)
+    where = param(keyword, path)
+    arrays = load_arrays(
+        path, {name: () for name in names}, keyword, largest=1, written_by=written_by
+    )
     found = {}
     with np.load(path, allow_pickle=False) as archive:
         for name in names:
@@ -137,7 +151,7 @@ def load_wholes(path: Path, names: Sequence[str], flag: str, *, written_by: str)
     return found
 
 
-def load_words(path: Path, name: str, flag: str, *, largest: int) -> tuple[str, ...] | None:
+def load_words(path: Path, name: str, keyword: str, *, largest: int) -> tuple[str, ...] | None:
     """The words stored as array ``name`` of the .npz file ``path`` (a 1-D array of text, read
     without pickle), or None where it has none, or they are not plain words, or its header
     declares more than ``largest`` of them or more than the file holds (then it is not read)."""
@@ -145,7 +159,7 @@ def load_words(path: Path, name: str, flag: str, *, largest: int) -> tuple[str, 
 
     from attn_cli.core.array_headers import npz_declared
 
-    declared = npz_declared(path, [name], f"{flag} {path}").get(name)
+    declared = npz_declared(path, [name], param(keyword, path)).get(name)
     if declared is None or declared.dtype.kind != "U" or len(declared.shape) != 1:
         return None
     if declared.shape[0] > largest or declared.nbytes > declared.held:

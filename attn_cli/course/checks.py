@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeGuard
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 
 if TYPE_CHECKING:
     from attn_cli.course.lesson import LessonRun
@@ -20,19 +20,21 @@ def counted(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
-def whole_option(value: object, flag: str) -> int:
-    """An option that must be a whole number, else a UserError naming its ``flag``."""
+def whole_option(value: object, keyword: str) -> int:
+    """An option that must be a whole number, else a UserError naming it, the parameter
+    ``keyword``, as given."""
     if not is_whole(value):
-        raise UserError(f"{flag} {value!r}: give a whole number.")
+        raise UserError(f"{param(keyword, repr(value))}: give a whole number.")
     return value
 
 
-def whole_at_least(value: object, flag: str, minimum: int = 1, meaning: str = "") -> int:
-    """An option that must be a whole number >= ``minimum``, else a UserError naming ``flag``
-    (and what the number counts, ``meaning``)."""
+def whole_at_least(value: object, name: str, minimum: int = 1, meaning: str = "") -> int:
+    """An option that must be a whole number >= ``minimum``, else a UserError naming it,
+    ``name`` (core.errors.param of its keyword, as a door spells it), and what the number
+    counts (``meaning``)."""
     if not is_whole(value) or value < minimum:
         counts = f" ({meaning})" if meaning else ""
-        raise UserError(f"{flag} must be a whole number >= {minimum}{counts}, not {value!r}.")
+        raise UserError(f"{name} must be a whole number >= {minimum}{counts}, not {value!r}.")
     return value
 
 
@@ -41,11 +43,11 @@ def kv_heads_option(value: object, heads: int) -> int | None:
     query heads, so that each key/value head serves h/g of them (grouped-query attention)."""
     if value is None:
         return None
-    g = whole_at_least(value, "--kv-heads (options.kv_heads)", meaning="key/value heads")
+    g = whole_at_least(value, f"{param('kv_heads')} (options.kv_heads)", meaning="key/value heads")
     if g > heads or heads % g:
         divisors = ", ".join(str(k) for k in range(1, heads + 1) if heads % k == 0)
         raise UserError(
-            f"--kv-heads {g} does not divide --heads {heads}: each key/value head serves h/g "
+            f"{param('kv_heads', g)} does not divide {param('heads', heads)}: each key/value head serves h/g "
             f"query heads; give one of {divisors}."
         )
     return g
@@ -55,7 +57,7 @@ def check_causal_square(m: int, n: int) -> None:
     """--causal pairs query i with keys 1..i: it needs as many queries as keys."""
     if m != n:
         raise UserError(
-            f"--causal needs as many queries as keys (query i sees keys 1..i), but Q has "
+            f"{param('causal')} needs as many queries as keys (query i sees keys 1..i), but Q has "
             f"{counted(m, 'row')} and K has {n}."
         )
 
@@ -87,7 +89,8 @@ def labels(prefix: str, count: int) -> tuple[str, ...]:
 
 
 def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) -> tuple[str, ...]:
-    """The names given for ``count`` rows (``run.labels[key]``), else prefix1, prefix2, ..."""
+    """The names given for ``count`` rows (``run.labels[key]``), else prefix1, prefix2, ...;
+    ``option``: what gives them, as messages name it (core.errors.param("tokens"))."""
     names = run.labels.get(key)
     if not names:
         return labels(prefix, count)

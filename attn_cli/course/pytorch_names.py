@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.numbers import shape_text
 from attn_cli.core.tensor_file import read_named_arrays
 
@@ -161,29 +161,32 @@ def unexpected(key: str) -> str:
 
 Loaded = TypeVar("Loaded")
 # What a lesson makes of a state_dict's arrays: (arrays, where, source) -> its loaded model;
-# where names the flag and the file for messages, source the file for the screen ("" given).
+# where names the parameter and the file for messages, source the file for the screen ("" given).
 Build = Callable[[dict[str, "np.ndarray"], str, str], Loaded]
 
 
-def load_state(source: Any, build: Build[Loaded], flag: str = "--weights") -> Loaded:
+def load_state(source: Any, build: Build[Loaded], keyword: str = "weights") -> Loaded:
     """``build`` of the arrays of ``--weights`` (a path: a file, read once while it stays the
-    same) or of ``weights=`` (a state_dict from Python)."""
+    same) or of ``weights=`` (a state_dict from Python); messages name it as the parameter
+    ``keyword``."""
     if isinstance(source, str | Path):
         path = Path(source)
         try:
             stat = path.stat()
         except OSError:
-            raise UserError(f"{flag} {path}: no such file.") from None
-        return _load_file(build, str(path), stat.st_size, stat.st_mtime_ns, flag)
+            raise UserError(f"{param(keyword, path)}: no such file.") from None
+        return _load_file(build, str(path), stat.st_size, stat.st_mtime_ns, keyword)
     if isinstance(source, Mapping):
-        return build(read_named_arrays(source, flag), f"{flag} (the state_dict given)", "")
+        return build(
+            read_named_arrays(source, keyword), f"{param(keyword)} (the state_dict given)", ""
+        )
     raise UserError(
-        f"{flag}: a {type(source).__name__} is neither a file name nor a state_dict; give a .pt, "
+        f"{param(keyword)}: a {type(source).__name__} is neither a file name nor a state_dict; give a .pt, "
         ".safetensors or .npz file, or module.state_dict()."
     )
 
 
 @functools.lru_cache(maxsize=8)
-def _load_file(build: Build[Loaded], path: str, size: int, modified: int, flag: str) -> Loaded:
+def _load_file(build: Build[Loaded], path: str, size: int, modified: int, keyword: str) -> Loaded:
     """A file, read once while it stays the same (its size and time are part of the key)."""
-    return build(read_named_arrays(path, flag), f"{flag} {path}", Path(path).name)
+    return build(read_named_arrays(path, keyword), param(keyword, path), Path(path).name)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core import variants
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.mechanisms import attention as mech
@@ -48,17 +48,17 @@ def transforms(options: Mapping[str, Any]) -> Transforms:
     if cap is not None:
         if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap):
             raise UserError(
-                f"--softcap {cap!r}: give a finite number above 0, such as 50 (Gemma 2's)."
+                f"{param('softcap', repr(cap))}: give a finite number above 0, such as 50 (Gemma 2's)."
             )
         if cap <= 0:
             raise UserError(
-                f"--softcap {cap:g}: the cap must be above 0 (scores are squeezed into "
+                f"{param('softcap', format(cap, 'g'))}: the cap must be above 0 (scores are squeezed into "
                 "(−cap, cap)); Gemma 2 caps attention scores at 50."
             )
         cap = float(cap)
     norm = options.get("qk_norm")
     if norm is not None and norm not in NORMS:
-        raise UserError(f"--qk-norm {norm!r}: choose {' or '.join(NORMS)}.")
+        raise UserError(f"{param('qk_norm', repr(norm))}: choose {' or '.join(NORMS)}.")
     return Transforms(cap, norm)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.usertext import clipped
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ def refuse_sizes_with_weights(options: LearnOptions) -> None:
     ]
     if given:
         raise UserError(
-            f"--weights evaluates a trained model, whose file fixes its sizes; leave out "
+            f"{param('weights')} evaluates a trained model, whose file fixes its sizes; leave out "
             f"{', '.join(given)}."
         )
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attn_cli.core import weights_file
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.course.recorder import Grid
 from attn_cli.learn import common
 from attn_cli.learn import grammar_data as data
@@ -223,16 +223,16 @@ def _checked(options: LearnOptions, min_steps: int = MIN_STEPS) -> LearnOptions:
         return resolved
     steps, hidden, max_len = resolved.sizes()
     if steps > MOST_STEPS:
-        raise UserError(f"--steps {steps}: at most {MOST_STEPS:,} on a CPU.")
+        raise UserError(f"{param('steps', steps)}: at most {MOST_STEPS:,} on a CPU.")
     if hidden % model.HEADS or hidden < 2 * model.HEADS or hidden > MOST_HIDDEN:
         raise UserError(
-            f"--hidden {hidden}: the width of the words' vectors, {2 * model.HEADS} to "
-            f"{MOST_HIDDEN}; e.g. --hidden {HIDDEN}."
+            f"{param('hidden', hidden)}: the width of the words' vectors, {2 * model.HEADS} to "
+            f"{MOST_HIDDEN}; e.g. {param('hidden', HIDDEN)}."
         )
     shortest, longest = len(data.lecture_sentence()), max(data.structures())
     if not shortest <= max_len <= longest:
         raise UserError(
-            f"--max-len {max_len}: the lectures' sentence has {shortest} words and the language's "
+            f"{param('max_len', max_len)}: the lectures' sentence has {shortest} words and the language's "
             f"longest {longest}; give {shortest} to {longest}."
         )
     return resolved
@@ -247,14 +247,14 @@ def shown_sentence(text: str | None, max_len: int) -> data.Sentence:
         sentence = data.parse(text)
     except data.GrammarError as error:
         raise UserError(
-            f"--sentence {common.quoted_sentence(text)}: {error}; its words are {_vocabulary()}, in the order "
-            f"'{data.GRAMMAR}' (e.g. --sentence '{data.LECTURE}')."
+            f"{param('sentence', common.quoted_sentence(text))}: {error}; its words are {_vocabulary()}, in the order "
+            f"'{data.GRAMMAR}' (e.g. {param('sentence', repr(data.LECTURE))})."
         ) from None
     if len(sentence) > max_len:
         raise UserError(
-            f"--sentence {common.quoted_sentence(text)}: {len(sentence)} words, but the model learns sentences of at "
+            f"{param('sentence', common.quoted_sentence(text))}: {len(sentence)} words, but the model learns sentences of at "
             f"most {max_len} (its positions stop there); give a shorter one, or train on longer "
-            f"ones with --max-len {len(sentence)}."
+            f"ones with {param('max_len', len(sentence))}."
         )
     return sentence
 
@@ -352,22 +352,24 @@ def _load(path: Path) -> Trained:
 
     def read(shapes: dict[str, tuple[int | None, ...]]) -> dict[str, np.ndarray]:
         return weights_file.load_arrays(
-            path, shapes, "--weights", largest=MOST_HIDDEN, written_by=WRITTEN_BY
+            path, shapes, "weights", largest=MOST_HIDDEN, written_by=WRITTEN_BY
         )
 
-    counts = weights_file.load_wholes(path, ("seed", "steps"), "--weights", written_by=WRITTEN_BY)
+    counts = weights_file.load_wholes(path, ("seed", "steps"), "weights", written_by=WRITTEN_BY)
     seed, steps = counts["seed"], counts["steps"]
     d_model = read({"model.embed": (vocab, None)})["model.embed"].shape[1]
     positions = read({"model.position": (None, d_model)})
     max_len = positions["model.position"].shape[0]
     if not len(data.lecture_sentence()) <= max_len <= max(data.structures()) or d_model < 2:
-        raise UserError(f"--weights {path}: its sizes are not those of attn learn grammar --save.")
+        raise UserError(
+            f"{param('weights', path)}: its sizes are not those of attn learn grammar --save."
+        )
     models = []
     for key, (uniform, name) in MODELS.items():
         shape = model.Shape(d_model, max_len, uniform=uniform)
         arrays = read({f"{key}.{n}": s for n, s in shape.shapes().items()})
         weights = {n: arrays[f"{key}.{n}"] for n in shape.shapes()}
-        common.check_float32(weights, key, f"--weights {path}:", WRITTEN_BY)
+        common.check_float32(weights, key, f"{param('weights', path)}:", WRITTEN_BY)
         models.append(_Model(key, name, shape, None, weights, []))
     corpus = data.corpus(seed, max_len, HELD_OUT_PER_LENGTH)
     return Trained(

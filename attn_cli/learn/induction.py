@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attn_cli.core import weights_file
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.course.recorder import Grid
 from attn_cli.learn import common
 from attn_cli.learn import induction_data as data
@@ -227,20 +227,20 @@ def _checked(options: LearnOptions) -> LearnOptions:
     steps, hidden, max_len = resolved.sizes()
     if hidden > MOST_HIDDEN:
         raise UserError(
-            f"--hidden {hidden:,}: at most {MOST_HIDDEN} (wider trains for long on a CPU without "
+            f"{param('hidden', format(hidden, ','))}: at most {MOST_HIDDEN} (wider trains for long on a CPU without "
             "showing more)."
         )
     check_steps(steps, hidden)
     if hidden % model.HEADS or hidden < 2 * model.HEADS:
         raise UserError(
-            f"--hidden {hidden}: the width is split between {model.HEADS} heads per layer, so it "
-            f"must be an even number, at least {2 * model.HEADS}; e.g. --hidden {HIDDEN}."
+            f"{param('hidden', hidden)}: the width is split between {model.HEADS} heads per layer, so it "
+            f"must be an even number, at least {2 * model.HEADS}; e.g. {param('hidden', HIDDEN)}."
         )
     if not data.MIN_LEN < max_len <= data.VOCAB:
         raise UserError(
-            f"--max-len {max_len}: the repeated half is {data.MIN_LEN} … N distinct tokens of "
+            f"{param('max_len', max_len)}: the repeated half is {data.MIN_LEN} … N distinct tokens of "
             f"{data.VOCAB}, so that its length varies: N from {data.MIN_LEN + 1} to {data.VOCAB}; "
-            f"e.g. --max-len {MAX_LEN}."
+            f"e.g. {param('max_len', MAX_LEN)}."
         )
     return resolved
 
@@ -327,14 +327,14 @@ def _load(path: Path) -> Trained:
     """The seed, steps and models of a file written by --save, with the seed's held-out
     sequences; a UserError when it is not one. Every array is judged from its header before
     it is read: a model at most MOST_HIDDEN wide, as training makes."""
-    flag = f"--weights {path}:"
+    flag = f"{param('weights', path)}:"
 
     def read(shapes: Mapping[str, tuple[int | None, ...]]) -> dict[str, np.ndarray]:
         return weights_file.load_arrays(
-            path, shapes, "--weights", largest=MOST_HIDDEN, written_by=WRITTEN_BY
+            path, shapes, "weights", largest=MOST_HIDDEN, written_by=WRITTEN_BY
         )
 
-    counts = weights_file.load_wholes(path, ("seed", "steps"), "--weights", written_by=WRITTEN_BY)
+    counts = weights_file.load_wholes(path, ("seed", "steps"), "weights", written_by=WRITTEN_BY)
     seed, steps = counts["seed"], counts["steps"]
     found = read({"two.embed": (data.VOCAB, None)})
     d_model = found["two.embed"].shape[1]

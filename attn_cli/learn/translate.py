@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Part, Walkthrough
 from attn_cli.core.weights_file import save_arrays
 from attn_cli.course.recorder import Grid
@@ -84,17 +84,17 @@ def check_options(options: LearnOptions) -> None:
     assert options.max_len is not None and options.hidden is not None and options.steps is not None
     if not MIN_MAX_LEN <= options.max_len <= data.MAX_LENGTH:
         raise UserError(
-            f"--max-len {options.max_len}: the toy language's sentences have {data.MIN_LENGTH} to "
+            f"{param('max_len', options.max_len)}: the toy language's sentences have {data.MIN_LENGTH} to "
             f"{data.MAX_LENGTH} words and the comparison needs lengths {data.MIN_LENGTH} to at "
             f"least {MIN_MAX_LEN}; give {MIN_MAX_LEN} to {data.MAX_LENGTH}."
         )
     if options.hidden > MOST_HIDDEN:
         raise UserError(
-            f"--hidden {options.hidden}: at most {MOST_HIDDEN} (wider trains for long on a CPU "
+            f"{param('hidden', options.hidden)}: at most {MOST_HIDDEN} (wider trains for long on a CPU "
             "without showing more)."
         )
     if options.steps > MOST_STEPS:
-        raise UserError(f"--steps {options.steps}: at most {MOST_STEPS:,} on a CPU.")
+        raise UserError(f"{param('steps', options.steps)}: at most {MOST_STEPS:,} on a CPU.")
     if options.sentence is not None:
         sentence_pair(options.sentence, options.max_len)
 
@@ -111,14 +111,14 @@ def sentence_pair(text: str, max_len: int) -> data.Pair:
             for name, pairs in data.WORDS.items()
         )
         raise UserError(
-            f"--sentence {quoted_sentence(text)}: {error}; its words are {vocabulary}, in the order "
-            f"{data.GRAMMAR} (e.g. --sentence 'the red cat sees a dog')."
+            f"{param('sentence', quoted_sentence(text))}: {error}; its words are {vocabulary}, in the order "
+            f"{data.GRAMMAR} (e.g. {param('sentence', repr('the red cat sees a dog'))})."
         ) from None
     if len(pair.source) > max_len:
         raise UserError(
-            f"--sentence {quoted_sentence(text)}: {len(pair.source)} words, but the models train on sentences "
+            f"{param('sentence', quoted_sentence(text))}: {len(pair.source)} words, but the models train on sentences "
             f"of {data.MIN_LENGTH} to {max_len}; give a shorter one, or train on longer ones "
-            f"with --max-len {len(pair.source)}."
+            f"with {param('max_len', len(pair.source))}."
         )
     return pair
 

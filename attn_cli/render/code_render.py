@@ -15,7 +15,7 @@ import math
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 
 if TYPE_CHECKING:
     from attn_cli.core.model import Walkthrough
@@ -36,7 +36,7 @@ def program_text(
     write = getattr(programs, f"{backend}_program", None)
     if write is None:
         raise UserError(
-            f"attn {lesson} --code has a numpy program only; leave out --backend {backend}."
+            f"attn {lesson} --code has a numpy program only; leave out {param('backend', backend)}."
         )
     text: str = write(walkthrough)
     return text.strip("\n") + "\n"
@@ -107,7 +107,8 @@ def options_of(walkthrough: Walkthrough) -> dict[str, Any]:
 
 
 def refuse(lesson: str, option: str, why: str = "") -> UserError:
-    """The one-line refusal of an option the program does not cover."""
+    """The one-line refusal of an option the program does not cover: ``option`` names the
+    parameter as given (core.errors.param, e.g. ``param("dropout")``), spelt by the door."""
     reason = f" ({why})" if why else ""
     return UserError(f"attn {lesson} --code does not cover {option}{reason}; leave it out.")
 

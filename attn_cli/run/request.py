@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 
 if TYPE_CHECKING:
     from attn_cli.core.card import Card, Option
@@ -74,7 +74,7 @@ def request_for(
         inputs={spec.name: given.get(spec.keyword) for spec in card.inputs},
         options=options,
         sizes={size.name: given.get(size.name) for size in card.sizes},
-        labels=row_labels(settings.get("tokens"), card.rows, python),
+        labels=row_labels(settings.get("tokens"), card.rows),
         example=settings["example"],
         item=settings.get("item", 0),
         lesson_file=None if lesson_file is None else Path(lesson_file),
@@ -105,12 +105,10 @@ def check_least(option: Option, value: Any) -> None:
     least = option.minimum
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if least is not None and number and value < least:
-        raise UserError(f"{option.option} must be at least {least}, not {value}.")
+        raise UserError(f"{param(option.name)} must be at least {least}, not {value}.")
 
 
-def row_labels(
-    tokens: str | Sequence[str] | None, rows: str | None, python: bool = False
-) -> dict[str, tuple[str, ...]]:
+def row_labels(tokens: str | Sequence[str] | None, rows: str | None) -> dict[str, tuple[str, ...]]:
     """--tokens as the labels of the lesson's rows: "a,b,c" (the command line's text) or, from
     Python, a list of names."""
     if tokens is None or rows is None:
@@ -118,12 +116,14 @@ def row_labels(
     if isinstance(tokens, str):
         from attn_cli.core.matrices import parse_names
 
-        return {rows: parse_names(tokens, "tokens" if python else "--tokens")}
+        return {rows: parse_names(tokens, param("tokens"))}
     from attn_cli.core.usertext import printable
 
     names = tuple(printable(str(token)) for token in tokens)
     if not names or not all(names):
-        raise UserError('tokens needs one non-empty name per row, e.g. ["the", "cat", "slept"].')
+        raise UserError(
+            f'{param("tokens")} needs one non-empty name per row, e.g. ["the", "cat", "slept"].'
+        )
     return {rows: names}
 
 

@@ -525,15 +525,17 @@ def _check_representable(lesson: Lesson, inputs: Inputs, dtype: str) -> None:
 
 
 def _parse_inputs(lesson: Lesson, given: dict[str, Any], check_missing: bool = True) -> Inputs:
-    missing = [spec.option for spec in lesson.inputs if spec.name not in given and spec.required]
+    missing = [
+        param(spec.keyword) for spec in lesson.inputs if spec.name not in given and spec.required
+    ]
     if missing and check_missing:
-        required = ", ".join(spec.option for spec in lesson.inputs if spec.required)
+        required = ", ".join(param(spec.keyword) for spec in lesson.inputs if spec.required)
         raise UserError(
             f"{', '.join(missing)} missing: give every required input ({required})"
             " or none of them to run the lecture example."
         )
     return {
-        spec.name: _as_input(spec, given[spec.name], spec.option)
+        spec.name: _as_input(spec, given[spec.name], param(spec.keyword))
         for spec in lesson.inputs
         if spec.name in given
     }

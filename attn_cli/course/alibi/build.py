@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import EXACT_INTEGERS
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course.alibi.card import CARD
 from attn_cli.course.checks import (
@@ -40,7 +40,7 @@ _SMALL = 0.01
 
 
 def _heads(options: Mapping[str, Any]) -> int:
-    return whole_at_least(options.get("heads", 4), "--heads", meaning="the number of heads")
+    return whole_at_least(options.get("heads", 4), param("heads"), meaning="the number of heads")
 
 
 def train_length(options: Mapping[str, Any], n: int) -> int:
@@ -50,7 +50,7 @@ def train_length(options: Mapping[str, Any], n: int) -> int:
         return max(1, n // 2)
     if not is_whole(given) or given < 1:
         raise UserError(
-            f"--train-length must be a whole number >= 1 (the length trained at), not {given!r}."
+            f"{param('train_length')} must be a whole number >= 1 (the length trained at), not {given!r}."
         )
     return given
 
@@ -78,7 +78,7 @@ def build(run: LessonRun) -> Walkthrough:
         raise UserError(
             f"{backend.dtype} holds whole numbers exactly only up to "
             f"{EXACT_INTEGERS[backend.dtype]}, and the distance {n - 1} would be rounded (two "
-            "distances would get one bias); use --dtype float32 or float64, or fewer positions."
+            f"distances would get one bias); use {param('dtype', 'float32')} or float64, or fewer positions."
         )
     heads = _heads(run.options)
     causal = bool(run.options.get("causal"))

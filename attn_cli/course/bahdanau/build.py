@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import Array
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Walkthrough
 from attn_cli.course import dropout, padding
 from attn_cli.course.bahdanau import steps as bahdanau_steps
@@ -43,42 +43,42 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     d_s, d_h = s.shape[0], h.shape[1]
     if w1.shape[1] != d_h:
         raise UserError(
-            f"--w1 has {w1.shape[1]} columns but each encoder state (row of --h) has {d_h} "
+            f"{param('w1')} has {w1.shape[1]} columns but each encoder state (row of {param('h')}) has {d_h} "
             f"entries: W1 h_i needs W1 to have d_h = {d_h} columns."
         )
     if w2.shape[1] != d_s:
         raise UserError(
-            f"--w2 has {w2.shape[1]} columns but --s has {d_s} entries: W2 s_t needs W2 to have "
+            f"{param('w2')} has {w2.shape[1]} columns but {param('s')} has {d_s} entries: W2 s_t needs W2 to have "
             f"d_s = {d_s} columns."
         )
     if w1.shape[0] != w2.shape[0]:
         raise UserError(
-            f"--w1 has {w1.shape[0]} rows but --w2 has {w2.shape[0]}: W1 h_i and W2 s_t are "
+            f"{param('w1')} has {w1.shape[0]} rows but {param('w2')} has {w2.shape[0]}: W1 h_i and W2 s_t are "
             "added, so both must have d_a rows (the attention width)."
         )
     d_a = w1.shape[0]
     if v.shape[0] != d_a:
         raise UserError(
-            f"--v has {v.shape[0]} entries but --w1 and --w2 have {d_a} rows: v must have "
+            f"{param('v')} has {v.shape[0]} entries but {param('w1')} and {param('w2')} have {d_a} rows: v must have "
             f"d_a = {d_a} entries (the score is vᵀ tanh(W1 h_i + W2 s_t))."
         )
     if "W_a" in inputs and inputs["W_a"].shape != (d_s, d_h):
         rows, cols = inputs["W_a"].shape
         raise UserError(
-            f"--wa is {rows} × {cols} but the general score s_tᵀ W_a h_i needs W_a to be "
-            f"d_s × d_h = {d_s} × {d_h} (entries of --s × entries of a row of --h)."
+            f"{param('wa')} is {rows} × {cols} but the general score s_tᵀ W_a h_i needs W_a to be "
+            f"d_s × d_h = {d_s} × {d_h} (entries of {param('s')} × entries of a row of {param('h')})."
         )
     if "values" in inputs and inputs["values"].shape[0] != h.shape[0]:
         rows, n = inputs["values"].shape[0], h.shape[0]
         raise UserError(
-            f"--values has {rows} rows but --h has {n}: give one value row per encoder state "
+            f"{param('values')} has {rows} rows but {param('h')} has {n}: give one value row per encoder state "
             f"(n = {n}), as AdditiveAttention(queries, keys, values) pairs value i with key i."
         )
     dropout.probability(options.get("dropout"))
     _valid_length(options, h.shape[0])
     if steps is not None and options.get("valid_len") is not None:
         raise UserError(
-            "--valid-len is for one decoder step: with --steps the fixed-vector decoder's "
+            f"{param('valid_len')} is for one decoder step: with {param('steps')} the fixed-vector decoder's "
             "c = h_n would have to become the last valid state; leave out one of the two."
         )
     # Over decoder steps --compare is not run (a note says so): no common width needed.
@@ -89,7 +89,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             flag for flag, on in (("--compare", asked), ("--wa", "W_a" in inputs)) if on
         )
         raise UserError(
-            f"{cause}: --s has {d_s} entries but each row of --h has {d_h}: Luong's dot score "
+            f"{cause}: {param('s')} has {d_s} entries but each row of {param('h')} has {d_h}: Luong's dot score "
             f"s_t · h_i needs them to have the same width; leave out {fix}."
         )
 
@@ -128,7 +128,7 @@ def build(run: LessonRun) -> Walkthrough:
     d_s, d_a = s.shape[0], w1.shape[0]
     given_values = "values" in run.inputs
     values = backend.asarray(run.inputs["values"]) if given_values else h  # (n, d_v)
-    states = row_names(run, "states", n, "h", "--tokens")
+    states = row_names(run, "states", n, "h", param("tokens"))
     steps = bahdanau_steps.steps_of(run.options)
     if steps is not None:
         # A note says --compare is not run, unless the example itself compares.

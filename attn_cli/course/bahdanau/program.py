@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.course.padding import valid_lengths
 from attn_cli.render.code_render import array, inputs_of, options_of, refuse
@@ -44,7 +45,7 @@ TORCH = {
 def _refuse_options(walkthrough: Walkthrough) -> dict[str, Any]:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
-        raise refuse("bahdanau", "--dropout", "a random mask")
+        raise refuse("bahdanau", param("dropout"), "a random mask")
     return options
 
 

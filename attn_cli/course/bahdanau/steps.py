@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import Array, namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout
 from attn_cli.course.bahdanau.card import CARD
@@ -44,7 +44,7 @@ def steps_of(options: Mapping[str, Any]) -> int | None:
     steps = options.get("steps")
     if steps is None:
         return None
-    return whole_at_least(steps, "--steps", 1, "decoder steps")
+    return whole_at_least(steps, param("steps"), 1, "decoder steps")
 
 
 def validate(inputs: Mapping[str, np.ndarray], options: Mapping[str, Any]) -> int | None:
@@ -55,37 +55,37 @@ def validate(inputs: Mapping[str, np.ndarray], options: Mapping[str, Any]) -> in
         if given:
             flags = ", ".join(CARD.param(name) for name in given)
             raise UserError(
-                f"{flags}: the decoder's inputs are read only over decoder steps; add --steps T "
-                "(e.g. --steps 3), or leave them out."
+                f"{flags}: the decoder's inputs are read only over decoder steps; add {param('steps', 'T')} "
+                f"(e.g. {param('steps', 3)}), or leave them out."
             )
         return None
     if "values" in inputs:
         raise UserError(
-            "--values with --steps: the decoder over time averages the encoder states "
-            "themselves (c_t = Σ α_t,i h_i, beside the fixed c = h_n); leave out --values."
+            f"{param('values')} with {param('steps')}: the decoder over time averages the encoder states "
+            f"themselves (c_t = Σ α_t,i h_i, beside the fixed c = h_n); leave out {param('values')}."
         )
     if dropout.probability(options.get("dropout")) is not None:
         raise UserError(
-            "--dropout with --steps: dropout is shown on one decoder step's weights; leave out "
-            "--dropout, or --steps."
+            f"{param('dropout')} with {param('steps')}: dropout is shown on one decoder step's weights; leave out "
+            f"{param('dropout')}, or {param('steps')}."
         )
     d_s, d_h = inputs["s_t"].shape[0], inputs["H"].shape[1]
     _check_shape(inputs, "W_s", (d_s, d_s), "W_s s_{t−1} needs W_s to be d_s × d_s")
     _check_shape(inputs, "W_c", (d_s, d_h), "W_c c_t needs W_c to be d_s × d_h")
     if "W_y" in inputs and inputs["W_y"].shape[0] != d_s:
         raise UserError(
-            f"--wy has {inputs['W_y'].shape[0]} rows but --s has {d_s} entries: W_y y_{{t−1}} "
+            f"{param('wy')} has {inputs['W_y'].shape[0]} rows but {param('s')} has {d_s} entries: W_y y_{{t−1}} "
             f"is added to W_s s_{{t−1}}, so W_y needs d_s = {d_s} rows."
         )
     if "Y" in inputs and inputs["Y"].shape[0] != steps:
         raise UserError(
-            f"--y has {inputs['Y'].shape[0]} rows but --steps is {steps}: give one previous "
-            "output per step (row t is y_{t−1}), or another --steps."
+            f"{param('y')} has {inputs['Y'].shape[0]} rows but {param('steps')} is {steps}: give one previous "
+            f"output per step (row t is y_{{t−1}}), or another {param('steps')}."
         )
     if "W_y" in inputs and "Y" in inputs and inputs["W_y"].shape[1] != inputs["Y"].shape[1]:
         d_y = inputs["Y"].shape[1]
         raise UserError(
-            f"--wy has {inputs['W_y'].shape[1]} columns but each row of --y has {d_y} entries: "
+            f"{param('wy')} has {inputs['W_y'].shape[1]} columns but each row of {param('y')} has {d_y} entries: "
             f"W_y y_{{t−1}} needs W_y to have d_y = {d_y} columns."
         )
     return steps
@@ -98,7 +98,7 @@ def _check_shape(
         rows, cols = inputs[name].shape
         raise UserError(
             f"{CARD.param(name)} is {rows} × {cols} but {needs} = {shape[0]} × {shape[1]} "
-            "(d_s: entries of --s; d_h: entries of a row of --h)."
+            f"(d_s: entries of {param('s')}; d_h: entries of a row of {param('h')})."
         )
 
 

@@ -13,29 +13,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 
 # The lesson's inputs the file gives: the file's array name -> the command's parameter.
 FROM_FILE = {"s_t": "s", "H": "h", "W1": "w1", "W2": "w2", "v": "v"}
-# What may not be given with --weights: the file gives the inputs (the decoder's over --steps
+# What may not be given with --weights (by keyword): the file gives the inputs (the decoder's over --steps
 # would be drawn at random, beside learned ones).
-CONFLICTS = {
-    "s": "--s",
-    "h": "--h",
-    "w1": "--w1",
-    "w2": "--w2",
-    "v": "--v",
-    "example": "--example",
-    "n": "--n",
-    "d": "--d",
-    "da": "--da",
-    "steps": "--steps",
-    "ws": "--ws",
-    "wy": "--wy",
-    "wc": "--wc",
-    "y": "--y",
-    "tokens": "--tokens",
-}
+CONFLICTS = (
+    "s",
+    "h",
+    "w1",
+    "w2",
+    "v",
+    "example",
+    "n",
+    "d",
+    "da",
+    "steps",
+    "ws",
+    "wy",
+    "wc",
+    "y",
+    "tokens",
+)
 # The largest size of an array the file may declare (tokens, widths): a model attn learn
 # translate trains is at most 24 words long and 512 wide; a larger one is refused from the
 # file's headers, before anything is read.
@@ -50,17 +50,19 @@ def weights_into_inputs(given: dict[str, Any]) -> None:
     if path is None:
         if step is not None:
             raise UserError(
-                "--decoder-step picks a step of the model saved in --weights FILE; give "
-                "--weights FILE (written by attn learn translate --save FILE) or leave it out."
+                f"--decoder-step picks a step of the model saved in {param('weights', 'FILE')}; give "
+                f"{param('weights', 'FILE')} (written by attn learn translate --save FILE) or leave it out."
             )
         return None
-    for name, flag in CONFLICTS.items():
+    for name in CONFLICTS:
         if given.get(name) is not None:
-            raise UserError(f"--weights gives the inputs of one decoder step; leave out {flag}.")
+            raise UserError(
+                f"{param('weights')} gives the inputs of one decoder step; leave out {param(name)}."
+            )
     if given.get("seed"):  # 0 is the default: nothing asked
         raise UserError(
-            "--weights gives the inputs of one decoder step, nothing is drawn at random; "
-            "leave out --seed."
+            f"{param('weights')} gives the inputs of one decoder step, nothing is drawn at random; "
+            f"leave out {param('seed')}."
         )
     given.update(load_step(Path(path), step))
 
@@ -71,11 +73,11 @@ def load_step(path: Path, step: int | None = None) -> dict[str, Any]:
     at."""
     from attn_cli.core.weights_file import load_arrays, load_words
 
-    flag = f"--weights {path}"
+    flag = param("weights", path)
     arrays = load_arrays(
         path,
         {"s_t": (None,), "H": (None, None), "W1": (None, None), "W2": (None, None), "v": (None,)},
-        "--weights",
+        "weights",
         largest=LARGEST,
         written_by=WRITTEN_BY,
     )
@@ -91,7 +93,7 @@ def load_step(path: Path, step: int | None = None) -> dict[str, Any]:
     found: dict[str, Any] = {FROM_FILE[name]: value for name, value in arrays.items()}
     if step is not None:
         found["s"] = _step_state(path, step, d_s)
-    words = load_words(path, "tokens", "--weights", largest=LARGEST)
+    words = load_words(path, "tokens", "weights", largest=LARGEST)
     if words is not None and len(words) == n:
         found["tokens"] = ",".join(words)
     return found
@@ -101,12 +103,12 @@ def _step_state(path: Path, step: int, d_s: int) -> Any:
     """The decoder state decoder step ``step`` queries with (row ``step`` of ``queries``)."""
     from attn_cli.core.weights_file import load_arrays, load_words
 
-    flag = f"--weights {path}"
+    flag = param("weights", path)
     try:
         queries = load_arrays(
             path,
             {"queries": (None, d_s)},
-            "--weights",
+            "weights",
             largest=LARGEST,
             written_by=WRITTEN_BY,
         )["queries"]
@@ -118,7 +120,7 @@ def _step_state(path: Path, step: int, d_s: int) -> Any:
         ) from None
     steps = queries.shape[0]
     if step > steps:
-        target = load_words(path, "target", "--weights", largest=LARGEST)
+        target = load_words(path, "target", "weights", largest=LARGEST)
         words = f" ({' '.join(target)})" if target is not None and len(target) == steps else ""
         raise UserError(
             f"--decoder-step {step}: the saved sentence has {steps} decoder steps{words}; give "

@@ -23,7 +23,7 @@ import numpy as np
 
 from attn_cli.core import work
 from attn_cli.core.backend import namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Walkthrough
 from attn_cli.course.block import claims, pytorch
 from attn_cli.course.block.card import CARD
@@ -64,13 +64,13 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     if "Memory" in inputs:
         if not chosen.decoder:
             raise UserError(
-                "--memory (or --m) is what the decoder's cross-attention reads; add --decoder, "
-                "or leave out --memory and --m."
+                f"{param('memory')} (or {param('m')}) is what the decoder's cross-attention reads; add {param('decoder')}, "
+                f"or leave out {param('memory')} and {param('m')}."
             )
         rows, cols = inputs["Memory"].shape
         if cols != d_model:
             raise UserError(
-                f"--memory is {rows} × {cols} but X has d_model = {d_model} columns: the memory "
+                f"{param('memory')} is {rows} × {cols} but X has d_model = {d_model} columns: the memory "
                 f"must be m × d_model, {d_model} columns (K = M W_K with W_K d_model × d_model)."
             )
     check_masks(inputs, chosen)
@@ -101,8 +101,8 @@ def sizes_of_file(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, i
     asked = sizes.get("d_model")
     if asked is not None and asked != width:
         raise UserError(
-            f"--d-model {asked}: {model.where} holds a layer of d_model = {width}; leave out "
-            f"--d-model (--n draws X of the file's {width} columns)."
+            f"{param('d_model', asked)}: {model.where} holds a layer of d_model = {width}; leave out "
+            f"{param('d_model')} ({param('n')} draws X of the file's {width} columns)."
         )
     return {**sizes, "d_model": width}
 
@@ -120,7 +120,7 @@ def estimate_bytes(
 ) -> int:
     n, d = shapes["X"]
     m = shapes["Memory"][0] if "Memory" in shapes else n
-    heads = whole_at_least(options.get("heads"), "--heads (options.heads)")
+    heads = whole_at_least(options.get("heads"), f"{param('heads')} (options.heads)")
     d_ff = options.get("d_ff") or 4 * d
     layers = options.get("layers") or 1
     layers = layers if isinstance(layers, int) and layers > 0 else 1
@@ -134,7 +134,7 @@ def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any
     or d_ff wide, and the layer's weights (estimate_bytes holds five score matrices a head)."""
     n, d = shapes["X"]
     m = shapes["Memory"][0] if "Memory" in shapes else n
-    heads = whole_at_least(options.get("heads"), "--heads (options.heads)")
+    heads = whole_at_least(options.get("heads"), f"{param('heads')} (options.heads)")
     d_ff = options.get("d_ff") or 4 * d
     layers = options.get("layers") or 1
     layers = layers if isinstance(layers, int) and layers > 0 else 1
@@ -210,11 +210,11 @@ def build(run: LessonRun) -> Walkthrough:
     n, d = embeddings.shape
     s = settings(run.options, run.inputs)
     if s.decoder:
-        targets = row_names(run, "tokens", n, "y", "--tokens")
+        targets = row_names(run, "tokens", n, "y", param("tokens"))
         rows = (BOS, *targets[:-1])
     else:
         targets = ()
-        rows = row_names(run, "tokens", n, "t", "--tokens")
+        rows = row_names(run, "tokens", n, "t", param("tokens"))
     memory_given = "Memory" in run.inputs
     memory_in = run.inputs["Memory"] if memory_given else None
     if s.decoder and memory_in is None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.numbers import shape_text
 from attn_cli.course.block.settings import Settings, weights_given
 from attn_cli.course.pytorch_names import Move
@@ -70,7 +70,7 @@ def child(seed: int, index: int) -> np.random.Generator:
     [index], made directly from its spawn key (spawning them all made a stack of L layers
     draw O(L²) streams: 100 layers spent 5 s there)."""
     if seed < 0:
-        raise UserError(f"--seed {seed}: give a seed of 0 or more.")
+        raise UserError(f"{param('seed', seed)}: give a seed of 0 or more.")
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.course.block.card import CARD
 from attn_cli.course.pytorch_names import (
     Move,
@@ -35,7 +35,7 @@ from attn_cli.course.pytorch_names import (
 if TYPE_CHECKING:
     import numpy as np
 
-FLAG = "--weights"
+KEYWORD = "weights"
 OWN_NAMES = frozenset(
     spec.name
     for spec in CARD.inputs
@@ -82,7 +82,7 @@ class LoadedModel:
 
 def load(source: Any) -> LoadedModel:
     """The weights of ``--weights`` (a path) or of ``weights=`` (a state_dict from Python)."""
-    return load_state(source, _loaded, FLAG)
+    return load_state(source, _loaded, KEYWORD)
 
 
 def _loaded(arrays: dict[str, np.ndarray], where: str, source: str) -> LoadedModel:
@@ -103,7 +103,7 @@ def _loaded(arrays: dict[str, np.ndarray], where: str, source: str) -> LoadedMod
     if {"in_proj_weight", "q_proj_weight", "out_proj.weight"} & set(arrays):
         raise UserError(
             f"{where} is the state_dict of an nn.MultiheadAttention, not of a Transformer layer; "
-            f"read it with attn multihead {FLAG} FILE."
+            f"read it with attn multihead {param(KEYWORD, 'FILE')}."
         )
     stacked = any(_LAYER.fullmatch(key) for key in arrays)
     decoder = any("multihead_attn." in key for key in arrays)

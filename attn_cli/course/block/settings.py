@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.numbers import shape_text
 from attn_cli.course.block import pytorch
 from attn_cli.course.block.card import CARD
@@ -87,15 +87,17 @@ def weights_given(inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Settings:
     """The options, the inputs and the --weights file, checked against each other."""
     d_model = inputs["X"].shape[1]
-    heads = whole_at_least(options.get("heads"), "--heads (options.heads)")
+    heads = whole_at_least(options.get("heads"), f"{param('heads')} (options.heads)")
     if d_model % heads:
         raise UserError(
-            f"X has d_model = {d_model} columns, which {heads} heads cannot share: --heads must "
+            f"X has d_model = {d_model} columns, which {heads} heads cannot share: {param('heads')} must "
             f"divide d_model (each head gets d_model / h columns of W_Q, W_K and W_V)."
         )
     eps = options.get("eps")
     if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < math.inf:
-        raise UserError(f"--eps {eps!r}: give LayerNorm's ε as a number > 0, such as 1e-5.")
+        raise UserError(
+            f"{param('eps', repr(eps))}: give LayerNorm's ε as a number > 0, such as 1e-5."
+        )
     posenc = bool(options.get("posenc"))
     if posenc and d_model % 2:
         raise UserError(
@@ -106,7 +108,7 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
     activation = options.get("activation") or "relu"
     if activation not in ACTIVATIONS:
         raise UserError(
-            f"--activation {activation!r}: give one of {', '.join(ACTIVATIONS)} (options.activation)."
+            f"{param('activation', repr(activation))}: give one of {', '.join(ACTIVATIONS)} (options.activation)."
         )
     model = None if options.get("weights") is None else pytorch.load(options["weights"])
     given = weights_given(inputs)
@@ -119,19 +121,17 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
     if torch_model is not None and torch_model.d_model != d_model:
         raise UserError(
             f"{torch_model.where} holds a layer of d_model = {torch_model.d_model} but X has "
-            f"{d_model} columns: give X with {torch_model.d_model} columns (--x, or --n N)."
+            f"{d_model} columns: give X with {torch_model.d_model} columns ({param('x')}, or {param('n', 'N')})."
         )
     kv = _kv_heads(options.get("kv_heads"), given, (heads, d_model), model)
-    decoder = _agree(
-        options.get("decoder"), _held(torch_model, "decoder"), "--decoder", torch_model
-    )
-    bias = _agree(options.get("bias"), _held(torch_model, "bias"), "--bias", torch_model)
+    decoder = _agree(options.get("decoder"), _held(torch_model, "decoder"), "decoder", torch_model)
+    bias = _agree(options.get("bias"), _held(torch_model, "bias"), "bias", torch_model)
     stack = torch_model is not None and len(torch_model.layers) > 1
     layers = _layers(options, torch_model, bool(given) or model is not None, stack)
     final_norm = _agree(
         options.get("final_norm"),
         bool(torch_model.final) if torch_model is not None and torch_model.stacked else None,
-        "--final-norm",
+        "final_norm",
         torch_model,
     )
     chosen = Settings(
@@ -170,9 +170,9 @@ def _kv_heads(
     if model is not None and not model.own_names:
         if asked is not None and asked < heads:
             raise UserError(
-                f"--kv-heads {asked}: {model.where} holds an {model.module}, whose attention has "
+                f"{param('kv_heads', asked)}: {model.where} holds an {model.module}, whose attention has "
                 "a key and a value head per query head (PyTorch's Transformer layers have no "
-                "grouped-query heads); leave out --kv-heads, or save W_K and W_V, d_model × "
+                f"grouped-query heads); leave out {param('kv_heads')}, or save W_K and W_V, d_model × "
                 "g·d_k, under the lesson's own names in an .npz or .safetensors file."
             )
         return heads
@@ -188,9 +188,9 @@ def _kv_heads(
         if asked is not None and asked != held:
             where = f" (in {model.where})" if model is not None else ""
             raise UserError(
-                f"--kv-heads {asked} (yours, or the example's options.kv_heads) but "
+                f"{param('kv_heads', asked)} (yours, or the example's options.kv_heads) but "
                 f"{CARD.param(name)}{where} is {shape_text(value.shape)}, so g = {held} "
-                f"({width} columns = g·d_k, d_k = d_model / h = {d_k}); leave out --kv-heads."
+                f"({width} columns = g·d_k, d_k = d_model / h = {d_k}); leave out {param('kv_heads')}."
             )
         return held
     return heads if asked is None else asked
@@ -201,18 +201,19 @@ def _held(model: pytorch.LoadedModel | None, what: str) -> bool | None:
     return None if model is None else bool(getattr(model, what))
 
 
-def _agree(option: Any, held: bool | None, flag: str, model: pytorch.LoadedModel | None) -> Any:
+def _agree(option: Any, held: bool | None, keyword: str, model: pytorch.LoadedModel | None) -> Any:
     """The file's answer where it has one (an option that says otherwise is refused), else the
-    option's (None: not given)."""
+    option's (None: not given). An option set off is named by its command-line switch,
+    --no-…, in both doors (the Python API's keyword=False reads as plainly)."""
     if model is None or held is None:
         return option
     if option is not None and bool(option) != held:
-        said = flag if option else f"--no-{flag.removeprefix('--')}"
+        said = param(keyword) if option else f"--no-{keyword.replace('_', '-')}"
         has = {
-            "--decoder": "a decoder" if held else "an encoder",
-            "--bias": "biases" if held else "no biases (bias=False)",
-            "--final-norm": "a final LayerNorm (norm.)" if held else "no final LayerNorm",
-        }[flag]
+            "decoder": "a decoder" if held else "an encoder",
+            "bias": "biases" if held else "no biases (bias=False)",
+            "final_norm": "a final LayerNorm (norm.)" if held else "no final LayerNorm",
+        }[keyword]
         raise UserError(f"{said}: {model.where} holds {has} ({model.module}); leave out {said}.")
     return held
 
@@ -222,21 +223,23 @@ def _layers(
 ) -> int:
     asked = options.get("layers")
     if asked is not None:
-        asked = whole_at_least(asked, "--layers (options.layers)")
+        asked = whole_at_least(asked, f"{param('layers')} (options.layers)")
     if stack and model is not None:
         held = len(model.layers)
         if asked is not None and asked != held:
-            raise UserError(f"--layers {asked}: {model.where} holds {held} layers; leave it out.")
+            raise UserError(
+                f"{param('layers', asked)}: {model.where} holds {held} layers; leave it out."
+            )
         if options.get("shared_weights"):
             raise UserError(
-                f"--shared-weights: {model.where} holds each layer's own weights; leave it out."
+                f"{param('shared_weights')}: {model.where} holds each layer's own weights; leave it out."
             )
         return held
     layers = asked or 1
     if layers > 1 and given and not options.get("shared_weights"):
         where = model.where if model is not None else "the weights given by hand"
         raise UserError(
-            f"--layers {layers}: {where} are one layer's; add --shared-weights to use them in "
+            f"{param('layers', layers)}: {where} are one layer's; add {param('shared_weights')} to use them in "
             "every layer (separate weights per layer come from an nn.TransformerEncoder's "
             "state_dict, or are drawn)."
         )
@@ -253,7 +256,7 @@ def _d_ff(
     4 × d_model; an option that disagrees with the weights is refused."""
     asked = options.get("d_ff")
     if asked is not None:
-        asked = whole_at_least(asked, "--d-ff (options.d_ff)")
+        asked = whole_at_least(asked, f"{param('d_ff')} (options.d_ff)")
     held, where = None, ""
     if model is not None:
         held, where = model.d_ff, f"{model.where} holds d_ff = {model.d_ff}"
@@ -266,7 +269,7 @@ def _d_ff(
         return int(asked) if asked is not None else 4 * d_model
     if asked is not None and asked != held:
         raise UserError(
-            f"--d-ff {asked} (yours, or the example's options.d_ff) but {where}; leave out --d-ff."
+            f"{param('d_ff', asked)} (yours, or the example's options.d_ff) but {where}; leave out {param('d_ff')}."
         )
     return held
 
@@ -312,10 +315,12 @@ def _check_given(
         flag = CARD.param(name) + where
         if name.endswith("_cross") or name.endswith("_3"):
             raise UserError(
-                f"{flag} belongs to the decoder's layer; add --decoder or leave it out."
+                f"{flag} belongs to the decoder's layer; add {param('decoder')} or leave it out."
             )
         if name.endswith("_final"):
-            raise UserError(f"{flag} is the final LayerNorm's; add --final-norm or leave it out.")
+            raise UserError(
+                f"{flag} is the final LayerNorm's; add {param('final_norm')} or leave it out."
+            )
         raise UserError(f"{flag} is a bias, but --no-bias leaves every bias out; leave it out.")
     shapes = expected_shapes(s, d_model)
     wrong = []
@@ -348,13 +353,13 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
     m = inputs["Memory"].shape[0] if "Memory" in inputs else n
     if "attn_mask" in inputs and "attn_mask_float" in inputs:
         raise UserError(
-            "--attn-mask and --attn-mask-float are two spellings of PyTorch's one attn_mask; "
+            f"{param('attn_mask')} and {param('attn_mask_float')} are two spellings of PyTorch's one attn_mask; "
             "give one of them."
         )
     if "memory_key_padding_mask" in inputs and not s.decoder:
         raise UserError(
             f"{CARD.param('memory_key_padding_mask')} pads the memory, which only the decoder "
-            "reads; add --decoder or leave it out."
+            f"reads; add {param('decoder')} or leave it out."
         )
     sizes = {
         "key_padding_mask": ((n,), "n, one per token"),
@@ -377,7 +382,7 @@ def check_masks(inputs: Mapping[str, np.ndarray], s: Settings) -> None:
         if name != "attn_mask_float" and not np.all((value == 0) | (value == 1)):
             raise UserError(
                 f"{CARD.param(name)} holds {_first_other(value)}: a boolean mask is 0 or 1 (1 = "
-                "masked, PyTorch's True); an additive mask is --attn-mask-float."
+                f"masked, PyTorch's True); an additive mask is {param('attn_mask_float')}."
             )
         if name == "attn_mask_float" and np.any(np.isposinf(value)):
             raise UserError(f"{CARD.param(name)} holds +inf; an additive mask blocks with -inf.")

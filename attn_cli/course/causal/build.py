@@ -18,7 +18,7 @@ import numpy as np
 
 from attn_cli.core import variants
 from attn_cli.core.backend import EPSILON
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding
 from attn_cli.course.causal.card import CARD
@@ -49,24 +49,26 @@ def _size(array: np.ndarray) -> str:
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     fill = options.get("fill", "-inf")
     if fill not in FILLS:
-        raise UserError(f"--fill {fill!r} is not a fill; choose -inf or zero.")
+        raise UserError(f"{param('fill', repr(fill))} is not a fill; choose -inf or zero.")
     if options.get("conventions") and fill == "zero":
-        raise UserError("--conventions shows the correct −∞ mask; leave out --fill zero.")
+        raise UserError(
+            f"{param('conventions')} shows the correct −∞ mask; leave out {param('fill', 'zero')}."
+        )
     if options.get("valid_len") is not None and fill == "zero":
         raise UserError(
-            "--valid-len adds a −∞ padding mask to the correct one; leave out --fill zero."
+            f"{param('valid_len')} adds a −∞ padding mask to the correct one; leave out {param('fill', 'zero')}."
         )
     if dropout.probability(options.get("dropout")) is not None and fill == "zero":
         raise UserError(
-            "--dropout applies to the correct −∞-masked weights; leave out --fill zero (or "
-            "--dropout)."
+            f"{param('dropout')} applies to the correct −∞-masked weights; leave out {param('fill', 'zero')} (or "
+            f"{param('dropout')})."
         )
     _check_sources(inputs)
     if "S" in inputs:
         s = inputs["S"]
         if s.shape[0] != s.shape[1]:
             raise UserError(
-                f"--scores is {_size(s)}; a causal mask needs a square score matrix, n × n "
+                f"{param('scores')} is {_size(s)}; a causal mask needs a square score matrix, n × n "
                 "(one row and one column per token of the same sequence)."
             )
         _check_values(inputs, s.shape[0], "the scores have")
@@ -86,7 +88,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     n = _token_count(inputs)
     if n == 1 and fill == "zero":
         raise UserError(
-            "--fill zero shows the weight that leaks to later tokens, and one token has none; "
+            f"{param('fill', 'zero')} shows the weight that leaks to later tokens, and one token has none; "
             "give 2 tokens or more."
         )
     padding.valid_lengths(options.get("valid_len"), n, n)
@@ -97,7 +99,7 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
     weights = [name for name in WEIGHT_NAMES if name in inputs]
     if weights and "X" not in inputs:
         raise UserError(
-            f"{CARD.param(weights[0])} needs --x: the weights project the tokens X (Q = X W_Q)."
+            f"{CARD.param(weights[0])} needs {param('x')}: the weights project the tokens X (Q = X W_Q)."
         )
     sources = [
         flag
@@ -110,18 +112,20 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
     ]
     if not sources:
         raise UserError(
-            "--v alone gives no scores; add --scores, or --q and --k, or use --x with --wv."
+            f"{param('v')} alone gives no scores; add {param('scores')}, or {param('q')} and {param('k')}, or use {param('x')} with {param('wv')}."
         )
     if len(sources) > 1:
         raise UserError(
-            f"give the scores one way, not {' and '.join(sources)}: --scores, or --q with --k, "
-            "or --x with --wq/--wk/--wv."
+            f"give the scores one way, not {' and '.join(sources)}: {param('scores')}, or {param('q')} with {param('k')}, "
+            f"or {param('x')} with {param('wq')}/{param('wk')}/{param('wv')}."
         )
     if ("Q" in inputs) != ("K" in inputs):
         given, missing = ("--q", "--k") if "Q" in inputs else ("--k", "--q")
         raise UserError(f"{given} needs {missing}: the scores are Q Kᵀ.")
     if "X" in inputs and "V" in inputs:
-        raise UserError("--v does not go with --x: the values are X W_V; give --wv instead.")
+        raise UserError(
+            f"{param('v')} does not go with {param('x')}: the values are X W_V; give {param('wv')} instead."
+        )
 
 
 def _check_values(inputs: dict[str, np.ndarray], n: int, what: str) -> None:
@@ -155,7 +159,7 @@ def estimate_bytes(
 def build(run: LessonRun) -> Walkthrough:
     inputs = _with_default_weights(run.inputs)
     n = _token_count(inputs)
-    tokens = row_names(run, "tokens", n, "t", "--tokens")
+    tokens = row_names(run, "tokens", n, "t", param("tokens"))
     record = StepRecorder(run)
     context: dict[str, Any] = {"n": n, "last": tokens[-1]}
     logits, v = _logits(record, inputs, tokens, context)

@@ -3,6 +3,7 @@ from Q, K (and V), or from X and its projections; with --valid-len."""
 
 from __future__ import annotations
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.render.attention_program import AttentionProgram, numpy_text, torch_text
 from attn_cli.render.code_render import inputs_of, options_of, refuse
@@ -11,9 +12,9 @@ from attn_cli.render.code_render import inputs_of, options_of, refuse
 def describe(walkthrough: Walkthrough) -> AttentionProgram:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
-        raise refuse("causal", "--dropout", "a random mask")
+        raise refuse("causal", param("dropout"), "a random mask")
     if options.get("fill") == "zero":
-        raise refuse("causal", "--fill zero", "it shows the correct mask, -inf")
+        raise refuse("causal", param("fill", "zero"), "it shows the correct mask, -inf")
     given = inputs_of(walkthrough)
     if "S" in given:
         names, source = ["S", "V"], "scores"

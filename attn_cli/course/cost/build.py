@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.core import variants as names
 from attn_cli.core.backend import ITEMSIZE
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.course.checks import counted, whole_at_least
 from attn_cli.course.cost.card import CARD
@@ -80,18 +80,24 @@ class Settings:
 
 def settings(options: dict[str, Any]) -> Settings:
     """The lesson options, checked: every problem names the option and the fix."""
-    n = whole_at_least(options["n"], "--n", meaning="tokens in the sequence")
-    d = whole_at_least(options["d"], "--d", meaning="width of the queries and keys")
+    n = whole_at_least(options["n"], param("n"), meaning="tokens in the sequence")
+    d = whole_at_least(options["d"], param("d"), meaning="width of the queries and keys")
     window = whole_at_least(
-        options["window"], "--window", meaning="half-width w: a window of 0 links no two tokens"
+        options["window"],
+        param("window"),
+        meaning="half-width w: a window of 0 links no two tokens",
     )
     given = options.get("features")
-    features = d if given is None else whole_at_least(given, "--features", meaning="features r")
-    heads = whole_at_least(options["heads"], "--heads", meaning="heads per layer")
-    layers = whole_at_least(options["layers"], "--layers", meaning="layers")
+    features = (
+        d if given is None else whole_at_least(given, param("features"), meaning="features r")
+    )
+    heads = whole_at_least(options["heads"], param("heads"), meaning="heads per layer")
+    layers = whole_at_least(options["layers"], param("layers"), meaning="layers")
     dtype = options["memory_dtype"]
     if dtype not in names.DTYPES:
-        raise UserError(f"--memory-dtype {dtype!r}: choose one of {', '.join(names.DTYPES)}.")
+        raise UserError(
+            f"{param('memory_dtype', repr(dtype))}: choose one of {', '.join(names.DTYPES)}."
+        )
     return Settings(n, d, window, features, heads, layers, dtype)
 
 

@@ -5,6 +5,7 @@ columns are printed one a line, ``table.column = [...]``, in the lesson's row or
 from __future__ import annotations
 
 from attn_cli.core.backend import ITEMSIZE
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.render.code_render import options_of, refuse
 
@@ -79,4 +80,6 @@ def numpy_program(walkthrough: Walkthrough) -> str:
 
 
 def torch_program(walkthrough: Walkthrough) -> str:
-    raise refuse("cost", "--backend torch", "its program is whole-number arithmetic, no tensors")
+    raise refuse(
+        "cost", param("backend", "torch"), "its program is whole-number arithmetic, no tensors"
+    )

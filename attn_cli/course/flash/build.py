@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import EPSILON, namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Part, Walkthrough
 from attn_cli.course.checks import check_causal_square, row_names, whole_at_least
 from attn_cli.course.flash.card import CARD
@@ -40,24 +40,24 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
 
 
 def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
-    whole_at_least(options.get("sram", DEFAULT_SRAM_KIB), "--sram", meaning="KiB on chip")
-    block = whole_at_least(options.get("block"), "--block")
+    whole_at_least(options.get("sram", DEFAULT_SRAM_KIB), param("sram"), meaning="KiB on chip")
+    block = whole_at_least(options.get("block"), param("block"))
     blocks = math.ceil(n / block)
     if blocks > MAX_BLOCKS:
         raise UserError(
             f"{n} keys in blocks of {block} make {blocks} blocks, each shown as six steps; "
-            f"use at most {MAX_BLOCKS} blocks: raise --block to {math.ceil(n / MAX_BLOCKS)} or "
+            f"use at most {MAX_BLOCKS} blocks: raise {param('block')} to {math.ceil(n / MAX_BLOCKS)} or "
             "give fewer keys."
         )
     query_block = options.get("query_block")
     if query_block is not None:
-        whole_at_least(query_block, "--query-block", meaning="query rows per tile")
+        whole_at_least(query_block, param("query_block"), meaning="query rows per tile")
         tiles = math.ceil(m / query_block)
         if tiles * blocks > MAX_VISITS:
             raise UserError(
                 f"{m} queries in tiles of {query_block} and {n} keys in blocks of {block} make "
                 f"{tiles} × {blocks} = {tiles * blocks} tile × block visits, each shown as six "
-                f"steps; use at most {MAX_VISITS}: raise --query-block or --block, or give "
+                f"steps; use at most {MAX_VISITS}: raise {param('query_block')} or {param('block')}, or give "
                 "fewer queries or keys."
             )
     if options.get("causal"):

@@ -20,7 +20,7 @@ import numpy as np
 
 from attn_cli.core import variants
 from attn_cli.core.backend import namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.matrices import shortened, whole_number
 from attn_cli.core.model import InputValue, Note, Walkthrough
 from attn_cli.course.graph.card import CARD
@@ -38,6 +38,10 @@ _SCORE_MATRICES = 10
 # A random graph (random features, no --edges or --adjacency) has each pair as an edge with
 # this probability.
 EDGE_PROBABILITY = 0.5
+
+# Edges as a user writes them, for the messages (quoted as the command line and Python take them).
+EDGES_EXAMPLE = '"0-1,1-2,2-0"'
+EDGES_SHORT = '"0-1,1-2"'
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -63,15 +67,19 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             )
     if "A" in inputs:
         if options.get("edges"):
-            raise UserError("give the graph one way: --edges or --adjacency, not both.")
+            raise UserError(
+                f"give the graph one way: {param('edges')} or {param('adjacency')}, not both."
+            )
         adjacency = inputs["A"]
         if adjacency.shape != (n, n):
             raise UserError(
-                f"--adjacency is {_size(adjacency)} but there are {n} nodes: it must be "
+                f"{param('adjacency')} is {_size(adjacency)} but there are {n} nodes: it must be "
                 f"{n} × {n} (row i has a 1 at column j when j is a neighbour of i)."
             )
         if not np.isin(adjacency, (0.0, 1.0)).all():
-            raise UserError("--adjacency must hold only 0 and 1 (1: j is a neighbour of i).")
+            raise UserError(
+                f"{param('adjacency')} must hold only 0 and 1 (1: j is a neighbour of i)."
+            )
     edges(options.get("edges"), n)
     _check_gat(inputs, options, d)
 
@@ -80,7 +88,9 @@ def score_of(options: dict[str, Any]) -> str:
     """--score: dot (the lecture's), additive (GAT) or gatv2."""
     score = options.get("score") or "dot"
     if score not in variants.GRAPH_SCORES:
-        raise UserError(f"--score {score!r}: choose one of {', '.join(variants.GRAPH_SCORES)}.")
+        raise UserError(
+            f"{param('score', repr(score))}: choose one of {', '.join(variants.GRAPH_SCORES)}."
+        )
     return str(score)
 
 
@@ -92,20 +102,20 @@ def _check_gat(inputs: dict[str, np.ndarray], options: dict[str, Any], d: int) -
         if given:
             raise UserError(
                 f"{' and '.join(given)} {'belongs' if len(given) == 1 else 'belong'} to GAT's "
-                "score: add --score additive (or gatv2); "
-                "the dot-product score uses --wq, --wk and --wv."
+                f"score: add {param('score', 'additive')} (or gatv2); "
+                f"the dot-product score uses {param('wq')}, {param('wk')} and {param('wv')}."
             )
         return
     if options.get("scale") is False:
         raise UserError(
-            f"--no-scale changes the dot-product score; --score {score} has no 1/√d_k to "
-            "leave out: drop --no-scale, or use --score dot."
+            f"--no-scale changes the dot-product score; {param('score', score)} has no 1/√d_k to "
+            f"leave out: drop --no-scale, or use {param('score', 'dot')}."
         )
     columns = d if score == "additive" else 2 * d
     if "W" in inputs and inputs["W"].shape[1] != columns:
         where = "z_i = W h_i" if score == "additive" else "W [h_i ‖ h_j] reads 2·d entries"
         raise UserError(
-            f"--w is {_size(inputs['W'])} but --score {score} needs {columns} columns "
+            f"{param('w')} is {_size(inputs['W'])} but {param('score', score)} needs {columns} columns "
             f"({where}, d = {d})."
         )
     width = inputs["W"].shape[0] if "W" in inputs else d
@@ -115,7 +125,7 @@ def _check_gat(inputs: dict[str, np.ndarray], options: dict[str, Any], d: int) -
             "aᵀ [W h_i ‖ W h_j]: 2·d'" if score == "additive" else "aᵀ LeakyReLU(W [h_i ‖ h_j]): d'"
         )
         raise UserError(
-            f"--a has {inputs['a'].shape[0]} entries but --score {score} needs {entries} "
+            f"{param('a')} has {inputs['a'].shape[0]} entries but {param('score', score)} needs {entries} "
             f"({what}, d' = {width} rows of W)."
         )
 
@@ -131,13 +141,13 @@ def edges(value: Any, n: int) -> tuple[tuple[int, int], ...]:
         texts = [str(end).strip() for end in ends]
         if len(texts) != 2 or not all(text.isdigit() for text in texts):
             raise UserError(
-                f"--edges {shortened(value)}: give node pairs i-j from 0, separated by commas, e.g. "
-                '--edges "0-1,1-2,2-0".'
+                f"{param('edges', shortened(value))}: give node pairs i-j from 0, separated by commas, e.g. "
+                f"{param('edges', EDGES_EXAMPLE)}."
             )
-        i, j = whole_number(texts[0], "--edges"), whole_number(texts[1], "--edges")
+        i, j = whole_number(texts[0], param("edges")), whole_number(texts[1], param("edges"))
         if max(i, j) >= n:
             raise UserError(
-                f"--edges names node {max(i, j)}, but there are {n} nodes: they run 0..{n - 1}."
+                f"{param('edges')} names node {max(i, j)}, but there are {n} nodes: they run 0..{n - 1}."
             )
         pairs.append((i, j))
     return tuple(pairs)
@@ -248,7 +258,10 @@ def build(run: LessonRun) -> Walkthrough:
         "score": score,
     }
     notes: tuple[Note, ...] = ()
-    unused = [CARD.param(name) for name in WEIGHT_NAMES if name in run.inputs]
+    # A note, shown as it is by every door: the inputs by their flags, as the note's text has
+    # always named them (no core.errors.param marker: only an error's doors spell those).
+    flag_of = {spec.name: spec.option for spec in CARD.inputs}
+    unused = [flag_of[name] for name in WEIGHT_NAMES if name in run.inputs]
     if score != "dot" and unused:
         notes = (record.note("unused_projections", flags=", ".join(unused), score=score),)
     inputs = _labelled_inputs(run, nodes, score)
@@ -426,7 +439,7 @@ def _allowed(run: LessonRun, h: Any, n: int) -> Any:
     if not pairs:
         if "H" not in run.drawn:
             raise UserError(
-                'give the graph: --edges "0-1,1-2" (nodes from 0) or --adjacency with a '
+                f"give the graph: {param('edges', EDGES_SHORT)} (nodes from 0) or {param('adjacency')} with a "
                 f"{n} × {n} 0/1 matrix."
             )
         rng = np.random.default_rng((run.seed, 1))  # the features came from default_rng(seed)

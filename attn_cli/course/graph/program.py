@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.render.attention_program import AttentionProgram, numpy_text, torch_text
 from attn_cli.render.code_render import inputs_of, options_of, refuse
@@ -15,7 +16,7 @@ def describe(walkthrough: Walkthrough) -> AttentionProgram:
     options = options_of(walkthrough)
     score = options.get("score") or "dot"
     if score != "dot":
-        raise refuse("graph", f"--score {score}", "it shows the dot-product score")
+        raise refuse("graph", param("score", score), "it shows the dot-product score")
     given = inputs_of(walkthrough)
     d = given["H"].shape[1]
     inputs = {"H": given["H"]}

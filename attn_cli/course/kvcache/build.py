@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.core import variants
 from attn_cli.core.backend import EPSILON, ITEMSIZE
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param, params
 from attn_cli.core.model import Part, Walkthrough
 from attn_cli.course.checks import counted, row_names, whole_at_least
 from attn_cli.course.kvcache import sinks
@@ -51,22 +51,24 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         )
     if n > MAX_TOKENS:
         raise UserError(
-            f"{n} tokens make {n} generation steps; use at most {MAX_TOKENS} (--n {MAX_TOKENS})."
+            f"{n} tokens make {n} generation steps; use at most {MAX_TOKENS} ({param('n', MAX_TOKENS)})."
         )
     for name in ("layers", "heads", "kv_heads", "d_head"):
         value = options.get(name, CARD.defaults[name])
         if name == "kv_heads" and value is None:
             continue
-        whole_at_least(value, "--" + name.replace("_", "-"))
+        whole_at_least(value, param(name))
     heads, kv_heads = options.get("heads", 32), _kv_heads(options)
     if heads % kv_heads:
         raise UserError(
-            f"--kv-heads {kv_heads} does not divide --heads {heads}: each K/V head is shared by "
+            f"{param('kv_heads', kv_heads)} does not divide {param('heads', heads)}: each K/V head is shared by "
             "the same number of query heads; choose a divisor (1 is multi-query attention)."
         )
     dtype = options.get("cache_dtype", "float16")
     if dtype not in CACHE_DTYPES:
-        raise UserError(f"--cache-dtype {dtype!r}: choose one of {', '.join(CACHE_DTYPES)}.")
+        raise UserError(
+            f"{param('cache_dtype', repr(dtype))}: choose one of {', '.join(CACHE_DTYPES)}."
+        )
     _check_window_and_latent(options)
 
 
@@ -75,25 +77,25 @@ def _check_window_and_latent(options: Mapping[str, Any]) -> None:
     k, w = options.get("window_layers"), options.get("window")
     if sinks.settings(options) is None and (k is None) != (w is None):
         raise UserError(
-            "give --window-layers K and --window W together: K of the layers keep the last W "
-            "tokens (e.g. --window-layers 16 --window 4096); or --sinks S with --window W."
+            f"give {param('window_layers', 'K')} and {param('window', 'W')} together: K of the layers keep the last W "
+            f"tokens (e.g. {params(('window_layers', 16), ('window', 4096))}); or {param('sinks', 'S')} with {param('window', 'W')}."
         )
     if k is not None:
         layers = options.get("layers", CARD.defaults["layers"])
-        whole_at_least(k, "--window-layers", meaning="layers with a window")
-        whole_at_least(w, "--window", meaning="tokens a windowed layer keeps")
+        whole_at_least(k, param("window_layers"), meaning="layers with a window")
+        whole_at_least(w, param("window"), meaning="tokens a windowed layer keeps")
         if k > layers:
             raise UserError(
-                f"--window-layers {k} is more than the model's {layers} layers (--layers); "
+                f"{param('window_layers', k)} is more than the model's {layers} layers ({param('layers')}); "
                 f"give at most {layers}."
             )
     latent, rope = options.get("latent_width"), options.get("rope_width") or 0
     if latent is not None:
-        whole_at_least(latent, "--latent-width", meaning="the latent's width c")
-    whole_at_least(rope, "--rope-width", minimum=0, meaning="the decoupled RoPE key's width")
+        whole_at_least(latent, param("latent_width"), meaning="the latent's width c")
+    whole_at_least(rope, param("rope_width"), minimum=0, meaning="the decoupled RoPE key's width")
     if rope and latent is None:
         raise UserError(
-            "--rope-width counts the decoupled RoPE key of a latent cache: give --latent-width "
+            f"{param('rope_width')} counts the decoupled RoPE key of a latent cache: give {param('latent_width')} "
             "c as well."
         )
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param, params
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.course.checks import counted, whole_at_least
 from attn_cli.course.recorder import Grid, StepRecorder
@@ -34,14 +34,14 @@ def settings(options: Mapping[str, Any]) -> tuple[int, int] | None:
     sinks = options.get("sinks")
     if sinks is None:
         return None
-    whole_at_least(sinks, "--sinks", meaning="the first tokens the cache keeps")
+    whole_at_least(sinks, param("sinks"), meaning="the first tokens the cache keeps")
     window = options.get("window")
     if window is None:
         raise UserError(
-            f"--sinks {sinks} needs --window W: the cache keeps the first {sinks} and the last W "
-            "tokens (e.g. --sinks 1 --window 3)."
+            f"{param('sinks', sinks)} needs {param('window', 'W')}: the cache keeps the first {sinks} and the last W "
+            f"tokens (e.g. {params(('sinks', 1), ('window', 3))})."
         )
-    whole_at_least(window, "--window", meaning="the last tokens the cache keeps")
+    whole_at_least(window, param("window"), meaning="the last tokens the cache keeps")
     return sinks, window
 
 

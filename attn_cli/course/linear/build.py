@@ -16,7 +16,7 @@ import numpy as np
 
 from attn_cli.core import variants
 from attn_cli.core.backend import namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.course.checks import check_causal_square, labels, row_names, whole_at_least
 from attn_cli.course.lesson import Lesson, LessonRun
@@ -43,10 +43,10 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
     name = options.get("feature_map", "elu")
     if name not in FEATURE_MAPS:
         raise UserError(
-            f"--feature-map {name!r} is not a feature map; choose one of: {', '.join(FEATURE_MAPS)}."
+            f"{param('feature_map', repr(name))} is not a feature map; choose one of: {', '.join(FEATURE_MAPS)}."
         )
-    whole_at_least(options.get("features", 16), "--features", meaning="random features r")
-    whole_at_least(options.get("feature_seed", 0), "--feature-seed", minimum=0)
+    whole_at_least(options.get("features", 16), param("features"), meaning="random features r")
+    whole_at_least(options.get("feature_seed", 0), param("feature_seed"), minimum=0)
     if name != "random":
         # Only the random features read these; elsewhere a changed value would be ignored
         # (and the example's description would say the run used it).
@@ -54,8 +54,8 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         for option, flag in (("features", "--features"), ("feature_seed", "--feature-seed")):
             if option in options and options[option] != defaults[option]:
                 raise UserError(
-                    f"{flag} {options[option]} is read only by --feature-map random ({name} "
-                    "makes one feature per entry of a row, r = d_k): add --feature-map random, "
+                    f"{flag} {options[option]} is read only by {param('feature_map')} random ({name} "
+                    f"makes one feature per entry of a row, r = d_k): add {param('feature_map')} random, "
                     f"or leave {flag} out."
                 )
     if options.get("causal"):

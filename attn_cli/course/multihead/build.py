@@ -26,7 +26,7 @@ import numpy as np
 
 from attn_cli.core.backend import namespace_of
 from attn_cli.core.card import flag_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding, score_transforms
 from attn_cli.course.checks import counted, is_whole, kv_heads_option, row_names, whole_at_least
@@ -49,7 +49,7 @@ _MASK_MATRICES = 5  # M, P, their boolean spellings
 
 def _heads(options: dict[str, Any]) -> int:
     """The number of heads, checked: a lesson file's options may hold any TOML value."""
-    return whole_at_least(options.get("heads"), "--heads (options.heads)")
+    return whole_at_least(options.get("heads"), f"{param('heads')} (options.heads)")
 
 
 def with_file(
@@ -65,7 +65,9 @@ def with_file(
         flags = ", ".join(CARD.param(name) for name in hand)
         raise UserError(f"{loaded.where} gives the weights; leave out {flags}.")
     if options.get("bias"):
-        raise UserError(f"--bias draws the biases; {loaded.where} gives them. Leave out --bias.")
+        raise UserError(
+            f"{param('bias')} draws the biases; {loaded.where} gives them. Leave out {param('bias')}."
+        )
     return {**inputs, **loaded.weights}, loaded
 
 
@@ -84,8 +86,8 @@ def kv_heads(options: Mapping[str, Any], heads: int) -> int:
         return heads
     if g < heads and options.get("weights") is not None:
         raise UserError(
-            "--weights reads an nn.MultiheadAttention, which has a key and a value head for "
-            "each query head; leave out --kv-heads, or give --wq, --wk, --wv."
+            f"{param('weights')} reads an nn.MultiheadAttention, which has a key and a value head for "
+            f"each query head; leave out {param('kv_heads')}, or give {param('wq')}, {param('wk')}, {param('wv')}."
         )
     return g
 
@@ -103,12 +105,14 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
         flags = ", ".join(CARD.param(name) for name in biases)
-        raise UserError(f"--bias draws every bias from --seed; leave out --bias or {flags}.")
+        raise UserError(
+            f"{param('bias')} draws every bias from {param('seed')}; leave out {param('bias')} or {flags}."
+        )
     x, keys, values = sequences(inputs)
     if values.shape[0] != keys.shape[0]:
         where = "--xk" if "X_K" in inputs else "X (the keys' sequence without --xk)"
         raise UserError(
-            f"--xv has {counted(values.shape[0], 'row')} but {where} has {keys.shape[0]}: one "
+            f"{param('xv')} has {counted(values.shape[0], 'row')} but {where} has {keys.shape[0]}: one "
             "value per key."
         )
     d_in = x.shape[1]
@@ -126,12 +130,12 @@ def _check_weights_given(inputs: dict[str, np.ndarray], given: list[str]) -> Non
     if projections and len(projections) < len(PROJECTIONS):
         missing = ", ".join(CARD.param(name) for name in PROJECTIONS if name not in given)
         raise UserError(
-            f"missing {missing}: give W_Q, W_K and W_V together (--wq, --wk, --wv; --wo is "
-            "optional) or none of them (then all four weights are drawn from --seed)."
+            f"missing {missing}: give W_Q, W_K and W_V together ({param('wq')}, {param('wk')}, {param('wv')}; {param('wo')} is "
+            f"optional) or none of them (then all four weights are drawn from {param('seed')})."
         )
     if "W_O" in given and not projections:
         raise UserError(
-            "--wo needs --wq, --wk and --wv: without them all four weights are drawn from --seed."
+            f"{param('wo')} needs {param('wq')}, {param('wk')} and {param('wv')}: without them all four weights are drawn from {param('seed')}."
         )
 
 
@@ -149,7 +153,7 @@ def _check_shapes(
     if "W_Q" in inputs and inputs["W_Q"].shape[0] != d_in:
         rows, cols = inputs["W_Q"].shape
         raise UserError(
-            f"--wq is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
+            f"{param('wq')} is {rows} × {cols} but X has d_in = {d_in} columns: W_Q must be d_in × d_out, "
             f"{d_in} rows (Q = X W_Q)."
         )
     own = {"W_K": "X_K" in inputs, "W_V": "X_V" in inputs or "X_K" in inputs}
@@ -168,33 +172,35 @@ def _check_shapes(
     if d_out % heads:
         if d_in == d_out:
             what = f"X has d_model = {d_in} columns"
-            fix = "--heads must divide d_model (each head gets d_model / h columns"
+            fix = f"{param('heads')} must divide d_model (each head gets d_model / h columns"
         else:
             what = f"W_Q has d_out = {d_out} columns"
-            fix = "--heads must divide d_out (each head gets d_out / h columns"
+            fix = f"{param('heads')} must divide d_out (each head gets d_out / h columns"
         raise UserError(f"{what}, which {heads} heads cannot share: {fix} of W_Q, W_K and W_V).")
     for name, width in (("W_K", kdim), ("W_V", vdim)) if kv < heads else ():
         narrow = (width, d_out // heads * kv)
         if name in inputs and inputs[name].shape != narrow:
             rows, cols = inputs[name].shape
             raise UserError(
-                f"{CARD.param(name)} is {rows} × {cols} but with --kv-heads {kv} it must be "
+                f"{CARD.param(name)} is {rows} × {cols} but with {param('kv_heads', kv)} it must be "
                 f"{narrow[0]} × g·d_k = {narrow[0]} × {narrow[1]} "
                 f"({counted(kv, 'key/value head')} of d_k = d_out / h = "
-                f"{counted(d_out // heads, 'column')}): give --wk and --wv that wide, or no "
-                "weights (then they are drawn from --seed)."
+                f"{counted(d_out // heads, 'column')}): give {param('wk')} and {param('wv')} that wide, or no "
+                f"weights (then they are drawn from {param('seed')})."
             )
     if "W_O" in inputs and inputs["W_O"].shape[0] != d_out:
         rows, cols = inputs["W_O"].shape
         raise UserError(
-            f"--wo is {rows} × {cols} but needs d_out = {d_out} rows, one per column of the "
+            f"{param('wo')} is {rows} × {cols} but needs d_out = {d_out} rows, one per column of the "
             f"concatenated heads (W_Q is {d_in} × {d_out})."
         )
 
 
 def _check_biases(inputs: dict[str, np.ndarray], d_in: int, d_out: int, kv_width: int) -> None:
     if "b_O" in inputs and "W_O" not in inputs and "W_Q" in inputs:
-        raise UserError("--bo needs --wo: without W_O there is no output projection to add it to.")
+        raise UserError(
+            f"{param('bo')} needs {param('wo')}: without W_O there is no output projection to add it to."
+        )
     width_o = inputs["W_O"].shape[1] if "W_O" in inputs else d_out
     for weight, bias in BIAS_OF.items():
         if bias not in inputs:
@@ -258,7 +264,7 @@ def sizes_of_file(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, i
             flag = flag_of(name)
             raise UserError(
                 f"{flag} {asked}: {loaded.where} holds {name} = {width}; leave out {flag} "
-                "(--n draws inputs of the file's widths)."
+                f"({param('n')} draws inputs of the file's widths)."
             )
     found = {**sizes, "d_model": held["d_in"]}
     for name in ("kdim", "vdim"):  # their own sequences only where the file's widths differ
@@ -351,7 +357,7 @@ def draw_weights(
     random tokens X from the same seed (and of the biases', see draw_biases).
     """
     if seed < 0:
-        raise UserError(f"--seed {seed}: give a seed of 0 or more.")
+        raise UserError(f"{param('seed', seed)}: give a seed of 0 or more.")
     d_out = d_in if d_out is None else d_out
     kdim = d_in if kdim is None else kdim
     vdim = d_in if vdim is None else vdim
@@ -397,7 +403,7 @@ def build(run: LessonRun) -> Walkthrough:
         None if BIAS_OF[name] not in biases_in else backend.asarray(biases_in[BIAS_OF[name]])
         for name in PROJECTIONS
     )
-    tokens = row_names(run, "tokens", n, "t", "--tokens")
+    tokens = row_names(run, "tokens", n, "t", param("tokens"))
     own_keys = "X_K" in given or "X_V" in given
     keys = row_names(run, "keys", m, "s", "the example's labels.keys") if own_keys else tokens
     keys_from = "X_K" if "X_K" in given else "X"

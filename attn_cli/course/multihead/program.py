@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.course.multihead.pytorch import state_dict_of
 from attn_cli.mechanisms.scoring import EPSILONS
@@ -38,7 +39,7 @@ def _transforms(walkthrough: Walkthrough) -> tuple[str | None, float | None]:
 def _given(walkthrough: Walkthrough) -> tuple[dict[str, Any], int, list[int] | None, bool]:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
-        raise refuse("multihead", "--dropout", "a random mask")
+        raise refuse("multihead", param("dropout"), "a random mask")
     given = inputs_of(walkthrough)
     lengths = walkthrough.meta.get("valid_lengths")
     return given, int(options["heads"]), lengths, bool(options.get("causal"))
@@ -150,7 +151,7 @@ def torch_program(walkthrough: Walkthrough) -> str:
     if "W_O" not in given or d_in != d_out or given["W_O"].shape != (d_out, d_out):
         raise refuse(
             "multihead",
-            "--backend torch here",
+            f"{param('backend', 'torch')} here",
             "nn.MultiheadAttention needs d_in = d_out and a square W_O",
         )
     weights = {name: given[name] for name in ("W_Q", "W_K", "W_V", "W_O", *BIASES) if name in given}

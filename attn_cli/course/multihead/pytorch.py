@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.course.pytorch_names import (
     Move,
     Problems,
@@ -28,7 +28,7 @@ from attn_cli.course.pytorch_names import (
 if TYPE_CHECKING:
     import numpy as np
 
-FLAG = "--weights"
+KEYWORD = "weights"
 NAMES = {name: name for name in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")}
 
 
@@ -48,14 +48,14 @@ class LoadedAttention:
 
 def load(source: Any) -> LoadedAttention:
     """The weights of ``--weights`` (a path) or of ``weights=`` (a state_dict from Python)."""
-    return load_state(source, _loaded, FLAG)
+    return load_state(source, _loaded, KEYWORD)
 
 
 def _loaded(arrays: dict[str, np.ndarray], where: str, source: str) -> LoadedAttention:
     if any(key.startswith(("self_attn.", "layers.", "linear1.")) for key in arrays):
         raise UserError(
             f"{where} is the state_dict of a Transformer layer, not of an nn.MultiheadAttention; "
-            f"read it with attn block {FLAG} FILE."
+            f"read it with attn block {param(KEYWORD, 'FILE')}."
         )
     packed = "in_proj_weight" in arrays or "q_proj_weight" not in arrays
     embed = _width(arrays, "out_proj.weight", 0) or _width(arrays, "q_proj_weight", 0)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import EPSILON, EXACT_INTEGERS, namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Note, Part, Walkthrough
 from attn_cli.course.checks import whole_option
 from attn_cli.course.lesson import Lesson, LessonRun
@@ -31,29 +31,31 @@ class Settings:
 
 def settings(options: dict[str, Any]) -> Settings:
     """The lesson options, checked: every problem names the option and the fix."""
-    positions = whole_option(options["positions"], "--positions")
-    d_model = whole_option(options["d_model"], "--d-model")
-    offset = whole_option(options["offset"], "--offset")
+    positions = whole_option(options["positions"], "positions")
+    d_model = whole_option(options["d_model"], "d_model")
+    offset = whole_option(options["offset"], "offset")
     if positions < 1:
-        raise UserError(f"--positions {positions}: give at least 1 position (rows 0 .. N−1).")
+        raise UserError(
+            f"{param('positions', positions)}: give at least 1 position (rows 0 .. N−1)."
+        )
     if d_model < 2 or d_model % 2:
         raise UserError(
-            f"--d-model {d_model}: d_model must be even and at least 2, since every frequency "
+            f"{param('d_model', d_model)}: d_model must be even and at least 2, since every frequency "
             "fills two columns (a sine and a cosine); try "
-            f"--d-model {max(2, d_model + d_model % 2)}."
+            f"{param('d_model', max(2, d_model + d_model % 2))}."
         )
     base = options["base"]
     if isinstance(base, bool) or not isinstance(base, int | float) or not math.isfinite(base):
-        raise UserError(f"--base {base!r}: give a number such as 10000.")
+        raise UserError(f"{param('base', repr(base))}: give a number such as 10000.")
     if base <= 1:
         raise UserError(
-            f"--base {base:g}: the base must be greater than 1, so that wavelengths grow from "
+            f"{param('base', format(base, 'g'))}: the base must be greater than 1, so that wavelengths grow from "
             "2π (pair 0) towards 2π·base (the last pair's is 2π·base^(1 − 2/d_model)); the "
             "paper uses 10000."
         )
     layout = options["layout"]
     if layout not in mech.LAYOUTS:
-        raise UserError(f"--layout {layout!r}: choose {' or '.join(mech.LAYOUTS)}.")
+        raise UserError(f"{param('layout', repr(layout))}: choose {' or '.join(mech.LAYOUTS)}.")
     return Settings(positions, d_model, float(base), offset, layout)
 
 
@@ -84,8 +86,8 @@ def build(run: LessonRun) -> Walkthrough:
         raise UserError(
             f"{backend.dtype} holds whole numbers exactly only up to "
             f"{EXACT_INTEGERS[backend.dtype]}, and position {last} would be rounded (two "
-            "positions would share one encoding); use --dtype float32 or float64, or fewer "
-            "--positions or a smaller --offset."
+            f"positions would share one encoding); use {param('dtype', 'float32')} or float64, or fewer "
+            f"{param('positions')} or a smaller {param('offset')}."
         )
     positions = backend.asarray(np.arange(n, dtype=np.float64))  # (N,) 0 .. N-1
     pairs = backend.asarray(np.arange(h, dtype=np.float64))  # (h,) 0 .. h-1

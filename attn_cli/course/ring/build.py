@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core import variants
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param, params
 from attn_cli.core.install import install_command
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.core.usertext import printable
@@ -50,24 +50,24 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     transport = options.get("dist_backend") or AUTO
     if transport not in (AUTO, *variants.TRANSPORTS):
         raise UserError(
-            f"--dist-backend {transport!r}: choose one of {AUTO}, {', '.join(variants.TRANSPORTS)}."
+            f"{param('dist_backend', repr(transport))}: choose one of {AUTO}, {', '.join(variants.TRANSPORTS)}."
         )
 
 
 def processes_of(options: Mapping[str, Any], n: int) -> int:
     """P: a whole number from 1 to MAX_PROCESSES that divides n (each process holds n / P
     queries and one block of n / P keys and values)."""
-    processes = whole_at_least(options.get("processes"), "--processes", meaning="processes")
+    processes = whole_at_least(options.get("processes"), param("processes"), meaning="processes")
     if processes > MAX_PROCESSES:
         raise UserError(
-            f"--processes {processes} is more than {MAX_PROCESSES}: the lesson shows every "
+            f"{param('processes', processes)} is more than {MAX_PROCESSES}: the lesson shows every "
             f"process in every round ({processes}² merges); use at most {MAX_PROCESSES}."
         )
     if n % processes:
         fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % p == 0]
         raise UserError(
-            f"--processes {processes} does not divide n = {n}: each process holds n / P queries "
-            f"and one block of n / P keys; use --processes {_either(fits)}, or a sequence "
+            f"{param('processes', processes)} does not divide n = {n}: each process holds n / P queries "
+            f"and one block of n / P keys; use {param('processes', _either(fits))}, or a sequence "
             f"length that is a multiple of {processes}."
         )
     return processes
@@ -83,14 +83,16 @@ def sharding_of(options: Mapping[str, Any], processes: int, n: int) -> str:
     """The sharding; zigzag's 2P runs of equal length need n a multiple of 2P."""
     sharding = options.get("sharding") or variants.SHARDINGS[0]
     if sharding not in variants.SHARDINGS:
-        raise UserError(f"--sharding {sharding!r}: choose one of {', '.join(variants.SHARDINGS)}.")
+        raise UserError(
+            f"{param('sharding', repr(sharding))}: choose one of {', '.join(variants.SHARDINGS)}."
+        )
     if sharding == "zigzag" and n % (2 * processes):
         fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % (2 * p) == 0]
         fix = f"--processes {_either(fits)}, " if fits else ""
         raise UserError(
-            f"--sharding zigzag cuts the sequence into 2P = {2 * processes} runs of equal length, "
+            f"{param('sharding', 'zigzag')} cuts the sequence into 2P = {2 * processes} runs of equal length, "
             f"but n = {n} is not a multiple of {2 * processes}; use {fix}a sequence length that "
-            f"is a multiple of {2 * processes}, or --sharding contiguous or striped."
+            f"is a multiple of {2 * processes}, or {param('sharding', 'contiguous')} or striped."
         )
     return str(sharding)
 
@@ -121,8 +123,8 @@ def transport_of(run: LessonRun) -> str:
     chosen = run.options.get("dist_backend") or AUTO
     if backend.device not in ("cpu", "cuda"):
         raise UserError(
-            f"--device {backend.device}: the ring runs on the CPU (gloo, pipes) or on CUDA GPUs "
-            "(nccl); use --device cpu or cuda."
+            f"{param('device', backend.device)}: the ring runs on the CPU (gloo, pipes) or on CUDA GPUs "
+            f"(nccl); use {param('device', 'cpu')} or cuda."
         )
     if chosen == AUTO:
         if backend.device == "cuda":
@@ -133,23 +135,23 @@ def transport_of(run: LessonRun) -> str:
             chosen = "pipes"
     if chosen == "nccl" and backend.device != "cuda":
         raise UserError(
-            "--dist-backend nccl moves CUDA tensors between GPUs: add --backend torch --device "
-            "cuda, or use gloo on the CPU."
+            f"{param('dist_backend', 'nccl')} moves CUDA tensors between GPUs: add {params(('backend', 'torch'), ('device', 'cuda'))}, "
+            "or use gloo on the CPU."
         )
     if chosen != "nccl" and backend.device == "cuda":
         raise UserError(
-            f"--dist-backend {chosen} moves blocks between CPU processes: use --dist-backend "
-            "nccl with --device cuda, or --device cpu."
+            f"{param('dist_backend', chosen)} moves blocks between CPU processes: use {param('dist_backend', 'nccl')} "
+            f"with {param('device', 'cuda')}, or {param('device', 'cpu')}."
         )
     if chosen == "pipes" and backend.name != "numpy":
         raise UserError(
-            "--dist-backend pipes moves numpy arrays: leave out --backend torch, or use "
-            "--dist-backend gloo."
+            f"{param('dist_backend', 'pipes')} moves numpy arrays: leave out {param('backend', 'torch')}, or use "
+            f"{param('dist_backend', 'gloo')}."
         )
     if chosen != "pipes" and importlib.util.find_spec("torch") is None:
         raise UserError(
-            f"--dist-backend {chosen} needs PyTorch (torch.distributed), which is not installed; "
-            f"install it with: {install_command('torch')}, or use --dist-backend pipes."
+            f"{param('dist_backend', chosen)} needs PyTorch (torch.distributed), which is not installed; "
+            f"install it with: {install_command('torch')}, or use {param('dist_backend', 'pipes')}."
         )
     if chosen == "nccl":
         _check_gpus(processes_of(run.options, run.inputs["K"].shape[0]))
@@ -162,8 +164,8 @@ def _check_gpus(processes: int) -> None:
     count = torch.cuda.device_count()
     if count < processes:
         raise UserError(
-            f"--processes {processes} with nccl needs {processes} GPUs (one per process) but "
-            f"{count} {'is' if count == 1 else 'are'} here; use --processes {max(count, 1)}."
+            f"{param('processes', processes)} with nccl needs {processes} GPUs (one per process) but "
+            f"{count} {'is' if count == 1 else 'are'} here; use {param('processes', max(count, 1))}."
         )
 
 

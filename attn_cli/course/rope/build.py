@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from attn_cli.core.backend import EPSILON, EXACT_INTEGERS
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Step, Walkthrough
 from attn_cli.course.checks import (
     counted,
@@ -53,18 +53,20 @@ def settings(options: Mapping[str, Any], d: int) -> Settings:
     """The options, checked against the width d of q and k; every problem names its fix."""
     layout = options.get("layout") or "interleaved"
     if layout not in rotary.LAYOUTS:
-        raise UserError(f"--layout {layout!r}: choose {' or '.join(rotary.LAYOUTS)}.")
+        raise UserError(f"{param('layout', repr(layout))}: choose {' or '.join(rotary.LAYOUTS)}.")
     base = options.get("base", 10000.0)
     if isinstance(base, bool) or not isinstance(base, int | float) or not math.isfinite(base):
-        raise UserError(f"--base {base!r}: give a number such as 10000.")
+        raise UserError(f"{param('base', repr(base))}: give a number such as 10000.")
     if base <= 1:
         raise UserError(
-            f"--base {base:g}: the base must be greater than 1, so that each pair turns slower "
+            f"{param('base', format(base, 'g'))}: the base must be greater than 1, so that each pair turns slower "
             "than the one before (the paper's is 10000, Llama 3's 500000)."
         )
     offset = options.get("offset", 3)
     if not is_whole(offset) or offset < 1:
-        raise UserError(f"--offset must be a whole number >= 1 (the shift s), not {offset!r}.")
+        raise UserError(
+            f"{param('offset')} must be a whole number >= 1 (the shift s), not {offset!r}."
+        )
     width = options.get("rotary_dim")
     if width is None:
         if d == 1:
@@ -75,19 +77,21 @@ def settings(options: Mapping[str, Any], d: int) -> Settings:
         if d % 2:
             raise UserError(
                 f"Q and K are {d} wide, an odd width: RoPE turns pairs of dimensions; give an "
-                f"even d, or --rotary-dim with an even width of at most {d} (the rest pass "
+                f"even d, or {param('rotary_dim')} with an even width of at most {d} (the rest pass "
                 "through)."
             )
         width = d
     if not is_whole(width) or width < 2:
-        raise UserError(f"--rotary-dim must be a whole number >= 2, not {width!r}.")
+        raise UserError(f"{param('rotary_dim')} must be a whole number >= 2, not {width!r}.")
     if width % 2:
         raise UserError(
-            f"--rotary-dim {width} is odd: RoPE turns pairs of dimensions; give an even width "
+            f"{param('rotary_dim', width)} is odd: RoPE turns pairs of dimensions; give an even width "
             f"such as {width - 1 if width > 2 else 2}."
         )
     if width > d:
-        raise UserError(f"--rotary-dim {width} is wider than q and k (d = {d}); give at most {d}.")
+        raise UserError(
+            f"{param('rotary_dim', width)} is wider than q and k (d = {d}); give at most {d}."
+        )
     return Settings(cast(rotary.Layout, layout), float(base), width, offset)
 
 
@@ -115,7 +119,7 @@ def build(run: LessonRun) -> Walkthrough:
         raise UserError(
             f"{backend.dtype} holds whole numbers exactly only up to "
             f"{EXACT_INTEGERS[backend.dtype]}, and position {last} would be rounded; use "
-            "--dtype float32 or float64, or a smaller --offset."
+            f"{param('dtype', 'float32')} or float64, or a smaller {param('offset')}."
         )
     half = s.rotary // 2
     queries, keys = position_names(run, "queries", n, "q"), position_names(run, "keys", n, "k")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.mechanisms.scoring import EPSILONS
 from attn_cli.render.attention_program import AttentionProgram, numpy_text, torch_text
@@ -13,10 +14,10 @@ from attn_cli.render.code_render import inputs_of, options_of, refuse
 def describe(walkthrough: Walkthrough) -> AttentionProgram:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
-        raise refuse("scaled", "--dropout", "a random mask")
+        raise refuse("scaled", param("dropout"), "a random mask")
     normaliser = options.get("normalise") or "softmax"
     if normaliser != "softmax":
-        raise refuse("scaled", f"--normalise {normaliser}", "it shows softmax attention")
+        raise refuse("scaled", param("normalise", normaliser), "it shows softmax attention")
     inputs: dict[str, Any] = {name: inputs_of(walkthrough)[name] for name in ("Q", "K", "V")}
     program = AttentionProgram("scaled", "scaled dot-product attention", inputs)
     program.scale = bool(options.get("scale", True))

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import EPSILON, Array
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.matrices import parse_int_list
 from attn_cli.core.model import InputValue, Note, Walkthrough
 from attn_cli.course import dropout
@@ -39,7 +39,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     for name, option, _ in _WEIGHTS:
         if name in inputs and inputs[name].shape[0] != d:
             raise UserError(
-                f"{option} has {inputs[name].shape[0]} rows but --x has {d} columns: X {name} "
+                f"{option} has {inputs[name].shape[0]} rows but {param('x')} has {d} columns: X {name} "
                 f"needs {name} to have d = {d} rows (one per column of X)."
             )
     weights, defaulted = projection_weights(inputs)
@@ -60,15 +60,15 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     check_permutation(options.get("permute"), n)
     if dropout.probability(options.get("dropout")) is not None and options.get("permute"):
         raise UserError(
-            "--permute shows that reordering the tokens only reorders the output, which a random "
-            "dropout mask (drawn per position) would hide; leave out --dropout or --permute."
+            f"{param('permute')} shows that reordering the tokens only reorders the output, which a random "
+            f"dropout mask (drawn per position) would hide; leave out {param('dropout')} or {param('permute')}."
         )
 
 
 def permutation(value: Any) -> Any:
     """--permute as the list it names: text from the command line ("2,0,1") parsed; a lesson
     file's list (or anything else, for check_permutation to refuse) as given."""
-    return parse_int_list(value, "--permute") if isinstance(value, str) else value
+    return parse_int_list(value, param("permute")) if isinstance(value, str) else value
 
 
 def check_permutation(value: Any, n: int) -> None:
@@ -79,24 +79,24 @@ def check_permutation(value: Any, n: int) -> None:
     hint = f"e.g. {','.join(str(i) for i in reversed(range(n)))}" if n <= 10 else "e.g. 1,0,2,…"
     if not isinstance(order, list | tuple) or not all(is_whole(i) for i in order):
         raise UserError(
-            f"--permute must be whole numbers separated by commas, {hint} (in a lesson file, a "
+            f"{param('permute')} must be whole numbers separated by commas, {hint} (in a lesson file, a "
             f"list: permute = [{', '.join(str(i) for i in reversed(range(min(n, 10))))}])."
         )
     if len(order) != n:
         raise UserError(
-            f"--permute has {len(order)} entries but there are {n} tokens: give each position "
+            f"{param('permute')} has {len(order)} entries but there are {n} tokens: give each position "
             f"0..{n - 1} once, {hint}."
         )
     for index in order:
         if not 0 <= index < n:
             raise UserError(
-                f"--permute: {index} is not a position of the {n} tokens; positions count from "
+                f"{param('permute')}: {index} is not a position of the {n} tokens; positions count from "
                 f"0 to {n - 1}, {hint}."
             )
     repeated = sorted({index for index in order if list(order).count(index) > 1})
     if repeated:
         raise UserError(
-            f"--permute repeats {repeated[0]}: give each position 0..{n - 1} exactly once, {hint}."
+            f"{param('permute')} repeats {repeated[0]}: give each position 0..{n - 1} exactly once, {hint}."
         )
 
 
@@ -127,7 +127,7 @@ def build(run: LessonRun) -> Walkthrough:
     wq, wk, wv = (backend.asarray(weights_given[name]) for name, _, _ in _WEIGHTS)
     d_k, d_v = wq.shape[1], wv.shape[1]
     use_scale = bool(run.options.get("scale", True))
-    tokens = row_names(run, "tokens", n, "x", "--tokens")
+    tokens = row_names(run, "tokens", n, "x", param("tokens"))
     context = {"n": n, "d": d, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
     rows = Grid(tokens, context=context)

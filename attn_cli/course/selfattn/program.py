@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.render.attention_program import AttentionProgram, numpy_text, torch_text
 from attn_cli.render.code_render import inputs_of, options_of, refuse
@@ -12,9 +13,9 @@ from attn_cli.render.code_render import inputs_of, options_of, refuse
 def describe(walkthrough: Walkthrough) -> AttentionProgram:
     options = options_of(walkthrough)
     if options.get("dropout") is not None:
-        raise refuse("selfattn", "--dropout", "a random mask")
+        raise refuse("selfattn", param("dropout"), "a random mask")
     if options.get("permute") is not None:
-        raise refuse("selfattn", "--permute", "it computes the tokens in their order")
+        raise refuse("selfattn", param("permute"), "it computes the tokens in their order")
     given = inputs_of(walkthrough)
     d = given["X"].shape[1]
     inputs = {"X": given["X"]}

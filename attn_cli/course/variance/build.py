@@ -15,7 +15,7 @@ import numpy as np
 
 from attn_cli.core import work
 from attn_cli.core.backend import Backend, namespace_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.kept import Kept
 from attn_cli.core.matrices import parse_int_list
 from attn_cli.core.model import Part, Walkthrough
@@ -54,17 +54,19 @@ def settings(options: dict[str, Any]) -> Settings:
     for dk in dks:
         if dk < 1:
             raise UserError(
-                f"--dk: {dk} is not a width; every d_k must be a whole number of at least 1, "
-                'e.g. --dk 64 or --dk "1,4,16,64".'
+                f"{param('dk')}: {dk} is not a width; every d_k must be a whole number of at least 1, "
+                f'e.g. {param("dk", 64)} or {param("dk")} "1,4,16,64".'
             )
-    samples = whole_option(options["samples"], "--samples")
+    samples = whole_option(options["samples"], "samples")
     if samples < 2:
-        raise UserError(f"--samples {samples}: a variance needs at least 2 samples; try 3000.")
-    keys = whole_option(options["keys"], "--keys")
+        raise UserError(
+            f"{param('samples', samples)}: a variance needs at least 2 samples; try 3000."
+        )
+    keys = whole_option(options["keys"], "keys")
     if keys < 2:
         raise UserError(
-            f"--keys {keys}: a softmax over fewer than 2 keys is always [1], so there is nothing "
-            "to compare; give --keys 2 or more (the default is 8)."
+            f"{param('keys', keys)}: a softmax over fewer than 2 keys is always [1], so there is nothing "
+            f"to compare; give {param('keys', 2)} or more (the default is 8)."
         )
     check_work(samples, keys, dks)
     spiky_dk = whole_option(options["spiky_dk"], "spiky_dk")
@@ -116,12 +118,12 @@ def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
 
 def _dk_list(value: Any) -> tuple[int, ...]:
     if isinstance(value, str):
-        return tuple(parse_int_list(value, "--dk"))
+        return tuple(parse_int_list(value, param("dk")))
     if is_whole(value):
         return (value,)
     if isinstance(value, list) and value and all(is_whole(v) for v in value):
         return tuple(value)
-    raise UserError(f'--dk {value!r}: give whole numbers, e.g. 64 or "1,4,16,64".')
+    raise UserError(f'{param("dk", repr(value))}: give whole numbers, e.g. 64 or "1,4,16,64".')
 
 
 def _numbers(value: Any, name: str) -> tuple[float, ...]:

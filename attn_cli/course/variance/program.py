@@ -9,6 +9,7 @@ numpy only: PyTorch's generator draws other numbers for the same seed.
 
 from __future__ import annotations
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.course.variance.build import chunk_rows
 from attn_cli.render.code_render import nested, options_of, refuse
@@ -111,5 +112,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
 
 def torch_program(walkthrough: Walkthrough) -> str:
     raise refuse(
-        "variance", "--backend torch", "the numbers come from numpy's generator, not torch's"
+        "variance",
+        param("backend", "torch"),
+        "the numbers come from numpy's generator, not torch's",
     )

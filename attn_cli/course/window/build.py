@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.matrices import shortened, whole_number
 from attn_cli.core.model import Note, Step, Walkthrough
 from attn_cli.course.checks import is_whole, row_names
@@ -50,7 +50,7 @@ def window_of(options: dict[str, Any]) -> int:
     window = options.get("window")
     if not is_whole(window) or window < 0:
         raise UserError(
-            f"--window must be a whole number ≥ 0 (keys within that distance), not {window!r}."
+            f"{param('window')} must be a whole number ≥ 0 (keys within that distance), not {window!r}."
         )
     return window
 
@@ -66,12 +66,12 @@ def global_tokens(value: Any, n: int) -> tuple[int, ...]:
         text = str(item).strip()
         if not text.isdigit() or isinstance(item, bool | float):
             raise UserError(
-                f"--global {shortened(value)}: give positions from 0 separated by commas, e.g. --global 0,5."
+                f"{param('global_tokens', shortened(value))}: give positions from 0 separated by commas, e.g. {param('global_tokens', '0,5')}."
             )
-        position = whole_number(text, "--global")
+        position = whole_number(text, param("global_tokens"))
         if position >= n:
             raise UserError(
-                f"--global position {position} is past the last token: positions run 0..{n - 1}."
+                f"{param('global_tokens')} position {position} is past the last token: positions run 0..{n - 1}."
             )
         positions.append(position)
     return tuple(sorted(set(positions)))

@@ -30,7 +30,7 @@ from textual.events import Key, Resize
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Select, Static
 
-from attn_cli.core.card import Option
+from attn_cli.core.card import Option, flag_of
 from attn_cli.core.errors import UserError
 from attn_cli.explore import state as st
 from attn_cli.explore.screens import CommandLine, Keys, Pick, lessons
@@ -128,6 +128,17 @@ class Explorer(App[None]):
         self.edit_started: float | None = None
         self.generation = 0  # of the steps' drawing: one per edit
         self.focus_measured: tuple[Any, int] = (None, 0)  # focus_rows's last, by what it drew
+
+    def spelt(self, error: UserError) -> str:
+        """A user error in the explorer's words: each parameter named as its control is labelled
+        (the command line's flag, as Option.option gives it; an input's by its keyword)."""
+        labels = {option.name: option.option for option in self.start.card.options}
+
+        def spelling(keyword: str, value: str | None) -> str:
+            label = labels.get(keyword) or flag_of(keyword)
+            return label if value is None else f"{label} {value}"
+
+        return error.spelt(spelling)
 
     def open(self, lesson: str) -> None:
         """Lesson ``lesson`` on its lecture example, with a fresh history and nothing marked."""
@@ -506,7 +517,7 @@ class Explorer(App[None]):
         try:
             walkthrough = st.walkthrough(self.start, new)
         except UserError as error:
-            self.show_message(f"attn: error: {error}")
+            self.show_message(f"attn: error: {self.spelt(error)}")
             return False
         except Exception as error:  # a lesson's own failure: said, not a crash of the app
             self.show_message(f"attn: unexpected error: {type(error).__name__}: {error}")
@@ -544,7 +555,7 @@ class Explorer(App[None]):
                 self.state, event.name, event.row, event.col, event.direction * st.NUDGE
             )
         except UserError as error:
-            self.show_message(f"attn: error: {error}")
+            self.show_message(f"attn: error: {self.spelt(error)}")
             return
         self.apply(new)
 
@@ -727,7 +738,7 @@ class Explorer(App[None]):
         try:
             written = st.export(self.walkthrough, self.export_dir, self.precision)
         except UserError as error:
-            self.show_message(f"attn: error: {error}")
+            self.show_message(f"attn: error: {self.spelt(error)}")
             return
         self.notify("Wrote " + ", ".join(str(path) for path in written), title="Exported")
 

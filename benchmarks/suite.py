@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = (ROOT / "README.md", ROOT / "docs" / "development.md")
 BEGIN = "<!-- BEGIN suite-figures: measured by python benchmarks/suite.py --write -->"
 END = "<!-- END suite-figures -->"
+# The most of pytest's failure reports printed (their end, where the assertions are).
+MAX_REPORT = 40_000
 # pytest's closing line, e.g. "4,352 passed, 454 skipped, 2 warnings in 1577.12s (0:26:17)".
 OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 
@@ -162,6 +164,12 @@ def main() -> None:
     for line in output.splitlines():  # what failed, by name (pytest's short summary)
         if line.startswith(("FAILED ", "ERROR ")):
             print(line)
+    # And how: pytest's report of each failure, which the copy's folder does not outlive.
+    failures = re.search(
+        r"^=+ (?:FAILURES|ERRORS) =+$.*?(?=^=+ short test summary)", output, re.M | re.S
+    )
+    if failures:
+        print(failures.group(0)[-MAX_REPORT:])
     print(closing[-1])
     print(f"load while testing: median {statistics.median(test_loads.samples or [0]):.1f}")
     print(text)

@@ -10,8 +10,8 @@ lesson's ``--help``, and every ``attn`` command of the gallery (docs/gallery.md)
 in-process as tools/transcripts.py runs them. A file per run: its exit code, then its output.
 ``compare`` names every run whose output differs, or is only on one side, and exits 1 if any.
 
-Left out: the timings (``bench``), training (``learn``) and the processes of ``ring``, whose
-outputs carry the machine's clock.
+Left out: the timings (``bench`` and any ``--time`` run), training (``learn``) and the
+processes of ``ring``, whose outputs carry the machine's clock.
 """
 
 from __future__ import annotations
@@ -50,7 +50,13 @@ def runs() -> dict[str, tuple[str, ...]]:
     gallery = (ROOT / "docs" / "gallery.md").read_text(encoding="utf-8").replace("\\\n", " ")
     for line in re.findall(r"^\$ (attn .*)$", gallery, flags=re.M):
         for command in transcripts.attn_commands(line):
-            if command.args and command.args[0] not in UNTIMED and not command.stdout_to:
+            timed = "--time" in command.args  # its step times are the machine's clock
+            if (
+                command.args
+                and command.args[0] not in UNTIMED
+                and not command.stdout_to
+                and not timed
+            ):
                 key = hashlib.sha256(" ".join(command.args).encode()).hexdigest()[:12]
                 found[f"gallery.{command.args[0]}.{key}"] = command.args
     return found

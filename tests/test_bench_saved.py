@@ -361,10 +361,11 @@ def test_a_saved_sweep_comes_back_whole_in_every_format(invoke, name):
     }
     rich = reread(invoke, name).stdout
     assert rich.startswith("attn bench · NVIDIA H200\n")
-    assert (
-        f"saved sweep {saved(name)} (attn 0.1.0, schema 2.2), fitted and read again here"
-        in unwrapped(rich)
-    )
+    # The path as rich folds it at 80 columns: a checkout's path past about 60 characters (a
+    # fresh copy under /tmp/attn-suite-XXXXXXXX/attn, as benchmarks/suite.py makes) is broken
+    # mid-name, so the sentence is compared with its whitespace left out.
+    said = f"saved sweep {saved(name)} (attn 0.1.0, schema 2.2), fitted and read again here"
+    assert "".join(said.split()) in "".join(rich.split())
     rows = list(csv.DictReader(io.StringIO(reread(invoke, name, "--format", "csv").stdout)))
     assert [(row["impl"], int(row["n"])) for row in rows] == [
         (row["impl"], row["n"]) for row in stored["rows"]

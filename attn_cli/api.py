@@ -9,7 +9,8 @@ lesson's lecture example (``example="cat-slept"`` picks one); sizes such as ``n=
 inputs. A leading batch dimension (3-D arrays or tensors, lists nested one level deeper) runs
 every item; the walkthrough returned is item ``item=`` 's (default 0), and its ``items`` hold
 every item's. A problem with what was asked raises :class:`attn_cli.UserError` with the one-line
-message the command line prints.
+message the command line prints, each parameter named by its keyword (``dropout=2``) where the
+command line names its flag (``--dropout 2``).
 
 The functions are built from each lesson's card (attn_cli.cards), as its command is, so the
 keyword names cannot drift from the command line's flags.

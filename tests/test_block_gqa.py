@@ -358,7 +358,8 @@ X = [[0.5, -0.2, 0.1, 0.3, 0.0, 0.1, 0.2, 0.3], [-0.4, 0.6, 0.2, -0.1, 0.3, 0.2,
     assert steps_of(doc)["self.V"]["col_labels"] == ["kv1·1", "kv1·2", "kv2·1", "kv2·2"]
     bad = path.read_text().replace("kv_heads = 2", "kv_heads = 3")
     path.write_text(bad, encoding="utf-8")
-    assert_user_error(invoke("block", "--lesson", str(path)), "--kv-heads 3 does not divide")
+    # The option came from the lesson file: named by its key there, not by a flag (issue 60).
+    assert_user_error(invoke("block", "--lesson", str(path)), "kv_heads=3 does not divide heads=4")
 
 
 def test_programs_reproduce_grouped_layers(torch):

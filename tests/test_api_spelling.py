@@ -191,3 +191,15 @@ def _written_flags(path: Path) -> list[str]:
 def test_the_library_writes_no_flag_of_a_lesson_parameter():
     written = [line for path in BELOW for line in _written_flags(path)]
     assert written == [], "\n".join(written)
+
+
+def test_a_switch_set_off_is_spelt_by_each_door():
+    """A switch in a message: scale=False in Python, --no-scale on the command line (graph's
+    refusal of an unscaled additive score, said both ways from the one message)."""
+    with pytest.raises(UserError) as raised:
+        attn.graph(score="additive", scale=False)
+    assert str(raised.value).startswith("scale=False changes the dot-product score; score=additive")
+    assert "drop scale=False, or use score=dot." in str(raised.value)
+    cli = flags.message(raised.value)
+    assert cli.startswith("--no-scale changes the dot-product score; --score additive")
+    assert "drop --no-scale, or use --score dot." in cli

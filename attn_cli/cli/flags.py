@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import SWITCHED_OFF, SWITCHED_ON, UserError
 
 
 def flag_for(keyword: str) -> str:
@@ -32,9 +32,12 @@ def _card_flags() -> dict[str, str]:
 
 
 def flag_spelling(keyword: str, value: str | None) -> str:
-    """A parameter as the command line spells it: ``--dropout``, or ``--dropout 2`` as given."""
+    """A parameter as the command line spells it: ``--dropout``, or ``--dropout 2`` as given; a
+    switch as typed, ``--scale`` or ``--no-scale``."""
     flag = flag_for(keyword)
-    return flag if value is None else f"{flag} {value}"
+    if value == SWITCHED_OFF:
+        return "--no-" + flag.removeprefix("--")
+    return flag if value in (None, SWITCHED_ON) else f"{flag} {value}"
 
 
 def message(error: UserError) -> str:

@@ -21,11 +21,19 @@ _PARAM = re.compile(f"{_START}([^{_VALUE}{_END}]*)(?:{_VALUE}([^{_END}]*))?{_END
 Spelling = Callable[[str, str | None], str]
 
 
+# A switch's value in a message (param(keyword, False)): each door spells it its way, the Python
+# API as scale=False, the command line as --no-scale.
+SWITCHED_ON, SWITCHED_OFF = "\x01on", "\x01off"
+
+
 def param(keyword: str, value: object = None) -> str:
     """``keyword`` (a parameter's name in the Python API, e.g. "valid_len") in a message, spelt
-    by the door that shows it; with ``value``, the parameter as given (``dropout=2``)."""
+    by the door that shows it; with ``value``, the parameter as given (``dropout=2``; a switch
+    True or False: ``scale=False``, which the command line writes ``--no-scale``)."""
     if value is None:
         return f"{_START}{keyword}{_END}"
+    if isinstance(value, bool):
+        value = SWITCHED_ON if value else SWITCHED_OFF
     return f"{_START}{keyword}{_VALUE}{value}{_END}"
 
 
@@ -35,8 +43,11 @@ def params(*given: tuple[str, object]) -> str:
 
 
 def keyword_spelling(keyword: str, value: str | None) -> str:
-    """The Python API's: the keyword, ``keyword=value`` with a value."""
-    return keyword if value is None else f"{keyword}={value}"
+    """The Python API's: the keyword, ``keyword=value`` with a value (``scale=False``)."""
+    if value is None:
+        return keyword
+    switched = {SWITCHED_ON: "True", SWITCHED_OFF: "False"}
+    return f"{keyword}={switched.get(value, value)}"
 
 
 def spelt(message: str, spelling: Spelling, separator: str) -> str:

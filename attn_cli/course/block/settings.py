@@ -103,7 +103,7 @@ def settings(options: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Se
         raise UserError(
             f"X has d_model = {d_model} columns, but the sinusoidal positional encoding fills "
             "two columns per frequency (a sine and a cosine): give an even d_model, or "
-            "--no-posenc."
+            f"{param('posenc', False)}."
         )
     activation = options.get("activation") or "relu"
     if activation not in ACTIVATIONS:
@@ -203,12 +203,12 @@ def _held(model: pytorch.LoadedModel | None, what: str) -> bool | None:
 
 def _agree(option: Any, held: bool | None, keyword: str, model: pytorch.LoadedModel | None) -> Any:
     """The file's answer where it has one (an option that says otherwise is refused), else the
-    option's (None: not given). An option set off is named by its command-line switch,
-    --no-…, in both doors (the Python API's keyword=False reads as plainly)."""
+    option's (None: not given). An option set off is named as its door writes it (bias=False,
+    --no-bias)."""
     if model is None or held is None:
         return option
     if option is not None and bool(option) != held:
-        said = param(keyword) if option else f"--no-{keyword.replace('_', '-')}"
+        said = param(keyword) if option else param(keyword, False)
         has = {
             "decoder": "a decoder" if held else "an encoder",
             "bias": "biases" if held else "no biases (bias=False)",
@@ -321,7 +321,9 @@ def _check_given(
             raise UserError(
                 f"{flag} is the final LayerNorm's; add {param('final_norm')} or leave it out."
             )
-        raise UserError(f"{flag} is a bias, but --no-bias leaves every bias out; leave it out.")
+        raise UserError(
+            f"{flag} is a bias, but {param('bias', False)} leaves every bias out; leave it out."
+        )
     shapes = expected_shapes(s, d_model)
     wrong = []
     d_k = d_model // s.heads

@@ -108,8 +108,8 @@ def _check_gat(inputs: dict[str, np.ndarray], options: dict[str, Any], d: int) -
         return
     if options.get("scale") is False:
         raise UserError(
-            f"--no-scale changes the dot-product score; {param('score', score)} has no 1/√d_k to "
-            f"leave out: drop --no-scale, or use {param('score', 'dot')}."
+            f"{param('scale', False)} changes the dot-product score; {param('score', score)} has "
+            f"no 1/√d_k to leave out: drop {param('scale', False)}, or use {param('score', 'dot')}."
         )
     columns = d if score == "additive" else 2 * d
     if "W" in inputs and inputs["W"].shape[1] != columns:

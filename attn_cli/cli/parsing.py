@@ -20,8 +20,7 @@ Typer's wrapper to it): no internal of Typer's is read. The ranges are the optio
 
 Usage errors: Typer re-exports click's BadParameter (``typer.BadParameter``), which click
 documents as a UsageError; Typer does not re-export UsageError itself, so it is found here as
-BadParameter's base, with no import of the copy of click that Typer runs on (type hints alone
-name it).
+BadParameter's base, with no import of the copy of click that Typer runs on.
 """
 
 from __future__ import annotations
@@ -40,9 +39,15 @@ import typer
 
 from attn_cli.core.whole import whole_digits
 
+# click's Context, of the copy of click Typer runs on: Typer gives it no public name (typer.Context
+# is a subclass, which an override of click's own methods may not narrow to), so it is typed
+# loosely here and in the command classes that take one.
+Context = Any
+
 if TYPE_CHECKING:
-    from typer._click.core import Context as Context
-    from typer._click.exceptions import UsageError as UsageError
+    # A type checker needs only what every UsageError has (format_message), which its public
+    # subclass has too; at run time the class caught is click's UsageError itself.
+    from typer import BadParameter as UsageError
 else:
     UsageError = typer.BadParameter.__base__
 

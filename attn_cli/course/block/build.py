@@ -115,15 +115,24 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def estimate_bytes(
-    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
-) -> int:
+def _estimated_sizes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any]
+) -> tuple[int, int, int, int, int, int]:
+    """What the estimates read: n, the memory's m (n without one), d_model, the heads, d_ff and
+    the layers (taken as 1 where not a whole number of 1 or more)."""
     n, d = shapes["X"]
     m = shapes["Memory"][0] if "Memory" in shapes else n
     heads = whole_at_least(options.get("heads"), f"{param('heads')} (options.heads)")
     d_ff = options.get("d_ff") or 4 * d
     layers = options.get("layers") or 1
     layers = layers if isinstance(layers, int) and layers > 0 else 1
+    return n, m, d, heads, d_ff, layers
+
+
+def estimate_bytes(
+    shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
+) -> int:
+    n, m, d, heads, d_ff, layers = _estimated_sizes(shapes, options)
     masks_bytes = 8 * (n * n + n * m)
     return layers * held_numbers(n, m, d, heads, d_ff) * itemsize + masks_bytes
 
@@ -132,12 +141,7 @@ def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any
     """The numbers --full JSON writes, layer by layer: each head's weights and scores (a
     causal mask, and a decoder's cross-attention heads, too), the steps of n rows d_model
     or d_ff wide, and the layer's weights (estimate_bytes holds five score matrices a head)."""
-    n, d = shapes["X"]
-    m = shapes["Memory"][0] if "Memory" in shapes else n
-    heads = whole_at_least(options.get("heads"), f"{param('heads')} (options.heads)")
-    d_ff = options.get("d_ff") or 4 * d
-    layers = options.get("layers") or 1
-    layers = layers if isinstance(layers, int) and layers > 0 else 1
+    n, m, d, heads, d_ff, layers = _estimated_sizes(shapes, options)
     decoder = bool(options.get("decoder"))
     mask = n * n if decoder or options.get("causal") else 0
     attention = heads * 2 * n * n + mask + (heads * 2 * n * m if decoder else 0)

@@ -152,24 +152,21 @@ def _error_strings(tree: ast.AST) -> list[str]:
                     if isinstance(sub, ast.Constant) and isinstance(sub.value, str)
                 ]
             elif called in NAMING:
-                arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
-                found += [
-                    argument.value
-                    for argument in arguments
-                    if isinstance(argument, ast.Constant)
-                    and isinstance(argument.value, str)
-                    and FLAG.fullmatch(argument.value)
-                ]
+                found += _flags_among([*node.args, *(keyword.value for keyword in node.keywords)])
         elif isinstance(node, ast.arguments):
-            defaults = [*node.defaults, *node.kw_defaults]
-            found += [
-                default.value
-                for default in defaults
-                if isinstance(default, ast.Constant)
-                and isinstance(default.value, str)
-                and FLAG.fullmatch(default.value)
-            ]
+            found += _flags_among([*node.defaults, *node.kw_defaults])
     return found
+
+
+def _flags_among(nodes: list[ast.expr | None]) -> list[str]:
+    """The flags (``"--x"``) written as string constants among ``nodes``."""
+    return [
+        node.value
+        for node in nodes
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and FLAG.fullmatch(node.value)
+    ]
 
 
 def _written_flags(path: Path) -> list[str]:

@@ -5,6 +5,7 @@ As a library, one function per lesson, arrays in and a walkthrough out::
     import attn_cli as attn
     w = attn.scaled([[1, 0], [0, 1]], [[1, 0], [1, 1]], [[1, 2], [3, 4]])
     w.step("weights")  # the numpy array; w.output, w.steps, w.to_dict(), w.to_latex()
+    print(attn.mark(w, {"weights": "0.67, 0.33; 0.5, 0.5"}))  # a student's working, marked
 
 Importing the package stays light: a lesson's modules load when its function is first used,
 and torch and matplotlib only when a call asks for them.
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 # The lesson functions (see attn_cli.api, one per card) are resolved on first use; so is
 # __all__, which reads every card.
-_EXPORTS = ("Note", "Step", "UserError", "Walkthrough", "__version__", "lessons")
+_EXPORTS = ("Note", "Step", "UserError", "Walkthrough", "__version__", "lessons", "mark")
 
 
 def lessons() -> list[str]:
@@ -43,6 +44,10 @@ def __getattr__(name: str) -> Any:
         function = lesson_function(name)
         globals()[name] = function  # later look-ups find it directly
         return function
+    if name == "mark":  # a student's working, marked (attn_cli.api.mark)
+        from attn_cli.api import mark
+
+        return mark
     if name in ("Walkthrough", "Step", "Note"):
         from attn_cli import api  # api hands the walkthrough's hooks their renderer
         from attn_cli.core import model

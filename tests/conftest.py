@@ -7,6 +7,7 @@ import io
 import json
 import math
 import os
+import signal
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,14 @@ from attn_cli.learn.common import pin_kernels
 # `attn learn` pins them before it imports torch: a model trained in a test prints the numbers
 # the command (and its --code program, which pins them too) prints for the same seed.
 pin_kernels()
+
+# Ctrl-C as a terminal's foreground job gets it. A suite started as a background job (`pytest
+# &`, `nohup ... &`: a shell without job control starts those with SIGINT ignored) passed SIGINT
+# ignored to every command a test starts, and a test that sends one a Ctrl-C waited for ever (the
+# runs beside six busy processes, started so, timed out on test_ctrl_c_mid_lesson_stops_every_
+# process). A handler of the process's own is reset to the default in each command it starts.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # CliRunner.invoke(app, ...) turns the Typer app into its click command on every call (Typer's
 # get_command inspects the signature of each of the 22 commands: ~60 ms, nine tenths of a typical
@@ -86,6 +95,18 @@ def unwrap(value: Any) -> Any:
     if isinstance(value, dict) and set(value) == {"shape", "data"}:
         return data(value)
     return value
+
+
+def as_typed(lesson: str, /, **given: Any) -> Any:
+    """The library's run of ``lesson`` with ``given`` (Python's keywords), its words naming
+    parameters as the command line spells them (``--seed`` where Python's door writes ``seed``:
+    test_lesson_text_params): the walkthrough ``attn LESSON`` with the same flags prints."""
+    from attn_cli.cli.flags import COMMAND_LINE
+    from attn_cli.course import card
+    from attn_cli.run.request import request_for
+    from attn_cli.run.runner import compute
+
+    return compute(request_for(card(lesson), given, python=True, door=COMMAND_LINE))
 
 
 def render_plain(renderable: Any, width: int = 80) -> str:

@@ -160,7 +160,7 @@ def test_static_unsupported_rows():
         "efficient is a CUDA-only kernel (PyTorch has no CPU version)",
     )
     assert notes["sdpa-cudnn"][0] == "unsupported"
-    assert notes["numpy"] == ("unsupported", "numpy has no bfloat16; use --dtype float32")
+    assert notes["numpy"] == ("unsupported", "numpy has no bfloat16; use float32")
 
 
 def test_other_runtime_errors_are_error_rows_but_bugs_propagate(monkeypatch):

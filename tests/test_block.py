@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import attn_cli as attn
+from attn_cli.cli.flags import COMMAND_LINE
 from attn_cli.course.block import build as block
 from attn_cli.course.multihead import build as mh_lesson
 from tests.conftest import assert_user_error, unwrap
@@ -425,7 +426,7 @@ def test_the_explorer_shows_every_weight_and_gives_only_those_edited(invoke_json
     drawn = inputs_of(attn.block())
     assert start.state.cells["W_1"] == st.cells_of(drawn["W_1"])  # the values drawn, shown
     edited = st.with_cell(start.state, "W_Q", 0, 0, "2")
-    command = st.command_line(start, edited)
+    command = st.command_line(start, edited, COMMAND_LINE)
     assert "--wq" in command and "--wk" not in command and "--w1" not in command
     walk = st.walkthrough(start, edited)
     assert walk.meta["sources"]["W_Q"] == "given" and walk.meta["sources"]["W_K"] == "drawn"

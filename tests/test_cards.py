@@ -11,6 +11,7 @@ import typer.main
 
 from attn_cli import course as cards
 from attn_cli.cli.app import app
+from attn_cli.cli.flags import flag_for, flag_spelling
 from attn_cli.cli.options import INPUT_PANEL, SIZE_PANEL, help_text, lesson_request
 from attn_cli.core.card import shown
 from attn_cli.course import get_lesson
@@ -61,8 +62,8 @@ def test_each_input_is_an_option_with_its_help(lesson):
     options = command_options(lesson)
     for spec in cards.card(lesson).inputs:
         option = options[spec.keyword]
-        assert option.opts == [spec.option], spec  # type: ignore[attr-defined]
-        assert option.help == help_text(spec.help), spec  # type: ignore[attr-defined]
+        assert option.opts == [flag_for(spec.keyword)], spec  # type: ignore[attr-defined]
+        assert option.help == help_text(spec.help_text(flag_spelling)), spec  # type: ignore[attr-defined]
         assert option.rich_help_panel == INPUT_PANEL  # type: ignore[attr-defined]
 
 
@@ -76,8 +77,8 @@ def test_each_option_and_size_is_a_flag_with_its_default_in_its_help(lesson):
             assert option.name not in options
             continue
         parsed = options[option.name]
-        assert parsed.opts == [option.option], option  # type: ignore[attr-defined]
-        assert parsed.help == help_text(option.help_text) and "{" not in parsed.help  # type: ignore[attr-defined]
+        assert parsed.opts == [flag_for(option.name)], option  # type: ignore[attr-defined]
+        assert parsed.help == help_text(option.help_text(flag_spelling)) and "{" not in parsed.help  # type: ignore[attr-defined]
         if "{default}" in option.help:
             assert shown(option.default) in parsed.help
     for size in card.sizes:
@@ -110,17 +111,17 @@ def test_a_run_of_random_inputs_reads_the_cards_defaults(lesson):
 )  # fmt: skip
 def test_a_choice_outside_the_cards_list_is_refused_naming_each(invoke, lesson, name):
     (option,) = [each for each in cards.card(lesson).options if each.name == name]
-    result = invoke(lesson, option.option, "nosuch")
+    result = invoke(lesson, flag_for(option.name), "nosuch")
     assert result.exit_code == 2 and result.stdout == ""
     assert all(f"'{choice}'" in result.stderr for choice in option.choices), result.stderr
-    assert invoke(lesson, option.option, option.choices[-1]).exit_code == 0
+    assert invoke(lesson, flag_for(option.name), option.choices[-1]).exit_code == 0
 
 
 def test_the_help_says_the_default_the_lesson_uses():
     """posenc's --base: the card's 10000.0, shown as 10000, read by the lesson."""
     card = cards.card("posenc")
     (base,) = [option for option in card.options if option.name == "base"]
-    assert base.help_text == "Base of the wavelengths (default: 10000)."
+    assert base.help_text() == "Base of the wavelengths (default: 10000)."
     import attn_cli
 
     assert attn_cli.posenc().meta["options"]["base"] == 10000.0  # what the run read

@@ -522,3 +522,21 @@ def test_every_row_sums_to_one_is_a_claim_on_the_drift():
     assert rows_sum_to_one(Fake(), {"drift": 2.2e-16})
     assert not rows_sum_to_one(Fake(), {"drift": float("nan")})  # a NaN row sums to nothing
     assert not rows_sum_to_one(Fake(), {"drift": 0.5}) and not rows_sum_to_one(Fake(), {})
+
+
+def test_the_masked_scores_are_named_as_the_lecture_writes_them(invoke_json):
+    """Issue 57: scores from Q and K are scaled before the mask, and the steps say S / √d_k + M
+    (lecture 4: softmax(QKᵀ/√d_k + M)); scores given as S are masked as S + M."""
+
+    def titles(*args: str) -> dict[str, str]:
+        return {step["key"]: step["title"] for step in invoke_json("causal", *args)["steps"]}
+
+    scaled = titles("--n", "3", "--dk", "2")
+    assert scaled["masked"] == "Masked scores  S / √d_k + M"
+    assert scaled["weights"] == "Weights  A = softmax(rows of S / √d_k + M)"
+    padded = titles("--n", "3", "--dk", "2", "--valid-len", "2")
+    assert padded["masked"] == "Masked scores  S / √d_k + M + P"
+    unscaled = titles("--n", "3", "--dk", "2", "--no-scale")
+    assert unscaled["masked"] == "Masked scores  S + M"
+    given = titles()
+    assert given["masked"] == "Masked scores  S + M"

@@ -20,6 +20,7 @@ from attn_cli.core.slides import Erratum
 from attn_cli.course import lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, bundled_lessons_dir, load_bundled
 from attn_cli.render import RenderOptions
+from attn_cli.render.json_render import SCHEMA_VERSION
 from attn_cli.render.rich_render import walkthrough_renderable
 from attn_cli.run.check import check_bundled
 from attn_cli.run.quiz import parse_answer
@@ -67,18 +68,53 @@ def _walkthrough(**values: np.ndarray) -> Walkthrough:
     ],
 )
 def test_a_printed_value_is_right_within_half_a_unit_of_its_last_decimal(printed, exact, right):
-    assert parse_rounded(printed).matches(exact) is right
+    written = parse_rounded(printed)
+    assert written.matches(exact) is right
     walkthrough = _walkthrough(value=np.array([[exact]]))
-    comparison = slides.compare(walkthrough, {"value": printed}, "test.toml")
+    comparison = slides.compare(walkthrough, {"value": printed}, "test.toml", 4)
     assert comparison.checked == 1
-    assert (not comparison.errata) is right
+    # In a step, a whole number is no free ±0.5: right only for a value whole to 4 decimals.
+    whole = not written.has_decimals and math.isfinite(written.value)
+    in_a_step = right and not (whole and abs(exact - written.value) > 0.5e-4)
+    assert (not comparison.errata) is in_a_step
+
+
+def test_a_whole_number_for_a_value_with_decimals_is_wrong_and_asks_for_them(invoke, tmp_path):
+    """A student's 1 for 0.7071 was "right" (±0.5); 1 for 0.99999 still is (whole to the 4
+    decimals the lesson shows), and 0 for exactly 0."""
+    exact = np.array([[0.70710678, 0.99999, 0.0, 1.41421356]])
+    comparison = slides.compare(
+        _walkthrough(scaled=exact), {"scaled": "1, 1, 0, 1.41"}, "x.toml", 4
+    )
+    (erratum,) = comparison.errata
+    assert (erratum.cell, erratum.printed, erratum.whole) == ((1, 1), "1", True)
+    assert erratum.tolerance_text() == "its decimals"
+    assert erratum.note() == (
+        "The slide prints 1 for (1, 1), a whole number, where the exact value is 0.7071: write "
+        "it with the step's decimals."
+    )
+    homework = tmp_path / "homework.toml"
+    homework.write_text(
+        'lesson = "scaled"\ntitle = "My working"\n\n[[examples]]\nname = "mine"\n'
+        'description = "My working."\n'
+        'inputs = { Q = "1,0;0,1", K = "1,1;2,0", V = "0.1,0.2;0.3,0.4" }\n'
+        '[examples.printed]\nscaled = "1, 1.41; 0.71, 0"\nweights = "0.33, 0.67; 0.67, 0.33"\n',
+        encoding="utf-8",
+    )
+    result = invoke("check", str(homework))
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.stdout.split())
+    assert (
+        "1 of 8 printed values is a whole number where the exact value has decimals (write the "
+        "step's decimals)." in text
+    )
 
 
 def test_errata_name_the_step_the_cell_printed_and_exact():
     exact = np.array([[0.2, 0.3], [0.25, 0.75]])
     walkthrough = _walkthrough(weights=exact)
     comparison = slides.compare(
-        walkthrough, {"weights": "0.2, 0.4; 0.25, 0.69", "weights[2,2]": "0.75"}, "x.toml"
+        walkthrough, {"weights": "0.2, 0.4; 0.25, 0.69", "weights[2,2]": "0.75"}, "x.toml", 4
     )
     assert comparison.checked == 5
     assert [(e.step, e.cell, e.printed) for e in comparison.errata] == [
@@ -88,7 +124,9 @@ def test_errata_name_the_step_the_cell_printed_and_exact():
     erratum = comparison.errata[0]
     assert erratum.exact == 0.3
     assert erratum.tolerance == pytest.approx(0.05)
-    assert erratum.note() == "The slide prints 0.4 for (1, 2); the exact value is 0.3000."
+    assert (
+        erratum.note() == "The slide prints 0.4 for (1, 2), a misprint: the exact value is 0.3000."
+    )
 
 
 def test_rows_cells_vectors_and_the_output_are_addressed_1_based():
@@ -97,20 +135,23 @@ def test_rows_cells_vectors_and_the_output_are_addressed_1_based():
     )
     printed = {"scores[2]": "4, 5, 7", "scores[1,3]": "2", "vec": "0.5, 0.35", "output[2]": "0.31"}
     # "output" names the walkthrough's output when no step has that key (here: vec).
-    errata = slides.compare(walkthrough, printed, "x.toml").errata
+    errata = slides.compare(walkthrough, printed, "x.toml", 4).errata
     assert [(e.key, e.cell) for e in errata] == [
         ("scores[2]", (2, 3)),
         ("scores[1,3]", (1, 3)),
         ("vec", (2,)),
         ("output[2]", (2,)),
     ]
-    assert errata[2].note() == "The slide prints 0.35 for entry 2; the exact value is 0.2500."
+    assert (
+        errata[2].note()
+        == "The slide prints 0.35 for entry 2, a misprint: the exact value is 0.2500."
+    )
 
 
 def test_a_column_printed_as_a_row_is_the_same_vector():
     walkthrough = _walkthrough(col=np.array([[1.0], [2.0]]))
-    assert slides.compare(walkthrough, {"col": "1, 2"}, "x.toml").checked == 2
-    assert slides.compare(walkthrough, {"col": "1; 2"}, "x.toml").checked == 2
+    assert slides.compare(walkthrough, {"col": "1, 2"}, "x.toml", 4).checked == 2
+    assert slides.compare(walkthrough, {"col": "1; 2"}, "x.toml", 4).checked == 2
 
 
 @pytest.mark.parametrize(
@@ -130,7 +171,7 @@ def test_a_column_printed_as_a_row_is_the_same_vector():
 def test_a_printed_value_that_cannot_be_compared_is_a_file_error(printed, fragment):
     walkthrough = _walkthrough(weights=np.eye(2))
     with pytest.raises(UserError) as error:
-        slides.compare(walkthrough, printed, "mine.toml: example 'e'")
+        slides.compare(walkthrough, printed, "mine.toml: example 'e'", 4)
     message = str(error.value)
     assert message.startswith("mine.toml: example 'e', printed.")
     assert fragment in message
@@ -181,7 +222,9 @@ def test_cat_slept_output_notes_the_slide_under_its_steps(invoke):
     result = invoke("scaled", "--example", "cat-slept", "--format", "json")
     steps = {step["key"]: step for step in json.loads(result.stdout)["steps"]}
     weights = softmax_rows(np.array([[0.1, 0.9, 0.11]]))
-    expected = f"The slide prints 0.54 for (1, 2); the exact value is {weights[0, 1]:.4f}."
+    expected = (
+        f"The slide prints 0.54 for (1, 2), a misprint: the exact value is {weights[0, 1]:.4f}."
+    )
     assert expected in [note["text"] for note in steps["weights"]["notes"]]
     assert "notes" not in steps["scores"]
     rich = " ".join(invoke("scaled", "--example", "cat-slept").stdout.split())
@@ -224,7 +267,7 @@ def test_check_on_a_correct_file_exits_0(invoke):
     assert "agree with the exact values" in result.stdout
     doc = json.loads(invoke("check", str(DOC_EXAMPLE), "-f", "json").stdout)
     assert doc == {
-        "schema_version": "2.4",
+        "schema_version": SCHEMA_VERSION,
         "attn_version": __version__,
         "kind": "check",
         "ok": True,
@@ -233,7 +276,7 @@ def test_check_on_a_correct_file_exits_0(invoke):
             {
                 "file": str(DOC_EXAMPLE),
                 "lesson": "scaled",
-                "examples": [{"name": "four-dims", "checked": 12, "errata": []}],
+                "examples": [{"name": "four-dims", "checked": 12, "errata": [], "diagnoses": []}],
             }
         ],
     }
@@ -338,11 +381,11 @@ def test_slide_notes_appear_in_every_format(invoke, fmt):
 
 def test_a_note_on_the_walkthrough_output_goes_with_the_walkthrough_notes():
     base = _walkthrough(scores=np.array([[1.0, 3.0]]))  # its output is the scores
-    errata = slides.compare(base, {"output": "1, 2"}, "x.toml").errata
+    errata = slides.compare(base, {"output": "1, 2"}, "x.toml", 4).errata
     noted = slides.with_notes(base, errata)
     assert noted.steps[0].notes == ()
     assert [str(note) for note in noted.notes] == [
-        "Output: The slide prints 2 for (1, 2); the exact value is 3."
+        "Output: The slide prints 2 for (1, 2), a misprint: the exact value is 3."
     ]
 
 
@@ -399,3 +442,54 @@ def test_an_empty_entry_is_refused_alike_in_a_printed_value_an_input_and_an_answ
     given = invoke("scaled", "--q", typo, "--k", "1,0;0,1", "--v", "1,0;0,1")
     assert_user_error(given, "--q", "has an empty entry")
     assert "has an empty entry" in parse_answer(typo, 2)
+
+
+def test_a_misprint_is_told_from_a_rounding_slip(invoke):
+    """Issue 57: 0.504 for selfattn's 0.50349 (0.503 to 3 decimals) is one off in the last digit,
+    a rounding slip; causal's 0.24 for 0.3543 is a misprint; each worded as what it is."""
+    doc = json.loads(invoke("check", "--all", "--format", "json").stdout)
+    errata = {
+        (item["lesson"], example["name"], erratum["printed"]): erratum
+        for item in doc["files"]
+        for example in item["examples"]
+        for erratum in example["errata"]
+    }
+    slip = errata[("selfattn", "identity", "0.504")]
+    assert slip["kind"] == "rounding"
+    assert slip["note"] == (
+        "The slide prints 0.504 for (3, 3), a rounding slip (one off in the last digit): the "
+        "exact value 0.50349 is 0.503 to 3 decimals."
+    )
+    misprint = errata[("causal", "signals", "0.24")]
+    assert misprint["kind"] == "misprint"
+    assert (
+        misprint["note"]
+        == "The slide prints 0.24 for (2, 1), a misprint: the exact value is 0.3543."
+    )
+    kinds = [erratum["kind"] for erratum in errata.values()]
+    text = " ".join(invoke("check", "--all").stdout.split())
+    assert (
+        f"differ from the exact value: {kinds.count('misprint')} misprints, "
+        f"{kinds.count('rounding')} rounding slips (one off in the last digit)."
+    ) in text
+
+
+@pytest.mark.parametrize(
+    ("printed", "exact", "kind"),
+    [
+        ("0.504", 0.50349, "rounding"),
+        ("0.3", 0.2, "misprint"),  # one whole unit off (0.09999999999999998 in floats)
+        ("0.4", 0.3, "misprint"),
+        ("2", 3.0, "misprint"),
+        ("0.29", 0.2838, "rounding"),
+        ("1", 0.7071, "whole"),
+    ],
+)
+def test_the_kind_of_an_erratum(printed, exact, kind):
+    from attn_cli.core.rounding import parse_rounded
+    from attn_cli.core.slides import Erratum
+
+    written = parse_rounded(printed)
+    assert written is not None
+    erratum = Erratum("w", "w", (1, 1), written, exact, whole=kind == "whole")
+    assert erratum.kind == kind

@@ -24,6 +24,7 @@ from attn_cli.course import lesson_names, programs_of
 from attn_cli.lessonfiles.loader import load_bundled
 from tests.conftest import assert_user_error
 from tests.test_block import WEIGHTS_FILE as BLOCK_WEIGHTS
+from tests.waits import HANG_GUARD_SECONDS
 
 WITH_CODE = sorted(name for name in lesson_names() if programs_of(name) is not None)
 WITHOUT_CODE = sorted(set(lesson_names()) - set(WITH_CODE))
@@ -209,7 +210,7 @@ def run_programs(codes: list[str]) -> list[dict[str, Any]]:
         input=json.dumps(codes),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
     )
     assert result.returncode == 0, result.stderr
     printed: list[dict[str, Any]] = []

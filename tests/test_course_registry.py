@@ -14,6 +14,7 @@ import pytest
 
 import attn_cli
 from attn_cli import course
+from attn_cli.cli.flags import COMMAND_LINE
 from attn_cli.lessonfiles import loader
 from tests.lesson_runs import lessons_with_runs, missing_runs
 
@@ -25,7 +26,7 @@ from attn_cli.core.card import Card, InputSpec, Size
 CARD = Card(
     name="double",
     summary="Doubling, a lesson written by a test: every entry of X times two.",
-    inputs=(InputSpec("X", "--x", "matrix", "the matrix to double", help="The matrix X."),),
+    inputs=(InputSpec("X", "x", "matrix", "the matrix to double", help="The matrix X."),),
     sizes=(Size("n", "{default} rows", default=3), Size("d", "{default} columns", default=2)),
     positional=("x",),
     examples=("attn double",),
@@ -139,7 +140,7 @@ def test_an_added_lesson_is_in_the_course_the_api_the_cli_the_tour_and_the_explo
     start = state.opening(added_lesson)  # the explorer, on its example
     shown = state.walkthrough(start, start.state)
     np.testing.assert_array_equal(shown.output, [[2, 4], [6, 8]])
-    assert state.command_line(start, start.state) == "attn double"
+    assert state.command_line(start, start.state, COMMAND_LINE) == "attn double"
 
 
 @pytest.mark.parametrize("lesson", course.lesson_names())

@@ -124,7 +124,8 @@ def test_every_block_and_line_role_is_made_and_written():
     latex = render_text(walkthrough, Format.latex, OPTIONS)
     assert "### 1. Scores (2 × 3) (1.250 ms)" in markdown
     assert "\\subsection*{1. Scores ($2 \\times 3$) (1.250 ms)}" in latex
-    assert "**batch item 0 shown, of 2 (items 0 to 1); --item picks another;" in markdown
+    # Built here, not by a door: the batch line names the parameter by its keyword (Python's).
+    assert "**batch item 0 shown, of 2 (items 0 to 1); item picks another;" in markdown
     assert "\\textbf{batch item 0 shown, of 2" in latex
     assert "> **Note:** A note under the step." in markdown
     assert "\\emph{Note:} A note under the step." in latex

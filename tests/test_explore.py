@@ -31,9 +31,11 @@ pytest.importorskip("textual", reason="attn explore needs textual (the explore e
 
 import attn_cli
 from attn_cli import course as cards
+from attn_cli.cli import flags
 from attn_cli.explore import state as st
 from attn_cli.explore.serve import external_addresses, offline_template
 from tests.conftest import assert_user_error, unwrap
+from tests.waits import HANG_GUARD_SECONDS
 
 SIZE = (80, 24)
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
@@ -46,7 +48,7 @@ def run(coroutine: Any) -> Any:
 def explorer(lesson: str = "scaled", **kwargs: Any) -> Any:
     from attn_cli.explore.app import Explorer
 
-    return Explorer(lesson, **kwargs)
+    return Explorer(lesson, door=flags.COMMAND_LINE, **kwargs)
 
 
 def step_values(walkthrough: Any) -> dict[str, Any]:
@@ -82,13 +84,6 @@ def screen_lines(app: Any) -> list[str]:
     """The screen as plain text, row by row (what the terminal shows; Textual 8.2.8's
     compositor, pinned with the snapshots)."""
     return [strip.text for strip in app.screen._compositor.render_strips()]
-
-
-# How long a test waits for the app before it fails: a hang guard, not a speed target. Every
-# wait below is for a state (the app has handled what it was sent, the screen shows a value);
-# a loaded machine (the suite beside six busy processes) takes seconds for what an idle one
-# does at once, so the guard is minutes.
-HANG_GUARD_SECONDS = 300
 
 
 def unfinished(app: Any) -> list[str]:
@@ -206,12 +201,13 @@ def test_changed_entries_marks_each_entry_that_moved_and_which_way():
 
 
 def test_the_softmax_intermediates_have_changes_of_their_own():
-    """The side tables of a softmax step (row max, shifted, exp, row sum) are compared too."""
+    """The side tables of a softmax step (e^s and Σ e^s by hand, row max, shifted, exp, row
+    sum) are compared too."""
     before = attn_cli.scaled("1,0;0,1", "1,1;2,0", "0.1,0.2;0.3,0.4")
     after = attn_cli.scaled("1.5,0;0,1", "1,1;2,0", "0.1,0.2;0.3,0.4")  # query 1 moved
     change = st.changed_entries(before, after)["weights"]
     labels = [part.label for part in after.steps[2].parts]
-    assert len(change.parts) == len(labels) == 4
+    assert len(change.parts) == len(labels) == 6
     by_label = dict(zip(labels, change.parts, strict=True))
     assert by_label["row max"].tolist() == [[st.ROSE], [0]]  # row 1's max rose, row 2's stayed
     assert change.count == st.changed_count(change.value) + sum(map(st.changed_count, change.parts))
@@ -379,7 +375,7 @@ def test_a_bad_entry_is_refused_in_place_with_the_command_lines_message(invoke):
     assert app.walkthrough is before and app.state.cells["Q"][0] == ("1", "0")
     assert editing  # the editor stays open on the entry, to be fixed
     bad = st.with_cell(app.state, "Q", 0, 1, "1e999x")
-    args = shlex.split(st.command_line(app.start, bad))[1:]
+    args = shlex.split(st.command_line(app.start, bad, flags.COMMAND_LINE))[1:]
     result = invoke(*args)
     assert_user_error(result, "'1e999x'")
     assert said == result.stderr.strip()
@@ -403,7 +399,7 @@ def test_an_option_is_recomputed_and_a_refused_one_is_put_back(invoke):
     app, (said, put_back) = run(scenario())
     assert "--heads must divide d_model" in said and put_back == "2"
     assert app.state.options["heads"] == 4
-    assert st.command_line(app.start, app.state) == "attn multihead --heads 4"
+    assert st.command_line(app.start, app.state, flags.COMMAND_LINE) == "attn multihead --heads 4"
     assert_same_steps(app.walkthrough, attn_cli.multihead(heads=4))
 
 
@@ -421,7 +417,7 @@ def test_the_copied_command_line_reproduces_the_screen(invoke_json):
 
     app, panel = run(scenario())
     command = app.clipboard
-    assert command == panel == st.command_line(app.start, app.state)
+    assert command == panel == st.command_line(app.start, app.state, flags.COMMAND_LINE)
     assert (
         command == "attn scaled --q '1.1,0;-0.2,1' --k '1,1;2,0' --v '0.1,0.2;0.3,0.4' --no-scale"
     )
@@ -438,7 +434,7 @@ def test_commands_of_options_over_the_example_reproduce_it(lesson, invoke_json):
     option = next(each for each in st.controls(start.card) if each.type in (bool, int))
     value = not start.state.options[option.name] if option.type is bool else 6
     state = st.with_option(start.state, option.name, value)
-    command = st.command_line(start, state)
+    command = st.command_line(start, state, flags.COMMAND_LINE)
     document = invoke_json(*shlex.split(command)[1:])
     shown = step_values(st.walkthrough(start, state))
     assert [step["key"] for step in document["steps"]] == list(shown)
@@ -456,7 +452,7 @@ def test_export_writes_every_text_format_as_the_command_line_prints_it(tmp_path,
             return app
 
     app = run(scenario())
-    args = shlex.split(st.command_line(app.start, app.state))[1:]
+    args = shlex.split(st.command_line(app.start, app.state, flags.COMMAND_LINE))[1:]
     assert args[:2] == ["causal", "--scores"]
     for fmt, suffix in st.EXPORTS.items():
         written = (tmp_path / f"causal.{suffix}").read_text(encoding="utf-8")
@@ -964,7 +960,7 @@ def test_block_has_a_seed_control_and_its_command_reproduces_the_screen(invoke_j
 
     app, shown = run(scenario())
     assert shown and app.state.seed == 3
-    command = st.command_line(app.start, app.state)
+    command = st.command_line(app.start, app.state, flags.COMMAND_LINE)
     assert command == "attn block --seed 3"
     assert_same_steps(app.walkthrough, attn_cli.block(seed=3))
     document = invoke_json(*shlex.split(command)[1:])
@@ -1020,8 +1016,8 @@ CARD = Card(
     name="drawn",
     summary="A lesson written by a test: X times W, W drawn from --seed unless given.",
     inputs=(
-        InputSpec("X", "--x", "matrix", "tokens", help="Tokens X."),
-        optional("W", "--w", "matrix", "weights", "Weights W (default: drawn from --seed)."),
+        InputSpec("X", "x", "matrix", "tokens", help="Tokens X."),
+        optional("W", "w", "matrix", "weights", "Weights W (default: drawn from {seed})."),
     ),
     examples=("attn drawn",),
     symbols=(("X", "the tokens"), ("W", "the weights")),
@@ -1118,14 +1114,14 @@ def test_an_input_the_lesson_fills_in_is_a_table_that_follows_the_seed(drawn_les
             await pilot.press("+")  # X[1,1]: X is the user's; W, not edited, stays drawn
             await settled(pilot)
             seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
-            commands = [st.command_line(app.start, app.state)]
+            commands = [st.command_line(app.start, app.state, flags.COMMAND_LINE)]
             app.apply(st.with_seed(app.state, 6))
             await settled(pilot)
             seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
             await pilot.press("tab", "+")  # W[1,1]: W is given now, as typed
             await settled(pilot)
             seen.append((app.state.cells["W"], app.query_one("#control-seed").display))
-            commands.append(st.command_line(app.start, app.state))
+            commands.append(st.command_line(app.start, app.state, flags.COMMAND_LINE))
             return app, tables, seen, commands
 
     app, tables, seen, commands = run(scenario())

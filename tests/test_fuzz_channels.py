@@ -39,6 +39,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from attn_cli.cli.flags import flag_for
 from attn_cli.course import get_lesson, lesson_names
 from attn_cli.lessonfiles.grammar import option_problem, option_schema
 from attn_cli.lessonfiles.loader import bundled_lessons_dir
@@ -366,12 +367,12 @@ def whole_number_flags() -> list[tuple[str, str]]:
     flags = []
     for lesson in LESSONS:
         card = get_lesson(lesson).card
-        flags += [(lesson, size.option) for size in card.sizes]
+        flags += [(lesson, flag_for(size.name)) for size in card.sizes]
         for option in card.options:
             numeric = option.type is int or option.name in ("valid_len", "permute", "dk")
             numeric = numeric or option.name in ("global_tokens", "edges")
             if numeric and option.command_line and not option.choices:
-                flags.append((lesson, option.option))
+                flags.append((lesson, flag_for(option.name)))
     return flags
 
 

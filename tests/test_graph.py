@@ -225,10 +225,10 @@ def test_says_which_score_and_neighbourhood_it_uses(invoke_json):
 
     text = (bundled_lessons_dir() / "graph.toml").read_text(encoding="utf-8")
     assert "seed's" not in text and "the seed writes" not in text
-    intro = load_bundled("graph").intro
-    assert "Veličković et al., 2018" in intro and "LeakyReLU" in intro
-    assert "here N(i) holds i only with --self-loops" in intro
+    assert "Veličković et al., 2018" in load_bundled("graph").intro
     doc = invoke_json("graph")
+    intro = " ".join(attn.graph().intro.split())  # as the Python API spells its parameters
+    assert "LeakyReLU" in intro and "here N(i) holds i only with self_loops=True" in intro
     steps = steps_of(doc)
     assert "GAT's own" in steps["scores"]["explanation"]
     assert "only where the graph has a self-loop" in steps["neighbours"]["explanation"]
@@ -423,7 +423,11 @@ def test_gat_on_the_dot_example_says_what_it_leaves_out(invoke_json):
     assert steps["Wh"]["notes"][0] == {**steps["Wh"]["notes"][0], "key": "a_drawn"}
     assert steps["Wh"]["notes"][0]["values"] == {"seed": 5}
     (unused,) = doc["notes"]
-    assert unused["values"] == {"flags": "--wq, --wk, --wv", "score": "additive"}
+    assert unused["values"] == {
+        "flags": "--wq, --wk, --wv",
+        "score": "additive",
+        "given": "--score additive",  # each input and option as the command line spells it
+    }
     a = np.random.default_rng((5, 2)).standard_normal(4)
     np.testing.assert_array_equal(unwrap(doc["inputs"]["a"]), a)
     _, updates = gat_by_hand(H, np.eye(2), a, neighbourhoods(4, EDGES))

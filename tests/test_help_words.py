@@ -11,7 +11,9 @@ from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
 from attn_cli.cli.app import app, command_names
+from attn_cli.cli.flags import flag_for, flag_spelling
 from attn_cli.cli.options import MATRIX_GRAMMAR, VECTOR_GRAMMAR, default_last
+from attn_cli.core.card import help_words
 from attn_cli.course import card, lesson_names
 
 COMMANDS = command_names()
@@ -67,7 +69,8 @@ def test_matrix_and_vector_inputs_say_what_to_type_and_the_grammar_is_said_once(
     text = flat(wide_help(name))
     shapes = {spec.shape for spec in declared.inputs}
     for spec in declared.inputs:
-        assert f"{spec.option} {spec.shape.upper()} " in text, (spec.option, text)
+        flag = flag_for(spec.keyword)
+        assert f"{flag} {spec.shape.upper()} " in text, (flag, text)
     before_examples = text.split(" Examples ")[0]
     assert before_examples.count('"1,0;0,1"') == (1 if shapes else 0)
     assert (flat(MATRIX_GRAMMAR) in text) == bool(shapes)
@@ -118,7 +121,8 @@ def test_plot_says_what_this_lesson_draws(name):
     assert bool(declared.figure) == (figure_of(name) is not None)
     text = flat(wide_help(name))
     if declared.figure:
-        assert f"--plot FILE Also draw {flat(declared.figure)}, to FILE" in text
+        drawn = flat(help_words(declared.figure, flag_spelling))  # {compare} spelt --compare
+        assert f"--plot FILE Also draw {drawn}, to FILE" in text
         others = [card(other).figure for other in lesson_names() if other != name]
         assert not any(f"draw {flat(other)}," in text for other in others if other)
     else:

@@ -21,6 +21,7 @@ import pytest
 
 from attn_cli.cli.app import MAX_COLUMNS, bounded_width, main
 from tests.conftest import assert_user_error
+from tests.waits import HANG_GUARD_SECONDS
 
 
 def device(folder: Path, name: str, major: int, minor: int, kind: int = stat.S_IFCHR) -> Path:
@@ -63,7 +64,7 @@ def test_output_to_a_fifo_is_written_through_to_its_reader(invoke, tmp_path):
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     result = invoke("cost", "--output", str(fifo))
-    reader.join(timeout=300)  # a hang guard: the command has written and closed the fifo
+    reader.join(timeout=HANG_GUARD_SECONDS)  # the command has written and closed the fifo
     assert result.exit_code == 0, result.output
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert b"score matrix" in received[0]
@@ -267,7 +268,7 @@ def test_output_to_a_link_to_stdout_writes_through_the_pipe(name):
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(root)},
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and "score matrix" in done.stdout

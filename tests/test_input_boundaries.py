@@ -18,6 +18,7 @@ from attn_cli.cli import terminal
 from attn_cli.core.rounding import MAX_DECIMALS
 from attn_cli.run.quiz import parse_answer
 from tests.conftest import assert_user_error
+from tests.waits import HANG_GUARD_SECONDS
 
 ROOT = Path(__file__).resolve().parent.parent
 NINES = "9" * 5000  # past Python's 4,300 digits for int() from text
@@ -182,9 +183,13 @@ def test_an_integer_option_of_5000_digits_is_one_line(invoke, args):
 def test_columns_zero_still_prints(tmp_path):
     env = {**os.environ, "COLUMNS": "0", "PYTHONPATH": str(ROOT)}
     run = [sys.executable, "-m", "attn_cli", "scaled"]
-    result = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(
+        run, capture_output=True, text=True, env=env, timeout=HANG_GUARD_SECONDS
+    )
     assert result.returncode == 0 and "Scores" in result.stdout, result.stderr
-    result = subprocess.run([*run, "--q", "x"], capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(
+        [*run, "--q", "x"], capture_output=True, text=True, env=env, timeout=HANG_GUARD_SECONDS
+    )
     assert result.returncode == 2 and "attn: error: --k, --v missing" in result.stderr
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import attn_cli as attn
 from attn_cli.render.latex_render import FIRST_LINE, PREAMBLE_LINES
+from tests.waits import HANG_GUARD_SECONDS
 
 
 def test_the_output_file_is_a_whole_document(invoke, tmp_path):
@@ -27,7 +28,7 @@ def test_the_output_file_is_a_whole_document(invoke, tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
     )
     assert compiled.returncode == 0, compiled.stdout[-2000:]
     assert (tmp_path / "cat.pdf").stat().st_size > 0

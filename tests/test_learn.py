@@ -16,6 +16,7 @@ from attn_cli.core import weights_file
 from attn_cli.core.errors import UserError
 from attn_cli.learn import common
 from tests.conftest import assert_user_error
+from tests.waits import HANG_GUARD_SECONDS
 
 TASKS = ("translate", "grammar", "induction")
 
@@ -146,7 +147,7 @@ def _probe(when: str) -> dict:
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
         env=env,
     )
     import json

@@ -16,6 +16,7 @@ import pytest
 from attn_cli.learn import grammar_data as data
 from attn_cli.learn.common import LearnOptions
 from tests.conftest import assert_user_error
+from tests.waits import HANG_GUARD_SECONDS
 
 TINY = ("--steps", "60", "--hidden", "16", "--max-len", "8", "--seed", "1")
 TINY_OPTIONS = LearnOptions("grammar", seed=1, steps=60, hidden=16, max_len=8)
@@ -360,7 +361,11 @@ def test_the_program_prints_the_commands_scores(invoke, tiny, tmp_path):
     program = tmp_path / "program.py"
     program.write_text(result.stdout, encoding="utf-8")
     completed = subprocess.run(
-        [sys.executable, str(program)], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_GUARD_SECONDS,
     )
     rows = {(row["model"], row["when"]): row for row in tiny.step("scores")}
     after = rows[("attention", "after training")]

@@ -13,6 +13,7 @@ import pytest
 from attn_cli.learn import induction_data as data
 from attn_cli.render.json_render import schema
 from tests.conftest import assert_user_error
+from tests.waits import HANG_GUARD_SECONDS
 
 TINY = ("--steps", "20", "--hidden", "8", "--max-len", "6")
 
@@ -330,7 +331,11 @@ def test_the_code_program_prints_the_commands_scores(torch, invoke, invoke_json,
     program = tmp_path / "induction.py"
     program.write_text(result.stdout, encoding="utf-8")
     ran = subprocess.run(
-        [sys.executable, str(program)], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_GUARD_SECONDS,
     )
     models = invoke_json("learn", "induction", *TINY)["meta"]["models"]
     two = models["two"]

@@ -18,6 +18,7 @@ import attn_cli.api  # noqa: F401  (gives a walkthrough its views: to_markdown)
 from attn_cli.learn import translate_data as data
 from attn_cli.learn.common import LearnOptions
 from tests.conftest import assert_user_error
+from tests.waits import HANG_GUARD_SECONDS
 
 # A budget that trains in a few seconds and still learns enough to be shown (the command refuses
 # a run whose attention model gets under half the held-out words right).
@@ -463,7 +464,11 @@ def test_the_program_prints_the_commands_alignment_score(invoke, tiny, tmp_path)
     program = tmp_path / "program.py"
     program.write_text(result.stdout, encoding="utf-8")
     completed = subprocess.run(
-        [sys.executable, str(program)], capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=HANG_GUARD_SECONDS,
     )
     share = tiny.meta["alignment_score"]["after"]["share"]
     assert f"argmax share {share:.3f}" in completed.stdout

@@ -47,8 +47,10 @@ def test_every_lesson_is_declared_completely_and_consistently(name):
     assert all(key.isidentifier() for key in lesson.options)
     assert lesson.memory_fix
     for spec in lesson.inputs:
-        # The command line spells each input as its card's flag (the one place: cli/flags.py).
-        assert flags.message(UserError(lesson.param(spec.name))) == spec.option
+        # The command line spells each input as the flag of its card's keyword (cli/flags.py).
+        assert flags.message(UserError(lesson.param(spec.name))) == "--" + spec.keyword.replace(
+            "_", "-"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(LESSONS))
@@ -157,7 +159,10 @@ def test_a_lecture_examples_own_fault_names_its_file_and_example():
 def test_an_input_beyond_the_dtype_is_refused_by_its_flag():
     lesson, data = get_lesson("scaled"), load_bundled("scaled")
     inputs = {"Q": np.full((1, 1), 1e6), "K": np.ones((1, 1)), "V": np.ones((1, 1))}
-    with pytest.raises(UserError, match=r"^q has 1e\+06, beyond the largest float16 \(65504\); use dtype=float32 or float64"):
+    with pytest.raises(
+        UserError,
+        match=r"^q has 1e\+06, beyond the largest float16 \(65504\); use dtype=float32 or float64",
+    ):
         validate_inputs(lesson, data, Source(inputs, {}), [inputs], [{}], "float16", users_own=True)
 
 
@@ -184,8 +189,9 @@ def test_a_lessons_own_memory_fix_is_named(monkeypatch):
     lesson, backend = get_lesson("posenc"), get_backend("numpy")
     monkeypatch.setattr("attn_cli.core.backend.FITS_ANYWHERE", 0)
     monkeypatch.setattr("attn_cli.core.backend.available_host_bytes", lambda: 1)
-    with pytest.raises(UserError, match=r"lower --positions or --d-model\.$"):
+    with pytest.raises(UserError, match=r"lower positions or d_model\.$") as raised:
         guard_memory(lesson, backend, {}, None, dict(lesson.options))
+    assert flags.message(raised.value).endswith("lower --positions or --d-model.")
 
 
 def test_a_small_run_does_not_ask_the_machine_for_its_memory(monkeypatch):
@@ -231,3 +237,20 @@ def test_one_list_of_lessons():
     import attn_cli
 
     assert [name for name in attn_cli.__all__ if name in LESSONS] == list(LESSONS)
+
+
+def test_the_bundled_lesson_files_texts_are_printable_as_they_are():
+    """A bundled file's texts are read as they are (no printable() on each run): they must
+    already be what printable() makes of them, as a user's file is made."""
+    from attn_cli.core.usertext import printable
+    from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
+
+    for name in bundled_lesson_names():
+        lesson = load_bundled(name)
+        texts = [lesson.title, lesson.intro, *lesson.notes.values(), *lesson.headings.values()]
+        for step in lesson.steps.values():
+            texts += [text for text in (step.title, step.explanation, step.latex) if text]
+        for example in lesson.examples:
+            texts += [example.name, example.description, example.source]
+            texts += [label for names in example.labels.values() for label in names]
+        assert [text for text in texts if printable(text) != text] == [], name

@@ -14,14 +14,18 @@ import pytest
 from markdown_it import MarkdownIt
 
 from attn_cli import __version__
+from attn_cli.cli.flags import COMMAND_LINE
+from attn_cli.core.templates import spell_parameters
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render.json_render import SCHEMA_VERSION, schema
+from tests.waits import HANG_GUARD_SECONDS
 
 VALIDATOR = jsonschema.Draft202012Validator(schema())
 
 
 def expected_document(lesson: str) -> dict:
-    """The examples document of a bundled lesson, built here from its lesson file."""
+    """The examples document of a bundled lesson, built here from its lesson file (each
+    parameter a description names spelt as the command line types it)."""
     data = load_bundled(lesson)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -31,7 +35,11 @@ def expected_document(lesson: str) -> dict:
         "title": data.title,
         "default_example": data.default_example,
         "examples": [
-            {"name": e.name, "description": e.description, "source": e.source}
+            {
+                "name": e.name,
+                "description": spell_parameters(e.description, COMMAND_LINE),
+                "source": e.source,
+            }
             for e in data.examples
         ],
     }
@@ -122,7 +130,7 @@ def test_list_examples_as_latex_is_a_description_list(invoke, tmp_path):
         ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
         cwd=tmp_path,
         capture_output=True,
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
     )
     assert run.returncode == 0 and (tmp_path / "doc.pdf").exists(), run.stdout[-2000:]
 

@@ -369,7 +369,7 @@ W32 = "1,0;0,1;1,1"
         # m = 3 keys for n = 6 queries: the bound is m, once printed as "at most n = 3".
         (("--n", "6", "--m", "3", "--valid-len", "4"), ("is past the 3 keys", "at most 3, the")),
         (("--valid-len", "1,2"), ("gives 2 lengths but there are 4 query rows",)),
-        (("--valid-len", "two"), ("--valid-len 'two'", "whole numbers")),
+        (("--valid-len", "two"), ("--valid-len two:", "whole numbers")),
         (
             ("--x", X3, "--wq", W32, "--wk", W32, "--wv", W32, "--bq", "1,2,3"),
             ("--bq has 3 entries but must have 2", "d_out"),

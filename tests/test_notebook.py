@@ -16,6 +16,7 @@ import pytest
 import attn_cli as attn
 from attn_cli.course import lesson_names
 from tests.conftest import softmax_rows
+from tests.waits import HANG_GUARD_SECONDS
 
 LESSONS = lesson_names()
 
@@ -45,7 +46,10 @@ def executed() -> dict[str, dict]:
     pytest.importorskip("ipykernel", reason="ipykernel (the Python kernel) is in the dev extra")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(
-        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": "."}}
+        notebook,
+        timeout=HANG_GUARD_SECONDS,
+        kernel_name="python3",
+        resources={"metadata": {"path": "."}},
     )
     client.execute()
     cells: dict[str, dict] = {}

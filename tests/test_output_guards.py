@@ -24,6 +24,7 @@ from attn_cli.mechanisms import linear, normalise
 from attn_cli.render import RenderOptions, document_bytes, walkthrough_entries
 from attn_cli.render.json_render import json_chunks, to_document, to_json
 from tests.conftest import assert_user_error, unwrap
+from tests.waits import HANG_GUARD_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +38,7 @@ def _attn(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         encoding="utf-8",
         errors="replace",
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
     )
 
 
@@ -104,7 +105,7 @@ def _read_then_close(args: list[str], first: int) -> tuple[subprocess.Popen[byte
     read = process.stdout.read(first) if first else process.stdout.readline()
     process.stdout.close()
     closed = time.monotonic()
-    process.wait(timeout=120)
+    process.wait(timeout=HANG_GUARD_SECONDS)
     return process, read, time.monotonic() - closed
 
 

@@ -160,7 +160,7 @@ def test_rich_output_shows_the_padding_step(invoke):
         ("causal", ("--valid-len", "4"), ("past the 3 keys",)),
         ("scaled", ("--valid-len", "1,2,1"), ("gives 3 lengths but there are 2 query rows",)),
         ("causal", ("--valid-len", "1,2"), ("gives 2 lengths but there are 3 query rows",)),
-        ("scaled", ("--valid-len", "1.5"), ("--valid-len '1.5'", "whole numbers")),
+        ("scaled", ("--valid-len", "1.5"), ("--valid-len 1.5:", "whole numbers")),
         ("scaled", ("--valid-len", "-1"), ("--valid-len -1", "no visible key")),
         ("causal", ("--valid-len", "2", "--fill", "zero"), ("--valid-len", "--fill zero")),
         ("scaled", ("--n", "4", "--m", "2", "--dk", "2", "--valid-len", "5"), ("past the 4 keys",)),

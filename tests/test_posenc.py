@@ -80,19 +80,27 @@ def test_cli_output_matches_the_formula_loop(invoke_json):
     }
 
 
-def test_frequencies_table_and_binary_counter(invoke_json):
+def test_frequencies_table_and_binary_counter(invoke, invoke_json):
     doc = invoke_json("posenc", "--example", "binary-counter")
-    table = np.asarray(unwrap(doc["steps"][0]["value"]))
+    rows = unwrap(doc["steps"][0]["value"])
     d_model, base = 8, 16.0
     omega = [base ** (-2 * i / d_model) for i in range(4)]
-    assert table[:, 0].tolist() == [0, 2, 4, 6] and table[:, 1].tolist() == [1, 3, 5, 7]
-    assert np.allclose(table[:, 2], omega, rtol=1e-14)
-    assert np.allclose(table[:, 3], [2 * math.pi / w for w in omega], rtol=1e-14)
+    # The columns a pair sits in are whole numbers (issue 57: they once printed as 0.000).
+    assert [(row["pair"], row["sin_col"], row["cos_col"]) for row in rows] == [
+        (0, 0, 1),
+        (1, 2, 3),
+        (2, 4, 5),
+        (3, 6, 7),
+    ]
+    column = {key: [row[key] for row in rows] for key in rows[0]}
+    assert np.allclose(column["w"], omega, rtol=1e-14)
+    assert np.allclose(column["wavelength"], [2 * math.pi / w for w in omega], rtol=1e-14)
     # Base 16 at d_model 8: each pair exactly twice as slow, like the bits of a binary counter.
-    assert np.allclose(table[:, 4], [1, 2, 4, 8], rtol=1e-14)
+    assert np.allclose(column["slowdown"], [1, 2, 4, 8], rtol=1e-14)
     assert np.allclose(
-        table[:, 5], [11 * w / (2 * math.pi) for w in omega], rtol=1e-14
+        column["turns"], [11 * w / (2 * math.pi) for w in omega], rtol=1e-14
     )  # 12 positions
+    assert "wᵢ rad/pos" in invoke("posenc", "--example", "binary-counter").stdout  # the title's
     assert "2 times" in doc["steps"][0]["explanation"]
 
 
@@ -179,7 +187,11 @@ def test_cli_torch_backend_agrees_with_numpy(invoke_json, torch):
     numpy_doc, torch_doc = invoke_json(*args), invoke_json(*args, "--backend", "torch")
     assert torch_doc["backend"] == "torch"
     for numpy_step, torch_step in zip(numpy_doc["steps"], torch_doc["steps"], strict=True):
-        assert np.allclose(unwrap(numpy_step["value"]), unwrap(torch_step["value"]), atol=1e-12)
+        numpy_value, torch_value = unwrap(numpy_step["value"]), unwrap(torch_step["value"])
+        if numpy_step["kind"] == "records":  # a table of named columns
+            numpy_value = [list(row.values()) for row in numpy_value]
+            torch_value = [list(row.values()) for row in torch_value]
+        assert np.allclose(numpy_value, torch_value, atol=1e-12)
     assert torch_doc["meta"]["shift_max_error"] < 1e-12
     assert torch_doc["meta"]["similarity_max_spread"] < 1e-12
 
@@ -373,7 +385,7 @@ def test_one_pair_is_not_followed_by_slower_pairs(invoke_json):
     doc = invoke_json("posenc", "--d-model", "2", "--positions", "4")
     steps = {step["key"]: step for step in doc["steps"]}
     (row,) = unwrap(steps["frequencies"]["value"])
-    assert row[2] == 1.0 and row[3] == pytest.approx(2 * math.pi, rel=1e-15)
+    assert row["w"] == 1.0 and row["wavelength"] == pytest.approx(2 * math.pi, rel=1e-15)
     text = steps["frequencies"]["explanation"]
     assert "down to pair" not in text and "each later pair" not in text
     assert text.startswith("d_model = 2 gives a single sine/cosine pair: pair 0 turns")

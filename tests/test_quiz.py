@@ -50,6 +50,41 @@ def test_without_a_terminal_it_prints_blanks_then_an_answer_key(invoke):
     assert "Score:" not in out
 
 
+def test_the_answer_key_starts_on_a_page_of_its_own(invoke):
+    """A handout printed as it is: the key after a form feed, never on the blanks' page."""
+    out = invoke("scaled", "--quiz").stdout
+    assert out.count("\f") == 1
+    blanks, key = out.split("\f")
+    assert "Answer key" not in blanks and key.lstrip("─ ").startswith("Answer key")
+    assert "the answer key follows the blanks, on a page of its own." in " ".join(blanks.split())
+    assert f"{WEIGHTS[0, 0]:.4f}" in key and f"{WEIGHTS[0, 0]:.4f}" not in blanks
+
+
+def test_the_answer_key_to_a_file_of_its_own(invoke, tmp_path):
+    """--answers FILE: the handout holds the blanks alone; FILE the key, titled as one."""
+    path = tmp_path / "key.txt"
+    result = invoke("scaled", "--quiz", "--answers", str(path))
+    assert result.exit_code == 0, result.output
+    handout, key = result.stdout, path.read_text(encoding="utf-8")
+    assert "Answer key" not in handout and "\f" not in handout and "\f" not in key
+    assert handout.count("______") == sum(step.size for step in STEPS)
+    assert handout.rstrip().endswith(f"The answer key is in {path}.")
+    assert "the answer key is in a file of its own." in " ".join(handout.split())
+    assert key.startswith("Answer key · Scaled dot-product attention · example two-tokens")
+    for value in (SCALED[0, 0], WEIGHTS[0, 0], OUTPUT[1, 1]):
+        assert f"{value:.4f}" in key and f"{value:.4f}" not in handout
+    assert "______" not in key
+
+
+def test_answers_without_a_quiz_or_unwritable_are_one_line(invoke, tmp_path):
+    assert_user_error(
+        invoke("scaled", "--answers", str(tmp_path / "k.txt")), "--answers writes a quiz's"
+    )
+    missing = tmp_path / "no" / "k.txt"
+    assert_user_error(invoke("scaled", "--quiz", "--answers", str(missing)), "--answers")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_answer_key_keeps_slide_notes_out_of_the_blanks(invoke):
     out = invoke("scaled", "--quiz", "--example", "cat-slept").stdout
     blanks, key = out.split("Answer key")
@@ -190,3 +225,75 @@ def test_every_lesson_makes_a_handout_asking_its_steps(invoke, lesson):
     text = " ".join(result.stdout.split())
     for step in walkthrough.steps:  # asked, or shown for reading: each under its own title
         assert " ".join(step.title.split()) in text, (lesson, step.title)
+
+
+def test_a_whole_number_is_not_right_to_no_decimals_where_the_value_has_them():
+    """Typed "1, 1" for 0.7071, 1.4142: wrong, and not "right to 0 decimals" (a whole number
+    says the value is whole); "0.7, 1.4" is right to 1 decimal; "1, 0" for exactly 1, 0 is right."""
+    scaled = np.array([1 / np.sqrt(2), np.sqrt(2)])
+    whole = mark([parse_rounded("1"), parse_rounded("1")], scaled, 4)
+    assert not whole.right and whole.right_to is None
+    tenths = mark([parse_rounded("0.7"), parse_rounded("1.4")], scaled, 4)
+    assert not tenths.right and tenths.right_to == 1
+    assert mark([parse_rounded("1"), parse_rounded("0")], np.array([1.0, 0.0]), 4).right
+
+
+# --- what a wrong answer shows: the mistake, or the error carried forward (issue 56) ----------
+
+
+def softmax(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_the_unscaled_scores_are_named_and_what_follows_from_them_is_credited(invoke, at_terminal):
+    """The issue's student: step 2 typed as the unscaled scores, step 3 as their softmax, step 4
+    as those weights times V. Step 2 is named ("before dividing by √d_k = √2 = 1.4142"); steps 3
+    and 4 are right for the student's own answers, and the score says so."""
+    their_weights = softmax(SCORES)  # the softmax of the scores not divided by √2
+    their_output = their_weights @ V
+    typed = [
+        *rows_typed(SCORES, 4),  # step 1, right
+        *rows_typed(SCORES, 4),  # step 2: the scores again, not divided by √2
+        *rows_typed(their_weights, 4),
+        *rows_typed(their_output, 4),
+    ]
+    result = invoke("scaled", "--quiz", input="\n".join(typed) + "\n")
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert out.count("these are the scores before dividing by √d_k = √2 = 1.4142.") == 2
+    assert out.count("↳ right for your scaled step: this row follows from your own answer") == 2
+    assert out.count("↳ right for your weights step: this row follows from your own answer") == 2
+    assert "Score: 2 of 8 rows right; 4 more right for your own earlier answers" in out
+
+
+@pytest.mark.parametrize(
+    ("step", "typed", "named"),
+    [
+        ("weights", softmax(SCALED.T).T, "this is the softmax down each column"),
+        ("weights", SCALED / SCALED.sum(axis=1, keepdims=True), "divided by their row's sum"),
+        ("weights", np.exp(SCALED), "these are e^s, not yet divided by the row's sum"),
+        ("scaled", SCORES / 2, "divided by d_k = 2, where the scale is √d_k = √2 = 1.4142"),
+        ("output", SCALED @ V, "these are the scaled scores times V"),
+        ("scores", Q @ K, "these are Q K, with K not transposed"),
+        ("scores", K @ Q.T, "these are the scores transposed"),
+    ],
+)
+def test_each_mistake_is_named_in_plain_words(invoke, at_terminal, step, typed, named):
+    index = ("scores", "scaled", "weights", "output").index(step)
+    before = [line for right in STEPS[:index] for line in rows_typed(right, 4)]
+    lines = [*before, *rows_typed(typed, 4), "q"]
+    out = " ".join(invoke("scaled", "--quiz", input="\n".join(lines) + "\n").stdout.split())
+    assert named in out, out[-600:]
+
+
+def test_a_right_answer_is_never_given_a_diagnosis(invoke, at_terminal):
+    answers = [line for step in STEPS for line in rows_typed(step, 4)]
+    out = invoke("scaled", "--quiz", input="\n".join(answers) + "\n").stdout
+    assert "these are" not in out and "this is the" not in out and "↳" not in out
+
+
+def test_numbers_that_match_no_mistake_are_only_marked(invoke, at_terminal):
+    lines = [*rows_typed(SCORES, 4), "9, 9", "9, 9", "q"]
+    out = " ".join(invoke("scaled", "--quiz", input="\n".join(lines) + "\n").stdout.split())
+    assert out.count("✗ not right") == 2 and "these are" not in out

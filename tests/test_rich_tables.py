@@ -128,12 +128,15 @@ def table_cells(text: str) -> list[str]:
 
 # --- what a shown number must be ------------------------------------------------------------
 
-_INTEGER = re.compile(r"^-?\d+$")
+_INTEGER = re.compile(r"^-?(\d+|\d{1,3}(,\d{3})+)$")  # 274,877,906,944: digits in threes
+_BELOW = re.compile(r"^<0\.(0*1)$")  # below the decimals shown: <0.0001 at four
 _FIXED = re.compile(r"^-?\d+\.(\d+)$")
 _SCIENTIFIC = re.compile(r"^-?\d\.(\d+)e([+-]\d+)$")
 
 
 def number_style(text: str) -> str:
+    if _BELOW.match(text):
+        return "fixed"  # a weight below the decimals shown, in a column of fixed decimals
     if _INTEGER.match(text):
         return "integer"
     if _FIXED.match(text):
@@ -154,9 +157,14 @@ def assert_shows(text: str, value: float, precision: int, where: str) -> None:
     if math.isinf(value):
         assert text in (("∞", "inf") if value > 0 else ("−∞", "-inf")), where
         return
+    below = _BELOW.match(text)
+    if below:  # "<0.0001": a positive weight that would round to 0 at these decimals
+        assert len(below.group(1)) == precision, (where, text, precision)
+        assert 0 < value < 0.5 * 10.0**-precision, (where, text, value)
+        return
     style = number_style(text)
     if style == "integer":
-        assert value == int(text), (where, text, value)  # an integer cell is exact
+        assert value == int(text.replace(",", "")), (where, text, value)  # an integer is exact
         return
     if style == "fixed":
         decimals = len(_FIXED.match(text).group(1))  # type: ignore[union-attr]
@@ -565,15 +573,15 @@ def test_the_score_matrix_sizes_are_written_each_in_its_own_format():
     )
     first = next(line for line in text.splitlines() if "1 head, 1 layer" in line)
     assert [cell.strip() for cell in first.split("│")[2:6]] == [
-        "67108864",
-        "134217728",
+        "67,108,864",  # more than 6 digits: in groups of three (issue 57)
+        "134,217,728",
         "128",
         "0.13",
     ]
     markdown = walk.to_markdown()
-    assert "| **1 head, 1 layer** | 67108864 | 134217728 | 128 | 0.13 |" in markdown
+    assert "| **1 head, 1 layer** | 67,108,864 | 134,217,728 | 128 | 0.13 |" in markdown
     latex = walk.to_latex()
-    assert "1 head, 1 layer & $67108864$ & $134217728$ & $128$ & $0.13$" in latex
+    assert "1 head, 1 layer & $67{,}108{,}864$ & $134{,}217{,}728$ & $128$ & $0.13$" in latex
     assert "S = QK" not in latex  # a table of sizes, not the matrix S itself
 
 

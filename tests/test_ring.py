@@ -24,6 +24,7 @@ import attn_cli as attn
 from attn_cli.mechanisms import ring, tiled
 from tests.conftest import assert_user_error, random_qkv
 from tests.lesson_runs import Runs
+from tests.waits import HANG_GUARD_SECONDS
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the suite-wide tests run of this lesson (tests/lesson_runs.py): pipes, so that they run
@@ -295,10 +296,16 @@ def run_driver(
     (the suite beside six busy processes) takes seconds for what an idle one does at once."""
     tag = uuid.uuid4().hex
     code = textwrap.dedent(driver).format(first=4, action=action, send=action, args=args)
+    # Should it hang, every thread's stack on stderr first, for the failure to show.
+    code = f"import faulthandler; faulthandler.dump_traceback_later({timeout - 30})\n{code}"
     env = {**os.environ, "ATTN_RING_TEST": tag, "COLUMNS": "80"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout
-    )
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as hung:
+        said = hung.stderr.decode(errors="replace") if isinstance(hung.stderr, bytes) else ""
+        pytest.fail(f"attn ring {' '.join(args)} did not end in {timeout} s; it said:\n{said}")
     left = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -355,6 +362,41 @@ def test_ctrl_c_mid_lesson_stops_every_process(transport):
     assert result.returncode == 130 and result.stdout == ""  # 128 + SIGINT, as a shell has it
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
     assert left == []
+
+
+# The command's wait for its processes, with its main thread asleep in it and a Ctrl-C handed to
+# another thread (as the kernel may hand a process's signal to any thread that does not block
+# it): that thread sends it to itself once the main thread sleeps in a poll (its wchan, in /proc).
+CTRL_C_IN_THE_WAIT = """
+import os, signal, threading, time
+from attn_cli.course.ring.launch import wait_or_signal
+main = threading.get_native_id()
+def interrupt():
+    while "poll" not in open(f"/proc/self/task/{main}/wchan").read():
+        time.sleep(0.001)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+never, _ = os.pipe()  # nothing is ever written to it
+try:
+    wait_or_signal([never])
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@LINUX
+def test_a_ctrl_c_handed_to_another_thread_wakes_the_wait_for_the_processes():
+    """The main thread waits for the processes; Python runs a signal's handler there only,
+    once something wakes it, and a Ctrl-C handed to another thread woke nothing: a wait for
+    processes that never end then lasted for ever. The wait wakes on any signal
+    (signal.set_wakeup_fd); multiprocessing's own wait, in its place, times out here."""
+    result = subprocess.run(
+        [sys.executable, "-c", CTRL_C_IN_THE_WAIT],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+    )
+    assert result.stdout == "interrupted\n", result.stderr
 
 
 @LINUX
@@ -459,12 +501,18 @@ def test_a_lesson_file_of_ones_own(invoke, tmp_path):
     assert [row["queries"] for row in doc["steps"][0]["value"]] == ["a", "b", "c"]
 
 
-def test_the_tour_visits_the_ring_after_flash_and_before_window():
+def test_the_tour_visits_the_ring_last_beyond_the_lectures():
+    """The lecture notes never name ring attention (issue 57): it is the last stop past them,
+    and the lectures' flash is followed by their window."""
     from attn_cli.cli.itinerary import tour
+    from attn_cli.core.stop import BEYOND_THE_LECTURES
 
-    names = [stop.name for stop in tour()]
-    assert names[names.index("flash") + 1] == "ring"
-    assert names[names.index("ring") + 1] == "window"
+    stops = tour()
+    names = [stop.name for stop in stops]
+    assert names[-1] == "ring" and stops[-1].section is BEYOND_THE_LECTURES
+    assert names[names.index("flash") + 1] == "window"
+    lectures = [stop.name for stop in stops if stop.section is None]
+    assert "ring" not in lectures and "flash" in lectures
 
 
 def test_the_explorer_opens_the_ring():

@@ -352,7 +352,7 @@ def test_json_is_one_document_with_the_contract_keys(invoke):
         "notes",
         "meta",
     ]
-    assert doc["schema_version"] == "2.4" and doc["kind"] == "lesson"
+    assert doc["schema_version"] == "2.6" and doc["kind"] == "lesson"
     assert doc["inputs"] == {
         "Q": {"shape": [2, 2], "data": [[1, 0], [0, 1]]},
         "K": {"shape": [2, 2], "data": [[1, 1], [2, 0]]},
@@ -503,6 +503,23 @@ def test_an_example_with_its_options_changed_is_not_described_as_written(invoke)
     assert "Step 3 · Output" in changed and "Step 4" not in changed  # three steps, not four
     same = " ".join(invoke("scaled", "--scale", "--precision", "2").stdout.split())
     assert "scaled by √2: the slide's four steps" in same  # nothing of the example changed
+
+
+def test_an_example_with_its_options_changed_is_described_in_each_doors_words(invoke):
+    """The same sentence names the option as each door takes it (issue 60): the keyword from
+    Python, the flag on the command line."""
+    import attn_cli
+
+    python = attn_cli.scaled(scale=False).example_description
+    assert python == (
+        "The inputs of example two-tokens, run with scale=False; the example's own description "
+        "is of it as written (example=two-tokens)."
+    )
+    cli = " ".join(invoke("scaled", "--no-scale", "--dropout", "0.5").stdout.split())
+    assert (
+        "The inputs of example two-tokens, run with --no-scale --dropout 0.5; the example's own "
+        "description is of it as written (--example two-tokens)." in cli
+    )
 
 
 def test_the_latex_of_masked_scores_does_not_say_s_plus_p_of_scaled_scores():

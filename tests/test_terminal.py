@@ -17,12 +17,9 @@ from pathlib import Path
 import pytest
 
 from attn_cli.cli import terminal
+from tests.waits import HANG_GUARD_SECONDS
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# A hang guard, not a speed target: every wait is for something the command does (a prompt,
-# the terminal switched to single keys, the command's end), and a loaded machine takes seconds.
-HANG_GUARD_SECONDS = 300.0
 
 
 class _Stdin(io.StringIO):
@@ -74,9 +71,12 @@ def test_off_a_terminal_lines_come_from_stdin_without_readline(monkeypatch, caps
 # --- the real command on a pseudo-terminal -----------------------------------------------
 
 
-def _on_a_terminal(args: list[str], keys: list[bytes], wait_for: bytes) -> tuple[int, bytes]:
-    """Run ``attn ARGS`` on a pseudo-terminal of its own; send each key once ``wait_for`` has
-    appeared (again); the exit code and everything it wrote."""
+def _on_a_terminal(
+    args: list[str], keys: list[bytes], wait_for: bytes, env: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    """Run ``attn ARGS`` on a pseudo-terminal of its own (``env`` added to its environment);
+    send each key once ``wait_for`` has appeared (again); the exit code and everything it
+    wrote."""
     import fcntl
     import pty
     import termios
@@ -93,7 +93,7 @@ def _on_a_terminal(args: list[str], keys: list[bytes], wait_for: bytes) -> tuple
         stdout=slave,
         stderr=slave,
         cwd=ROOT,
-        env={**os.environ, "COLUMNS": "80", "LINES": "40", "TERM": "xterm"},
+        env={**os.environ, "COLUMNS": "80", "LINES": "40", "TERM": "xterm", **(env or {})},
         preexec_fn=controlling_terminal,
     )
     os.close(slave)
@@ -190,5 +190,5 @@ def test_a_reader_that_goes_away_ends_every_command_quietly_with_0(args):
     process.stdout.readline()  # head -1
     process.stdout.close()
     error = process.stderr.read()
-    assert process.wait(timeout=60) == 0, error
+    assert process.wait(timeout=HANG_GUARD_SECONDS) == 0, error
     assert error == b""

@@ -188,10 +188,11 @@ def test_default_example_and_output_records(invoke_json):
     edges = np.asarray(data(histogram["edges"]))
     assert len(edges) == 21 and edges[0] == -160 and edges[-1] == 160  # ±5√1024
     raw, scaled = data(histogram["series"]["raw"]), data(histogram["series"]["scaled"])
-    assert sum(scaled) == 3000 * 8  # scaled scores never leave ±160
-    centre = np.flatnonzero((edges[:-1] >= -16) & (edges[1:] <= 16))
-    assert sum(scaled[i] for i in centre) == 3000 * 8  # all within the two central bins
-    assert sum(raw) <= 3000 * 8 and sum(raw[i] for i in centre) < 0.5 * 3000 * 8
+    # The scaled scores on bins of their own, the raw bins ÷ √1024 (issue 57: on the raw bins
+    # they all fell in the two central ones): the same counts, bin for bin.
+    own = np.asarray(data(histogram["edges_of"]["scaled"]))
+    assert own[0] == -5 and own[-1] == 5 and np.allclose(own * 32, edges, rtol=0, atol=1e-12)
+    assert scaled == raw and sum(raw) <= 3000 * 8
 
 
 def test_seed_makes_runs_repeatable(invoke_json):
@@ -399,12 +400,12 @@ def test_every_format(invoke):
     markdown = invoke(*args, "--format", "markdown")
     assert markdown.exit_code == 0
     assert "| d_k | mean q·k | var q·k |" in markdown.stdout
-    assert "| bin | raw | scaled |" in markdown.stdout
+    assert "| raw bin | raw | scaled bin | scaled |" in markdown.stdout
     latex = invoke(*args, "--format", "latex")
     assert latex.exit_code == 0
     # The tables are tabulars with their headings, the histogram a table of counts per bin.
     assert "d\\texttt{\\char95}k & mean q$\\cdot$k & var q$\\cdot$k" in latex.stdout
-    assert "bin & raw & scaled \\\\" in latex.stdout
+    assert "raw bin & raw & scaled bin & scaled \\\\" in latex.stdout
 
 
 def test_lesson_file_with_dk_as_text(invoke_json, tmp_path):
@@ -428,9 +429,11 @@ def test_the_histogram_says_within_three_only_with_the_count_that_shows_it(invok
     doc = invoke_json("variance", "--dk", "4,1024", "--samples", "500")
     step = doc["steps"][3]
     assert "stay within about ±3" not in step["explanation"]
-    assert "each 16 wide" in step["explanation"]
+    assert "the raw scores' 16 wide, the scaled ones' 32 times narrower (0.5 wide)" in " ".join(
+        step["explanation"].split()
+    )
     notes = {note["key"]: note for note in step["notes"]}
-    assert set(notes) == {"within_three"}
+    assert set(notes) == {"within_three", "same_bars"}
     values = notes["within_three"]["values"]
     # The same streams as the lesson's, drawn and counted here by hand.
     inside, lesson_streams = 0, streams(0, 1024)
@@ -482,3 +485,66 @@ def test_nearly_one_hot_is_said_only_of_a_nearly_one_hot_row(invoke_json):
     assert "spiky_mild" in notes and "spiky_peaked" not in notes
     exps = [e**1.2, e**-0.8, e**0.3]
     assert notes["spiky_mild"]["values"]["top_raw"] == pytest.approx(exps[0] / sum(exps))
+
+
+def test_weights_are_fixed_decimals_and_a_tiny_one_says_it_is_below_them(invoke):
+    """Issue 57: the softmax of s = [15.5, −16.1, 2.3] printed 1.000e+00, 1.889e-14, 1.851e-06
+    (one tiny weight made the whole table scientific). Weights are in fixed decimals in every
+    format; a positive weight below the last decimal shown is written <0.0001."""
+    rich = " ".join(invoke("variance").stdout.split())
+    assert "│ s │ 1.0000█ │ <0.0001 │ <0.0001 │ 1.0000 │" in rich
+    assert "│ s / 16 │ 0.6341▓ │ 0.0880 │ 0.2779░ │ 1.0000 │" in rich
+    markdown = invoke("variance", "--format", "markdown").stdout
+    assert "| **s** | 1.0000 | <0.0001 | <0.0001 | 1.0000 |" in markdown
+    assert "1.889e-14" not in rich + markdown
+    assert (
+        "| **s** | 1.00 | <0.01 | <0.01 | 1.00 |"
+        in invoke("variance", "--format", "markdown", "--precision", "2").stdout
+    )
+
+
+def test_the_weights_format_keeps_whole_numbers_and_exact_zeros():
+    from attn_cli.core.numbers import format_column, weights_style
+
+    assert weights_style("scientific") == weights_style("fixed") == "probability"
+    assert weights_style("integer") == "integer"  # a one-hot row: 0 and 1
+    shown = format_column([1 - 2e-6, 0.0, 3e-5, 4.9e-5, 5e-5], 4, style="probability")
+    assert shown == ["1.0000", "0.0000", "<0.0001", "<0.0001", "0.0001"]
+
+
+def test_each_histogram_is_on_its_own_bins(invoke_json, invoke):
+    """Issue 57: the scaled scores were counted on the raw scores' bins, 16 wide, so 24,000 of
+    them fell in two bars. Each series now has its own: the scaled ones on the raw bins ÷ √d_k,
+    where they show the same bars, and the note that says so is checked on the counts."""
+    doc = invoke_json("variance")
+    step = next(step for step in doc["steps"] if step["key"] == "histogram")
+    value = unwrap(step["value"])
+    edges, scaled_edges = data(value["edges"]), data(value["edges_of"]["scaled"])
+    assert np.allclose(np.asarray(scaled_edges) * 32, edges, rtol=0, atol=1e-12)  # d_k = 1024
+    assert scaled_edges[0] == -5.0 and scaled_edges[1] - scaled_edges[0] == 0.5
+    series = {name: data(counts) for name, counts in value["series"].items()}
+    assert series["raw"] == series["scaled"]
+    assert sum(count > 0 for count in series["scaled"]) > 10  # no longer two bars
+    assert any(note["key"] == "same_bars" for note in step["notes"])
+    text = " ".join(invoke("variance").stdout.split())
+    assert "scaled [-5.0, -4.5) 0 [-4.5, -4.0) 1" in text
+    markdown = invoke("variance", "--format", "markdown").stdout
+    assert "| raw bin | raw | scaled bin | scaled |" in markdown
+
+
+def test_the_same_bars_note_needs_the_same_counts():
+    from attn_cli.course.variance.build import same_bars
+
+    class Found:
+        def __init__(self, series):
+            self.value = {"series": series}
+
+    class Walk:
+        def __init__(self, series):
+            self.series = series
+
+        def find(self, key):
+            return Found(self.series)
+
+    assert same_bars(Walk({"raw": [1, 2], "scaled": [1, 2]}), {})
+    assert not same_bars(Walk({"raw": [1, 2], "scaled": [2, 1]}), {})

@@ -191,7 +191,7 @@ def test_check_passes_on_the_bundled_file(invoke):
     ("args", "fragment"),
     [
         (("--window", "-1"), "--window must be a whole number ≥ 0"),
-        (("--global", "0,x"), "--global '0,x'"),
+        (("--global", "0,x"), "--global 0,x:"),
         (("--global", "9"), "positions run 0..4"),
         (("--q", "1,0;0,1", "--k", "1,0", "--v", "1;2"), "give Q and K the same n"),
         (("--q", "1,0;0,1", "--k", "1,0;0,1", "--v", "1;2;3"), "K has 2 rows but V has 3"),

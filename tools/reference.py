@@ -16,7 +16,7 @@ import typer.main
 from rich.text import Text
 
 from attn_cli.cli.app import SEE_ALSO, command_names, examples, full_app, reflowed, symbols
-from attn_cli.core.card import keyword_of
+from attn_cli.cli.flags import flag_for
 from attn_cli.course import card, lesson_names
 from tools import REGENERATE
 
@@ -101,9 +101,9 @@ def _inputs_cell(name: str) -> str:
     if keywords:
         cell += f"; keyword{'s' if len(keywords) > 1 else ''} `{', '.join(keywords)}`"
     renamed = [
-        f"`{option.flag}` is `{option.name}=`"
+        f"`{flag_for(option.name)}` is `{option.name}=`"
         for option in declared.options
-        if option.flag and option.command_line and keyword_of(option.flag) != option.name
+        if option.command_line and flag_for(option.name) != "--" + option.name.replace("_", "-")
     ]
     return cell + (f" ({'; '.join(renamed)})" if renamed else "")
 

@@ -119,7 +119,7 @@ def static_problem(impl: str, device: str, dtype: str, d: int | None = None) -> 
         if device != "cpu":
             return "numpy runs on the CPU only"
         if dtype == "bfloat16":
-            return "numpy has no bfloat16; use --dtype float32"
+            return "numpy has no bfloat16; use float32"
     if impl in SDPA_BACKENDS and not has_sdpa_backend(SDPA_BACKENDS[impl]):
         return f"this PyTorch has no {SDPA_BACKENDS[impl]} backend"
     if impl == "flex-window" and not has_flex_attention():

@@ -114,7 +114,14 @@ TOOL_SYMBOLS: dict[str, tuple[tuple[str, str], ...]] = {
 def symbols(name: str) -> tuple[tuple[str, str], ...]:
     """The symbols command ``name``'s help uses, each with its definition (its card's, or a
     tool's own)."""
-    return cards.card(name).symbols if cards.is_lesson(name) else TOOL_SYMBOLS.get(name, ())
+    if not cards.is_lesson(name):
+        return TOOL_SYMBOLS.get(name, ())
+    from attn_cli.cli.flags import flag_spelling
+    from attn_cli.core.card import help_words
+
+    return tuple(
+        (symbol, help_words(meaning, flag_spelling)) for symbol, meaning in cards.card(name).symbols
+    )
 
 
 # `attn -h` as well as `attn --help`, for every command.

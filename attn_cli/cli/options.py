@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 import typer
 from rich.markup import escape
 
+from attn_cli.cli.flags import COMMAND_LINE, flag_for, flag_spelling
 from attn_cli.cli.parsing import in_range
 from attn_cli.core import variants
-from attn_cli.core.card import Card, InputSpec, Option, Size
+from attn_cli.core.card import Card, InputSpec, Option, Size, help_words
 from attn_cli.render import Format
+from attn_cli.run.request import DROPOUT_SEED_HELP, RUN_SETTING_HELP
 
 if TYPE_CHECKING:
     from attn_cli.run.runner import RunRequest
@@ -109,6 +111,7 @@ def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str
     """TAB completion for --example: the examples of the --lesson file given before it (when it
     has any), else those of this command's bundled lesson."""
     from attn_cli.core.errors import UserError
+    from attn_cli.core.templates import spell_parameters
     from attn_cli.lessonfiles.loader import load_bundled, load_lesson_file
 
     own = ctx.params.get("lesson")
@@ -119,7 +122,7 @@ def complete_example(ctx: typer.Context, incomplete: str) -> list[tuple[str, str
     except (OSError, UserError):  # no readable lesson file: nothing to offer
         return []
     return [
-        (example.name, " ".join(example.description.split())[:60])
+        (example.name, " ".join(spell_parameters(example.description, COMMAND_LINE).split())[:60])
         for example in lesson.examples
         if example.name.startswith(incomplete)
     ]
@@ -131,7 +134,7 @@ ExampleOpt = Annotated[
         "--example",
         "-e",
         metavar="NAME",
-        help="Lecture example to run (see --list-examples).",
+        help=RUN_SETTING_HELP["example"].removesuffix(".") + " (see --list-examples).",
         rich_help_panel=INPUT_PANEL,
         show_default=False,
         autocompletion=complete_example,
@@ -151,7 +154,7 @@ LessonFileOpt = Annotated[
     typer.Option(
         "--lesson",
         metavar="FILE",
-        help="A lesson file of your own (TOML; the format: attn check --help).",
+        help=RUN_SETTING_HELP["lesson"],
         rich_help_panel=INPUT_PANEL,
         show_default=False,
         dir_okay=False,
@@ -163,7 +166,7 @@ SeedOpt = Annotated[
         "--seed",
         metavar="N",
         callback=in_range(0),
-        help="Seed for random inputs: the same N, the same inputs.",
+        help=RUN_SETTING_HELP["seed"],
         rich_help_panel=SIZE_PANEL,
     ),
 ]
@@ -231,7 +234,7 @@ def plot_option(card: Card) -> object:
     option = typer.Option(
         "--plot",
         metavar="FILE",
-        help=f"Also draw {card.figure}, to FILE: .png, .svg or .pdf (needs matplotlib).",
+        help=f"Also draw {help_words(card.figure, flag_spelling)}, to FILE: .png, .svg or .pdf (needs matplotlib).",
         rich_help_panel=OUTPUT_PANEL,
         show_default=False,
         dir_okay=False,
@@ -245,11 +248,7 @@ TimeOpt = Annotated[
     typer.Option(
         "--time",
         metavar=FLAG,
-        help=(
-            "Show each step's time: the device's time for the step's computation alone (never "
-            "the copy to the host, the statistics or the checks), warm (after one untimed run), "
-            f"the median of {variants.TIMED_RUNS} runs."
-        ),
+        help=help_words(RUN_SETTING_HELP["time"], runs=str(variants.TIMED_RUNS)),
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
@@ -258,7 +257,7 @@ BackendOpt = Annotated[
     typer.Option(
         "--backend",
         metavar=metavar_of(BackendName),
-        help=help_text("Array library (default: numpy; torch for a GPU device)."),
+        help=help_text(RUN_SETTING_HELP["backend"]),
         rich_help_panel=BACKEND_PANEL,
         show_default=False,
     ),
@@ -268,7 +267,7 @@ DeviceOpt = Annotated[
     typer.Option(
         "--device",
         metavar=metavar_of(DeviceName),
-        help="Where to compute (torch only off the CPU).",
+        help=RUN_SETTING_HELP["device"],
         rich_help_panel=BACKEND_PANEL,
     ),
 ]
@@ -277,7 +276,7 @@ DtypeOpt = Annotated[
     typer.Option(
         "--dtype",
         metavar=metavar_of(DtypeName),
-        help="Floating-point type of the computation.",
+        help=RUN_SETTING_HELP["dtype"],
         rich_help_panel=BACKEND_PANEL,
     ),
 ]
@@ -291,6 +290,29 @@ QuizOpt = Annotated[
         help="Quiz mode: show the inputs and each step's title and shape, ask "
         "for the values (an answer key after blanks when not at a terminal).",
         rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+PagerOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--pager/--no-pager",
+        help="At a terminal, show the output in a pager ($PAGER or less) from its top; by "
+        "default only output taller than the screen; never when piped or written to a file.",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+    ),
+]
+AnswersOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--answers",
+        metavar="FILE",
+        help="With --quiz: write the answer key to FILE instead, so that the handout holds the "
+        "blanks alone (without it, the key follows the blanks after a page break).",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+        dir_okay=False,
+        readable=False,  # written, not read
     ),
 ]
 CodeOpt = Annotated[
@@ -308,7 +330,7 @@ TokensOpt = Annotated[
     typer.Option(
         "--tokens",
         metavar="NAMES",
-        help='Names for the tokens (rows), e.g. "the,cat,slept".',
+        help=RUN_SETTING_HELP["tokens"],
         rich_help_panel=INPUT_PANEL,
         show_default=False,
     ),
@@ -319,8 +341,7 @@ DropoutSeedOpt = Annotated[
         "--seed",
         metavar="N",
         callback=in_range(0),
-        help="Seed for random inputs and for the --dropout mask (each generator starts afresh "
-        "from it).",
+        help=help_words(DROPOUT_SEED_HELP, flag_spelling),
         rich_help_panel=SIZE_PANEL,
     ),
 ]
@@ -329,8 +350,7 @@ ItemOpt = Annotated[
     typer.Option(
         "--item",
         metavar="N",
-        help="With batched inputs (a leading batch dimension: JSON nested one level deeper, a "
-        '3-D .npy, items separated by "|"): the item shown, from 0. The JSON holds every item.',
+        help=RUN_SETTING_HELP["item"],
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
@@ -358,6 +378,8 @@ class SharedOptions:
     item: int = 0
     plot: Path | None = None  # None also where the lesson has no figure (no --plot)
     code: bool = False
+    answers: Path | None = None  # --quiz's answer key, to a file of its own
+    pager: bool | None = None  # None: a pager where the output is taller than the screen
 
 
 # The options every lesson command takes after its own, in this order: name -> (type, default).
@@ -367,6 +389,7 @@ SHARED: dict[str, tuple[object, object]] = {
     "item": (ItemOpt, 0),
     "list_examples": (ListExamplesOpt, False),
     "quiz": (QuizOpt, False),
+    "answers": (AnswersOpt, None),
     "code": (CodeOpt, False),
     "lesson": (LessonFileOpt, None),
     "fmt": (FormatOpt, Format.rich),
@@ -374,6 +397,7 @@ SHARED: dict[str, tuple[object, object]] = {
     "full": (FullOpt, False),
     "latex_fragment": (LatexFragmentOpt, False),
     "output": (OutputOpt, None),
+    "pager": (PagerOpt, None),
     "plot": (None, None),  # the lesson's own: plot_option(card), where it has a figure
     "time": (TimeOpt, False),
     "backend": (BackendOpt, None),
@@ -409,7 +433,9 @@ def lesson_command(card: Card, run: LessonRunner | None = None) -> Callable[...,
 
     command.__name__ = command.__qualname__ = card.name
     command.__doc__ = "\n\n".join(
-        paragraph for paragraph in (card.summary, card.details, grammar(card)) if paragraph
+        help_words(paragraph, flag_spelling)
+        for paragraph in (card.summary, card.details, grammar(card))
+        if paragraph
     )
     command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
@@ -450,7 +476,7 @@ def lesson_request(card: Card, given: dict[str, Any]) -> tuple[RunRequest, Share
     from attn_cli.run.request import request_for
 
     shared = SharedOptions(**{name: given[name] for name in shared_options(card)})
-    return request_for(card, given), shared
+    return request_for(card, given, door=COMMAND_LINE), shared
 
 
 def _on_command_line(card: Card) -> tuple[Option, ...]:
@@ -459,9 +485,9 @@ def _on_command_line(card: Card) -> tuple[Option, ...]:
 
 def _input(spec: InputSpec) -> object:
     option = typer.Option(
-        spec.option,
+        flag_for(spec.keyword),
         metavar=spec.shape.upper(),  # MATRIX or VECTOR: the command's help says how to type it
-        help=help_text(spec.help),
+        help=help_text(spec.help_text(flag_spelling)),
         rich_help_panel=INPUT_PANEL,
         show_default=False,
     )
@@ -472,13 +498,13 @@ def _option(option: Option) -> tuple[object, object]:
     """An option's parameter type (with its typer.Option) and default."""
     if option.type is bool and not option.switch:  # a flag: given or not
         flag = typer.Option(
-            option.option,
+            flag_for(option.name),
             metavar=FLAG,
-            help=help_text(option.help_text),
+            help=help_text(option.help_text(flag_spelling)),
             rich_help_panel=SETTINGS_PANEL,
         )
         return Annotated[bool, flag], False
-    name = option.option
+    name = flag_for(option.name)
     if option.switch:
         name = f"{name}/--no-{name.removeprefix('--')}"
     kind: object = option.type
@@ -486,7 +512,7 @@ def _option(option: Option) -> tuple[object, object]:
         kind = choice(option.name, option.choices)
     parameter = typer.Option(
         name,
-        help=help_text(option.help_text),
+        help=help_text(option.help_text(flag_spelling)),
         rich_help_panel=SETTINGS_PANEL,
         show_default=False,  # no min=: the least value is checked with the run (run/request.py)
         metavar=_typed_as(option),
@@ -508,9 +534,9 @@ def _typed_as(option: Option) -> str | None:
 def _size(size: Size) -> object:
     # No min=1 here: the runner checks sizes, so a bad one is our one-line error, not a usage box.
     option = typer.Option(
-        size.option,
+        flag_for(size.name),
         metavar="N",
-        help=help_text(size.help_text),
+        help=help_text(size.help_text(flag_spelling)),
         rich_help_panel=SIZE_PANEL,
         show_default=False,
     )

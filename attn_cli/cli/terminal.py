@@ -31,6 +31,21 @@ def interactive() -> bool:
     return _is_terminal(sys.stdin) and _is_terminal(sys.stdout)
 
 
+def on_screen() -> bool:
+    """True when stdout is a terminal: what is printed is read a screen at a time (a pager)."""
+    return _is_terminal(sys.stdout)
+
+
+def page(text: str) -> None:
+    """Show ``text`` (rendered, with its colours) in the user's pager from its top: $PAGER, or
+    less as pydoc finds it (rich's SystemPager), told to keep the colours (LESS=-R) unless the
+    user set LESS."""
+    from rich.pager import SystemPager
+
+    os.environ.setdefault("LESS", "-R")
+    SystemPager().show(text)
+
+
 def _is_terminal(stream: object) -> bool:
     try:
         return bool(stream is not None and stream.isatty())  # type: ignore[attr-defined]

@@ -75,32 +75,33 @@ def select(only: str | None) -> list[Stop]:
 
 
 class Pager:
-    """Shows screens; with pauses on, waits for Enter before each screen (and each page of a
-    screen taller than the terminal)."""
+    """Shows screens; with pauses on, a screenful at a time: the screens' pages are put one
+    under another until the next would not fit the terminal, and then it waits for Enter."""
 
     def __init__(self, console: Console, pause: bool, read_key: Callable[[], str | None]):
         self.console = console
         self.pause = pause
         self.read_key = read_key  # a key (or a line), None at the end of the input
-        self.started = False
+        self.used = 0  # lines shown since the last wait
 
     def screen(self, renderables: Sequence[RenderableType]) -> None:
-        """Show a screen (a stop's heading, a step, ...); with pauses, wait before it and fit it
-        to the terminal's height: a screen taller than the terminal goes a page at a time, each
-        page ending between two of its parts (a table, an explanation), inside one only where
-        that part alone is taller than the terminal (see :func:`pages`)."""
+        """Show a screen (a stop's heading, a step, ...); with pauses, fit it to the terminal's
+        height: below what is shown where it fits, else after a wait; a screen taller than the
+        terminal goes a page at a time, each page ending between two of its parts (a table, an
+        explanation), inside one only where that part alone is taller than the terminal (see
+        :func:`pages`)."""
         if not self.pause:
             self.console.print(Group(*renderables))
             return
         height = max(self.console.size.height - 2, 5)  # the prompt's line and a spare one
         for page in pages(self.console, renderables, height):
-            self._wait()
+            if self.used and self.used + len(page) > height:
+                self._wait()
+                self.used = 0
             self.console.print(Segments(segment for line in page for segment in line))
+            self.used += len(page)
 
     def _wait(self) -> None:
-        if not self.started:
-            self.started = True
-            return
         self.console.print(Text(PROMPT, style="dim"), end="")
         answer = self.read_key()
         if self.console.is_terminal:  # the reader ended the line: take the prompt line away
@@ -118,12 +119,28 @@ def pages(console: Console, renderables: Sequence[RenderableType], height: int) 
     """The renderables' lines in pages of at most ``height`` lines, each page ending between
     two renderables. A heading (a rule or a blank line) stays with what follows it; only a
     single renderable taller than a page is cut, a page at a time."""
+    from rich.columns import Columns
+
     from attn_cli.render.rich_render import Heading
 
     parts: list[Lines] = []
     glued: Lines = []
     for renderable in renderables:
         lines = console.render_lines(renderable, pad=False, new_lines=True)
+        if (
+            isinstance(renderable, Columns)
+            and len(lines) > height
+            and len(renderable.renderables) > 2
+        ):
+            # Blocks side by side (a softmax's parts) taller than a page: a pair at a time, each
+            # pair a part of its own, so that a page ends between tables, never inside one.
+            for start in range(0, len(renderable.renderables), 2):
+                pair = Columns(
+                    renderable.renderables[start : start + 2], padding=renderable.padding
+                )
+                parts.append(glued + console.render_lines(pair, pad=False, new_lines=True))
+                glued = []
+            continue
         heading = isinstance(renderable, Rule | Heading)
         if heading or (isinstance(renderable, Text) and not renderable.plain):
             glued += lines  # a heading: kept with the part after it

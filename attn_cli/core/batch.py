@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.card import InputSpec, flag_of
-from attn_cli.core.errors import UserError, param
+from attn_cli.core.card import InputSpec
+from attn_cli.core.errors import PYTHON, Door, UserError, param
 from attn_cli.core.model import Note, Walkthrough
 
 # Each item is a whole walkthrough (about 10-20 KiB of steps and texts beyond its arrays, and
@@ -30,7 +30,7 @@ def split_batch(
     """Each item's inputs (a batched input sliced, a shared one as given), or None when no
     input is a batch (``specs``: the lesson's inputs)."""
     batched = {
-        spec.name: spec.option
+        spec.name: param(spec.keyword)
         for spec in specs
         if spec.name in inputs and inputs[spec.name].ndim == (3 if spec.shape == "matrix" else 2)
     }
@@ -65,15 +65,15 @@ def split_options(options: dict[str, Any], size: int | None) -> list[dict[str, A
         if isinstance(value, str) and "|" in value
     }
     for key, parts in per_item.items():
-        flag = flag_of(key)
+        given = param(key, repr(options[key]))
         if size is None:
             raise UserError(
-                f"{flag} {options[key]!r}: '|' separates the values of batch items, but the "
+                f"{given}: '|' separates the values of batch items, but the "
                 "inputs are not a batch; give one value, or batched inputs."
             )
         if len(parts) != size:
             raise UserError(
-                f"{flag} {options[key]!r} gives {len(parts)} values separated by '|' but the "
+                f"{given} gives {len(parts)} values separated by '|' but the "
                 f"batch has {size} item{'s' * (size != 1)}; give one value per item."
             )
     return [
@@ -98,33 +98,43 @@ def check_item(item: int, size: int | None) -> None:
         )
 
 
-def select_item(items: tuple[Walkthrough, ...], item: int, options: dict[str, Any]) -> Walkthrough:
+def select_item(
+    items: tuple[Walkthrough, ...], item: int, options: dict[str, Any], door: Door = PYTHON
+) -> Walkthrough:
     """Item ``item``'s walkthrough, holding every item's (``items``); ``options`` as given
-    (an option with one value per item keeps its "|")."""
+    (an option with one value per item keeps its "|"); ``door``: the door that asked, which
+    spells the batch line's parameter."""
     shown = items[item]
     notes = shown.notes
     if options.get("dropout") and len(items) > 1:
         notes = (*notes, Note.fixed("dropout_in_a_batch", DROPOUT_IN_A_BATCH))
     return replace(
-        shown, items=items, item_index=item, notes=notes, meta={**shown.meta, "options": options}
+        shown,
+        items=items,
+        item_index=item,
+        notes=notes,
+        meta={**shown.meta, "options": options},
+        door=door,
     )
 
 
-# Each item is its own run, so each draws its dropout mask afresh from --seed.
+# Each item is its own run, so each draws its dropout mask afresh from the seed.
 DROPOUT_IN_A_BATCH = (
-    "--dropout in a batch: each item draws its mask afresh from --seed, so every item gets the "
+    "Dropout in a batch: each item draws its mask afresh from the seed, so every item gets the "
     "same mask; torch.nn.Dropout applied to the whole batch at once would draw a different mask "
     "for each item."
 )
 
 
 def batch_line(walkthrough: Walkthrough) -> str:
-    """The line renderers show under the header of a batch's walkthrough ('' unbatched)."""
+    """The line renderers show under the header of a batch's walkthrough ('' unbatched); its
+    parameter spelt by the door that asked for the walkthrough (``item`` or ``--item``)."""
     size = len(walkthrough.items)
     if not size:
         return ""
+    item = walkthrough.door.words(param("item"))
     return (
-        f"batch item {walkthrough.item_index} shown, of {size} ({_range_text(size)}); --item "
+        f"batch item {walkthrough.item_index} shown, of {size} ({_range_text(size)}); {item} "
         "picks another; the JSON holds every item."
     )
 

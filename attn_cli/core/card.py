@@ -20,17 +20,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from attn_cli.core.errors import param
+from attn_cli.core.errors import Spelling, keyword_spelling, param, params, spelt, written_param
 
 
-def keyword_of(flag: str) -> str:
-    """The parameter (and library keyword) of a command-line flag: ``--d-model`` -> ``d_model``."""
-    return flag.lstrip("-").replace("-", "_")
+class _Spelt(dict[str, str]):
+    """A help text's fields: ``{default}``, and any other parameter it names, ``{seed}`` or
+    ``{scale=False}``, spelt by the door that shows it (``seed``, ``--seed``, ``--no-scale``).
+    Made as a dict, its spelling set after (no __init__ of ours: each run builds every help)."""
+
+    spelling: Spelling
+
+    def __missing__(self, field: str) -> str:
+        return spelt(written_param(field), self.spelling, " ")
 
 
-def flag_of(keyword: str) -> str:
-    """The command-line flag of a lesson option or size: ``d_model`` -> ``--d-model``."""
-    return "--" + keyword.replace("_", "-")
+def help_words(text: str, spelling: Spelling = keyword_spelling, **fields: str) -> str:
+    """A card's help ``text`` with its fields filled (``{default}``, ``{seed}``,
+    ``{scale=False}``), each parameter spelt by ``spelling``."""
+    if "{" not in text:
+        return text
+    mapping = _Spelt(fields)
+    mapping.spelling = spelling
+    return text.format_map(mapping)
 
 
 def shown(value: Any) -> str:
@@ -49,23 +60,21 @@ class InputSpec:
     """A matrix or vector the lesson reads: given as text, JSON or @file, or drawn at random."""
 
     name: str  # key in inputs and in lesson files, e.g. "Q"
-    option: str  # the CLI flag, e.g. "--q"
+    keyword: str  # the Python function's keyword, e.g. "q" (the command line derives its flag)
     shape: Literal["matrix", "vector"]
     description: str
     required: bool = True  # an optional input has a default the lesson fills in
-    help: str = ""  # the option's --help text
+    help: str = ""  # what it is, for the help (a parameter it names as {k}: help_words)
     # −∞ allowed in it (an additive mask, where −∞ blocks); NaN and +∞ are refused as ever.
     minus_infinity: bool = False
 
-    @property
-    def keyword(self) -> str:
-        """The command's parameter (and the library function's keyword): --wq -> wq."""
-        return keyword_of(self.option)
+    def help_text(self, spelling: Spelling = keyword_spelling) -> str:
+        return help_words(self.help, spelling)
 
 
 def optional(
     name: str,
-    option: str,
+    keyword: str,
     shape: Literal["matrix", "vector"],
     description: str,
     help: str,
@@ -74,7 +83,7 @@ def optional(
 ) -> InputSpec:
     """An input the lesson can do without (it has a default, or another input replaces it)."""
     return InputSpec(
-        name, option, shape, description, required=False, help=help, minus_infinity=minus_infinity
+        name, keyword, shape, description, required=False, help=help, minus_infinity=minus_infinity
     )
 
 
@@ -83,15 +92,14 @@ class Option:
     """A lesson setting: ``--scale/--no-scale``, ``--heads 4``, ``--normalise sparsemax``.
 
     ``help`` may say ``{default}``, filled with the default as the help shows it (the one place
-    the number is written). A lesson file's ``options`` table and the Python function's keyword
+    the number is written), and name other parameters (``{seed}``: help_words). A lesson file's ``options`` table and the Python function's keyword
     arguments take the same names; the lesson reads ``default`` when none gives it.
     """
 
-    name: str  # the keyword: valid_len (and the flag --valid-len unless ``flag`` says otherwise)
+    name: str  # the keyword: valid_len (the command line derives its flag, --valid-len)
     help: str
     default: Any = None  # None: the lesson decides (e.g. from the inputs)
     type: type = str  # bool, int, float or str: what the command line parses
-    flag: str | None = None  # the command-line flag when it is not the name's (--global)
     switch: bool = False  # a bool with --x/--no-x: not given leaves the example's own setting
     choices: tuple[str, ...] = ()
     minimum: int | None = None  # checked by the parser (one line, exit 2)
@@ -102,30 +110,20 @@ class Option:
     # lesson file's folder, one on the command line from the current directory.
     path: bool = False
 
-    @property
-    def option(self) -> str:
-        return self.flag or flag_of(self.name)
-
-    @property
-    def help_text(self) -> str:
-        return self.help.format(default=shown(self.default))
+    def help_text(self, spelling: Spelling = keyword_spelling) -> str:
+        return help_words(self.help, spelling, default=shown(self.default))
 
 
 @dataclass(frozen=True)
 class Size:
     """A size of the random inputs (--n, --dk): giving one draws every input at random."""
 
-    name: str  # the keyword and, as --name, the flag
-    help: str  # after "Random inputs: "; may say {default}
+    name: str  # the keyword (the command line derives its flag, --name)
+    help: str  # after "Random inputs: "; may say {default} and name parameters ({dk})
     default: int | None = None  # None: another size's value, or not drawn unless given
 
-    @property
-    def option(self) -> str:
-        return flag_of(self.name)
-
-    @property
-    def help_text(self) -> str:
-        return "Random inputs: " + self.help.format(default=self.default)
+    def help_text(self, spelling: Spelling = keyword_spelling) -> str:
+        return "Random inputs: " + help_words(self.help, spelling, default=str(self.default))
 
 
 @dataclass(frozen=True)
@@ -168,10 +166,12 @@ class Card:
             **given,
         }
 
-    def changed_flags(self, options: Mapping[str, Any], against: Mapping[str, Any]) -> list[str]:
-        """The command-line flags that set each option of ``options`` where it differs from
-        ``against`` (the defaults, or an example's options): ``--no-scale``, ``--dropout 0.5``."""
-        flags = []
+    def changed_options(self, options: Mapping[str, Any], against: Mapping[str, Any]) -> str:
+        """Each option of ``options`` that differs from ``against`` (the defaults, or an
+        example's options), as given, in a message (core.errors.params): ``scale=False,
+        dropout=0.5`` in Python, ``--no-scale --dropout 0.5`` on the command line; empty when
+        none does."""
+        changed = []
         for option in self.options:
             value = options.get(option.name)
             if (
@@ -179,21 +179,13 @@ class Card:
                 and value is not None
                 and value != against.get(option.name, option.default)
             ):
-                flags.append(option_flag(option.option, value))
-        return flags
+                if isinstance(value, list | tuple):
+                    value = ",".join(str(item) for item in value)
+                changed.append((option.name, value))
+        return params(*changed) if changed else ""
 
     def param(self, name: str) -> str:
         """Input ``name`` in a message, spelt by the door that shows it (``q`` or ``--q`` for
         "Q"; core.errors.param); a name no input has stands for itself, as a keyword."""
         keyword = next((spec.keyword for spec in self.inputs if spec.name == name), name)
         return param(keyword)
-
-
-def option_flag(option: str, value: object) -> str:
-    """An option as the command line writes it: ``--scale`` or ``--no-scale`` for a switch,
-    ``--impl a,b`` for a list, else ``--name value``."""
-    if isinstance(value, bool):
-        return option if value else "--no-" + option.removeprefix("--")
-    if isinstance(value, list | tuple):
-        value = ",".join(str(item) for item in value)
-    return f"{option} {value}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 # A parameter in a message: START keyword [VALUE value] END, and SEPARATOR between the members
 # of a list of them. ASCII's separators: control characters, which no text a user gives keeps
@@ -37,6 +38,14 @@ def param(keyword: str, value: object = None) -> str:
     return f"{_START}{keyword}{_VALUE}{value}{_END}"
 
 
+def written_param(field: str) -> str:
+    """A parameter as a text writes it, ``seed`` or ``scale=False`` (a card's help, a lesson
+    file's ``{@seed}``), as :func:`param` marks it: "True" and "False" are a switch's value."""
+    keyword, _, value = field.partition("=")
+    given: object = {"True": True, "False": False}.get(value, value) if value else None
+    return param(keyword, given)
+
+
 def params(*given: tuple[str, object]) -> str:
     """Several parameters as given, to set together: "m=1, dk=2" or "--m 1 --dk 2"."""
     return _SEPARATOR.join(param(keyword, value) for keyword, value in given)
@@ -57,6 +66,23 @@ def spelt(message: str, spelling: Spelling, separator: str) -> str:
     return text.replace(_SEPARATOR, separator)
 
 
+@dataclass(frozen=True)
+class Door:
+    """How a door names parameters in what it shows: each one's spelling, and what separates
+    a list of them to set together."""
+
+    spelling: Spelling
+    separator: str
+
+    def words(self, text: str) -> str:
+        """``text`` (a message, a note, a help) with each parameter spelt by this door."""
+        return spelt(text, self.spelling, self.separator)
+
+
+# The Python API's door: keywords, a list of them as "m=1, dk=2".
+PYTHON = Door(keyword_spelling, ", ")
+
+
 class UserError(Exception):
     """A problem with what the user asked for, with the fix in the message.
 
@@ -74,7 +100,7 @@ class UserError(Exception):
         return spelt(self.message, spelling, separator)
 
     def __str__(self) -> str:
-        return self.spelt(keyword_spelling, ", ")
+        return PYTHON.words(self.message)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self)!r})"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from attn_cli.core.errors import PYTHON, Door
 from attn_cli.core.templates import fill
 from attn_cli.core.variants import TIMED_RUNS
 
@@ -59,6 +60,11 @@ class Note:
         """A note whose words are made elsewhere (a slide's erratum, an overflow): the text as
         it is, with no placeholder."""
         return cls(key, text.replace("{", "{{").replace("}", "}}"))
+
+
+# The label that opens a part of the paper's form of a step (a softmax's e^s and Σ e^s, with no
+# maximum subtracted), shown before the program's form.
+BY_HAND = "by hand: "
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,9 @@ class Walkthrough:
     # Notes whose claim does not hold for these numbers (lesson_texts.Texts.claims): never
     # shown by any renderer, kept so that a reader (and the tests) can see what was held back.
     withheld: tuple[Note, ...] = ()
+    # How the door that asked names a parameter in what is shown of the walkthrough beside its
+    # texts (a batch's line "--item picks another"): keywords unless that door says otherwise.
+    door: Door = field(default=PYTHON, compare=False)
 
     @functools.cached_property
     def _steps_by_key(self) -> dict[str, Step]:
@@ -199,7 +208,7 @@ class Walkthrough:
             raise IndexError(f"no item {index} in this {self.lesson} walkthrough: {batch}")
         if not self.items:
             return self
-        return replace(self.items[index], items=self.items, item_index=index)
+        return replace(self.items[index], items=self.items, item_index=index, door=self.door)
 
     def find(self, key: str) -> Step:
         """The step with this key (its title, explanation, value, notes...)."""

@@ -40,7 +40,7 @@ def needs_scientific(x: float, precision: int) -> bool:
     return abs(x) >= 1e7 or (precision > 0 and abs(x) < 0.5 * 10.0**-precision)
 
 
-NumberStyle = Literal["integer", "scientific", "fixed"]
+NumberStyle = Literal["integer", "scientific", "fixed", "probability"]
 
 
 def number_style(values: Any, precision: int = 4) -> NumberStyle:
@@ -50,6 +50,8 @@ def number_style(values: Any, precision: int = 4) -> NumberStyle:
     * any value that fixed-point would hide (see :func:`needs_scientific`): scientific
       notation, ``precision`` significant digits;
     * otherwise fixed-point with ``precision`` decimals (an exact 0, also -0.0, as ``0.0000``).
+
+    A table of attention weights is never scientific (:func:`weights_style`).
     """
     # The tests of needs_scientific, on every finite value at once (a table's shown rows
     # hold every column of them: thousands of values for a wide matrix).
@@ -66,6 +68,13 @@ def number_style(values: Any, precision: int = 4) -> NumberStyle:
     return "fixed"
 
 
+def weights_style(style: NumberStyle) -> NumberStyle:
+    """The format of attention weights, for a projector (issue 57): fixed decimals always, a
+    weight too small to show written as below them (``<0.0001``), never e-notation; whole
+    numbers (a one-hot row of 0s and 1s) stay integers."""
+    return "integer" if style == "integer" else "probability"
+
+
 def format_column(
     values: Any, precision: int = 4, *, unicode: bool = True, style: NumberStyle | None = None
 ) -> list[str]:
@@ -77,14 +86,21 @@ def format_column(
     numbers = [float(v) + 0.0 for v in np.asarray(values, dtype=np.float64).ravel()]
     if style is None:
         style = number_style(numbers, precision)
+    # Whole numbers of more than 6 digits, for a projector: the column's digits in groups of
+    # three (274,877,906,944), exact as before.
+    grouped = style == "integer" and bool(
+        np.any(np.abs(np.nan_to_num(numbers, posinf=0, neginf=0)) >= 1e6)
+    )
     cells = []
     for x in numbers:
         if not math.isfinite(x):
             cells.append(format_number(x, precision, unicode=unicode))
         elif style == "integer":
-            cells.append(str(int(x)))
+            cells.append(f"{int(x):,}" if grouped else str(int(x)))
         elif style == "scientific":
             cells.append(f"{x:.{max(precision - 1, 1)}e}")
+        elif style == "probability" and 0 < x < 0.5 * 10.0**-precision:
+            cells.append(f"<{10.0**-precision:.{precision}f}")  # below the decimals shown
         else:
             cells.append(f"{x:.{precision}f}")
     return cells

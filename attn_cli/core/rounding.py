@@ -2,7 +2,8 @@
 
 A number written with k decimals claims to be the exact value rounded to k decimals, so it is
 right when it lies within half a unit in the k-th decimal: "0.24" covers 0.235 to 0.245, "1"
-covers 0.5 to 1.5, "4e-5" covers 3.5e-5 to 4.5e-5. The decimals are counted from the text,
+covers 0.5 to 1.5, "4e-5" covers 3.5e-5 to 4.5e-5 (a comparison with a step's values holds a
+whole number to more: attn_cli.core.slides.compare). The decimals are counted from the text,
 which is why slide values are kept as strings. Used for slides (``attn check``) and for a
 learner's answers (``--quiz``); a text of several numbers is split into rows and entries by
 :func:`attn_cli.core.matrices.split_rows`, the grammar of matrix inputs.
@@ -36,6 +37,15 @@ class Rounded:
         # A tiny slack so a value exactly half-way (0.245 against "0.24") is not lost to binary
         # floating point; it is far below any rounding a person writes.
         return abs(exact - self.value) <= allowed + 1e-12 * (1.0 + abs(exact))
+
+    def says(self, exact: float, decimals: int) -> bool:
+        """Whether ``exact`` is what this number says in a step shown to ``decimals``: within
+        its rounding, and for a whole number ("1", no decimal point), whole to those decimals:
+        a whole number says the value is whole, not that it is 0.7071 to no decimals."""
+        if not self.matches(exact):
+            return False
+        whole = not self.has_decimals and math.isfinite(self.value)
+        return not whole or abs(exact - self.value) <= 0.5 * 10.0**-decimals + 1e-12
 
 
 # The decimals a written number may have: float64 holds nothing below 5e-324, so a number

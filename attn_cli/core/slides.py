@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -35,6 +35,9 @@ _KEY = re.compile(r"^\s*(?P<name>[^\[\]\s]+)\s*(?:\[\s*(?P<index>[^\]]*)\])?\s*$
 OUTPUT = "output"
 
 
+ErratumKind = Literal["whole", "rounding", "misprint"]
+
+
 @dataclass(frozen=True)
 class Erratum:
     """One printed number that differs from the exact value by more than its rounding."""
@@ -44,6 +47,9 @@ class Erratum:
     cell: tuple[int, ...]  # 1-based position in the step's value: (row, col), (entry,) or ()
     written: Rounded  # what the slide prints
     exact: float
+    # A whole number written where the exact value has decimals the step shows (0.7071 written
+    # "1"): wrong however close, since a whole number says the value is whole.
+    whole: bool = False
 
     @property
     def printed(self) -> str:
@@ -63,14 +69,17 @@ class Erratum:
         return format_number(self.exact, max(4, self.written.decimals + 2), unicode=False)
 
     def tolerance_text(self) -> str:
-        """What the rounding allows, to one decimal more than the slide shows: ±0.0005 for 0.504."""
+        """What the rounding allows, to one decimal more than the slide shows: ±0.0005 for 0.504;
+        for a whole number where the value has decimals, that it needs them."""
+        if self.whole:
+            return "its decimals"
         return f"±{self.tolerance:.{self.written.decimals + 1}f}"
 
     def difference_text(self) -> str:
         """How far off, with as many decimals as it takes to read as more than the tolerance:
         0.00051 against ±0.0005 (at four decimals both would show 0.0005)."""
         difference = self.difference
-        if not math.isfinite(difference) or self.tolerance == 0:
+        if not math.isfinite(difference) or self.tolerance == 0 or self.whole:
             return format_number(difference, 4, unicode=False)
         allowed = Decimal(self.tolerance_text()[1:])
         decimals = max(4, self.written.decimals + 1)
@@ -78,9 +87,36 @@ class Erratum:
             decimals += 1
         return f"{difference:.{decimals}f}"
 
+    @property
+    def kind(self) -> ErratumKind:
+        """What kind of slip it is: a whole number written for a value with decimals; a
+        rounding one off in the last digit the slide prints (0.504 for 0.50349, which is 0.503:
+        rounded from a rounded number, or up at a 4); or a misprint, further off (0.24 for
+        0.3543)."""
+        if self.whole:
+            return "whole"
+        one_digit = 2 * self.tolerance  # a unit in the printed number's last decimal
+        # Strictly less than one unit, with room for binary rounding: 0.3 for an exact 0.2 is
+        # one unit off (0.09999999999999998 in floats), a misprint, not a rounding.
+        return "rounding" if self.difference < one_digit * (1 - 1e-9) else "misprint"
+
     def note(self) -> str:
         where = f" for {cell_text(self.cell)}" if self.cell else ""
-        return f"The slide prints {self.printed}{where}; the exact value is {self.exact_text()}."
+        said = f"The slide prints {self.printed}{where}"
+        if self.kind == "whole":
+            return (
+                f"{said}, a whole number, where the exact value is {self.exact_text()}: write it "
+                "with the step's decimals."
+            )
+        if self.kind == "rounding":
+            decimals = self.written.decimals
+            rounded = format_number(self.exact, decimals, unicode=False)
+            places = f"{decimals} decimal{'s' if decimals != 1 else ''}"
+            return (
+                f"{said}, a rounding slip (one off in the last digit): the exact value "
+                f"{self.exact_text()} is {rounded} to {places}."
+            )
+        return f"{said}, a misprint: the exact value is {self.exact_text()}."
 
 
 @dataclass(frozen=True)
@@ -98,6 +134,9 @@ class ExampleCheck:
     name: str
     checked: int  # printed numbers compared (0: the example has none; its inputs were checked)
     errata: tuple[Erratum, ...] = ()
+    # What a wrong row's numbers show, for a working (a student's homework): (step, row from 1,
+    # "mistake" or "follows", the words), from attn_cli.course.mistakes.mark.
+    diagnoses: tuple[tuple[str, int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,8 +160,15 @@ def cell_text(cell: tuple[int, ...]) -> str:
     return ""
 
 
-def compare(walkthrough: Walkthrough, printed: dict[str, str], where: str) -> Comparison:
-    """Compare every printed value with the walkthrough; ``where`` names the file and example."""
+def compare(
+    walkthrough: Walkthrough, printed: dict[str, str], where: str, decimals: int
+) -> Comparison:
+    """Compare every printed value with the walkthrough; ``where`` names the file and example.
+
+    A number is right within half a unit of its last decimal ("0.24" covers 0.235 to 0.245),
+    but a whole number is not a free ±0.5: it says the value is whole, so it is right only
+    where the exact value is whole to the ``decimals`` the lesson shows (1 for 0.99999, at 4;
+    not 1 for 0.7071)."""
     checked = 0
     errata: list[Erratum] = []
     for key, text in printed.items():
@@ -135,12 +181,38 @@ def compare(walkthrough: Walkthrough, printed: dict[str, str], where: str) -> Co
         expected = np.asarray(selected, dtype=np.float64).reshape(-1)
         for flat, (written, exact) in enumerate(zip(numbers, expected, strict=True)):
             checked += 1
-            if written.matches(float(exact)):
+            if written.says(float(exact), decimals):
                 continue
             inner = np.unravel_index(flat, np.shape(selected)) if np.ndim(selected) else ()
             cell = tuple(origin) + tuple(int(i) + 1 for i in inner)
-            errata.append(Erratum(key, name, cell, written, float(exact)))
+            whole = written.matches(float(exact))  # within ±0.5: a whole number, not a slip
+            errata.append(Erratum(key, name, cell, written, float(exact), whole=whole))
     return Comparison(checked, tuple(errata))
+
+
+def working_rows(
+    walkthrough: Walkthrough, printed: dict[str, str], where: str
+) -> dict[str, list[list[Rounded] | None]]:
+    """The printed values that are whole steps (``weights``) or rows of one (``weights[2]``), as
+    rows of written numbers, None for a row not printed: a working to mark row by row (attn
+    check on a student's homework). A single cell (``weights[2,3]``) is not a row to mark."""
+    steps = {step.key: np.asarray(step.value) for step in walkthrough.steps}
+    rows: dict[str, list[list[Rounded] | None]] = {}
+    for key, text in printed.items():
+        field = f"{where}, printed.{_quoted(key)}"
+        name, index = _parse_key(key, field)
+        value = steps.get(name)
+        if value is None or value.ndim != 2 or len(index) > 1:
+            continue  # not a step, a vector, or a single cell
+        numbers, (count, width) = _printed_numbers(text, field)
+        if width != value.shape[1] or count != (1 if index else value.shape[0]):
+            continue  # a printed value of the wrong shape: the comparison refuses it
+        if index and index[0] > value.shape[0]:
+            continue
+        marked = rows.setdefault(name, [None] * value.shape[0])
+        for row in range(count):
+            marked[index[0] - 1 if index else row] = numbers[row * width : (row + 1) * width]
+    return rows
 
 
 def with_notes(walkthrough: Walkthrough, errata: Iterable[Erratum]) -> Walkthrough:
@@ -239,29 +311,41 @@ def _select(
 
 
 def _printed_numbers(text: str, field: str) -> tuple[list[Rounded], tuple[int, int]]:
+    rows = written_rows(text, field)
+    return [number for row in rows for number in row], (len(rows), len(rows[0]))
+
+
+def written_rows(
+    text: str, field: str, numbers: str = "the numbers the slide shows"
+) -> list[list[Rounded]]:
+    """A matrix as written (a slide's printed values, a student's working): its rows of
+    numbers, each held to the decimals it is written with; ``numbers`` names them in a
+    UserError (the file's ``field``, or the Python answer's)."""
     rows = split_rows(text, field)
     if not rows:
-        raise UserError(f'{field} is empty; write the numbers the slide shows, e.g. "0.33,0.67".')
+        raise UserError(f'{field} is empty; write {numbers}, e.g. "0.33,0.67".')
     width = len(rows[0])
-    numbers = []
+    written = []
     for row_number, row in enumerate(rows, start=1):
         if len(row) != width:
             raise UserError(
                 f"{field}: row {row_number} has {len(row)} entries but row 1 has {width}; every "
                 "row needs the same number of entries."
             )
+        numbers_of_row = []
         for entry in row:
             try:
                 number = parse_rounded(entry)
             except OutOfRange as error:
-                raise UserError(f"{field}: {error}; write the value the slide shows.") from None
+                raise UserError(f"{field}: {error}; write {numbers}.") from None
             if number is None:
                 raise UserError(
-                    f"{field}: {entry!r} is not a number; write the slide's numbers as \"0.33,0.67; "
+                    f'{field}: {entry!r} is not a number; write {numbers} as "0.33,0.67; '
                     '0.67,0.33".'
                 )
-            numbers.append(number)
-    return numbers, (len(rows), width)
+            numbers_of_row.append(number)
+        written.append(numbers_of_row)
+    return written
 
 
 def _check_shape(selected: np.ndarray, shape: tuple[int, int], name: str, field: str) -> None:

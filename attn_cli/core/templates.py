@@ -5,6 +5,11 @@ to ``str.format``, which would allow attribute and index access (``{n.__class__}
 and unbounded widths. One mechanism checks a text when its file is loaded (the forms allowed
 here; the names, against what the lesson declares it hands over, in
 :func:`attn_cli.lessonfiles.loader.check_texts`) and again when it is filled.
+
+A text names a parameter of the lesson as ``{@seed}``, or as given, ``{@steps=3}``,
+``{@scale=False}``: each door spells it its own way (``seed=``/``--seed``, ``steps=3``/``--steps
+3``, ``scale=False``/``--no-scale``), when the text enters a walkthrough
+(:func:`spell_parameters`, with the door of the run). A text never writes a flag.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import PYTHON, Door, UserError, written_param
 
 
 def fill(
@@ -39,6 +44,9 @@ def fill(
     for literal, name, spec, _ in template_fields(template, where):
         pieces.append(literal)
         if name is None:
+            continue
+        if name.startswith("@"):  # a text no door spelt (spell_parameters) reads as Python's
+            pieces.append(PYTHON.words(written_param(name[1:])))
             continue
         if name not in context:
             raise unknown_placeholder(name, context, where)
@@ -67,6 +75,20 @@ def unknown_placeholder(name: str, known: Iterable[str], where: str) -> UserErro
     )
 
 
+# A parameter a lesson text names, {@keyword} or {@keyword=value}: a value of letters, digits and
+# . , ' _ - (3, False, 'cat-slept', FILE), no brace or space. Not inside a literal {{ }}.
+_PARAMETER_FIELD = r"@[A-Za-z_]\w*(?:=[\w.,'-]+)?"
+_PARAMETER = re.compile(r"(?<!\{)\{(" + _PARAMETER_FIELD + r")\}")
+
+
+def spell_parameters(text: str, door: Door) -> str:
+    """``text`` (a step's words, a note, an intro, an example's description) with each
+    parameter it names, ``{@seed}`` or ``{@steps=3}``, spelt by ``door``."""
+    if "{@" not in text:
+        return text
+    return _PARAMETER.sub(lambda found: door.words(written_param(found.group(1)[1:])), text)
+
+
 # A format spec a lesson text may use: align, sign, width and precision of at most two digits
 # each, and a number type (e.g. ">6", ".3f", "+.2e").
 _SAFE_SPEC = re.compile(r"(?:[^{}]?[<>^=])?[+\- ]?\d{0,2},?(?:\.\d{1,2})?[deEfFgGn%]?")
@@ -91,6 +113,14 @@ def template_fields(template: str, where: str) -> list[tuple[str, str | None, st
             continue
         written = "{" + name + (f"!{conversion}" if conversion else "")
         written += (f":{spec}" if spec else "") + "}"
+        if name.startswith("@"):
+            if spec or conversion or not re.fullmatch(_PARAMETER_FIELD, name):
+                raise UserError(
+                    f"{where}: {written} names a parameter in a form not allowed; write "
+                    "{@keyword} or {@keyword=value} (e.g. {@seed}, {@steps=3}, {@scale=False})."
+                )
+            fields.append((literal, name, "", None))
+            continue
         if not name.isidentifier() or conversion or not _SAFE_SPEC.fullmatch(spec or ""):
             raise UserError(
                 f"{where}: placeholder {written} is not allowed; write a plain {{name}} or "

@@ -54,13 +54,13 @@ def _numbers(version: re.Match[str]) -> tuple[int, int]:
 
 
 def device_problem(device: str) -> str | None:
-    """Why ``device`` cannot be used here, or None when it can."""
+    """Why ``device`` cannot be used here, or None when it can (a UserError's words: the
+    parameter unspelt, core.errors.param)."""
+    cpu = param("device", "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        return (
-            "CUDA is not available here (no NVIDIA GPU or a CPU-only torch build); use --device cpu"
-        )
+        return f"CUDA is not available here (no NVIDIA GPU or a CPU-only torch build); use {cpu}"
     if device == "mps" and not torch.backends.mps.is_available():
-        return "MPS is not available here (it needs Apple silicon and macOS); use --device cpu"
+        return f"MPS is not available here (it needs Apple silicon and macOS); use {cpu}"
     return None
 
 

@@ -157,6 +157,13 @@ def figure_of(name: str) -> Any:
     return None if module is None else module.draw
 
 
+def mistakes_of(name: str) -> dict[str, Any]:
+    """Lesson ``name``'s mistakes, by step (``mistakes.STEPS``: attn_cli.course.mistakes), or
+    none for a lesson that declares none."""
+    module = folder_part(name, "mistakes")
+    return {} if module is None else dict(module.STEPS)
+
+
 def programs_of(name: str) -> ModuleType | None:
     """Lesson ``name``'s ``--code`` programs (``program``: numpy_program, torch_program)."""
     return folder_part(name, "program")

@@ -49,7 +49,7 @@ def sums_not_one(walkthrough: Any, values: Mapping[str, Any]) -> bool:
 CLAIMS = {"dropout_sums_equal": sums_not_one}
 GENERATORS = {
     "numpy": "numpy's np.random.default_rng({seed}): a uniform draw below 1 − p keeps a weight; "
-    "this is not torch's mask, --backend torch draws that one",
+    f"this is not torch's mask, {param('backend', 'torch')} draws that one",
     "torch": "torch.manual_seed({seed}), then nn.Dropout({p}) in training mode: the mask "
     "PyTorch itself draws",
 }
@@ -118,7 +118,8 @@ def record_dropout(
         dropped = drawn
     keep = record.to_numpy(dropped.keep)
     kept = int(np.count_nonzero(keep))
-    generator = GENERATORS[run.backend.name].format(seed=run.seed, p=f"{p:g}")
+    # The text names a parameter, spelt by the door that asked (backend=torch, --backend torch).
+    generator = run.door.words(GENERATORS[run.backend.name].format(seed=run.seed, p=f"{p:g}"))
     context = {
         **grid.context,
         "p": f"{p:g}",

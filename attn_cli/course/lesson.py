@@ -18,6 +18,7 @@ import numpy as np
 
 from attn_cli.core.backend import Backend
 from attn_cli.core.card import Card, InputSpec
+from attn_cli.core.errors import PYTHON, Door
 from attn_cli.lessonfiles.loader import Example, LessonFile
 from attn_cli.lessonfiles.texts import Texts
 
@@ -135,6 +136,7 @@ class LessonRun:
     drawn: frozenset[str] = frozenset()  # inputs drawn at random (--n and friends)
     keep: bool = False  # keep what is drawn for the next run in this process (RunRequest.keep)
     shown: str | None = None  # how the command line will write it (RunRequest.shown)
+    door: Door = PYTHON  # how the door that asked names parameters (RunRequest.door)
 
     @property
     def name(self) -> str:

@@ -3,6 +3,7 @@ notes, into a walkthrough; and the claims check that withholds a note its number
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import Array
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import (
+    BY_HAND,
     InputValue,
     Kind,
     Note,
@@ -22,11 +24,12 @@ from attn_cli.core.model import (
     Walkthrough,
     summary,
 )
-from attn_cli.core.templates import fill
+from attn_cli.core.numbers import format_number
+from attn_cli.core.templates import fill, spell_parameters
 from attn_cli.course import card, get_lesson, is_lesson
 from attn_cli.course.lesson import LessonRun
 from attn_cli.lessonfiles.texts import Texts
-from attn_cli.mechanisms.attention import softmax_parts
+from attn_cli.mechanisms.attention import exp_by_hand, softmax_parts
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,8 @@ class StepRecorder:
         self.steps.append(
             Step(
                 key=key,
-                title_template=words.title,
-                explanation_template=words.explanation,
+                title_template=spell_parameters(words.title, self.run.door),
+                explanation_template=spell_parameters(words.explanation, self.run.door),
                 context=dict(grid.context),
                 value=shown,
                 kind=kind,
@@ -164,9 +167,10 @@ class StepRecorder:
         self.check_declared("notes", key, values)
         lesson = self.run.file
         where = f"{lesson.path or lesson.lesson}: [notes] {key}"
-        template = lesson.notes.get(key)
-        if template is None:
+        written = lesson.notes.get(key)
+        if written is None:
             raise UserError(f'{where}: the lesson file has no such note; add {key} = "...".')
+        template = spell_parameters(written, self.run.door)
         plain = {
             name: value.item() if isinstance(value, np.generic) else value
             for name, value in values.items()
@@ -216,6 +220,7 @@ class StepRecorder:
         softmax, seconds = self.run.timed(lambda: softmax_parts(logits))
         shown = self.to_numpy(softmax.weights)
         notes = notes_of(shown) if notes_of else ()
+        by_hand, overflowed = self.by_hand(logits)
         self.add(
             key,
             softmax.weights,
@@ -223,6 +228,7 @@ class StepRecorder:
             kind="weights",
             row_sums=True,
             parts=(
+                *by_hand,
                 Part("row max", softmax.row_max),
                 Part("shifted = scores − row max", softmax.shifted),
                 Part("exp(shifted)", softmax.exp),
@@ -230,10 +236,39 @@ class StepRecorder:
             ),
             seconds=seconds,
             grid=grid,
-            notes=notes,
+            notes=(*notes, *overflowed),
             text=text,
         )
         return softmax.weights
+
+    def by_hand(
+        self, logits: Array, of: str = "scores"
+    ) -> tuple[tuple[Part, ...], tuple[Note, ...]]:
+        """A softmax as a student works it on paper: e^s and Σ e^s, no maximum subtracted
+        (the lectures' softmax([0.707, 1.414]) = [2.03/6.14, 4.11/6.14]), shown before the
+        stable form, which gives the same weights (``of``: what the softmax reads, as the
+        parts' labels name it). Where e^s or its sum overflows the dtype, no such parts, and a
+        note that says so and why only the stable form is shown."""
+        scores = np.asarray(self.to_numpy(logits), dtype=np.float64)
+        if np.isnan(scores).any() or np.isposinf(scores).any():
+            return (), ()  # the scores themselves overflowed: the run's own note says so
+        exp, row_sum = exp_by_hand(logits)
+        sums = np.asarray(self.to_numpy(row_sum), dtype=np.float64)
+        if np.isfinite(sums).all():
+            return (
+                Part(f"{BY_HAND}exp({of})", exp),
+                Part(f"{BY_HAND}Σ exp({of})", row_sum),
+            ), ()
+        largest = float(np.max(scores))  # finite: −∞ (masked) is never the largest here
+        dtype = self.run.backend.dtype
+        limit = LARGEST_FINITE.get(dtype, float(np.finfo(np.float64).max))
+        text = (
+            f"No by-hand form here: the largest of the {of}, {format_number(largest, 4)}, has an "
+            f"exp (or a row sum of exps) beyond {dtype}'s largest number, {limit:.4g} (e^s "
+            f"overflows above s = {math.log(limit):.2f}). Only the stable form is shown: it "
+            "subtracts each row's maximum first, so every exp is at most 1."
+        )
+        return (), (Note.fixed("by_hand_overflows", text),)
 
     def to_numpy(self, value: Any) -> Any:
         if isinstance(value, list | dict | str | float | int | np.ndarray):
@@ -254,7 +289,7 @@ class StepRecorder:
         drafted = Walkthrough(
             lesson=run.name,
             title=run.file.title,
-            intro=run.file.intro,
+            intro=spell_parameters(run.file.intro, run.door),
             example=run.example.name if run.example else None,
             example_description=example_description(run),
             backend=run.backend.name,
@@ -269,22 +304,33 @@ class StepRecorder:
         return keep_true_claims(drafted, self.texts)
 
 
+# The largest finite number of each dtype a run may compute in (bfloat16 is not numpy's).
+LARGEST_FINITE = {
+    "float64": float(np.finfo(np.float64).max),
+    "float32": float(np.finfo(np.float32).max),
+    "float16": float(np.finfo(np.float16).max),
+    "bfloat16": 3.3895313892515355e38,  # torch.finfo(torch.bfloat16).max
+}
+
+
 def example_description(run: LessonRun) -> str:
     """The example's description, true of the example as written: where options on the command
-    line change it (``--no-scale`` of an example that scales), a line that names the example
-    and the options changed instead."""
+    line change it (scale off, of an example that scales), a line that names the example and
+    the options changed instead, each spelt by the door that asked (``scale=False``,
+    ``--no-scale``)."""
     example = run.example
     if example is None:
         return ""
+    described = spell_parameters(example.description, run.door)
     if not is_lesson(run.name):
-        return example.description
+        return described
     written = get_lesson(run.name).options_with(example.options)
-    changed = card(run.name).changed_flags(run.options, written)
+    changed = card(run.name).changed_options(run.options, written)
     if not changed:
-        return example.description
-    return (
-        f"The inputs of example {example.name}, run with {' '.join(changed)}; the example's "
-        f"own description is of it as written (attn {run.name} --example {example.name})."
+        return described
+    return run.door.words(
+        f"The inputs of example {example.name}, run with {changed}; the example's own "
+        f"description is of it as written ({param('example', example.name)})."
     )
 
 

@@ -30,7 +30,7 @@ CAUSAL = Option(
 DROPOUT = Option(
     "dropout",
     "Dropout on the weights, as in training: keep each with probability 1 − P, scale the kept by "
-    "1/(1 − P); 0 ≤ P < 1. The mask is seeded by --seed: --backend torch draws "
+    "1/(1 − P); 0 ≤ P < 1. The mask is seeded by {seed}: {backend=torch} draws "
     "torch.manual_seed(seed) then nn.Dropout(P), exactly PyTorch's mask; numpy draws "
     "np.random.default_rng(seed) (uniform < 1 − P keeps), a different mask.",
     type=float,

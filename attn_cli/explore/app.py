@@ -30,8 +30,8 @@ from textual.events import Key, Resize
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Label, Select, Static
 
-from attn_cli.core.card import Option, flag_of
-from attn_cli.core.errors import UserError
+from attn_cli.core.card import Option
+from attn_cli.core.errors import Door, UserError, param
 from attn_cli.explore import state as st
 from attn_cli.explore.screens import CommandLine, Keys, Pick, lessons
 from attn_cli.explore.widgets import (
@@ -112,9 +112,12 @@ class Explorer(App[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = bindings("app")
 
-    def __init__(self, lesson: str, export_dir: Path = Path(".")) -> None:
+    def __init__(self, lesson: str, export_dir: Path = Path("."), *, door: Door) -> None:
+        """``door``: how the controls and messages name a parameter (the command line's flags,
+        handed down by `attn explore`: the explorer's command panel is a command line)."""
         super().__init__()
         self.export_dir = export_dir
+        self.door = door
         self.prose = False  # the steps' explanations shown (f)
         self.checked: dict[Any, frozenset[str]] = {}  # inert_controls, by lesson and state
         self.checks_pending = False  # a check of the controls is scheduled (schedule_checks)
@@ -130,19 +133,17 @@ class Explorer(App[None]):
         self.focus_measured: tuple[Any, int] = (None, 0)  # focus_rows's last, by what it drew
 
     def spelt(self, error: UserError) -> str:
-        """A user error in the explorer's words: each parameter named as its control is labelled
-        (the command line's flag, as Option.option gives it; an input's by its keyword)."""
-        labels = {option.name: option.option for option in self.start.card.options}
+        """A user error in the explorer's words: each parameter named as its control is
+        labelled (the door's spelling)."""
+        return self.door.words(error.message)
 
-        def spelling(keyword: str, value: str | None) -> str:
-            label = labels.get(keyword) or flag_of(keyword)
-            return label if value is None else f"{label} {value}"
-
-        return error.spelt(spelling)
+    def label(self, keyword: str) -> str:
+        """The control of parameter ``keyword`` as it is labelled (``--heads``)."""
+        return self.door.words(param(keyword))
 
     def open(self, lesson: str) -> None:
         """Lesson ``lesson`` on its lecture example, with a fresh history and nothing marked."""
-        self.start = st.opening(lesson)
+        self.start = st.opening(lesson, self.door)
         self.state = self.start.state
         self.walkthrough = self.start.walkthrough
         self.history: list[st.State] = []
@@ -222,7 +223,7 @@ class Explorer(App[None]):
         widget_id = f"option-{option.name}"
         widget: Flag | Select[str] | Input
         if option.type is bool:
-            widget = Flag(option.option, bool(value), id=widget_id, compact=True)
+            widget = Flag(self.label(option.name), bool(value), id=widget_id, compact=True)
             return Horizontal(widget, classes="option", id=f"control-{option.name}")
         if option.choices:
             # An option with no default (--qk-norm) may be left out: its blank is "none".
@@ -244,13 +245,13 @@ class Explorer(App[None]):
                 compact=True,
             )
         return Horizontal(
-            Label(option.option), widget, classes="option", id=f"control-{option.name}"
+            Label(self.label(option.name)), widget, classes="option", id=f"control-{option.name}"
         )
 
     def seed_control(self) -> Horizontal:
         """The seed of what the lesson draws at random, shown where it changes the numbers."""
         field = Input(str(self.state.seed), type="integer", id="option-seed", compact=True)
-        return Horizontal(Label("--seed"), field, classes="option", id="control-seed")
+        return Horizontal(Label(self.label("seed")), field, classes="option", id="control-seed")
 
     @staticmethod
     def option_text(value: Any) -> str:
@@ -319,7 +320,9 @@ class Explorer(App[None]):
     def show_inert(self) -> None:
         """Hide the controls that change no number here, and say which options are hidden."""
         hidden = [
-            option.option for option in st.controls(self.start.card) if option.name in self.inert
+            self.label(option.name)
+            for option in st.controls(self.start.card)
+            if option.name in self.inert
         ]
         notes = self.query("#inert").results(Static)
         note = next(notes, None)
@@ -609,7 +612,8 @@ class Explorer(App[None]):
         text = event.value.strip()
         if event.input.id == "option-seed":
             if not text.lstrip("-").isdigit() or int(text) < 0:
-                self.show_message(f"attn: error: --seed {text!r} is not a whole number ≥ 0.")
+                given = self.door.words(param("seed", repr(text)))
+                self.show_message(f"attn: error: {given} is not a whole number ≥ 0.")
                 self.show_controls()
                 return
             if int(text) != self.state.seed:
@@ -626,12 +630,14 @@ class Explorer(App[None]):
             try:
                 value = float(text)
             except ValueError:
-                self.show_message(f"attn: error: {option.option} {text!r} is not a number.")
+                given = self.door.words(param(option.name, repr(text)))
+                self.show_message(f"attn: error: {given} is not a number.")
                 return
         else:
             value = text
         if isinstance(value, str) and option.type is int:
-            self.show_message(f"attn: error: {option.option} {text!r} is not a whole number.")
+            given = self.door.words(param(option.name, repr(text)))
+            self.show_message(f"attn: error: {given} is not a whole number.")
             return
         self.option_changed(event.input.id, value)
 
@@ -727,7 +733,7 @@ class Explorer(App[None]):
         self.push_screen(Keys())
 
     def command_text(self) -> str:
-        return st.command_line(self.start, self.state)
+        return st.command_line(self.start, self.state, self.door)
 
     def action_command(self) -> None:
         command = self.command_text()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attn_cli.core.card import Card, Option, shown
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import PYTHON, Door, UserError, param
 from attn_cli.course import card
 from attn_cli.render import Format, RenderOptions, render_text
 from attn_cli.render.cells import cell_texts
@@ -83,6 +83,7 @@ class Opening:
     # shows what each run fills in (e.g. weights drawn from the seed: see with_filled), and is
     # not given (given_cells).
     filled: frozenset[str] = frozenset()
+    door: Door = PYTHON  # how the walkthrough's words name a parameter (the explorer's door)
 
     @property
     def lesson(self) -> str:
@@ -94,14 +95,15 @@ def controls(lesson_card: Card) -> tuple[Option, ...]:
     return tuple(option for option in lesson_card.options if option.command_line and option.lesson)
 
 
-def opening(lesson: str) -> Opening:
+def opening(lesson: str, door: Door = PYTHON) -> Opening:
     """Lesson ``lesson`` on its default lecture example, prepared and computed by the runner as
-    `attn LESSON` prepares and computes it."""
+    `attn LESSON` prepares and computes it, its words naming parameters as ``door`` spells
+    them."""
     from attn_cli.run.request import request_for
     from attn_cli.run.runner import compute, prepare
 
     lesson_card = card(lesson)
-    asked = request_for(lesson_card, {}, keep=True)  # what request() asks for the example
+    asked = request_for(lesson_card, {}, keep=True, door=door)  # as request() asks for it
     run = prepare(asked)
     example = compute(asked)
     shown = {item.name: item.value for item in example.inputs}
@@ -119,7 +121,7 @@ def opening(lesson: str) -> Opening:
     tokens = run.labels.get(lesson_card.rows) if lesson_card.rows else None
     state = State(lesson, cells, options)
     filled = frozenset(shapes) - frozenset(run.inputs)
-    return Opening(lesson_card, state, shapes, tokens, options, example, filled)
+    return Opening(lesson_card, state, shapes, tokens, options, example, filled, door)
 
 
 def _plain(value: Any) -> bool:
@@ -275,7 +277,7 @@ def request(start: Opening, state: State) -> RunRequest:
         if start.tokens and start.card.rows:
             given["tokens"] = start.tokens
     # keep: each edit runs the lesson again, and what it drew before may serve
-    return request_for(start.card, given, keep=True)
+    return request_for(start.card, given, keep=True, door=start.door)
 
 
 def walkthrough(start: Opening, state: State) -> Walkthrough:
@@ -286,28 +288,32 @@ def walkthrough(start: Opening, state: State) -> Walkthrough:
     return compute(request(start, state))
 
 
-def command_line(start: Opening, state: State) -> str:
-    """The `attn` command that prints this state's walkthrough."""
+def command_line(start: Opening, state: State, door: Door) -> str:
+    """The `attn` command that prints this state's walkthrough, each parameter spelt by
+    ``door`` (the command line's, handed down by `attn explore`)."""
+
+    def named(keyword: str, value: object = None) -> str:
+        return door.words(param(keyword, value))
+
     words = ["attn", state.lesson]
     own = runs_own(start, state)
     if own:
         cells = given_cells(start, state)
         for spec in start.card.inputs:
             if spec.name in cells:
-                words += [spec.option, matrix_text(cells[spec.name])]
+                words += [named(spec.keyword), matrix_text(cells[spec.name])]
         if start.tokens and start.card.rows:
-            words += ["--tokens", ",".join(start.tokens)]
+            words += [named("tokens"), ",".join(start.tokens)]
     options = {option.name: option for option in controls(start.card)}
     for name, value in given_options(start, state).items():
         option = options[name]
         if isinstance(value, bool):
             if value or option.switch:
-                prefix = "--" if value else "--no-"
-                words.append(prefix + option.option.removeprefix("--"))
+                words.append(named(name, value))
             continue
-        words += [option.option, number_text(value) if isinstance(value, float) else str(value)]
+        words += [named(name), number_text(value) if isinstance(value, float) else str(value)]
     if start.card.seed and state.seed != 0:
-        words += ["--seed", str(state.seed)]
+        words += [named("seed"), str(state.seed)]
     return " ".join(shlex.quote(word) for word in words)
 
 

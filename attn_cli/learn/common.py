@@ -255,7 +255,7 @@ def reproducibility_note(found: dict[str, Any]) -> Note:
     threads = f"{found['threads']} thread{'s' if found['threads'] != 1 else ''}"
     if found["pinned"]:
         text = (
-            f"Reproducible: with {versions}, the same --seed prints these numbers on any x86-64 "
+            f"Reproducible: with {versions}, the same seed prints these numbers on any x86-64 "
             f"CPU with AVX2 (torch's and MKL's CPU kernels pinned to AVX2, {threads}, "
             "deterministic algorithms)."
         )
@@ -310,12 +310,12 @@ def refuse_sizes_with_weights(options: LearnOptions) -> None:
     """--weights evaluates a saved model, whose file fixes its sizes: refuse the options that
     would set them (or save it again), naming each given."""
     given = [
-        flag
-        for flag, value in (
-            ("--steps", options.steps),
-            ("--hidden", options.hidden),
-            ("--max-len", options.max_len),
-            ("--save", options.save),
+        param(keyword)
+        for keyword, value in (
+            ("steps", options.steps),
+            ("hidden", options.hidden),
+            ("max_len", options.max_len),
+            ("save", options.save),
         )
         if value is not None
     ]
@@ -341,7 +341,7 @@ def sized(
         raise too_small(
             task,
             f"{resolved.steps} training step{'' if resolved.steps == 1 else 's'}",
-            f"give --steps {min_steps} or more (default {steps})",
+            f"give {param('steps', min_steps)} or more (default {steps})",
         )
     return resolved
 

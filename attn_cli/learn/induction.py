@@ -253,8 +253,8 @@ def check_steps(steps: int, hidden: int) -> None:
     check_work(
         steps * per_step,
         STEPS_PER_SECOND,
-        f"--steps {steps:,} trains {len(MODELS)} models of width {hidden}",
-        f"fewer --steps (the default is {STEPS})",
+        f"{param('steps', f'{steps:,}')} trains {len(MODELS)} models of width {hidden}",
+        f"fewer {param('steps')} (the default is {STEPS})",
     )
 
 
@@ -496,7 +496,7 @@ def _record_task(record: StepRecorder, trained: Trained) -> None:
     shown_from = (
         f"a few of the {trained_count} training sequences"
         if split.batches
-        else "the first held-out sequences (a model loaded with --weights: its training "
+        else "the first held-out sequences (a model loaded from its saved file: its training "
         "sequences are not in the file)"
     )
     rows = [

@@ -389,7 +389,7 @@ def measure(
             NAME,
             f"after {steps} steps the attention model gets {accuracy:.0%} of held-out "
             "words right, so its attention shows noise, not what it learned",
-            f"train longer (--steps {max(STEPS, 2 * steps)})",
+            f"train longer ({param('steps', max(STEPS, 2 * steps))})",
         )
     initial, attention = trained.initial, trained.models["attention"]
     pair = shown_pair(corpus) if shown is None else shown

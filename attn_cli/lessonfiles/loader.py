@@ -49,6 +49,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -493,19 +494,22 @@ def parse_lesson_data(
     lesson = data.get("lesson")
     if not isinstance(lesson, str) or not lesson:
         raise UserError(f'{where}: field "lesson" is missing; add e.g. lesson = "scaled".')
-    # check_keys has checked every key and the type of every value: the rest reads them.
+    # check_keys has checked every key and the type of every value: the rest reads them. A
+    # user's texts are made printable (control characters escaped); a bundled file's already
+    # are (tests/test_lesson_declarations.py checks it), so they are read as they are.
+    clean: Callable[[str], str] = printable if checked else str
     steps: dict[str, StepText] = {}
     for key, text in data.get("steps", {}).items():
         for name in ("title", "explanation") if checked else ():
             template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
         title, explanation, latex = text.get("title"), text.get("explanation"), text.get("latex")
         steps[key] = StepText(
-            title=None if title is None else printable(title),
-            explanation=None if explanation is None else printable(explanation.strip()),
-            latex=None if latex is None else printable(latex),
+            title=None if title is None else clean(title),
+            explanation=None if explanation is None else clean(explanation.strip()),
+            latex=None if latex is None else clean(latex),
         )
-    notes = _words_table(data, "notes", where, check_placeholders=checked)
-    headings = _words_table(data, "headings", where, check_placeholders=False)
+    notes = _words_table(data, "notes", where, check_placeholders=checked, clean=clean)
+    headings = _words_table(data, "headings", where, check_placeholders=False, clean=clean)
     raw_examples = data.get("examples", [])
     if len(raw_examples) > MAX_EXAMPLES:
         raise UserError(
@@ -513,7 +517,7 @@ def parse_lesson_data(
             f"({MAX_EXAMPLES}); split them over several files."
         )
     examples = tuple(
-        _parse_example(raw, f"{where}: examples[{index}]", path)
+        _parse_example(raw, f"{where}: examples[{index}]", path, clean)
         for index, raw in enumerate(raw_examples)
     )
     names = [example.name for example in examples]
@@ -525,8 +529,8 @@ def parse_lesson_data(
         raise UserError(f"{where}: default_example {default!r} is not one of the examples.")
     return LessonFile(
         lesson=lesson,
-        title=printable(str(data.get("title", lesson))),
-        intro=printable(str(data.get("intro", "")).strip()),
+        title=clean(str(data.get("title", lesson))),
+        intro=clean(str(data.get("intro", "")).strip()),
         steps=steps,
         examples=examples,
         default_example=default,
@@ -538,18 +542,25 @@ def parse_lesson_data(
 
 
 def _words_table(
-    data: dict[str, Any], name: str, where: str, *, check_placeholders: bool
+    data: dict[str, Any],
+    name: str,
+    where: str,
+    *,
+    check_placeholders: bool,
+    clean: Callable[[str], str] = printable,
 ) -> dict[str, str]:
     """[notes] or [headings]: key = "text", each text checked (and its placeholders, for notes)."""
     words = {}
     for key, text in data.get(name, {}).items():
         if check_placeholders:
             template_fields(text, f"{where}: [{name}] {key}")
-        words[key] = printable(text.strip())
+        words[key] = clean(text.strip())
     return words
 
 
-def _parse_example(raw: dict[str, Any], where: str, path: Path | None) -> Example:
+def _parse_example(
+    raw: dict[str, Any], where: str, path: Path | None, clean: Callable[[str], str] = printable
+) -> Example:
     """One [[examples]] table, its keys and value types already checked (check_keys); an
     input's ``@file`` is read from the folder of the lesson file (``path``)."""
     name = raw.get("name")
@@ -564,13 +575,13 @@ def _parse_example(raw: dict[str, Any], where: str, path: Path | None) -> Exampl
     options = raw.get("options", {})
     raw_labels = raw.get("labels", {})
     return Example(
-        name=printable(name),
-        description=printable(str(raw.get("description", "")).strip()),
-        source=printable(str(raw.get("source", ""))),
+        name=clean(name),
+        description=clean(str(raw.get("description", "")).strip()),
+        source=clean(str(raw.get("source", ""))),
         inputs=inputs,
         options=dict(options),
         printed=printed,
-        labels={key: tuple(printable(n) for n in names) for key, names in raw_labels.items()},
+        labels={key: tuple(map(clean, names)) for key, names in raw_labels.items()},
     )
 
 

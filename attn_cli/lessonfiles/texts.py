@@ -107,7 +107,7 @@ def check_placeholders(template: str, names: Iterable[str], where: str) -> None:
     """Every placeholder of ``template`` must be one of ``names``; else a UserError at ``where``."""
     known = set(names)
     for _literal, name, _spec, _ in template_fields(template, where):
-        if name is not None and name not in known:
+        if name is not None and not name.startswith("@") and name not in known:
             raise unknown_placeholder(name, known, where)
 
 

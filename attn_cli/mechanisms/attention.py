@@ -52,6 +52,16 @@ def softmax_parts(s: Array) -> SoftmaxParts:
         return SoftmaxParts(row_max, shifted, exp, row_sum, exp / row_sum)
 
 
+def exp_by_hand(s: Array) -> tuple[Array, Array]:
+    """e^s and its row sums, as a softmax is worked on paper (no maximum subtracted): the same
+    weights e^s / Σ e^s as the stable form, where they fit the dtype; inf where they overflow
+    (float64 above s ≈ 709.78), which is why a program subtracts the row max first."""
+    xp = namespace_of(s)
+    with np.errstate(over="ignore"):
+        exp = xp.exp(s)  # (m, n), -inf (masked) gives 0
+        return exp, xp.sum(exp, axis=-1, keepdims=True)  # (m, 1)
+
+
 def softmax(s: Array) -> Array:
     """Row-wise softmax (stable): each row of the result sums to 1."""
     return softmax_parts(s).weights  # (m, n)

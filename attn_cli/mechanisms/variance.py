@@ -140,11 +140,20 @@ class Tally:
     within_three: int | None = None
 
 
+def scaled_edges(edges: tuple[float, ...], d_k: int) -> tuple[float, ...]:
+    """The raw scores' bin edges on the scaled scores' scale: each ÷ √d_k, so that a scaled
+    score falls in the bin of its raw score (up to rounding at a bin's edge)."""
+    root = math.sqrt(d_k)
+    return tuple(edge / root for edge in edges)
+
+
 def tally(raw: Array, d_k: int, edges: tuple[float, ...] | None) -> Tally:
-    """The sums (and, with ``edges``, the counts) of one chunk of raw scores (C, n)."""
+    """The sums (and, with ``edges``, the counts: the raw scores on ``edges``, the scaled ones
+    on :func:`scaled_edges`) of one chunk of raw scores (C, n)."""
     if edges is None:
         return Tally(chunk_sums(raw, d_k))
-    counts = (histogram_counts(raw, edges), histogram_counts(attention.scale(raw, d_k), edges))
+    scaled = attention.scale(raw, d_k)
+    counts = (histogram_counts(raw, edges), histogram_counts(scaled, scaled_edges(edges, d_k)))
     return Tally(chunk_sums(raw, d_k), counts, count_within_three(raw, d_k))
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.model import Quantities, Summary, summary
-from attn_cli.core.numbers import NumberStyle, format_column, number_style
+from attn_cli.core.numbers import NumberStyle, format_column, number_style, weights_style
 
 # The statistics a cut table's caption names, in this order (those the matrix has).
 CAPTION_STATS = ("min", "max", "mean", "std")
@@ -70,16 +70,25 @@ def table_styles(
     *,
     col_labels: tuple[str, ...] | None = None,
     quantities: Quantities | None = None,
+    weights: bool = False,
 ) -> TableStyles:
     """The number formats of a table, chosen from its shown rows: one for a whole matrix and
     its row sums (``quantities`` None: one quantity), else one for each quantity's columns and
-    one for the row sums."""
+    one for the row sums. ``weights``: a table of attention weights, in fixed decimals (with
+    its row sums as their own quantity)."""
     n_cols = rows.shape[1]
     if rows.dtype == np.bool_:
         return TableStyles((None,) * n_cols)
     kept = [r for r in shown_rows if r is not None]
     shown = rows[kept]
     shown_sums = None if sums is None else np.ravel(np.asarray(sums)[kept])
+    if weights:
+        style = weights_style(number_style(np.ravel(shown), precision))
+        sums_style: NumberStyle | None = None
+        if shown_sums is not None:  # sums of weights: 1 beside 0s and 1s, else 1.0000
+            whole = style == "integer" and number_style(shown_sums, precision) == "integer"
+            sums_style = "integer" if whole else "fixed"
+        return TableStyles((style,) * n_cols, sums_style)
     if quantities is None:
         values = [np.ravel(shown)] + ([] if shown_sums is None else [shown_sums])
         style = number_style(np.concatenate(values), precision)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,15 @@ def _errata_table(result: FileCheck) -> RenderableType:
             for index, name in enumerate(headers)
         ]
         tables.append(FittedTable(columns, title=f"Errata · {example.name}", keys=2))
+        tables += [_diagnosis_line(*diagnosed) for diagnosed in example.diagnoses]
     return Padding(Group(*tables), (0, 0, 0, 2))
+
+
+def _diagnosis_line(step: str, row: int, kind: str, words: str) -> Text:
+    """What a wrong row shows: a named mistake, or that it follows from the file's own step."""
+    if kind == "follows":
+        return Text(f"{step} row {row}: {words} (error carried forward).", style="green")
+    return Text(f"{step} row {row}: {words}.", style="red")
 
 
 def _shown(path: Path) -> str:
@@ -104,12 +113,36 @@ def _verdict(results: list[FileCheck]) -> RenderableType:
             (result, example) for result in results for example in result.examples if example.errata
         )
         own = "" if wrong[0].bundled else f" --lesson {_shown(wrong[0].path)}"
+        kinds = Counter(
+            erratum.kind
+            for result in results
+            for example in result.examples
+            for erratum in example.errata
+        )
+        whole = (
+            f"{'a whole number' if kinds['whole'] == 1 else 'whole numbers'} where the exact "
+            "value has decimals (write the step's decimals)"
+        )
+        if set(kinds) == {"whole"}:
+            verb = "is" if errata == 1 else "are"
+            said = f"{errata} of {checked} printed values {verb} {whole}"
+        else:
+            parts = [
+                f"{kinds['misprint']} misprint{'s' if kinds['misprint'] != 1 else ''}"
+                if kinds["misprint"]
+                else "",
+                f"{kinds['rounding']} rounding slip{'s' if kinds['rounding'] != 1 else ''} (one "
+                "off in the last digit)"
+                if kinds["rounding"]
+                else "",
+                f"{kinds['whole']} {whole}" if kinds["whole"] else "",
+            ]
+            said = (
+                f"{errata} of {checked} printed values differ from the exact value: "
+                + ", ".join(part for part in parts if part)
+            )
         return Group(
-            Text(
-                f"{errata} of {checked} printed values differ from the exact value by more than "
-                "the slide's rounding.",
-                style="bold red",
-            ),
+            Text(said + ".", style="bold red"),
             Text(
                 "Each is noted under its step when the example runs, e.g. "
                 f"attn {wrong[0].lesson}{own} --example {wrong[1].name}",
@@ -153,9 +186,14 @@ def _file(result: FileCheck) -> dict[str, Any]:
                     "exact": plain(erratum.exact),
                     "difference": plain(erratum.difference),
                     "tolerance": erratum.tolerance,
+                    "kind": erratum.kind,
                     "note": erratum.note(),
                 }
                 for erratum in example.errata
+            ],
+            "diagnoses": [
+                {"step": step, "row": row, "kind": kind, "words": words}
+                for step, row, kind, words in example.diagnoses
             ],
         }
         for example in result.examples

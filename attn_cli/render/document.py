@@ -135,6 +135,7 @@ class Matrix:
     symbol: str | None = None
     latex: str | None = None
     quantities: Quantities | None = None
+    weights: bool = False  # attention weights: in fixed decimals (cells.table_styles)
 
     @property
     def rows(self) -> np.ndarray:
@@ -164,6 +165,11 @@ class Histogram:
 
     edges: list[float]
     series: dict[str, list[int]]
+    edges_of: dict[str, list[float]] = field(default_factory=dict)  # a series' own bins
+
+    def bins_of(self, name: str) -> list[float]:
+        """The edges series ``name`` is counted on: its own, or the histogram's."""
+        return self.edges_of.get(name, self.edges)
 
 
 Value = Prose | Records | Histogram | Number | Matrix
@@ -265,6 +271,7 @@ def _step_value(step: Step, title: str) -> Value:
         step.summary,
         latex=step.latex,
         quantities=step.quantities,
+        weights=step.kind == "weights",
     )
 
 
@@ -293,7 +300,8 @@ def _other_value(
     if kind == "records":
         return Records(value, headings, quantities)
     if kind == "histogram":
-        return Histogram(list(value["edges"]), dict(value["series"]))
+        own = {name: list(edges) for name, edges in value.get("edges_of", {}).items()}
+        return Histogram(list(value["edges"]), dict(value["series"]), own)
     return None
 
 
@@ -307,6 +315,7 @@ def _matrix(
     symbol: str | None = None,
     latex: str | None = None,
     quantities: Quantities | None = None,
+    weights: bool = False,
 ) -> Matrix:
     """A matrix block with the labels and row sums that fit its rows and columns."""
     n_rows, n_cols = as_matrix(value).shape
@@ -323,6 +332,7 @@ def _matrix(
         symbol=symbol,
         latex=latex,
         quantities=quantities,
+        weights=weights,
     )
 
 

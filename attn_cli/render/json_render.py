@@ -24,7 +24,7 @@ from attn_cli.version import __version__
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "2.4"
+SCHEMA_VERSION = "2.6"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
@@ -195,12 +195,17 @@ def _step_value(step: Step, full: bool) -> Any:
         return array_value(step.value, full, step.summary)
     if step.kind == "histogram":
         value = step.value
-        return {
+        document = {
             "edges": array_value(value["edges"], full),
             "series": {
                 str(name): array_value(counts, full) for name, counts in value["series"].items()
             },
         }
+        if value.get("edges_of"):  # series counted on bins of their own
+            document["edges_of"] = {
+                str(name): array_value(edges, full) for name, edges in value["edges_of"].items()
+            }
+        return document
     return plain(step.value, full)  # scalar, records, text
 
 

@@ -314,6 +314,7 @@ def _styles(
         matrix.row_sums,
         col_labels=matrix.col_labels,
         quantities=matrix.quantities,
+        weights=matrix.weights,
     )
 
 
@@ -408,15 +409,34 @@ def records_tabular(
 def histogram_tabular(histogram: doc.Histogram) -> list[str]:
     """A histogram as a table of counts: one row per bin, one column per series."""
     edges, series = histogram.edges, histogram.series
+    if histogram.edges_of:  # a series on bins of its own: a bin column before each series
+        names = [tex_text(str(name)) for name in series]
+        labels = [bin_labels(histogram.bins_of(name)) for name in series]
+        head = [part for name in names for part in (f"{name} bin", name)]
+        spec = "lr" * len(series)
+        rows = [
+            [
+                part
+                for s, counts in enumerate(series.values())
+                for part in (f"${labels[s][i]}$", str(counts[i]))
+            ]
+            for i in range(len(edges) - 1)
+        ]
+    else:
+        head = ["bin", *(tex_text(str(name)) for name in series)]
+        spec = "l" + "r" * len(series)
+        rows = [
+            [f"${label}$", *(str(counts[i]) for counts in series.values())]
+            for i, label in enumerate(bin_labels(edges))
+        ]
     lines = [
         "\\begin{center}",
-        f"\\begin{{tabular}}{{l{'r' * len(series)}}}",
+        f"\\begin{{tabular}}{{{spec}}}",
         "\\hline",
-        " & ".join(["bin", *(tex_text(str(name)) for name in series)]) + " \\\\",
+        " & ".join(head) + " \\\\",
         "\\hline",
     ]
-    for i, label in enumerate(bin_labels(edges)):
-        row = [f"${label}$", *(str(counts[i]) for counts in series.values())]
+    for row in rows:
         lines.append(" & ".join(row) + " \\\\")
     lines += ["\\hline", "\\end{tabular}", "\\end{center}"]
     return lines
@@ -463,7 +483,7 @@ def tex_number(cell: str) -> str:
         return f"{mantissa} \\times 10^{{{power}}}"
     if cell in ("True", "False"):
         return f"\\text{{{cell}}}"
-    return cell
+    return cell.replace(",", "{,}")  # a thousands comma, without math's space after a comma
 
 
 def shape_math(shape: tuple[int, ...]) -> str:

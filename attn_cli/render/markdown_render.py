@@ -124,6 +124,7 @@ def table_lines(matrix: doc.Matrix, options: RenderOptions) -> list[str]:
         matrix.row_sums,
         col_labels=matrix.col_labels,
         quantities=matrix.quantities,
+        weights=matrix.weights,
     )
     sums = None
     if matrix.row_sums is not None:
@@ -169,6 +170,21 @@ def records_lines(
 
 def histogram_lines(histogram: doc.Histogram) -> list[str]:
     series = histogram.series
+    if histogram.edges_of:  # a series on bins of its own: a bin column before each series
+        names = [md_text(str(name)) for name in series]
+        labels = [bin_labels(histogram.bins_of(name)) for name in series]
+        return [
+            "| " + " | ".join(f"{name} bin | {name}" for name in names) + " |",
+            "|" + "---|---:|" * len(series),
+            *(
+                "| "
+                + " | ".join(
+                    f"{labels[s][i]} | {counts[i]}" for s, counts in enumerate(series.values())
+                )
+                + " |"
+                for i in range(len(histogram.edges) - 1)
+            ),
+        ]
     return [
         f"| bin | {' | '.join(md_text(str(name)) for name in series)} |",
         "|---|" + "---:|" * len(series),

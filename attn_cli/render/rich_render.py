@@ -32,7 +32,15 @@ from rich.text import Text
 
 from attn_cli.core.backend import EPSILON
 from attn_cli.core.batch import batch_line
-from attn_cli.core.model import InputValue, Part, Quantities, Step, Summary, Walkthrough, summary
+from attn_cli.core.model import (
+    InputValue,
+    Part,
+    Quantities,
+    Step,
+    Summary,
+    Walkthrough,
+    summary,
+)
 from attn_cli.core.numbers import NumberStyle, as_matrix, format_column, format_number, shape_text
 from attn_cli.lessonfiles.loader import LessonFile
 from attn_cli.render.cells import bin_labels, is_number, record_styles, table_styles
@@ -448,6 +456,7 @@ class MatrixTable:
             sums,
             col_labels=tuple(col_names) if col_names else None,
             quantities=quantities,
+            weights=shading == "weights",
         )
         self.cells = {
             c: format_column(rows[data_rows, c], precision, style=styles.columns[c])
@@ -960,7 +969,8 @@ def _record_column(
 
 
 def histogram(value: dict[str, Any], width: int = 40) -> RenderableType:
-    """Bars per bin for each series: {"edges": [e0, ..., eB], "series": {name: [c1..cB]}}."""
+    """Bars per bin for each series: {"edges": [e0, ..., eB], "series": {name: [c1..cB]}} (and
+    "edges_of": {name: edges} for a series counted on bins of its own)."""
     return Padding(Histogram(value, width), (0, 0, 0, 2))
 
 
@@ -968,15 +978,16 @@ class Histogram:
     """Bars of at most ``width`` characters, shorter when the console is narrower."""
 
     def __init__(self, value: dict[str, Any], width: int = 40) -> None:
-        self.edges = list(value["edges"])
         self.series = dict(value["series"])
+        own = value.get("edges_of", {})
         self.width = width
-        self.labels = bin_labels(self.edges)
+        self.labels = {
+            name: bin_labels(list(own.get(name, value["edges"]))) for name in self.series
+        }
         counts = [str(count) for counts in self.series.values() for count in counts]
+        labels = [label for labels in self.labels.values() for label in labels]
         # label, two spaces, bar, two spaces, count
-        self.frame = (
-            max(map(cell_len, self.labels), default=0) + max(map(len, counts), default=1) + 4
-        )
+        self.frame = max(map(cell_len, labels), default=0) + max(map(len, counts), default=1) + 4
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(self.frame + 1, self.frame + self.width).with_maximum(options.max_width)
@@ -989,7 +1000,7 @@ class Histogram:
             table.add_column(justify="right", style="dim", no_wrap=True)
             table.add_column(no_wrap=True)
             table.add_column(justify="right", style="dim", no_wrap=True)
-            for label, count in zip(self.labels, counts, strict=True):
+            for label, count in zip(self.labels[name], counts, strict=True):
                 table.add_row(label, "█" * round(width * count / peak), str(count))
             yield Text(str(name), style="bold")
             yield table

@@ -12,6 +12,7 @@ from pathlib import Path
 from attn_cli import course
 from attn_cli.core import slides
 from attn_cli.core.errors import UserError
+from attn_cli.core.model import Walkthrough
 from attn_cli.core.slides import ExampleCheck, FileCheck
 from attn_cli.course import get_lesson, lesson_names
 from attn_cli.lessonfiles.loader import (
@@ -58,7 +59,30 @@ def _check(lesson: LessonFile, request: RunRequest, bundled: bool = False) -> Fi
         if not example.printed:
             results.append(ExampleCheck(example.name, 0))
             continue
-        comparison = slides.compare(walkthrough, example.printed, where)
-        results.append(ExampleCheck(example.name, comparison.checked, comparison.errata))
+        decimals = course.card(lesson.lesson).precision  # what the lesson shows
+        comparison = slides.compare(walkthrough, example.printed, where, decimals)
+        diagnoses = _diagnoses(walkthrough, example.printed, where, decimals)
+        checked = comparison.checked
+        results.append(ExampleCheck(example.name, checked, comparison.errata, diagnoses))
     path = lesson.path or Path(f"{lesson.lesson}.toml")
     return FileCheck(path, lesson.lesson, tuple(results), bundled=bundled)
+
+
+def _diagnoses(
+    walkthrough: Walkthrough, printed: dict[str, str], where: str, decimals: int
+) -> tuple[tuple[str, int, str, str], ...]:
+    """What the wrong rows of the steps printed whole or row by row show, as a student's working
+    is marked
+    (attn_cli.course.mistakes.mark): a named mistake, or right for the file's own wrong step
+    before it (error carried forward)."""
+    from attn_cli.course.mistakes import mark
+
+    working = slides.working_rows(walkthrough, printed, where)
+    if not working:
+        return ()
+    marking = mark(course.mistakes_of(walkthrough.lesson), walkthrough, working, decimals)
+    return tuple(
+        (row.step, row.row, row.verdict, row.words)
+        for row in marking.rows
+        if row.verdict in ("mistake", "follows")
+    )

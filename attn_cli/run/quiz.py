@@ -10,13 +10,14 @@ the mark says to how many decimals it was right. Steps too large to type, and ta
 are shown rather than asked.
 
 With nobody at the terminal (stdin or stdout a pipe or a file) it prints a handout: the blanks,
-then an answer key. The Console does all printing; this module decides what to print.
+then, after a page break (a form feed: printed, the key starts on a page of its own), the answer
+key. The Console does all printing; this module decides what to print.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from rich import box
@@ -26,7 +27,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.core.errors import UserError
+from attn_cli.core.errors import PYTHON, Door, UserError
 from attn_cli.core.matrices import split_rows
 from attn_cli.core.model import Step, Walkthrough
 from attn_cli.core.numbers import format_number
@@ -75,6 +76,14 @@ class Score:
     right: int = 0
     asked: int = 0
     stopped: bool = False
+    followed: int = 0  # rows wrong, but right for the student's own earlier answer
+    # Each step's rows as typed (NaN where skipped or not parsed), by step key: what a later
+    # step follows from.
+    typed: dict[str, np.ndarray] = field(default_factory=dict)
+    walkthrough: Walkthrough | None = None  # what is asked: its steps, exact
+    # The steps with a row wrong to the decimals it was typed with (not a rounding): what a
+    # later step can follow from.
+    slipped: set[str] = field(default_factory=set)
 
 
 def questions(walkthrough: Walkthrough) -> list[Question]:
@@ -146,7 +155,11 @@ def mark(answer: list[Rounded], exact: np.ndarray, precision: int) -> Mark:
             wrong.append(position)
     if not wrong:
         return Mark(True)
-    own = all(number.matches(float(value)) for number, value in zip(answer, exact, strict=True))
+    # Right to the decimals typed? Not for a whole number where the value has decimals: "1"
+    # says the value is whole, not that it is 0.7071 to no decimals.
+    own = all(
+        number.says(float(value), precision) for number, value in zip(answer, exact, strict=True)
+    )
     typed = min((number.decimals for number in answer if number.has_decimals), default=0)
     return Mark(False, tuple(wrong), typed if own and typed < precision else None)
 
@@ -158,17 +171,29 @@ def run_quiz(
     precision: int,
     interactive: bool,
     read_line: Callable[[str], str | None],
+    door: Door = PYTHON,
+    answers: Console | None = None,
 ) -> Score:
-    """Ask (at a terminal) or print a handout with an answer key (otherwise)."""
+    """Ask (at a terminal) or print a handout with an answer key (otherwise); ``door``: how
+    the options given are named; ``answers``: where the answer key goes instead (a file of its
+    own: the handout then holds the blanks alone), after the quiz's title and setting."""
     options = RenderOptions(precision=precision)
     items = questions(walkthrough)
-    console.print(_title(walkthrough, interactive, precision))
-    console.print(_setting(walkthrough))
-    console.print(Group(*inputs_renderables(walkthrough, options)))
+    role = "asked" if interactive else "handout" if answers is None else "blanks"
+    for shown, said in ((console, role), (answers, "key")):
+        if shown is None:
+            continue
+        shown.print(_title(walkthrough, precision, said))
+        shown.print(_setting(walkthrough, door))
+        shown.print(Group(*inputs_renderables(walkthrough, options)))
+    if answers is not None:
+        _key(walkthrough, items, answers, options, after_blanks=False)
     if not interactive:
-        _handout(walkthrough, items, console, options)
+        _blanks_of(items, console, options)
+        if answers is None:
+            _key(walkthrough, items, console, options, after_blanks=True)
         return Score()
-    score = Score()
+    score = Score(walkthrough=walkthrough)
     for item in items:
         console.print(Text(""), step_rule(item.step, item.number, precision))
         if not item.asked:
@@ -188,20 +213,25 @@ def run_quiz(
     return score
 
 
-def _title(walkthrough: Walkthrough, interactive: bool, precision: int) -> RenderableType:
-    title = Text(f"Quiz · {walkthrough.title}", style="bold")
+def _title(walkthrough: Walkthrough, precision: int, role: str) -> RenderableType:
+    """The quiz's title and what to do, for its ``role``: "asked" (at a terminal), "handout"
+    (the blanks, the key after them), "blanks" (the key in a file of its own), "key" (that
+    file)."""
+    name = "Answer key" if role == "key" else "Quiz"
+    title = Text(f"{name} · {walkthrough.title}", style="bold")
     if walkthrough.example:
         title.append(f" · example {walkthrough.example}", style="bold cyan")
     # A lesson without matrix inputs (variance, posenc) gives its numbers in each step's title.
     source = "the inputs" if walkthrough.inputs else "the numbers in its step's title"
-    how = (
-        "Type each row's numbers separated by commas or spaces and press Enter, each to "
+    fill = f"Fill in every blank from {source}, each number to {_decimals(precision)} (--precision)"
+    how = {
+        "asked": "Type each row's numbers separated by commas or spaces and press Enter, each to "
         f"{_decimals(precision)} (--precision), the last one rounded. An empty line skips a "
-        "row; q stops."
-        if interactive
-        else f"Fill in every blank from {source}, each number to {_decimals(precision)} "
-        "(--precision); the answer key follows the blanks."
-    )
+        "row; q stops.",
+        "handout": f"{fill}; the answer key follows the blanks, on a page of its own.",
+        "blanks": f"{fill}; the answer key is in a file of its own.",
+        "key": f"The quiz's answers: every step's value, to {_decimals(precision)}.",
+    }[role]
     return Text.assemble(title, "\n", Text(how, style="italic"))
 
 
@@ -209,9 +239,10 @@ def _decimals(count: int) -> str:
     return f"{count} decimal{'' if count == 1 else 's'}"
 
 
-def _setting(walkthrough: Walkthrough) -> RenderableType:
+def _setting(walkthrough: Walkthrough, door: Door) -> RenderableType:
     """What the run was asked for, said before the blanks: the example's description and the
-    options that differ from the lesson's defaults (as command-line flags)."""
+    options that differ from the lesson's defaults (spelt by ``door``: the command line's
+    flags)."""
     from attn_cli.course import card, is_lesson
 
     lines = []
@@ -219,28 +250,52 @@ def _setting(walkthrough: Walkthrough) -> RenderableType:
         lines.append(Text(" ".join(walkthrough.example_description.split())))
     if is_lesson(walkthrough.lesson):
         declared = card(walkthrough.lesson)
-        flags = declared.changed_flags(walkthrough.meta.get("options", {}), declared.defaults)
-        if flags:
-            lines.append(Text("Options: " + " ".join(flags)))
+        changed = declared.changed_options(walkthrough.meta.get("options", {}), declared.defaults)
+        if changed:
+            lines.append(Text("Options: " + door.words(changed)))
     return Group(*lines)
 
 
-def _handout(
-    walkthrough: Walkthrough, items: list[Question], console: Console, options: RenderOptions
-) -> None:
+def _blanks_of(items: list[Question], console: Console, options: RenderOptions) -> None:
+    """The handout's blanks: each step's title, and a blank for each number asked."""
     for item in items:
         console.print(Text(""), step_rule(item.step, item.number, options.precision))
         if item.asked:
             console.print(_blanks(item))
         else:
             console.print(Text("  (not asked: see the answer key)", style="dim"))
-    console.print(Text(""), Rule("Answer key", style="bold"))
+
+
+def _key(
+    walkthrough: Walkthrough,
+    items: list[Question],
+    console: Console,
+    options: RenderOptions,
+    after_blanks: bool,
+) -> None:
+    """The answer key: every step's value and notes; ``after_blanks``, on the blanks' own
+    output, after a page break, on a page of its own, never beside them."""
+    if after_blanks:
+        page_break(console)
+    console.print(Rule("Answer key", style="bold"))
     for item in items:
         console.print(Text(""), step_rule(item.step, item.number, options.precision))
         _show_value(item.step, console, options)
         _print_notes(item.step, console, options.precision)
     if walkthrough.notes:
         console.print(Group(*notes_renderables(walkthrough, options.precision)))
+
+
+# A form feed: a printer (and a PDF made from the text) starts a new page at it.
+PAGE_BREAK = "\f"
+
+
+def page_break(console: Console) -> None:
+    """A page break in what ``console`` writes. Ours because rich strips control characters
+    from all it prints (a form feed among them), so the Console's file takes it, between
+    whole lines."""
+    console.file.write(PAGE_BREAK)
+    console.file.flush()
 
 
 def _print_notes(step: Step, console: Console, precision: int) -> None:
@@ -274,7 +329,9 @@ def _ask(
     score: Score,
 ) -> None:
     assert item.rows is not None
-    for name, exact in zip(item.row_names, item.rows, strict=True):
+    typed = np.full(item.rows.shape, np.nan)
+    score.typed[item.step.key] = typed
+    for index, (name, exact) in enumerate(zip(item.row_names, item.rows, strict=True)):
         width = exact.size
         while True:
             prompt = f"  {name} ({width} number{'s' if width > 1 else ''}): "
@@ -292,8 +349,22 @@ def _ask(
                 console.print(Text(f"  {answer} Try again.", style="yellow"))
                 continue
             score.asked += 1
+            typed[index] = [number.value for number in answer]
             result = mark(answer, exact, precision)
-            if result.right:
+            own = result.right or result.right_to is not None  # right, to its own decimals
+            if not own:
+                score.slipped.add(item.step.key)
+            found = None if own else _diagnosis(item, index, answer, score, precision)
+            if found is not None and found[0] == "follows":
+                score.followed += 1
+                console.print(
+                    Text(
+                        f"  ↳ {found[1]}: this row follows from your own answer there (the "
+                        f"exact row is {_row_text(exact, precision)})",
+                        style="yellow",
+                    )
+                )
+            elif result.right:
                 score.right += 1
                 console.print(Text(f"  ✓ right: {_row_text(exact, precision)}", style="green"))
             elif result.right_to is not None:
@@ -315,7 +386,29 @@ def _ask(
                         style="red",
                     )
                 )
+            if found is not None and found[0] == "mistake":
+                console.print(Text(f"    {found[1]}.", style="red"))
             break
+
+
+def _diagnosis(
+    item: Question, index: int, answer: list[Rounded], score: Score, precision: int
+) -> tuple[str, str] | None:
+    """What a wrong row shows (attn_cli.course.mistakes): a named mistake, or that it follows
+    from the student's own answer to the step before, where that was wrong."""
+    from attn_cli import course
+    from attn_cli.course.mistakes import before_key, diagnosis
+
+    walkthrough = score.walkthrough
+    if walkthrough is None or not course.is_lesson(walkthrough.lesson):
+        return None
+    steps = course.mistakes_of(walkthrough.lesson)
+    after = before_key(steps, walkthrough, item.step.key)
+    before = None
+    if after is not None and after in score.slipped:  # the student's own, where wrong
+        typed = score.typed[after]
+        before = typed if not np.any(np.isnan(typed)) else None  # every row of it typed
+    return diagnosis(steps, walkthrough, item.step.key, index, answer, before, precision)
 
 
 def _row_text(row: np.ndarray, precision: int) -> str:
@@ -325,4 +418,9 @@ def _row_text(row: np.ndarray, precision: int) -> str:
 def _score_line(score: Score) -> Text:
     if not score.asked:
         return Text("No rows answered.", style="bold")
-    return Text(f"Score: {score.right} of {score.asked} rows right.", style="bold")
+    followed = (
+        f"; {score.followed} more right for your own earlier answers (error carried forward)"
+        if score.followed
+        else ""
+    )
+    return Text(f"Score: {score.right} of {score.asked} rows right{followed}.", style="bold")

@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attn_cli.core.errors import UserError, param
+from attn_cli.core.errors import PYTHON, Door, UserError, param
 
 if TYPE_CHECKING:
     from attn_cli.core.card import Card, Option
@@ -37,6 +37,28 @@ RUN_SETTINGS: dict[str, Any] = {
     "time": False,
 }
 
+# What each run setting does, for every door's help (the command line's --help and the Python
+# functions' docstrings): a parameter named as {seed} is spelt by the door (core.card.help_words).
+# Only the command line's own words (a flag Python has no keyword for) are added there.
+RUN_SETTING_HELP: dict[str, str] = {
+    "example": "Lecture example to run.",
+    "item": "With batched inputs (a leading batch dimension: JSON nested one level deeper, a "
+    '3-D .npy, items separated by "|"): the item shown, from 0. The JSON holds every item.',
+    "lesson": "A lesson file of your own (TOML; the format: attn check --help).",
+    "tokens": 'Names for the tokens (rows), e.g. "the,cat,slept".',
+    "seed": "Seed for random inputs: the same N, the same inputs.",
+    "backend": "Array library (default: numpy; torch for a GPU device).",
+    "device": "Where to compute (torch only off the CPU).",
+    "dtype": "Floating-point type of the computation.",
+    "time": "Show each step's time: the device's time for the step's computation alone (never "
+    "the copy to the host, the statistics or the checks), warm (after one untimed run), the "
+    "median of {runs} runs.",
+}
+# Where the lesson has dropout, the seed draws its mask too.
+DROPOUT_SEED_HELP = (
+    "Seed for random inputs and for the {dropout} mask (each generator starts afresh from it)."
+)
+
 
 def run_settings(card: Card) -> dict[str, Any]:
     """The run settings lesson ``card`` takes, with their defaults, in RUN_SETTINGS' order."""
@@ -54,10 +76,12 @@ def request_for(
     *,
     python: bool = False,
     keep: bool = False,
+    door: Door = PYTHON,
 ) -> RunRequest:
     """The run of ``card``'s lesson that ``given`` asks for (a keyword not given takes its
     default). ``python``: a Python call asked (its errors name its arguments); ``keep``: keep
-    what the lesson draws for the next run (the explorer)."""
+    what the lesson draws for the next run (the explorer); ``door``: how the door that asks
+    names parameters in what the walkthrough says."""
     from attn_cli.run.runner import RunRequest
 
     settings = {**run_settings(card), **{k: v for k, v in given.items() if k in RUN_SETTINGS}}
@@ -85,6 +109,7 @@ def request_for(
         time_steps=bool(settings["time"]),
         keep=keep,
         python=python,
+        door=door,
     )
 
 

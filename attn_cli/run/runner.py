@@ -13,7 +13,7 @@ from attn_cli.core.backend import LARGEST, Backend
 from attn_cli.core.backend_choice import get_backend
 from attn_cli.core.batch import check_item, select_item, split_batch, split_options
 from attn_cli.core.card import InputSpec
-from attn_cli.core.errors import UserError, param, params
+from attn_cli.core.errors import PYTHON, Door, UserError, param, params
 from attn_cli.core.matrices import as_matrix_or_batch, as_vector_or_batch
 from attn_cli.core.model import Note, Walkthrough
 from attn_cli.core.whole import check_whole_size
@@ -50,6 +50,9 @@ class RunRequest:
     keep: bool = False
     item: int = 0  # the batch item shown (--item)
     python: bool = False  # asked by a Python call (attn_cli.api): errors name its arguments
+    # How the door that asked names parameters in what the walkthrough says (a note naming the
+    # inputs, an example run with options changed): keywords unless the door says otherwise.
+    door: Door = PYTHON
     # How the command line will write the walkthrough ("rich", "json", ... as --format names
     # it; None: not written here, as for a Python call or attn check), and whether with --full:
     # the work guards count what writing it costs (a stack's tables, every number of --full).
@@ -62,6 +65,21 @@ def lesson_data(request: RunRequest) -> LessonFile:
     if request.lesson_file is None:
         return load_bundled(request.lesson)  # checked by the tests, not on each run
     return own_lesson_file(request.lesson_file, course, request.lesson)
+
+
+def listed_examples(request: RunRequest) -> LessonFile:
+    """The lesson file whose examples --list-examples lists (:func:`lesson_data`), each
+    example's description with the parameters it names spelt by the door that asked."""
+    from dataclasses import replace
+
+    from attn_cli.core.templates import spell_parameters
+
+    data = lesson_data(request)
+    examples = tuple(
+        replace(example, description=spell_parameters(example.description, request.door))
+        for example in data.examples
+    )
+    return replace(data, examples=examples)
 
 
 def prepare(request: RunRequest) -> LessonRun:
@@ -130,6 +148,7 @@ def prepare_items(request: RunRequest) -> tuple[list[LessonRun], bool, dict[str,
             drawn,
             request.keep and not request.time_steps,
             request.shown,
+            request.door,
         )
         for item, settings in zip(items, item_options, strict=True)
     ]
@@ -412,7 +431,7 @@ def compute(request: RunRequest) -> Walkthrough:
     check_item(request.item, len(runs) if batched else None)
     if not batched:
         return with_slide_notes(built(runs[0]), runs[0], request)
-    return select_item(tuple(built(run) for run in runs), request.item, options)
+    return select_item(tuple(built(run) for run in runs), request.item, options, request.door)
 
 
 def built(run: LessonRun) -> Walkthrough:
@@ -458,7 +477,11 @@ def with_overflow_note(
         return walkthrough
     dtype = run.backend.dtype
     if overflowed:
-        fix = "smaller inputs" if dtype == "float64" else "--dtype float64 or smaller inputs"
+        fix = (
+            "smaller inputs"
+            if dtype == "float64"
+            else f"{run.door.words(param('dtype', 'float64'))} or smaller inputs"
+        )
         note = Note.fixed(
             "overflow",
             f"The output has inf or NaN values: an intermediate exceeded the largest {dtype} "
@@ -497,7 +520,8 @@ def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunReque
     if (run.backend.name, run.backend.dtype) != ("numpy", "float64"):
         reference = build(replace(run, backend=get_backend("numpy"), time_steps=False))
     try:
-        comparison = slides.compare(reference, example.printed, _where(run.file, example))
+        decimals = course.card(request.lesson).precision
+        comparison = slides.compare(reference, example.printed, _where(run.file, example), decimals)
     except UserError:
         if request.lesson_file is not None:
             raise  # the lecturer's own file: say what to fix

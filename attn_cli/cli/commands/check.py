@@ -52,7 +52,8 @@ def check(
     grammar ("0.51, 0.31; 0.2, 0.8"), keyed by step ("weights"), row ("output\[1]") or entry
     ("weights\[1,2]"), counted from 1.
 
-    A value printed with k decimals must be within half a unit of its k-th decimal.
+    A value printed with k decimals must be within half a unit of its k-th decimal; a whole
+    number (no decimal point) means the value is whole, to the decimals the lesson shows.
 
     Exit status (as with diff): 0 if every printed value agrees with the exact one; 1 if some
     printed values differ (the errata are listed: nothing crashed, and the bundled lessons record

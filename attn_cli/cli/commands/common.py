@@ -88,6 +88,7 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
     """
     start_up_done()
     check_output_options(shared.fmt, shared.list_examples, shared.quiz, shared.output, shared.plot)
+    check_answers_option(shared)
     if shared.code:
         check_code_options(shared)
     if shared.output is None:
@@ -101,16 +102,16 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
 
 def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> None:
     fmt, precision, full, plot = shared.fmt, shared.precision, shared.full, shared.plot
-    from attn_cli.run.runner import compute, lesson_data
+    from attn_cli.run.runner import compute, listed_examples
 
     if shared.list_examples and fmt is Format.rich:
         from attn_cli.render.rich_render import examples_table
 
-        console.print(examples_table(lesson_data(request)))
+        console.print(examples_table(listed_examples(request)))
     elif shared.list_examples:
         from attn_cli.render.examples_render import examples_text
 
-        console.out(examples_text(lesson_data(request), fmt), highlight=False)
+        console.out(examples_text(listed_examples(request), fmt), highlight=False)
     elif shared.code:  # computed with numpy: the program's library need not be installed
         from dataclasses import replace
 
@@ -132,13 +133,28 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
             from attn_cli.run.quiz import run_quiz
 
             interactive = terminal.interactive()
-            run_quiz(
+            quiz = functools.partial(
+                run_quiz,
                 walkthrough,
                 console,
                 precision=precision,
                 interactive=interactive,
                 read_line=terminal.read_line,
+                door=request.door,
             )
+            if shared.answers is None:
+                quiz()
+                return
+            from attn_cli.core.outputs import text_replacing
+
+            with text_replacing(shared.answers, "--answers") as file:
+                quiz(answers=file_console(file))
+            from rich.text import Text
+
+            from attn_cli.core.usertext import printable
+
+            said = f"The answer key is in {printable(str(shared.answers))}."
+            console.print(Text(said), soft_wrap=True)  # the path whole, to copy
             return
         if plot is not None:  # refused (minutes of drawing), or drawn and written whole
             from attn_cli.core.outputs import write_bytes  # before anything is printed: a full
@@ -149,7 +165,29 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
             write_bytes(plot, heatmap_file(walkthrough, draw, plot, precision), "--plot")
         whole = not shared.latex_fragment  # LaTeX: a document that compiles as it is
         options = RenderOptions(precision=precision, full=full, whole_document=whole)
-        render(walkthrough, fmt, console, options)
+        if fmt is Format.rich and shared.output is None and shared.pager is not False:
+            paged(console, shared.pager, lambda: render(walkthrough, fmt, console, options))
+        else:
+            render(walkthrough, fmt, console, options)
+
+
+def paged(console: Console, asked: bool | None, show: Callable[[], None]) -> None:
+    """What ``show`` prints on ``console`` (stdout), in a pager where someone reads a screen at
+    a time: at a terminal, when it is taller than the screen (``asked`` None) or always with
+    --pager (True). Measured by rendering it once; what is not paged is written as rendered."""
+    from attn_cli.cli import terminal
+
+    if not terminal.on_screen():
+        show()
+        return
+    with console.capture() as captured:
+        show()
+    text = captured.get()
+    if asked or text.count("\n") > console.height:
+        terminal.page(text)
+    else:
+        console.file.write(text)
+        console.file.flush()
 
 
 def check_code_options(shared: SharedOptions) -> None:
@@ -167,6 +205,20 @@ def check_code_options(shared: SharedOptions) -> None:
     for flag, given in others.items():
         if given:
             raise UserError(f"--code prints a float64 program for the CPU; leave out {flag}.")
+
+
+def check_answers_option(shared: SharedOptions) -> None:
+    """--answers: a quiz's answer key, to a file that can be written (checked before any
+    work) and is none of the command's other outputs."""
+    if shared.answers is None:
+        return
+    if not shared.quiz:
+        raise UserError(
+            "--answers writes a quiz's answer key: give --quiz, or leave out --answers."
+        )
+    from attn_cli.core.outputs import check_writable
+
+    check_writable(shared.answers, "--answers")
 
 
 def check_output_options(

@@ -81,9 +81,10 @@ def explore(
         serve_app(name, port, export_dir)
         return
     require_a_terminal()
+    from attn_cli.cli.flags import COMMAND_LINE
     from attn_cli.explore.app import Explorer
 
-    Explorer(name, export_dir=export_dir).run()
+    Explorer(name, export_dir=export_dir, door=COMMAND_LINE).run()
 
 
 def require_a_terminal() -> None:

@@ -67,7 +67,7 @@ def estimate_bytes(
 ) -> int:
     """Per head: the bias, the biased scores and the weights with the softmax's parts."""
     n, d = shapes["Q"]
-    return ((6 * _heads(options) + 4) * n * n + 2 * n * d) * itemsize
+    return ((7 * _heads(options) + 4) * n * n + 2 * n * d) * itemsize  # 7: e^s by hand too
 
 
 def build(run: LessonRun) -> Walkthrough:

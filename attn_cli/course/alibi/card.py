@@ -11,14 +11,12 @@ CARD = Card(
     inputs=(
         InputSpec(
             "Q",
-            "--q",
+            "q",
             "matrix",
             "queries",
             help="Queries Q, n × d (row i: the query at position i).",
         ),
-        InputSpec(
-            "K", "--k", "matrix", "keys", help="Keys K, n × d (row j: the key at position j)."
-        ),
+        InputSpec("K", "k", "matrix", "keys", help="Keys K, n × d (row j: the key at position j)."),
     ),
     positional=("q", "k"),
     options=(

@@ -84,9 +84,9 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     # Over decoder steps --compare is not run (a note says so): no common width needed.
     if steps is None and compares(inputs, options) and d_s != d_h:
         asked = options.get("compare")
-        cause = "--compare" if asked else "--wa turns on --compare"
+        cause = param("compare", True) if asked else f"{param('wa')} turns on {param('compare')}"
         fix = " and ".join(
-            flag for flag, on in (("--compare", asked), ("--wa", "W_a" in inputs)) if on
+            param(keyword) for keyword, on in (("compare", asked), ("wa", "W_a" in inputs)) if on
         )
         raise UserError(
             f"{cause}: {param('s')} has {d_s} entries but each row of {param('h')} has {d_h}: Luong's dot score "
@@ -118,7 +118,7 @@ def estimate_bytes(
     d_v = shapes["values"][1] if "values" in shapes else d_h
     compare = 2 * (4 * n + d_v) if compares(shapes, options) else 0
     extra = dropout.dropout_bytes(options, n, itemsize)
-    return (3 * n * d_a + 6 * n + d_a + d_v + compare) * itemsize + extra
+    return (3 * n * d_a + 8 * n + d_a + d_v + compare) * itemsize + extra  # 8 n: e^s by hand too
 
 
 def build(run: LessonRun) -> Walkthrough:
@@ -180,7 +180,7 @@ def build(run: LessonRun) -> Walkthrough:
 
     notes: list[Note] = []
     if n == 1:
-        row = "v_1, the row of --values," if given_values else "h_1"
+        row = f"v_1, the row of {run.door.words(param('values'))}," if given_values else "h_1"
         before = "" if p is None else " before dropout"
         notes.append(record.note("single_state", row=row, before_dropout=before))
     shown = [

@@ -9,25 +9,25 @@ from attn_cli.course.shared import D_V, DROPOUT
 CARD = Card(
     "bahdanau",
     summary="Bahdanau attention for one decoder step: softmax(vᵀ tanh(W1 hᵢ + W2 sₜ)), context "
-    "Σ αᵢ hᵢ (Σ αᵢ vᵢ with --values).",
+    "Σ αᵢ hᵢ (Σ αᵢ vᵢ with {values}).",
     inputs=(
         InputSpec(
             "s_t",
-            "--s",
+            "s",
             "vector",
             "decoder state",
             help="Decoder state s_t, d_s entries (d_s: the decoder's width).",
         ),
         InputSpec(
             "H",
-            "--h",
+            "h",
             "matrix",
             "encoder states h_i (rows)",
             help="Encoder states h_i, one per row: n × d_h (n states of width d_h).",
         ),
         InputSpec(
             "W1",
-            "--w1",
+            "w1",
             "matrix",
             "projects each h_i",
             help="W1, d_a × d_h: projects each encoder state h_i (d_a: the attention width; W1 h_i: "
@@ -35,65 +35,65 @@ CARD = Card(
         ),
         InputSpec(
             "W2",
-            "--w2",
+            "w2",
             "matrix",
             "projects s_t",
             help="W2, d_a × d_s: projects the decoder state s_t.",
         ),
         InputSpec(
             "v",
-            "--v",
+            "v",
             "vector",
             "reads out the score",
             help="v, d_a entries: reads the score out of tanh(W1 h_i + W2 s_t).",
         ),
         optional(
             "W_a",
-            "--wa",
+            "wa",
             "matrix",
             "Luong's general weight",
-            "Luong's general W_a, d_s × d_h; implies --compare (default: identity).",
+            "Luong's general W_a, d_s × d_h; implies {compare} (default: identity).",
         ),
         optional(
             "values",
-            "--values",
+            "values",
             "matrix",
             "values v_i, one per encoder state",
-            "Values vᵢ (not the score vector --v), one row per encoder state: n × d_v; the "
+            "Values vᵢ (not the score vector {v}), one row per encoder state: n × d_v; the "
             "context is Σ αᵢ vᵢ (default: the encoder states themselves, Σ αᵢ hᵢ).",
         ),
         # --steps T: the decoder's own weights and inputs (drawn from --seed when not given).
         optional(
             "W_s",
-            "--ws",
+            "ws",
             "matrix",
             "decoder cell: reads sₜ₋₁",
-            "With --steps: W_s, d_s × d_s, the decoder cell's recurrent weight in "
-            "sₜ = tanh(W_s sₜ₋₁ + W_y yₜ₋₁ + W_c cₜ) (default: drawn from --seed).",
+            "With {steps}: W_s, d_s × d_s, the decoder cell's recurrent weight in "
+            "sₜ = tanh(W_s sₜ₋₁ + W_y yₜ₋₁ + W_c cₜ) (default: drawn from {seed}).",
         ),
         optional(
             "W_y",
-            "--wy",
+            "wy",
             "matrix",
             "decoder cell: reads yₜ₋₁",
-            "With --steps: W_y, d_s × d_y, reads yₜ₋₁, the embedding of the previous output "
-            "(default: drawn from --seed).",
+            "With {steps}: W_y, d_s × d_y, reads yₜ₋₁, the embedding of the previous output "
+            "(default: drawn from {seed}).",
         ),
         optional(
             "W_c",
-            "--wc",
+            "wc",
             "matrix",
             "decoder cell: reads cₜ",
-            "With --steps: W_c, d_s × d_h, reads the context cₜ (default: drawn from --seed).",
+            "With {steps}: W_c, d_s × d_h, reads the context cₜ (default: drawn from {seed}).",
         ),
         optional(
             "Y",
-            "--y",
+            "y",
             "matrix",
             "previous outputs: row t is yₜ₋₁",
-            "With --steps: the previous outputs' embeddings, one row per step, T × d_y: row t is "
+            "With {steps}: the previous outputs' embeddings, one row per step, T × d_y: row t is "
             "yₜ₋₁, row 1 the start token's y₀ (in training, the reference's words) (default: "
-            "drawn from --seed, d_y = d_s).",
+            "drawn from {seed}, d_y = d_s).",
         ),
     ),
     positional=("s", "h", "w1", "w2", "v"),
@@ -118,7 +118,7 @@ CARD = Card(
             "steps",
             "Run the decoder for T steps over the same encoder states: each step scores with "
             "sₜ₋₁, gets its own context cₜ, then updates sₜ = tanh(W_s sₜ₋₁ + W_y "
-            "yₜ₋₁ + W_c cₜ); --s is s₀. Shown beside the fixed-vector encoder-decoder, "
+            "yₜ₋₁ + W_c cₜ); {s} is s₀. Shown beside the fixed-vector encoder-decoder, "
             "which hands every step c = hₙ (default: one decoder step).",
             type=int,
             minimum=1,
@@ -128,14 +128,14 @@ CARD = Card(
             "weights",
             "Inputs from a trained model: the .npz file that `attn learn translate --save FILE` "
             "writes, with its learned W1, W2 and v, a sentence's encoder states H, the decoder "
-            "state of one step as --s, and the sentence's words as --tokens.",
+            "state of one step as {s}, and the sentence's words as {tokens}.",
             metavar="FILE",
             path=True,
             lesson=False,
         ),
         Option(
             "decoder_step",
-            "With --weights: replay decoder step T of the saved sentence, 1 to its number of "
+            "With {weights}: replay decoder step T of the saved sentence, 1 to its number of "
             "target words and the end (default: the step the file was saved at).",
             type=int,
             minimum=1,
@@ -149,7 +149,7 @@ CARD = Card(
         Size("da", "attention width d_a (default d)."),
     ),
     figure=(
-        "the weights over the encoder states (with --compare one row per score; with --steps "
+        "the weights over the encoder states (with {compare} one row per score; with {steps} "
         "the alignment matrix, one row per decoder step, as Bahdanau et al. draw it)"
     ),
     examples=(
@@ -158,7 +158,7 @@ CARD = Card(
         "attn bahdanau --example cat-slept --steps 4",
     ),
     symbols=(
-        ("h_i", "encoder state i, a row of --h"),
+        ("h_i", "encoder state i, a row of {h}"),
         ("s_t", "the decoder state at step t"),
         ("d_h", "the width of an encoder state"),
         ("d_s", "the width of the decoder state"),
@@ -169,7 +169,7 @@ CARD = Card(
         (
             "W_s, W_y, W_c",
             "the decoder cell's weights on its previous state, the previous "
-            "output's embedding and the context (with --steps)",
+            "output's embedding and the context (with {steps})",
         ),
         ("d_y", "the width of the previous output's embedding y"),
     ),

@@ -50,7 +50,8 @@ def weights_into_inputs(given: dict[str, Any]) -> None:
     if path is None:
         if step is not None:
             raise UserError(
-                f"--decoder-step picks a step of the model saved in {param('weights', 'FILE')}; give "
+                f"{param('decoder_step')} picks a step of the model saved in "
+                f"{param('weights', 'FILE')}; give "
                 f"{param('weights', 'FILE')} (written by attn learn translate --save FILE) or leave it out."
             )
         return None
@@ -115,15 +116,15 @@ def _step_state(path: Path, step: int, d_s: int) -> Any:
     except UserError:
         raise UserError(
             f"{flag}: it holds one decoder step only (no queries, each step's state); write it "
-            "again with attn learn translate --save FILE to replay any step, or leave out "
-            "--decoder-step."
+            f"again with attn learn translate --save FILE to replay any step, or leave out "
+            f"{param('decoder_step')}."
         ) from None
     steps = queries.shape[0]
     if step > steps:
         target = load_words(path, "target", "weights", largest=LARGEST)
         words = f" ({' '.join(target)})" if target is not None and len(target) == steps else ""
         raise UserError(
-            f"--decoder-step {step}: the saved sentence has {steps} decoder steps{words}; give "
+            f"{param('decoder_step', step)}: the saved sentence has {steps} decoder steps{words}; give "
             f"1 to {steps}."
         )
     return queries[step - 1]

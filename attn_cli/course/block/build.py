@@ -140,11 +140,12 @@ def estimate_bytes(
 def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any]) -> int:
     """The numbers --full JSON writes, layer by layer: each head's weights and scores (a
     causal mask, and a decoder's cross-attention heads, too), the steps of n rows d_model
-    or d_ff wide, and the layer's weights (estimate_bytes holds five score matrices a head)."""
+    or d_ff wide, and the layer's weights (estimate_bytes holds six score matrices a head): a
+    head's weights, its scores raw and scaled, and e^s by hand, with Σ e^s."""
     n, m, d, heads, d_ff, layers = _estimated_sizes(shapes, options)
     decoder = bool(options.get("decoder"))
     mask = n * n if decoder or options.get("causal") else 0
-    attention = heads * 2 * n * n + mask + (heads * 2 * n * m if decoder else 0)
+    attention = heads * (4 * n * n + n) + mask + (heads * (4 * n * m + n) if decoder else 0)
     rows = (16 + 8 * decoder) * n * d + 2 * n * d_ff + 3 * n * (2 + decoder)
     weights = 4 * d * d * (1 + decoder) + 2 * d * d_ff
     return layers * (attention + rows + weights)
@@ -160,7 +161,9 @@ def held_numbers(n: int, m: int, d: int, heads: int, d_ff: int) -> int:
     """The numbers one layer's walkthrough holds at its peak: n queries, m keys (the memory's
     rows, or n), width d, d_ff hidden. The weights of d_ff count four times: drawn, scaled,
     and held for the steps (measured: 1.5 GB at --d-ff 4,000,000, where twice counted 0.8)."""
-    scores = heads * 5 * (n * n + n * m)  # per head: scores, scaled, weights, exp, masked
+    scores = (
+        heads * 6 * (n * n + n * m)
+    )  # per head: scores, scaled, weights, exp (and by hand), masked
     rows = 40 * n * d + 3 * n * d_ff + 4 * m * d  # every step of n rows, d or d_ff wide
     weights = 2 * (8 * d * d + 15 * d) + 4 * (2 * d * d_ff + d_ff)
     return scores + rows + weights
@@ -204,7 +207,7 @@ def check_layer_work(n: int, m: int, d: int, chosen: Settings, shown: str | None
         f"d_model = {d:,}, "
         f"d_ff = {chosen.d_ff:,} and {counted(chosen.heads, 'head')} make {numbers:.2g} numbers, "
         f"and each layer's steps take {per_layer:.2g} s to record{writing}",
-        "a smaller --n, --d-model, --d-ff or --layers",
+        f"a smaller {param('n')}, {param('d_model')}, {param('d_ff')} or {param('layers')}",
     )
 
 
@@ -599,6 +602,9 @@ LESSON = Lesson(
     build=build,
     texts=TEXTS,
     example_overrides=frozenset(spec.name for spec in CARD.inputs if spec.name != "X"),
-    memory_fix="choose a smaller --n, --m, --d-model, --d-ff or --layers",
+    memory_fix=(
+        f"choose a smaller {param('n')}, {param('m')}, {param('d_model')}, {param('d_ff')} or "
+        f"{param('layers')}"
+    ),
     arrange=arrange,
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from attn_cli.core.card import Card, InputSpec, Option, Size, optional
 
-_KV_SHAPE = "d_model × d_model, or d_model × g·d_k with --kv-heads g"
-_KV_WIDE = "d_model wide, or g·d_k with --kv-heads g"
+_KV_SHAPE = "d_model × d_model, or d_model × g·d_k with {kv_heads=g}"
+_KV_WIDE = "d_model wide, or g·d_k with {kv_heads=g}"
 # (input name, flag, what it is, its shape and PyTorch's name for it): one layer's attention.
 _ATTENTION = (
     ("W_Q", "wq", "query weights", "d_model × d_model", "in_proj_weight rows 1…d, transposed"),
@@ -23,11 +23,11 @@ _ATTENTION = (
 def _attention(cross: bool) -> tuple[InputSpec, ...]:
     sublayer = "cross-attention" if cross else "self-attention"
     specs = []
-    for name, flag, what, shape, torch_name in _ATTENTION:
+    for name, keyword, what, shape, torch_name in _ATTENTION:
         specs.append(
             optional(
                 f"{name}_cross" if cross else name,
-                f"--cross-{flag}" if cross else f"--{flag}",
+                f"cross_{keyword}" if cross else keyword,
                 "matrix" if name.startswith("W") else "vector",
                 f"{sublayer} {what}",
                 f"The {sublayer}'s {what}, {shape} (PyTorch: {torch_name}).",
@@ -43,7 +43,7 @@ def _norms() -> tuple[InputSpec, ...]:
         specs += [
             optional(
                 f"gamma_{index}",
-                f"--gamma{index}",
+                f"gamma{index}",
                 "vector",
                 f"γ of LN{index}",
                 f"LayerNorm {index}'s scale γ{decoder}, d_model wide (PyTorch: norm{index}.weight; "
@@ -51,7 +51,7 @@ def _norms() -> tuple[InputSpec, ...]:
             ),
             optional(
                 f"beta_{index}",
-                f"--beta{index}",
+                f"beta{index}",
                 "vector",
                 f"β of LN{index}",
                 f"LayerNorm {index}'s shift β, d_model wide (PyTorch: norm{index}.bias; default 0).",
@@ -63,44 +63,44 @@ def _norms() -> tuple[InputSpec, ...]:
 CARD = Card(
     "block",
     summary="One Transformer layer step by step: multi-head attention, residual, LayerNorm, "
-    "feed-forward (encoder, or --decoder).",
-    details="Every weight is yours to give: by hand (--wq, --w1, --gamma1, ...), in a lesson "
-    "file, or as a PyTorch model's state_dict with --weights FILE (an nn.TransformerEncoderLayer, "
+    "feed-forward (encoder, or {decoder}).",
+    details="Every weight is yours to give: by hand ({wq}, {w1}, {gamma1}, ...), in a lesson "
+    "file, or as a PyTorch model's state_dict with {weights} FILE (an nn.TransformerEncoderLayer, "
     "nn.TransformerDecoderLayer, or a stack of them, nn.TransformerEncoder or "
     "nn.TransformerDecoder, saved as .pt, .safetensors or .npz). A weight not given is drawn at "
-    "random from --seed (the same --seed gives the same weights, and attn multihead's W_Q, W_K, "
-    "W_V, W_O): W_Q, W_K, W_V, W_O of self-attention (d_model × d_model), with --decoder those "
+    "random from {seed} (the same {seed} gives the same weights, and attn multihead's W_Q, W_K, "
+    "W_V, W_O): W_Q, W_K, W_V, W_O of self-attention (d_model × d_model), with {decoder} those "
     "of cross-attention, then W_1 (d_model × d_ff) and b_1, each entry a normal random number "
     "of mean 0 and variance 1/d_model, and W_2 (d_ff × d_model) and b_2, of variance 1/d_ff, so "
     "that each layer's outputs keep about the scale of its inputs; attention's biases not given "
     "are 0 and "
-    "LayerNorm's γ and β are 1 and 0 (PyTorch's initial values; --gamma-beta draws γ and β). "
+    "LayerNorm's γ and β are 1 and 0 (PyTorch's initial values; {gamma_beta} draws γ and β). "
     "Weights are written as the lectures write them, inputs × outputs (Q = X W_Q); nn.Linear "
     "stores each transposed. When any is given, the first step lists every one and where it "
     "came from.",
     inputs=(
         InputSpec(
             "X",
-            "--x",
+            "x",
             "matrix",
             "token embeddings",
             help="Token embeddings, n × d_model (n tokens of width d_model; the positional "
-            "encoding is added to them unless --no-posenc).",
+            "encoding is added to them unless {posenc=False}).",
         ),
         optional(
             "Memory",
-            "--memory",
+            "memory",
             "matrix",
             "encoder output (memory)",
-            "--decoder only: the encoder's output that cross-attention reads keys and values "
+            "{decoder} only: the encoder's output that cross-attention reads keys and values "
             "from, m × d_model (default: the example's, else standard normal random numbers drawn "
-            "from --seed, m = n).",
+            "from {seed}, m = n).",
         ),
         *_attention(cross=False),
         *_attention(cross=True),
         optional(
             "W_1",
-            "--w1",
+            "w1",
             "matrix",
             "feed-forward weights W_1",
             "The feed-forward's first weights, d_model × d_ff (PyTorch: linear1.weight, "
@@ -108,14 +108,14 @@ CARD = Card(
         ),
         optional(
             "b_1",
-            "--b1",
+            "b1",
             "vector",
             "feed-forward bias b_1",
             "The feed-forward's first bias, d_ff wide (PyTorch: linear1.bias).",
         ),
         optional(
             "W_2",
-            "--w2",
+            "w2",
             "matrix",
             "feed-forward weights W_2",
             "The feed-forward's second weights, d_ff × d_model (PyTorch: linear2.weight, "
@@ -123,7 +123,7 @@ CARD = Card(
         ),
         optional(
             "b_2",
-            "--b2",
+            "b2",
             "vector",
             "feed-forward bias b_2",
             "The feed-forward's second bias, d_model wide (PyTorch: linear2.bias).",
@@ -131,21 +131,21 @@ CARD = Card(
         *_norms(),
         optional(
             "gamma_final",
-            "--gamma-final",
+            "gamma_final",
             "vector",
             "γ of the final LayerNorm",
-            "With --final-norm: the last LayerNorm's scale γ (PyTorch: norm.weight; default 1).",
+            "With {final_norm}: the last LayerNorm's scale γ (PyTorch: norm.weight; default 1).",
         ),
         optional(
             "beta_final",
-            "--beta-final",
+            "beta_final",
             "vector",
             "β of the final LayerNorm",
-            "With --final-norm: its shift β (PyTorch: norm.bias; default 0).",
+            "With {final_norm}: its shift β (PyTorch: norm.bias; default 0).",
         ),
         optional(
             "key_padding_mask",
-            "--padding",
+            "padding",
             "vector",
             "key padding mask",
             "Key padding: n entries, 1 where a token is padding (no query attends to it), else "
@@ -154,15 +154,15 @@ CARD = Card(
         ),
         optional(
             "memory_key_padding_mask",
-            "--memory-padding",
+            "memory_padding",
             "vector",
             "memory padding mask",
-            "--decoder only: the memory's padding, m entries, 1 = padding (PyTorch's "
+            "{decoder} only: the memory's padding, m entries, 1 = padding (PyTorch's "
             "memory_key_padding_mask).",
         ),
         optional(
             "attn_mask",
-            "--attn-mask",
+            "attn_mask",
             "matrix",
             "attention mask (boolean)",
             "Self-attention's mask, n × n: 1 where query i may not attend key j, else 0 "
@@ -170,7 +170,7 @@ CARD = Card(
         ),
         optional(
             "attn_mask_float",
-            "--attn-mask-float",
+            "attn_mask_float",
             "matrix",
             "attention mask (additive)",
             "Self-attention's mask as PyTorch's float attn_mask, n × n: added to the scaled "
@@ -193,8 +193,8 @@ CARD = Card(
             "kv_heads",
             "Key/value heads g (grouped-query attention; 1: multi-query): query head i reads "
             "key/value head ⌊i / (h/g)⌋, as PyTorch's enable_gqa pairs them, and W_K, W_V "
-            "(with --decoder W_K_cross, W_V_cross too) are d_model × g·d_k; g must divide h. A "
-            "PyTorch state_dict (--weights) has none: g = h (default: read from W_K's or W_V's "
+            "(with {decoder} W_K_cross, W_V_cross too) are d_model × g·d_k; g must divide h. A "
+            "PyTorch state_dict ({weights}) has none: g = h (default: read from W_K's or W_V's "
             "columns, g·d_k, where given by hand or in a file of the lesson's own names; else "
             "h, a key/value head per query head).",
             type=int,
@@ -219,8 +219,8 @@ CARD = Card(
         ),
         Option(
             "decoder",
-            "The decoder layer: masked self-attention, cross-attention over --memory, FFN; "
-            "--tokens then names the targets y1 … yn (default: the --weights file's kind, else "
+            "The decoder layer: masked self-attention, cross-attention over {memory}, FFN; "
+            "{tokens} then names the targets y1 … yn (default: the {weights} file's kind, else "
             "the example's, else off).",
             type=bool,
             switch=True,
@@ -242,8 +242,8 @@ CARD = Card(
         ),
         Option(
             "bias",
-            "Biases in attention, the feed-forward and LayerNorm (β); --no-bias: none, "
-            "PyTorch's bias=False (default: the --weights file's, else on).",
+            "Biases in attention, the feed-forward and LayerNorm (β); {bias=False}: none, "
+            "PyTorch's bias=False (default: the {weights} file's, else on).",
             type=bool,
             switch=True,
         ),
@@ -257,7 +257,7 @@ CARD = Card(
         ),
         Option(
             "gamma_beta",
-            "Draw each LayerNorm's γ and β not given from --seed (γ near 1 and β near 0: each "
+            "Draw each LayerNorm's γ and β not given from {seed} (γ near 1 and β near 0: each "
             "a normal random number of standard deviation 0.1 about them) instead of γ = 1, "
             "β = 0, nn.LayerNorm's initial values.",
             False,
@@ -267,21 +267,21 @@ CARD = Card(
         Option(
             "layers",
             "A stack of N layers, each reading the one before, every layer's steps shown "
-            "(nn.TransformerEncoder(layer, N)); default: the --weights file's count, else 1.",
+            "(nn.TransformerEncoder(layer, N)); default: the {weights} file's count, else 1.",
             type=int,
             minimum=1,
         ),
         Option(
             "shared_weights",
-            "With --layers N: every layer uses the same weights (given by hand, or layer 1's "
-            "drawn); without it each layer draws its own, or reads its own from --weights.",
+            "With {layers} N: every layer uses the same weights (given by hand, or layer 1's "
+            "drawn); without it each layer draws its own, or reads its own from {weights}.",
             False,
             type=bool,
         ),
         Option(
             "final_norm",
             "A LayerNorm after the last layer, as nn.TransformerEncoder(norm=...) and pre-norm "
-            "models have (default: the --weights file's, else none).",
+            "models have (default: the {weights} file's, else none).",
             type=bool,
         ),
         Option(
@@ -297,18 +297,18 @@ CARD = Card(
             "nn.TransformerDecoderLayer, nn.TransformerEncoder or nn.TransformerDecoder) saved "
             "as .pt (read with torch.load(weights_only=True): no pickled object runs), "
             ".safetensors or .npz; from Python, the state_dict itself. It holds no settings: "
-            "give --heads, --pre-norm, --activation and --eps as the module has them.",
+            "give {heads}, {pre_norm}, {activation} and {eps} as the module has them.",
             metavar="FILE",
             path=True,
         ),
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 4),
-        Size("d_model", "width d_model, with --weights the file's (default: {default}).", 8),
-        Size("m", "memory rows m, with --decoder (default: n)."),
+        Size("d_model", "width d_model, with {weights} the file's (default: {default}).", 8),
+        Size("m", "memory rows m, with {decoder} (default: n)."),
     ),
     figure=(
-        "the layer's attention weights, one panel per head (with --decoder, then cross-"
+        "the layer's attention weights, one panel per head (with {decoder}, then cross-"
         "attention's over the memory)"
     ),
     examples=(

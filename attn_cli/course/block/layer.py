@@ -296,12 +296,21 @@ class Layer:
                 )
             if mask is not None and mask.empty and index == 0:
                 notes.append(self._empty_note(mask, f"{key}.head1.weights"))
+            # The head's raw scores, then its softmax by hand (e^s, Σ e^s) of what it reads.
+            by_hand, overflowed = record.by_hand(
+                head.scaled if additive is None else head.scaled + additive, "scaled scores"
+            )
+            notes += overflowed
             record.add(
                 f"{key}.head{index + 1}.weights",
                 head.weights,
                 kind="weights",
                 row_sums=True,
-                parts=(Part("scaled scores Q Kᵀ / √d_k (this head's columns)", head.scaled),),
+                parts=(
+                    Part("scores Q Kᵀ (this head's columns)", head.scores),
+                    Part("scaled scores Q Kᵀ / √d_k (this head's columns)", head.scaled),
+                    *by_hand,
+                ),
                 grid=Grid(
                     self.rows,
                     source_rows,

@@ -287,7 +287,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
     lines += (
         [POSENC, 'print("pe =", pe.tolist())']
         if layout.posenc
-        else ["H = X  # --no-posenc: the embeddings as they are"]
+        else ["H = X  # no positional encoding: the embeddings as they are"]
     )
     if meta["shared_weights"]:
         lines.append(f"for index in range(1, {layout.count + 1}):  # every layer the same weights")
@@ -520,7 +520,11 @@ def torch_program(walkthrough: Walkthrough) -> str:
         "model.eval()",
         *hooks,
         "",
-        *(posenc if layout.posenc else ["H = X  # --no-posenc: the embeddings as they are"]),
+        *(
+            posenc
+            if layout.posenc
+            else ["H = X  # no positional encoding: the embeddings as they are"]
+        ),
         *mask_lines,
         "with torch.no_grad():",
         f"    Y = model({source}{call_args})[0]  # a batch of one",
@@ -528,5 +532,5 @@ def torch_program(walkthrough: Walkthrough) -> str:
         'print("output =", Y.tolist())',
     ]
     if meta["shared_weights"]:
-        lines.insert(lines.index("model.eval()"), "# --shared-weights: every layer loads the same")
+        lines.insert(lines.index("model.eval()"), "# shared weights: every layer loads the same")
     return "\n".join(lines)

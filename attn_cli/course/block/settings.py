@@ -340,7 +340,9 @@ def _check_given(
                     f"{counted(d_k, 'column')})"
                 )
             elif part in ("W_K", "W_V"):
-                why = " (or g·d_k columns for g key/value heads, g dividing h: --kv-heads)"
+                why = (
+                    f" (or g·d_k columns for g key/value heads, g dividing h: {param('kv_heads')})"
+                )
             wrong.append(
                 f"{CARD.param(name)}{where} {what} {got} but must be {words} = "
                 f"{shape_text(shape)}{why}"

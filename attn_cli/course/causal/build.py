@@ -36,8 +36,9 @@ FILLS = variants.FILLS
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 # The finite fill of the last fix: large enough that exp() underflows to 0 in float32/64.
 FINITE_FILL = -1e9
-# (n × n) matrices alive at once: scores, scaled, mask, masked, softmax parts, weights.
-_SCORE_MATRICES = 8
+# (n × n) matrices alive at once: scores, scaled, mask, masked, softmax parts (exp by hand
+# among them), weights.
+_SCORE_MATRICES = 9
 _CONVENTION_MATRICES = 14
 _PADDING_MATRICES = 4  # P, its two boolean spellings, S + M + P
 
@@ -102,11 +103,11 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
             f"{CARD.param(weights[0])} needs {param('x')}: the weights project the tokens X (Q = X W_Q)."
         )
     sources = [
-        flag
-        for flag, present in (
-            ("--scores", "S" in inputs),
-            ("--q/--k", "Q" in inputs or "K" in inputs),
-            ("--x", "X" in inputs),
+        source
+        for source, present in (
+            (param("scores"), "S" in inputs),
+            (f"{param('q')}/{param('k')}", "Q" in inputs or "K" in inputs),
+            (param("x"), "X" in inputs),
         )
         if present
     ]
@@ -120,7 +121,7 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
             f"or {param('x')} with {param('wq')}/{param('wk')}/{param('wv')}."
         )
     if ("Q" in inputs) != ("K" in inputs):
-        given, missing = ("--q", "--k") if "Q" in inputs else ("--k", "--q")
+        given, missing = (param("q"), param("k")) if "Q" in inputs else (param("k"), param("q"))
         raise UserError(f"{given} needs {missing}: the scores are Q Kᵀ.")
     if "X" in inputs and "V" in inputs:
         raise UserError(
@@ -165,10 +166,13 @@ def build(run: LessonRun) -> Walkthrough:
     logits, v = _logits(record, inputs, tokens, context)
     grid = Grid(tokens, tokens, context)
     lengths = padding.valid_lengths(run.options.get("valid_len"), n, n)
+    # The scores masked are S / √d_k where the lesson scales Q Kᵀ (lecture 4's softmax(QKᵀ/√d_k +
+    # M)), and the steps after say so: their texts "masked_scaled", "weights_scaled", ...
+    scaled = "_scaled" if "scaled" in (step.key for step in record.steps) else ""
     if run.options.get("fill") == "zero":
         output = _zero_fill(record, logits, v, grid)
     else:
-        output = _masked(record, logits, v, grid, lengths)
+        output = _masked(record, logits, v, grid, lengths, scaled)
         if run.options.get("conventions"):
             _conventions(record, logits, grid)
     notes: tuple[Note, ...] = ()
@@ -233,20 +237,26 @@ def _masked(
     v: Any | None,
     grid: Grid,
     lengths: tuple[int, ...] | None = None,
+    scaled: str = "",
 ) -> Any:
-    """The correct walkthrough: M (and the padding P), S + M, softmax, A V when there are values."""
+    """The correct walkthrough: M (and the padding P), S + M, softmax, A V when there are values
+    (``scaled``: "_scaled" where the scores masked are S / √d_k, their texts say so)."""
     mask = record.compute("mask", lambda: masks.causal_additive(logits), grid=grid)
     if lengths is None:
-        masked = record.compute("masked", lambda: logits + mask, grid=grid)
+        masked = record.compute("masked", lambda: logits + mask, text=f"masked{scaled}", grid=grid)
         weights = record.softmax(
-            "weights", masked, notes_of=lambda w: _zero_future_note(record, w), grid=grid
+            "weights",
+            masked,
+            notes_of=lambda w: _zero_future_note(record, w),
+            text=f"weights{scaled}",
+            grid=grid,
         )
     else:
         pad = padding.record_padding(record, logits, lengths, grid, causal=True)
         masked = record.compute(
-            "masked", lambda: logits + mask + pad, text="masked_valid", grid=grid
+            "masked", lambda: logits + mask + pad, text=f"masked_valid{scaled}", grid=grid
         )
-        weights = record.softmax("weights", masked, text="weights_valid", grid=grid)
+        weights = record.softmax("weights", masked, text=f"weights_valid{scaled}", grid=grid)
     p = dropout.probability(record.run.options.get("dropout"))
     if p is not None:
         weights = dropout.record_dropout(record, weights, p, grid)
@@ -435,8 +445,11 @@ TEXTS = Texts(
         "scores": SCALED,
         "scaled": SCALED,
         **dict.fromkeys(("mask", "masked", "weights"), TOKENS),
+        **dict.fromkeys(("masked_scaled", "weights_scaled"), SCALED),  # of S / √d_k
         **dict.fromkeys(padding.TEXTS, (*TOKENS, *padding.STEP_NAMES)),
-        **dict.fromkeys(("masked_valid", "weights_valid", "output"), TOKENS),
+        **dict.fromkeys(("masked_valid", "weights_valid"), TOKENS),
+        **dict.fromkeys(("masked_valid_scaled", "weights_valid_scaled"), SCALED),
+        "output": TOKENS,
         "dropout": (*TOKENS, *dropout.STEP_NAMES),
         "output_dropout": TOKENS,
         # --fill zero

@@ -12,41 +12,41 @@ CARD = Card(
     inputs=(
         optional(
             "S",
-            "--scores",
+            "scores",
             "matrix",
             "scores, used as given",
             "Scores S, n × n (n tokens), used as given.",
         ),
-        optional("Q", "--q", "matrix", "queries", "Queries Q, n × d_k (with --k)."),
-        optional("K", "--k", "matrix", "keys", "Keys K, n × d_k (with --q)."),
-        optional("V", "--v", "matrix", "values", "Values V, n × d_v (with --scores or --q/--k)."),
+        optional("Q", "q", "matrix", "queries", "Queries Q, n × d_k (with {k})."),
+        optional("K", "k", "matrix", "keys", "Keys K, n × d_k (with {q})."),
+        optional("V", "v", "matrix", "values", "Values V, n × d_v (with {scores} or {q}/{k})."),
         optional(
             "X",
-            "--x",
+            "x",
             "matrix",
             "tokens",
             "Tokens X, n × d_model: Q = X W_Q, K = X W_K, V = X W_V.",
         ),
         optional(
             "W_Q",
-            "--wq",
+            "wq",
             "matrix",
             "query weights",
-            "Query weights W_Q, d_model × d_k, with --x (default: identity).",
+            "Query weights W_Q, d_model × d_k, with {x} (default: identity).",
         ),
         optional(
             "W_K",
-            "--wk",
+            "wk",
             "matrix",
             "key weights",
-            "Key weights W_K, d_model × d_k, with --x (default: identity).",
+            "Key weights W_K, d_model × d_k, with {x} (default: identity).",
         ),
         optional(
             "W_V",
-            "--wv",
+            "wv",
             "matrix",
             "value weights",
-            "Value weights W_V, d_model × d_v, with --x (default: identity).",
+            "Value weights W_V, d_model × d_v, with {x} (default: identity).",
         ),
     ),
     positional=("q", "k", "v"),
@@ -54,7 +54,7 @@ CARD = Card(
     options=(
         Option(
             "scale",
-            "Divide Q Kᵀ by √d_k (default: {default}; given --scores are never scaled).",
+            "Divide Q Kᵀ by √d_k (default: {default}; given {scores} are never scaled).",
             True,
             type=bool,
             switch=True,
@@ -80,7 +80,7 @@ CARD = Card(
         Size("dk", "draw Q, K, V of width d_k instead of scores."),
     ),
     figure=(
-        "the weights as a heatmap, the masked future cells in grey (with --fill zero, "
+        "the weights as a heatmap, the masked future cells in grey (with {fill=zero}, "
         "hatched: the weight that leaks)"
     ),
     examples=(

@@ -10,9 +10,9 @@ from attn_cli.course.shared import CAUSAL, D_K, D_V, SCALE
 CARD = Card(
     "flash",
     summary="Tiled attention, one key block at a time: running max, running sum, rescaling.",
-    details="No --dropout here: FlashAttention's kernels drop weights inside the kernel, tile "
+    details="No {dropout} here: FlashAttention's kernels drop weights inside the kernel, tile "
     "by tile, with their own generator, so no nn.Dropout mask reproduces theirs (see attn "
-    "scaled --dropout).",
+    "scaled {dropout}).",
     inputs=QKV,
     positional=("q", "k", "v"),
     options=(
@@ -42,8 +42,8 @@ CARD = Card(
         Option(
             "kernel",
             "Print the lesson as a GPU kernel instead: the Triton source of FlashAttention's "
-            "forward pass, each part marked with the step it implements (--format rich, "
-            "markdown or json; --output; needs no GPU and no triton). See docs/kernel.md.",
+            "forward pass, each part marked with the step it implements ({format=rich}, "
+            "markdown or json; {output}; needs no GPU and no triton). See docs/kernel.md.",
             False,
             type=bool,
             lesson=False,

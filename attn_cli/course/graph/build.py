@@ -33,8 +33,9 @@ from attn_cli.mechanisms import gat, local, masks
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
 GAT_NAMES = ("W", "a")
-# (N × N) matrices alive at once: adjacency, scores, M, masked, softmax parts, weights.
-_SCORE_MATRICES = 10
+# (N × N) matrices alive at once: adjacency, scores, M, masked, softmax parts (exp by
+# hand among them), weights.
+_SCORE_MATRICES = 11
 # A random graph (random features, no --edges or --adjacency) has each pair as an edge with
 # this probability.
 EDGE_PROBABILITY = 0.5
@@ -258,12 +259,14 @@ def build(run: LessonRun) -> Walkthrough:
         "score": score,
     }
     notes: tuple[Note, ...] = ()
-    # A note, shown as it is by every door: the inputs by their flags, as the note's text has
-    # always named them (no core.errors.param marker: only an error's doors spell those).
-    flag_of = {spec.name: spec.option for spec in CARD.inputs}
-    unused = [flag_of[name] for name in WEIGHT_NAMES if name in run.inputs]
+    # The inputs the note names, each spelt by the door that asked (wq, or --wq).
+    keyword_of = {spec.name: spec.keyword for spec in CARD.inputs}
+    unused = [run.door.words(param(keyword_of[n])) for n in WEIGHT_NAMES if n in run.inputs]
     if score != "dot" and unused:
-        notes = (record.note("unused_projections", flags=", ".join(unused), score=score),)
+        given = run.door.words(param("score", score))  # score=additive, or --score additive
+        notes = (
+            record.note("unused_projections", flags=", ".join(unused), score=score, given=given),
+        )
     inputs = _labelled_inputs(run, nodes, score)
     return record.walkthrough(output, inputs=inputs, notes=notes, meta=meta)
 
@@ -515,7 +518,7 @@ TEXTS = Texts(
         "isolated": ("nodes",),
         "gat_without_self_loops": (),
         "a_drawn": ("seed",),
-        "unused_projections": ("flags", "score"),
+        "unused_projections": ("flags", "score", "given"),
         "negative_sums": ("count", "total", "slope"),
         "negative_entries": ("count", "total", "slope"),
         "static": ("node", "rows"),

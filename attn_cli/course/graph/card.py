@@ -13,54 +13,54 @@ CARD = Card(
     inputs=(
         InputSpec(
             "H",
-            "--h",
+            "h",
             "matrix",
             "node features h_i (rows)",
             help="Node features h_i, one row per node: N × d (N nodes, d features each).",
         ),
         optional(
             "W_Q",
-            "--wq",
+            "wq",
             "matrix",
             "query projection",
             "Query weights W_Q, d_k × d, as the lecture writes it: q_i = W_Q h_i (default: identity).",
         ),
         optional(
             "W_K",
-            "--wk",
+            "wk",
             "matrix",
             "key projection",
             "Key weights W_K, d_k × d: k_j = W_K h_j (default: identity).",
         ),
         optional(
             "W_V",
-            "--wv",
+            "wv",
             "matrix",
             "value projection",
             "Value weights W_V, d_v × d: v_j = W_V h_j (default: identity).",
         ),
         optional(
             "A",
-            "--adjacency",
+            "adjacency",
             "matrix",
             "adjacency (0/1)",
-            "Adjacency, N × N of 0/1: row i has 1 at j when j ∈ N(i) (instead of --edges).",
+            "Adjacency, N × N of 0/1: row i has 1 at j when j ∈ N(i) (instead of {edges}).",
         ),
         optional(
             "W",
-            "--w",
+            "w",
             "matrix",
             "GAT's shared weight W",
-            "With --score additive: GAT's W, d' × d, z_i = W h_i; with --score gatv2: W, "
+            "With {score=additive}: GAT's W, d' × d, z_i = W h_i; with {score=gatv2}: W, "
             "d' × 2d, applied to [h_i ‖ h_j] (default: the identity, or [I I] for gatv2).",
         ),
         optional(
             "a",
-            "--a",
+            "a",
             "vector",
             "GAT's attention vector a",
-            "With --score additive: GAT's a, 2·d' entries (a_left reads z_i, a_right z_j); with "
-            "--score gatv2: a, d' entries (default: drawn from --seed, N(0, 1)).",
+            "With {score=additive}: GAT's a, 2·d' entries (a_left reads z_i, a_right z_j); with "
+            "{score=gatv2}: a, d' entries (default: drawn from {seed}, N(0, 1)).",
         ),
     ),
     positional=("h",),
@@ -68,7 +68,7 @@ CARD = Card(
     options=(
         Option(
             "edges",
-            'The graph as node pairs from 0, e.g. "0-1,1-2,2-0,2-3" (instead of --adjacency).',
+            'The graph as node pairs from 0, e.g. "0-1,1-2,2-0,2-3" (instead of {adjacency}).',
             metavar="EDGES",
         ),
         Option(
@@ -93,7 +93,7 @@ CARD = Card(
         ),
         Option(
             "scale",
-            "With --score dot: divide the scores by √d_k (--no-scale: q_iᵀ k_j as dot-product "
+            "With {score=dot}: divide the scores by √d_k ({scale=False}: q_iᵀ k_j as dot-product "
             "graph layers write it) (default: {default}).",
             True,
             type=bool,
@@ -111,7 +111,7 @@ CARD = Card(
         "attn graph --example gat-four-nodes",
     ),
     symbols=(
-        ("h_i, h_j", "the features of nodes i and j, rows of --h"),
+        ("h_i, h_j", "the features of nodes i and j, rows of {h}"),
         ("q_i, k_j, v_j", "node i's query, node j's key and value"),
         QKV_WEIGHTS,
         D_K,

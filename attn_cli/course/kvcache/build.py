@@ -121,7 +121,7 @@ def estimate_bytes(
     """Every step's cache is kept for display: about n²/2 · (d_k + d_v) entries."""
     (n, d_k), (_, d_v) = shapes["Q"], shapes["V"]
     _check_options(n, shapes["K"][0], options)
-    return (n * (n + 1) // 2 * (d_k + d_v + 2) + 8 * n * n + 6 * n * d_v) * itemsize
+    return (n * (n + 1) // 2 * (d_k + d_v + 2) + 9 * n * n + 6 * n * d_v) * itemsize
 
 
 def build(run: LessonRun) -> Walkthrough:

@@ -17,9 +17,9 @@ CARD = Card(
         Option("heads", "Cache size: query heads per layer (default: {default}).", 32, type=int),
         Option(
             "kv_heads",
-            "Cache size: K/V heads per layer, dividing --heads: = heads is multi-head, 1 "
-            "multi-query, between grouped-query attention (default: a quarter of --heads where 4 "
-            "divides it, as Llama 3 8B's 8 of 32; else --heads).",
+            "Cache size: K/V heads per layer, dividing {heads}: = heads is multi-head, 1 "
+            "multi-query, between grouped-query attention (default: a quarter of {heads} where 4 "
+            "divides it, as Llama 3 8B's 8 of 32; else {heads}).",
             type=int,
         ),
         Option("d_head", "Cache size: width of a head (default: {default}).", 128, type=int),
@@ -31,7 +31,7 @@ CARD = Card(
         ),
         Option(
             "window_layers",
-            "Cache size with sliding-window layers: K of the --layers keep only the last --window "
+            "Cache size with sliding-window layers: K of the {layers} keep only the last {window} "
             "tokens, the rest keep all (give both; e.g. half the layers, as models that "
             "alternate local and global layers).",
             type=int,
@@ -39,15 +39,15 @@ CARD = Card(
         ),
         Option(
             "window",
-            "The window W: the last tokens a windowed cache keeps (with --window-layers, the "
-            "windowed layers' cache size; with --sinks, the sliding-window cache compared).",
+            "The window W: the last tokens a windowed cache keeps (with {window_layers}, the "
+            "windowed layers' cache size; with {sinks}, the sliding-window cache compared).",
             type=int,
             metavar="W",
         ),
         Option(
             "sinks",
             "Attention sinks (StreamingLLM): compare full attention with a cache that keeps "
-            "only the last --window W tokens and one that also keeps the first S (give both).",
+            "only the last {window} W tokens and one that also keeps the first S (give both).",
             type=int,
             metavar="S",
         ),
@@ -61,7 +61,7 @@ CARD = Card(
         ),
         Option(
             "rope_width",
-            "With --latent-width: the decoupled RoPE key's width counted on top of c, per layer "
+            "With {latent_width}: the decoupled RoPE key's width counted on top of c, per layer "
             "and token (DeepSeek-V2: 64; default: {default}, not counted).",
             0,
             type=int,

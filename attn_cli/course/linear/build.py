@@ -30,8 +30,9 @@ from attn_cli.mechanisms import linear, masks
 FEATURE_MAPS = variants.FEATURE_MAPS
 # The FLOP table also counts the two orders at this length, where n² has long taken over.
 LONG_N = 4096
-# (m × n) matrices alive at once: φ(Q)φ(K)ᵀ, its weights, scores, softmax parts and weights.
-_SCORE_MATRICES = 8
+# (m × n) matrices alive at once: φ(Q)φ(K)ᵀ, its weights, scores, softmax parts (exp by
+# hand among them) and weights.
+_SCORE_MATRICES = 9
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -51,12 +52,12 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
         # Only the random features read these; elsewhere a changed value would be ignored
         # (and the example's description would say the run used it).
         defaults = CARD.defaults
-        for option, flag in (("features", "--features"), ("feature_seed", "--feature-seed")):
+        for option in ("features", "feature_seed"):
             if option in options and options[option] != defaults[option]:
                 raise UserError(
-                    f"{flag} {options[option]} is read only by {param('feature_map')} random ({name} "
+                    f"{param(option, options[option])} is read only by {param('feature_map')} random ({name} "
                     f"makes one feature per entry of a row, r = d_k): add {param('feature_map')} random, "
-                    f"or leave {flag} out."
+                    f"or leave {param(option)} out."
                 )
     if options.get("causal"):
         check_causal_square(m, n)

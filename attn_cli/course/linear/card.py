@@ -25,7 +25,7 @@ CARD = Card(
         ),
         Option(
             "features",
-            "Random features r, with --feature-map random (default: {default}).",
+            "Random features r, with {feature_map=random} (default: {default}).",
             16,  # r, for the random features (elu + 1 keeps r = d_k)
             type=int,
         ),
@@ -46,7 +46,7 @@ CARD = Card(
     ),
     sizes=SMALL_QKV_SIZES,
     figure=(
-        "the weights φ(q_i)·φ(k_j), normalised, as a heatmap (with --causal, future keys in grey)"
+        "the weights φ(q_i)·φ(k_j), normalised, as a heatmap (with {causal}, future keys in grey)"
     ),
     examples=(
         "attn linear",
@@ -56,7 +56,7 @@ CARD = Card(
     symbols=(
         (
             "φ",
-            "the feature map applied to queries and keys: φ(x) = elu(x) + 1 unless --feature-map says otherwise (elu(x) = x for x > 0, eˣ − 1 below)",
+            "the feature map applied to queries and keys: φ(x) = elu(x) + 1 unless {feature_map} says otherwise (elu(x) = x for x > 0, eˣ − 1 below)",
         ),
         ("q_i, k_j", "query i and key j, rows of Q and K"),
         D_K,

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.backend import namespace_of
-from attn_cli.core.card import flag_of
 from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding, score_transforms
@@ -42,8 +41,9 @@ from attn_cli.mechanisms import multihead as mh
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 PROJECTIONS = ("W_Q", "W_K", "W_V")
 BIAS_OF = {"W_Q": "b_Q", "W_K": "b_K", "W_V": "b_V", "W_O": "b_O"}
-# Per head: scores, scaled, masked, softmax intermediates and weights, (n × n) each.
-_SCORE_MATRICES = 7
+# Per head: scores, scaled, masked, softmax intermediates (e^s by hand among them) and weights,
+# (n × n) each.
+_SCORE_MATRICES = 8
 _MASK_MATRICES = 5  # M, P, their boolean spellings
 
 
@@ -100,7 +100,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     biases = [BIAS_OF[name] for name in WEIGHT_NAMES if BIAS_OF[name] in inputs]
     if "X" not in inputs:
         first = ([*given, *biases] + [name for name in ("X_K", "X_V") if name in inputs])[:1]
-        needs = f"{CARD.param(first[0])} needs --x" if first else "X is missing; give --x"
+        needs = (
+            f"{CARD.param(first[0])} needs {param('x')}"
+            if first
+            else f"X is missing; give {param('x')}"
+        )
         raise UserError(f"{needs}: the heads project the tokens X (Q = X W_Q).")
     _check_weights_given(inputs, given)
     if biases and options.get("bias"):
@@ -110,7 +114,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         )
     x, keys, values = sequences(inputs)
     if values.shape[0] != keys.shape[0]:
-        where = "--xk" if "X_K" in inputs else "X (the keys' sequence without --xk)"
+        where = param("xk") if "X_K" in inputs else f"X (the keys' sequence without {param('xk')})"
         raise UserError(
             f"{param('xv')} has {counted(values.shape[0], 'row')} but {where} has {keys.shape[0]}: one "
             "value per key."
@@ -157,14 +161,14 @@ def _check_shapes(
             f"{d_in} rows (Q = X W_Q)."
         )
     own = {"W_K": "X_K" in inputs, "W_V": "X_V" in inputs or "X_K" in inputs}
-    for name, width, source in (("W_K", kdim, "--xk"), ("W_V", vdim, "--xv")):
+    for name, width, source in (("W_K", kdim, param("xk")), ("W_V", vdim, param("xv"))):
         if kv < heads:
             continue  # their width is checked below, once the heads divide d_out
         if name in inputs and inputs[name].shape != (width, d_out):
             rows, cols = inputs[name].shape
             if not own[name]:
                 must = f"d_in × d_out = {d_in} × {d_out}, like W_Q (W_Q, W_K and W_V share "
-                must += "their shape unless --xk, --xv give sequences of other widths)"
+                must += f"their shape unless {param('xk')}, {param('xv')} give sequences of other widths)"
             else:
                 dim = "kdim" if name == "W_K" else "vdim"
                 must = f"{dim} × d_out = {width} × {d_out} ({source}'s columns × W_Q's)"
@@ -261,9 +265,9 @@ def sizes_of_file(sizes: dict[str, int], options: dict[str, Any]) -> dict[str, i
     for name, width in held.items():
         asked = sizes.get(name)
         if asked is not None and asked != width:
-            flag = flag_of(name)
             raise UserError(
-                f"{flag} {asked}: {loaded.where} holds {name} = {width}; leave out {flag} "
+                f"{param(name, asked)}: {loaded.where} holds {name} = {width}; leave out "
+                f"{param(name)} "
                 f"({param('n')} draws inputs of the file's widths)."
             )
     found = {**sizes, "d_model": held["d_in"]}
@@ -325,16 +329,16 @@ def estimate_bytes(
 
 
 def document_estimate(shapes: dict[str, tuple[int, ...]], options: dict[str, Any]) -> int:
-    """The numbers --full JSON writes (estimate_bytes holds seven score-sized matrices a head;
-    a head's steps show two: its weights and its scores), with the steps of a mask or dropout
-    where one is asked for."""
+    """The numbers --full JSON writes (estimate_bytes holds eight score-sized matrices a head;
+    a head's steps show four: its weights, its scores raw and scaled, and e^s by hand, with
+    Σ e^s), with the steps of a mask or dropout where one is asked for."""
     n, d_in = shapes["X"]
     m, kdim = shapes.get("X_K", (n, d_in))
     vdim = shapes.get("X_V", (m, kdim))[1]
     d_out = shapes["W_Q"][1] if "W_Q" in shapes else d_in
     d_o = shapes["W_O"][1] if "W_O" in shapes else d_out
     heads = _heads(options)
-    per_head = 2 * n * m + 4 * max(n, m) * (d_out // heads or 1)
+    per_head = 4 * n * m + n + 4 * max(n, m) * (d_out // heads or 1)
     padded = options.get("valid_len") is not None
     masks = heads + 1 + padded if options.get("causal") or padded else 0  # masked scores, masks
     dropped = 3 * heads if options.get("dropout") else 0  # a head's mask, kept and scaled weights
@@ -791,7 +795,7 @@ def _head_steps(
     # Inside the head: scaled dot-product attention on its Q, K, V (the scores soft-capped
     # before the mask with --softcap). Its time (scores, softmax and A V together) is shown on
     # the head's output, the last value it computes.
-    (scaled, logits, weights, output), seconds = record.run.timed(
+    (scores, scaled, logits, weights, output), seconds = record.run.timed(
         lambda: _attend(qkv[0], qkv[1], qkv[2], mask, transforms.cap)
     )
     capped = "" if transforms.cap is None else "_capped"
@@ -808,11 +812,15 @@ def _head_steps(
         weights_text = "head_weights_grouped"  # its formula reads K_j, key/value head j's keys
     elif heads == 1 and transforms.cap is None:
         weights_text = "head_weights_one"  # no other head to compare its pattern with
-    parts = [Part("scaled scores Q Kᵀ / √d_k", scaled)]
+    # The head's raw scores first, as a student computes them before the scale, and the softmax
+    # by hand (e^s, Σ e^s) of what it reads: the scaled (capped, masked) scores.
+    parts = [Part("scores Q Kᵀ", scores), Part("scaled scores Q Kᵀ / √d_k", scaled)]
     if transforms.cap is not None:
         parts.append(
             Part(f"soft-capped scores {transforms.cap:g}·tanh(scaled / {transforms.cap:g})", logits)
         )
+    by_hand, overflowed = record.by_hand(logits if mask is None else logits + mask, "scaled scores")
+    parts += by_hand
     record.add(
         f"{prefix}.weights",
         weights,
@@ -821,6 +829,7 @@ def _head_steps(
         parts=tuple(parts),
         text=weights_text,
         grid=replace(rows, cols=keys),
+        notes=overflowed,
     )
     hidden = np.zeros(weights.shape, dtype=bool)
     if mask is not None:
@@ -829,14 +838,15 @@ def _head_steps(
 
 
 def _attend(q: Any, k: Any, v: Any, mask: Any | None, cap: float | None) -> tuple[Any, ...]:
-    """(scaled scores, the logits before the mask, weights, output) of one head."""
+    """(scores, scaled scores, the logits before the mask, weights, output) of one head."""
     if cap is None:
         result = mech.attention(q, k, v, mask=mask)
-        return result.scaled, result.scaled, result.weights, result.output
-    scaled = mech.scale(mech.scores(q, k), q.shape[-1])
+        return result.scores, result.scaled, result.scaled, result.weights, result.output
+    scores = mech.scores(q, k)  # (m, n)
+    scaled = mech.scale(scores, q.shape[-1])
     capped = scoring.softcap(scaled, cap)
     weights = mech.softmax(capped if mask is None else capped + mask)
-    return scaled, capped, weights, mech.weighted_sum(weights, v)
+    return scores, scaled, capped, weights, mech.weighted_sum(weights, v)
 
 
 def _kv_steps(

@@ -11,15 +11,15 @@ CARD = Card(
     inputs=(
         optional(
             "X",
-            "--x",
+            "x",
             "matrix",
             "tokens",
             "Tokens X, n × d_in (n tokens of width d_in): the queries, and the keys and values "
-            "unless --xk and --xv give their own.",
+            "unless {xk} and {xv} give their own.",
         ),
         optional(
             "X_K",
-            "--xk",
+            "xk",
             "matrix",
             "key sequence",
             "The sequence the keys come from, m × kdim (cross-attention: the encoder's output; "
@@ -27,43 +27,41 @@ CARD = Card(
         ),
         optional(
             "X_V",
-            "--xv",
+            "xv",
             "matrix",
             "value sequence",
-            "The sequence the values come from, m × vdim, as many rows as --xk "
-            "(nn.MultiheadAttention's value; default --xk's, else X).",
+            "The sequence the values come from, m × vdim, as many rows as {xk} "
+            "(nn.MultiheadAttention's value; default {xk}'s, else X).",
         ),
         optional(
             "W_Q",
-            "--wq",
+            "wq",
             "matrix",
             "query weights",
             "Query weights W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model "
             "in the transformer paper).",
         ),
-        optional("W_K", "--wk", "matrix", "key weights", "Key weights W_K, kdim × d_out."),
-        optional("W_V", "--wv", "matrix", "value weights", "Value weights W_V, vdim × d_out."),
+        optional("W_K", "wk", "matrix", "key weights", "Key weights W_K, kdim × d_out."),
+        optional("W_V", "wv", "matrix", "value weights", "Value weights W_V, vdim × d_out."),
         optional(
             "W_O",
-            "--wo",
+            "wo",
             "matrix",
             "output weights",
             "Output weights W_O, d_out × d_o (d_o: the width of the output, yours to choose); "
             "optional: without it the result is the concatenated heads "
-            "(default, with no weights given: all four drawn from --seed).",
+            "(default, with no weights given: all four drawn from {seed}).",
         ),
         optional(
             "b_Q",
-            "--bq",
+            "bq",
             "vector",
             "query bias",
             "Bias b_Q added to X W_Q, d_out wide.",
         ),
-        optional("b_K", "--bk", "vector", "key bias", "Bias b_K, d_out wide."),
-        optional("b_V", "--bv", "vector", "value bias", "Bias b_V, d_out wide."),
-        optional(
-            "b_O", "--bo", "vector", "output bias", "Bias b_O added to Concat · W_O, d_o wide."
-        ),
+        optional("b_K", "bk", "vector", "key bias", "Bias b_K, d_out wide."),
+        optional("b_V", "bv", "vector", "value bias", "Bias b_V, d_out wide."),
+        optional("b_O", "bo", "vector", "output bias", "Bias b_O added to Concat · W_O, d_o wide."),
     ),
     positional=("x", "wq", "wk", "wv", "wo"),
     rows="tokens",
@@ -97,7 +95,7 @@ CARD = Card(
         Option(
             "bias",
             "Add a random bias to every projection (b_Q, b_K, b_V and, with W_O, b_O), drawn "
-            "from --seed: each entry from N(0, 1/r), r the rows of its weight.",
+            "from {seed}: each entry from N(0, 1/r), r the rows of its weight.",
             False,
             type=bool,
         ),
@@ -106,9 +104,9 @@ CARD = Card(
             "The weights from an nn.MultiheadAttention's state_dict (packed in_proj_weight, or "
             "q_proj_weight, k_proj_weight, v_proj_weight when kdim or vdim differ; biases if it "
             "has them), saved as .pt (read with torch.load(weights_only=True)), .safetensors or "
-            ".npz; from Python, the state_dict itself. Give --heads as its num_heads. With --n N, "
+            ".npz; from Python, the state_dict itself. Give {heads} as its num_heads. With {n} N, "
             "the tokens (and key and value sequences where kdim or vdim differ) are drawn from "
-            "--seed at the file's widths.",
+            "{seed} at the file's widths.",
             metavar="FILE",
             path=True,
         ),

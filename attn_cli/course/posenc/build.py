@@ -115,11 +115,8 @@ def build(run: LessonRun) -> Walkthrough:
     record.add(
         "frequencies",
         frequency_table(backend.to_numpy(omega), lengths, s.layout, n),
-        grid=Grid(
-            tuple(f"pair {i}" for i in range(h)),
-            ("sin col", "cos col", "ω rad/pos", "wavelength", "× pair 0", "turns"),
-            context=context,
-        ),
+        kind="records",  # whole column numbers beside frequencies: a column each its own
+        grid=Grid(context=context),
         seconds=took,
         text="frequencies_one_pair" if h == 1 else None,  # no later pair to be slower
     )
@@ -233,22 +230,22 @@ def column_labels(pairs: int, layout: mech.Layout) -> tuple[str, ...]:
 
 def frequency_table(
     omega: np.ndarray, lengths: np.ndarray, layout: mech.Layout, positions: int
-) -> np.ndarray:
-    """One row per pair: its sine and cosine columns, w_i, wavelength, slowdown, turns."""
-    pairs = np.arange(omega.shape[0])
-    sin_col, cos_col = (
-        (pairs, pairs + omega.shape[0]) if layout == "split" else (2 * pairs, 2 * pairs + 1)
-    )
-    return np.column_stack(
-        (
-            sin_col,
-            cos_col,
-            omega,
-            lengths,
-            lengths / lengths[0],  # how many times slower than pair 0
-            (positions - 1) / lengths,  # full turns from position 0 to position N - 1
-        )
-    ).astype(np.float64)
+) -> list[dict[str, Any]]:
+    """One row per pair: its sine and cosine columns (counted from 0), wᵢ, its wavelength, how
+    many times slower than pair 0 it turns, and its full turns from position 0 to N − 1."""
+    pairs = omega.shape[0]
+    return [
+        {
+            "pair": i,
+            "sin_col": i if layout == "split" else 2 * i,
+            "cos_col": i + pairs if layout == "split" else 2 * i + 1,
+            "w": float(omega[i]),
+            "wavelength": float(lengths[i]),
+            "slowdown": float(lengths[i] / lengths[0]),
+            "turns": float((positions - 1) / lengths[i]),
+        }
+        for i in range(pairs)
+    ]
 
 
 # What every step's text reads: the sizes and settings.
@@ -281,6 +278,6 @@ LESSON = Lesson(
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
-    memory_fix="lower --positions or --d-model",
+    memory_fix=f"lower {param('positions')} or {param('d_model')}",
     texts=TEXTS,
 )

@@ -88,7 +88,7 @@ def sharding_of(options: Mapping[str, Any], processes: int, n: int) -> str:
         )
     if sharding == "zigzag" and n % (2 * processes):
         fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % (2 * p) == 0]
-        fix = f"--processes {_either(fits)}, " if fits else ""
+        fix = f"{param('processes', _either(fits))}, " if fits else ""
         raise UserError(
             f"{param('sharding', 'zigzag')} cuts the sequence into 2P = {2 * processes} runs of equal length, "
             f"but n = {n} is not a multiple of {2 * processes}; use {fix}a sequence length that "

@@ -19,8 +19,8 @@ CARD = Card(
     "round into its running max and sum, and passes the block on.",
     details="The processes are real ones on this machine, started by the command and stopped "
     "when it ends (Ctrl-C and a failing process too); they talk over the loopback address only. "
-    "To run it across GPUs: --backend torch --device cuda (nccl, one GPU per process), or "
-    "--code for the program to start with torchrun (docs/ring.md).",
+    "To run it across GPUs: {backend=torch} {device=cuda} (nccl, one GPU per process), or "
+    "{code} for the program to start with torchrun (docs/ring.md).",
     inputs=QKV,  # one sequence: Q, K and V share n
     positional=("q", "k", "v"),
     options=(
@@ -46,8 +46,8 @@ CARD = Card(
         Option(
             "dist_backend",
             "How the blocks move: gloo (torch.distributed between CPU processes), nccl "
-            "(torch.distributed between GPUs, with --backend torch --device cuda), pipes (OS "
-            "pipes, no PyTorch needed) or auto (the default: nccl with --device cuda, else gloo "
+            "(torch.distributed between GPUs, with {backend=torch} {device=cuda}), pipes (OS "
+            "pipes, no PyTorch needed) or auto (the default: nccl with {device=cuda}, else gloo "
             "where PyTorch is installed, else pipes).",
             AUTO,
             choices=(AUTO, *variants.TRANSPORTS),

@@ -177,7 +177,31 @@ def _first_failure(ring: Ring, processes: list[BaseProcess]) -> tuple[int, int |
     running that have written an error are among those weighed."""
     waiting: dict[Any, BaseProcess] = {process.sentinel: process for process in processes}
     while waiting:
-        ended = [waiting.pop(sentinel) for sentinel in wait(list(waiting))]
+        ended = [waiting.pop(sentinel) for sentinel in wait_or_signal(list(waiting))]
+        failed = _failed(ring, processes, waiting, ended)
+        if failed is not None:
+            return failed
+    return None
+
+
+def wait_or_signal(objects: list[Any]) -> list[Any]:
+    """multiprocessing's wait for ``objects``, woken by a signal too (its Python handler, a
+    Ctrl-C's KeyboardInterrupt, runs as this returns): the objects ready, none if a signal."""
+    with _woken_by_signals() as woken:
+        ready = wait([*objects, *woken])
+        for wakeup in woken:
+            if wakeup in ready:  # read what the signal wrote
+                with contextlib.suppress(BlockingIOError):
+                    wakeup.recv(4096)
+    return [each for each in ready if each not in woken]
+
+
+def _failed(
+    ring: Ring, processes: list[BaseProcess], waiting: dict[Any, BaseProcess], ended: list[Any]
+) -> tuple[int, int | None] | None:
+    """Of the processes just ``ended`` (the others still ``waiting``), the one to blame if any
+    failed (:func:`_first_failure`), else None."""
+    if ended:  # else: woken by a signal, or nothing ended yet
         for process in ended:
             process.join()
         failed = [(processes.index(p), p.exitcode) for p in ended if p.exitcode != 0]
@@ -189,6 +213,30 @@ def _first_failure(ring: Ring, processes: list[BaseProcess]) -> tuple[int, int |
             ]
             return min([*failed, *ending], key=lambda found: _blame(ring, *found))
     return None
+
+
+@contextlib.contextmanager
+def _woken_by_signals() -> Iterator[tuple[socket.socket, ...]]:
+    """A socket that wakes the wait for the processes when a signal comes (signal's wakeup
+    fd), whichever thread the kernel hands the signal to. Python runs a handler in the main
+    thread only, at its next instruction: a Ctrl-C handed to another thread (numpy's BLAS has
+    threads of its own) found the main thread asleep in the wait, which nothing else woke, and
+    the command waited for ever. (The hangs of the suite beside six busy processes were another
+    cause: a SIGINT its launcher ignored, tests/conftest.py.)
+    None where this is not the main thread (only it may set the wakeup fd)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield ()
+        return
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    before = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    try:
+        yield (reader,)
+    finally:
+        signal.set_wakeup_fd(before)
+        reader.close()
+        writer.close()
 
 
 def _blame(ring: Ring, rank: int, exitcode: int | None) -> tuple[bool, int, int]:

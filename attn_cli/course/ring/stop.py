@@ -1,8 +1,8 @@
-"""The tour's stop at attn ring."""
+"""The tour's stop at attn ring: past the lectures (their notes never name it), the last stop."""
 
 from __future__ import annotations
 
-from attn_cli.core.stop import Stop
+from attn_cli.core.stop import BEYOND_THE_LECTURES, Stop
 
 STOP = Stop(
     "ring",
@@ -10,10 +10,16 @@ STOP = Stop(
     ("--example", "causal-four"),
     topic="ring attention (context parallelism)",
     lead_in=(
-        "FlashAttention keeps the n × n matrix off one chip. Ring attention, next, is for a "
-        "sequence that outgrows one GPU altogether: the same running max and running sum spread "
-        "over several, each process holding a slice of the queries while the key blocks travel "
-        "round a ring."
+        "Last, a sequence that outgrows one GPU altogether. Ring attention spreads "
+        "FlashAttention's running max and running sum over several processes, each holding a "
+        "slice of the queries while the key blocks travel round a ring, next."
     ),
-    after="flash",
+    # The last lesson past the lectures: after alibi, whose visits (gqa, sinks, softcap) the
+    # tour shows before the next lesson's stop.
+    after="alibi",
+    section=BEYOND_THE_LECTURES,
+    checked=(
+        "attention computed on one process (the scaled and causal lessons), over pipes and over "
+        "PyTorch's gloo process group, in the tests"
+    ),
 )

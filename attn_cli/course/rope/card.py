@@ -12,14 +12,12 @@ CARD = Card(
     inputs=(
         InputSpec(
             "Q",
-            "--q",
+            "q",
             "matrix",
             "queries",
             help="Queries Q, n × d (row m: the query at position m).",
         ),
-        InputSpec(
-            "K", "--k", "matrix", "keys", help="Keys K, n × d (row n: the key at position n)."
-        ),
+        InputSpec("K", "k", "matrix", "keys", help="Keys K, n × d (row n: the key at position n)."),
     ),
     positional=("q", "k"),
     options=(

@@ -21,9 +21,10 @@ from attn_cli.course.scaled.card import CARD
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 
-# Matrices of this many (m × n) entries live at once: scores, scaled, shifted, exp, weights
+# Matrices of this many (m × n) entries live at once: scores, scaled, exp by hand, shifted, exp,
+# weights
 # (and with --valid-len: the mask P, its two boolean spellings, the masked scores).
-_SCORE_MATRICES = 5
+_SCORE_MATRICES = 6
 _PADDING_MATRICES = 4
 
 

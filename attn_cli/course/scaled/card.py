@@ -8,11 +8,9 @@ from attn_cli.course.shared import D_K, D_V, DROPOUT, QK_NORM, SCALE, SOFTCAP, V
 
 # Q, K, V: also the inputs of flash, window, linear and kvcache (the same checks as here).
 QKV = (
-    InputSpec("Q", "--q", "matrix", "queries", help="Queries Q, m × d_k (m queries of width d_k)."),
-    InputSpec("K", "--k", "matrix", "keys", help="Keys K, n × d_k (n keys)."),
-    InputSpec(
-        "V", "--v", "matrix", "values", help="Values V, n × d_v (one per key, of width d_v)."
-    ),
+    InputSpec("Q", "q", "matrix", "queries", help="Queries Q, m × d_k (m queries of width d_k)."),
+    InputSpec("K", "k", "matrix", "keys", help="Keys K, n × d_k (n keys)."),
+    InputSpec("V", "v", "matrix", "values", help="Values V, n × d_v (one per key, of width d_v)."),
 )
 # Random Q, K, V small enough for every block (flash) or feature row (linear) to stay readable.
 SMALL_QKV_SIZES = (

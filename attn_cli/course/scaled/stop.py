@@ -20,7 +20,7 @@ VISITS = (
         ("--softcap", "1", "--qk-norm", "rmsnorm"),
         topic="soft-capping and QK-norm",
         lead_in=(
-            "Last, the scores themselves: Gemma 2 squeezes them under a cap with tanh; OLMo 2, "
+            "Then the scores themselves: Gemma 2 squeezes them under a cap with tanh; OLMo 2, "
             "Qwen 3 and Gemma 3 normalise q and k before the dot product. Both, next, on the "
             "lecture's first example."
         ),

@@ -21,9 +21,10 @@ from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import selfattn as proj
 
-_WEIGHTS = (("W_Q", "--wq", "Q"), ("W_K", "--wk", "K"), ("W_V", "--wv", "V"))
-# Matrices of n × n entries alive at once: scores, scaled, shifted, exp, weights.
-_SCORE_MATRICES = 5
+# Each weight: its name, its parameter's keyword (for messages) and the letter it projects to.
+_WEIGHTS = (("W_Q", "wq", "Q"), ("W_K", "wk", "K"), ("W_V", "wv", "V"))
+# Matrices of n × n entries alive at once: scores, scaled, exp by hand, shifted, exp, weights.
+_SCORE_MATRICES = 6
 
 
 # Machine epsilon of each dtype: a permuted output that differs by a few of these is rounding.
@@ -36,21 +37,21 @@ def projection_weights(inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndar
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     n, d = inputs["X"].shape
-    for name, option, _ in _WEIGHTS:
+    for name, keyword, _ in _WEIGHTS:
         if name in inputs and inputs[name].shape[0] != d:
             raise UserError(
-                f"{option} has {inputs[name].shape[0]} rows but {param('x')} has {d} columns: X {name} "
+                f"{param(keyword)} has {inputs[name].shape[0]} rows but {param('x')} has {d} columns: X {name} "
                 f"needs {name} to have d = {d} rows (one per column of X)."
             )
     weights, defaulted = projection_weights(inputs)
     d_q, d_k = weights["W_Q"].shape[1], weights["W_K"].shape[1]
     if d_q != d_k:
         hint = ""
-        for name, option, _ in _WEIGHTS[:2]:
+        for name, keyword, _ in _WEIGHTS[:2]:
             if name in defaulted:
                 other = d_k if name == "W_Q" else d_q
                 hint = (
-                    f"; {option} was not given, so it is the {d} × {d} identity: give it as a "
+                    f"; {param(keyword)} was not given, so it is the {d} × {d} identity: give it as a "
                     f"{d} × {other} matrix"
                 )
         raise UserError(

@@ -12,28 +12,28 @@ CARD = Card(
     inputs=(
         InputSpec(
             "X",
-            "--x",
+            "x",
             "matrix",
             "tokens as rows",
             help="Tokens X, one per row: n × d (n tokens of width d).",
         ),
         optional(
             "W_Q",
-            "--wq",
+            "wq",
             "matrix",
             "query projection",
             "Query weights W_Q, d × d_k (Q = X W_Q; default: identity).",
         ),
         optional(
             "W_K",
-            "--wk",
+            "wk",
             "matrix",
             "key projection",
             "Key weights W_K, d × d_k (K = X W_K; default: identity).",
         ),
         optional(
             "W_V",
-            "--wv",
+            "wv",
             "matrix",
             "value projection",
             "Value weights W_V, d × d_v (V = X W_V; default: identity).",

@@ -109,10 +109,10 @@ def check_work(samples: int, keys: int, dks: tuple[int, ...]) -> None:
     work.check_work(
         drawn,
         drawn_per_second(),
-        f"--samples {samples:,} with --keys {keys} and d_k up to {max(dks):,} draws "
-        f"{drawn:.2g} numbers",
-        f"fewer --samples (the default is {CARD.defaults['samples']:,}), fewer --keys or "
-        "smaller --dk",
+        f"{param('samples', f'{samples:,}')} with {param('keys', keys)} and d_k up to "
+        f"{max(dks):,} draws {drawn:.2g} numbers",
+        f"fewer {param('samples')} (the default is {CARD.defaults['samples']:,}), fewer "
+        f"{param('keys')} or smaller {param('dk')}",
     )
 
 
@@ -205,13 +205,25 @@ def build(run: LessonRun) -> Walkthrough:
     record.add("softmax", _softmax_table(results), kind="records", grid=Grid(context=context))
     record.add("gradient", _gradient_table(results), kind="records", grid=Grid(context=context))
     histogram = next(result.histogram for result in results if result.histogram is not None)
+    largest = max(s.dks)  # the d_k whose scores the histogram counts
     outside = {name: scores - sum(counts) for name, counts in histogram.items()}
     inside = next(result.within_three for result in results if result.within_three is not None)
     record.add(
         "histogram",
-        {"edges": list(edges), "series": histogram},
+        # Each on its own bins (issue 57): the scaled scores' are the raw ones' ÷ √d_k.
+        {
+            "edges": list(edges),
+            "series": histogram,
+            "edges_of": {"scaled": list(mech.scaled_edges(edges, largest))},
+        },
         kind="histogram",
-        grid=Grid(context={**context, "bin_width": edges[1] - edges[0]}),
+        grid=Grid(
+            context={
+                **context,
+                "bin_width": edges[1] - edges[0],
+                "scaled_bin_width": (edges[1] - edges[0]) / math.sqrt(largest),
+            }
+        ),
         notes=(
             *(
                 record.note("outside_histogram", count=count, series=name, sigmas=HISTOGRAM_SIGMAS)
@@ -229,6 +241,7 @@ def build(run: LessonRun) -> Walkthrough:
                 )
                 for key in ("within_three", "beyond_three")
             ),
+            record.note("same_bars", dk=largest),  # where its claim holds (same_bars)
         ),
     )
     _spiky_step(record, s, run)
@@ -598,6 +611,13 @@ def nearly_all_within_three(walkthrough: Walkthrough, values: Mapping[str, Any])
     return bool(_share_within_three(values) >= NEARLY_ALL)
 
 
+def same_bars(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """Claim of ``same_bars``: the scaled scores, on the raw bins ÷ √d_k, are counted as the raw
+    ones bin for bin (a score on a bin's very edge may round into the next)."""
+    series = walkthrough.find("histogram").value["series"]
+    return bool(list(series["raw"]) == list(series["scaled"]))
+
+
 def fewer_within_three(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """Claim of ``beyond_three``: fewer than NEARLY_ALL of them do."""
     return bool(_share_within_three(values) < NEARLY_ALL)
@@ -606,7 +626,7 @@ def fewer_within_three(walkthrough: Walkthrough, values: Mapping[str, Any]) -> b
 TEXTS = Texts(
     steps={
         **dict.fromkeys(("moments", "softmax", "gradient"), MEASURED),
-        "histogram": (*MEASURED, "bin_width"),
+        "histogram": (*MEASURED, "bin_width", "scaled_bin_width"),
         "spiky": (
             *("dk", "root", "scores"),
             *("top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
@@ -617,12 +637,14 @@ TEXTS = Texts(
         "outside_histogram": ("count", "series", "sigmas"),
         "within_three": ("inside", "scores", "share", "bound"),
         "beyond_three": ("inside", "scores", "share", "bound"),
+        "same_bars": ("dk",),
         "spiky_peaked": ("root", "top_raw", "top_scaled", "grad_raw", "grad_scaled", "gain"),
         "spiky_mild": ("root", "top_raw", "top_scaled", "grad_raw", "grad_scaled"),
     },
     claims={
         "within_three": nearly_all_within_three,
         "beyond_three": fewer_within_three,
+        "same_bars": same_bars,
         "spiky_peaked": spiky_is_peaked,
         "spiky_mild": spiky_is_mild,
     },
@@ -636,6 +658,6 @@ LESSON = Lesson(
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
-    memory_fix="lower --samples, --keys or the largest --dk",
+    memory_fix=f"lower {param('samples')}, {param('keys')} or the largest {param('dk')}",
     texts=TEXTS,
 )

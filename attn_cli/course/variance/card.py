@@ -31,10 +31,32 @@ CARD = Card(
         ),
         Option("keys", "Keys n per softmax, at least 2 (default: {default}).", 8, type=int),
         # The lecture's worked numerics, set by lesson files only.
-        Option("spiky_scores", "", [15.5, -16.1, 2.3], command_line=False),
-        Option("spiky_dk", "", 256, type=int, command_line=False),
-        Option("logits", "", [2.0, 1.0, 0.5], command_line=False),
-        Option("temperatures", "", [1.0, 4.0, 0.1], command_line=False),
+        Option(
+            "spiky_scores",
+            "The spiky step's raw scores q·k of one query, divided by √{spiky_dk} before the "
+            "softmax (default: the slide's {default}).",
+            [15.5, -16.1, 2.3],
+            command_line=False,
+        ),
+        Option(
+            "spiky_dk",
+            "The d_k of the spiky step's scores (default: the slide's {default}).",
+            256,
+            type=int,
+            command_line=False,
+        ),
+        Option(
+            "logits",
+            "The temperature step's logits s, shown as softmax(s / T) (default: {default}).",
+            [2.0, 1.0, 0.5],
+            command_line=False,
+        ),
+        Option(
+            "temperatures",
+            "The temperatures T of that step, each above 0 (default: {default}).",
+            [1.0, 4.0, 0.1],
+            command_line=False,
+        ),
     ),
     batches=False,
     figure=(

@@ -28,9 +28,10 @@ from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import local
 from attn_cli.mechanisms.masks import additive, causal_additive
 
-# (n × n) matrices alive at once: scores, scaled, band, M, masked, softmax parts, weights, the
+# (n × n) matrices alive at once: scores, scaled, band, M, masked, softmax parts (exp by hand
+# among them), weights, the
 # full attention's weights for the comparison.
-_SCORE_MATRICES = 10
+_SCORE_MATRICES = 11
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:

@@ -32,7 +32,6 @@ CARD = Card(
             "global_tokens",
             'Global tokens, positions from 0 (e.g. "0,5"): they see and are seen by every '
             "token, as in Longformer.",
-            flag="--global",
             metavar="POSITIONS",
         ),
     ),

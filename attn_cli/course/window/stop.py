@@ -10,9 +10,9 @@ STOP = Stop(
     ("--example", "global-first"),
     topic="sliding window",
     lead_in=(
-        "FlashAttention and the ring give the exact result with the same O(n²d) work. The next "
+        "FlashAttention gives the exact result with the same O(n²d) work. The next "
         "stops change attention itself so that it does less work: in sliding-window attention "
         "each token sees only the tokens near it."
     ),
-    after="ring",
+    after="flash",
 )

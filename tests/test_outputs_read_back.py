@@ -27,14 +27,16 @@ from markdown_it.token import Token
 
 from attn_cli.api import lesson_function
 from attn_cli.core.model import Step, Walkthrough
-from attn_cli.core.numbers import as_matrix, format_column, number_style
+from attn_cli.core.numbers import as_matrix, format_column
 from attn_cli.course import card, lesson_names
 from attn_cli.lessonfiles.loader import bundled_lesson_names, load_bundled
 from attn_cli.render import latex_render
 from attn_cli.render import markdown_render as md
-from attn_cli.render.cells import record_columns, shown_indices
+from attn_cli.render.cells import record_columns, shown_indices, table_styles
 from attn_cli.render.latex_render import tex_text
+from tests.conftest import as_typed
 from tests.lesson_runs import lessons_with_runs, runs_of
+from tests.waits import HANG_GUARD_SECONDS
 
 SIZES = (2, 11, 40)
 LESSONS = lessons_with_runs()
@@ -114,7 +116,7 @@ def compile_latex(source: str, where: Path) -> tuple[bool, str]:
         ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
         cwd=where,
         capture_output=True,
-        timeout=120,
+        timeout=HANG_GUARD_SECONDS,
     )
     log = (where / "doc.log").read_text(encoding="utf-8", errors="replace")
     if run.returncode != 0 or not (where / "doc.pdf").exists():
@@ -146,9 +148,10 @@ def pdf_number(cell: str) -> str:
     return {"inf": "∞", "-inf": "-∞", "nan": "NaN"}.get(cell, cell)
 
 
-def first_cell(value: Any, precision: int, by_column: bool = False) -> str | None:
-    """The top-left entry of a matrix as the LaTeX renderer formats it: in its table's format,
-    or (``by_column``: a table whose columns are quantities of their own) its column's."""
+def first_cell(value: Any, precision: int, step: Step | None = None) -> str | None:
+    """The top-left entry of a matrix as the LaTeX renderer formats it, in its column's format:
+    the table's, chosen from the shown rows by the renderer's rules (cells.table_styles) with
+    what the step says of its value (its quantities, its row sums, whether it holds weights)."""
     if isinstance(value, dict) or np.size(value) == 0:
         return None
     if isinstance(value, list):  # records: the first numeric column
@@ -159,26 +162,34 @@ def first_cell(value: Any, precision: int, by_column: bool = False) -> str | Non
     rows = as_matrix(value)
     if rows.dtype == np.bool_:
         return str(bool(rows[0, 0]))
-    shown = [
-        r
-        for r in shown_indices(rows.shape[0], latex_render.MAX_ROWS, latex_render.CORNER_ROWS)
-        if r is not None
-    ]
-    style = number_style(rows[shown, 0] if by_column else rows[shown], precision)
-    return format_column(rows[shown, 0], precision, unicode=False, style=style)[0]
+    shown = shown_indices(rows.shape[0], latex_render.MAX_ROWS, latex_render.CORNER_ROWS)
+    kept = [r for r in shown if r is not None]
+    sums = None
+    if step is not None and step.row_sums is not None:
+        sums = np.ravel(step.row_sums)
+        sums = sums if sums.size == rows.shape[0] else None
+    styles = table_styles(
+        rows,
+        shown,
+        precision,
+        sums,
+        col_labels=None if step is None else step.col_labels,
+        quantities=None if step is None else step.quantities,
+        weights=step is not None and step.kind == "weights",
+    )
+    return format_column(rows[kept, 0], precision, unicode=False, style=styles.columns[0])[0]
 
 
 def expected_values(case: Case) -> list[str]:
     """Numbers the PDF of this case must show: each input's and the last values' first entry."""
     walk = walkthrough(case)
     precision = card(walk.lesson).precision  # the lesson's own default, as the command prints
-    values = [(item.value, False) for item in walk.inputs]
-    values += [
-        (step.value, step.quantities == ())  # () : every column a quantity of its own
+    cells = [first_cell(item.value, precision) for item in walk.inputs]
+    cells += [
+        first_cell(step.value, precision, step)
         for step in walk.steps
         if step.kind not in ("text", "histogram")
     ][-2:]
-    cells = [first_cell(value, precision, by_column) for value, by_column in values]
     return [pdf_number(cell) for cell in cells if cell is not None]
 
 
@@ -307,7 +318,10 @@ def test_latex_states_its_preamble_and_writes_numbers_as_math():
         "% attn LaTeX: compile with \\documentclass{article} \\usepackage{amsmath} "
         "\\setcounter{MaxMatrixCols}{20}"
     )
-    assert "e-14" not in latex and "\\times 10^{-14}" in latex
+    # The gradients w(1 − w) in powers of ten; the weights in fixed decimals, one below them
+    # written as such (issue 57: 1.889e-14 before).
+    assert "e-06" not in latex.split("Note")[0] and "1.851 \\times 10^{-6}" in latex
+    assert "$<0.0001$" in latex and "10^{-14}" not in latex
     assert "\\text{spiky}" not in latex and "\\text{temperature}" not in latex
     assert "d\\texttt{\\char95}k & mean q$\\cdot$k" in latex  # the d_k table, with headings
 
@@ -455,7 +469,11 @@ def _value_tables(step: Step) -> list[Table]:
         return [Table(keys, [[""] for _ in step.value])]
     if step.kind == "histogram":
         bins = len(step.value["edges"]) - 1
-        return [Table(["bin", *map(str, step.value["series"])], [[""] for _ in range(bins)])]
+        names = list(map(str, step.value["series"]))
+        # A series on bins of its own has a bin column of its own before it.
+        own = step.value.get("edges_of")
+        header = [part for n in names for part in (f"{n} bin", n)] if own else ["bin", *names]
+        return [Table(header, [[""] for _ in range(bins)])]
     return [expected_matrix(step.value, step.row_labels, step.col_labels, step.row_sums)]
 
 
@@ -503,7 +521,7 @@ def test_markdown_keeps_labels_and_lesson_texts_intact(invoke, tmp_path):
     ):
         result = invoke(*args, "--format", "markdown")
         assert result.exit_code == 0, result.output
-        walk = lesson_function(args[0])(**python_options(args))
+        walk = as_typed(args[0], **python_options(args))
         assert result.stdout.rstrip("\n") == walk.to_markdown().rstrip("\n")
         check_markdown(walk, result.stdout, " ".join(args))
     tokens = PARSER.parse(invoke("scaled", "--lesson", str(lesson), "-f", "markdown").stdout)

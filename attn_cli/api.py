@@ -60,6 +60,13 @@ def _figure(lesson: str) -> Any:
     return None
 
 
+def _brief(walkthrough: Walkthrough, *, weights: bool = False) -> Walkthrough:
+    """w.brief(): the brief walkthrough (imported when asked for)."""
+    from attn_cli.core.brief import brief
+
+    return brief(walkthrough, weights=weights)
+
+
 def _default_precision(lesson: str) -> int:
     """The decimals a walkthrough's command prints unless --precision says otherwise: its
     lesson's card's, an `attn learn` task's (lesson "learn-TASK"), else the renderers' own."""
@@ -76,8 +83,10 @@ def _default_precision(lesson: str) -> int:
     return RenderOptions().precision
 
 
-# The data model imports no renderer: its hooks (w.to_markdown(), w.plot()...) are handed this.
+# The data model imports no renderer: its hooks (w.to_markdown(), w.plot()...) are handed this,
+# and w.brief() the brief walkthrough's maker.
 Walkthrough._render = staticmethod(_show)
+Walkthrough._brief = staticmethod(_brief)
 
 _BUILT: dict[str, Callable[..., Walkthrough]] = {}
 

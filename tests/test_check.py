@@ -223,7 +223,7 @@ def test_cat_slept_output_notes_the_slide_under_its_steps(invoke):
     steps = {step["key"]: step for step in json.loads(result.stdout)["steps"]}
     weights = softmax_rows(np.array([[0.1, 0.9, 0.11]]))
     expected = (
-        f"The slide prints 0.54 for (1, 2), a misprint: the exact value is {weights[0, 1]:.4f}."
+        f"The slide prints 0.54 for (s_t, cat), a misprint: the exact value is {weights[0, 1]:.4f}."
     )
     assert expected in [note["text"] for note in steps["weights"]["notes"]]
     assert "notes" not in steps["scores"]
@@ -250,7 +250,7 @@ def test_check_all_reports_the_bundled_errata_and_exits_1(invoke):
     result = invoke("check", "--all")
     assert result.exit_code == 1, result.output
     text = " ".join(result.stdout.split())
-    assert "cat-slept" in text and "0.54" in text and "(1, 2)" in text
+    assert "cat-slept" in text and "0.54" in text and "(s_t, cat)" in text
     assert "Each is noted under its step when the example runs, e.g. attn " in text
     doc = json.loads(invoke("check", "--all", "--format", "json").stdout)
     assert doc["ok"] is False
@@ -376,7 +376,8 @@ def test_a_slip_in_a_bundled_record_is_for_check_not_for_the_lesson(invoke, tmp_
 def test_slide_notes_appear_in_every_format(invoke, fmt):
     result = invoke("scaled", "--example", "cat-slept", "--format", fmt)
     assert result.exit_code == 0, result.output
-    assert "The slide prints 0.54 for (1, 2)" in " ".join(result.stdout.split())
+    label = "s\\texttt{\\char95}t" if fmt == "latex" else "s_t"  # the row's label; LaTeX's _
+    assert f"The slide prints 0.54 for ({label}, cat)" in " ".join(result.stdout.split())
 
 
 def test_a_note_on_the_walkthrough_output_goes_with_the_walkthrough_notes():
@@ -407,7 +408,7 @@ def test_an_erratum_shows_enough_digits_to_be_one(invoke, tmp_path):
     assert result.exit_code == 1, result.output
     (row,) = [line for line in result.stdout.splitlines() if "0.504" in line]
     cells = [cell.strip() for cell in row.split("│") if cell.strip()]
-    assert cells == ["weights", "(1, 2)", "0.504", f"{exact:.5f}", "0.00051", "±0.0005"]
+    assert cells == ["weights", "(q1, k2)", "0.504", f"{exact:.5f}", "0.00051", "±0.0005"]
     assert "1 of 2 printed values differ" in " ".join(result.stdout.split())
 
 
@@ -457,14 +458,14 @@ def test_a_misprint_is_told_from_a_rounding_slip(invoke):
     slip = errata[("selfattn", "identity", "0.504")]
     assert slip["kind"] == "rounding"
     assert slip["note"] == (
-        "The slide prints 0.504 for (3, 3), a rounding slip (one off in the last digit): the "
+        "The slide prints 0.504 for (x3, x3), a rounding slip (one off in the last digit): the "
         "exact value 0.50349 is 0.503 to 3 decimals."
     )
     misprint = errata[("causal", "signals", "0.24")]
     assert misprint["kind"] == "misprint"
     assert (
         misprint["note"]
-        == "The slide prints 0.24 for (2, 1), a misprint: the exact value is 0.3543."
+        == "The slide prints 0.24 for (t2, t1), a misprint: the exact value is 0.3543."
     )
     kinds = [erratum["kind"] for erratum in errata.values()]
     text = " ".join(invoke("check", "--all").stdout.split())

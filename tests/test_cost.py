@@ -155,7 +155,10 @@ def test_the_lecture_example_notes_the_slides_64_mb(invoke_json):
     wall = steps(doc)["score_matrix"]
     assert data(wall["value"])[0][2] == 8192**2 * 2 / 2**20 == 128
     texts = [note["text"] for note in wall["notes"]]
-    assert "The slide prints 64 for (1, 3), a misprint: the exact value is 128." in texts
+    assert (
+        "The slide prints 64 for ('1 head, 1 layer', MiB), a misprint: the exact value is 128."
+        in texts
+    )
     assert note_keys(wall) >= {"beyond_gpu"}  # 32 layers of 4 GiB: 137 GB
 
 
@@ -163,7 +166,10 @@ def test_the_million_token_example_notes_the_slides_500_gb(invoke_json):
     wall = steps(invoke_json("cost", "--example", "million"))["score_matrix"]
     assert data(wall["value"])[0][3] == 10**12 * 2 / 10**9 == 2000
     texts = [note["text"] for note in wall["notes"]]
-    assert "The slide prints 500 for (1, 4), a misprint: the exact value is 2000." in texts
+    assert (
+        "The slide prints 500 for ('1 head, 1 layer', GB), a misprint: the exact value is 2000."
+        in texts
+    )
 
 
 def test_the_bahdanau_question_needs_1000_scores_per_word(invoke_json):

@@ -47,6 +47,20 @@ needs_tex = pytest.mark.skipif(
 )
 
 
+def _has_beamer() -> bool:
+    if shutil.which("kpsewhich") is None:
+        return False
+    found = subprocess.run(["kpsewhich", "beamer.cls", "pgfcore.sty"], capture_output=True)
+    return len(found.stdout.split()) == 2
+
+
+needs_beamer = pytest.mark.skipif(
+    not _has_beamer(),
+    reason="LaTeX's beamer class (and the pgf it draws with) is not installed (Debian: "
+    "apt-get install texlive-latex-recommended texlive-pictures); .ci/run installs it",
+)
+
+
 @dataclass(frozen=True)
 class Case:
     lesson: str
@@ -228,6 +242,43 @@ def test_latex_compiles_and_shows_the_values(lesson, tmp_path):
             # Words for a reader, never a step's internal key (compare.contexts, spiky).
             leak = f"\\text{{{tex_text(step.key)}}}"
             assert leak not in output or leak in (step.latex or ""), (case.id, step.key)
+
+
+def beamer_slides(outputs: list[str], markers: list[str]) -> str:
+    """The frames of several beamer documents in one, a frame with its marker before each's."""
+    preamble, _, _ = outputs[0].partition("\\begin{document}")
+    frames = []
+    for marker, output in zip(markers, outputs, strict=True):
+        assert output.partition("\\begin{document}")[0] == preamble  # one preamble for all
+        body = output.partition("\\begin{document}")[2].rpartition("\\end{document}")[0]
+        frames.append(f"\\begin{{frame}}{marker}\\end{{frame}}\n{body}")
+    return preamble + "\\begin{document}\n" + "\n".join(frames) + "\\end{document}\n"
+
+
+@pytest.mark.slow
+@needs_tex
+@needs_beamer
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_beamer_slides_compile_a_frame_per_step_and_show_the_values(lesson, tmp_path):
+    """--format beamer (issue 57): pdflatex compiles the slides as written, one frame for the
+    title and inputs, one per step (and one for the notes); each case's numbers on them."""
+    cases = lesson_cases(lesson)
+    walks = [walkthrough(case) for case in cases]
+    outputs = [walk.to_beamer() for walk in walks]
+    for walk, output in zip(walks, outputs, strict=True):
+        frames = output.count("\\begin{frame}")
+        assert frames == 1 + len(walk.steps) + bool(walk.notes), walk.lesson
+    markers = [f"CASEMARK{index}X" for index in range(len(cases))]
+    ok, log = compile_latex(beamer_slides(outputs, markers), tmp_path)
+    assert ok, f"pdflatex failed on the {lesson} slides:\n{log}"
+    assert "Missing character" not in log
+    text = pdf_text(tmp_path)
+    pages = re.split(r"CASEMARK(\d+)X", text)
+    found = {int(pages[i]): squeeze(pages[i + 1]) for i in range(1, len(pages) - 1, 2)}
+    assert sorted(found) == list(range(len(cases)))
+    for index, case in enumerate(cases):
+        missing = [value for value in expected_values(case) if value not in found[index]]
+        assert not missing, f"{case.id}: the slides lack {missing}"
 
 
 def _special_lesson_file(tmp_path: Path) -> Path:

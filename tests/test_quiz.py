@@ -89,7 +89,7 @@ def test_the_answer_key_keeps_slide_notes_out_of_the_blanks(invoke):
     out = invoke("scaled", "--quiz", "--example", "cat-slept").stdout
     blanks, key = out.split("Answer key")
     assert "The slide prints" not in blanks
-    assert "The slide prints 0.54 for (1, 2)" in key
+    assert "The slide prints 0.54 for (s_t, cat)" in key
 
 
 def test_right_answers_rounded_to_two_decimals_score_full_marks(invoke, at_terminal):

@@ -148,7 +148,7 @@ PROMPT_BYTES = b"q: quit"
     [([b"q"], "q, no Enter"), ([b" ", b"\x04"], "a key, then Ctrl-D")],
 )
 def test_at_a_terminal_one_key_moves_on_and_q_or_ctrl_d_quits(keys, what):
-    code, out = _on_a_terminal(["tour", "--only", "scaled"], keys, PROMPT_BYTES)
+    code, out = _on_a_terminal(["tour", "--only", "scaled", "--full"], keys, PROMPT_BYTES)
     text = out.decode(errors="replace")
     assert code == 0, (what, text)
     assert "Tour stopped." in text, what

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -11,6 +12,12 @@ from attn_cli.cli.tour import PROMPT, TOUR, Stop
 from tests.conftest import assert_user_error
 
 NAMES = [stop.name for stop in TOUR]
+# Every wait's prompt: the plain one, or the one that offers the stop just shown in full.
+PROMPTS = re.compile(r"── Enter: next · (?:f: \w+ in full · )?q: quit ──")
+
+
+def prompts(out: str) -> int:
+    return len(PROMPTS.findall(out))
 
 
 def position(name: str) -> int:
@@ -151,17 +158,17 @@ def test_an_unknown_stop_is_a_user_error_listing_the_valid_ones(invoke):
 
 def test_at_a_terminal_it_waits_for_enter_between_screens(invoke, monkeypatch):
     monkeypatch.setattr(terminal, "interactive", lambda: True)
-    result = invoke("tour", "--only", "scaled", input="\n" * 30)
+    result = invoke("tour", "--only", "scaled", "--full", input="\n" * 30)
     assert result.exit_code == 0, result.output
     out = result.stdout
     # Intro, header and inputs, 3 steps, notes, the end: in 85 lines, screenfuls of 23 or less.
-    assert out.count(PROMPT) >= 4
+    assert prompts(out) >= 4 and out.count(PROMPT) == prompts(out)
     assert "End of the tour" in out
     assert out.index("Step 1 ·") < out.index("Step 3 · Output") < out.index("End of the tour")
 
 
 def test_q_or_the_end_of_the_input_stops_the_tour(invoke):
-    result = invoke("tour", "--only", "scaled", "--pause", input="\nq\n")
+    result = invoke("tour", "--only", "scaled", "--pause", "--full", input="\nq\n")
     assert result.exit_code == 0, result.output
     assert result.stdout.count(PROMPT) == 2
     assert "Tour stopped." in result.stdout
@@ -169,7 +176,7 @@ def test_q_or_the_end_of_the_input_stops_the_tour(invoke):
     # Ctrl-D (the end of the input) quits too: it used to print every remaining stop.
     result = invoke("tour", "--pause", input="\n")
     assert result.exit_code == 0, result.output
-    assert result.stdout.count(PROMPT) == 2
+    assert prompts(result.stdout) == 2
     assert "Tour stopped." in result.stdout
     assert "End of the tour" not in result.stdout
     assert "Stop 2/" not in result.stdout
@@ -209,7 +216,7 @@ def test_every_lesson_is_a_stop_and_every_stop_a_command():
 
 
 def _pages_of(out: str) -> list[str]:
-    return out.split(PROMPT)
+    return PROMPTS.split(out)
 
 
 @pytest.mark.parametrize("height", [18, 24, 40])
@@ -218,7 +225,8 @@ def test_a_page_fits_the_terminal_and_never_splits_a_table(invoke, monkeypatch, 
     across the prompt. Each page now fits the terminal (its height less the prompt's line) and
     ends between two parts of a screen; here no table is taller than a page."""
     monkeypatch.setattr(terminal, "interactive", lambda: True)
-    result = invoke_at_height(invoke, monkeypatch, height, "tour", "--only", "scaled,causal")
+    args = ("tour", "--only", "scaled,causal", "--full")
+    result = invoke_at_height(invoke, monkeypatch, height, *args)
     pages = _pages_of(result.stdout)
     used = [len(page.strip("\n").splitlines()) for page in pages]
     # A screenful at a time (issue 57): the pages hold more than half a screen on average
@@ -313,3 +321,29 @@ def test_the_learn_stop_without_torch_is_skipped_with_what_to_install(invoke, wi
     result = invoke("tour", "--only", "translate")
     assert result.exit_code == 0, result.output
     assert "Skipped translate:" in result.stdout and "PyTorch" in result.stdout
+
+
+def test_the_tour_shows_each_stop_in_brief_and_f_shows_it_in_full(invoke, monkeypatch):
+    """Issue 57: the tour's stops as --brief shows them (multihead's in 90 lines of 80
+    columns, against 309 in full), and f at the wait after a stop shows that stop in full."""
+    monkeypatch.setattr(terminal, "interactive", lambda: True)
+    monkeypatch.setenv("LINES", "24")
+    brief = invoke("tour", "--only", "multihead", input="\n" * 40)
+    full = invoke("tour", "--only", "multihead", "--full", input="\n" * 40)
+    assert brief.exit_code == 0 and full.exit_code == 0, brief.output + full.output
+    assert "Head 1 · weights" in brief.stdout and "0.4154" in brief.stdout
+    assert "backend numpy" not in brief.stdout and "backend numpy" in full.stdout
+    assert prompts(brief.stdout) < prompts(full.stdout)
+    assert "f: multihead in full" in brief.stdout
+    assert "f: multihead in full" not in full.stdout
+    # f at the wait after the stop: the same stop again, in full, before the tour goes on.
+    offered = PROMPTS.findall(brief.stdout).index(
+        "── Enter: next · f: multihead in full · q: quit ──"
+    )
+    keys = "\n" * offered + "f\n" + "\n" * 60  # f at the wait that offers it
+    shown = invoke("tour", "--only", "multihead", input=keys)
+    assert shown.exit_code == 0, shown.output
+    out = shown.stdout
+    assert "$ attn multihead (in full)" in out
+    tail = out[out.index("(in full)") :]
+    assert "backend numpy" in tail and "End of the tour" in tail

@@ -302,6 +302,49 @@ PagerOpt = Annotated[
         show_default=False,
     ),
 ]
+BriefOpt = Annotated[
+    bool,
+    typer.Option(
+        "--brief",
+        metavar=FLAG,
+        help="For a projector: the first sentence of each step's why and its value; the inputs "
+        "without the learned weights; no intermediates, notes or backend line; a table that "
+        "repeats the one before, or a single key's 1s, said in one line.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+ShowWeightsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--show-weights",
+        metavar=FLAG,
+        help="With --brief: show the learned weights among the inputs too (the projections, "
+        "their biases, LayerNorm's scale and shift).",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
+CompareOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--compare",
+        metavar="FLAGS",
+        help='Run the lesson again with FLAGS added (e.g. --compare "--no-scale", --compare '
+        '"--heads 1") and show the steps whose values differ, each as given and then with '
+        "FLAGS, side by side where they fit; with --format json, both runs whole.",
+        rich_help_panel=OUTPUT_PANEL,
+        show_default=False,
+    ),
+]
+PauseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pause",
+        metavar=FLAG,
+        help="At a terminal, stop after the inputs and after each step until Enter (q: stop "
+        "there), to talk a class through it; ignored when piped or written to a file.",
+        rich_help_panel=OUTPUT_PANEL,
+    ),
+]
 AnswersOpt = Annotated[
     Path | None,
     typer.Option(
@@ -380,6 +423,10 @@ class SharedOptions:
     code: bool = False
     answers: Path | None = None  # --quiz's answer key, to a file of its own
     pager: bool | None = None  # None: a pager where the output is taller than the screen
+    brief: bool = False  # the walkthrough in brief (Walkthrough.brief)
+    show_weights: bool = False  # --brief with the learned weights among the inputs
+    pause: bool = False  # at a terminal, Enter after each step
+    compare: str | None = None  # --compare FLAGS: the lesson again with FLAGS, what differs
 
 
 # The options every lesson command takes after its own, in this order: name -> (type, default).
@@ -398,6 +445,10 @@ SHARED: dict[str, tuple[object, object]] = {
     "latex_fragment": (LatexFragmentOpt, False),
     "output": (OutputOpt, None),
     "pager": (PagerOpt, None),
+    "pause": (PauseOpt, False),
+    "brief": (BriefOpt, False),
+    "show_weights": (ShowWeightsOpt, False),
+    "compare": (CompareOpt, None),
     "plot": (None, None),  # the lesson's own: plot_option(card), where it has a figure
     "time": (TimeOpt, False),
     "backend": (BackendOpt, None),
@@ -455,12 +506,14 @@ def grammar(card: Card) -> str:
 
 def shared_options(card: Card) -> dict[str, tuple[object, object]]:
     """The shared options a lesson's command takes: name -> (type, default)."""
+    own = {option.name for option in card.options}  # bahdanau's own --compare (Luong's scores)
     shared = {
         name: value
         for name, value in SHARED.items()
         if (card.seed or name != "seed")
         and (card.batches or name != "item")
         and (card.figure or name != "plot")
+        and name not in own
     }
     if card.figure:
         shared["plot"] = (plot_option(card), None)

@@ -12,7 +12,7 @@ a paragraph), so that the prompt never splits a table that fits on the screen.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.control import Control
@@ -32,6 +32,9 @@ from attn_cli.cli.itinerary import (
 )
 from attn_cli.core.errors import UserError
 from attn_cli.core.stop import Stop
+
+if TYPE_CHECKING:
+    from attn_cli.core.model import Walkthrough
 
 __all__ = [
     "CLOSING_WORDS",
@@ -54,6 +57,8 @@ def __getattr__(name: str) -> tuple[Stop, ...]:
 
 
 PROMPT = "── Enter: next · q: quit ──"
+# The prompt while the stop just shown (in brief) can be seen in full.
+PROMPT_WITH_FULL = "── Enter: next · f: {stop} in full · q: quit ──"
 
 
 class TourQuit(Exception):
@@ -83,6 +88,8 @@ class Pager:
         self.pause = pause
         self.read_key = read_key  # a key (or a line), None at the end of the input
         self.used = 0  # lines shown since the last wait
+        # The stop just shown in brief, and how to show it in full: what f does at a wait.
+        self.in_full: tuple[str, Callable[[], None]] | None = None
 
     def screen(self, renderables: Sequence[RenderableType]) -> None:
         """Show a screen (a stop's heading, a step, ...); with pauses, fit it to the terminal's
@@ -101,8 +108,22 @@ class Pager:
             self.console.print(Segments(segment for line in page for segment in line))
             self.used += len(page)
 
+    def offer_in_full(self, name: str, show: Callable[[], None]) -> None:
+        """At the next wait, f shows stop ``name`` in full (``show``) before going on."""
+        self.in_full = (name, show)
+
+    def wait_offering_in_full(self, name: str, show: Callable[[], None]) -> None:
+        """With pauses, wait now, f showing stop ``name`` in full (``show``): a brief stop
+        ends at a wait, and the next one starts at the top of a screen."""
+        if self.pause:
+            self.offer_in_full(name, show)
+            self._wait()
+            self.used = 0
+
     def _wait(self) -> None:
-        self.console.print(Text(PROMPT, style="dim"), end="")
+        offered, self.in_full = self.in_full, None
+        prompt = PROMPT if offered is None else PROMPT_WITH_FULL.format(stop=offered[0])
+        self.console.print(Text(prompt, style="dim"), end="")
         answer = self.read_key()
         if self.console.is_terminal:  # the reader ended the line: take the prompt line away
             self.console.control(Control.move(0, -1), Control((ControlType.ERASE_IN_LINE, 2)))
@@ -110,6 +131,10 @@ class Pager:
             self.console.print()
         if answer is None or answer.strip().lower() == "q":  # Ctrl-D, the input's end, or q
             raise TourQuit
+        if offered is not None and answer.strip().lower() == "f":
+            self.used = 0
+            offered[1]()  # the stop in full, a screenful at a time, before what was to come
+            self._wait()
 
 
 Lines = list[list[Segment]]
@@ -121,11 +146,18 @@ def pages(console: Console, renderables: Sequence[RenderableType], height: int) 
     single renderable taller than a page is cut, a page at a time."""
     from rich.columns import Columns
 
-    from attn_cli.render.rich_render import Heading
+    from attn_cli.render.rich_render import Heading, SideBySideSteps
 
     parts: list[Lines] = []
     glued: Lines = []
-    for renderable in renderables:
+    expanded: list[RenderableType] = []
+    for renderable in renderables:  # brief steps: each row of them a part (a page ends between)
+        if not isinstance(renderable, SideBySideSteps):
+            expanded.append(renderable)
+            continue
+        for number, row in enumerate(renderable.rows(console, console.options)):
+            expanded += [Text(""), row] if number else [row]
+    for renderable in expanded:
         lines = console.render_lines(renderable, pad=False, new_lines=True)
         if (
             isinstance(renderable, Columns)
@@ -162,7 +194,9 @@ def pages(console: Console, renderables: Sequence[RenderableType], height: int) 
     return [page for page in out if page]
 
 
-def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
+def run_tour(stops: list[Stop], console: Console, pager: Pager, *, brief: bool = False) -> None:
+    """The stops in order; ``brief``: each lesson stop as --brief shows it (f at the next
+    wait shows it in full)."""
     try:
         pager.screen(_intro(stops))
         ran: list[Stop] = []
@@ -173,7 +207,8 @@ def run_tour(stops: list[Stop], console: Console, pager: Pager) -> None:
                 pager.screen([Text(""), Rule(section.title, style="bold"), Text(section.opening)])
             if leads_in(shown, stop):
                 pager.screen([Text(""), Text(stop.lead_in, style="italic")])
-            shown = stop if _run_stop(stop, f"Stop {number}/{len(stops)}", pager) else None
+            label = f"Stop {number}/{len(stops)}"
+            shown = stop if _run_stop(stop, label, pager, brief=brief) else None
             if shown is not None:
                 ran.append(stop)
                 if last_of_section(shown):
@@ -214,15 +249,16 @@ def _intro(stops: list[Stop]) -> list[RenderableType]:
     return lines
 
 
-def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
-    """Show a stop; False when it failed (its reason shown instead)."""
+def _run_stop(stop: Stop, label: str, pager: Pager, *, brief: bool = False) -> bool:
+    """Show a stop (``brief``: a lesson as --brief shows it, and in full when asked at the
+    next wait); False when it failed (its reason shown instead)."""
     heading: list[RenderableType] = [
         Text(""),
         Rule(Text(f"{label} · {stop.title}", "rule.text"), style="bold magenta", align="left"),
         Text(f"$ {stop.command_line}", style="dim"),
     ]
     try:
-        screens = _screens(stop)
+        walkthrough, screens = _screens(stop, brief)
     except UserError as error:
         pager.screen(
             [*heading, Text(f"Skipped {stop.name}: {flags.message(error)}", style="yellow")]
@@ -231,11 +267,28 @@ def _run_stop(stop: Stop, label: str, pager: Pager) -> bool:
     pager.screen([*heading, *screens[0]])
     for screen in screens[1:]:
         pager.screen(screen)
+    if walkthrough is not None:
+        from attn_cli.render import RenderOptions
+        from attn_cli.render.rich_render import walkthrough_sections
+
+        options = RenderOptions(precision=parsed(stop)["precision"])
+
+        def in_full() -> None:
+            full = walkthrough_sections(walkthrough, options)
+            pager.screen([*heading[:2], Text(f"$ {stop.command_line} (in full)", style="dim")])
+            for screen in full:
+                pager.screen(screen)
+
+        pager.wait_offering_in_full(stop.name, in_full)
     return True
 
 
-def _screens(stop: Stop) -> list[list[RenderableType]]:
-    """A lesson's screens (header and inputs, each step, notes), or the bench's table."""
+def _screens(
+    stop: Stop, brief: bool = False
+) -> tuple[Walkthrough | None, list[list[RenderableType]]]:
+    """A lesson's screens (header and inputs, each step, notes), or the bench's table; with
+    ``brief``, a lesson's as --brief shows them, and its walkthrough in full beside them (None
+    for the bench and learn stops, shown in full)."""
     params = parsed(stop)
     if stop.command_name == "bench":
         from attn_cli.cli.commands.bench import WITH_SAVED, bench_config, measure
@@ -245,9 +298,9 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
         result, fits = measure(config)
         if result.interrupted:  # Ctrl-C during the sweep ends the tour, as at a pause
             raise KeyboardInterrupt
-        return [[bench_renderable(result, fits)]]
+        return None, [[bench_renderable(result, fits)]]
     if stop.command == "learn":
-        return _learn_screens(params)
+        return None, _learn_screens(params)
     from attn_cli.cli.options import lesson_request
     from attn_cli.course import card
     from attn_cli.render import RenderOptions
@@ -256,7 +309,12 @@ def _screens(stop: Stop) -> list[list[RenderableType]]:
 
     request, shared = lesson_request(card(stop.command_name), params)
     options = RenderOptions(precision=shared.precision, full=shared.full)
-    return walkthrough_sections(compute(request), options)
+    walkthrough = compute(request)
+    if not brief:
+        return None, walkthrough_sections(walkthrough, options)
+    from attn_cli.core.brief import brief as brief_of
+
+    return walkthrough, walkthrough_sections(brief_of(walkthrough), options)
 
 
 def _learn_screens(params: dict[str, Any]) -> list[list[RenderableType]]:

@@ -35,6 +35,16 @@ def tour(
             show_default=False,
         ),
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            metavar=FLAG,
+            help="Show every stop in full, as its command shows it (by default each lesson "
+            "stop is shown as --brief shows it, and f at a pause shows the stop just seen in "
+            "full).",
+        ),
+    ] = False,
 ) -> None:
     # The help (this function's __doc__, set below) lists the stops from the tour itself.
     from attn_cli.cli import terminal
@@ -46,7 +56,7 @@ def tour(
     console = stdout_console()
     if pause is None:
         pause = terminal.interactive()
-    run_tour(stops, console, Pager(console, pause, terminal.read_key))
+    run_tour(stops, console, Pager(console, pause, terminal.read_key), brief=not full)
 
 
 tour.__doc__ = help_text()

@@ -67,6 +67,9 @@ class InputSpec:
     help: str = ""  # what it is, for the help (a parameter it names as {k}: help_words)
     # −∞ allowed in it (an additive mask, where −∞ blocks); NaN and +∞ are refused as ever.
     minus_infinity: bool = False
+    # A learned parameter (W_Q, a bias, LayerNorm's γ), not the data: --brief leaves it out of
+    # the inputs shown unless --show-weights.
+    weight: bool = False
 
     def help_text(self, spelling: Spelling = keyword_spelling) -> str:
         return help_words(self.help, spelling)
@@ -80,10 +83,18 @@ def optional(
     help: str,
     *,
     minus_infinity: bool = False,
+    weight: bool = False,
 ) -> InputSpec:
     """An input the lesson can do without (it has a default, or another input replaces it)."""
     return InputSpec(
-        name, keyword, shape, description, required=False, help=help, minus_infinity=minus_infinity
+        name,
+        keyword,
+        shape,
+        description,
+        required=False,
+        help=help,
+        minus_infinity=minus_infinity,
+        weight=weight,
     )
 
 

@@ -122,6 +122,10 @@ class Step:
     # quantity (one format for it and its row sums), a records table's columns each their own;
     # a column named in no group is a quantity of its own.
     quantities: Quantities | None = None
+    # For --brief: the why in one line (the lesson file's; "": the explanation's first
+    # sentence), and whether the step is a detail between the main ones, shown without its value.
+    brief_template: str = ""
+    detail: bool = False
 
     @property
     def title(self) -> str:
@@ -152,6 +156,8 @@ class InputValue:
     row_labels: tuple[str, ...] | None = None
     col_labels: tuple[str, ...] | None = None
     description: str = ""
+    # A learned parameter (W_Q, a bias, LayerNorm's γ): the brief walkthrough leaves it out.
+    weight: bool = False
 
 
 @dataclass(frozen=True, repr=False)
@@ -190,6 +196,11 @@ class Walkthrough:
     # How the door that asked names a parameter in what is shown of the walkthrough beside its
     # texts (a batch's line "--item picks another"): keywords unless that door says otherwise.
     door: Door = field(default=PYTHON, compare=False)
+    # The walkthrough in brief (:meth:`brief`): renderers lay it out compactly.
+    is_brief: bool = False
+    # Two runs compared (attn_cli.core.compare): the flags of the second; its steps go in pairs,
+    # each step as given and then with the flags (rich: side by side).
+    compared: str = ""
 
     @functools.cached_property
     def _steps_by_key(self) -> dict[str, Step]:
@@ -222,11 +233,21 @@ class Walkthrough:
         """The value of the step with this key: a numpy array for a matrix."""
         return self.find(key).value
 
+    def brief(self, *, weights: bool = False) -> Walkthrough:
+        """The walkthrough as ``--brief`` shows it, for a projector: the first sentence of the
+        introduction and of each step's why, each step's value, the inputs without the learned
+        weights (``weights=True``: with them; ``--show-weights``), no intermediates or notes,
+        and in one line a table that repeats the step before or is a single key's 1s."""
+        return self._brief(self, weights=weights)
+
     # The thin hooks below (to_dict, to_markdown, plot, view, __str__, __rich__...) call
     # ``_render``, which the Python API (attn_cli/api.py) sets to attn_cli.render.show: the data
     # imports no renderer. A hook's ``precision`` is handed on as given; None: the view writes
     # the lesson's default.
     _render: ClassVar[Callable[..., Any]]
+    # attn_cli.core.brief.brief, handed in by the Python API as _render is (it reads this
+    # module: imported from here, the two would import each other).
+    _brief: ClassVar[Callable[..., Walkthrough]]
 
     def view(self, *, precision: int | None = None) -> None:
         """Print the walkthrough as its command prints it at a terminal: every table, with the
@@ -250,6 +271,12 @@ class Walkthrough:
         document (``precision``: decimals shown); ``document=True``: a whole document that
         compiles as it is, as ``--format latex`` writes it."""
         return self._render(self, "latex", precision=precision, document=document)
+
+    def to_beamer(self, *, precision: int | None = None) -> str:
+        """The walkthrough as ``--format beamer`` writes it: slides that pdflatex compiles as
+        they are, the inputs on the first frame, then a frame per step (its title, its why in
+        one line, its matrices)."""
+        return self._render(self, "beamer", precision=precision)
 
     def to_html(self, *, precision: int | None = None) -> str:
         """The walkthrough as ``--format html`` writes it: the terminal's tables, colours and

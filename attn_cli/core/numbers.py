@@ -107,7 +107,7 @@ def format_column(
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
-    return " × ".join(str(size) for size in shape) if shape else "scalar"
+    return " × ".join(map(str, shape)) if shape else "scalar"
 
 
 def as_matrix(value: Any) -> np.ndarray:

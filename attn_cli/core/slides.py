@@ -50,6 +50,9 @@ class Erratum:
     # A whole number written where the exact value has decimals the step shows (0.7071 written
     # "1"): wrong however close, since a whole number says the value is whole.
     whole: bool = False
+    # The cell's row and column as the step's tables name them (its labels, a number where it
+    # has none): ("cats", "sat") for cell (1, 3); () where the step names neither.
+    names: tuple[str, ...] = ()
 
     @property
     def printed(self) -> str:
@@ -101,7 +104,7 @@ class Erratum:
         return "rounding" if self.difference < one_digit * (1 - 1e-9) else "misprint"
 
     def note(self) -> str:
-        where = f" for {cell_text(self.cell)}" if self.cell else ""
+        where = f" for {cell_text(self.cell, self.names)}" if self.cell else ""
         said = f"The slide prints {self.printed}{where}"
         if self.kind == "whole":
             return (
@@ -152,12 +155,32 @@ class FileCheck:
         return sum(len(example.errata) for example in self.examples)
 
 
-def cell_text(cell: tuple[int, ...]) -> str:
+def cell_text(cell: tuple[int, ...], names: tuple[str, ...] = ()) -> str:
+    """A cell as a reader finds it in the step's table: by its row's and column's labels where
+    the table has them ("(cats, sat)"), else by number ("(1, 3)", "entry 2")."""
+    shown = names if len(names) == len(cell) else tuple(map(str, cell))
+    shown = tuple(f"'{name}'" if ", " in name else name for name in shown)  # one label, clearly
     if len(cell) == 2:
-        return f"({cell[0]}, {cell[1]})"
+        return f"({shown[0]}, {shown[1]})"
     if len(cell) == 1:
-        return f"entry {cell[0]}"
+        return f"entry {shown[0]}"
     return ""
+
+
+def cell_names(walkthrough: Walkthrough, name: str, cell: tuple[int, ...]) -> tuple[str, ...]:
+    """The labels of a cell's row and column in step ``name``'s table (a number for a side it
+    does not label); () where the step labels neither, or is the walkthrough's output."""
+    step = next((step for step in walkthrough.steps if step.key == name), None)
+    if step is None or not cell or len(cell) > 2:
+        return ()
+    sides = (step.row_labels, step.col_labels) if len(cell) == 2 else (step.col_labels,)
+    if not any(sides):
+        return ()
+    names = []
+    for position, labels in zip(cell, sides, strict=True):
+        known = labels is not None and 0 < position <= len(labels)
+        names.append(labels[position - 1] if known else str(position))  # type: ignore[index]
+    return tuple(names)
 
 
 def compare(
@@ -186,7 +209,8 @@ def compare(
             inner = np.unravel_index(flat, np.shape(selected)) if np.ndim(selected) else ()
             cell = tuple(origin) + tuple(int(i) + 1 for i in inner)
             whole = written.matches(float(exact))  # within ±0.5: a whole number, not a slip
-            errata.append(Erratum(key, name, cell, written, float(exact), whole=whole))
+            names = cell_names(walkthrough, name, cell)
+            errata.append(Erratum(key, name, cell, written, float(exact), whole=whole, names=names))
     return Comparison(checked, tuple(errata))
 
 

@@ -88,6 +88,20 @@ def labels(prefix: str, count: int) -> tuple[str, ...]:
     return tuple(f"{prefix}{index}" for index in range(1, count + 1))
 
 
+def column_names(run: LessonRun, key: str, count: int) -> tuple[str, ...] | None:
+    """The names an example gives the ``count`` columns of its inputs (``labels.KEY``: their
+    features), or None (numbered); a lesson file's example with the wrong count is refused."""
+    names = run.labels.get(key)
+    if not names:
+        return None
+    if len(names) != count:
+        raise UserError(
+            f"the example's labels.{key} gives {counted(len(names), 'name')} but the inputs "
+            f"have {counted(count, 'column')}; give one name per column."
+        )
+    return tuple(names)
+
+
 def row_names(run: LessonRun, key: str, count: int, prefix: str, option: str) -> tuple[str, ...]:
     """The names given for ``count`` rows (``run.labels[key]``), else prefix1, prefix2, ...;
     ``option``: what gives them, as messages name it (core.errors.param("tokens"))."""

@@ -133,6 +133,8 @@ class StepRecorder:
                 summary=self.summarised(value, shown),
                 seconds=seconds,
                 latex=words.latex,
+                brief_template=spell_parameters(words.brief, self.run.door) if words.brief else "",
+                detail=words.detail,
                 notes=notes,
                 headings=self.headings(shown) if kind == "records" else {},
                 quantities=quantities,
@@ -286,6 +288,11 @@ class StepRecorder:
         run = self.run
         if inputs is None:
             inputs = tuple(InputValue(name, value) for name, value in run.inputs.items())
+        # The learned weights (InputSpec.weight) of a lesson; a learn task has no card.
+        specs = card(run.name).inputs if is_lesson(run.name) else ()
+        learned = [spec.name for spec in specs if spec.weight]
+        if learned:
+            inputs = tuple([replace(i, weight=True) if i.name in learned else i for i in inputs])
         drafted = Walkthrough(
             lesson=run.name,
             title=run.file.title,

@@ -101,6 +101,13 @@ class Step(Table):
     title: StrictStr = key("The step's heading; {placeholders} are filled by the lesson.")
     explanation: StrictStr = key("A paragraph under the heading; {placeholders} allowed.")
     latex: StrictStr = key("The left-hand side of the step's equation (LaTeX output only).")
+    brief: StrictStr = key(
+        "The step's why in one line, for --brief (default: the explanation's first sentence); "
+        "{placeholders} allowed."
+    )
+    detail: StrictBool = key(
+        "true: a step between the main ones, which --brief shows by its heading and why alone."
+    )
 
 
 # Every lesson's labels together (a test checks they agree); the loader checks each lesson's own.
@@ -112,6 +119,7 @@ class Labels(Table):
     states: list[StrictStr] = key("Names for the states.")
     tokens: list[StrictStr] = key("Names for the tokens.")
     memory: list[StrictStr] = key("Names for the memory.")
+    features: list[StrictStr] = key("Names for the columns of the tokens: their features.")
 
 
 LABEL_NAMES = tuple(Labels.model_fields)

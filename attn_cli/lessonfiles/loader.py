@@ -114,6 +114,8 @@ class StepWords:
     title: str
     explanation: str
     latex: str | None
+    brief: str | None = None  # the why in one line (--brief); None: the explanation's first
+    detail: bool = False  # --brief shows the step without its value
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class StepText:
     title: str | None = None
     explanation: str | None = None
     latex: str | None = None
+    brief: str | None = None
+    detail: bool | None = None
 
     def over(self, base: StepText | None) -> StepText:
         """These words, with each field left out taken from ``base``."""
@@ -133,6 +137,8 @@ class StepText:
             title=base.title if self.title is None else self.title,
             explanation=base.explanation if self.explanation is None else self.explanation,
             latex=base.latex if self.latex is None else self.latex,
+            brief=base.brief if self.brief is None else self.brief,
+            detail=base.detail if self.detail is None else self.detail,
         )
 
 
@@ -200,6 +206,8 @@ class LessonFile:
             title=key if words.title is None else words.title,
             explanation=words.explanation or "",
             latex=words.latex,
+            brief=words.brief,
+            detail=bool(words.detail),
         )
 
 
@@ -500,13 +508,15 @@ def parse_lesson_data(
     clean: Callable[[str], str] = printable if checked else str
     steps: dict[str, StepText] = {}
     for key, text in data.get("steps", {}).items():
-        for name in ("title", "explanation") if checked else ():
+        for name in ("title", "explanation", "brief") if checked else ():
             template_fields(text.get(name, ""), f"{where}: [steps.{key}] {name}")
         title, explanation, latex = text.get("title"), text.get("explanation"), text.get("latex")
         steps[key] = StepText(
             title=None if title is None else clean(title),
             explanation=None if explanation is None else clean(explanation.strip()),
             latex=None if latex is None else clean(latex),
+            brief=None if text.get("brief") is None else clean(text["brief"].strip()),
+            detail=text.get("detail"),
         )
     notes = _words_table(data, "notes", where, check_placeholders=checked, clean=clean)
     headings = _words_table(data, "headings", where, check_placeholders=False, clean=clean)

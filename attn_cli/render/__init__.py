@@ -47,7 +47,7 @@ def show(
         from attn_cli.render.code_render import program_text
 
         return program_text(walkthrough, programs, code_backend)
-    if view in ("markdown", "latex", "html", "svg"):
+    if view in ("markdown", "latex", "beamer", "html", "svg"):
         return render_text(walkthrough, Format(view), options)
     if view == "plot":
         from attn_cli.render.heatmap import PYTHON, check_heatmap_path, heatmap_figure, save_figure
@@ -92,6 +92,10 @@ def render_text(walkthrough: Walkthrough, fmt: Format, options: RenderOptions) -
         from attn_cli.render.latex_render import to_latex
 
         return to_latex(walkthrough, options)
+    if fmt is Format.beamer:
+        from attn_cli.render.beamer_render import to_beamer
+
+        return to_beamer(walkthrough, options)
     if fmt is Format.svg:
         from attn_cli.render.rich_render import walkthrough_svg
 

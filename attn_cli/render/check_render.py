@@ -68,7 +68,7 @@ def _errata_table(result: FileCheck) -> RenderableType:
         rows = [
             (
                 erratum.step,
-                cell_text(erratum.cell) or "—",
+                cell_text(erratum.cell, erratum.names) or "—",
                 erratum.printed,
                 erratum.exact_text(),
                 erratum.difference_text(),

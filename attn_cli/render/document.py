@@ -222,9 +222,13 @@ def document(walkthrough: Walkthrough, options: RenderOptions) -> list[Block]:
         blocks.append(Prose(walkthrough.intro))
     if walkthrough.example_description:
         blocks.append(Description(walkthrough.example_description))
-    blocks.append(
-        Line("remark", f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}")
-    )
+    if not walkthrough.is_brief:  # brief: the numbers, not how they were made
+        blocks.append(
+            Line(
+                "remark",
+                f"backend {walkthrough.backend}, {walkthrough.device}, {walkthrough.dtype}",
+            )
+        )
     if walkthrough.time_legend:
         blocks.append(Line("remark", walkthrough.time_legend))
     if walkthrough.items:
@@ -252,7 +256,8 @@ def step_blocks(step: Step, number: int, precision: int) -> list[Block]:
         blocks.append(Prose(explanation))
     if step.parts:
         blocks.append(Intermediates(tuple(_labelled(part, step) for part in step.parts)))
-    blocks.append(_step_value(step, title))
+    if not (step.kind == "text" and not str(step.value)):  # a brief step's left-out value
+        blocks.append(_step_value(step, title))
     blocks += [Line("note", note.text(precision)) for note in step.notes]
     return blocks
 

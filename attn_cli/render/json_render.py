@@ -24,12 +24,12 @@ from attn_cli.version import __version__
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "2.6"
+SCHEMA_VERSION = "2.7"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000
 
-DocumentKind = Literal["lesson", "bench", "check", "kinds", "kernel", "examples"]
+DocumentKind = Literal["lesson", "bench", "check", "kinds", "kernel", "examples", "comparison"]
 ARRAY_KINDS = frozenset({"matrix", "weights", "heatmap"})
 
 
@@ -50,6 +50,14 @@ def schema() -> dict[str, Any]:
 
 def to_json(walkthrough: Walkthrough, options: RenderOptions) -> str:
     return dumps(to_document(walkthrough, options))
+
+
+def comparison_json(
+    first: Walkthrough, second: Walkthrough, flags: str, options: RenderOptions
+) -> str:
+    """``--compare FLAGS --format json``: both runs, each the whole lesson document."""
+    runs = [to_document(first, options), to_document(second, options)]
+    return dumps({**envelope("comparison"), "flags": flags, "runs": runs})
 
 
 # Numbers per piece of a streamed array: a few hundred kB of text at a time.

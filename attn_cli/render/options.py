@@ -15,6 +15,7 @@ class Format(StrEnum):
     json = "json"
     markdown = "markdown"
     latex = "latex"
+    beamer = "beamer"  # LaTeX slides, a frame per step
     svg = "svg"  # the rich output, colours kept, as an SVG picture
     html = "html"  # the rich output, colours kept, as an HTML page
 
@@ -29,3 +30,6 @@ class RenderOptions:
     # rich: every row and column of every table, a matrix's in column groups that fit the width
     # (attn learn --full).
     whole_tables: bool = False
+    # rich: tables without their outer border, two lines shorter each, and narrow steps side by
+    # side (a brief walkthrough, --brief).
+    compact: bool = False

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -126,18 +126,31 @@ def walkthrough_text(walkthrough: Walkthrough, options: RenderOptions) -> str:
 
 
 def walkthrough_renderable(walkthrough: Walkthrough, options: RenderOptions) -> Group:
-    return Group(
-        *(part for section in walkthrough_sections(walkthrough, options) for part in section)
-    )
+    parts: list[RenderableType] = []
+    for section in walkthrough_sections(walkthrough, options):
+        parts += section
+    return Group(*parts)
 
 
 def walkthrough_sections(
     walkthrough: Walkthrough, options: RenderOptions
 ) -> list[list[RenderableType]]:
-    """The walkthrough in screens: header and inputs, each step, then the notes (if any)."""
+    """The walkthrough in screens: header and inputs, each step, then the notes (if any). A
+    brief one (:meth:`Walkthrough.brief`) has compact tables, and its steps in one section,
+    side by side where they fit (:class:`SideBySideSteps`)."""
+    side_by_side = walkthrough.is_brief or bool(walkthrough.compared)
+    if side_by_side:
+        options = replace(options, compact=True)
     sections = [[header(walkthrough), *inputs_renderables(walkthrough, options)]]
-    for number, step in enumerate(walkthrough.steps, start=1):
-        sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))
+    if side_by_side:
+        panels = [
+            step_panel(step, number, options) for number, step in enumerate(walkthrough.steps, 1)
+        ]
+        groups = compared_pairs(walkthrough) if walkthrough.compared else None
+        sections.append([Text(""), SideBySideSteps(panels, groups)])
+    else:
+        for number, step in enumerate(walkthrough.steps, start=1):
+            sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))
     if walkthrough.notes:
         sections.append(notes_renderables(walkthrough, options.precision))
     return sections
@@ -175,12 +188,14 @@ def header(walkthrough: Walkthrough) -> RenderableType:
         lines.append(Text(walkthrough.intro))
     if walkthrough.example_description:
         lines.append(Text(walkthrough.example_description, style="italic"))
-    lines.append(
-        Text(
-            f"backend {walkthrough.backend} · device {walkthrough.device} · {walkthrough.dtype}",
-            style="dim",
+    if not walkthrough.is_brief:  # brief: the numbers, not how they were made
+        lines.append(
+            Text(
+                f"backend {walkthrough.backend} · device {walkthrough.device} · "
+                f"{walkthrough.dtype}",
+                style="dim",
+            )
         )
-    )
     if walkthrough.time_legend:
         lines.append(Text(walkthrough.time_legend, style="dim"))
     if walkthrough.items:
@@ -221,6 +236,130 @@ def step_renderables(
     if sums_note:
         out.append(Text(f"Note: {sums_note}", style="yellow"))
     return out
+
+
+@dataclass(frozen=True)
+class StepPanel:
+    """A brief step: its heading, its why and its value, as wide as its value (the texts wrap
+    to it), to stand beside others."""
+
+    heading: str
+    why: str
+    value: RenderableType | None  # None: left out (a detail, Step.detail)
+    text: bool = False  # the value is a sentence (or none): it stands alone on its row
+
+    def full_width(self) -> list[RenderableType]:
+        """The step alone on its row: the heading as a rule across the width (a heading too
+        long for one line wraps, without a rule under it)."""
+        shown: list[RenderableType] = [Heading(self.heading, style="cyan", rule_below=False)]
+        if self.why:
+            shown.append(Text(self.why))
+        return [*shown, *([] if self.value is None else [self.value])]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.heading, style="cyan")
+        if self.why:
+            yield Text(self.why)
+        if self.value is not None:
+            yield self.value
+
+
+def step_panel(step: Step, number: int, options: RenderOptions) -> StepPanel:
+    return StepPanel(
+        step_heading(step, number, options.precision),
+        step.explanation_at(options.precision),
+        None if step.kind == "text" and not str(step.value) else step_value(step, options),
+        text=step.kind == "text",
+    )
+
+
+# The narrowest a brief step stands beside another: its texts wrap to no fewer columns.
+PANEL_MIN_WIDTH = 24
+
+
+def compared_pairs(walkthrough: Walkthrough) -> list[list[int]]:
+    """The steps of two compared runs in pairs (their indices): a step as given with the one
+    after it when that is the same step with the flags (core.compare.SECOND); else alone."""
+    from attn_cli.core.compare import SECOND
+
+    steps = walkthrough.steps
+    groups: list[list[int]] = []
+    for index, step in enumerate(steps):
+        pairs = index and step.key == steps[index - 1].key + SECOND
+        if pairs and len(groups[-1]) == 1:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
+
+
+class SideBySideSteps:
+    """Steps in rows (brief, or two runs compared): consecutive steps side by side where their
+    values fit the width together (a gutter between them), or the ``groups`` given (a pair of
+    runs' steps) where they fit; a step alone on its row drawn as the full walkthrough draws
+    it. What rich lacks: its Columns gives every column the widest one's width."""
+
+    def __init__(self, panels: list[StepPanel], groups: list[list[int]] | None = None) -> None:
+        self.panels = panels
+        self.groups = groups
+
+    def row_indices(self, console: Console, options: ConsoleOptions) -> list[list[int]]:
+        """The panels of each row (their indices), at this width: consecutive ones while
+        their values fit beside each other (within a group, where groups are given), a text
+        alone on its row."""
+        widths = self.widths(console, options)
+        if self.groups is not None:
+            rows = []
+            for group in self.groups:
+                wide = sum(widths[i] for i in group) + GUTTER * (len(group) - 1)
+                rows += [group] if wide <= options.max_width else [[i] for i in group]
+            return rows
+        rows = []
+        used = 0
+        for index, width in enumerate(widths):
+            if rows and used + GUTTER + width <= options.max_width:
+                rows[-1].append(index)
+                used += GUTTER + width
+            else:
+                rows.append([index])
+                used = width
+        return rows
+
+    def widths(self, console: Console, options: ConsoleOptions) -> list[int]:
+        """Each panel's width: its value's (at least PANEL_MIN_WIDTH); a text's, the line's."""
+        return [
+            options.max_width
+            if panel.text or panel.value is None
+            else max(PANEL_MIN_WIDTH, Measurement.get(console, options, panel.value).maximum)
+            for panel in self.panels
+        ]
+
+    def rows(self, console: Console, options: ConsoleOptions) -> list[RenderableType]:
+        """One renderable per row of steps, at this width."""
+        widths = self.widths(console, options)
+        rows = self.row_indices(console, options)
+        shown: list[RenderableType] = []
+        for row in rows:
+            if len(row) == 1:
+                shown.append(Group(*self.panels[row[0]].full_width()))
+                continue
+            grid = Table.grid(padding=(0, GUTTER))
+            for index in row:
+                grid.add_column(width=widths[index], vertical="top")
+            grid.add_row(*(self.panels[index] for index in row))
+            shown.append(grid)
+        return shown
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        valued = [
+            any(self.panels[index].value is not None for index in row)
+            for row in self.row_indices(console, options)
+        ]
+        for number, row in enumerate(self.rows(console, options)):
+            # A blank line between rows, but none between two steps without a value in a row.
+            if number and (valued[number] or valued[number - 1]):
+                yield Text("")
+            yield row
 
 
 def step_value(step: Step, options: RenderOptions) -> RenderableType:
@@ -269,6 +408,11 @@ def row_sum_note(step: Step, precision: int, dtype: str | None) -> str | None:
 
 
 def step_rule(step: Step, number: int, precision: int) -> RenderableType:
+    """The step's heading as a rule across the width."""
+    return Heading(step_heading(step, number, precision), style="cyan")
+
+
+def step_heading(step: Step, number: int, precision: int) -> str:
     """The step's heading: number, title (its numbers at ``precision``), shape (and time with
     --time)."""
     heading = f"Step {number} · {step.title_at(precision)}"
@@ -276,16 +420,17 @@ def step_rule(step: Step, number: int, precision: int) -> RenderableType:
         heading += f" · {shape_text(np.shape(step.value))}"
     if step.seconds is not None:
         heading += f" · {step.seconds * 1e3:.3f} ms"
-    return Heading(heading, style="cyan")
+    return heading
 
 
 class Heading:
     """A rule with a title, as rich's Rule; a title too long for the width wraps above a plain
     rule instead of losing its end (the shape, the time) to an ellipsis."""
 
-    def __init__(self, title: str, style: str) -> None:
+    def __init__(self, title: str, style: str, *, rule_below: bool = True) -> None:
         self.title = title
         self.style = style
+        self.rule_below = rule_below  # False: a title too long for the line wraps, no rule
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         # Rule draws "title ─…" and needs room for the title, a space and a few dashes.
@@ -294,7 +439,8 @@ class Heading:
             yield Rule(Text(self.title, style="rule.text"), align="left", style=self.style)
         else:
             yield Text(self.title, style=self.style)
-            yield Rule(style=self.style)
+            if self.rule_below:
+                yield Rule(style=self.style)
 
 
 def _part_block(part: Part, step: Step, options: RenderOptions) -> RenderableType:
@@ -375,8 +521,9 @@ def _matrix_table(
         options.full,
         quantities,
         whole=options.whole_tables,
+        compact=options.compact,
     )
-    return Padding(table, (0, 0, 0, 2))
+    return table if options.compact else Padding(table, (0, 0, 0, 2))
 
 
 def colourless(console: Console) -> bool:
@@ -384,9 +531,12 @@ def colourless(console: Console) -> bool:
     return bool(console.no_color or console.color_system is None)
 
 
-# Table borders: "│ a │ b │" is each cell's width plus 3 (a bar and two spaces), plus 1.
-def _table_width(widths: Iterable[int]) -> int:
+# Table borders: "│ a │ b │" is each cell's width plus 3 (a bar and two spaces), plus 1; a
+# compact table ("a  b": no border, no padding at its edges) two spaces between cells.
+def _table_width(widths: Iterable[int], compact: bool = False) -> int:
     widths = list(widths)
+    if compact:
+        return sum(widths) + 2 * (len(widths) - 1)
     return sum(widths) + 3 * len(widths) + 1
 
 
@@ -421,9 +571,11 @@ class MatrixTable:
         quantities: Quantities | None = None,
         *,
         whole: bool = False,
+        compact: bool = False,
     ) -> None:
         rows = as_matrix(value)
         self.whole = whole
+        self.compact = compact  # no outer border (RenderOptions.compact)
         self.shape = tuple(np.shape(value))
         self.full = full  # --full: every row and every column that fits the width, no corner
         self.rows = rows
@@ -523,7 +675,8 @@ class MatrixTable:
     def _marks(self, console: Console) -> bool:
         # Weights only: their shading says how much attention a cell gets; a signed table's
         # signs are in its numbers.
-        return self.shading == "weights" and colourless(console)
+        # A compact table (--brief) is for a screen with colour: no marks, one column narrower.
+        return self.shading == "weights" and colourless(console) and not self.compact
 
     def column_widths(self, marks: bool) -> dict[int | None, int]:
         """Each column's width on screen, as rich sizes it: its widest cell (its mark of shade
@@ -542,7 +695,7 @@ class MatrixTable:
         columns = [self.label_width, *map(widths.__getitem__, layout)]
         if self.sums_width is not None and sums:
             columns.append(self.sums_width)
-        return _table_width(columns)
+        return _table_width(columns, self.compact)
 
     def groups(self, max_width: int, marks: bool) -> list[list[int | None]]:
         """``whole``: the columns in consecutive groups, each as many as fit ``max_width`` (at
@@ -604,7 +757,16 @@ class MatrixTable:
 
     def columns_table(self, layout: list[int | None], marks: bool, *, sums: bool) -> Table:
         """The table of the columns ``layout``, with the row sums or without."""
-        table = Table(box=box.ROUNDED, show_header=True, header_style="bold", pad_edge=True)
+        if self.compact:
+            table = Table(
+                box=box.SIMPLE_HEAD,
+                show_edge=False,
+                collapse_padding=True,
+                pad_edge=False,
+                header_style="bold",
+            )
+        else:
+            table = Table(box=box.ROUNDED, show_header=True, header_style="bold", pad_edge=True)
         # Labels and headers as Text: a token such as "[CLS]" is not rich markup.
         table.add_column("", style="bold", justify="right", no_wrap=True)
         for col in layout:

@@ -27,6 +27,7 @@ from attn_cli.render import Format, RenderOptions, render
 if TYPE_CHECKING:  # the runner (numpy, the lessons) is imported when a lesson runs
     from attn_cli.cli.options import SharedOptions
     from attn_cli.core.card import Card
+    from attn_cli.core.model import Walkthrough
     from attn_cli.run.runner import RunRequest
 
 P = ParamSpec("P")
@@ -66,7 +67,52 @@ def run_card(card: Card, given: dict[str, Any]) -> None:
     if instead is not None:
         show_instead(instead, given)
         return
-    run_lesson_command(*lesson_request(card, given))
+    request, shared = lesson_request(card, given)
+    other = None if shared.compare is None else compared_request(card, given, shared.compare)
+    run_lesson_command(request, shared, compare=other)
+
+
+# Options that say how to show a run, not what to run: --compare's FLAGS may not hold them.
+_SHOWING = frozenset(
+    {"fmt", "precision", "full", "latex_fragment", "output", "pager", "pause", "brief",
+     "show_weights", "compare", "quiz", "answers", "code", "list_examples", "plot", "item"}
+)  # fmt: skip
+
+
+def compared_request(card: Card, given: dict[str, Any], flags: str) -> RunRequest:
+    """The second run of ``--compare FLAGS``: the command's parameters as given, with those that
+    FLAGS sets (parsed as the command parses its own) in their place."""
+    import shlex
+
+    import typer.main
+
+    from attn_cli.cli.options import lesson_command, lesson_request
+    from attn_cli.cli.parsing import UsageError
+
+    try:
+        args = shlex.split(flags)
+    except ValueError as error:  # an unclosed quote
+        message = f"--compare {flags!r}: {error}; write FLAGS as on the command line."
+        raise UserError(message) from None
+    parser = typer.Typer()  # the command alone, to parse FLAGS with (the CLI is not re-entered)
+    parser.command(card.name)(lesson_command(card))
+    try:
+        context = typer.main.get_command(parser).make_context(card.name, args)
+    except UsageError as error:
+        raise UserError(f"--compare {flags!r}: {error.format_message()}") from None
+    changed = {
+        name: value
+        for name, value in context.params.items()
+        if getattr(context.get_parameter_source(name), "name", "") == "COMMANDLINE"
+    }
+    showing = sorted(name for name in changed if name in _SHOWING)
+    if showing or not changed:
+        what = "say how to show the run" if showing else "change nothing"
+        raise UserError(
+            f"--compare {flags!r}: these flags {what}; give settings or inputs that change the "
+            'run, e.g. --compare "--no-scale".'
+        )
+    return lesson_request(card, {**given, **changed})[0]
 
 
 def show_instead(shown: Any, given: dict[str, Any]) -> None:
@@ -79,7 +125,9 @@ def show_instead(shown: Any, given: dict[str, Any]) -> None:
     show_kernel(shown, Format(given["fmt"]), given["output"])
 
 
-def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
+def run_lesson_command(
+    request: RunRequest, shared: SharedOptions, compare: RunRequest | None = None
+) -> None:
     """List examples, quiz, or compute the walkthrough and render it.
 
     Files are checked before anything is computed. ``--output`` is written to a new file
@@ -89,18 +137,44 @@ def run_lesson_command(request: RunRequest, shared: SharedOptions) -> None:
     start_up_done()
     check_output_options(shared.fmt, shared.list_examples, shared.quiz, shared.output, shared.plot)
     check_answers_option(shared)
+    if compare is not None:
+        check_compare_options(shared)
+    if shared.show_weights and not shared.brief:
+        raise UserError(
+            "--show-weights adds the learned weights back to what --brief shows (without "
+            "--brief every input is shown already): add --brief, or leave --show-weights out."
+        )
     if shared.code:
         check_code_options(shared)
     if shared.output is None:
-        _lesson_to(stdout_console(output_option=True), request, shared)
+        _lesson_to(stdout_console(output_option=True), request, shared, compare)
         return
     from attn_cli.core.outputs import text_replacing
 
     with text_replacing(shared.output, "--output") as file:
-        _lesson_to(file_console(file), request, shared)
+        _lesson_to(file_console(file), request, shared, compare)
 
 
-def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> None:
+def check_compare_options(shared: SharedOptions) -> None:
+    """--compare shows two runs' differing steps: refuse what would show something else."""
+    others = {
+        "--quiz": shared.quiz,
+        "--code": shared.code,
+        "--list-examples": shared.list_examples,
+        "--brief": shared.brief,
+        "--plot": shared.plot is not None,
+    }
+    for flag, given in others.items():
+        if given:
+            raise UserError(
+                f"--compare shows the steps that differ between two runs; {flag} shows "
+                f"something else: leave out one of them."
+            )
+
+
+def _lesson_to(
+    console: Console, request: RunRequest, shared: SharedOptions, compare: RunRequest | None = None
+) -> None:
     fmt, precision, full, plot = shared.fmt, shared.precision, shared.full, shared.plot
     from attn_cli.run.runner import compute, listed_examples
 
@@ -128,6 +202,24 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
 
             request = replace(request, shown=fmt.value, full=full)
         walkthrough = compute(request)
+        if compare is not None and shared.compare is not None:
+            from dataclasses import replace
+
+            second = compute(replace(compare, shown=fmt.value, full=full))
+            options = RenderOptions(precision=precision, full=full, whole_document=True)
+            if fmt is Format.json:
+                from attn_cli.render.json_render import comparison_json
+
+                text = comparison_json(walkthrough, second, shared.compare, options)
+                console.out(text, highlight=False)
+                return
+            from attn_cli.core.compare import compared
+
+            walkthrough = compared(walkthrough, second, shared.compare)
+        if shared.brief and not shared.quiz:  # a quiz asks for every step's value
+            from attn_cli.core.brief import brief
+
+            walkthrough = brief(walkthrough, weights=shared.show_weights)
         if shared.quiz:
             from attn_cli.cli import terminal
             from attn_cli.run.quiz import run_quiz
@@ -165,10 +257,39 @@ def _lesson_to(console: Console, request: RunRequest, shared: SharedOptions) -> 
             write_bytes(plot, heatmap_file(walkthrough, draw, plot, precision), "--plot")
         whole = not shared.latex_fragment  # LaTeX: a document that compiles as it is
         options = RenderOptions(precision=precision, full=full, whole_document=whole)
-        if fmt is Format.rich and shared.output is None and shared.pager is not False:
+        if fmt is Format.rich and shared.output is None and shared.pause:
+            paused(console, walkthrough, options)
+        elif fmt is Format.rich and shared.output is None and shared.pager is not False:
             paged(console, shared.pager, lambda: render(walkthrough, fmt, console, options))
         else:
             render(walkthrough, fmt, console, options)
+
+
+# What --pause says between two steps (Enter goes on; q, or the end of the input, stops).
+PAUSE_PROMPT = "Enter: next · q: stop "
+
+
+def paused(console: Console, walkthrough: Walkthrough, options: RenderOptions) -> None:
+    """The walkthrough a section at a time (the header and inputs, each step, the notes), with
+    Enter between them, at a terminal; anywhere else written whole, as without --pause."""
+    from rich.text import Text
+
+    from attn_cli.cli import terminal
+    from attn_cli.render.rich_render import walkthrough_sections
+
+    sections = walkthrough_sections(walkthrough, options)
+    if not terminal.interactive():
+        for section in sections:
+            console.print(*section)
+        return
+    for number, section in enumerate(sections):
+        console.print(*section)
+        if number == len(sections) - 1:
+            break
+        console.print(Text(PAUSE_PROMPT, style="dim"), end="")
+        key = terminal.read_key()
+        if key is None or key.strip().lower() == "q":
+            break
 
 
 def paged(console: Console, asked: bool | None, show: Callable[[], None]) -> None:

@@ -32,6 +32,7 @@ CARD = Card(
             "projects each h_i",
             help="W1, d_a × d_h: projects each encoder state h_i (d_a: the attention width; W1 h_i: "
             "matrix times column).",
+            weight=True,
         ),
         InputSpec(
             "W2",
@@ -39,6 +40,7 @@ CARD = Card(
             "matrix",
             "projects s_t",
             help="W2, d_a × d_s: projects the decoder state s_t.",
+            weight=True,
         ),
         InputSpec(
             "v",
@@ -46,6 +48,7 @@ CARD = Card(
             "vector",
             "reads out the score",
             help="v, d_a entries: reads the score out of tanh(W1 h_i + W2 s_t).",
+            weight=True,
         ),
         optional(
             "W_a",
@@ -53,6 +56,7 @@ CARD = Card(
             "matrix",
             "Luong's general weight",
             "Luong's general W_a, d_s × d_h; implies {compare} (default: identity).",
+            weight=True,
         ),
         optional(
             "values",
@@ -70,6 +74,7 @@ CARD = Card(
             "decoder cell: reads sₜ₋₁",
             "With {steps}: W_s, d_s × d_s, the decoder cell's recurrent weight in "
             "sₜ = tanh(W_s sₜ₋₁ + W_y yₜ₋₁ + W_c cₜ) (default: drawn from {seed}).",
+            weight=True,
         ),
         optional(
             "W_y",
@@ -78,6 +83,7 @@ CARD = Card(
             "decoder cell: reads yₜ₋₁",
             "With {steps}: W_y, d_s × d_y, reads yₜ₋₁, the embedding of the previous output "
             "(default: drawn from {seed}).",
+            weight=True,
         ),
         optional(
             "W_c",
@@ -85,6 +91,7 @@ CARD = Card(
             "matrix",
             "decoder cell: reads cₜ",
             "With {steps}: W_c, d_s × d_h, reads the context cₜ (default: drawn from {seed}).",
+            weight=True,
         ),
         optional(
             "Y",

@@ -174,13 +174,21 @@ def held_numbers(n: int, m: int, d: int, heads: int, d_ff: int) -> int:
 # their claims checked, 0.025 s (with JSON's summaries); and each step drawn as --format asks:
 # rich tables 0.55 s a layer, their SVG 1.5 s and HTML 0.75 s, Markdown or LaTeX 0.1 s.
 LAYER_SECONDS = 0.025
-SHOWN_LAYER_SECONDS = {"rich": 0.55, "svg": 1.5, "html": 0.75, "markdown": 0.1, "latex": 0.1}
+SHOWN_LAYER_SECONDS = {
+    "rich": 0.55,
+    "svg": 1.5,
+    "html": 0.75,
+    "markdown": 0.1,
+    "latex": 0.1,
+    "beamer": 0.1,  # the LaTeX article's blocks, cut into frames
+}
 SHOWN_AS = {
     "rich": "draw as tables",
     "svg": "draw as an SVG picture",
     "html": "draw as an HTML page",
     "markdown": "write as Markdown",
     "latex": "write as LaTeX",
+    "beamer": "write as beamer slides",
     "json": "write as JSON",
 }
 
@@ -286,15 +294,14 @@ def build(run: LessonRun) -> Walkthrough:
     for name in MASKS:
         if name in run.inputs:
             labels = memory_rows if name.startswith("memory") else rows
-            cols = {"col_labels": labels} if name.startswith("attn") else {}
-            row_labels = rows if name.startswith("attn") else None
+            square = name.startswith("attn")  # a query-by-key mask: rows and columns named
             inputs.append(
                 InputValue(
                     name,
                     run.inputs[name],
-                    row_labels=row_labels,
+                    row_labels=rows if square else None,
+                    col_labels=labels if square else None,
                     description=descriptions[name],
-                    **cols,
                 )
             )
     named = stack.named()
@@ -309,7 +316,14 @@ def build(run: LessonRun) -> Walkthrough:
             by_head["col_labels"] = tuple(
                 f"kv{j // dk + 1}·{j % dk + 1}" for j in range(parameter.value.shape[1])
             )
-        inputs.append(InputValue(name, parameter.value, description=description, **by_head))
+        inputs.append(
+            InputValue(
+                name,
+                parameter.value,
+                col_labels=by_head.get("col_labels"),
+                description=description,
+            )
+        )
     meta = {
         "pre_norm": s.pre_norm,
         "decoder": s.decoder,

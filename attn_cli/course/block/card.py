@@ -31,6 +31,7 @@ def _attention(cross: bool) -> tuple[InputSpec, ...]:
                 "matrix" if name.startswith("W") else "vector",
                 f"{sublayer} {what}",
                 f"The {sublayer}'s {what}, {shape} (PyTorch: {torch_name}).",
+                weight=True,
             )
         )
     return tuple(specs)
@@ -48,6 +49,7 @@ def _norms() -> tuple[InputSpec, ...]:
                 f"γ of LN{index}",
                 f"LayerNorm {index}'s scale γ{decoder}, d_model wide (PyTorch: norm{index}.weight; "
                 "default 1).",
+                weight=True,
             ),
             optional(
                 f"beta_{index}",
@@ -55,6 +57,7 @@ def _norms() -> tuple[InputSpec, ...]:
                 "vector",
                 f"β of LN{index}",
                 f"LayerNorm {index}'s shift β, d_model wide (PyTorch: norm{index}.bias; default 0).",
+                weight=True,
             ),
         ]
     return tuple(specs)
@@ -105,6 +108,7 @@ CARD = Card(
             "feed-forward weights W_1",
             "The feed-forward's first weights, d_model × d_ff (PyTorch: linear1.weight, "
             "transposed).",
+            weight=True,
         ),
         optional(
             "b_1",
@@ -112,6 +116,7 @@ CARD = Card(
             "vector",
             "feed-forward bias b_1",
             "The feed-forward's first bias, d_ff wide (PyTorch: linear1.bias).",
+            weight=True,
         ),
         optional(
             "W_2",
@@ -120,6 +125,7 @@ CARD = Card(
             "feed-forward weights W_2",
             "The feed-forward's second weights, d_ff × d_model (PyTorch: linear2.weight, "
             "transposed).",
+            weight=True,
         ),
         optional(
             "b_2",
@@ -127,6 +133,7 @@ CARD = Card(
             "vector",
             "feed-forward bias b_2",
             "The feed-forward's second bias, d_model wide (PyTorch: linear2.bias).",
+            weight=True,
         ),
         *_norms(),
         optional(
@@ -135,6 +142,7 @@ CARD = Card(
             "vector",
             "γ of the final LayerNorm",
             "With {final_norm}: the last LayerNorm's scale γ (PyTorch: norm.weight; default 1).",
+            weight=True,
         ),
         optional(
             "beta_final",
@@ -142,6 +150,7 @@ CARD = Card(
             "vector",
             "β of the final LayerNorm",
             "With {final_norm}: its shift β (PyTorch: norm.bias; default 0).",
+            weight=True,
         ),
         optional(
             "key_padding_mask",

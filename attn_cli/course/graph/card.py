@@ -24,6 +24,7 @@ CARD = Card(
             "matrix",
             "query projection",
             "Query weights W_Q, d_k × d, as the lecture writes it: q_i = W_Q h_i (default: identity).",
+            weight=True,
         ),
         optional(
             "W_K",
@@ -31,6 +32,7 @@ CARD = Card(
             "matrix",
             "key projection",
             "Key weights W_K, d_k × d: k_j = W_K h_j (default: identity).",
+            weight=True,
         ),
         optional(
             "W_V",
@@ -38,6 +40,7 @@ CARD = Card(
             "matrix",
             "value projection",
             "Value weights W_V, d_v × d: v_j = W_V h_j (default: identity).",
+            weight=True,
         ),
         optional(
             "A",
@@ -53,6 +56,7 @@ CARD = Card(
             "GAT's shared weight W",
             "With {score=additive}: GAT's W, d' × d, z_i = W h_i; with {score=gatv2}: W, "
             "d' × 2d, applied to [h_i ‖ h_j] (default: the identity, or [I I] for gatv2).",
+            weight=True,
         ),
         optional(
             "a",
@@ -61,6 +65,7 @@ CARD = Card(
             "GAT's attention vector a",
             "With {score=additive}: GAT's a, 2·d' entries (a_left reads z_i, a_right z_j); with "
             "{score=gatv2}: a, d' entries (default: drawn from {seed}, N(0, 1)).",
+            weight=True,
         ),
     ),
     positional=("h",),

@@ -28,7 +28,14 @@ from attn_cli.core.backend import namespace_of
 from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course import dropout, padding, score_transforms
-from attn_cli.course.checks import counted, is_whole, kv_heads_option, row_names, whole_at_least
+from attn_cli.course.checks import (
+    column_names,
+    counted,
+    is_whole,
+    kv_heads_option,
+    row_names,
+    whole_at_least,
+)
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.multihead import pytorch
 from attn_cli.course.multihead.card import CARD
@@ -1068,8 +1075,16 @@ def _labelled_inputs(
         width = run.inputs[name].shape[1]
         return f" (drawn, random seed {run.seed}; {width} columns, the width of {loaded.source})"
 
+    # X's columns (the rows of W_Q, W_K and W_V) by the features they hold, where named.
+    features = column_names(run, "features", run.inputs["X"].shape[1])
     items = [
-        InputValue("X", run.inputs["X"], row_labels=tokens, description="tokens" + sequence("X"))
+        InputValue(
+            "X",
+            run.inputs["X"],
+            row_labels=tokens,
+            col_labels=features,
+            description="tokens" + sequence("X"),
+        )
     ]
     for name in ("X_K", "X_V"):
         if name in run.inputs:
@@ -1092,7 +1107,15 @@ def _labelled_inputs(
         by_head = {"row_labels": split} if name == "W_O" else {"col_labels": split}
         if name in ("W_K", "W_V") and len(grouped) < len(split):  # a block per key/value head
             by_head = {"col_labels": grouped}
-        items.append(InputValue(name, weights[name], description=description, **by_head))
+        items.append(
+            InputValue(
+                name,
+                weights[name],
+                row_labels=by_head.get("row_labels", features if name != "W_O" else None),
+                col_labels=by_head.get("col_labels"),
+                description=description,
+            )
+        )
     for name in WEIGHT_NAMES:
         bias = BIAS_OF[name]
         if bias in biases:
@@ -1248,7 +1271,7 @@ TEXTS = Texts(
 
 LESSON = Lesson(
     card=CARD,
-    labels=("tokens", "keys"),  # lesson files' labels = {...} it reads
+    labels=("tokens", "keys", "features"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,

@@ -40,9 +40,14 @@ CARD = Card(
             "query weights",
             "Query weights W_Q, d_in × d_out, split column-wise into the heads (d_out = d_in = d_model "
             "in the transformer paper).",
+            weight=True,
         ),
-        optional("W_K", "wk", "matrix", "key weights", "Key weights W_K, kdim × d_out."),
-        optional("W_V", "wv", "matrix", "value weights", "Value weights W_V, vdim × d_out."),
+        optional(
+            "W_K", "wk", "matrix", "key weights", "Key weights W_K, kdim × d_out.", weight=True
+        ),
+        optional(
+            "W_V", "wv", "matrix", "value weights", "Value weights W_V, vdim × d_out.", weight=True
+        ),
         optional(
             "W_O",
             "wo",
@@ -51,17 +56,21 @@ CARD = Card(
             "Output weights W_O, d_out × d_o (d_o: the width of the output, yours to choose); "
             "optional: without it the result is the concatenated heads "
             "(default, with no weights given: all four drawn from {seed}).",
+            weight=True,
         ),
         optional(
-            "b_Q",
-            "bq",
-            "vector",
-            "query bias",
-            "Bias b_Q added to X W_Q, d_out wide.",
+            "b_Q", "bq", "vector", "query bias", "Bias b_Q added to X W_Q, d_out wide.", weight=True
         ),
-        optional("b_K", "bk", "vector", "key bias", "Bias b_K, d_out wide."),
-        optional("b_V", "bv", "vector", "value bias", "Bias b_V, d_out wide."),
-        optional("b_O", "bo", "vector", "output bias", "Bias b_O added to Concat · W_O, d_o wide."),
+        optional("b_K", "bk", "vector", "key bias", "Bias b_K, d_out wide.", weight=True),
+        optional("b_V", "bv", "vector", "value bias", "Bias b_V, d_out wide.", weight=True),
+        optional(
+            "b_O",
+            "bo",
+            "vector",
+            "output bias",
+            "Bias b_O added to Concat · W_O, d_o wide.",
+            weight=True,
+        ),
     ),
     positional=("x", "wq", "wk", "wv", "wo"),
     rows="tokens",

@@ -23,6 +23,7 @@ CARD = Card(
             "matrix",
             "query projection",
             "Query weights W_Q, d × d_k (Q = X W_Q; default: identity).",
+            weight=True,
         ),
         optional(
             "W_K",
@@ -30,6 +31,7 @@ CARD = Card(
             "matrix",
             "key projection",
             "Key weights W_K, d × d_k (K = X W_K; default: identity).",
+            weight=True,
         ),
         optional(
             "W_V",
@@ -37,6 +39,7 @@ CARD = Card(
             "matrix",
             "value projection",
             "Value weights W_V, d × d_v (V = X W_V; default: identity).",
+            weight=True,
         ),
     ),
     positional=("x", "wq", "wk", "wv"),

@@ -1,0 +1,64 @@
+"""--compare "FLAGS" (issue 57): the lesson as given and again with FLAGS, what differs shown."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+
+import attn_cli
+from attn_cli.core.compare import SECOND, compared
+from attn_cli.render.json_render import schema
+from tests.conftest import assert_user_error
+
+
+def test_the_changed_steps_in_pairs_and_a_true_count():
+    given, unscaled = attn_cli.scaled(), attn_cli.scaled(scale=False)
+    both = compared(given, unscaled, "--no-scale")
+    keys = [step.key for step in both.steps]
+    # the scaled scores only as given; weights and output differ; the raw scores do not
+    assert keys == ["scaled", "weights", "weights" + SECOND, "output", "output" + SECOND]
+    assert np.array_equal(both.step("weights"), given.step("weights"))
+    assert np.array_equal(both.step("weights" + SECOND), unscaled.step("weights"))
+    assert np.array_equal(given.step("scores"), unscaled.step("scores"))
+    assert both.intro == (
+        "The lesson as given, and again with --no-scale: 3 of its 4 steps differ, each shown as "
+        "given and then with --no-scale; the other one is the same in both runs."
+    )
+    assert both.find("weights" + SECOND).title.endswith("· with --no-scale")
+
+
+def test_a_run_that_changes_nothing_says_so():
+    walk = attn_cli.causal()
+    assert compared(walk, attn_cli.causal(), "--seed 1").intro.endswith("all 4 steps are the same.")
+
+
+def test_the_command_shows_both_runs_side_by_side(invoke):
+    result = invoke("scaled", "--compare", "--no-scale", "--no-pager")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert max(map(len, out.splitlines())) <= 80
+    lines = [line for line in out.splitlines() if "0.3302" in line]  # as given, beside
+    assert lines and all("0.2689" in line for line in lines[:1])  # ... the unscaled weight
+    markdown = invoke("scaled", "--compare", "--no-scale", "-f", "markdown").stdout
+    assert "· as given" in markdown and "· with --no-scale" in markdown
+
+
+def test_json_holds_both_runs_whole(invoke):
+    result = invoke("scaled", "--compare", "--no-scale", "-f", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, schema())
+    assert document["kind"] == "comparison" and document["flags"] == "--no-scale"
+    first = json.loads(invoke("scaled", "-f", "json").stdout)
+    second = json.loads(invoke("scaled", "--no-scale", "-f", "json").stdout)
+    assert document["runs"] == [first, second]
+
+
+def test_flags_that_do_not_change_the_run_are_refused(invoke):
+    assert_user_error(invoke("scaled", "--compare", "--bogus"), "--compare '--bogus'")
+    assert_user_error(invoke("scaled", "--compare", "-f json"), "say how to show the run")
+    assert_user_error(invoke("scaled", "--compare", ""), "change nothing")
+    assert_user_error(invoke("scaled", "--compare", "--dk '3"), "write FLAGS as on the command")
+    assert_user_error(invoke("scaled", "--compare", "--no-scale", "--brief"), "--brief")

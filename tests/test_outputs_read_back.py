@@ -217,6 +217,18 @@ def _culprits(cases: list[Case], outputs: list[str], where: Path) -> str:
     return "\n\n".join(failures) or "(each case compiles alone)"
 
 
+def assert_cases_shown(cases: list[Case], where: Path) -> None:
+    """The PDF compiled in ``where`` shows each case's numbers after its marker."""
+    pages = re.split(r"CASEMARK(\d+)X", pdf_text(where))
+    found = {int(pages[i]): squeeze(pages[i + 1]) for i in range(1, len(pages) - 1, 2)}
+    assert sorted(found) == list(range(len(cases)))
+    for index, case in enumerate(cases):
+        expected = expected_values(case)
+        assert expected, case.id
+        missing = [value for value in expected if value not in found[index]]
+        assert not missing, f"{case.id}: the PDF lacks {missing}"
+
+
 @pytest.mark.slow
 @needs_tex
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -228,15 +240,7 @@ def test_latex_compiles_and_shows_the_values(lesson, tmp_path):
     assert ok, f"pdflatex failed on the {lesson} outputs:\n{_culprits(cases, outputs, tmp_path)}"
     # Every character drawn: a Unicode character without a glyph would vanish with a warning.
     assert "Missing character" not in log
-    text = pdf_text(tmp_path)
-    pages = re.split(r"CASEMARK(\d+)X", text)
-    found = {int(pages[i]): squeeze(pages[i + 1]) for i in range(1, len(pages) - 1, 2)}
-    assert sorted(found) == list(range(len(cases)))
-    for index, case in enumerate(cases):
-        expected = expected_values(case)
-        assert expected, case.id
-        missing = [value for value in expected if value not in found[index]]
-        assert not missing, f"{case.id}: the PDF lacks {missing}"
+    assert_cases_shown(cases, tmp_path)
     for case, output in zip(cases, outputs, strict=True):
         for step in walkthrough(case).steps:
             # Words for a reader, never a step's internal key (compare.contexts, spiky).
@@ -272,13 +276,7 @@ def test_beamer_slides_compile_a_frame_per_step_and_show_the_values(lesson, tmp_
     ok, log = compile_latex(beamer_slides(outputs, markers), tmp_path)
     assert ok, f"pdflatex failed on the {lesson} slides:\n{log}"
     assert "Missing character" not in log
-    text = pdf_text(tmp_path)
-    pages = re.split(r"CASEMARK(\d+)X", text)
-    found = {int(pages[i]): squeeze(pages[i + 1]) for i in range(1, len(pages) - 1, 2)}
-    assert sorted(found) == list(range(len(cases)))
-    for index, case in enumerate(cases):
-        missing = [value for value in expected_values(case) if value not in found[index]]
-        assert not missing, f"{case.id}: the slides lack {missing}"
+    assert_cases_shown(cases, tmp_path)
 
 
 def _special_lesson_file(tmp_path: Path) -> Path:

@@ -60,11 +60,11 @@ def _sums_to_one(sums: Any) -> bool:
 
 
 def _text_step(step: Step, text: str) -> Step:
-    """The step with its value said in one line (``text``), in place of its table."""
-    escaped = text.replace("{", "{{").replace("}", "}}")
+    """The step with its value said in one line (``text``, shown as it is), in place of its
+    table."""
     return replace(
         step,
-        value=escaped,
+        value=text,
         kind="text",
         row_labels=None,
         col_labels=None,

@@ -163,7 +163,7 @@ def test_the_kernels_are_pinned_when_attn_learn_imports_torch():
     pinned = _probe("first")
     assert pinned["kernels"] == common.PINNED_CAPABILITY and pinned["mkl_cbwr"] == "AVX2"
     assert pinned["pinned"] and pinned["threads"] >= 1
-    assert pinned["note"].startswith("Reproducible: with torch ")
+    assert pinned["note"].startswith("Reproducible on this machine: with torch ")
     late = _probe("late")
     assert not late["pinned"] and late["mkl_cbwr"] is None
     assert f"this CPU's kernels ({late['kernels']}" in late["note"]
@@ -183,4 +183,4 @@ def test_the_reproducibility_note_states_the_facts_it_is_given():
     note = str(common.reproducibility_note(found))
     assert "torch 9.9 and numpy 8.8" in note and "(AVX512;" in note and "2 threads" in note
     pinned = str(common.reproducibility_note({**found, "pinned": True, "threads": 1}))
-    assert "any x86-64 CPU with AVX2" in pinned and "1 thread," in pinned
+    assert "pinned to AVX2, 1 thread," in pinned and "Another CPU can differ" in pinned

@@ -59,8 +59,8 @@ SeedOpt = Annotated[
         metavar="N",
         callback=in_range(0),
         help="Seed of the data, the initial weights and the batches: the same N, the same "
-        "numbers (with the same versions of torch and numpy, on any x86-64 CPU with AVX2: the "
-        "CPU kernels are pinned).",
+        "numbers on the same machine, with the same versions of torch and numpy (another CPU "
+        "may differ in the last digits, and training can carry that into the scores).",
         rich_help_panel=TRAIN_PANEL,
     ),
 ]

@@ -312,14 +312,25 @@ def test_code_prints_the_training_program_with_the_options(invoke):
 
 @pytest.mark.training
 def test_the_default_budget_forms_an_induction_head_and_the_control_does_not(torch, invoke):
+    """The issue's target (prefix-matching at least 0.8) and the accuracies, which hold with a
+    margin over seeds 0 to 5 (prefix-matching 0.84 to 0.93; accuracy 0.987 to 0.997 against the
+    control's 0.437 to 0.571), so on another CPU's last digits too. The control's best
+    prefix-matching (0.287 to 0.495 over those seeds) and layer 1's previous-token head (0.384 to
+    0.553) sit near their claims' thresholds: for them, each claim is shown exactly when its
+    number meets it, whichever side of it this machine's training lands."""
+    from attn_cli.learn import induction
+
     result = invoke("learn", "induction", "--format", "json")
     assert result.exit_code == 0, result.output
-    models = json.loads(result.stdout)["meta"]["models"]
-    two, one = models["two"], models["one"]
+    output = json.loads(result.stdout)
+    two, one = output["meta"]["models"]["two"], output["meta"]["models"]["one"]
     assert max(two["prefix_matching"]["data"][1]) >= 0.8
-    assert max(one["prefix_matching"]["data"][0]) < 0.5
     assert two["accuracy"] >= 0.9 > one["accuracy"]
-    assert max(two["previous_token"]["data"][0]) >= 0.4  # a previous-token head in layer 1
+    shown = {note["key"] for step in output["steps"] for note in step.get("notes", ())}
+    shown |= {note["key"] for note in output["notes"]}
+    previous = max(two["previous_token"]["data"][0])
+    assert ("circuit" in shown) <= (previous >= induction.PREVIOUS_MIN)
+    assert ("previous_token" in shown) == (previous >= induction.PREVIOUS_MIN), shown
 
 
 @pytest.mark.slow

@@ -179,6 +179,6 @@ def test_cards_import_no_numpy():
 
 def test_an_unknown_card_names_the_lessons():
     with pytest.raises(
-        cards.UserError, match="unknown lesson 'scaeld'; choose one of: alibi, bahdanau"
+        cards.UserError, match="unknown lesson 'scaeld'; choose one of: alibi, backward, bahdanau"
     ):
         cards.card("scaeld")

@@ -14,5 +14,5 @@ STOP = Stop(
         "for translation (Bahdanau, Cho and Bengio, 2015), scored with a small network "
         "instead: additive attention, next, beside the dot-product scores of Luong et al."
     ),
-    after="variance",
+    after="backward",
 )

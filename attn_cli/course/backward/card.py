@@ -1,0 +1,54 @@
+"""attn backward: the backward pass of scaled dot-product attention, step by step."""
+
+from __future__ import annotations
+
+from attn_cli.core.card import Card, Option, optional
+from attn_cli.course.scaled.card import QKV, SMALL_QKV_SIZES
+from attn_cli.course.shared import D_K, D_V, SCALE
+
+CARD = Card(
+    "backward",
+    summary=(
+        "The backward pass of attention step by step: from the upstream gradient dO to dV, dA, "
+        "the softmax's Jacobian, dS, dQ and dK."
+    ),
+    inputs=(
+        *QKV,
+        optional(
+            "dO",
+            "do",
+            "matrix",
+            "upstream gradient",
+            "Upstream gradient dO = ∂L/∂O, m × d_v, one entry per entry of the output (default: "
+            "all ones, the gradient of L = the sum of the output's entries; drawn with the "
+            "random inputs).",
+        ),
+    ),
+    positional=("q", "k", "v"),
+    options=(
+        SCALE,
+        Option(
+            "causal",
+            "Mask later keys (query i sees keys 1..i; m = n) and show that no gradient reaches "
+            "a masked score (default: {default}).",
+            False,
+            type=bool,
+            switch=True,
+        ),
+        Option(
+            "vanishing",
+            "Also measure the gradient that reaches the scores at d_k = 16, 64 and 512, with and "
+            "without the division by √d_k, on random inputs drawn from {seed}: the reason for "
+            "the scale.",
+            False,
+            type=bool,
+        ),
+    ),
+    sizes=SMALL_QKV_SIZES,
+    examples=(
+        "attn backward",
+        "attn backward --example one-hot",
+        "attn backward --n 4 --dk 3 --causal --vanishing",
+    ),
+    symbols=(D_K, D_V),
+)

@@ -1,0 +1,215 @@
+"""attn backward: every gradient against torch.autograd, the claims, the options and the errors."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attn_cli
+from attn_cli.mechanisms import backward as grad
+from tests.conftest import assert_user_error, data, examples
+from tests.lesson_runs import Batch, Runs
+
+SMALL = ("--n", "3", "--dk", "2")
+# What the suite-wide tests run of this lesson (tests/lesson_runs.py).
+RUNS = Runs(
+    random=("--n", "5", "--m", "3", "--dk", "4", "--dv", "2", "--seed", "3"),
+    sized=lambda s: {"n": s, "dk": s},
+    large=("--n", "120", "--dk", "4"),
+    variants=(
+        SMALL,
+        (*SMALL, "--causal"),
+        (*SMALL, "--no-scale"),
+        ("--n", "8", "--dk", "2"),  # more keys than the Jacobian is shown for
+        ("--vanishing",),
+    ),
+    options=({"scale": False}, {"causal": True}),
+    batch=Batch(
+        lambda draw: {"q": draw(3, 2), "k": draw(3, 2), "v": draw(3, 2), "do": draw(3, 2)},
+        ("q", "k", "v", "do"),
+    ),
+)
+
+TIGHT = 1e-12  # float64 against autograd: a few roundings of sums of a few terms
+
+
+def autograd(q, k, v, d_out, *, use_scale=True, causal=False):
+    """dQ, dK, dV of scaled_dot_product_attention for the upstream gradient, by torch.autograd."""
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    tq, tk, tv = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (q, k, v))
+    scale = None if use_scale else 1.0
+    out = scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)
+    out.backward(torch.tensor(d_out, dtype=torch.float64))
+    return tuple(t.grad.numpy() for t in (tq, tk, tv))
+
+
+def steps(walkthrough) -> dict[str, np.ndarray]:
+    return {step.key: np.asarray(step.value) for step in walkthrough.steps}
+
+
+# --- the numbers ----------------------------------------------------------------------------
+
+
+def test_the_lecture_example_by_hand():
+    """The default example, dO all ones: the numbers a student derives on paper."""
+    walk = attn_cli.backward()
+    s = steps(walk)
+    a = np.exp(np.array([[1, 2], [1, 0]]) / math.sqrt(2))
+    a /= a.sum(axis=1, keepdims=True)  # A = softmax(S / √2)
+    v = np.array([[0.1, 0.2], [0.3, 0.4]])
+    np.testing.assert_allclose(s["d_v"], a.T @ np.ones((2, 2)), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(s["d_weights"], np.ones((2, 2)) @ v.T, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(s["d_weights"], [[0.3, 0.7], [0.3, 0.7]], rtol=0, atol=1e-15)
+    d = (s["d_weights"] * a).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(s["row_dot"], d, rtol=0, atol=1e-15)
+    # Row 1: a = [0.3302, 0.6698], so dZ = a ∘ (dA − D) = ±0.3302 × 0.6698 × 0.4 = ±0.0885.
+    np.testing.assert_allclose(s["d_logits"][0], [-0.0885, 0.0885], rtol=0, atol=5e-5)
+    np.testing.assert_allclose(s["d_scores"], s["d_logits"] / math.sqrt(2), rtol=0, atol=1e-16)
+    np.testing.assert_allclose(s["jacobian"], np.diag(a[0]) - np.outer(a[0], a[0]), atol=1e-16)
+    assert walk.meta["upstream"] == "ones"
+    assert {item.name: item.description for item in walk.inputs}["dO"].endswith(
+        "all ones (L = Σ O)"
+    )
+
+
+def test_agrees_with_autograd_on_the_lecture_example(torch):
+    walk = attn_cli.backward()
+    s = steps(walk)
+    q, k, v = np.eye(2), np.array([[1.0, 1.0], [2.0, 0.0]]), np.array([[0.1, 0.2], [0.3, 0.4]])
+    d_q, d_k, d_v = autograd(q, k, v, np.ones((2, 2)))
+    for name, expected in (("d_q", d_q), ("d_k", d_k), ("d_v", d_v)):
+        np.testing.assert_allclose(s[name], expected, rtol=0, atol=TIGHT)
+    np.testing.assert_allclose(walk.output, d_q, rtol=0, atol=TIGHT)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    m=st.integers(1, 7),
+    n=st.integers(1, 7),
+    d_k=st.integers(1, 5),
+    d_v=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    use_scale=st.booleans(),
+    causal=st.booleans(),
+)
+def test_every_gradient_matches_autograd_on_random_shapes(m, n, d_k, d_v, seed, use_scale, causal):
+    """dQ, dK, dV of the lesson (through the Python API, as a user calls it) equal autograd's
+    of F.scaled_dot_product_attention, float64, within 1e-12, scaled or not, causal or not."""
+    pytest.importorskip("torch")
+    if causal:
+        m = n
+    rng = np.random.default_rng(seed)
+    q, k, v, d_out = (
+        rng.standard_normal(shape) for shape in ((m, d_k), (n, d_k), (n, d_v), (m, d_v))
+    )
+    walk = attn_cli.backward(q, k, v, do=d_out, scale=use_scale, causal=causal)
+    s = steps(walk)
+    expected = autograd(q, k, v, d_out, use_scale=use_scale, causal=causal)
+    for name, value in zip(("d_q", "d_k", "d_v"), expected, strict=True):
+        np.testing.assert_allclose(s[name], value, rtol=0, atol=TIGHT)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_torch_backend_gives_the_numpy_numbers(torch, dtype):
+    rng = np.random.default_rng(4)
+    q, k, v, d_out = (rng.standard_normal(shape) for shape in ((3, 2), (4, 2), (4, 3), (3, 3)))
+    mine = steps(attn_cli.backward(q, k, v, do=d_out))
+    theirs = steps(attn_cli.backward(q, k, v, do=d_out, backend="torch", dtype=dtype))
+    tolerance = 1e-13 if dtype == "float64" else 2e-6
+    for key, value in mine.items():
+        np.testing.assert_allclose(theirs[key], value, rtol=0, atol=tolerance, err_msg=key)
+
+
+def test_the_mechanism_agrees_with_the_jacobian_built_out():
+    """dZ = A ∘ (dA − D) is each row of dA times the full Jacobian diag(a) − a aᵀ."""
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal((4, 5))
+    a = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    d_a = rng.standard_normal((4, 5))
+    rows = np.stack([d_a[i] @ grad.softmax_jacobian(a[i]) for i in range(4)])
+    np.testing.assert_allclose(grad.softmax_backward(a, d_a), rows, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(grad.softmax_jacobian(a[0]).sum(axis=1), 0, atol=1e-16)
+    lse = grad.log_sum_exp(z)
+    np.testing.assert_allclose(np.exp(z - lse), a, rtol=0, atol=1e-15)  # A recomputed from L
+
+
+# --- what the notes say, on the numbers --------------------------------------------------------
+
+
+def test_causal_masked_entries_get_exactly_zero(invoke_json):
+    doc = invoke_json("backward", "--n", "4", "--dk", "3", "--causal")
+    by_key = {step["key"]: step for step in doc["steps"]}
+    d_z = np.array(data(by_key["d_logits"]["value"]))
+    assert np.all(d_z[np.triu_indices(4, k=1)] == 0.0)
+    notes = {note["key"]: note["text"] for note in by_key["d_logits"]["notes"]}
+    assert "6 of the 6 masked entries get a gradient of exactly 0" in " ".join(
+        notes["masked_zero"].split()
+    )
+
+
+def test_the_one_hot_example_stalls_and_its_scaled_twin_flows():
+    """The lecture's raw scores [15.5, −16.1, 2.3]: the first weight's gradient with respect
+    to its own score is w (1 − w), about 1.85e-6 unscaled and 0.23 divided by 16."""
+    stalled = steps(attn_cli.backward(example="one-hot"))
+    flowing = steps(attn_cli.backward(example="one-hot-scaled"))
+    for s, scores in ((stalled, [15.5, -16.1, 2.3]), (flowing, [0.96875, -1.00625, 0.14375])):
+        a = np.exp(scores) / np.exp(scores).sum()
+        # a − a² beside a (1 − a): for a = 0.999998 the two differ in the 10th digit (a − a²
+        # subtracts two numbers near 1), well within what the tables show
+        np.testing.assert_allclose(s["jacobian"][0, 0], a[0] * (1 - a[0]), rtol=1e-9)
+        np.testing.assert_allclose(s["d_logits"][0], a[0] * (np.eye(3)[0] - a), atol=1e-15)
+    assert stalled["jacobian"][0, 0] < 2e-6 < 0.2 < flowing["jacobian"][0, 0]
+
+
+def test_vanishing_measures_the_lectures_claim(invoke_json):
+    doc = invoke_json("backward", "--vanishing")
+    table = {(row["dk"], row["scaled"]): row for row in doc["steps"][-1]["value"]}
+    plain = [table[(d, "not scaled")]["row_gradient"] for d in (16, 64, 512)]
+    divided = [table[(d, "÷ √d_k")]["row_gradient"] for d in (16, 64, 512)]
+    assert plain[0] / plain[2] > 50  # 1.0518 / 0.0078 for seed 0
+    assert max(divided) / min(divided) < 1.1
+    assert table[(512, "not scaled")]["largest_weight"] > 0.99
+    assert [note["key"] for note in doc["notes"]] == ["vanishing"]
+    text = " ".join(doc["notes"][0]["text"].split())
+    assert f"{plain[0] / plain[2]:.0f} times smaller" in text
+
+
+def test_a_claim_is_withheld_when_its_numbers_do_not_bear_it_out():
+    from attn_cli.course.backward import build
+
+    walk = attn_cli.backward(vanishing=True)
+    table = walk.step("vanishing")
+    values = dict(walk.notes[0].values)
+    assert build.vanishes(walk, values)
+    assert not build.vanishes(walk, {**values, "ratio": values["ratio"] * 2})
+    flat = [{**row, "row_gradient": 1.0} for row in table]  # no fall: the note must not show
+    assert not build.vanishes(SimpleNamespace(step=lambda key: flat), values)
+
+
+# --- the inputs -----------------------------------------------------------------------------
+
+
+def test_do_given_on_top_of_an_example_or_drawn(invoke_json):
+    given = invoke_json("backward", "--q", "1,0;0,1", "--k", "1,1;2,0", "--v", "0.1,0.2;0.3,0.4",
+                        "--do", "1,0;0,1")  # fmt: skip
+    assert given["meta"]["upstream"] == "given"
+    drawn = invoke_json("backward", "--n", "3", "--dk", "2")
+    assert drawn["meta"]["upstream"] == "drawn"
+    assert set(drawn["inputs"]) == {"Q", "K", "V", "dO"}
+
+
+def test_user_errors(invoke):
+    qkv = ("--q", "1,0;0,1", "--k", "1,1;2,0", "--v", "0.1,0.2;0.3,0.4")
+    assert_user_error(invoke("backward", *qkv, "--do", "1,2,3"), "dO is 1 × 3", "--do needs")
+    assert_user_error(
+        invoke("backward", "--q", "1,0", "--k", "1,1;2,0", "--v", "1;2", "--causal"),
+        "Q has 1 rows but K has 2",
+        "--causal",
+    )

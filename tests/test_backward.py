@@ -27,6 +27,8 @@ RUNS = Runs(
         (*SMALL, "--no-scale"),
         ("--n", "8", "--dk", "2"),  # more keys than the Jacobian is shown for
         ("--vanishing",),
+        ("--x", "1,0;0,1;1,1", "--wq", "1,0;0,1", "--causal"),
+        ("--x", "1,0,2;0,1,1", "--wv", "1;2;3", "--no-scale"),
     ),
     options=({"scale": False}, {"causal": True}),
     batch=Batch(
@@ -114,6 +116,34 @@ def test_every_gradient_matches_autograd_on_random_shapes(m, n, d_k, d_v, seed, 
     expected = autograd(q, k, v, d_out, use_scale=use_scale, causal=causal)
     for name, value in zip(("d_q", "d_k", "d_v"), expected, strict=True):
         np.testing.assert_allclose(s[name], value, rtol=0, atol=TIGHT)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    n=st.integers(1, 6),
+    d=st.integers(1, 4),
+    d_k=st.integers(1, 4),
+    d_v=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+    causal=st.booleans(),
+)
+def test_the_weights_and_tokens_gradients_match_autograd(n, d, d_k, d_v, seed, causal):
+    """With tokens X and weights: dW_Q, dW_K, dW_V and dX (the walkthrough's output) equal
+    autograd's through X W_Q, X W_K, X W_V and F.scaled_dot_product_attention, within 1e-12."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.functional import scaled_dot_product_attention
+
+    rng = np.random.default_rng(seed)
+    shapes = ((n, d), (d, d_k), (d, d_k), (d, d_v), (n, d_v))
+    x, wq, wk, wv, d_out = (rng.standard_normal(shape) for shape in shapes)
+    walk = attn_cli.backward(x=x, wq=wq, wk=wk, wv=wv, do=d_out, causal=causal)
+    s = steps(walk)
+    tx, tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (x, wq, wk, wv))
+    out = scaled_dot_product_attention(tx @ tq, tx @ tk, tx @ tv, is_causal=causal)
+    out.backward(torch.tensor(d_out))
+    for key, t in (("d_x", tx), ("d_w_q", tq), ("d_w_k", tk), ("d_w_v", tv)):
+        np.testing.assert_allclose(s[key], t.grad.numpy(), rtol=0, atol=TIGHT, err_msg=key)
+    np.testing.assert_allclose(walk.output, tx.grad.numpy(), rtol=0, atol=TIGHT)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -213,3 +243,8 @@ def test_user_errors(invoke):
         "Q has 1 rows but K has 2",
         "--causal",
     )
+    assert_user_error(invoke("backward", "--wq", "1"), "--wq needs --x")
+    assert_user_error(
+        invoke("backward", "--x", "1,0;0,1", "--q", "1,0;0,1"), "give --q, --k and --v, or --x"
+    )
+    assert_user_error(invoke("backward", "--q", "1,0;0,1"), "needs --k and --v as well")

@@ -111,3 +111,23 @@ def attention_backward(
     return Gradients(
         a, forward.output, d_v, d_a, d_z, d_s, query_gradient(d_s, k), key_gradient(d_s, q)
     )
+
+
+@dataclass(frozen=True)
+class ProjectionGradients:
+    d_w_q: Array  # (d, d_k) Xᵀ dQ
+    d_w_k: Array  # (d, d_k) Xᵀ dK
+    d_w_v: Array  # (d, d_v) Xᵀ dV
+    d_x: Array  # (n, d) dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ
+
+
+def projection_gradients(
+    x: Array, weights: tuple[Array, Array, Array], grads: tuple[Array, Array, Array]
+) -> ProjectionGradients:
+    """Self-attention's Q = X W_Q, K = X W_K, V = X W_V, backwards: each weight's gradient is
+    Xᵀ times its projection's, and X, used three times, adds up all three paths back."""
+    xp = namespace_of(x, *weights, *grads)
+    x_t = xp.matrix_transpose(x)  # (d, n)
+    d_w = [xp.matmul(x_t, g) for g in grads]  # (d, n) @ (n, d_k) -> (d, d_k), and for V
+    paths = [xp.matmul(g, xp.matrix_transpose(w)) for g, w in zip(grads, weights, strict=True)]
+    return ProjectionGradients(d_w[0], d_w[1], d_w[2], paths[0] + paths[1] + paths[2])  # (n, d)

@@ -23,10 +23,12 @@ from attn_cli.course.checks import row_names
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.scaled import build as scaled
+from attn_cli.course.selfattn import build as selfattn
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
 from attn_cli.mechanisms import backward as grad
 from attn_cli.mechanisms import masks
+from attn_cli.mechanisms.selfattn import project
 
 # The softmax's Jacobian is shown for the first row when it has at most this many keys (an
 # n × n matrix per row: a small case is the one a student can check by hand).
@@ -44,9 +46,20 @@ STALLED = 1e-3
 _SCORE_MATRICES = 16
 
 
+QKV = ("Q", "K", "V")
+WEIGHT_NAMES = ("W_Q", "W_K", "W_V")
+
+
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
-    scaled.validate({name: inputs[name] for name in ("Q", "K", "V")}, {})
-    (m, _), (n, _), (_, d_v) = inputs["Q"].shape, inputs["K"].shape, inputs["V"].shape
+    _check_sources(inputs)
+    if "X" in inputs:
+        tokens = {name: inputs[name] for name in ("X", *WEIGHT_NAMES) if name in inputs}
+        selfattn.validate(tokens, {})
+        shapes = {name: value.shape for name, value in _projected_shapes(tokens).items()}
+    else:
+        scaled.validate({name: inputs[name] for name in QKV}, {})
+        shapes = {name: inputs[name].shape for name in QKV}
+    (m, _), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
     d_out = inputs.get("dO")
     if d_out is not None and d_out.shape != (m, d_v):
         raise UserError(
@@ -60,6 +73,36 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         )
 
 
+def _check_sources(inputs: dict[str, np.ndarray]) -> None:
+    """Q, K and V, or tokens X (with its weights, each the identity when not given): one way."""
+    weights = [name for name in WEIGHT_NAMES if name in inputs]
+    given = [name for name in QKV if name in inputs]
+    if weights and "X" not in inputs:
+        raise UserError(
+            f"{CARD.param(weights[0])} needs {param('x')}: the weights project the tokens X "
+            "(Q = X W_Q)."
+        )
+    if "X" in inputs and given:
+        raise UserError(
+            f"give {param('q')}, {param('k')} and {param('v')}, or {param('x')} (with "
+            f"{param('wq')}/{param('wk')}/{param('wv')}), not both: with {param('x')}, Q, K and "
+            "V are X W_Q, X W_K and X W_V."
+        )
+    if "X" not in inputs and len(given) < len(QKV):
+        missing = [CARD.param(name) for name in QKV if name not in inputs]
+        raise UserError(
+            f"the backward needs {' and '.join(missing)} as well (Q, K and V), or {param('x')} "
+            "in their place."
+        )
+
+
+def _projected_shapes(tokens: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Q, K, V of X and its weights (the identity where not given), as numpy arrays."""
+    weights, _ = selfattn.projection_weights(tokens)
+    x = tokens["X"]
+    return {name: x @ weights[f"W_{name}"] for name in QKV}
+
+
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
     """Q, K, V as scaled draws them (sizes of the card), and dO of the output's shape."""
     shapes = scaled.random_shapes(sizes)
@@ -70,8 +113,14 @@ def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
 def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
-    (m, d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
-    widths = 6 * (m + n) * max(d_k, d_v)  # Q, K, V, dO, O, dV, dQ, dK
+    if "X" in shapes:  # tokens X (n × d) and its weights: Q, K, V and their gradients too
+        n, d = shapes["X"]
+        m, d_k, d_v = n, max(shapes.get(w, (d, d))[1] for w in WEIGHT_NAMES), d
+        d_v = max(d_v, shapes.get("W_V", (d, d))[1])
+        widths = 12 * (n + d) * max(d, d_k, d_v)  # the above, dW_Q, dW_K, dW_V, dX, paths
+    else:
+        (m, d_k), (n, _), (_, d_v) = shapes["Q"], shapes["K"], shapes["V"]
+        widths = 6 * (m + n) * max(d_k, d_v)  # Q, K, V, dO, O, dV, dQ, dK
     vanishing = 0
     if options.get("vanishing"):
         t = VANISHING_TOKENS
@@ -81,8 +130,16 @@ def estimate_bytes(
 
 def build(run: LessonRun) -> Walkthrough:
     backend = run.backend
-    q, k, v = (backend.asarray(run.inputs[name]) for name in ("Q", "K", "V"))
-    (m, d_k), n, d_v = q.shape, k.shape[0], v.shape[1]
+    tokens = "X" in run.inputs
+    if tokens:
+        weights_given, _ = selfattn.projection_weights(run.inputs)
+        x = backend.asarray(run.inputs["X"])
+        projections = tuple(backend.asarray(weights_given[name]) for name in WEIGHT_NAMES)
+        shapes = _projected_shapes(run.inputs)
+        (m, d_k), n, d_v = shapes["Q"].shape, shapes["K"].shape[0], shapes["V"].shape[1]
+    else:
+        q, k, v = (backend.asarray(run.inputs[name]) for name in QKV)
+        (m, d_k), n, d_v = q.shape, k.shape[0], v.shape[1]
     given_d_out = run.inputs.get("dO")
     d_out_source = "given" if given_d_out is not None and "dO" not in run.drawn else "drawn"
     if given_d_out is None:
@@ -91,8 +148,11 @@ def build(run: LessonRun) -> Walkthrough:
     d_out = backend.asarray(given_d_out)
     use_scale = bool(run.options.get("scale", True))
     causal = bool(run.options.get("causal"))
-    queries = row_names(run, "queries", m, "q", "the lesson file")
-    keys = row_names(run, "keys", n, "k", "the lesson file")
+    if tokens:
+        queries = keys = row_names(run, "tokens", n, "t", "the lesson file")
+    else:
+        queries = row_names(run, "queries", m, "q", "the lesson file")
+        keys = row_names(run, "keys", n, "k", "the lesson file")
     context = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     context["logits"] = "S / √d_k" if use_scale else "S"
     context["first"] = queries[0]
@@ -102,6 +162,10 @@ def build(run: LessonRun) -> Walkthrough:
     rows = Grid(queries, context=context)
 
     # The forward, as the backward needs it: A (or L, from which A is recomputed) and O.
+    if tokens:
+        q = record.compute("Q", lambda: project(x, projections[0]), grid=rows)
+        k = record.compute("K", lambda: project(x, projections[1]), grid=values)
+        v = record.compute("V", lambda: project(x, projections[2]), grid=values)
     scores = record.compute("scores", lambda: mech.scores(q, k), grid=grid)
     logits = scores
     if use_scale:
@@ -115,7 +179,7 @@ def build(run: LessonRun) -> Walkthrough:
     output = record.compute("output", lambda: mech.weighted_sum(weights, v), grid=rows)
 
     # The backward, from dO to every input.
-    record.compute("d_v", lambda: grad.value_gradient(weights, d_out), grid=values)
+    d_v = record.compute("d_v", lambda: grad.value_gradient(weights, d_out), grid=values)
     d_weights = record.compute("d_weights", lambda: grad.weight_gradient(d_out, v), grid=grid)
     a, d_a = _host(record, weights), _host(record, d_weights)
     if n <= JACOBIAN_MOST_KEYS:
@@ -142,18 +206,39 @@ def build(run: LessonRun) -> Walkthrough:
     if use_scale:
         d_scores = record.compute("d_scores", lambda: grad.score_gradient(d_logits, d_k), grid=grid)
     d_q = record.compute("d_q", lambda: grad.query_gradient(d_scores, k), grid=rows)
-    record.compute("d_k", lambda: grad.key_gradient(d_scores, q), grid=values)
+    d_k = record.compute("d_k", lambda: grad.key_gradient(d_scores, q), grid=values)
+    result = d_q
+    if tokens:
+        result = _projections_backward(record, x, projections, (d_q, d_k, d_v), keys, context)
     notes: tuple[Note, ...] = ()
     if not use_scale:
         notes += (record.note("no_scale"),)
     if run.options.get("vanishing"):
         notes += _vanishing(record, run.seed)
     return record.walkthrough(
-        d_q,
+        result,
         notes=notes,
         inputs=_labelled_inputs(run, queries, keys, given_d_out, d_out_source),
         meta={"upstream": d_out_source},
     )
+
+
+def _projections_backward(
+    record: StepRecorder,
+    x: Any,
+    projections: tuple[Any, Any, Any],
+    grads: tuple[Any, Any, Any],
+    tokens: tuple[str, ...],
+    context: dict[str, Any],
+) -> Any:
+    """dW_Q, dW_K, dW_V and dX: the gradients that reach the weights and the tokens."""
+    found = grad.projection_gradients(x, projections, grads)
+    features = Grid(context=context)
+    record.add("d_w_q", found.d_w_q, grid=features)
+    record.add("d_w_k", found.d_w_k, grid=features)
+    record.add("d_w_v", found.d_w_v, grid=features)
+    record.add("d_x", found.d_x, grid=Grid(tokens, context=context))
+    return found.d_x
 
 
 def _host(record: StepRecorder, value: Any) -> np.ndarray:
@@ -244,15 +329,28 @@ def _labelled_inputs(
     d_out: np.ndarray,
     source: str,
 ) -> tuple[InputValue, ...]:
+    descriptions = {spec.name: spec.description for spec in CARD.inputs}
     described = {
-        "given": CARD.inputs[3].description,
-        "drawn": f"{CARD.inputs[3].description} (drawn)",
-        "ones": f"{CARD.inputs[3].description}: all ones (L = Σ O)",
+        "given": descriptions["dO"],
+        "drawn": f"{descriptions['dO']} (drawn)",
+        "ones": f"{descriptions['dO']}: all ones (L = Σ O)",
     }
-    return (
-        *scaled.labelled_inputs(run, queries, keys),
-        InputValue("dO", d_out, row_labels=queries, description=described[source]),
+    upstream = InputValue("dO", d_out, row_labels=queries, description=described[source])
+    if "X" not in run.inputs:
+        return (*scaled.labelled_inputs(run, queries, keys), upstream)
+    weights, defaulted = selfattn.projection_weights(run.inputs)
+    x = InputValue("X", run.inputs["X"], row_labels=queries, description=descriptions["X"])
+    projections = tuple(
+        InputValue(
+            name,
+            weights[name],
+            description=(
+                "weights (identity: not given)" if name in defaulted else descriptions[name]
+            ),
+        )
+        for name in WEIGHT_NAMES
     )
+    return (x, *projections, upstream)
 
 
 # --- the claims: each note's words checked against the steps it describes ---------------------
@@ -345,9 +443,11 @@ def vanishes(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
 SIZES = (*scaled.SIZES, "logits", "first")
 TEXTS = Texts(
     steps={
+        **dict.fromkeys(("Q", "K", "V"), SIZES),  # with tokens X
         **dict.fromkeys(("scores", "scaled", "mask", "masked", "weights", "lse", "output"), SIZES),
         **dict.fromkeys(("d_v", "d_weights", "jacobian", "row_dot"), SIZES),
         **dict.fromkeys(("d_logits", "d_logits_scaled", "d_scores", "d_q", "d_k"), SIZES),
+        **dict.fromkeys(("d_w_q", "d_w_k", "d_w_v", "d_x"), SIZES),  # with tokens X
         "vanishing": ("tokens",),
     },
     notes={
@@ -370,7 +470,7 @@ TEXTS = Texts(
 
 LESSON = Lesson(
     card=CARD,
-    labels=("queries", "keys"),  # lesson files' labels = {...} it reads
+    labels=("queries", "keys", "tokens"),  # lesson files' labels = {...} it reads
     validate=validate,
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,

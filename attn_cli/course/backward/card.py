@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from attn_cli.core.card import Card, Option, optional
+from attn_cli.course.causal.card import CARD as CAUSAL
 from attn_cli.course.scaled.card import QKV, SMALL_QKV_SIZES
-from attn_cli.course.shared import D_K, D_V, SCALE
+from attn_cli.course.shared import D_K, D_V, QKV_WEIGHTS, SCALE
+
+# Q, K, V as attn scaled takes them, or tokens X and the weights that project them (as attn
+# causal takes them): then the backward goes on to dW_Q, dW_K, dW_V and dX.
+TOKENS = tuple(spec for spec in CAUSAL.inputs if spec.name in ("X", "W_Q", "W_K", "W_V"))
 
 CARD = Card(
     "backward",
@@ -13,7 +20,8 @@ CARD = Card(
         "the softmax's Jacobian, dS, dQ and dK."
     ),
     inputs=(
-        *QKV,
+        *(replace(spec, required=False, help=f"{spec.help[:-1]}; or give {{x}}.") for spec in QKV),
+        *TOKENS,
         optional(
             "dO",
             "do",
@@ -50,5 +58,10 @@ CARD = Card(
         "attn backward --example one-hot",
         "attn backward --n 4 --dk 3 --causal --vanishing",
     ),
-    symbols=(D_K, D_V),
+    symbols=(
+        D_K,
+        D_V,
+        ("d_model", "the width of a token, a row of X"),
+        QKV_WEIGHTS,
+    ),
 )

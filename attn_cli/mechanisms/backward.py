@@ -131,3 +131,81 @@ def projection_gradients(
     d_w = [xp.matmul(x_t, g) for g in grads]  # (d, n) @ (n, d_k) -> (d, d_k), and for V
     paths = [xp.matmul(g, xp.matrix_transpose(w)) for g, w in zip(grads, weights, strict=True)]
     return ProjectionGradients(d_w[0], d_w[1], d_w[2], paths[0] + paths[1] + paths[2])  # (n, d)
+
+
+# --- FlashAttention-2's backward, tiled ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One (query block, key block) tile of the tiled backward: its rows and columns (0-based,
+    stop excluded) and what it computes there."""
+
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    p: Array  # (b_q, b_k) exp(Z − L): A's tile, recomputed from L
+    d_p: Array  # (b_q, b_k) dO_i V_jᵀ: dA's tile
+    d_s: Array  # (b_q, b_k) P ∘ (dP − D_i): dZ's tile
+
+
+@dataclass(frozen=True)
+class TiledGradients:
+    d_q: Array  # (m, d_k)
+    d_k: Array  # (n, d_k)
+    d_v: Array  # (n, d_v)
+    tiles: tuple[Tile, ...]  # in the order visited: key blocks outside, query blocks inside
+
+
+def tiled_backward(
+    q: Array,
+    k: Array,
+    v: Array,
+    output: Array,
+    lse: Array,
+    d_out: Array,
+    *,
+    block: int,
+    use_scale: bool = True,
+    causal: bool = False,
+) -> TiledGradients:
+    """FlashAttention-2's backward (its Algorithm 2), from what the forward kept: O and L.
+
+    D = rowsum(dO ∘ O) once; then for each block of keys j (outer loop) and each block of
+    queries i (inner loop): P = exp(Z_ij − L_i) recomputed, dV_j += Pᵀ dO_i, dP = dO_i V_jᵀ,
+    dS = P ∘ (dP − D_i), dQ_i += dS K_j / √d_k, dK_j += dSᵀ Q_i / √d_k. At most one tile of
+    b × b numbers exists at a time besides O(n) ones; the last blocks may be shorter (ragged).
+    With ``causal``, tiles wholly above the diagonal are skipped and the rest masked.
+    """
+    xp = namespace_of(q, k, v, d_out)
+    (m, d_k), n = q.shape, k.shape[0]
+    factor = 1.0 / math.sqrt(d_k) if use_scale else 1.0
+    d = row_dot(d_out, output)  # (m, 1)
+    d_q = [xp.zeros_like(q[i : i + block]) for i in range(0, m, block)]  # per query block
+    d_k_blocks, d_v_blocks, tiles = [], [], []
+    for j in range(0, n, block):  # outer: a block of keys and values, b_k rows
+        k_j, v_j = k[j : j + block], v[j : j + block]  # (b_k, d_k), (b_k, d_v)
+        d_k_j, d_v_j = xp.zeros_like(k_j), xp.zeros_like(v_j)
+        for index, i in enumerate(range(0, m, block)):  # inner: a block of queries
+            if causal and j > i + block - 1:
+                continue  # every key of this block comes after every query of that one
+            q_i, d_o_i = q[i : i + block], d_out[i : i + block]  # (b_q, d_k), (b_q, d_v)
+            z = mech.scores(q_i, k_j) * factor  # (b_q, b_k)
+            if causal:
+                rows = xp.arange(i, i + z.shape[0])[:, None]
+                cols = xp.arange(j, j + z.shape[1])[None, :]
+                z = xp.where(cols <= rows, z, -math.inf)
+            p = xp.exp(z - lse[i : i + block])  # (b_q, b_k): A's tile, from L
+            d_v_j = d_v_j + xp.matmul(xp.matrix_transpose(p), d_o_i)  # (b_k, d_v)
+            d_p = xp.matmul(d_o_i, xp.matrix_transpose(v_j))  # (b_q, b_k)
+            d_s = p * (d_p - d[i : i + block])  # (b_q, b_k)
+            d_q[index] = d_q[index] + xp.matmul(d_s, k_j) * factor  # (b_q, d_k)
+            d_k_j = d_k_j + xp.matmul(xp.matrix_transpose(d_s), q_i) * factor  # (b_k, d_k)
+            tiles.append(Tile((i, i + z.shape[0]), (j, j + z.shape[1]), p, d_p, d_s))
+        d_k_blocks.append(d_k_j)
+        d_v_blocks.append(d_v_j)
+    return TiledGradients(
+        xp.concat(d_q, axis=0),
+        xp.concat(d_k_blocks, axis=0),
+        xp.concat(d_v_blocks, axis=0),
+        tuple(tiles),
+    )

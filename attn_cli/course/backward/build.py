@@ -17,7 +17,7 @@ import numpy as np
 
 from attn_cli.core.backend import EPSILON
 from attn_cli.core.errors import UserError, param
-from attn_cli.core.model import InputValue, Note, Walkthrough
+from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course.backward.card import CARD
 from attn_cli.course.checks import row_names
 from attn_cli.course.lesson import Lesson, LessonRun
@@ -175,7 +175,9 @@ def build(run: LessonRun) -> Walkthrough:
         mask = record.compute("mask", lambda: masks.causal_additive(unmasked), grid=grid)
         logits = record.compute("masked", lambda: unmasked + mask, grid=grid)
     weights = record.softmax("weights", logits, grid=grid)
-    record.compute("lse", lambda: grad.log_sum_exp(logits), grid=Grid(queries, ("L",), context))
+    lse = record.compute(
+        "lse", lambda: grad.log_sum_exp(logits), grid=Grid(queries, ("L",), context)
+    )
     output = record.compute("output", lambda: mech.weighted_sum(weights, v), grid=rows)
 
     # The backward, from dO to every input.
@@ -207,6 +209,10 @@ def build(run: LessonRun) -> Walkthrough:
         d_scores = record.compute("d_scores", lambda: grad.score_gradient(d_logits, d_k), grid=grid)
     d_q = record.compute("d_q", lambda: grad.query_gradient(d_scores, k), grid=rows)
     d_k = record.compute("d_k", lambda: grad.key_gradient(d_scores, q), grid=values)
+    block = run.options.get("block")
+    if block is not None:
+        plain = {"dQ": d_q, "dK": d_k, "dV": d_v}
+        _tiled(record, (q, k, v, output, lse, d_out), plain, int(block), use_scale, causal)
     result = d_q
     if tokens:
         result = _projections_backward(record, x, projections, (d_q, d_k, d_v), keys, context)
@@ -220,6 +226,96 @@ def build(run: LessonRun) -> Walkthrough:
         notes=notes,
         inputs=_labelled_inputs(run, queries, keys, given_d_out, d_out_source),
         meta={"upstream": d_out_source},
+    )
+
+
+def _span(names: tuple[str, ...], start: int, stop: int) -> str:
+    return names[start] if stop - start == 1 else f"{names[start]}–{names[stop - 1]}"
+
+
+def _tiled(
+    record: StepRecorder,
+    arrays: tuple[Any, Any, Any, Any, Any, Any],
+    plain: dict[str, Any],
+    block: int,
+    use_scale: bool,
+    causal: bool,
+) -> None:
+    """FlashAttention-2's backward from O and L: its first tile in full, every tile against the
+    plain backward's A and dZ, its dQ, dK, dV against the plain ones, and the numbers each
+    holds."""
+    q, k, v, output, lse, d_out = arrays
+    steps = {step.key: step for step in record.steps}
+    queries, keys = steps["weights"].row_labels or (), steps["weights"].col_labels or ()
+    found = grad.tiled_backward(
+        q, k, v, output, lse, d_out, block=block, use_scale=use_scale, causal=causal
+    )
+    first = found.tiles[0]
+    (r0, r1), (c0, c1) = first.rows, first.cols
+    context = {**steps["weights"].context, "block": block}
+    context.update(rows=_span(queries, r0, r1), cols=_span(keys, c0, c1))
+    record.add(
+        "tile",
+        first.p,
+        grid=Grid(queries[r0:r1], keys[c0:c1], context),
+        parts=(Part("dP = dO_i V_jᵀ", first.d_p), Part("dS = P ∘ (dP − D_i)", first.d_s)),
+    )
+    a, d_z = np.asarray(steps["weights"].value), np.asarray(steps["d_logits"].value)
+    rows = []
+    for tile in found.tiles:
+        (i0, i1), (j0, j1) = tile.rows, tile.cols
+        rows.append(
+            {
+                "queries": _span(queries, i0, i1),
+                "keys": _span(keys, j0, j1),
+                "p_vs_a": float(np.max(np.abs(_host(record, tile.p) - a[i0:i1, j0:j1]))),
+                "ds_vs_dz": float(np.max(np.abs(_host(record, tile.d_s) - d_z[i0:i1, j0:j1]))),
+            }
+        )
+    m, n = a.shape
+    skipped = -(-m // block) * -(-n // block) - len(found.tiles)
+    record.add(
+        "tiles",
+        rows,
+        kind="records",
+        grid=Grid(context={**context, "tiles": len(found.tiles), "skipped": skipped}),
+    )
+    tiled = {"dQ": found.d_q, "dK": found.d_k, "dV": found.d_v}
+    check = [
+        {
+            "gradient": name,
+            "largest_difference": float(
+                np.max(np.abs(_host(record, tiled[name]) - _host(record, plain[name])))
+            ),
+        }
+        for name in ("dQ", "dK", "dV")
+    ]
+    gap = max(row["largest_difference"] for row in check)
+    record.add(
+        "tiled_check",
+        check,
+        kind="records",
+        grid=Grid(context=context),
+        notes=(record.note("tiled_equal", gap=gap),),
+    )
+    tile_numbers = 3 * min(block, m) * min(block, n)
+    held = [
+        {"backward": "plain", "what": "A, dA and dZ, each m × n", "numbers": 3 * m * n},
+        {"backward": "tiled", "what": "L and D, each m × 1", "numbers": 2 * m},
+        {"backward": "tiled", "what": "one tile's P, dP and dS", "numbers": tile_numbers},
+    ]
+    record.add(
+        "tiled_memory",
+        held,
+        kind="records",
+        grid=Grid(context=context),
+        notes=(
+            record.note(
+                "tiled_memory",
+                plain=3 * m * n,
+                tiled=2 * m + tile_numbers,
+            ),
+        ),
     )
 
 
@@ -417,6 +513,27 @@ def masked_zero(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     return values["zeros"] == zeros == values["masked"] == int(np.count_nonzero(hidden))
 
 
+def tiled_equal(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The largest difference stated is the check table's, and within the dtype's rounding of
+    sums of n terms (scaled by the largest gradient)."""
+    table = walkthrough.step("tiled_check")
+    gap = max(row["largest_difference"] for row in table)
+    largest = max(
+        float(np.max(np.abs(np.asarray(walkthrough.step(key), dtype=np.float64))))
+        for key in ("d_q", "d_k", "d_v")
+    )
+    n = int(np.shape(walkthrough.step("weights"))[-1])
+    return values["gap"] == gap <= _tolerance(walkthrough, n) * (1.0 + largest)
+
+
+def tiled_memory(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
+    """The counts stated are the table's: the plain row, and the tiled rows added up."""
+    table = walkthrough.step("tiled_memory")
+    plain = sum(row["numbers"] for row in table if row["backward"] == "plain")
+    tiled = sum(row["numbers"] for row in table if row["backward"] == "tiled")
+    return (values["plain"], values["tiled"]) == (plain, tiled)
+
+
 def vanishes(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """As the table shows: unscaled, a typical row's gradient at the widest d_k is several
     times smaller than at the narrowest (the ratio stated, at least 4), and its largest weight
@@ -447,6 +564,10 @@ TEXTS = Texts(
         **dict.fromkeys(("scores", "scaled", "mask", "masked", "weights", "lse", "output"), SIZES),
         **dict.fromkeys(("d_v", "d_weights", "jacobian", "row_dot"), SIZES),
         **dict.fromkeys(("d_logits", "d_logits_scaled", "d_scores", "d_q", "d_k"), SIZES),
+        # --block: FlashAttention-2's backward in tiles
+        "tile": (*SIZES, "block", "rows", "cols"),
+        "tiles": (*SIZES, "block", "rows", "cols", "tiles", "skipped"),
+        **dict.fromkeys(("tiled_check", "tiled_memory"), (*SIZES, "block", "rows", "cols")),
         **dict.fromkeys(("d_w_q", "d_w_k", "d_w_v", "d_x"), SIZES),  # with tokens X
         "vanishing": ("tokens",),
     },
@@ -456,6 +577,8 @@ TEXTS = Texts(
         "d_from_output": ("gap",),
         "rows_sum_to_zero": ("drift",),
         "masked_zero": ("zeros", "masked"),
+        "tiled_equal": ("gap",),
+        "tiled_memory": ("plain", "tiled"),
         "vanishing": ("narrow", "wide", "ratio", "stalled", "top", "low", "high"),
     },
     claims={
@@ -463,6 +586,8 @@ TEXTS = Texts(
         "d_from_output": d_from_output,
         "rows_sum_to_zero": rows_sum_to_zero,
         "masked_zero": masked_zero,
+        "tiled_equal": tiled_equal,
+        "tiled_memory": tiled_memory,
         "vanishing": vanishes,
     },
     general=("no_scale",),

@@ -44,6 +44,15 @@ CARD = Card(
             switch=True,
         ),
         Option(
+            "block",
+            "Also run FlashAttention-2's backward in tiles of B queries by B keys (the last ones "
+            "shorter where B does not divide m or n), from the forward's O and L alone, and "
+            "check it against the plain backward.",
+            type=int,
+            minimum=1,
+            metavar="B",
+        ),
+        Option(
             "vanishing",
             "Also measure the gradient that reaches the scores at d_k = 16, 64 and 512, with and "
             "without the division by √d_k, on random inputs drawn from {seed}: the reason for "
@@ -56,7 +65,7 @@ CARD = Card(
     examples=(
         "attn backward",
         "attn backward --example one-hot",
-        "attn backward --n 4 --dk 3 --causal --vanishing",
+        "attn backward --n 5 --dk 3 --causal --block 2",
     ),
     symbols=(
         D_K,

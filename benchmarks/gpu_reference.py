@@ -179,13 +179,13 @@ def settings(q, k, v, causal: bool, reference, cudnn_ms: float, peak: float | No
 
         def launch(rows=rows, keys=keys, warps=warps, stages=stages):
             flash_triton.flash_forward[(math.ceil(n / rows), q3.shape[0])](
-                q3, k3, v3, o3, o3, n, n,
+                q3, k3, v3, o3, o3, o3, n, n,
                 q3.stride(0), q3.stride(1), k3.stride(0), k3.stride(1),
                 v3.stride(0), v3.stride(1), o3.stride(0), o3.stride(1),
                 flash_triton.LOG2_E / math.sqrt(D),
                 D=D, D_V=D, QUERY_BLOCK=rows, BLOCK=keys, TILE_M=rows, TILE_N=keys,
                 TILE_D=D, TILE_DV=D, CAUSAL=causal, TRACE=False,
-                DOT=triton.language.bfloat16, PRECISION="tf32",
+                DOT=triton.language.bfloat16, PRECISION="tf32", LSE=False,
                 num_warps=warps, num_stages=stages,
             )  # fmt: skip
 

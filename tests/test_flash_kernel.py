@@ -157,6 +157,54 @@ def test_m_differs_from_n_and_scores_can_go_unscaled(kernel):
     assert np.abs(out.double().cpu().numpy() - reference(q64, k64, v64, causal=False, scale=False)).max() < 2e-6  # fmt: skip
 
 
+def autograd_reference(q64, k64, v64, d_out64, *, causal: bool, scale: bool = True):
+    """dQ, dK, dV of F.scaled_dot_product_attention in float64, by torch.autograd."""
+    import torch
+    from torch.nn.functional import scaled_dot_product_attention
+
+    leaves = [torch.from_numpy(x).requires_grad_() for x in (q64, k64, v64)]
+    out = scaled_dot_product_attention(*leaves, is_causal=causal, scale=None if scale else 1.0)
+    out.backward(torch.from_numpy(d_out64))
+    return [leaf.grad.numpy() for leaf in leaves]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_backward_kernel_matches_autograd_on_every_shape(kernel, causal):
+    """FlashAttention-2's backward (two kernels, from O and L): dQ, dK and dV in float32 against
+    autograd's in float64, within float32's rounding of the sums (relative to the largest);
+    and the forward's L = m + ln ℓ against logsumexp of the scaled scores."""
+    import torch
+
+    rng = np.random.default_rng(58)
+    for n, d, d_v, block, query_block in SHAPES:
+        (q, q64), (k, k64) = (rounded(rng, (2, n, d), "float32") for _ in range(2))
+        (v, v64), (d_out, d_out64) = (rounded(rng, (2, n, d_v), "float32") for _ in range(2))
+        options = {"block": block, "query_block": query_block, "causal": causal}
+        out, lse = kernel.flash_attention_with_lse(q, k, v, **options)
+        scores = q64 @ np.swapaxes(k64, -1, -2) / math.sqrt(d)
+        if causal:
+            scores = scores + np.triu(np.full((n, n), -np.inf), 1)
+        expected_lse = torch.logsumexp(torch.from_numpy(scores), dim=-1).numpy()
+        assert np.abs(lse.double().cpu().numpy() - expected_lse).max() < 2e-6, (n, d)
+        grads = kernel.flash_attention_backward(q, k, v, out, lse, d_out, **options)
+        for name, got, expected in zip("QKV", grads, autograd_reference(q64, k64, v64, d_out64, causal=causal), strict=True):  # fmt: skip
+            error = np.abs(got.double().cpu().numpy() - expected).max()
+            assert error < 5e-6 * (1 + np.abs(expected).max()), (name, n, d, block, error)
+
+
+def test_the_backward_kernel_with_m_not_n_and_unscaled(kernel):
+    rng = np.random.default_rng(5)
+    shapes = ((3, 4), (5, 4), (5, 2), (3, 2))
+    (q, q64), (k, k64), (v, v64), (d_out, d_out64) = (rounded(rng, s, "float32") for s in shapes)
+    out, lse = kernel.flash_attention_with_lse(q, k, v, block=2, scale=False)
+    grads = kernel.flash_attention_backward(q, k, v, out, lse, d_out, block=2, scale=False)
+    expected = autograd_reference(q64, k64, v64, d_out64, causal=False, scale=False)
+    for got, want in zip(grads, expected, strict=True):
+        assert np.abs(got.double().cpu().numpy() - want).max() < 5e-6 * (1 + np.abs(want).max())
+    with pytest.raises(ValueError, match="float32"):
+        kernel.flash_attention_backward(q.half(), k.half(), v.half(), out, lse, d_out)
+
+
 def float32_values(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Standard normal values that float32 holds exactly, in float64 (for the lesson)."""
     return rng.standard_normal(shape).astype(np.float32).astype(np.float64)

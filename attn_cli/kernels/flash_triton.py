@@ -47,6 +47,7 @@ def flash_forward(
     v_ptr,  # (B, n, d_v)
     o_ptr,  # (B, m, d_v): the output
     trace_ptr,  # (B, blocks, 2, m) float32: m and ℓ after each key block (only if TRACE)
+    lse_ptr,  # (B, m) float32: L = m + ln ℓ per row, what the backward needs (only if LSE)
     m_rows,
     n_keys,
     stride_qb,
@@ -72,6 +73,7 @@ def flash_forward(
     TRACE: tl.constexpr,
     DOT: tl.constexpr,  # the type tl.dot multiplies in (see flash_attention)
     PRECISION: tl.constexpr,  # "ieee" for float32 inputs: no TF32 rounding of the products
+    LSE: tl.constexpr,  # also write L, for the backward (flash_attention_with_lse)
 ):
     # ── step tile ── this program's query tile: rows row0 .. row0 + QUERY_BLOCK − 1
     tile = tl.program_id(0)
@@ -165,6 +167,8 @@ def flash_forward(
         o.to(o_ptr.dtype.element_ty),
         mask=own[:, None] & (dims_v[None, :] < D_V),
     )
+    if LSE:  # the backward recomputes P = exp(S − L) from this one number per row
+        tl.store(lse_ptr + lane * m_rows + rows, m_i * LN_2 + tl.log(l_i), mask=own)
 
 
 def flash_attention(
@@ -226,10 +230,10 @@ def tuned_flash_attention(
 
     dot = tl.float32 if interpreted() and q.dtype == torch.bfloat16 else _TL_TYPES[q.dtype]
     (tuner or _default_tuner())[grid](
-        q3, k3, v3, o3, o3,  # no trace: any pointer will do
+        q3, k3, v3, o3, o3, o3,  # no trace, no L: any pointer will do
         m, n, *_strides(q3, k3, v3, o3), _scale(checked.d, True),
         D=checked.d, D_V=checked.d_v, TILE_D=_tile(checked.d), TILE_DV=_tile(checked.d_v),
-        CAUSAL=causal, TRACE=False, DOT=dot, PRECISION=_precision(q.dtype),
+        CAUSAL=causal, TRACE=False, DOT=dot, PRECISION=_precision(q.dtype), LSE=False,
     )  # fmt: skip
     return o3.reshape(*q.shape[:-1], checked.d_v)
 
@@ -339,7 +343,9 @@ def _launch(
     scale: bool,
     *,
     trace: bool,
+    lse: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The forward's launch; ``lse`` (B, m) float32, when given, receives each row's L."""
     checked = _checked(q, k, v, causal)
     if block < 1:
         raise ValueError(f"need m, n, block >= 1 and 1 <= d, d_v <= {MAX_D}")
@@ -356,15 +362,178 @@ def _launch(
     tile_m, tile_n = _tile(query_block), _tile(block)
     grid = (math.ceil(m / query_block), lanes)
     flash_forward[grid](
-        q3, k3, v3, o3, trace_out,
+        q3, k3, v3, o3, trace_out, trace_out if lse is None else lse,
         m, n, *_strides(q3, k3, v3, o3), _scale(checked.d, scale),
         D=checked.d, D_V=checked.d_v, QUERY_BLOCK=query_block, BLOCK=block,
         TILE_M=tile_m, TILE_N=tile_n, TILE_D=_tile(checked.d), TILE_DV=_tile(checked.d_v),
-        CAUSAL=causal, TRACE=trace, DOT=dot, PRECISION=_precision(q.dtype),
+        CAUSAL=causal, TRACE=trace, DOT=dot, PRECISION=_precision(q.dtype), LSE=lse is not None,
         num_warps=8 if tile_m * tile_n >= 128 * 64 else 4,
     )  # fmt: skip
     output = o3.reshape(*q.shape[:-1], checked.d_v)
     return output, trace_out.reshape(*q.shape[:-2], blocks, 2, m) if trace else trace_out
+
+
+# --- FlashAttention-2's backward (Dao, 2023, Algorithm 2), as `attn backward --block` -------
+#
+# Two kernels, no atomic additions (so the same inputs give the same bits every run): one
+# program per key block accumulates that block's dK and dV over every query block; one program
+# per query block accumulates its dQ over every key block. Each recomputes its tiles' P from
+# the forward's L alone and uses D = rowsum(dO ∘ O), computed once before them. float32 only,
+# with exact ("ieee") products: the kernel is the lesson's arithmetic, tile for tile.
+
+
+@triton.jit
+def _backward_tile(
+    q, k, v, d_o, lse, delta, rows, keys, own, real,
+    scale, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """One tile's P, dS (as attn backward --block shows them), for queries ``rows`` and keys
+    ``keys``: P = exp(S − L), dP = dO Vᵀ, dS = P ∘ (dP − D)."""
+    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # (TILE_M, TILE_N)
+    allowed = own[:, None] & real[None, :]
+    if CAUSAL:
+        allowed = allowed & (keys[None, :] <= rows[:, None])  # key j ≤ query i
+    p = tl.where(allowed, tl.exp(s - lse[:, None]), 0.0)  # A's tile, recomputed from L
+    d_p = tl.dot(d_o, tl.trans(v), input_precision=PRECISION)  # (TILE_M, TILE_N) dA's tile
+    return p, p * (d_p - delta[:, None])  # dS = P ∘ (dP − D)
+
+
+@triton.jit
+def flash_backward_dk_dv(
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+    m_rows, n_keys, scale,
+    D: tl.constexpr, D_V: tl.constexpr, QUERY_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
+    TILE_M: tl.constexpr, TILE_N: tl.constexpr, TILE_D: tl.constexpr, TILE_DV: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """One key block j: dV_j = Σ_i P_ijᵀ dO_i and dK_j = Σ_i dS_ijᵀ Q_i (÷ √d_k), over the query
+    blocks i (causal: from the first that sees key block j). Rows are contiguous, of widths D
+    (Q, K, dK) and D_V (V, dO, dV), each array (B, rows, width) contiguous."""
+    j, lane = tl.program_id(0), tl.program_id(1)
+    keys = j * BLOCK + tl.arange(0, TILE_N)
+    real = (tl.arange(0, TILE_N) < BLOCK) & (keys < n_keys)
+    dims, dims_v = tl.arange(0, TILE_D), tl.arange(0, TILE_DV)
+    at_k = lane * n_keys * D + keys[:, None] * D + dims[None, :]  # (TILE_N, TILE_D)
+    at_v = lane * n_keys * D_V + keys[:, None] * D_V + dims_v[None, :]  # (TILE_N, TILE_DV)
+    fits_k, fits_v = real[:, None] & (dims[None, :] < D), real[:, None] & (dims_v[None, :] < D_V)
+    k = tl.load(k_ptr + at_k, mask=fits_k, other=0.0)
+    v = tl.load(v_ptr + at_v, mask=fits_v, other=0.0)
+    d_k = tl.zeros((TILE_N, TILE_D), tl.float32)
+    d_v = tl.zeros((TILE_N, TILE_DV), tl.float32)
+    first = (j * BLOCK) // QUERY_BLOCK * QUERY_BLOCK if CAUSAL else 0
+    for row0 in tl.range(first, m_rows, QUERY_BLOCK):
+        rows = row0 + tl.arange(0, TILE_M)
+        own = (tl.arange(0, TILE_M) < QUERY_BLOCK) & (rows < m_rows)
+        at_q = lane * m_rows * D + rows[:, None] * D + dims[None, :]
+        at_o = lane * m_rows * D_V + rows[:, None] * D_V + dims_v[None, :]
+        q = tl.load(q_ptr + at_q, mask=own[:, None] & (dims[None, :] < D), other=0.0)
+        d_o = tl.load(do_ptr + at_o, mask=own[:, None] & (dims_v[None, :] < D_V), other=0.0)
+        lse = tl.load(lse_ptr + lane * m_rows + rows, mask=own, other=0.0)
+        delta = tl.load(delta_ptr + lane * m_rows + rows, mask=own, other=0.0)
+        p, d_s = _backward_tile(
+            q, k, v, d_o, lse, delta, rows, keys, own, real, scale, CAUSAL, PRECISION
+        )
+        d_v += tl.dot(tl.trans(p), d_o, input_precision=PRECISION)  # dV_j += Pᵀ dO_i
+        d_k += tl.dot(tl.trans(d_s), q, input_precision=PRECISION) * scale  # dK_j += dSᵀ Q_i
+    tl.store(dk_ptr + at_k, d_k, mask=fits_k)
+    tl.store(dv_ptr + at_v, d_v, mask=fits_v)
+
+
+@triton.jit
+def flash_backward_dq(
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+    m_rows, n_keys, scale,
+    D: tl.constexpr, D_V: tl.constexpr, QUERY_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
+    TILE_M: tl.constexpr, TILE_N: tl.constexpr, TILE_D: tl.constexpr, TILE_DV: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """One query block i: dQ_i = Σ_j dS_ij K_j (÷ √d_k), over the key blocks j (causal: up to
+    the last that block i sees)."""
+    i, lane = tl.program_id(0), tl.program_id(1)
+    rows = i * QUERY_BLOCK + tl.arange(0, TILE_M)
+    own = (tl.arange(0, TILE_M) < QUERY_BLOCK) & (rows < m_rows)
+    dims, dims_v = tl.arange(0, TILE_D), tl.arange(0, TILE_DV)
+    at_q = lane * m_rows * D + rows[:, None] * D + dims[None, :]
+    at_o = lane * m_rows * D_V + rows[:, None] * D_V + dims_v[None, :]
+    fits_q = own[:, None] & (dims[None, :] < D)
+    q = tl.load(q_ptr + at_q, mask=fits_q, other=0.0)
+    d_o = tl.load(do_ptr + at_o, mask=own[:, None] & (dims_v[None, :] < D_V), other=0.0)
+    lse = tl.load(lse_ptr + lane * m_rows + rows, mask=own, other=0.0)
+    delta = tl.load(delta_ptr + lane * m_rows + rows, mask=own, other=0.0)
+    d_q = tl.zeros((TILE_M, TILE_D), tl.float32)
+    stop = n_keys
+    if CAUSAL:
+        stop = tl.minimum(n_keys, tl.minimum((i + 1) * QUERY_BLOCK, m_rows))
+    for col0 in tl.range(0, stop, BLOCK):
+        keys = col0 + tl.arange(0, TILE_N)
+        real = (tl.arange(0, TILE_N) < BLOCK) & (keys < n_keys)
+        at_k = lane * n_keys * D + keys[:, None] * D + dims[None, :]
+        at_v = lane * n_keys * D_V + keys[:, None] * D_V + dims_v[None, :]
+        k = tl.load(k_ptr + at_k, mask=real[:, None] & (dims[None, :] < D), other=0.0)
+        v = tl.load(v_ptr + at_v, mask=real[:, None] & (dims_v[None, :] < D_V), other=0.0)
+        _, d_s = _backward_tile(
+            q, k, v, d_o, lse, delta, rows, keys, own, real, scale, CAUSAL, PRECISION
+        )
+        d_q += tl.dot(d_s, k, input_precision=PRECISION) * scale  # dQ_i += dS K_j
+    tl.store(dq_ptr + at_q, d_q, mask=fits_q)
+
+
+def flash_attention_with_lse(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    block: int = 64,
+    query_block: int | None = None,
+    causal: bool = False,
+    scale: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """flash_attention, and each row's L = m + ln ℓ (..., m) float32: what the backward keeps."""
+    lanes = math.prod(q.shape[:-2])
+    lse = torch.empty((lanes, q.shape[-2]), dtype=torch.float32, device=q.device)
+    output, _ = _launch(q, k, v, block, query_block, causal, scale, trace=False, lse=lse)
+    return output, lse.reshape(q.shape[:-1])
+
+
+def flash_attention_backward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    output: torch.Tensor,
+    lse: torch.Tensor,
+    d_out: torch.Tensor,
+    *,
+    block: int = 64,
+    query_block: int | None = None,
+    causal: bool = False,
+    scale: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV of softmax(Q Kᵀ / √d_k) V for the upstream gradient ``d_out``, from the
+    forward's ``output`` and ``lse`` (flash_attention_with_lse): float32 tensors, q (..., m,
+    d), k (..., n, d), v (..., n, d_v); ``block`` keys and ``query_block`` queries per tile."""
+    checked = _checked(q, k, v, causal)
+    if q.dtype != torch.float32 or block < 1:
+        raise ValueError("the backward kernel takes float32 tensors and block >= 1")
+    q3, k3, v3 = (t.reshape(-1, *t.shape[-2:]).contiguous() for t in (q, k, v))
+    d_o3 = d_out.reshape(q3.shape[0], q3.shape[1], checked.d_v).contiguous()
+    o3 = output.reshape(d_o3.shape)
+    lanes, m, n = q3.shape[0], q3.shape[1], k3.shape[1]
+    delta = (d_o3 * o3).sum(dim=-1).contiguous()  # D = rowsum(dO ∘ O), (B, m)
+    lse3 = lse.reshape(lanes, m).contiguous()
+    d_q, d_k, d_v = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
+    query_block = query_block or min(m, 64)
+    sizes = dict(
+        D=checked.d, D_V=checked.d_v, QUERY_BLOCK=query_block, BLOCK=block,
+        TILE_M=_tile(query_block), TILE_N=_tile(block), TILE_D=_tile(checked.d),
+        TILE_DV=_tile(checked.d_v), CAUSAL=causal, PRECISION="ieee",
+    )  # fmt: skip
+    factor = 1 / math.sqrt(checked.d) if scale else 1.0
+    common = (q3, k3, v3, d_o3, lse3, delta)
+    flash_backward_dk_dv[(math.ceil(n / block), lanes)](
+        *common, d_k, d_v, m, n, factor, **sizes
+    )
+    flash_backward_dq[(math.ceil(m / query_block), lanes)](*common, d_q, m, n, factor, **sizes)
+    return d_q.reshape(q.shape), d_k.reshape(k.shape), d_v.reshape(v.shape)
 
 
 _TL_TYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}

@@ -33,6 +33,10 @@ RUNS = {
     "graph": {"n": 5, "d": 3, "dk": 3, "self_loops": True},
     "block": {"n": 4},
     "posenc": {"positions": 6, "d_model": 6},
+    # dV's A not transposed needs m = n, dA's V not transposed d_v = n
+    "backward": {"m": 4, "n": 4, "dk": 4, "dv": 4},
+    "backward-causal": {"n": 4, "dk": 4, "dv": 4, "causal": True},
+    "backward-unscaled": {"n": 4, "dk": 4, "dv": 4, "scale": False},
 }
 
 
@@ -268,7 +272,10 @@ def _flags(run: str, seed: int) -> list[str]:
 
     words: list[str] = []
     for keyword, value in _options(run, seed).items():
-        words += [flag_for(keyword)] if value is True else [flag_for(keyword), str(value)]
+        if value is False:  # a switch turned off: --no-scale
+            words.append("--no-" + flag_for(keyword).removeprefix("--"))
+        else:
+            words += [flag_for(keyword)] if value is True else [flag_for(keyword), str(value)]
     return words
 
 

@@ -59,8 +59,9 @@ def row_dot(x: Array, y: Array) -> Array:
 
 
 def logit_gradient(weights: Array, d_weights: Array, d: Array) -> Array:
-    """dZ = A ∘ (dA − D), with D = rowsum(dA ∘ A) given (the FlashAttention-2 form)."""
-    return weights * (d_weights - d)  # (m, n) ∘ ((m, n) − (m, 1))
+    """dZ = A ∘ (dA − D), with D = rowsum(dA ∘ A) given (the FlashAttention-2 form). A weight
+    of exactly 0 (a masked key) gives exactly 0: + 0.0 turns 0 × (a negative) = −0 into 0."""
+    return weights * (d_weights - d) + 0.0  # (m, n) ∘ ((m, n) − (m, 1))
 
 
 def softmax_backward(weights: Array, d_weights: Array) -> Array:
@@ -197,7 +198,7 @@ def tiled_backward(
             p = xp.exp(z - lse[i : i + block])  # (b_q, b_k): A's tile, from L
             d_v_j = d_v_j + xp.matmul(xp.matrix_transpose(p), d_o_i)  # (b_k, d_v)
             d_p = xp.matmul(d_o_i, xp.matrix_transpose(v_j))  # (b_q, b_k)
-            d_s = p * (d_p - d[i : i + block])  # (b_q, b_k)
+            d_s = p * (d_p - d[i : i + block]) + 0.0  # (b_q, b_k), a masked entry 0, not −0
             d_q[index] = d_q[index] + xp.matmul(d_s, k_j) * factor  # (b_q, d_k)
             d_k_j = d_k_j + xp.matmul(xp.matrix_transpose(d_s), q_i) * factor  # (b_k, d_k)
             tiles.append(Tile((i, i + z.shape[0]), (j, j + z.shape[1]), p, d_p, d_s))

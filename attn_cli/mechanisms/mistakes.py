@@ -164,3 +164,32 @@ def exponent_without_the_2(positions: int, omega: np.ndarray, layout: posenc.Lay
 def scores_times_values(s: np.ndarray, v: np.ndarray) -> np.ndarray:
     """S V: the scores, not the weights, times the values."""
     return s @ v  # (m, n) @ (n, d_v)
+
+
+# --- the backward pass (attn backward) --------------------------------------------------------
+
+
+def value_gradient_untransposed(a: np.ndarray, d_out: np.ndarray) -> np.ndarray | None:
+    """A dO for Aᵀ dO (possible only where m = n)."""
+    return a @ d_out if a.shape[1] == d_out.shape[0] else None  # (m, n) @ (m, d_v), n = m
+
+
+def weight_gradient_untransposed(d_out: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    """dO V for dO Vᵀ (possible only where d_v = n)."""
+    return d_out @ v if d_out.shape[1] == v.shape[0] else None  # (m, d_v) @ (n, d_v), d_v = n
+
+
+def softmax_backward_without_d(a: np.ndarray, d_a: np.ndarray) -> np.ndarray:
+    """A ∘ dA: the row's average D never subtracted (the Jacobian's −a aᵀ part left out)."""
+    return a * d_a
+
+
+def softmax_backward_diagonal(a: np.ndarray, d_a: np.ndarray) -> np.ndarray:
+    """A ∘ (1 − A) ∘ dA: the Jacobian's diagonal w (1 − w) alone, as if each weight moved with
+    its own score only (+ 0.0: a weight of exactly 1 gives 0, never −0, as the right dZ does)."""
+    return a * (1.0 - a) * d_a + 0.0
+
+
+def softmax_backward_not_weighted(a: np.ndarray, d_a: np.ndarray) -> np.ndarray:
+    """dA − D: the row's average subtracted, but not multiplied by A."""
+    return d_a - np.sum(d_a * a, axis=-1, keepdims=True)

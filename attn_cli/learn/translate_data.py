@@ -29,7 +29,8 @@ import numpy as np
 # Six determiners, not two: a choice of two is one bit, which the bidirectional encoder's states
 # of the neighbouring words carry as well, and attention then often lands on a neighbour and
 # translates the determiner right all the same (seeds 0 to 6 at the default budget: alignment
-# score 0.83 to 0.96, every miss a determiner's; with six, seeds 0 to 5: 0.97 to 1.00).
+# score 0.83 to 0.98; of seeds 0 and 3, examined, 788 of the 789 misses a determiner's; with
+# six, seeds 0 to 5: 0.97 to 1.00).
 WORDS: dict[str, tuple[tuple[str, str], ...]] = {
     "det": (
         ("the", "le"),

@@ -71,6 +71,12 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ),
         ("scaled --softcap", attn.scaled(n=3, dk=2, softcap=2.0, seed=1)),
         ("causal --q --k --v", attn.causal(q=QKV[0], k=QKV[1], v=QKV[2])),
+        ("backward --causal", attn.backward(q=QKV[0], k=QKV[1], v=QKV[2], causal=True)),
+        ("backward --no-scale", attn.backward(n=4, m=3, dk=2, dv=3, scale=False, seed=2)),
+        (
+            "backward --x --wv --causal",
+            attn.backward(x=QKV[0], wv=QKV[1][:3, :2], do=QKV[2][:, :2], causal=True),
+        ),
         ("causal --valid-len", attn.causal(n=5, valid_len=3, seed=1)),
         ("causal --x", attn.causal(x=np.arange(12.0).reshape(4, 3) / 10)),
         ("selfattn --no-scale", attn.selfattn(n=4, d=3, scale=False)),

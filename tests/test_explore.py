@@ -820,7 +820,7 @@ def test_typing_in_the_lesson_list_jumps_to_the_lesson():
             await pilot.pause()
             listing = app.screen.query_one("JumpList")
             highlighted = []
-            for key in ("c", "o", "b", "q"):  # co: cost; b alone: bahdanau; q: no lesson
+            for key in ("c", "o", "b", "q"):  # co: cost; b alone: backward; q: no lesson
                 await pilot.press(key)
                 highlighted.append(listing.get_option_at_index(listing.highlighted).id)
             await pilot.press("l", "enter")  # bl: block
@@ -828,7 +828,7 @@ def test_typing_in_the_lesson_list_jumps_to_the_lesson():
             return app, highlighted
 
     app, highlighted = run(scenario())
-    assert highlighted == ["causal", "cost", "bahdanau", "bahdanau"]  # and q did not quit
+    assert highlighted == ["causal", "cost", "backward", "backward"]  # and q did not quit
     assert app.start.lesson == "block" and app.walkthrough.lesson == "block"
 
 

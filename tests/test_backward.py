@@ -78,6 +78,8 @@ def test_the_lecture_example_by_hand():
     np.testing.assert_allclose(s["row_dot"], d, rtol=0, atol=1e-15)
     # Row 1: a = [0.3302, 0.6698], so dZ = a ∘ (dA − D) = ±0.3302 × 0.6698 × 0.4 = ±0.0885.
     np.testing.assert_allclose(s["d_logits"][0], [-0.0885, 0.0885], rtol=0, atol=5e-5)
+    by_hand = a[0, 0] * a[0, 1] * (0.7 - 0.3)  # the same, from the exact weights
+    np.testing.assert_allclose(s["d_logits"][0], [-by_hand, by_hand], rtol=0, atol=1e-15)
     np.testing.assert_allclose(s["d_scores"], s["d_logits"] / math.sqrt(2), rtol=0, atol=1e-16)
     np.testing.assert_allclose(s["jacobian"], np.diag(a[0]) - np.outer(a[0], a[0]), atol=1e-16)
     assert walk.meta["upstream"] == "ones"
@@ -297,3 +299,22 @@ def test_the_tiled_backward_on_torch(torch):
     assert max(row["largest_difference"] for row in walk.step("tiled_check")) <= 1e-13
     notes = {note.key for step in walk.steps for note in step.notes}
     assert {"tiled_equal", "tiled_memory", "masked_zero"} <= notes
+
+
+def test_the_notes_describe_the_numbers_shown_in_float32():
+    """The row sums and the D gap a note states are those of the float32 tables on screen
+    (computed from them, not from a float64 copy of the math): 9.7e-08 here, where a float64
+    recomputation would say 7.5e-09."""
+    walk = attn_cli.backward(n=4, dk=3, dtype="float32")
+    d_logits = next(step for step in walk.steps if step.key == "d_logits")
+    stated = {note.key: dict(note.values) for note in d_logits.notes}["rows_sum_to_zero"]
+    shown = np.asarray(d_logits.value, dtype=np.float64)
+    assert stated["drift"] == float(np.max(np.abs(shown.sum(axis=-1))))
+    row_dot = next(step for step in walk.steps if step.key == "row_dot")
+    gap = {note.key: dict(note.values) for note in row_dot.notes}["d_from_output"]["gap"]
+    d_out = np.float32({item.name: item.value for item in walk.inputs}["dO"])  # as computed
+    output = np.asarray(walk.step("output"), dtype=np.float64)
+    other = (d_out.astype(np.float64) * output).sum(axis=-1)
+    assert gap == float(
+        np.max(np.abs(other[:, None] - np.asarray(row_dot.value, dtype=np.float64)))
+    )

@@ -69,10 +69,15 @@ class StepRecorder:
         row_sums: bool = False,
         notes: tuple[Note, ...] = (),
         text: str | None = None,
+        notes_of: Callable[[np.ndarray], tuple[Note, ...]] | None = None,
     ) -> Array:
         """Compute a step's value on the backend (timed with --time: LessonRun.timed), record
-        it, and return the backend array."""
+        it, and return the backend array. ``notes_of`` turns the value as shown (copied to the
+        host) into notes, so that they describe the numbers on screen in the run's dtype."""
         value, seconds = self.run.timed(compute)
+        shown = self.to_numpy(value)
+        if notes_of is not None:
+            notes = (*notes, *notes_of(np.asarray(shown, dtype=np.float64)))
         self.add(
             key,
             value,
@@ -83,6 +88,7 @@ class StepRecorder:
             seconds=seconds,
             notes=notes,
             text=text,
+            shown=shown,
         )
         return value
 

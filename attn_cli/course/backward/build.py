@@ -55,7 +55,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     if "X" in inputs:
         tokens = {name: inputs[name] for name in ("X", *WEIGHT_NAMES) if name in inputs}
         selfattn.validate(tokens, {})
-        shapes = {name: value.shape for name, value in _projected_shapes(tokens).items()}
+        shapes = _projected_shapes(tokens)
     else:
         scaled.validate({name: inputs[name] for name in QKV}, {})
         shapes = {name: inputs[name].shape for name in QKV}
@@ -96,11 +96,11 @@ def _check_sources(inputs: dict[str, np.ndarray]) -> None:
         )
 
 
-def _projected_shapes(tokens: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Q, K, V of X and its weights (the identity where not given), as numpy arrays."""
+def _projected_shapes(tokens: dict[str, np.ndarray]) -> dict[str, tuple[int, int]]:
+    """The shapes of Q, K, V = X W_Q, X W_K, X W_V (each W the identity where not given)."""
     weights, _ = selfattn.projection_weights(tokens)
-    x = tokens["X"]
-    return {name: x @ weights[f"W_{name}"] for name in QKV}
+    n = tokens["X"].shape[0]
+    return {name: (n, weights[f"W_{name}"].shape[1]) for name in QKV}
 
 
 def random_shapes(sizes: dict[str, int]) -> dict[str, tuple[int, ...]]:
@@ -136,15 +136,15 @@ def build(run: LessonRun) -> Walkthrough:
         x = backend.asarray(run.inputs["X"])
         projections = tuple(backend.asarray(weights_given[name]) for name in WEIGHT_NAMES)
         shapes = _projected_shapes(run.inputs)
-        (m, d_k), n, d_v = shapes["Q"].shape, shapes["K"].shape[0], shapes["V"].shape[1]
+        (m, d_k), n, d_v = shapes["Q"], shapes["K"][0], shapes["V"][1]
     else:
         q, k, v = (backend.asarray(run.inputs[name]) for name in QKV)
         (m, d_k), n, d_v = q.shape, k.shape[0], v.shape[1]
     given_d_out = run.inputs.get("dO")
-    d_out_source = "given" if given_d_out is not None and "dO" not in run.drawn else "drawn"
     if given_d_out is None:
-        d_out_source = "ones"
-        given_d_out = np.ones((m, d_v))
+        d_out_source, given_d_out = "ones", np.ones((m, d_v))
+    else:
+        d_out_source = "drawn" if "dO" in run.drawn else "given"
     d_out = backend.asarray(given_d_out)
     use_scale = bool(run.options.get("scale", True))
     causal = bool(run.options.get("causal"))
@@ -153,7 +153,7 @@ def build(run: LessonRun) -> Walkthrough:
     else:
         queries = row_names(run, "queries", m, "q", "the lesson file")
         keys = row_names(run, "keys", n, "k", "the lesson file")
-    context = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
+    context: dict[str, Any] = {"m": m, "n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     context["logits"] = "S / √d_k" if use_scale else "S"
     context["first"] = queries[0]
     record = StepRecorder(run)
@@ -181,41 +181,42 @@ def build(run: LessonRun) -> Walkthrough:
     output = record.compute("output", lambda: mech.weighted_sum(weights, v), grid=rows)
 
     # The backward, from dO to every input.
-    d_v = record.compute("d_v", lambda: grad.value_gradient(weights, d_out), grid=values)
+    v_grad = record.compute("d_v", lambda: grad.value_gradient(weights, d_out), grid=values)
     d_weights = record.compute("d_weights", lambda: grad.weight_gradient(d_out, v), grid=grid)
-    a, d_a = _host(record, weights), _host(record, d_weights)
+    a = record.shown("weights")
     if n <= JACOBIAN_MOST_KEYS:
         record.compute(
             "jacobian",
             lambda: grad.softmax_jacobian(weights[0]),
             grid=Grid(keys, keys, context),
-            notes=(_jacobian_note(record, a[0], keys),),
+            notes=(_jacobian_note(record, np.asarray(a[0], dtype=np.float64), keys),),
         )
     row_dots = record.compute(
         "row_dot",
         lambda: grad.row_dot(d_weights, weights),
         grid=Grid(queries, ("D",), context),
-        notes=(_same_d_note(record, a, d_a, output, d_out),),
+        notes_of=lambda d: (_same_d_note(record, d, output, d_out),),
     )
     d_logits = record.compute(
         "d_logits",
         lambda: grad.logit_gradient(weights, d_weights, row_dots),
         grid=grid,
         text="d_logits_scaled" if use_scale else "d_logits",
-        notes=_d_logits_notes(record, a, d_a, causal),
+        notes_of=lambda d_z: _d_logits_notes(record, d_z, causal),
     )
     d_scores = d_logits
     if use_scale:
         d_scores = record.compute("d_scores", lambda: grad.score_gradient(d_logits, d_k), grid=grid)
-    d_q = record.compute("d_q", lambda: grad.query_gradient(d_scores, k), grid=rows)
-    d_k = record.compute("d_k", lambda: grad.key_gradient(d_scores, q), grid=values)
+    q_grad = record.compute("d_q", lambda: grad.query_gradient(d_scores, k), grid=rows)
+    k_grad = record.compute("d_k", lambda: grad.key_gradient(d_scores, q), grid=values)
+    grads = (q_grad, k_grad, v_grad)
     block = run.options.get("block")
     if block is not None:
-        plain = {"dQ": d_q, "dK": d_k, "dV": d_v}
+        plain = dict(zip(("dQ", "dK", "dV"), grads, strict=True))
         _tiled(record, (q, k, v, output, lse, d_out), plain, int(block), use_scale, causal)
-    result = d_q
+    result = q_grad
     if tokens:
-        result = _projections_backward(record, x, projections, (d_q, d_k, d_v), keys, context)
+        result = _projections_backward(record, x, projections, grads, keys, context)
     notes: tuple[Note, ...] = ()
     if not use_scale:
         notes += (record.note("no_scale"),)
@@ -350,23 +351,20 @@ def _jacobian_note(record: StepRecorder, a: np.ndarray, keys: tuple[str, ...]) -
     )
 
 
-def _same_d_note(
-    record: StepRecorder, a: np.ndarray, d_a: np.ndarray, output: Any, d_out: Any
-) -> Note:
-    """D computed the FlashAttention-2 way, from O and dO (no n × n matrix), and how far apart."""
-    d = np.sum(d_a * a, axis=-1, keepdims=True)
+def _same_d_note(record: StepRecorder, d: np.ndarray, output: Any, d_out: Any) -> Note:
+    """D computed the FlashAttention-2 way, from O and dO (no n × n matrix), and how far from
+    the D shown."""
     other = np.sum(_host(record, d_out) * _host(record, output), axis=-1, keepdims=True)
     return record.note("d_from_output", gap=float(np.max(np.abs(other - d))))
 
 
-def _d_logits_notes(
-    record: StepRecorder, a: np.ndarray, d_a: np.ndarray, causal: bool
-) -> tuple[Note, ...]:
-    d_z = a * (d_a - np.sum(d_a * a, axis=-1, keepdims=True))
+def _d_logits_notes(record: StepRecorder, d_z: np.ndarray, causal: bool) -> tuple[Note, ...]:
+    """Of dZ as shown: its largest row sum (0 up to rounding), and with the causal mask the
+    masked entries that are exactly 0."""
     drift = float(np.max(np.abs(np.sum(d_z, axis=-1))))
     notes: tuple[Note, ...] = (record.note("rows_sum_to_zero", drift=drift),)
     if causal:
-        hidden = np.triu(np.ones(a.shape, dtype=bool), k=1)
+        hidden = np.triu(np.ones(d_z.shape, dtype=bool), k=1)
         zeros = int(np.count_nonzero(d_z[hidden] == 0.0))
         notes += (record.note("masked_zero", zeros=zeros, masked=int(np.count_nonzero(hidden))),)
     return notes

@@ -238,3 +238,35 @@ def test_the_ratio_notes_say_the_tables_ratios(invoke_json):
     assert values["linear_cheaper"]["ratio"] == 8192 / 4096
     assert math.isclose(values["window_cheaper"]["ratio"], 8192 / 513)
     assert values["flash_memory"]["ratio"] == 8192
+
+
+def test_the_million_token_example_groups_every_large_whole_number_in_words(invoke):
+    """Issue 57, numbers for a projector: a whole number of more than 6 digits is grouped in
+    threes in the titles, notes and cells of words, as in the tables' number columns."""
+    import re
+
+    result = invoke("cost", "--example", "million")
+    assert result.exit_code == 0
+    text = result.stdout
+    assert "(n = 1,000,000, d = 4096)" in text.replace("\n", " ").replace("d =  ", "d = ")
+    assert "Double the context: n = 1,000,000 → 2,000,000" in text
+    assert "all 1,000,000 words" in text
+    assert "holds 1,000,000× fewer numbers" in text.replace("\n", " ")
+    assert "2,048,000 GB" in text
+    assert not re.search(r"(?<![\d.,e+-])\d{7,}(?![\d.,])", text)  # none ungrouped
+
+
+def test_whole_numbers_in_a_text_are_grouped_from_seven_digits():
+    from attn_cli.core.numbers import format_number, whole_text
+    from attn_cli.core.templates import fill
+
+    assert [whole_text(n) for n in (999_999, 1_000_000, -2_048_000)] == [
+        "999999",
+        "1,000,000",
+        "-2,048,000",
+    ]
+    assert fill("n = {n}, {n:d} as asked, {flag}", {"n": 10**6, "flag": True}) == (
+        "n = 1,000,000, 1000000 as asked, True"
+    )
+    assert fill("{x}", {"x": np.int64(4096000)}) == "4,096,000"
+    assert format_number(2048000.0) == "2,048,000" and format_number(4096.0) == "4096"

@@ -26,10 +26,20 @@ def format_number(value: Any, precision: int = 4, *, unicode: bool = True) -> st
             return "∞" if x > 0 else "−∞"
         return "inf" if x > 0 else "-inf"
     if x == int(x) and abs(x) < 1e15:
-        return str(int(x))
+        return whole_text(int(x))
     if needs_scientific(x, precision):
         return f"{x:.{max(precision - 2, 1)}e}"
     return f"{x:.{precision}f}"
+
+
+# Whole numbers of more than 6 digits are grouped in threes wherever they are written (a table
+# column, a note, a title), for a projector (issue 57): 1,000,000, never 1000000.
+GROUPED_FROM = 10**6
+
+
+def whole_text(count: int) -> str:
+    """A whole number as the lessons write it: ``513``, ``4096``, ``1,000,000``."""
+    return f"{count:,}" if abs(count) >= GROUPED_FROM else str(count)
 
 
 def needs_scientific(x: float, precision: int) -> bool:
@@ -89,7 +99,7 @@ def format_column(
     # Whole numbers of more than 6 digits, for a projector: the column's digits in groups of
     # three (274,877,906,944), exact as before.
     grouped = style == "integer" and bool(
-        np.any(np.abs(np.nan_to_num(numbers, posinf=0, neginf=0)) >= 1e6)
+        np.any(np.abs(np.nan_to_num(numbers, posinf=0, neginf=0)) >= GROUPED_FROM)
     )
     cells = []
     for x in numbers:

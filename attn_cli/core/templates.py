@@ -14,6 +14,7 @@ A text names a parameter of the lesson as ``{@seed}``, or as given, ``{@steps=3}
 
 from __future__ import annotations
 
+import numbers
 import re
 import string
 from collections.abc import Iterable, Mapping
@@ -51,6 +52,11 @@ def fill(
         if name not in context:
             raise unknown_placeholder(name, context, where)
         value = context[name]
+        if not spec and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            from attn_cli.core.numbers import whole_text  # grouped as the tables group it
+
+            pieces.append(whole_text(int(value)))
+            continue
         if precision is not None and not spec and isinstance(value, float):
             from attn_cli.core.numbers import format_number  # the tables' own rule
 

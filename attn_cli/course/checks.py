@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeGuard
 
 from attn_cli.core.errors import UserError, param
+from attn_cli.core.numbers import whole_text
 
 if TYPE_CHECKING:
     from attn_cli.course.lesson import LessonRun
@@ -17,7 +18,7 @@ def is_whole(value: object) -> TypeGuard[int]:
 
 def counted(count: int, word: str, plural: str | None = None) -> str:
     """A count and its noun, singular for exactly one: 1 head, 2 heads."""
-    return f"{count} {word if count == 1 else plural or word + 's'}"
+    return f"{whole_text(count)} {word if count == 1 else plural or word + 's'}"
 
 
 def whole_option(value: object, keyword: str) -> int:

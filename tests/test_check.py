@@ -482,6 +482,8 @@ def test_a_misprint_is_told_from_a_rounding_slip(invoke):
         ("0.3", 0.2, "misprint"),  # one whole unit off (0.09999999999999998 in floats)
         ("0.4", 0.3, "misprint"),
         ("2", 3.0, "misprint"),
+        ("2", 1.4142, "misprint"),  # a whole unit off is no rounding slip: the unscaled score
+        ("2", 2.4, "misprint"),  # whole numbers are never rounding slips
         ("0.29", 0.2838, "rounding"),
         ("1", 0.7071, "whole"),
     ],
@@ -494,3 +496,42 @@ def test_the_kind_of_an_erratum(printed, exact, kind):
     assert written is not None
     erratum = Erratum("w", "w", (1, 1), written, exact, whole=kind == "whole")
     assert erratum.kind == kind
+
+
+def test_ones_own_file_is_not_called_a_slide(invoke, tmp_path):
+    """Homework (attn check FILE, --lesson FILE) is the user's file, not a slide: its notes say
+    "Your file has", a value further off than a rounding is "wrong", and the verdict counts
+    them so; a bundled slide keeps "The slide prints" and "a misprint"."""
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'lesson = "scaled"\ntitle = "My working"\n\n[[examples]]\nname = "mine"\n'
+        'description = "By hand."\ninputs = { Q = "1,0;0,1", K = "1,1;2,0", V = "0.1,0.2;0.3,0.4" }'
+        '\n\n[examples.printed]\nscaled = "1, 2; 1, 0"\nweights = "0.33, 0.67; 0.6697, 0.3302"\n',
+        encoding="utf-8",
+    )
+    text = " ".join(invoke("check", str(path)).stdout.split())
+    assert (
+        "4 of 8 printed values differ from the exact value: 1 wrong, 1 rounding slip (one off in "
+        "the last digit), 2 whole numbers where the exact value has decimals"
+    ) in text
+    doc = json.loads(invoke("scaled", "--lesson", str(path), "--format", "json").stdout)
+    notes = [n["text"] for step in doc["steps"] for n in step.get("notes", [])]
+    errata = [n for n in notes if n.startswith(("Your file", "The slide"))]
+    assert errata == [
+        "Your file has 1 for (q1, k1), a whole number, where the exact value is 0.7071: write it "
+        "with the step's decimals.",
+        "Your file has 2 for (q1, k2), wrong: the exact value is 1.4142.",
+        "Your file has 1 for (q2, k1), a whole number, where the exact value is 0.7071: write it "
+        "with the step's decimals.",
+        "Your file has 0.6697 for (q2, k1), a rounding slip (one off in the last digit): the "
+        "exact value 0.669762 is 0.6698 to 4 decimals.",
+    ]
+    # A copy of a bundled file, as shipped, holds the slides: its words stay the slide's.
+    from attn_cli.lessonfiles.loader import bundled_lessons_dir
+
+    copy = tmp_path / "scaled.toml"
+    copy.write_bytes((bundled_lessons_dir() / "scaled.toml").read_bytes())
+    said = " ".join(invoke("check", str(copy)).stdout.split())
+    assert "3 misprints, 1 rounding slip" in said and "wrong" not in said
+    copy.write_bytes(copy.read_bytes() + b"\n")  # edited: the user's own file now
+    assert "3 wrong, 1 rounding slip" in " ".join(invoke("check", str(copy)).stdout.split())

@@ -78,7 +78,7 @@ def test_a_wrong_printed_value_in_ones_own_file_is_noted(invoke, tmp_path):
     notes = {step["key"]: step.get("notes", []) for step in doc["steps"]}
     exact = 1.0 / (1.0 + np.e)
     assert notes["weights"][0]["text"] == (
-        f"The slide prints 0.25 for (q1, k1), a misprint: the exact value is {exact:.4f}."
+        f"Your file has 0.25 for (q1, k1), wrong: the exact value is {exact:.4f}."
     )
 
 

@@ -53,6 +53,10 @@ class Erratum:
     # The cell's row and column as the step's tables name them (its labels, a number where it
     # has none): ("cats", "sat") for cell (1, 3); () where the step names neither.
     names: tuple[str, ...] = ()
+    # The file is the user's own (--lesson FILE, attn check FILE: homework, or a lecturer's
+    # slides), not a bundled slide: its notes say "Your file has", and a value further off than
+    # a rounding is "wrong", where a bundled slide's is "a misprint".
+    own: bool = False
 
     @property
     def printed(self) -> str:
@@ -98,6 +102,8 @@ class Erratum:
         0.3543)."""
         if self.whole:
             return "whole"
+        if self.written.decimals == 0:
+            return "misprint"  # 2 for 1.4142: a whole unit off is no slip of rounding
         one_digit = 2 * self.tolerance  # a unit in the printed number's last decimal
         # Strictly less than one unit, with room for binary rounding: 0.3 for an exact 0.2 is
         # one unit off (0.09999999999999998 in floats), a misprint, not a rounding.
@@ -105,7 +111,7 @@ class Erratum:
 
     def note(self) -> str:
         where = f" for {cell_text(self.cell, self.names)}" if self.cell else ""
-        said = f"The slide prints {self.printed}{where}"
+        said = f"{'Your file has' if self.own else 'The slide prints'} {self.printed}{where}"
         if self.kind == "whole":
             return (
                 f"{said}, a whole number, where the exact value is {self.exact_text()}: write it "
@@ -119,7 +125,8 @@ class Erratum:
                 f"{said}, a rounding slip (one off in the last digit): the exact value "
                 f"{self.exact_text()} is {rounded} to {places}."
             )
-        return f"{said}, a misprint: the exact value is {self.exact_text()}."
+        wrong = "wrong" if self.own else "a misprint"
+        return f"{said}, {wrong}: the exact value is {self.exact_text()}."
 
 
 @dataclass(frozen=True)
@@ -184,9 +191,15 @@ def cell_names(walkthrough: Walkthrough, name: str, cell: tuple[int, ...]) -> tu
 
 
 def compare(
-    walkthrough: Walkthrough, printed: dict[str, str], where: str, decimals: int
+    walkthrough: Walkthrough,
+    printed: dict[str, str],
+    where: str,
+    decimals: int,
+    *,
+    own: bool = False,
 ) -> Comparison:
-    """Compare every printed value with the walkthrough; ``where`` names the file and example.
+    """Compare every printed value with the walkthrough; ``where`` names the file and example,
+    ``own`` whether it is the user's own file (:attr:`Erratum.own`), not a bundled slide.
 
     A number is right within half a unit of its last decimal ("0.24" covers 0.235 to 0.245),
     but a whole number is not a free ±0.5: it says the value is whole, so it is right only
@@ -210,7 +223,9 @@ def compare(
             cell = tuple(origin) + tuple(int(i) + 1 for i in inner)
             whole = written.matches(float(exact))  # within ±0.5: a whole number, not a slip
             names = cell_names(walkthrough, name, cell)
-            errata.append(Erratum(key, name, cell, written, float(exact), whole=whole, names=names))
+            errata.append(
+                Erratum(key, name, cell, written, float(exact), whole=whole, names=names, own=own)
+            )
     return Comparison(checked, tuple(errata))
 
 

@@ -220,6 +220,16 @@ def bundled_lessons_dir() -> Path:
     raise FileNotFoundError("the bundled lesson files are missing: reinstall attn-cli")
 
 
+def is_bundled_file(path: Path) -> bool:
+    """Whether ``path`` holds one of the bundled lesson files as shipped, byte for byte (it, or
+    a copy: ``attn check lessons/scaled.toml`` checks the slides, not the user's own working)."""
+    try:
+        shipped = bundled_lessons_dir() / path.name
+        return path.suffix == ".toml" and shipped.read_bytes() == path.read_bytes()
+    except OSError:  # FileNotFoundError included: no bundled file of that name
+        return False
+
+
 def bundled_lesson_names() -> list[str]:
     return sorted(path.stem for path in bundled_lessons_dir().glob("*.toml"))
 

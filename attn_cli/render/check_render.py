@@ -114,7 +114,7 @@ def _verdict(results: list[FileCheck]) -> RenderableType:
         )
         own = "" if wrong[0].bundled else f" --lesson {_shown(wrong[0].path)}"
         kinds = Counter(
-            erratum.kind
+            "wrong" if erratum.own and erratum.kind == "misprint" else erratum.kind
             for result in results
             for example in result.examples
             for erratum in example.errata
@@ -131,6 +131,7 @@ def _verdict(results: list[FileCheck]) -> RenderableType:
                 f"{kinds['misprint']} misprint{'s' if kinds['misprint'] != 1 else ''}"
                 if kinds["misprint"]
                 else "",
+                f"{kinds['wrong']} wrong" if kinds["wrong"] else "",
                 f"{kinds['rounding']} rounding slip{'s' if kinds['rounding'] != 1 else ''} (one "
                 "off in the last digit)"
                 if kinds["rounding"]

@@ -19,6 +19,7 @@ from attn_cli.lessonfiles.loader import (
     LessonFile,
     bundled_lesson_names,
     bundled_lessons_dir,
+    is_bundled_file,
     load_bundled,
     own_lesson_file,
     with_checked_texts,
@@ -29,7 +30,8 @@ from attn_cli.run.runner import RunRequest, built, prepare
 def check_file(path: Path) -> FileCheck:
     """Check a lecturer's file; a malformed one raises UserError naming the file and field."""
     lesson = own_lesson_file(path, course)
-    return _check(lesson, RunRequest(lesson=lesson.lesson, lesson_file=path))
+    request = RunRequest(lesson=lesson.lesson, lesson_file=path)
+    return _check(lesson, request, bundled=is_bundled_file(path))
 
 
 def check_bundled() -> list[FileCheck]:
@@ -60,7 +62,7 @@ def _check(lesson: LessonFile, request: RunRequest, bundled: bool = False) -> Fi
             results.append(ExampleCheck(example.name, 0))
             continue
         decimals = course.card(lesson.lesson).precision  # what the lesson shows
-        comparison = slides.compare(walkthrough, example.printed, where, decimals)
+        comparison = slides.compare(walkthrough, example.printed, where, decimals, own=not bundled)
         diagnoses = _diagnoses(walkthrough, example.printed, where, decimals)
         checked = comparison.checked
         results.append(ExampleCheck(example.name, checked, comparison.errata, diagnoses))

@@ -22,6 +22,7 @@ from attn_cli.course.lesson import Inputs, Lesson, LessonRun, Shapes
 from attn_cli.lessonfiles.loader import (
     Example,
     LessonFile,
+    is_bundled_file,
     load_bundled,
     missing_input,
     own_lesson_file,
@@ -521,7 +522,9 @@ def with_slide_notes(walkthrough: Walkthrough, run: LessonRun, request: RunReque
         reference = build(replace(run, backend=get_backend("numpy"), time_steps=False))
     try:
         decimals = course.card(request.lesson).precision
-        comparison = slides.compare(reference, example.printed, _where(run.file, example), decimals)
+        where = _where(run.file, example)
+        own = request.lesson_file is not None and not is_bundled_file(request.lesson_file)
+        comparison = slides.compare(reference, example.printed, where, decimals, own=own)
     except UserError:
         if request.lesson_file is not None:
             raise  # the lecturer's own file: say what to fix

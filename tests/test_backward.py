@@ -318,3 +318,17 @@ def test_the_notes_describe_the_numbers_shown_in_float32():
     assert gap == float(
         np.max(np.abs(other[:, None] - np.asarray(row_dot.value, dtype=np.float64)))
     )
+
+
+def test_the_tiles_step_counts_its_tiles_and_says_skipped_ones_only_when_causal(invoke_json):
+    def tiles(*args: str) -> str:
+        doc = invoke_json("backward", "--block", "2", *args)
+        return next(s["explanation"] for s in doc["steps"] if s["key"] == "tiles")
+
+    assert tiles().startswith("1 tile, key blocks outside, query blocks inside. Each")
+    assert "skipped" not in tiles() and "skipped" not in tiles("--n", "5")
+    assert tiles("--n", "5").startswith("9 tiles, key blocks")
+    assert tiles("--n", "5", "--causal").startswith(
+        "6 tiles, key blocks outside, query blocks inside (3 skipped: every key after every "
+        "query of the block)."
+    )

@@ -19,7 +19,7 @@ from attn_cli.core.backend import EPSILON
 from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import InputValue, Note, Part, Walkthrough
 from attn_cli.course.backward.card import CARD
-from attn_cli.course.checks import row_names
+from attn_cli.course.checks import counted, row_names
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.scaled import build as scaled
@@ -279,7 +279,10 @@ def _tiled(
         "tiles",
         rows,
         kind="records",
-        grid=Grid(context={**context, "tiles": len(found.tiles), "skipped": skipped}),
+        grid=Grid(
+            context={**context, "tiles": counted(len(found.tiles), "tile"), "skipped": skipped}
+        ),
+        text="tiles_skipping" if skipped else None,
     )
     tiled = {"dQ": found.d_q, "dK": found.d_k, "dV": found.d_v}
     check = [
@@ -565,6 +568,7 @@ TEXTS = Texts(
         # --block: FlashAttention-2's backward in tiles
         "tile": (*SIZES, "block", "rows", "cols"),
         "tiles": (*SIZES, "block", "rows", "cols", "tiles", "skipped"),
+        "tiles_skipping": (*SIZES, "block", "rows", "cols", "tiles", "skipped"),
         **dict.fromkeys(("tiled_check", "tiled_memory"), (*SIZES, "block", "rows", "cols")),
         **dict.fromkeys(("d_w_q", "d_w_k", "d_w_v", "d_x"), SIZES),  # with tokens X
         "vanishing": ("tokens",),

@@ -46,7 +46,17 @@ def with_texts_table(document: str) -> str:
 
 def sentences() -> str:
     """docs/sentences.md: every note of every lesson and what keeps it true."""
-    words = {name: dict(load_bundled(name).notes) for name in lesson_names()}
+    from attn_cli.cli.flags import COMMAND_LINE
+    from attn_cli.core.templates import spell_parameters
+
+    # A parameter a note names ({@scale=False}) as the command line writes it (--no-scale).
+    words = {
+        name: {
+            key: spell_parameters(text, COMMAND_LINE)
+            for key, text in load_bundled(name).notes.items()
+        }
+        for name in lesson_names()
+    }
     return sentence_audit(declared_texts(), words)
 
 

@@ -62,3 +62,21 @@ def test_flags_that_do_not_change_the_run_are_refused(invoke):
     assert_user_error(invoke("scaled", "--compare", ""), "change nothing")
     assert_user_error(invoke("scaled", "--compare", "--dk '3"), "write FLAGS as on the command")
     assert_user_error(invoke("scaled", "--compare", "--no-scale", "--brief"), "--brief")
+
+
+def test_a_pair_shares_its_step_number_in_every_format(invoke):
+    """The two runs' steps of one key are one step: numbered once (3 steps differ, numbered 1 to
+    3), never counted as two (the pairs once made steps 2 and 3 of one step)."""
+    both = compared(attn_cli.scaled(), attn_cli.scaled(scale=False), "--no-scale")
+    assert [number for number, _ in both.numbered()] == [1, 2, 2, 3, 3]
+    rich = invoke("scaled", "--compare", "--no-scale", "--no-pager").stdout
+    assert "Step 2 · Weights" in rich and "Step 3 · Output" in rich and "Step 4" not in rich
+    markdown = invoke("scaled", "--compare", "--no-scale", "--format", "markdown").stdout
+    headings = [line for line in markdown.splitlines() if line.startswith("### ")][1:]
+    assert [line.split(".")[0] for line in headings] == [
+        "### 1",
+        "### 2",
+        "### 2",
+        "### 3",
+        "### 3",
+    ]

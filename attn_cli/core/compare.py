@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from attn_cli.core.brief import with_brief_whys
-from attn_cli.core.model import InputValue, Step, Walkthrough
+from attn_cli.core.model import COMPARED, InputValue, Step, Walkthrough
 
-# The key of a step of the second run, beside the first run's step of the same key.
-SECOND = ".compared"
+SECOND = COMPARED  # the key of a step of the second run: the first run's key + SECOND
 
 
 def same_value(a: Any, b: Any) -> bool:

@@ -160,6 +160,11 @@ class InputValue:
     weight: bool = False
 
 
+# The key of a compared run's step (attn_cli.core.compare), beside the first run's step of the
+# same key: "weights" and "weights.compared".
+COMPARED = ".compared"
+
+
 @dataclass(frozen=True, repr=False)
 class Walkthrough:
     """What a lesson computed: inputs, ordered steps and output, as plain data.
@@ -210,6 +215,17 @@ class Walkthrough:
         for step in self.steps:
             by_key.setdefault(step.key, step)
         return by_key
+
+    def numbered(self) -> list[tuple[int, Step]]:
+        """Each step with its number as shown, from 1; two compared runs' pair of a step (the
+        step as given, then the same step with the flags: key + COMPARED) share one number."""
+        numbered: list[tuple[int, Step]] = []
+        for index, step in enumerate(self.steps):
+            previous = self.steps[index - 1] if index else None
+            paired = previous is not None and step.key == previous.key + COMPARED
+            number = numbered[-1][0] if paired else (numbered[-1][0] + 1 if numbered else 1)
+            numbered.append((number, step))
+        return numbered
 
     def item(self, index: int) -> Walkthrough:
         """Item ``index`` of a batch (counting from 0), shown as ``--item index`` shows it."""

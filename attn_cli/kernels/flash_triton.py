@@ -529,9 +529,7 @@ def flash_attention_backward(
     )  # fmt: skip
     factor = 1 / math.sqrt(checked.d) if scale else 1.0
     common = (q3, k3, v3, d_o3, lse3, delta)
-    flash_backward_dk_dv[(math.ceil(n / block), lanes)](
-        *common, d_k, d_v, m, n, factor, **sizes
-    )
+    flash_backward_dk_dv[(math.ceil(n / block), lanes)](*common, d_k, d_v, m, n, factor, **sizes)
     flash_backward_dq[(math.ceil(m / query_block), lanes)](*common, d_q, m, n, factor, **sizes)
     return d_q.reshape(q.shape), d_k.reshape(k.shape), d_v.reshape(v.shape)
 

@@ -238,7 +238,7 @@ def document(walkthrough: Walkthrough, options: RenderOptions) -> list[Block]:
         for item in walkthrough.inputs:
             blocks.append(InputCaption(item.name, item.description, np.shape(item.value)))
             blocks.append(_matrix(item.value, item.row_labels, item.col_labels, symbol=item.name))
-    for number, step in enumerate(walkthrough.steps, start=1):
+    for number, step in walkthrough.numbered():
         blocks += step_blocks(step, number, precision)
     if walkthrough.notes:
         blocks.append(Line("section", "Notes"))

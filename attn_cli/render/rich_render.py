@@ -143,13 +143,11 @@ def walkthrough_sections(
         options = replace(options, compact=True)
     sections = [[header(walkthrough), *inputs_renderables(walkthrough, options)]]
     if side_by_side:
-        panels = [
-            step_panel(step, number, options) for number, step in enumerate(walkthrough.steps, 1)
-        ]
+        panels = [step_panel(step, number, options) for number, step in walkthrough.numbered()]
         groups = compared_pairs(walkthrough) if walkthrough.compared else None
         sections.append([Text(""), SideBySideSteps(panels, groups)])
     else:
-        for number, step in enumerate(walkthrough.steps, start=1):
+        for number, step in walkthrough.numbered():
             sections.append(step_renderables(step, number, options, dtype=walkthrough.dtype))
     if walkthrough.notes:
         sections.append(notes_renderables(walkthrough, options.precision))
@@ -279,13 +277,11 @@ PANEL_MIN_WIDTH = 24
 
 def compared_pairs(walkthrough: Walkthrough) -> list[list[int]]:
     """The steps of two compared runs in pairs (their indices): a step as given with the one
-    after it when that is the same step with the flags (core.compare.SECOND); else alone."""
-    from attn_cli.core.compare import SECOND
-
-    steps = walkthrough.steps
+    after it when that is the same step with the flags (the two share a number); else alone."""
+    numbers = [number for number, _ in walkthrough.numbered()]
     groups: list[list[int]] = []
-    for index, step in enumerate(steps):
-        pairs = index and step.key == steps[index - 1].key + SECOND
+    for index in range(len(numbers)):
+        pairs = index and numbers[index] == numbers[index - 1]
         if pairs and len(groups[-1]) == 1:
             groups[-1].append(index)
         else:

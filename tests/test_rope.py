@@ -366,3 +366,13 @@ SCALED = ("--rope-scaling", "llama3", "--factor", "8", "--original-max-position-
 )  # fmt: skip
 def test_scaling_user_errors(invoke, args, fragment):
     assert_user_error(invoke("rope", *args), fragment)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_regimes_note_holds_in_a_narrow_dtype(invoke_json, dtype):
+    """θᵢ / 3 is rounded in the run's dtype: the note's check allows that rounding, so the note
+    is printed (a withheld note would leave the step without it)."""
+    doc = invoke_json("rope", "--n", "3", "--dk", "8", "--seed", "1", "--rope-scaling", "linear",
+                      "--factor", "3", "--original-max-position-embeddings", "32", "--dtype", dtype)  # fmt: skip
+    (note,) = steps_of(doc)["scaling"]["notes"]
+    assert note["values"]["interpolated"] == 4

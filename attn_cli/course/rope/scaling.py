@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.backend import EXACT_INTEGERS
+from attn_cli.core.backend import EPSILON, EXACT_INTEGERS
 from attn_cli.core.errors import UserError, param
 from attn_cli.core.model import Walkthrough
 from attn_cli.course.checks import is_whole
@@ -357,14 +357,14 @@ def _records(walkthrough: Walkthrough, key: str) -> list[dict[str, Any]] | None:
     return value if isinstance(value, list) else None
 
 
-def _agrees(theta: float, row: Mapping[str, Any], factor: float) -> bool:
+def _agrees(theta: float, row: Mapping[str, Any], factor: float, tolerance: float) -> bool:
     """A row's word matches its frequencies: kept θ' = θ, interpolated θ' = θ / s, blended
-    strictly between (to rounding)."""
+    strictly between (each to the rounding of the run's dtype, a relative ``tolerance``)."""
     after, word = row["scaled_theta"], row["regime"]
     if word == "kept":
-        return math.isclose(after, theta, rel_tol=1e-9)
+        return math.isclose(after, theta, rel_tol=tolerance)
     if word == "interpolated":
-        return math.isclose(after, theta / factor, rel_tol=1e-9)
+        return math.isclose(after, theta / factor, rel_tol=tolerance)
     return word == "blended" and theta / factor < after < theta and factor > 1
 
 
@@ -376,11 +376,14 @@ def regimes_counted(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool
         return False
     words = [row["regime"] for row in rows]
     factor = float(values["factor"])
+    tolerance = 16 * EPSILON[walkthrough.dtype]  # θ'ᵢ and θᵢ / s each rounded in the run's dtype
     return (
         len(rows) == values["pairs"]
         and all(words.count(word) == values[word] for word in ("kept", "blended", "interpolated"))
         and values["order"] == in_order(words)
-        and all(_agrees(p["theta"], row, factor) for p, row in zip(plain, rows, strict=True))
+        and all(
+            _agrees(p["theta"], row, factor, tolerance) for p, row in zip(plain, rows, strict=True)
+        )
     )
 
 

@@ -25,6 +25,10 @@ RUNS = Runs(
         ("--example", "partial"),
         ("--rotary-dim", "2"),  # one pair: both layouts turn dimensions 0 and 1
         ("--q", "0,0;0,0", "--k", "0,0;0,0"),  # no cross terms: PE's scores keep too
+        ("--example", "llama3.1-8b"),
+        ("--example", "qwen2.5-yarn"),
+        ("--rope-scaling", "linear", "--factor", "4", "--original-max-position-embeddings", "16"),
+        ("--rope-scaling", "ntk", "--factor", "4", "--original-max-position-embeddings", "16"),
     ),
     options=({"layout": "split"}, {"rotary_dim": 2}),
     batch=Batch(lambda draw: {"q": draw(3, 2), "k": draw(3, 2)}, ("q", "k")),
@@ -208,3 +212,167 @@ def test_one_turned_pair_is_not_followed_by_slower_pairs(invoke_json):
     assert "with one pair there is only the fastest" in step["explanation"]
     wide = invoke_json("rope", "--n", "3", "--dk", "4")
     assert "down to pair 1" in wide["steps"][0]["explanation"]
+
+
+# --- RoPE scaling (--rope-scaling): the lesson's steps against the published formulas --------
+
+LLAMA_ARGS = ("rope", "--example", "llama3.1-8b")
+QWEN_ARGS = ("rope", "--example", "qwen2.5-yarn")
+
+
+def test_llama31_8b_frequencies_are_metas(invoke_json):
+    from tests.test_rope_scaling import llama3_reference, plain_frequencies
+
+    steps = steps_of(invoke_json(*LLAMA_ARGS))
+    assert list(steps)[:3] == ["frequencies", "scaling", "angles"] and list(steps)[-1] == "far"
+    rows = steps["scaling"]["value"]
+    expected = llama3_reference(plain_frequencies(500000.0, 128), 8.0, 1.0, 4.0, 8192)
+    np.testing.assert_allclose([row["scaled_theta"] for row in rows], expected, rtol=1e-14)
+    words = [row["regime"] for row in rows]
+    assert words == ["kept"] * 29 + ["blended"] * 6 + ["interpolated"] * 29
+    plain = np.array(plain_frequencies(500000.0, 128))
+    np.testing.assert_allclose([row["divided"] for row in rows], plain / expected, rtol=1e-14)
+    np.testing.assert_allclose(
+        [row["turns"] for row in rows], 8192 / (2 * np.pi / plain), rtol=1e-14
+    )
+    (note,) = steps["scaling"]["notes"]
+    assert note["values"]["order"] == "0–28 kept, 29–34 blended, 35–63 interpolated"
+    # The angles are turned by the scaled frequencies: position 1's row is θ'ᵢ.
+    np.testing.assert_allclose(unwrap(steps["angles"]["value"])[1], expected, rtol=1e-14)
+
+
+def test_llama31_8b_far_scores(invoke_json):
+    """q = k = ones: a score at offset Δ is Σᵢ 2 cos(Δ·θᵢ) (each pair (1, 1) turned by Δ·θᵢ)."""
+    from tests.test_rope_scaling import llama3_reference, plain_frequencies
+
+    steps = steps_of(invoke_json(*LLAMA_ARGS))
+    plain = np.array(plain_frequencies(500000.0, 128))
+    scaled = np.array(llama3_reference(list(plain), 8.0, 1.0, 4.0, 8192))
+    rows = steps["far"]["value"]
+    assert [(row["position"], row["offset"]) for row in rows] == [(0, 16384), (1, 16383)]
+    for row in rows:
+        delta = row["offset"]
+        assert row["plain"] == pytest.approx(2 * np.sum(np.cos(delta * plain)), abs=1e-9)
+        assert row["scaled"] == pytest.approx(2 * np.sum(np.cos(delta * scaled)), abs=1e-9)
+    (note,) = steps["far"]["notes"]
+    sweep = 8191 * plain
+
+    def past(theta):
+        return int(np.sum((sweep < 2 * np.pi) & (np.mod(16384 * theta, 2 * np.pi) > sweep)))
+
+    assert note["values"]["plain"] == past(plain) == 25  # of the 29 pairs slower than L
+    assert note["values"]["scaled"] == past(scaled) == 0
+
+
+def test_qwen25_yarn_ramp_and_temperature(invoke_json):
+    from tests.test_rope_scaling import yarn_reference
+
+    steps = steps_of(invoke_json(*QWEN_ARGS))
+    assert list(steps)[:3] == ["frequencies", "scaling", "temperature"]
+    expected, attention, (low, high) = yarn_reference(1e6, 128, 4.0, 32768, 32.0, 1.0)
+    rows = steps["scaling"]["value"]
+    np.testing.assert_allclose([row["scaled_theta"] for row in rows], expected, rtol=1e-14)
+    assert [row["regime"] for row in rows] == ["kept"] * 24 + ["blended"] * 16 + [
+        "interpolated"
+    ] * 24
+    assert (low, high) == (23, 40)
+    assert "w = (i − 23) / (40 − 23)" in steps["scaling"]["explanation"]
+    (temperature,) = steps["temperature"]["value"]
+    assert temperature["attention_factor"] == pytest.approx(0.1 * math.log(4) + 1, rel=1e-15)
+    assert temperature["on_scores"] == pytest.approx(1.2964769927807063, rel=1e-15)
+    for row in steps["far"]["value"]:  # the scaled scores carry YaRN's 1/t
+        want = attention**2 * 2 * np.sum(np.cos(row["offset"] * np.array(expected)))
+        assert row["scaled"] == pytest.approx(want, abs=1e-9)
+    # The main scores are the turns alone: q0·k0 at offset 0 is |q|² = 128.
+    assert unwrap(steps["scores"]["value"])[0][0] == pytest.approx(128.0, abs=1e-12)
+
+
+def test_linear_and_ntk_turn_by_the_scaled_frequencies(invoke_json):
+    base = (
+        "rope",
+        "--n",
+        "3",
+        "--dk",
+        "8",
+        "--seed",
+        "1",
+        "--original-max-position-embeddings",
+        "64",
+    )
+    linear = steps_of(invoke_json(*base, "--rope-scaling", "linear", "--factor", "4"))
+    theta = np.array([10000.0 ** (-2 * i / 8) for i in range(4)])
+    np.testing.assert_allclose(unwrap(linear["angles"]["value"])[2], 2 * theta / 4, rtol=1e-15)
+    assert {row["regime"] for row in linear["scaling"]["value"]} == {"interpolated"}
+    ntk = steps_of(invoke_json(*base, "--rope-scaling", "ntk", "--factor", "4"))
+    new_base = 10000.0 * 4 ** (8 / 6)
+    want = np.array([new_base ** (-2 * i / 8) for i in range(4)])
+    np.testing.assert_allclose(unwrap(ntk["angles"]["value"])[1], want, rtol=1e-14)
+    assert [row["regime"] for row in ntk["scaling"]["value"]] == [
+        "kept", "blended", "blended", "interpolated",
+    ]  # fmt: skip
+    assert "= 63496" in ntk["scaling"]["title"]  # 10000 · 4^(4/3) = 63496.04
+
+
+@pytest.mark.parametrize("kind", ["linear", "ntk", "yarn", "llama3"])
+def test_scaling_on_torch_agrees_with_numpy(invoke_json, torch, kind):
+    args = ("rope", "--n", "4", "--dk", "8", "--seed", "2", "--rope-scaling", kind,
+            "--factor", "8", "--original-max-position-embeddings", "32")  # fmt: skip
+    numpy_doc, torch_doc = invoke_json(*args), invoke_json(*args, "--backend", "torch")
+    for mine, theirs in zip(numpy_doc["steps"], torch_doc["steps"], strict=True):
+        assert mine["key"] == theirs["key"]
+        if mine["kind"] == "records":
+            for a, b in zip(mine["value"], theirs["value"], strict=True):
+                for name, value in a.items():
+                    if isinstance(value, float):
+                        assert b[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+                    else:
+                        assert b[name] == value
+        else:
+            np.testing.assert_allclose(unwrap(theirs["value"]), unwrap(mine["value"]), atol=1e-12)
+        assert [n["key"] for n in mine.get("notes", ())] == [
+            n["key"] for n in theirs.get("notes", ())
+        ]
+
+
+def test_code_refuses_scaling(invoke):
+    assert_user_error(invoke(*LLAMA_ARGS, "--code"), "--code", "--rope-scaling llama3")
+
+
+SCALED = ("--rope-scaling", "llama3", "--factor", "8", "--original-max-position-embeddings", "64")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--factor", "8"), "--factor is a RoPE scaling parameter: give --rope-scaling"),
+        (("--beta-fast", "32"), "--beta-fast is a RoPE scaling parameter"),
+        (("--rope-scaling", "yarn", "--original-max-position-embeddings", "64"), "needs --factor"),
+        (("--rope-scaling", "yarn", "--factor", "4"), "needs --original-max-position-embeddings"),
+        ((*SCALED[:2], "--factor", "0", *SCALED[4:]), "--factor 0: the factor must be greater"),
+        ((*SCALED[:2], "--factor", "-2", *SCALED[4:]), "--factor -2: the factor must be greater"),
+        ((*SCALED[:2], "--factor", "1", *SCALED[4:]), "--factor 1: the factor must be greater"),
+        ((*SCALED[:4], "--original-max-position-embeddings", "0"), "must be a whole number >= 1"),
+        ((*SCALED, "--low-freq-factor", "4", "--high-freq-factor", "4"), "--low-freq-factor 4 is not below --high-freq-factor 4"),
+        ((*SCALED, "--low-freq-factor", "5"), "--low-freq-factor 5 is not below --high-freq-factor 4"),
+        ((*SCALED, "--low-freq-factor", "0"), "--low-freq-factor 0: give a number > 0"),
+        ((*SCALED, "--beta-fast", "32"), "--beta-fast is a parameter of --rope-scaling yarn"),
+        (("--rope-scaling", "yarn", *SCALED[2:], "--low-freq-factor", "1"), "--low-freq-factor is a parameter of --rope-scaling llama3"),
+        (("--rope-scaling", "yarn", *SCALED[2:], "--beta-fast", "1", "--beta-slow", "2"), "--beta-fast 1 is not above --beta-slow 2"),
+        (("--rope-scaling", "yarn", *SCALED[2:], "--beta-slow", "0"), "--beta-slow 0: give a number of turns > 0"),
+        (("--rope-scaling", "ntk", *SCALED[2:], "--rotary-dim", "2"), "needs r >= 4"),
+        ((*SCALED[:4], "--original-max-position-embeddings", "2048", "--dtype", "float16"), "position 4096 (2L)"),
+        (("--rope-scaling", "rope2"), "rope2"),
+    ],
+)  # fmt: skip
+def test_scaling_user_errors(invoke, args, fragment):
+    assert_user_error(invoke("rope", *args), fragment)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_regimes_note_holds_in_a_narrow_dtype(invoke_json, dtype):
+    """θᵢ / 3 is rounded in the run's dtype: the note's check allows that rounding, so the note
+    is printed (a withheld note would leave the step without it)."""
+    doc = invoke_json("rope", "--n", "3", "--dk", "8", "--seed", "1", "--rope-scaling", "linear",
+                      "--factor", "3", "--original-max-position-embeddings", "32", "--dtype", dtype)  # fmt: skip
+    (note,) = steps_of(doc)["scaling"]["notes"]
+    assert note["values"]["interpolated"] == 4

@@ -566,7 +566,7 @@ def _option(option: Option) -> tuple[object, object]:
     parameter = typer.Option(
         name,
         help=help_text(option.help_text(flag_spelling)),
-        rich_help_panel=SETTINGS_PANEL,
+        rich_help_panel=option.panel or SETTINGS_PANEL,
         show_default=False,  # no min=: the least value is checked with the run (run/request.py)
         metavar=_typed_as(option),
     )

@@ -120,6 +120,9 @@ class Option:
     # It names a file (block --weights): a relative path in a lesson file is read from the
     # lesson file's folder, one on the command line from the current directory.
     path: bool = False
+    # The help's panel for it, where not the settings' (rope's scaling parameters: a panel whose
+    # narrow type column leaves --original-max-position-embeddings whole at 80 columns).
+    panel: str | None = None
 
     def help_text(self, spelling: Spelling = keyword_spelling) -> str:
         return help_words(self.help, spelling, default=shown(self.default))

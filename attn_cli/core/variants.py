@@ -11,6 +11,8 @@ from __future__ import annotations
 NORMALISERS = ("softmax", "sparsemax", "entmax15", "sigmoid", "hardmax")
 QK_NORMS = ("layernorm", "rmsnorm")  # QK-norm: LayerNorm (ViT-22B) or RMSNorm (OLMo 2, Qwen 3)
 LAYOUTS = ("interleaved", "split")  # sinusoidal encoding: sin/cos alternating, or in halves
+# RoPE scaling, as model configs name their rope_type (NTK-aware: "ntk"; Llama 3.1: "llama3")
+ROPE_SCALINGS = ("linear", "ntk", "yarn", "llama3")
 FILLS = ("-inf", "zero")  # what a causal mask writes over the future scores
 GRAPH_SCORES = ("dot", "additive", "gatv2")  # graph attention's score of a pair
 FEATURE_MAPS = ("elu", "random", "relu", "leaky-squared")  # linear attention's φ

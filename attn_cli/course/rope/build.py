@@ -28,10 +28,11 @@ from attn_cli.course.checks import (
 )
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
+from attn_cli.course.rope import scaling as scaled_rope
 from attn_cli.course.rope.card import CARD
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
-from attn_cli.mechanisms import posenc, rotary
+from attn_cli.mechanisms import posenc, rope_scaling, rotary
 
 # Each convention in words: which dimensions a pair turns, and whose code writes it so.
 CONVENTIONS = {
@@ -47,6 +48,7 @@ class Settings:
     base: float
     rotary: int  # r: the dimensions turned (even, at most d)
     offset: int  # s: every position moved by s
+    scaling: rope_scaling.Scaling | None = None  # --rope-scaling and its parameters
 
 
 def settings(options: Mapping[str, Any], d: int) -> Settings:
@@ -92,7 +94,13 @@ def settings(options: Mapping[str, Any], d: int) -> Settings:
         raise UserError(
             f"{param('rotary_dim', width)} is wider than q and k (d = {d}); give at most {d}."
         )
-    return Settings(cast(rotary.Layout, layout), float(base), width, offset)
+    return Settings(
+        cast(rotary.Layout, layout),
+        float(base),
+        width,
+        offset,
+        scaled_rope.parse(options, width),
+    )
 
 
 def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
@@ -121,6 +129,8 @@ def build(run: LessonRun) -> Walkthrough:
             f"{EXACT_INTEGERS[backend.dtype]}, and position {last} would be rounded; use "
             f"{param('dtype', 'float32')} or float64, or a smaller {param('offset')}."
         )
+    if s.scaling is not None:
+        scaled_rope.check_positions(s.scaling, backend.dtype)
     half = s.rotary // 2
     queries, keys = position_names(run, "queries", n, "q"), position_names(run, "keys", n, "k")
     positions = backend.asarray(np.arange(n, dtype=np.float64))  # (n,) 0 .. n-1
@@ -165,6 +175,16 @@ def build(run: LessonRun) -> Walkthrough:
         grid=Grid(context=context),
         text="frequencies_one_pair" if half == 1 else None,  # no later, slower pair
     )
+    plain = theta
+    if s.scaling is not None:  # the steps below turn q and k by the scaled frequencies
+        scaling_context = {
+            **context,
+            **scaled_rope.context_of(s.scaling, s.rotary, s.base),
+        }
+        scaled = scaled_rope.record_frequencies(
+            record, s.scaling, theta, pairs, s.rotary, s.base, scaling_context
+        )
+        theta = scaled.theta
     position_rows = tuple(str(m) for m in range(n))
     pair_cols = tuple(f"pair {i}" for i in range(half))
     table = record.compute(
@@ -236,16 +256,30 @@ def build(run: LessonRun) -> Walkthrough:
     moved_by = _largest(record, pe_change)
     key = "pe_changes" if moved_by > _bound_of(record.run, n, d, s.offset) else "pe_kept"
     record.steps[-1] = _with_note(record, record.note(key, s=s.offset, difference=moved_by))
+    if s.scaling is not None:
+        scaled_rope.record_far(
+            record,
+            scaling=s.scaling,
+            q=q,
+            k=k,
+            plain=plain,
+            scaled=scaled,
+            layout=s.layout,
+            keys=keys,
+            context=scaling_context,
+        )
     inputs = (
         InputValue("Q", run.inputs["Q"], queries, columns, description="queries"),
         InputValue("K", run.inputs["K"], keys, columns, description="keys"),
     )
-    meta = {
+    meta: dict[str, Any] = {
         "layout": s.layout,
         "rotary_dim": s.rotary,
         "shift_max_difference": _largest(record, change),
         "pe_shift_max_difference": moved_by,
     }
+    if s.scaling is not None:
+        meta["rope_scaling"] = s.scaling.rope_type
     return record.walkthrough(scores, inputs=inputs, meta=meta)
 
 
@@ -362,6 +396,7 @@ SETTINGS = (
     *("n", "last_pos", "d", "r", "pairs", "pairs_text", "last_pair", "base"),
     *("fastest", "slowest", "s", "layout", "convention", "other", "other_convention"),
 )
+SCALED = (*SETTINGS, *scaled_rope.CONTEXT)
 TEXTS = Texts(
     steps={
         "frequencies": SETTINGS,
@@ -374,6 +409,10 @@ TEXTS = Texts(
         "shifted": SETTINGS,
         "pe_scores": SETTINGS,
         "pe_shifted": SETTINGS,
+        **{f"scaling_{kind}": SCALED for kind in rope_scaling.SCALINGS},
+        "temperature": SCALED,
+        "far": SCALED,
+        "far_yarn": SCALED,
     },
     notes={
         "partial": ("r", "d", "rest"),
@@ -382,6 +421,8 @@ TEXTS = Texts(
         "shift_kept": ("s", "difference"),
         "pe_changes": ("s", "difference"),
         "pe_kept": ("s", "difference"),
+        "regimes": ("pairs", "factor", "kept", "blended", "interpolated", "order"),
+        "far_unseen": ("far", "L", "pairs", "plain", "scaled"),
     },
     claims={
         "layouts_differ": layouts_differ,
@@ -389,6 +430,8 @@ TEXTS = Texts(
         "shift_kept": scores_kept,
         "pe_changes": pe_scores_change,
         "pe_kept": pe_scores_kept,
+        "regimes": scaled_rope.regimes_counted,
+        "far_unseen": scaled_rope.far_counted,
     },
     general=("partial",),
 )

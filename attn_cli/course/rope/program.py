@@ -4,13 +4,19 @@ layout, complex numbers over consecutive pairs for the interleaved one)."""
 
 from __future__ import annotations
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
-from attn_cli.render.code_render import array, inputs_of, number, options_of
+from attn_cli.render.code_render import array, inputs_of, number, options_of, refuse
 
 PRINTED = ("q_rotated", "k_rotated", "scores", "shifted")
 
 
 def _head(walkthrough: Walkthrough, module: str) -> list[str]:
+    scaling = walkthrough.meta.get("rope_scaling")
+    if scaling is not None:
+        raise refuse(
+            "rope", param("rope_scaling", scaling), "the program turns by the plain frequencies"
+        )
     given = inputs_of(walkthrough)
     options = options_of(walkthrough)
     rotary_dim = int(walkthrough.meta["rotary_dim"])

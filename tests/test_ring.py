@@ -501,15 +501,16 @@ def test_a_lesson_file_of_ones_own(invoke, tmp_path):
     assert [row["queries"] for row in doc["steps"][0]["value"]] == ["a", "b", "c"]
 
 
-def test_the_tour_visits_the_ring_last_beyond_the_lectures():
-    """The lecture notes never name ring attention (issue 57): it is the last stop past them,
-    and the lectures' flash is followed by their window."""
+def test_the_tour_visits_the_ring_beyond_the_lectures_before_ulysses():
+    """The lecture notes never name ring attention (issue 57): it is past them, followed only by
+    Ulysses, the other shape of context parallelism; the lectures' flash is followed by their
+    window."""
     from attn_cli.cli.itinerary import tour
     from attn_cli.core.stop import BEYOND_THE_LECTURES
 
     stops = tour()
     names = [stop.name for stop in stops]
-    assert names[-1] == "ring" and stops[-1].section is BEYOND_THE_LECTURES
+    assert names[-2:] == ["ring", "ulysses"] and stops[-2].section is BEYOND_THE_LECTURES
     assert names[names.index("flash") + 1] == "window"
     lectures = [stop.name for stop in stops if stop.section is None]
     assert "ring" not in lectures and "flash" in lectures

@@ -200,3 +200,9 @@ def test_the_tour_visits_ulysses_after_the_ring_last():
     stops = tour()
     names = [stop.name for stop in stops]
     assert names[-2:] == ["ring", "ulysses"] and stops[-1].section is BEYOND_THE_LECTURES
+
+
+def test_without_torch_ulysses_runs_over_pipes(without_torch):
+    w = attn.ulysses()
+    assert "transport_pipes" in [note.key for note in w.notes]
+    assert w.meta["max_abs_difference"] <= 1e-12

@@ -599,7 +599,7 @@ def test_the_error_that_came_first_is_blamed_though_its_neighbour_ended_first(tm
     processes = [context.Process(target=first), context.Process(target=neighbour)]
     for process in processes:
         process.start()
-    ring_ = SimpleNamespace(folder=folder, processes=2)
+    ring_ = SimpleNamespace(folder=folder, processes=2, method="ring")
     try:
         found = launch._first_failure(ring_, processes)
     finally:

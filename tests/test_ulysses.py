@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import multiprocessing
+import sys
 
 import numpy as np
 import pytest
@@ -206,3 +207,42 @@ def test_without_torch_ulysses_runs_over_pipes(without_torch):
     w = attn.ulysses()
     assert "transport_pipes" in [note.key for note in w.notes]
     assert w.meta["max_abs_difference"] <= 1e-12
+
+
+# Process 1 killed as it attends (the processes are forked from the driver: they attend
+# through the patched function; the command's own check, in the main process, does not).
+KILLED_AS_IT_ATTENDS = """
+import multiprocessing, os, signal, sys
+from attn_cli.mechanisms import attention
+real = attention.attention
+
+def attend(*args, **options):
+    if multiprocessing.current_process().name == "attn ring rank 1":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **options)
+
+attention.attention = attend
+sys.argv = ["attn", "ulysses", *{args!r}]
+from attn_cli.__main__ import main
+main()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_process_killed_mid_lesson_stops_every_process_in_one_line(transport):
+    """The ring's machinery, on Ulysses's processes: one killed between its all-to-alls, the
+    others (waiting in an all-to-all for it) stopped, one line, none left."""
+    from tests.test_ring import run_driver
+
+    transport_available(transport)
+    args = ["--n", "8", "--heads", "4", "--processes", "4", "--dist-backend", transport]
+    result, left = run_driver("", args, driver=KILLED_AS_IT_ATTENDS)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("attn: error: process 1 of Ulysses (4 processes) was killed")
+    assert "none is left running" in lines[0]
+    assert left == []

@@ -298,11 +298,16 @@ def _failure(ring: Ring, rank: int, exitcode: int | None) -> Exception:
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name
         return UserError(
-            f"process {rank} of the ring ({ring.processes} processes) was killed ({name}) before "
+            f"process {rank} of {_whose(ring)} ({ring.processes} processes) was killed ({name}) before "
             f"the lesson ended; {stopped}; run the lesson again."
         )
     error = ranks.error_path(ring.folder, rank)
     log = ranks.log_path(ring.folder, rank)
     said = error.read_text(encoding="utf-8") if error.exists() else f"exit code {exitcode}"
     details = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    return RuntimeError(f"process {rank} of the ring failed ({said}); {stopped}.\n{details}")
+    return RuntimeError(f"process {rank} of {_whose(ring)} failed ({said}); {stopped}.\n{details}")
+
+
+def _whose(ring: Ring) -> str:
+    """What the processes were running, as a failure names it: the ring, or attn ulysses's."""
+    return "the ring" if ring.method == "ring" else "Ulysses"

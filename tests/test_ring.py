@@ -194,12 +194,18 @@ def test_contiguous_causal_work_grows_p_fold_and_zigzag_evens_it():
     assert notes["work_contiguous"]["ratio"] == 4.0
 
 
-def test_bytes_sent_are_the_blocks_passed_on():
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+def test_bytes_sent_are_the_blocks_passed_on(transport):
     """n = 8, P = 2, d_k = 3, d_v = 2: the two blocks of 4 rows each send (3 + 2) float64
-    entries a row in round 1 and nothing in round 2."""
+    entries a row in round 1 and nothing in round 2, as the link counted what it was handed
+    (the formula, ring.block_bytes, per process and round)."""
+    transport_available(transport)
     q, k, v = random_qkv(seed=1, m=8, n=8)
-    traffic = steps_of(attn.ring(q, k, v, processes=2))["traffic"]
+    w = attn.ring(q, k, v, processes=2, dist_backend=transport)
+    traffic = steps_of(w)["traffic"]
     assert [row["sent"] for row in traffic] == [(4 + 4) * 5 * 8, 0]
+    block = ring.block_bytes(ring.shards(8, 2, "contiguous")[0], 3, 2, 8)
+    assert [row["sent"] for row in steps_of(w)["round1"]] == [block, block]
     assert [row["flops"] for row in traffic] == [2 * (16 + 16) * 5, 2 * (16 + 16) * 5]
 
 

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.backend import ITEMSIZE, Array, Backend
+from attn_cli.core.backend import Array, Backend
 from attn_cli.core.backend_choice import get_backend
 from attn_cli.mechanisms import tiled
-from attn_cli.mechanisms.ring import Shard, block_bytes, merge, source
+from attn_cli.mechanisms.ring import Shard, merge, source
 
 # How long a process waits for another (the store, a block) before it gives up: the command
 # stops every process as soon as one ends early, so this only bounds a process whose command
@@ -178,8 +178,7 @@ def run(job: Job) -> dict[str, np.ndarray]:
     processes = ring.processes
     backend = backend_of(ring, rank)
     q, k, v = (backend.asarray(array) for array in (job.q, job.k, job.v))
-    d_k, d_v = job.q.shape[1], job.v.shape[1]
-    itemsize = ITEMSIZE[ring.dtype]
+    d_k = job.q.shape[1]
     arrays: dict[str, np.ndarray] = {"queries": ring.shards[rank].positions}
     if ring.transport == "nccl":  # the GPU's name, for its figures (the traffic step)
         import torch
@@ -196,6 +195,7 @@ def run(job: Job) -> dict[str, np.ndarray]:
             keys = ring.shards[held]
             last = t == processes - 1
             clock = time.perf_counter()
+            sent_before = link.bytes_sent
             if not last:  # start passing this block on while it is merged (the overlap)
                 link.start(block, ring.shards[source(rank, t + 1, processes)].size)
             k_block, v_block = block[:, :d_k], block[:, d_k:]
@@ -215,8 +215,8 @@ def run(job: Job) -> dict[str, np.ndarray]:
             arrays[prefix + "source"] = np.asarray(held)
             arrays[prefix + "computed"] = np.asarray(merged.work.computed)
             arrays[prefix + "kept"] = np.asarray(merged.work.kept)
-            sent = 0 if last else block_bytes(keys, d_k, d_v, itemsize)
-            arrays[prefix + "sent"] = np.asarray(sent)
+            # what the link counted of the block handed to it (none in the last round)
+            arrays[prefix + "sent"] = np.asarray(link.bytes_sent - sent_before)
             if merged.update is not None:
                 if ring.keep:
                     arrays.update(_round_values(backend, prefix, merged.update))

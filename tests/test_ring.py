@@ -194,12 +194,18 @@ def test_contiguous_causal_work_grows_p_fold_and_zigzag_evens_it():
     assert notes["work_contiguous"]["ratio"] == 4.0
 
 
-def test_bytes_sent_are_the_blocks_passed_on():
+@pytest.mark.parametrize("transport", ["gloo", "pipes"])
+def test_bytes_sent_are_the_blocks_passed_on(transport):
     """n = 8, P = 2, d_k = 3, d_v = 2: the two blocks of 4 rows each send (3 + 2) float64
-    entries a row in round 1 and nothing in round 2."""
+    entries a row in round 1 and nothing in round 2, as the link counted what it was handed
+    (the formula, ring.block_bytes, per process and round)."""
+    transport_available(transport)
     q, k, v = random_qkv(seed=1, m=8, n=8)
-    traffic = steps_of(attn.ring(q, k, v, processes=2))["traffic"]
+    w = attn.ring(q, k, v, processes=2, dist_backend=transport)
+    traffic = steps_of(w)["traffic"]
     assert [row["sent"] for row in traffic] == [(4 + 4) * 5 * 8, 0]
+    block = ring.block_bytes(ring.shards(8, 2, "contiguous")[0], 3, 2, 8)
+    assert [row["sent"] for row in steps_of(w)["round1"]] == [block, block]
     assert [row["flops"] for row in traffic] == [2 * (16 + 16) * 5, 2 * (16 + 16) * 5]
 
 
@@ -501,15 +507,16 @@ def test_a_lesson_file_of_ones_own(invoke, tmp_path):
     assert [row["queries"] for row in doc["steps"][0]["value"]] == ["a", "b", "c"]
 
 
-def test_the_tour_visits_the_ring_last_beyond_the_lectures():
-    """The lecture notes never name ring attention (issue 57): it is the last stop past them,
-    and the lectures' flash is followed by their window."""
+def test_the_tour_visits_the_ring_beyond_the_lectures_before_ulysses():
+    """The lecture notes never name ring attention (issue 57): it is past them, followed only by
+    Ulysses, the other shape of context parallelism; the lectures' flash is followed by their
+    window."""
     from attn_cli.cli.itinerary import tour
     from attn_cli.core.stop import BEYOND_THE_LECTURES
 
     stops = tour()
     names = [stop.name for stop in stops]
-    assert names[-1] == "ring" and stops[-1].section is BEYOND_THE_LECTURES
+    assert names[-2:] == ["ring", "ulysses"] and stops[-2].section is BEYOND_THE_LECTURES
     assert names[names.index("flash") + 1] == "window"
     lectures = [stop.name for stop in stops if stop.section is None]
     assert "ring" not in lectures and "flash" in lectures
@@ -598,7 +605,7 @@ def test_the_error_that_came_first_is_blamed_though_its_neighbour_ended_first(tm
     processes = [context.Process(target=first), context.Process(target=neighbour)]
     for process in processes:
         process.start()
-    ring_ = SimpleNamespace(folder=folder, processes=2)
+    ring_ = SimpleNamespace(folder=folder, processes=2, method="ring")
     try:
         found = launch._first_failure(ring_, processes)
     finally:

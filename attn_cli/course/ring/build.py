@@ -47,6 +47,11 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
         )
     scaled.validate({name: inputs[name] for name in ("Q", "K", "V")}, {})
     sharding_of(options, processes_of(options, k.shape[0]), k.shape[0])
+    validate_transport(options)
+
+
+def validate_transport(options: Mapping[str, Any]) -> None:
+    """--dist-backend one of auto, gloo, nccl, pipes (attn ulysses's processes too)."""
     transport = options.get("dist_backend") or AUTO
     if transport not in (AUTO, *variants.TRANSPORTS):
         raise UserError(
@@ -67,13 +72,13 @@ def processes_of(options: Mapping[str, Any], n: int) -> int:
         fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % p == 0]
         raise UserError(
             f"{param('processes', processes)} does not divide n = {n}: each process holds n / P queries "
-            f"and one block of n / P keys; use {param('processes', _either(fits))}, or a sequence "
+            f"and one block of n / P keys; use {param('processes', either(fits))}, or a sequence "
             f"length that is a multiple of {processes}."
         )
     return processes
 
 
-def _either(choices: list[int]) -> str:
+def either(choices: list[int]) -> str:
     """1, 2 or 4."""
     words = [str(choice) for choice in choices]
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
@@ -88,7 +93,7 @@ def sharding_of(options: Mapping[str, Any], processes: int, n: int) -> str:
         )
     if sharding == "zigzag" and n % (2 * processes):
         fits = [p for p in range(1, min(n, MAX_PROCESSES) + 1) if n % (2 * p) == 0]
-        fix = f"{param('processes', _either(fits))}, " if fits else ""
+        fix = f"{param('processes', either(fits))}, " if fits else ""
         raise UserError(
             f"{param('sharding', 'zigzag')} cuts the sequence into 2P = {2 * processes} runs of equal length, "
             f"but n = {n} is not a multiple of {2 * processes}; use {fix}a sequence length that "
@@ -200,7 +205,7 @@ def build(run: LessonRun) -> Walkthrough:
         _round(record, records, layout, names, {**base, "t": t}, tuple(first))
     for rank, shard in enumerate(layout):
         rows = tuple(queries[p] for p in shard.positions)
-        context = {**base, "r": rank, "rows": shard.size, "held": _spans(rows)}
+        context = {**base, "r": rank, "rows": shard.size, "held": spans(rows)}
         record.add(
             f"process{rank}.output",
             records[rank]["output"],
@@ -224,7 +229,7 @@ def build(run: LessonRun) -> Walkthrough:
     notes = [record.note("ring_check", difference=difference)]
     # One process passes nothing: no sentence about how blocks travelled.
     notes.append(record.note(f"transport_{transport}" if processes > 1 else "transport_alone"))
-    notes += _interface_overridden(records, transport)
+    notes += interface_overridden(records, transport)
     return record.walkthrough(
         gathered,
         inputs=scaled.labelled_inputs(run, queries, keys),
@@ -233,7 +238,7 @@ def build(run: LessonRun) -> Walkthrough:
     )
 
 
-def _interface_overridden(records: list[dict[str, np.ndarray]], transport: str) -> list[Note]:
+def interface_overridden(records: list[dict[str, np.ndarray]], transport: str) -> list[Note]:
     """A note when the user's environment named another interface for the backend's
     connections (GLOO_SOCKET_IFNAME=eth0, or a name of none) than the loopback one the processes
     used instead (rank.DistributedLink sets it): said, not done silently. The words are the
@@ -251,7 +256,7 @@ def _interface_overridden(records: list[dict[str, np.ndarray]], transport: str) 
     return [Note.fixed("interface_overridden", text)]
 
 
-def _spans(labels: tuple[str, ...] | list[str]) -> str:
+def spans(labels: tuple[str, ...] | list[str]) -> str:
     """Labels as the lesson writes them: the first and last of a run of three or more joined by
     "..", the rest by commas ("k1..k4", "k1, k3, k5")."""
     if len(labels) >= 3 and _consecutive(labels):
@@ -269,7 +274,7 @@ def _consecutive(labels: tuple[str, ...] | list[str]) -> bool:
 
 def _held(keys: tuple[str, ...], shard: ring.Shard) -> str:
     """A shard's labels, each of its runs written on its own ("k1..k2, k7..k8")."""
-    return ", ".join(_spans([keys[p] for p in shard.positions[a:b]]) for a, b in shard.runs)
+    return ", ".join(spans([keys[p] for p in shard.positions[a:b]]) for a, b in shard.runs)
 
 
 def _layout(
@@ -336,7 +341,7 @@ def _round(
         columns = tuple(keys[p] for p in layout[held].positions)
         where = f"Round {t} · process {rank}"
         step_context = {**context, "r": rank, "source": held, "where": where}
-        step_context.update(width=len(columns), rows=len(rows), held=_spans(columns))
+        step_context.update(width=len(columns), rows=len(rows), held=spans(columns))
         before = _before(records[rank], t, values[prefix + "acc"].shape)
         is_first = t == 1 and rank == 0
         merge_steps(

@@ -38,13 +38,17 @@ def start_method(transport: str) -> str:
     return "fork" if forking and transport != "nccl" else "spawn"
 
 
-def run(ring: Ring, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[Record]:
-    """Run the ring on Q, K, V (float64, n rows each): each process's record, in rank order."""
+def run(
+    ring: Ring, q: np.ndarray, k: np.ndarray, v: np.ndarray, program: Any = None
+) -> list[Record]:
+    """Run the ring on Q, K, V (float64, n rows each): each process's record, in rank order.
+    ``program``: what each process runs instead of the ring (attn ulysses's), a module-level
+    function of its :class:`Job`."""
     with tempfile.TemporaryDirectory(prefix="attn-ring-") as folder:
         listener = None if ring.transport == "pipes" else _loopback_listener()
         try:
             ring = replace(ring, folder=folder, listener=listener)
-            jobs = _jobs(ring, q, k, v)
+            jobs = _jobs(ring, q, k, v, program)
             _run_jobs(ring, jobs)
         finally:
             if listener is not None:
@@ -63,16 +67,18 @@ def _loopback_listener() -> socket.socket:
     return listener
 
 
-def _jobs(ring: Ring, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> list[Job]:
+def _jobs(ring: Ring, q: np.ndarray, k: np.ndarray, v: np.ndarray, program: Any) -> list[Job]:
     jobs = []
-    pipes = _pipes(ring.processes) if ring.transport == "pipes" else None
+    pipes = None
+    if ring.transport == "pipes":
+        pipes = _mesh(ring.processes) if ring.method == "ulysses" else _pipes(ring.processes)
     every = [] if pipes is None else [c for ends in pipes for c in _connections(ends)]
     for rank, shard in enumerate(ring.shards):
         rows = shard.positions
         ends = None if pipes is None else pipes[rank]
         own = [] if ends is None else _connections(ends)
         unused = [c for c in every if all(c is not mine for mine in own)]
-        jobs.append(Job(ring, rank, q[rows], k[rows], v[rows], ends, unused))
+        jobs.append(Job(ring, rank, q[rows], k[rows], v[rows], ends, unused, program))
     return jobs
 
 
@@ -91,7 +97,38 @@ def _pipes(processes: int) -> list[PipeEnds]:
     ]
 
 
+def _mesh(processes: int) -> list[PipeEnds]:
+    """attn ulysses's pipes: one from every process to every other (the all-to-all), the ring's
+    and the gather's among them (process r to r + 1, and each to process 0)."""
+    pipe = {
+        (i, j): multiprocessing.Pipe(duplex=False)  # (read, write) ends
+        for i in range(processes)
+        for j in range(processes)
+        if i != j
+    }
+    ends = []
+    for rank in range(processes):
+        to_each = tuple(None if j == rank else pipe[rank, j][1] for j in range(processes))
+        from_each = tuple(None if i == rank else pipe[i, rank][0] for i in range(processes))
+        if processes == 1:
+            ends.append(PipeEnds(None, None, to_each=to_each, from_each=from_each))
+            continue
+        ends.append(
+            PipeEnds(
+                right=to_each[(rank + 1) % processes],
+                left=from_each[(rank - 1) % processes],
+                to_first=to_each[0] if rank else None,
+                from_others=from_each[1:] if rank == 0 else (),
+                to_each=to_each,
+                from_each=from_each,
+            )
+        )
+    return ends
+
+
 def _connections(ends: PipeEnds) -> list[Any]:
+    if ends.to_each:
+        return [c for c in (*ends.to_each, *ends.from_each) if c is not None]
     found = [ends.right, ends.left, *ends.from_others]
     return found if ends.to_first is None else [*found, ends.to_first]
 
@@ -261,11 +298,16 @@ def _failure(ring: Ring, rank: int, exitcode: int | None) -> Exception:
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name
         return UserError(
-            f"process {rank} of the ring ({ring.processes} processes) was killed ({name}) before "
+            f"process {rank} of {_whose(ring)} ({ring.processes} processes) was killed ({name}) before "
             f"the lesson ended; {stopped}; run the lesson again."
         )
     error = ranks.error_path(ring.folder, rank)
     log = ranks.log_path(ring.folder, rank)
     said = error.read_text(encoding="utf-8") if error.exists() else f"exit code {exitcode}"
     details = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    return RuntimeError(f"process {rank} of the ring failed ({said}); {stopped}.\n{details}")
+    return RuntimeError(f"process {rank} of {_whose(ring)} failed ({said}); {stopped}.\n{details}")
+
+
+def _whose(ring: Ring) -> str:
+    """What the processes were running, as a failure names it: the ring, or attn ulysses's."""
+    return "the ring" if ring.method == "ring" else "Ulysses"

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from attn_cli.core.backend import ITEMSIZE, Array, Backend
+from attn_cli.core.backend import Array, Backend
 from attn_cli.core.backend_choice import get_backend
 from attn_cli.mechanisms import tiled
-from attn_cli.mechanisms.ring import Shard, block_bytes, merge, source
+from attn_cli.mechanisms.ring import Shard, merge, source
 
 # How long a process waits for another (the store, a block) before it gives up: the command
 # stops every process as soon as one ends early, so this only bounds a process whose command
@@ -60,6 +60,11 @@ class Ring:
     folder: str  # where each process writes its record and its log
     listener: socket.socket | None = None  # the store's socket, bound to LOOPBACK (gloo, nccl)
     keep: bool = True  # keep every merge's values (the lesson shows them; a benchmark need not)
+    # What the processes run: the ring (rank.run), or attn ulysses's all-to-alls, whose pipes are
+    # a mesh (every process to every other) and whose Q and V hold H and G heads side by side.
+    method: str = "ring"
+    heads: int = 1
+    kv_heads: int = 1
 
     @property
     def processes(self) -> int:
@@ -75,6 +80,9 @@ class PipeEnds:
     left: Any
     to_first: Any = None
     from_others: tuple[Any, ...] = ()
+    # attn ulysses's all-to-all: a pipe to and from every process, by rank (None: this one).
+    to_each: tuple[Any, ...] = ()
+    from_each: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -90,6 +98,9 @@ class Job:
     # Every other connection this process inherits (the other processes' ends): closed at its
     # start, so that a process that dies leaves its neighbours an end of file, not a wait.
     unused: list[Any] = field(default_factory=list)
+    # What the process runs (a module-level function, so that a spawned process can be handed
+    # it): the ring, unless another lesson's processes (attn ulysses) run on the same machinery.
+    program: Any = None
 
 
 def record_path(folder: str, rank: int) -> Path:
@@ -128,7 +139,7 @@ def main(job: Job) -> None:
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     try:
-        arrays: dict[str, Any] = run(job)
+        arrays: dict[str, Any] = (job.program or run)(job)
         np.savez(record_path(folder, rank), **arrays)
     except BaseException as error:  # anything: reported by the command, which stops the rest
         error_time_path(folder, rank).write_text(str(time.monotonic_ns()), encoding="utf-8")
@@ -165,26 +176,26 @@ def run(job: Job) -> dict[str, np.ndarray]:
     started = time.perf_counter()
     ring, rank = job.ring, job.rank
     processes = ring.processes
-    backend = _backend(ring, rank)
+    backend = backend_of(ring, rank)
     q, k, v = (backend.asarray(array) for array in (job.q, job.k, job.v))
-    d_k, d_v = job.q.shape[1], job.v.shape[1]
-    itemsize = ITEMSIZE[ring.dtype]
+    d_k = job.q.shape[1]
     arrays: dict[str, np.ndarray] = {"queries": ring.shards[rank].positions}
     if ring.transport == "nccl":  # the GPU's name, for its figures (the traffic step)
         import torch
 
         arrays["device"] = np.asarray(torch.cuda.get_device_name(rank))
-    with _link(job, backend) as link:
+    with link_of(job, backend) as link:
         arrays["set_up_seconds"] = np.asarray(time.perf_counter() - started)
         if isinstance(link, DistributedLink) and link.interface:  # the interface it set
             arrays["interface"] = np.asarray(link.interface)
         state = tiled.initial_state(q, v)
-        block = _joined(backend, k, v)  # the block this process holds: its keys, then values
+        block = joined(backend, k, v)  # the block this process holds: its keys, then values
         for t in range(processes):
             held = source(rank, t, processes)
             keys = ring.shards[held]
             last = t == processes - 1
             clock = time.perf_counter()
+            sent_before = link.bytes_sent
             if not last:  # start passing this block on while it is merged (the overlap)
                 link.start(block, ring.shards[source(rank, t + 1, processes)].size)
             k_block, v_block = block[:, :d_k], block[:, d_k:]
@@ -204,8 +215,8 @@ def run(job: Job) -> dict[str, np.ndarray]:
             arrays[prefix + "source"] = np.asarray(held)
             arrays[prefix + "computed"] = np.asarray(merged.work.computed)
             arrays[prefix + "kept"] = np.asarray(merged.work.kept)
-            sent = 0 if last else block_bytes(keys, d_k, d_v, itemsize)
-            arrays[prefix + "sent"] = np.asarray(sent)
+            # what the link counted of the block handed to it (none in the last round)
+            arrays[prefix + "sent"] = np.asarray(link.bytes_sent - sent_before)
             if merged.update is not None:
                 if ring.keep:
                     arrays.update(_round_values(backend, prefix, merged.update))
@@ -240,7 +251,7 @@ def _round_values(backend: Backend, prefix: str, update: tiled.BlockUpdate) -> d
     return {prefix + name: backend.to_numpy(value) for name, value in values.items()}
 
 
-def _backend(ring: Ring, rank: int) -> Backend:
+def backend_of(ring: Ring, rank: int) -> Backend:
     """This process's arithmetic: numpy, or torch on the CPU, or torch on GPU ``rank`` (nccl)."""
     if ring.transport != "nccl":
         return get_backend(ring.backend, "cpu", ring.dtype)
@@ -252,7 +263,7 @@ def _backend(ring: Ring, rank: int) -> Backend:
     return TorchBackend("torch", f"cuda:{rank}", ring.dtype)
 
 
-def _joined(backend: Backend, k: Array, v: Array) -> Array:
+def joined(backend: Backend, k: Array, v: Array) -> Array:
     """One buffer for a block: its keys and values side by side, sent as one message."""
     if backend.name == "numpy":
         return np.ascontiguousarray(np.concatenate([k, v], axis=1))
@@ -262,7 +273,13 @@ def _joined(backend: Backend, k: Array, v: Array) -> Array:
 
 
 class Link:
-    """How a process passes blocks round the ring and sends its rows to process 0."""
+    """How a process passes blocks round the ring, exchanges parts with every other process (an
+    all-to-all) and sends its rows to process 0. ``bytes_sent`` and ``bytes_received`` count the bytes of
+    the arrays it handed to the transport for another process and got from one (the gather to
+    process 0 aside: it is the lesson's display, not the algorithm's)."""
+
+    bytes_sent = 0
+    bytes_received = 0
 
     def start(self, block: Array, incoming_rows: int) -> None:
         """Begin sending ``block`` to the next process and receiving the next block (of
@@ -273,6 +290,12 @@ class Link:
         """Wait for both; the block received."""
         raise NotImplementedError
 
+    def all_to_all(self, parts: list[Array]) -> list[Array]:
+        """Send ``parts[j]`` to process j and receive one part from each: the parts received, by
+        sender (this process's own part kept as it is, not sent). Every part sent to a process
+        has the shape of the one it sends back (the lesson's shards are of equal size)."""
+        raise NotImplementedError
+
     def gather(self, rows: Array, shards: tuple[Shard, ...]) -> np.ndarray | None:
         """Process 0: every process's output rows, each put back at its positions (n × d_v);
         the other processes: None, once theirs are sent."""
@@ -280,7 +303,7 @@ class Link:
 
 
 @contextlib.contextmanager
-def _link(job: Job, backend: Backend) -> Iterator[Link]:
+def link_of(job: Job, backend: Backend) -> Iterator[Link]:
     if job.ring.transport == "pipes":
         yield PipeLink(job, backend)
         return
@@ -309,14 +332,40 @@ class PipeLink(Link):
     def start(self, block: Array, incoming_rows: int) -> None:
         self.dtype = block.dtype
         self.shape = (incoming_rows, block.shape[1])
-        self.sender = threading.Thread(target=self.ends.right.send_bytes, args=(block.tobytes(),))
+        data = block.tobytes()
+        self.bytes_sent += len(data)
+        self.sender = threading.Thread(target=self.ends.right.send_bytes, args=(data,))
         self.sender.start()
 
     def finish(self) -> Array:
         received = self.ends.left.recv_bytes()
+        self.bytes_received += len(received)
         assert self.sender is not None
         self.sender.join()
         return np.frombuffer(received, dtype=self.dtype).reshape(self.shape).copy()
+
+    def all_to_all(self, parts: list[Array]) -> list[Array]:
+        """Every part sent from a thread of its own (a part larger than a pipe's buffer cannot
+        leave two processes each waiting for the other to read), then one read from each."""
+        senders = []
+        for rank, part in enumerate(parts):
+            if rank != self.rank:
+                data = np.ascontiguousarray(part).tobytes()
+                self.bytes_sent += len(data)
+                sender = threading.Thread(target=self.ends.to_each[rank].send_bytes, args=(data,))
+                sender.start()
+                senders.append(sender)
+        received = []
+        for rank, part in enumerate(parts):
+            if rank == self.rank:
+                received.append(part)
+                continue
+            data = self.ends.from_each[rank].recv_bytes()
+            self.bytes_received += len(data)
+            received.append(np.frombuffer(data, dtype=part.dtype).reshape(part.shape).copy())
+        for sender in senders:
+            sender.join()
+        return received
 
     def gather(self, rows: Array, shards: tuple[Shard, ...]) -> np.ndarray | None:
         if self.rank != 0:
@@ -400,12 +449,31 @@ class DistributedLink(Link):
             ]
         )
         self.outgoing = outgoing  # kept alive until the send is done
+        self.bytes_sent += outgoing.numel() * outgoing.element_size()
 
     def finish(self) -> Array:
         for work in self.works:
             work.wait()
         received = self.received
+        self.count_received(received)
         return received.numpy() if self.backend.name == "numpy" else received
+
+    def count_received(self, tensor: Any) -> None:
+        self.bytes_received += tensor.numel() * tensor.element_size()
+
+    def all_to_all(self, parts: list[Array]) -> list[Array]:
+        """dist.all_to_all, each part as a contiguous tensor; the bytes counted are those of
+        the parts for other processes (the own part is copied in place)."""
+        outgoing = [self._tensor(part).contiguous() for part in parts]
+        incoming = [self.torch.empty_like(part) for part in outgoing]
+        self.dist.all_to_all(incoming, outgoing)
+        for rank, (out, came) in enumerate(zip(outgoing, incoming, strict=True)):
+            if rank != self.rank:
+                self.bytes_sent += out.numel() * out.element_size()
+                self.count_received(came)
+        if self.backend.name == "numpy":
+            return [part.numpy() for part in incoming]
+        return incoming
 
     def gather(self, rows: Array, shards: tuple[Shard, ...]) -> np.ndarray | None:
         torch = self.torch

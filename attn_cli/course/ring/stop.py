@@ -1,4 +1,4 @@
-"""The tour's stop at attn ring: past the lectures (their notes never name it), the last stop."""
+"""The tour's stop at attn ring: past the lectures (their notes never name it), before Ulysses."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ STOP = Stop(
         "FlashAttention's running max and running sum over several processes, each holding a "
         "slice of the queries while the key blocks travel round a ring, next."
     ),
-    # The last lesson past the lectures: after alibi, whose visits (gqa, sinks, softcap) the
+    # Past the lectures, before ulysses (the last): after alibi, whose visits (gqa, sinks, softcap) the
     # tour shows before the next lesson's stop.
     after="alibi",
     section=BEYOND_THE_LECTURES,

@@ -192,6 +192,27 @@ def test_the_backward_kernel_matches_autograd_on_every_shape(kernel, causal):
             assert error < 5e-6 * (1 + np.abs(expected).max()), (name, n, d, block, error)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_bench_backward_runs_the_kernel_as_it_is_checked(kernel, causal):
+    """attn bench --backward's triton-flash call (the forward with L, then the backward
+    kernel, at the bench's launch) against the bench's own float64 gradients: n = 70 is one
+    whole block of 64 and a ragged one."""
+    from attn_cli.bench import backward as backward_registry
+    from attn_cli.bench import impls as registry
+    from attn_cli.bench.config import BenchConfig
+
+    config = BenchConfig(
+        sizes=(70,), d=16, heads=2, dtype="float32", causal=causal, backward=True,
+        impls=("naive", "triton-flash"),
+    )  # fmt: skip
+    inputs = registry.make_inputs(config, 70, DEVICE)
+    grads = backward_registry.make_runner("triton-flash", config, inputs)()
+    rows = registry.reference_rows(70)
+    expected = backward_registry.reference_gradients(inputs, rows, causal)
+    got = backward_registry.gradient_rows(grads, rows)
+    assert np.abs(got - expected).max() < 5e-6 * (1 + np.abs(expected).max())
+
+
 def test_the_backward_kernel_with_m_not_n_and_unscaled(kernel):
     rng = np.random.default_rng(5)
     shapes = ((3, 4), (5, 4), (5, 2), (3, 2))

@@ -160,3 +160,21 @@ def test_from_refuses_backward(invoke, tmp_path):
     path = tmp_path / "none.json"
     path.write_text("{}", encoding="utf-8")
     assert_user_error(invoke("bench", "--from", str(path), "--backward"), "--backward")
+
+
+def test_the_plot_of_a_backward_sweep_says_so(mpl):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attn_cli.bench.config import BenchResult, Row
+    from attn_cli.render.bench_plot import bench_figure
+
+    config = BenchConfig(sizes=(16, 32), impls=("naive",), backward=True)
+    rows = [Row.for_run(config, "naive", n, ms_median=1.0, peak_mem_bytes=2**20) for n in (16, 32)]
+    figure = bench_figure(BenchResult(config, {"name": "test CPU"}, rows))
+    try:
+        assert figure.get_suptitle().endswith(" · forward + backward")
+    finally:
+        plt.close(figure)

@@ -9,9 +9,17 @@ a warm-up), not with attn's bench code:
 3. the flash lesson's Triton kernel (attn_cli/kernels/flash_triton.py): tuned (the autotuner
    over TUNING) and each launch setting of TUNING on its own, beside cuDNN, with the error of
    each against cuDNN's output; and, with --old-kernel FILE, an earlier version of the kernel
-   module, launched as that version's bench did (query tiles of 128, key blocks of 128).
+   module, launched as that version's bench did (query tiles of 128, key blocks of 128);
+4. the backward (issue 58), at n = --backward-at (16384), d = 128, 8 heads, in float32, the one
+   dtype of the Triton backward kernel (bfloat16 and float16 are not implemented), so sdpa is
+   compared at float32 too: sdpa's backward alone (autograd of a saved forward, and which
+   kernels it ran), the Triton backward kernel alone (flash_attention_backward from the
+   forward's O and L) at a few launch settings, each with its largest error against float64
+   gradients on sampled rows, and forward + backward of both. The issue's target: the kernel's
+   backward within 1.25x of sdpa's own backward (sdpa's time / the kernel's at least 0.8).
 
     python benchmarks/gpu_reference.py [--sizes 4096,16384,32768] [--old-kernel FILE]
+        [--backward-at 16384]  (0: no backward)
 
 It prints one line per measurement and ends with a summary. benchmarks/gpu_run.py runs it as
 part of a whole GPU run.
@@ -97,6 +105,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="4096,16384,32768")
     parser.add_argument("--old-kernel", type=Path, default=None)
     parser.add_argument("--settings-at", type=int, default=16384, help="n of the TUNING table")
+    parser.add_argument(
+        "--backward-at", type=int, default=16384, help="n of the backward's timing (0: none)"
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.sizes.split(",")]
     name = torch.cuda.get_device_name()
@@ -168,6 +179,111 @@ def main() -> None:
         if old_ms is not None:
             line += f"  kernel before {flops / old_ms:4.0f} ({cudnn_ms / old_ms:.2f}x cuDNN)"
         print(line)
+    if args.backward_at:
+        backward(args.backward_at)
+
+
+# Where backward() draws its tensors (a smoke test runs it on the CPU, on Triton's interpreter).
+BACKWARD_DEVICE = "cuda"
+# The backward kernel's launch settings timed: (query tiles, key blocks); the bench uses 64, 64.
+BACKWARD_SETTINGS = ((64, 64), (32, 64), (64, 32), (32, 32), (128, 64), (64, 128))
+
+
+def backward(n: int) -> None:
+    """The Triton backward kernel against sdpa's own backward at n, d = D, HEADS heads,
+    float32 (the kernel's only dtype), not causal; each with its error against float64."""
+    import numpy as np
+
+    from attn_cli.bench import backward as bench_backward
+    from attn_cli.bench.impls import Inputs, reference_rows
+
+    name = torch.cuda.get_device_name() if BACKWARD_DEVICE == "cuda" else BACKWARD_DEVICE
+    peak = dense_peak_tflops(name, "float32", tf32=_tf32())
+    flops = 3 * attention_flops(n, False)  # forward + backward: 12·n²·d per head
+    backward_flops = 2 * attention_flops(n, False)  # the backward's four products: 8·n²·d
+    print(
+        f"\nbackward: n={n} d={D} heads={HEADS} float32, not causal; TF32 for float32 matmuls "
+        f"{'on' if _tf32() else 'off'}; FLOPs counted: forward + backward 12·n²·d, backward "
+        "8·n²·d per head (a recomputed Q Kᵀ not counted)"
+    )
+    generator = torch.Generator(device=BACKWARD_DEVICE).manual_seed(58)
+    q, k, v, d_out = (
+        torch.randn(
+            1, HEADS, n, D, device=BACKWARD_DEVICE, dtype=torch.float32, generator=generator
+        )
+        for _ in range(4)
+    )
+    rows = reference_rows(n)
+    expected = bench_backward.reference_gradients(Inputs(q, k, v, d_out), rows, False)
+
+    def error(grads) -> float:
+        return float(np.abs(bench_backward.gradient_rows(grads, rows) - expected).max())
+
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*leaves)
+
+    def sdpa_backward():
+        return torch.autograd.grad(out, leaves, d_out, retain_graph=True)
+
+    def sdpa_both():
+        output = F.scaled_dot_product_attention(*leaves)
+        return torch.autograd.grad(output, leaves, d_out)
+
+    sdpa_error = error(sdpa_backward())
+    sdpa_ms = median_ms(sdpa_backward)
+    both_ms = median_ms(sdpa_both)
+    print(f"  sdpa's backward ran: {dispatched_kernels(sdpa_backward)}")
+    print(
+        f"  sdpa backward alone      {_rate(backward_flops, sdpa_ms, peak)}  err {sdpa_error:.1e}"
+    )
+    print(f"  sdpa forward + backward  {_rate(flops, both_ms, peak)}")
+    best = None
+    for query_block, block in BACKWARD_SETTINGS:
+        launch = {"block": block, "query_block": query_block}
+        label = f"  triton backward {query_block:3d} x {block:3d}"
+        try:
+            output, lse = flash_triton.flash_attention_with_lse(q, k, v, **launch)
+
+            def kernel(output=output, lse=lse, launch=launch):
+                return flash_triton.flash_attention_backward(q, k, v, output, lse, d_out, **launch)
+
+            def kernel_both(launch=launch):
+                o, saved = flash_triton.flash_attention_with_lse(q, k, v, **launch)
+                return flash_triton.flash_attention_backward(q, k, v, o, saved, d_out, **launch)
+
+            kernel_error = error(kernel())
+            ms = median_ms(kernel)
+            both = median_ms(kernel_both)
+        except Exception as failure:  # a setting that does not fit: say so and go on
+            print(f"{label}: failed: {str(failure).splitlines()[0][:100]}")
+            continue
+        print(
+            f"{label} {_rate(backward_flops, ms, peak)}  err {kernel_error:.1e}  "
+            f"sdpa/kernel {sdpa_ms / ms:.2f}; forward + backward {_rate(flops, both, peak)}"
+        )
+        if best is None or ms < best[0]:
+            best = (ms, query_block, block, both)
+        del output, lse
+    if best is None:
+        print("summary backward: no launch setting of the kernel ran")
+        return
+    ms, query_block, block, both = best
+    print(
+        f"summary backward n={n} d={D} float32: sdpa {sdpa_ms:.3f} ms, the Triton kernel "
+        f"{ms:.3f} ms at query tiles of {query_block}, key blocks of {block}: sdpa's time / the "
+        f"kernel's {sdpa_ms / ms:.2f} (the target, within 1.25x of sdpa's: at least 0.80); "
+        f"forward + backward: sdpa {both_ms:.3f} ms, the kernel {both:.3f} ms"
+    )
+
+
+def _tf32() -> bool:
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+def _rate(flops: float, ms: float, peak: float | None) -> str:
+    tflops = flops / ms / 1e9
+    share = f"{100 * tflops / peak:5.1f}% of {peak:g}" if peak else "no published peak"
+    return f"{ms:8.3f} ms {tflops:6.1f} TFLOP/s {share}"
 
 
 def settings(q, k, v, causal: bool, reference, cudnn_ms: float, peak: float | None) -> None:

@@ -15,12 +15,15 @@ command that `run.json` records beside it (with its exit code and wall time):
 | `bench-16k.json`, `bench-gpu.png` | d 128, n 4096..65536, the fused kernels and naive, with the plot |
 | `bench-causal.json` | causal at n 16384, d 128 |
 | `beyond.json` | the window and linear implementations to n 131072 |
+| `bench-backward.json` | `attn bench --device cuda --backward` with its defaults (bfloat16: triton-flash's row says its backward kernel takes float32 only) |
+| `bench-backward-f32.json` | `--backward` in float32, d 128, n 4096..16384: the Triton backward kernel beside sdpa's |
 | `lessons.txt` | every lesson at n = 8192 (`--backend torch --device cuda --time`), wall time each |
-| `reference.txt` | benchmarks/gpu_reference.py: the same kernels timed with Triton's do_bench |
+| `reference.txt` | benchmarks/gpu_reference.py: the same kernels timed with Triton's do_bench, and the Triton backward kernel against sdpa's backward at n 16384, d 128, float32 |
 | `pytest.txt` | the tests that use the GPU when there is one (the Triton kernel compiled) |
 
 Steps run in that order, each with a time limit; a step that would start after ``--budget``
-seconds is recorded as not run. docs/benchmarks.md's GPU section is made from such a folder
+seconds is recorded as not run. ``--dry-run`` prints the steps' commands and runs none (no
+GPU needed). docs/benchmarks.md's GPU section is made from such a folder
 (`python benchmarks/gpu_docs.py FOLDER`), once the folder is copied under tests/data/gpu-runs/.
 """
 
@@ -45,6 +48,9 @@ from lessons import lesson_options  # noqa: E402  (benchmarks/lessons.py)
 
 ATTN = [sys.executable, "-m", "attn_cli"]
 FUSED = "naive,sdpa,sdpa-flash,sdpa-efficient,sdpa-cudnn,triton-flash"
+# --backward in float32, the one dtype of the Triton backward kernel: sdpa-flash and sdpa-cudnn
+# take no float32 (their rows say so), sdpa dispatches to another kernel.
+BACKWARD_F32 = "naive,sdpa,sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math,triton-flash"
 # Every lesson at a GPU size, with the size options benchmarks/lessons.py gives it at n.
 LESSON_N = 8192
 
@@ -116,6 +122,25 @@ def steps(out: Path, old_kernel: Path | None) -> list[Step]:
             "beyond.json",
             150,
         ),
+        # The backward (issue 58), after every forward figure.
+        Step("bench-backward", [*bench, "--backward"], "bench-backward.json", 150),
+        Step(
+            "bench-backward-f32",
+            [
+                *bench,
+                "--backward",
+                "--dtype",
+                "float32",
+                "--d",
+                "128",
+                "--sizes",
+                "4096..16384",
+                "--impl",
+                BACKWARD_F32,
+            ],
+            "bench-backward-f32.json",
+            150,
+        ),
         Step("lessons", [], "lessons.txt", 200),  # run_lessons
         Step(
             "pytest",
@@ -129,6 +154,7 @@ def steps(out: Path, old_kernel: Path | None) -> list[Step]:
                 "-p",
                 "no:cacheprovider",
                 "tests/test_flash_kernel.py",
+                "tests/test_bench_backward.py",
                 "tests/test_devices.py",
                 "tests/test_bench_sweep.py",
                 "tests/test_bench_cli.py",
@@ -200,14 +226,34 @@ def machine() -> dict[str, object]:
     return facts
 
 
+def _shown(step: Step) -> str:
+    """The step's command as run.json records it (attn ... for the project's commands)."""
+    if step.name == "lessons":
+        return (
+            f"attn LESSON <options at n = {LESSON_N}> --backend torch --device cuda --dtype "
+            "float32 --time"
+        )
+    return shlex.join(["attn", *step.argv[3:]] if step.argv[:3] == ATTN else step.argv)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--budget", type=float, default=480.0, help="seconds for the whole run")
     parser.add_argument("--old-kernel", type=Path, default=None)
     parser.add_argument("--commit", default=None, help="the project's commit, for run.json")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print each step's command and run none"
+    )
     args = parser.parse_args()
     out: Path = args.out
+    if args.dry_run:
+        for step in steps(out, args.old_kernel):
+            shown = _shown(step)
+            print(
+                f"{step.name:20} {step.seconds:4d} s  {shown} -> {step.output or '(its own files)'}"
+            )
+        return
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     deadline = started + args.budget

@@ -192,6 +192,27 @@ def test_the_backward_kernel_matches_autograd_on_every_shape(kernel, causal):
             assert error < 5e-6 * (1 + np.abs(expected).max()), (name, n, d, block, error)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_bench_backward_runs_the_kernel_as_it_is_checked(kernel, causal):
+    """attn bench --backward's triton-flash call (the forward with L, then the backward
+    kernel, at the bench's launch) against the bench's own float64 gradients: n = 70 is one
+    whole block of 64 and a ragged one."""
+    from attn_cli.bench import backward as backward_registry
+    from attn_cli.bench import impls as registry
+    from attn_cli.bench.config import BenchConfig
+
+    config = BenchConfig(
+        sizes=(70,), d=16, heads=2, dtype="float32", causal=causal, backward=True,
+        impls=("naive", "triton-flash"),
+    )  # fmt: skip
+    inputs = registry.make_inputs(config, 70, DEVICE)
+    grads = backward_registry.make_runner("triton-flash", config, inputs)()
+    rows = registry.reference_rows(70)
+    expected = backward_registry.reference_gradients(inputs, rows, causal)
+    got = backward_registry.gradient_rows(grads, rows)
+    assert np.abs(got - expected).max() < 5e-6 * (1 + np.abs(expected).max())
+
+
 def test_the_backward_kernel_with_m_not_n_and_unscaled(kernel):
     rng = np.random.default_rng(5)
     shapes = ((3, 4), (5, 4), (5, 2), (3, 2))
@@ -443,3 +464,26 @@ def test_markdown_is_the_table_and_the_code_block(invoke, tmp_path, without_trit
 
 def test_kernel_with_another_format_is_a_user_error(invoke):
     assert_user_error(invoke("flash", "--kernel", "--format", "latex"), "--kernel", "latex")
+
+
+def test_the_gpu_references_backward_runs_on_the_interpreter(kernel, monkeypatch, capsys):
+    """benchmarks/gpu_reference.py's backward section (the Triton backward kernel against
+    sdpa's, run on a GPU by benchmarks/gpu_run.py), run through at a small size on the device
+    here, with one call in place of each timing: every setting runs and its error is small."""
+    spec = importlib.util.spec_from_file_location(
+        "gpu_reference", ROOT / "benchmarks" / "gpu_reference.py"
+    )
+    assert spec and spec.loader
+    reference_script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference_script)
+    monkeypatch.setattr(reference_script, "BACKWARD_DEVICE", DEVICE)
+    monkeypatch.setattr(reference_script, "HEADS", 2)
+    monkeypatch.setattr(reference_script, "D", 16)
+    monkeypatch.setattr(reference_script, "BACKWARD_SETTINGS", ((64, 64), (32, 16)))
+    monkeypatch.setattr(reference_script, "median_ms", lambda fn: (fn(), 1.0)[1])
+    monkeypatch.setattr(reference_script, "dispatched_kernels", lambda fn: [])
+    reference_script.backward(70)
+    out = capsys.readouterr().out
+    errors = [float(e) for e in re.findall(r"err (\S+)", out)]
+    assert len(errors) == 3 and max(errors) < 1e-5, out  # sdpa's and two settings'
+    assert "summary backward n=70 d=16 float32" in out

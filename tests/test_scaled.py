@@ -352,7 +352,7 @@ def test_json_is_one_document_with_the_contract_keys(invoke):
         "notes",
         "meta",
     ]
-    assert doc["schema_version"] == "2.7" and doc["kind"] == "lesson"
+    assert doc["schema_version"] == "2.8" and doc["kind"] == "lesson"
     assert doc["inputs"] == {
         "Q": {"shape": [2, 2], "data": [[1, 0], [0, 1]]},
         "K": {"shape": [2, 2], "data": [[1, 1], [2, 0]]},

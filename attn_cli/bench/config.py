@@ -40,6 +40,8 @@ DEFAULT_D = BENCH_HEAD_WIDTH  # per device: the head width d of --d
 DEFAULT_DTYPE = {"cpu": "float32", "cuda": "bfloat16", "mps": "float32"}
 DEFAULT_BLOCK = 128
 DEFAULT_WINDOW = 64
+# Forward + backward against the forward alone: six products of 2·n²·d against two.
+BACKWARD_FLOPS_FACTOR = 3
 # A row is unstable when the interquartile range of its timed runs exceeds this share of their
 # median: the rule of torch.utils.benchmark, whose Measurement warns past a tenth.
 UNSTABLE_SPREAD = 0.1
@@ -72,6 +74,7 @@ class BenchConfig:
     seed: int = 0
     window: int = DEFAULT_WINDOW  # w of the window implementations: |i − j| ≤ w
     dims: tuple[int, ...] = ()  # head dimensions to sweep at one n instead of sweeping n
+    backward: bool = False  # time the forward and the backward (dQ, dK, dV for a fixed dO)
 
     @property
     def variable(self) -> str:
@@ -85,8 +88,13 @@ class BenchConfig:
         return [(n, self.d) for n in self.sizes]
 
     def flops(self, n: int) -> float:
-        """Forward-pass FLOPs: Q Kᵀ and A V are 2·n²·d each; causal does half the pairs."""
+        """The FLOPs of the work timed: the forward's Q Kᵀ and A V are 2·n²·d each; with
+        --backward also dV = Aᵀ dO, dA = dO Vᵀ, dQ = dS K and dK = dSᵀ Q, 2·n²·d each
+        (BACKWARD_FLOPS_FACTOR × the forward's; a flash backward's recomputed Q Kᵀ is not
+        counted); causal does half the pairs."""
         total = 4.0 * self.batch * self.heads * n * n * self.d
+        if self.backward:
+            total *= BACKWARD_FLOPS_FACTOR
         return total / 2 if self.causal else total
 
 
@@ -112,6 +120,7 @@ class Row:
     memory_method: str | None = None  # how peak_mem_bytes was measured (or "estimate")
     repeats: int = 0
     unstable: bool = False  # the spread stayed above UNSTABLE_SPREAD of the median, re-measured
+    backward: bool = False  # the time and memory are of the forward and the backward together
 
     @classmethod
     def for_run(cls, config: BenchConfig, impl: str, n: int, **values: Any) -> Row:
@@ -123,6 +132,7 @@ class Row:
             batch=config.batch,
             dtype=config.dtype,
             causal=config.causal,
+            backward=config.backward,
             **values,
         )
 

@@ -157,12 +157,14 @@ class Inputs:
     q: Array
     k: Array
     v: Array
+    d_out: Array | None = None  # with --backward: the upstream gradient dO, shaped as O
     _numpy: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
 
     def numpy(self) -> tuple[np.ndarray, ...]:
-        """The same values as numpy arrays (CPU; converted once)."""
+        """The same values as numpy arrays (CPU; converted once): Q, K, V, and dO when drawn."""
         if self._numpy is None:
-            self._numpy = tuple(_host(t) for t in (self.q, self.k, self.v))
+            arrays = (self.q, self.k, self.v) + (() if self.d_out is None else (self.d_out,))
+            self._numpy = tuple(_host(t) for t in arrays)
         return self._numpy
 
     @property
@@ -186,15 +188,19 @@ def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
     """Standard-normal Q, K, V, the same for every implementation at this n (seeded).
 
     A sweep of numpy implementations only draws them with numpy (no torch needed); otherwise
-    torch draws them on the device.
+    torch draws them on the device. With --backward a fourth, dO (the upstream gradient, one
+    entry per entry of the output), is drawn after them, and torch's Q, K, V require their
+    gradients (autograd records the forward).
     """
     shape = (config.batch, config.heads, n, config.d)
+    count = 4 if config.backward else 3
     if all(family(impl) == "numpy" for impl in config.impls):
         rng = np.random.default_rng(config.seed * 1_000_003 + n)
         arrays = [
-            rng.standard_normal(shape, dtype=np.float32).astype(config.dtype) for _ in range(3)
+            rng.standard_normal(shape, dtype=np.float32).astype(config.dtype) for _ in range(count)
         ]
-        return Inputs(arrays[0], arrays[1], arrays[2])
+        d_out = arrays[3] if config.backward else None
+        return Inputs(arrays[0], arrays[1], arrays[2], d_out)
     import torch
 
     from attn_cli.core.torch_backend import TORCH_DTYPES
@@ -206,9 +212,12 @@ def make_inputs(config: BenchConfig, n: int, device: str) -> Inputs:
         torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(
             TORCH_DTYPES[config.dtype]
         )
-        for _ in range(3)
+        for _ in range(count)
     ]
-    return Inputs(tensors[0], tensors[1], tensors[2])
+    if config.backward:
+        for tensor in tensors[:3]:
+            tensor.requires_grad_(True)
+    return Inputs(tensors[0], tensors[1], tensors[2], tensors[3] if config.backward else None)
 
 
 def sdpa_choice(inputs: Inputs, causal: bool) -> str | None:

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from attn_cli.bench import backward as backward_registry
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import (
     UNSTABLE_SPREAD,
@@ -91,13 +92,30 @@ def sweep_seconds(config: BenchConfig, ops: CpuOps) -> float:
         point = replace(config, d=d)
         inputs = 3 * point.batch * point.heads * n * point.d * itemsize
         for impl in config.impls:
-            if registry.static_problem(impl, ops.name, config.dtype, d):
+            if static_problem(config, impl, ops.name, d):
                 continue
-            needed = max(inputs, registry.estimate_bytes(impl, point, n, itemsize))
+            needed = max(inputs, estimate_bytes(impl, point, n, itemsize))
             if limit is not None and needed > MEMORY_HEADROOM * limit:
                 continue  # refused for memory at once
             total += calls * (CALL_SECONDS + registry.work_flops(impl, point, n) / speed)
     return total
+
+
+def static_problem(config: BenchConfig, impl: str, device: str, d: int) -> str | None:
+    """Why the implementation cannot run this sweep at all (forward, or with --backward the
+    forward and backward), or None."""
+    if config.backward:
+        return backward_registry.backward_problem(impl, device, config.dtype, d)
+    return registry.static_problem(impl, device, config.dtype, d)
+
+
+def estimate_bytes(
+    impl: str, config: BenchConfig, n: int, itemsize: int, dispatched: str | None = None
+) -> int:
+    """What a run allocates beyond its inputs: the forward's, or the forward and backward's."""
+    if config.backward:
+        return backward_registry.estimate_bytes(impl, config, n, itemsize, dispatched)
+    return registry.estimate_bytes(impl, config, n, itemsize, dispatched)
 
 
 def check_sweep_work(config: BenchConfig, ops: CpuOps) -> None:
@@ -155,7 +173,8 @@ class _SizeContext:
     def __init__(self, config: BenchConfig, ops: CpuOps, n: int) -> None:
         self.config, self.ops, self.n = config, ops, n
         self.itemsize = ITEMSIZE[config.dtype]
-        self.input_bytes = 3 * config.batch * config.heads * n * config.d * self.itemsize
+        arrays = 4 if config.backward else 3  # Q, K, V (and dO)
+        self.input_bytes = arrays * config.batch * config.heads * n * config.d * self.itemsize
         self._inputs: registry.Inputs | None = None
         self._references: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -176,6 +195,14 @@ class _SizeContext:
             self._references[kind] = (rows, output)
         return self._references[kind]
 
+    def gradient_reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows checked, float64 dQ, dK, dV at those rows: (3, heads, rows, d))."""
+        if "backward" not in self._references:
+            rows = registry.reference_rows(self.n)
+            grads = backward_registry.reference_gradients(self.inputs, rows, self.config.causal)
+            self._references["backward"] = (rows, grads)
+        return self._references["backward"]
+
 
 def _run_one(
     config: BenchConfig,
@@ -186,7 +213,7 @@ def _run_one(
     failed_at: dict[str, int],
     peak: float | None,
 ) -> Row:
-    problem = registry.static_problem(impl, ops.name, config.dtype, config.d)
+    problem = static_problem(config, impl, ops.name, config.d)
     if problem:
         return Row.for_run(config, impl, n, status="unsupported", note=problem)
     if impl in failed_at:
@@ -199,7 +226,7 @@ def _run_one(
         return _skipped(config, impl, n, context.input_bytes, limit, "the inputs alone")
     if impl == "sdpa":
         dispatched = registry.sdpa_choice(context.inputs, config.causal)
-    estimate = registry.estimate_bytes(impl, config, n, context.itemsize, dispatched)
+    estimate = estimate_bytes(impl, config, n, context.itemsize, dispatched)
     if limit is not None and estimate > MEMORY_HEADROOM * limit:
         return _skipped(config, impl, n, estimate, limit, "this run")
     with warnings.catch_warnings(record=True) as caught:
@@ -264,10 +291,17 @@ def _measure(
     dispatched: str | None,
     peak: float | None,
 ) -> Row:
-    run = registry.make_runner(impl, config, context.inputs)
-    rows, expected = context.reference(impl)
+    if config.backward:
+        run: Callable[[], object] = backward_registry.make_runner(impl, config, context.inputs)
+        rows, expected = context.gradient_reference()
+    else:
+        run = registry.make_runner(impl, config, context.inputs)
+        rows, expected = context.reference(impl)
     output, one_run_ms = ops.clock_ms(run)  # warm-up 1: also the one checked for accuracy
-    error_max = float(np.max(np.abs(registry.output_rows(output, rows) - expected)))
+    if config.backward:  # dQ, dK, dV
+        error_max = float(np.max(np.abs(backward_registry.gradient_rows(output, rows) - expected)))
+    else:
+        error_max = float(np.max(np.abs(registry.output_rows(output, rows) - expected)))
     del output
     for _ in range(ops.warmup - 1):
         _output, one_run_ms = ops.clock_ms(run)
@@ -279,7 +313,12 @@ def _measure(
     if peak_bytes is None:
         peak_bytes, method = estimate, "estimate"
     notes = [f"dispatched to {dispatched}"] if dispatched else []
-    chosen = registry.chosen_launch(impl, context.inputs, config.causal)
+    if config.backward:
+        chosen = backward_registry.launch_note(impl)
+        if impl == "numpy":
+            notes.append(BY_HAND_NOTE)
+    else:
+        chosen = registry.chosen_launch(impl, context.inputs, config.causal)
     if chosen:
         notes.append(chosen)
     if unstable:
@@ -303,6 +342,7 @@ def _measure(
     )
 
 
+BY_HAND_NOTE = "the lesson's forward, then its backward by hand (attn backward's numpy code)"
 UNSTABLE_NOTE = (
     f"unstable: the spread of the timed runs exceeded {UNSTABLE_SPREAD:.0%} of their median, "
     "measured twice"

@@ -135,6 +135,7 @@ def bench_figure(result: BenchResult) -> Any:
             f"{result.device_info.get('name', config.device)} · {config.dtype} · batch "
             f"{config.batch} · heads {config.heads} · d {config.d}"
             + (" · causal" if config.causal else "")
+            + (" · forward + backward" if config.backward else "")
         )
     )
     figure.tight_layout()

@@ -124,13 +124,18 @@ def bench_renderable(
 def legend(config: BenchConfig) -> str:
     """The key to the table's columns; its FLOP count is the one each implementation's TFLOP/s
     divides by (impls.work_flops): the causal mask's half, a window's band, linear's order."""
+    if config.backward:
+        call, inputs = "forward and backward", "inputs and dO excluded, dQ, dK, dV included"
+        err = "max |dQ, dK, dV − float64 reference| on sampled query and key rows"
+    else:
+        call, inputs = "call", "inputs excluded"
+        err = "max |output − float64 reference| on sampled rows"
     return (
-        "ms: median time of one call, ± the spread of the middle half of the runs (yellow: above "
-        f"a tenth of the median) · TFLOP/s: the attention's floating-point operations "
+        f"ms: median time of one {call}, ± the spread of the middle half of the runs (yellow: "
+        f"above a tenth of the median) · TFLOP/s: the attention's floating-point operations "
         f"({_flops_counted(config)}) per second, in trillions · mem: peak bytes allocated by one "
-        "call, inputs excluded, measured by (trace) Python's tracemalloc, (prof) the torch "
-        "profiler, (cuda) the CUDA allocator, or (est) estimated · err: max |output − float64 "
-        "reference| on sampled rows"
+        f"{call}, {inputs}, measured by (trace) Python's tracemalloc, (prof) the torch "
+        f"profiler, (cuda) the CUDA allocator, or (est) estimated · err: {err}"
     )
 
 
@@ -139,6 +144,14 @@ def _flops_counted(config: BenchConfig) -> str:
     banded = [impl for impl in config.impls if impl in WINDOW_IMPLS and impl != "sdpa-window"]
     linear = [impl for impl in config.impls if impl in LINEAR_IMPLS]
     dense = [impl for impl in config.impls if impl not in banded and impl not in linear]
+    if config.backward:  # only softmax attention over every key runs a backward
+        products = "Q Kᵀ, A V and the backward's dO Vᵀ, Aᵀ dO, dS K, dSᵀ Q"
+        if config.causal:
+            return (
+                f"{products}, 6·n²·d per head: half of 12·n²·d, the causal mask's pairs (a "
+                "recomputed Q Kᵀ not counted)"
+            )
+        return f"{products}, 12·n²·d per head (a recomputed Q Kᵀ not counted)"
     counts = []
     if dense:
         count = "Q Kᵀ and A V, 4·n²·d per head"
@@ -173,6 +186,8 @@ def _header(
         f"{config.heads} · {shape} · {'causal' if config.causal else 'not causal'} · "
         f"block {config.block}"
     )
+    if config.backward:
+        details += " · forward + backward"
     if any(impl in WINDOW_IMPLS for impl in config.impls):
         details += f" · window w {config.window}"
     if info.get("peak_tflops"):

@@ -24,7 +24,7 @@ from attn_cli.version import __version__
 
 # major.minor: the major changes when a field is removed, renamed or changes meaning or type;
 # the minor when something is added (a field, a document kind, a step kind). See docs/json.md.
-SCHEMA_VERSION = "2.7"
+SCHEMA_VERSION = "2.8"
 
 # A matrix with more entries than this becomes {"shape", "summary"} unless --full.
 MAX_ENTRIES = 10_000

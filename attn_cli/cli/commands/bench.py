@@ -96,7 +96,8 @@ ImplOpt = Annotated[
             "(FlexAttention's block mask, compiled), linear, linear-numpy (linear attention "
             "with the feature map φ(x) = elu(x) + 1, positive for every x: elu(x) is x for "
             "x > 0 and eˣ − 1 below). (default: every one of the first list that the device "
-            "supports; numpy,tiled-numpy when PyTorch is not installed)."
+            "supports; numpy,tiled-numpy when PyTorch is not installed; with --backward, "
+            "those of them that have a backward)."
         ),
         rich_help_panel=RUN_PANEL,
         show_default=False,
@@ -216,6 +217,22 @@ CausalOpt = Annotated[
     ),
 ]
 
+BackwardOpt = Annotated[
+    bool,
+    typer.Option(
+        "--backward",
+        metavar=FLAG,
+        help=help_text(
+            "Time the forward and the backward together: dQ, dK, dV for a fixed upstream "
+            "gradient dO, by autograd (naive, sdpa*), by the Triton backward kernel "
+            "(triton-flash: CUDA, float32) or by hand (numpy: attn backward's code); the "
+            "others have no backward here and their rows say why. FLOPs: 12·n²·d per head, "
+            "three times the forward's; err: the largest of dQ, dK and dV's against float64."
+        ),
+        rich_help_panel=RUN_PANEL,
+    ),
+]
+
 BenchFormatOpt = Annotated[
     BenchFormat,
     typer.Option(
@@ -269,6 +286,7 @@ def bench(
     batch: BatchOpt = 1,
     dtype: DtypeOpt = None,
     causal: CausalOpt = False,
+    backward: BackwardOpt = False,
     fmt: BenchFormatOpt = BenchFormat.rich,
     plot: PlotOpt = None,
     saved: FromOpt = None,
@@ -302,7 +320,20 @@ def bench(
         check_plot_path(plot)
         require_matplotlib()
     config = bench_config(
-        device, sizes, impl, repeats, block, seed, d, heads, batch, dtype, causal, window, dims
+        device,
+        sizes,
+        impl,
+        repeats,
+        block,
+        seed,
+        d,
+        heads,
+        batch,
+        dtype,
+        causal,
+        window,
+        dims,
+        backward,
     )
     measure_and_show(config, fmt, plot)
 
@@ -411,6 +442,7 @@ def bench_config(
     causal: bool,
     window: int = 64,
     dims: str | None = None,
+    backward: bool = False,
 ) -> BenchConfig:
     """The sweep the options ask for, checked (a user error before anything runs)."""
     from attn_cli.bench.config import (
@@ -439,7 +471,13 @@ def bench_config(
         )
     device_ops(device.value)  # a user error off the CPU without torch
     with_torch = torch_available()
-    impls = chosen or default_impls(device.value, with_torch)  # numpy ones only without torch
+    if backward:
+        from attn_cli.bench import backward as backward_registry
+
+        defaults = backward_registry.default_impls(device.value, with_torch)
+    else:
+        defaults = default_impls(device.value, with_torch)
+    impls = chosen or defaults  # numpy ones only without torch
     require_torch(impls, with_torch)
     return BenchConfig(
         device=device.value,
@@ -455,6 +493,7 @@ def bench_config(
         seed=seed,
         window=window,
         dims=swept,
+        backward=backward,
     )
 
 

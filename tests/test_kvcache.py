@@ -28,6 +28,9 @@ RUNS = Runs(
         # Attention sinks: nothing evicted; every value alike (no cache nearer than another).
         (*SMALL, "--sinks", "1", "--window", "10"),
         ("--q", "1;1;1", "--k", "1;1;1", "--v", "1;1;1", "--sinks", "1", "--window", "1"),
+        # Past 32 tokens, or with --show-tokens: steps at chosen tokens and the summary.
+        (*SMALL, "--show-tokens", "1,3"),
+        ("--n", "40", "--dk", "2", "--sinks", "2", "--window", "8"),
     ),
     # A narrow model: at 4096 tokens re-scoring the prefix then costs more than re-projecting it.
     options=(
@@ -181,7 +184,10 @@ def test_rich_output(invoke):
     ("args", "fragments"),
     [
         (("--q", "1,0;0,1", "--k", "1,0", "--v", "1"), ("generation is over one sequence",)),
-        (("--n", "40"), ("at most 32",)),
+        (("--n", "20000"), ("use at most 8,192 (--n 8192)",)),
+        (("--show-tokens", "0"), ("--show-tokens 0: give tokens from 1 to 4",)),
+        (("--show-tokens", "1,9"), ("give tokens from 1 to 4",)),
+        (("--show-tokens", "x"), ("e.g. --show-tokens 1,2,4",)),
         (("--heads", "32", "--kv-heads", "5"), ("--kv-heads 5 does not divide --heads 32",)),
         (("--layers", "0"), ("--layers must be a whole number",)),
         (("--q", "1,0", "--k", "1,0,0", "--v", "1"), ("Q and K must share d_k",)),
@@ -413,3 +419,148 @@ def test_the_sink_example_keeps_its_sink(invoke_json):
 )
 def test_sink_errors(invoke, args, fragment):
     assert_user_error(invoke("kvcache", *args), fragment)
+
+
+# --- at real sizes: steps at chosen tokens, a summary for the rest --------------------------
+
+
+def test_a_long_run_shows_chosen_tokens_and_summarises_the_rest(invoke_json):
+    doc = invoke_json("kvcache", "--n", "40", "--dk", "2", "--sinks", "2", "--window", "8")
+    steps = steps_by_key(doc)
+    q, k, v = (np.array(unwrap(doc["inputs"][name])) for name in ("Q", "K", "V"))
+    weights, out = causal_attention(q, k, v)
+    # The first three, where the window (8) and the sinks' cache (2 + 8) fill and evict, the last.
+    shown = [key for key in steps if key.startswith("token")]
+    assert shown == [
+        "token1",
+        "token2",
+        "token3",
+        "token8",
+        "token9",
+        "token10",
+        "token11",
+        "token40",
+    ]
+    for key in shown:
+        t = int(key.removeprefix("token"))
+        np.testing.assert_allclose(unwrap(steps[key]["value"])[0], weights[t - 1], atol=1e-12)
+        assert steps[key]["parts"][f"K cache ({t} × 2)"]["shape"] == [t, 2]
+    np.testing.assert_allclose(unwrap(steps["cached"]["value"]), out, atol=1e-12)
+    np.testing.assert_allclose(unwrap(steps["full"]["value"]), out, atol=1e-12)
+    assert [n["key"] for n in steps["full"]["notes"]] == ["blas_gap", "ordered_gap_shown"]
+    assert steps["full"]["notes"][1]["values"]["unequal"] == 0
+    assert [row["token"] for row in steps["work"]["value"]] == [1, 2, 3, 8, 9, 10, 11, 40]
+    assert "causal_weights" not in steps and "evictions" not in steps  # no n × n comparison
+    rows = {(r["token"], r["policy"]): r for r in steps["policy_tokens"]["value"]}
+    assert rows[(11, "sinks 2 + 8")] | {"weight_evicted": 0, "output_moved": 0} == {
+        "token": 11,
+        "policy": "sinks 2 + 8",
+        "held": 10,
+        "keys_held": "k1–k2, k4–k11",
+        "evicted": "k3",
+        "weight_evicted": 0,
+        "output_moved": 0,
+    }
+    row = rows[(40, "window 8")]
+    assert (row["held"], row["keys_held"], row["evicted"]) == (8, "k33–k40", "k32")
+    assert math.isclose(row["weight_evicted"], sum(weights[39][:32]), rel_tol=1e-12)
+    held = [j for j in range(32, 40)]
+    kept = np.exp([q[39] @ k[j] / math.sqrt(2) for j in held])
+    moved = np.max(np.abs((kept / kept.sum()) @ v[held] - out[39]))
+    assert math.isclose(row["output_moved"], moved, rel_tol=1e-9)
+    per_token = kvcache.cache_bytes_per_token(32, 32, 128, "float16", 8)  # 131,072 bytes
+    assert [tuple(r.values()) for r in steps["cache_summary"]["value"]] == [
+        ("full", 1, 40, 1, 40, 0, 0, 40 * per_token),
+        ("window 8", 1, 8, 1, 8, 0, 0, 8 * per_token),
+        ("window 8", 9, 40, 8, 8, 1, 32, 8 * per_token),
+        ("sinks 2 + 8", 1, 10, 1, 10, 0, 0, 10 * per_token),
+        ("sinks 2 + 8", 11, 40, 10, 10, 1, 30, 10 * per_token),
+    ]
+
+
+def test_streamingllm_4_sinks_and_1020_recent(invoke_json):
+    """StreamingLLM's setting: 4 sinks + 1,020 recent = 1,024 tokens; from token 1,025 on each
+    new token evicts one, the fifth token first (the oldest after the sinks)."""
+    doc = invoke_json("kvcache", "--example", "streamingllm")
+    steps = steps_by_key(doc)
+    shown = [int(key.removeprefix("token")) for key in steps if key.startswith("token")]
+    assert shown == [1, 2, 3, 1020, 1021, 1024, 1025, 1100]
+    rows = {(r["token"], r["policy"]): r for r in steps["policy_tokens"]["value"]}
+    first = rows[(1025, "sinks 4 + 1,020")]
+    assert (first["held"], first["keys_held"], first["evicted"]) == (1024, "k1–k4, k6–k1025", "k5")
+    last = rows[(1100, "sinks 4 + 1,020")]
+    assert (last["held"], last["keys_held"]) == (1024, "k1–k4, k81–k1100")
+    window = rows[(1100, "window 1,020")]
+    assert (window["held"], window["keys_held"]) == (1020, "k81–k1100")
+    # Keeping the sink k1 keeps the outputs nearer the full cache's than the window alone.
+    assert last["output_moved"] < window["output_moved"]
+    q, k = (np.array(unwrap(doc["inputs"][name])) for name in ("Q", "K"))
+    scores = q[1099] @ k.T / math.sqrt(2)
+    full = np.exp(scores - scores.max()) / np.sum(np.exp(scores - scores.max()))
+    assert math.isclose(window["weight_evicted"], full[:80].sum(), rel_tol=1e-12)
+    assert math.isclose(last["weight_evicted"], full[4:80].sum(), rel_tol=1e-12)
+    assert full[0] > 0.3  # the sink: k1 takes a third or more of token 1,100's weight
+    summary = [r for r in steps["cache_summary"]["value"] if r["policy"] == "sinks 4 + 1,020"]
+    assert [
+        (r["first_token"], r["last_token"], r["held_last"], r["evicted_total"]) for r in summary
+    ] == [
+        (1, 1024, 1024, 0),
+        (1025, 1100, 1024, 76),
+    ]
+    assert summary[-1]["bytes_last"] == 1024 * 131_072 == 128 * 2**20  # 128 MiB, Llama 3 8B-sized
+    np.testing.assert_allclose(
+        unwrap(steps["cached"]["value"]), unwrap(steps["full"]["value"]), rtol=0, atol=1e-12
+    )
+
+
+def test_a_4096_token_window_as_mistral_keeps_it(invoke_json):
+    doc = invoke_json("kvcache", "--example", "window-4096")
+    steps = steps_by_key(doc)
+    shown = [int(key.removeprefix("token")) for key in steps if key.startswith("token")]
+    assert shown == [1, 2, 3, 4096, 4097, 4160]
+    summary = steps["cache_summary"]["value"]
+    assert summary[-1] == {
+        "policy": "window 4,096",
+        "first_token": 4097,
+        "last_token": 4160,
+        "held_first": 4096,
+        "held_last": 4096,
+        "evicted_each": 1,
+        "evicted_total": 64,
+        "bytes_last": 2 * 32 * 8 * 128 * 2 * 4096,  # 512 MiB: K and V, 32 layers, 8 heads of 128
+    }
+    assert summary[-1]["bytes_last"] == 512 * 2**20
+    assert summary[0]["bytes_last"] == 4160 * 131_072  # the full cache keeps growing
+    rows = {r["token"]: r for r in steps["policy_tokens"]["value"]}
+    assert (rows[4097]["keys_held"], rows[4097]["evicted"]) == ("k2–k4097", "k1")
+
+
+def test_long_runs_hold_no_n_by_n_matrix():
+    """The estimate (what the memory check reads) grows as n, not n²; the blocked and the
+    one-token-at-a-time computations are full causal attention's rows."""
+    from attn_cli.course.kvcache import build
+
+    options = {name: build.CARD.defaults[name] for name in build.CARD.defaults}
+    shape = lambda n: {"Q": (n, 2), "K": (n, 2), "V": (n, 2)}  # noqa: E731
+    small, large = (build.estimate_bytes(shape(n), options, 8) for n in (2048, 8192))
+    assert large < 96 * 2**20 and large / small < 4.5  # 8,192 tokens in under 96 MiB
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((600, 3)) for _ in range(3))
+    _, out = causal_attention(q, k, v)
+    np.testing.assert_allclose(kvcache.blocked_causal_attention(q, k, v, 256), out, atol=1e-12)
+    np.testing.assert_allclose(kvcache.cached_rows(q, k, v), out, atol=1e-12)
+    assert kvcache.held(1100, 1020, 4) == (range(4), range(80, 1100))
+    assert kvcache.evicted_at(1025, 1020, 4) == 4 and kvcache.evicted_at(1024, 1020, 4) is None
+
+
+def test_show_tokens_at_a_small_size(invoke_json):
+    doc = invoke_json("kvcache", "--n", "5", "--dk", "2", "--show-tokens", "5,2")
+    steps = steps_by_key(doc)
+    assert [key for key in steps if key.startswith("token")] == ["token2", "token5"]
+    assert [r["policy"] for r in steps["cache_summary"]["value"]] == ["full"]
+
+
+def test_32_tokens_are_still_every_step(invoke_json):
+    steps = steps_by_key(invoke_json("kvcache", "--n", "32", "--dk", "2"))
+    assert sum(key.startswith("token") for key in steps) == 32
+    assert "cache_summary" not in steps and "policy_tokens" not in steps

@@ -26,6 +26,10 @@ RUNS = Runs(
         (*SMALL, "--window", "1", "--causal", "--global", "0"),
         # five tokens: rows beside the global one that move (worst_row_past and its order)
         ("--n", "5", "--dk", "2", "--window", "1", "--causal", "--global", "0"),
+        # --layers: the reach composed, settled short of L, and the span at real positions
+        (*SMALL, "--window", "1", "--causal", "--layers", "4"),
+        ("--n", "6", "--dk", "2", "--window", "1", "--layers", "2"),
+        (*SMALL, "--window", "1", "--global", "0", "--layers", "3"),
     ),
     options=({"window": 1}, {"window": 1, "causal": True}, {"window": 1, "global_tokens": [0]}),
     batch=Batch(
@@ -351,3 +355,170 @@ def test_a_window_of_0_does_not_say_rows_near_the_ends_have_fewer_keys(invoke_js
     assert all(sum(row) == 1 for row in unwrap(band["value"]))
     assert "Near the ends a row has fewer" not in band["explanation"]
     assert "When w ≥ 1, a row near either end has fewer" in band["explanation"]
+
+
+# --- --layers: the reach over stacked layers (the receptive field) ----------------------------
+
+
+def reach_by_matrix_powers(mask: np.ndarray, layers: int) -> np.ndarray:
+    """(layers, n, n) booleans: A^l > 0 for l = 1..layers, by numpy's integer matrix power."""
+    a = np.asarray(mask, dtype=np.int64)
+    return np.array([np.linalg.matrix_power(a, layer) > 0 for layer in range(1, layers + 1)])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_arithmetic_reach_is_the_composed_mask(causal):
+    """On every small size, window and depth: the earliest position heard after l layers is
+    max(0, i − l·w) (the arithmetic the span table uses at real lengths), the latest i (causal)
+    or min(n − 1, i + l·w), and both are what the mask's matrix powers give."""
+    from attn_cli.mechanisms import local
+
+    for n in range(1, 13):
+        for w in range(4):
+            mask = np.array(allowed_by_hand(n, w, causal))
+            powers = reach_by_matrix_powers(mask, 7)
+            reach = local.composed_reach(mask, 7)
+            shown = reach.earliest.shape[0]
+            for layer in range(1, 8):
+                row = min(layer, shown) - 1  # past the settled layer the reach repeats
+                earliest = [int(np.argmax(powers[layer - 1][i])) for i in range(n)]
+                latest = [n - 1 - int(np.argmax(powers[layer - 1][i][::-1])) for i in range(n)]
+                assert earliest == [local.window_earliest(i, layer, w) for i in range(n)]
+                assert latest == [local.window_latest(i, layer, w, n, causal) for i in range(n)]
+                assert reach.earliest[row].tolist() == earliest
+                assert reach.latest[row].tolist() == latest
+            if reach.settled is not None:  # one more layer changes nothing, and not before
+                settled = reach.settled
+                assert np.array_equal(powers[settled], powers[settled - 1])
+                assert settled == 1 or not np.array_equal(powers[settled - 1], powers[settled - 2])
+            # The picture: the fewest layers l with (A^l)[i, j], 0 on the diagonal.
+            for i in range(n):
+                for j in range(n):
+                    first = next((ly for ly in range(1, 8) if powers[ly - 1][i, j]), None)
+                    expected = 0 if i == j else first
+                    got = reach.layers_needed[i, j]
+                    assert (np.isnan(got) and expected is None) or got == expected
+
+
+def test_the_mistral_span_against_the_paper():
+    """Mistral 7B: W = 4096 over 32 layers, "approximately 131K tokens". Counting w keys
+    before the token (attn's --window), the span is L·w; with W counting the token (Mistral's
+    count), w = W − 1 and the span is L·(W − 1) = 131,040. The paper's 131K is L·W = 131,072."""
+    from attn_cli.mechanisms import local
+
+    assert local.window_span(32, 4096) == 32 * 4096 == 131_072  # the paper's L·W
+    assert local.window_span(32, 4096 - 1) == 131_040  # W counting the token: L·(W − 1)
+    assert local.window_earliest(131_040, 32, 4095) == 0  # the last position to hear token 0
+    assert local.window_earliest(131_041, 32, 4095) == 1
+    assert local.window_earliest(131_072, 32, 4096) == 0  # under attn's count, w = 4096
+
+
+def test_the_mistral_example(invoke_json):
+    doc = invoke_json("window", "--example", "mistral-7b")
+    steps = steps_of(doc)
+    assert doc["options"] == {"window": 4095, "causal": True, "global_tokens": None, "layers": 32}
+    span = steps["span"]
+    assert span["col_labels"] == ["position 4,095", "position 131,040", "position 135,135"]
+    table = unwrap(span["value"])
+    assert span["row_labels"][-1] == "32 layers" and len(table) == 32
+    assert table[0] == [0, 131_040 - 4095, 135_135 - 4095]
+    assert table[-1] == [0, 0, 4095]  # 131,040 hears token 0 only after all 32 layers
+    assert [row[1] for row in table] == [max(0, 131_040 - layer * 4095) for layer in range(1, 33)]
+    (note,) = span["notes"]
+    assert note["key"] == "span"
+    assert note["values"] == {
+        "layers": 32,
+        "w": 4095,
+        "span": 131_040,
+        "mistral_w": 4096,
+        "paper_span": 131_072,
+    }
+    text = " ".join(note["text"].split())
+    assert "L·w = 32 × 4095 = 131,040 positions" in text
+    assert "L·W = 131,072, 32 more than the 131,040 reached" in text
+    # Five tokens inside one window: one layer reaches all, the rows stop there (settled).
+    assert unwrap(steps["reach"]["value"]) == [[0, 0, 0, 0, 0]]
+    assert [n["key"] for n in steps["reach"]["notes"]] == ["reach_formula", "settled"]
+    assert "W = w + 1 = 4096" in steps["reach"]["explanation"]
+
+
+def test_layers_on_the_command_line(invoke_json):
+    """Eight tokens, a causal window of 1 over 3 layers: the edge moves back one a layer."""
+    doc = invoke_json(
+        "window", "--n", "8", "--dk", "2", "--window", "1", "--causal", "--layers", "3"
+    )
+    steps = steps_of(doc)
+    assert unwrap(steps["reach"]["value"]) == [
+        [0, 0, 1, 2, 3, 4, 5, 6],
+        [0, 0, 0, 1, 2, 3, 4, 5],
+        [0, 0, 0, 0, 1, 2, 3, 4],
+    ]
+    assert steps["reach"]["row_labels"] == ["1 layer", "2 layers", "3 layers"]
+    assert "reach_latest" not in steps  # causal: the latest position heard is the token itself
+    picture = unwrap(steps["reach_picture"]["value"])
+    assert picture[7][4:] == [3, 2, 1, 0] and picture[7][3] == "nan"  # 4 back: > 3 layers
+    assert picture[0][1] == "nan"  # a future token never reaches through a causal window
+    assert steps["reach_picture"]["kind"] == "heatmap"
+    assert steps["span"]["col_labels"] == ["position 1", "position 3", "position 4"]
+    assert unwrap(steps["span"]["value"]) == [[0, 2, 3], [0, 1, 2], [0, 0, 1]]
+
+
+def test_layers_without_causal_reach_both_ways(invoke_json):
+    doc = invoke_json("window", "--n", "6", "--dk", "2", "--window", "1", "--layers", "2")
+    steps = steps_of(doc)
+    assert unwrap(steps["reach"]["value"]) == [[0, 0, 1, 2, 3, 4], [0, 0, 0, 1, 2, 3]]
+    assert unwrap(steps["reach_latest"]["value"]) == [[1, 2, 3, 4, 5, 5], [2, 3, 4, 5, 5, 5]]
+
+
+def test_layers_with_a_global_token_join_every_pair_in_two_layers(invoke_json):
+    doc = invoke_json(
+        "window",
+        "--n",
+        "6",
+        "--dk",
+        "2",
+        "--window",
+        "1",
+        "--causal",
+        "--global",
+        "3",
+        "--layers",
+        "4",
+    )
+    steps = steps_of(doc)
+    reach = unwrap(steps["reach"]["value"])
+    assert reach[0] == [0, 0, 1, 0, 3, 3]  # q3 global sees all; q4, q5: k3 and their band
+    assert reach[1] == [0] * 6  # i → 3 → j: two layers join every pair
+    assert len(reach) == 2  # then nothing changes: settled
+    assert [n["key"] for n in steps["reach"]["notes"]] == ["settled"]  # no band arithmetic
+    assert "span" not in steps
+
+
+def test_default_output_has_no_layer_steps(invoke_json):
+    keys = [step["key"] for step in invoke_json("window")["steps"]]
+    assert keys == [
+        "scores",
+        "scaled",
+        "band",
+        "masked",
+        "weights",
+        "output",
+        "count",
+        "difference",
+    ]
+
+
+def test_layers_through_the_python_api():
+    q = np.array(X, dtype=float)
+    walk = attn.window(q, q, np.array(V, dtype=float), window=2, causal=True, layers=2)
+    assert walk.step("reach").tolist() == [[0, 0, 0, 1, 2], [0, 0, 0, 0, 0]]
+    assert walk.step("span").tolist() == [[0, 2, 4], [0, 0, 2]]  # positions 2, 4, 6
+
+
+@pytest.mark.parametrize("layers", ["0", "257", "x"])
+def test_layers_user_errors(invoke, layers):
+    result = invoke("window", "--layers", layers)
+    if layers == "x":
+        assert result.exit_code == 2 and "Traceback" not in result.output
+    else:
+        assert_user_error(result, "--layers must be a whole number from 1 to 256")

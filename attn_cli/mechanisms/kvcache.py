@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from attn_cli.core.backend import ITEMSIZE, Array, namespace_of
 from attn_cli.mechanisms.attention import attention
-from attn_cli.mechanisms.masks import causal_additive
+from attn_cli.mechanisms.masks import additive, causal_allowed
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,13 @@ def cached_outputs(steps: list[CacheStep]) -> Array:
 
 
 def ordered_attention(
-    q: Array, k: Array, v: Array, *, use_scale: bool = True, causal: bool = False
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    use_scale: bool = True,
+    causal: bool = False,
+    row0: int = 0,
 ) -> tuple[Array, Array]:
     """(weights, output) of softmax(Q Kᵀ / √d_k [+ M]) V with every sum taken left to right.
 
@@ -57,6 +63,8 @@ def ordered_attention(
     row t of the causal n × n computation and the cache's 1 × (t + 1) step are the same
     operations on the same numbers: the masked keys j > t come after the visible ones and add
     exact zeros (exp(−∞) = 0, 0·v = ±0, x + ±0 = x), so the two agree bit for bit.
+    ``row0``: with ``causal``, the rows of ``q`` are queries row0, row0 + 1, ... (row t of
+    the n × n computation alone, over every key, is ``q[t : t + 1]`` with row0 = t).
     """
     xp = namespace_of(q, k, v)
     k_t = xp.matrix_transpose(k)  # (d_k, n)
@@ -66,7 +74,7 @@ def ordered_attention(
     if use_scale:
         s = s / math.sqrt(q.shape[-1])
     if causal:
-        s = s + causal_additive(s)
+        s = s + additive(causal_allowed(s, row0=row0), s)
     e = xp.exp(s - xp.max(s, axis=-1, keepdims=True))  # (m, n); the max is exact in any order
     total = e[..., :, 0:1]
     for j in range(1, e.shape[-1]):
@@ -142,3 +150,48 @@ def latent_cache_bytes_per_token(
     ``latent_width`` per layer, from which every head's key and value are re-projected, plus
     the decoupled RoPE key of ``rope_width`` (shared by the heads) where it is counted."""
     return layers * (latent_width + rope_width) * ITEMSIZE[dtype]
+
+
+def cached_rows(q: Array, k: Array, v: Array, *, use_scale: bool = True) -> Array:
+    """(n, d_v): each token's output over a full cache, one step at a time, keeping no step's
+    cache (the cache of step t is k[:t + 1], v[:t + 1]): O(n · d) memory at any length."""
+    xp = namespace_of(q, k, v)
+    rows = [
+        attention(
+            q[..., t : t + 1, :], k[..., : t + 1, :], v[..., : t + 1, :], use_scale=use_scale
+        ).output
+        for t in range(q.shape[-2])
+    ]
+    return xp.concat(rows, axis=-2)
+
+
+def blocked_causal_attention(q: Array, k: Array, v: Array, block: int = 256) -> Array:
+    """(n, d_v): full causal attention, ``block`` query rows at a time against the keys up to
+    the block's last row: the same rows as the n × n computation, holding block × n scores."""
+    xp = namespace_of(q, k, v)
+    rows = []
+    for start in range(0, q.shape[-2], block):
+        stop = min(start + block, q.shape[-2])
+        scores = q[..., start:stop, :] @ xp.matrix_transpose(k[..., :stop, :])
+        mask = additive(causal_allowed(scores, row0=start), scores)
+        rows.append(
+            attention(q[..., start:stop, :], k[..., :stop, :], v[..., :stop, :], mask=mask).output
+        )
+    return xp.concat(rows, axis=-2)
+
+
+def held(t: int, window: int | None, sinks: int = 0) -> tuple[range, ...]:
+    """The 0-based positions a cache holds after token t (1-based) arrives: all 0..t − 1 when
+    ``window`` is None; else the first ``sinks`` and the last ``window`` (StreamingLLM's
+    S + W; sinks = 0: a sliding window). As runs of positions, never a list of n."""
+    if window is None or t <= sinks + window:
+        return (range(t),)
+    return tuple(part for part in (range(sinks), range(t - window, t)) if len(part))
+
+
+def evicted_at(t: int, window: int | None, sinks: int = 0) -> int | None:
+    """The 0-based position token t's arrival evicts (None: none): t − 1 − W, the oldest
+    recent token, once the cache holds S + W."""
+    if window is None or t <= sinks + window:
+        return None
+    return t - 1 - window

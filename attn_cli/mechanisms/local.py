@@ -177,3 +177,60 @@ def window_attention(
     weights = softmax(logits)  # (..., count, size, span)
     output = xp.reshape(weighted_sum(weights, v_blocks), (*lead, padded, v.shape[-1]))
     return output if padded == n else output[..., :n, :]  # (..., n, d_v)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How far each position's information travels through layers of one mask (the receptive
+    field): position j's information reaches position i after l layers when some chain
+    j = k_0 → k_1 → … → k_l = i has each step allowed by the mask (the mask composed with
+    itself l times: a boolean matrix power)."""
+
+    earliest: np.ndarray  # (shown, n) ints: row l − 1, the earliest j reaching i after l layers
+    latest: np.ndarray  # (shown, n) ints: the latest such j
+    layers_needed: np.ndarray  # (n, n): the fewest layers (0: itself) from j to i; nan past them
+    settled: int | None  # the first layer l < L after which one more changes nothing, else None
+
+
+def composed_reach(allowed: Array, layers: int) -> Reach:
+    """The mask's reach after 1, 2, …, ``layers`` layers, by composing it: R_0 = I,
+    R_l = A ∘ R_(l−1) (i hears k, k has heard j). Stops at the first layer after which the
+    reach no longer changes (the rows after it would repeat it). O(min(L, n) · n³)."""
+    step = np.asarray(allowed, dtype=bool)
+    n = step.shape[-1]
+    hears = step.astype(np.float64)
+    reached = np.eye(n, dtype=bool)
+    needed = np.where(reached, 0.0, np.nan)
+    earliest: list[np.ndarray] = []
+    latest: list[np.ndarray] = []
+    settled = None
+    for layer in range(1, layers + 1):
+        after = (hears @ reached.astype(np.float64)) > 0
+        if layer > 1 and np.array_equal(after, reached):
+            settled = layer - 1
+            break
+        needed[after & np.isnan(needed)] = layer
+        reached = after
+        any_key = reached.any(axis=-1)
+        earliest.append(np.where(any_key, np.argmax(reached, axis=-1), -1))
+        latest.append(np.where(any_key, n - 1 - np.argmax(reached[:, ::-1], axis=-1), -1))
+    return Reach(np.array(earliest), np.array(latest), needed, settled)
+
+
+def window_span(layers: int, window: int) -> int:
+    """How many positions back (and, not causal, ahead) information travels through ``layers``
+    layers of a window of ``window`` keys before the token: L·w (each layer one window)."""
+    return layers * window
+
+
+def window_earliest(position: int, layers: int, window: int) -> int:
+    """The earliest position whose information reaches ``position`` after ``layers`` layers of
+    a sliding window of w keys before the token (causal or not, no global tokens):
+    max(0, position − L·w). Computed without any n × n matrix, so at any length."""
+    return max(0, position - window_span(layers, window))
+
+
+def window_latest(position: int, layers: int, window: int, n: int, causal: bool) -> int:
+    """The latest position whose information reaches ``position`` after ``layers`` layers: the
+    position itself when causal, else min(n − 1, position + L·w)."""
+    return position if causal else min(n - 1, position + window_span(layers, window))

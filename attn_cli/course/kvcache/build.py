@@ -20,7 +20,7 @@ from attn_cli.core.backend import EPSILON, ITEMSIZE
 from attn_cli.core.errors import UserError, param, params
 from attn_cli.core.model import Part, Walkthrough
 from attn_cli.course.checks import counted, row_names, whole_at_least
-from attn_cli.course.kvcache import sinks
+from attn_cli.course.kvcache import long, sinks
 from attn_cli.course.kvcache.card import CARD
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
@@ -32,8 +32,8 @@ from attn_cli.mechanisms import kvcache, masks
 # The cache's size is asked of a model like Llama 3 8B: 32 layers, 32 query heads sharing 8 K/V
 # heads of width 128, in float16. kv_heads None: a quarter of the heads where 4 divides them.
 CACHE_DTYPES = variants.DTYPES
-# Every token is one step; more than this is no longer a walkthrough.
-MAX_TOKENS = 32
+# Every token is one step up to this many; past it, steps at chosen tokens and a summary.
+MAX_TOKENS = long.MAX_TOKENS
 # The work and bytes are also given at this length.
 LONG_N = 4096
 
@@ -49,10 +49,7 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
             f"Q has {m} rows but K has {n}: generation is over one sequence, one query, key and "
             "value per token (the same n)."
         )
-    if n > MAX_TOKENS:
-        raise UserError(
-            f"{n} tokens make {n} generation steps; use at most {MAX_TOKENS} ({param('n', MAX_TOKENS)})."
-        )
+    long.check_length(n)
     for name in ("layers", "heads", "kv_heads", "d_head"):
         value = options.get(name, CARD.defaults[name])
         if name == "kv_heads" and value is None:
@@ -70,6 +67,8 @@ def _check_options(m: int, n: int, options: dict[str, Any]) -> None:
             f"{param('cache_dtype', repr(dtype))}: choose one of {', '.join(CACHE_DTYPES)}."
         )
     _check_window_and_latent(options)
+    if long.summarised(n, options):
+        long.chosen_tokens(n, options)
 
 
 def _check_window_and_latent(options: Mapping[str, Any]) -> None:
@@ -121,6 +120,8 @@ def estimate_bytes(
     """Every step's cache is kept for display: about n²/2 · (d_k + d_v) entries."""
     (n, d_k), (_, d_v) = shapes["Q"], shapes["V"]
     _check_options(n, shapes["K"][0], options)
+    if long.summarised(n, options):
+        return long.estimate_bytes(n, d_k, d_v, long.chosen_tokens(n, options), itemsize)
     return (n * (n + 1) // 2 * (d_k + d_v + 2) + 9 * n * n + 6 * n * d_v) * itemsize
 
 
@@ -132,7 +133,10 @@ def build(run: LessonRun) -> Walkthrough:
     keys = row_names(run, "keys", n, "k", "the lesson file")
     base: dict[str, Any] = {"n": n, "dk": d_k, "dv": d_v, "sqrt_dk": math.sqrt(d_k)}
     record = StepRecorder(run)
-    steps = kvcache.generate(q, k, v)
+    summary = long.summarised(n, run.options)
+    chosen = long.chosen_tokens(n, run.options) if summary else tuple(range(1, n + 1))
+    # Every step, or past MAX_TOKENS only the chosen ones (each over its full cache).
+    steps = [long.step_at(q, k, v, t) for t in chosen] if summary else kvcache.generate(q, k, v)
     for step in steps:
         t = step.t + 1
         context = {**base, "t": t, "query": queries[step.t], "key": keys[step.t]}
@@ -155,30 +159,44 @@ def build(run: LessonRun) -> Walkthrough:
             ),
         )
     grid = Grid(queries, context=base)
-    cached = record.compute("cached", lambda: kvcache.cached_outputs(steps), grid=grid)
-    mask = masks.causal_additive(mech.scores(q, k))
-    full = mech.attention(q, k, v, mask=mask).output
+    if summary:  # one token at a time, and full attention in blocks: never n × n
+        cached = record.compute("cached", lambda: kvcache.cached_rows(q, k, v), grid=grid)
+        full = kvcache.blocked_causal_attention(q, k, v, long.BLOCK)
+        exact = long.ordered_gap_at(record, (q, k, v), chosen)
+        ordered = record.note("ordered_gap_shown", **exact)
+    else:
+        cached = record.compute("cached", lambda: kvcache.cached_outputs(steps), grid=grid)
+        mask = masks.causal_additive(mech.scores(q, k))
+        full = mech.attention(q, k, v, mask=mask).output
+        exact = _ordered_gap(record, q, k, v)
+        ordered = record.note("ordered_gap", **exact)
     gap = float(np.max(np.abs(record.to_numpy(cached) - record.to_numpy(full))))
-    exact = _ordered_gap(record, q, k, v)
     blas = {"difference": gap, **_rounding_bound(record, n, d_k, v)}
     record.add(
         "full",
         full,
-        grid=Grid(queries, context={**base, "library": record.run.backend.name}),
-        notes=(
-            record.note("blas_gap", **blas),
-            record.note("ordered_gap", **exact),
+        grid=Grid(
+            queries,
+            context={**base, "library": record.run.backend.name}
+            | ({"block": long.BLOCK} if summary else {}),
         ),
+        notes=(record.note("blas_gap", **blas), ordered),
+        text="full_blocked" if summary else None,
     )
-    _work(record, n, base)
-    _work_in_a_model(record, n, base)
+    _work(record, n, base, chosen)
+    _work_in_a_model(record, n, base, chosen if summary else None)
     _cache_bytes(record, n, base)
     if record.run.options.get("window_layers") is not None:
         _window_cache(record, n, base)
     if record.run.options.get("latent_width") is not None:
         _latent_cache(record, base)
     sizes = sinks.settings(record.run.options)
-    if sizes is not None:
+    if summary:
+        long.record_policies(record, (q, k, v), keys, base, chosen)
+        options = record.run.options
+        dtype = str(options["cache_dtype"])
+        long.record_summary(record, n, base, _model_sizes(options), dtype)
+    elif sizes is not None:
         sinks.record_sinks(record, (q, k, v), (queries, keys), base, sizes)
     return record.walkthrough(
         cached,
@@ -225,8 +243,9 @@ def _ordered_gap(record: StepRecorder, q: Any, k: Any, v: Any) -> dict[str, Any]
     }
 
 
-def _work(record: StepRecorder, n: int, context: dict[str, Any]) -> None:
-    """Dot products per new token, and in all so far, with the cache and recomputing."""
+def _work(record: StepRecorder, n: int, context: dict[str, Any], tokens: tuple[int, ...]) -> None:
+    """Dot products per new token, and in all so far, with the cache and recomputing, at the
+    tokens whose steps are shown (every token up to MAX_TOKENS)."""
     table = [
         {
             "token": t,
@@ -235,7 +254,7 @@ def _work(record: StepRecorder, n: int, context: dict[str, Any]) -> None:
             "total_with_cache": kvcache.scores_with_cache(t),
             "total_without_cache": kvcache.scores_without_cache(t),
         }
-        for t in range(1, n + 1)
+        for t in tokens
     ]
     ratio = kvcache.scores_without_cache(LONG_N) / kvcache.scores_with_cache(LONG_N)
     record.add(
@@ -315,11 +334,15 @@ def _savings(row: Mapping[str, Any]) -> tuple[int, int]:
     return projections, scores
 
 
-def _work_in_a_model(record: StepRecorder, n: int, base: dict[str, Any]) -> None:
+def _work_in_a_model(
+    record: StepRecorder, n: int, base: dict[str, Any], tokens: tuple[int, ...] | None
+) -> None:
     """The same tokens in the model the cache is sized for, in FLOPs: the dot products, and the
-    projections of the queries, keys and values that recomputing repeats for the whole prefix."""
+    projections of the queries, keys and values that recomputing repeats for the whole prefix;
+    ``tokens``: the shown ones (None: every token), then token LONG_N last."""
     sizes = _model_sizes(record.run.options)
-    table = [_model_work_row(t, sizes) for t in (*range(1, n + 1), LONG_N)]
+    shown = range(1, n + 1) if tokens is None else [t for t in tokens if t != LONG_N]
+    table = [_model_work_row(t, sizes) for t in (*shown, LONG_N)]
     projections, scores = _savings(table[-1])
     values = {"t": LONG_N, "projections": projections, "scores": scores}
     record.add(
@@ -545,10 +568,13 @@ TEXTS = Texts(
             *("latent", "rope", "long"),
         ),
         **dict.fromkeys(sinks.STEPS, (*SIZES, *sinks.STEP_NAMES)),
+        "full_blocked": (*SIZES, "library", "block"),
+        **{key: (*SIZES, *names) for key, names in long.STEPS.items()},
     },
     notes={
         "blas_gap": ("library", "difference", "bound", "epsilon", "dtype", "terms"),
         "ordered_gap": ("unequal", "entries", "difference"),
+        "ordered_gap_shown": ("unequal", "entries", "difference", "tokens"),
         "work_totals": ("n", "with_cache", "without_cache", "long", "ratio"),
         "own_cache": ("n", "width", "dtype", "itemsize", "per_token", "total"),
         "model_saving": ("t", "projections", "scores"),
@@ -564,6 +590,7 @@ TEXTS = Texts(
     claims={
         "blas_gap": within_rounding,
         "ordered_gap": bit_for_bit,
+        "ordered_gap_shown": bit_for_bit,
         "projections_larger": projections_larger,
         "scores_larger": scores_larger,
         "window_ratio": window_ratio_holds,

@@ -67,6 +67,13 @@ CARD = Card(
             type=int,
             metavar="R",
         ),
+        Option(
+            "show_tokens",
+            "Past 32 tokens (or with this), the steps are shown in full only at these tokens, from "
+            '1 (e.g. "1,1024,1025"), and a summary covers the rest (default: the first three, '
+            "where each cache first fills and first evicts, and the last).",
+            metavar="TOKENS",
+        ),
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 5),

@@ -22,6 +22,7 @@ from attn_cli.course.checks import is_whole, row_names
 from attn_cli.course.lesson import Lesson, LessonRun
 from attn_cli.course.recorder import Grid, StepRecorder
 from attn_cli.course.scaled import build as scaled
+from attn_cli.course.window import layers as stacked
 from attn_cli.course.window.card import CARD
 from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as mech
@@ -44,6 +45,7 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
     scaled.validate({name: inputs[name] for name in ("Q", "K", "V")}, {})
     window_of(options)
     global_tokens(options.get("global_tokens"), k.shape[0])
+    stacked.layers_of(options)
 
 
 def window_of(options: dict[str, Any]) -> int:
@@ -87,7 +89,9 @@ def estimate_bytes(
     shapes: dict[str, tuple[int, ...]], options: dict[str, Any], itemsize: int
 ) -> int:
     (n, _d_k), (_, d_v) = shapes["K"], shapes["V"]
-    return (_SCORE_MATRICES * n * n + 4 * n * d_v) * itemsize
+    # --layers: the reach composed (two n × n float copies, the layers each pair needs)
+    matrices = _SCORE_MATRICES + (4 if stacked.layers_of(options) is not None else 0)
+    return (matrices * n * n + 4 * n * d_v) * itemsize
 
 
 def positions(prefix: str, count: int) -> tuple[str, ...]:
@@ -179,6 +183,10 @@ def build(run: LessonRun) -> Walkthrough:
     record.steps[-1] = _with_notes(
         record.steps[-1], *_change_notes(record, queries, outside, change, mask, causal)
     )
+    layers = stacked.layers_of(run.options)
+    if layers is not None:
+        settings = (layers, window, causal, chosen)
+        stacked.record_layers(record, np.asarray(mask), (queries, keys), context, settings)
     meta = {
         "window": window,
         "causal": causal,
@@ -410,6 +418,7 @@ TEXTS = Texts(
         "difference": CONTEXT,
         "difference_causal": CONTEXT,
         "difference_causal_global": CONTEXT,
+        **dict.fromkeys(stacked.STEPS, (*CONTEXT, *stacked.STEP_NAMES)),
     },
     notes={
         "global": ("tokens",),
@@ -426,6 +435,7 @@ TEXTS = Texts(
             *("first", "first_hidden", "first_change"),
             *("second", "second_hidden", "second_change"),
         ),
+        **stacked.NOTES,
     },
     claims={
         "worst_row": largest_change_at,
@@ -434,6 +444,7 @@ TEXTS = Texts(
         "grows_with_hidden_past": grows_with_hidden,
         "not_with_hidden": not_with_hidden,
         "blockwise": same_output,
+        **stacked.CLAIMS,
     },
     measured=(
         "count",

@@ -16,7 +16,8 @@ CARD = Card(
         Option(
             "window",
             "Half-width w: query i sees key j when |i − j| ≤ w (default: the example's, else "
-            "{default}).",
+            "{default}). w counts the keys before the token, not the token: Mistral's W, which "
+            "counts it (W = 3: the token and the 2 before), is w + 1.",
             2,
             type=int,
         ),
@@ -34,6 +35,13 @@ CARD = Card(
             "token, as in Longformer.",
             metavar="POSITIONS",
         ),
+        Option(
+            "layers",
+            "Stack L layers of this window: the earliest position whose information reaches each "
+            "token after 1, 2, …, L layers (the receptive field), and the span L·w.",
+            type=int,
+            metavar="L",
+        ),
     ),
     sizes=(
         Size("n", "number of tokens n (default: {default}).", 8),
@@ -42,8 +50,8 @@ CARD = Card(
     ),
     examples=(
         "attn window",
-        "attn window --example global-first",
         "attn window --n 16 --window 2 --causal --global 0",
+        "attn window --example mistral-7b",
     ),
     symbols=(D_K, D_V),
 )

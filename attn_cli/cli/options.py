@@ -330,7 +330,8 @@ CompareOpt = Annotated[
         metavar="FLAGS",
         help='Run the lesson again with FLAGS added (e.g. --compare "--no-scale", --compare '
         '"--heads 1") and show the steps whose values differ, each as given and then with '
-        "FLAGS, side by side where they fit; with --format json, both runs whole.",
+        "FLAGS, side by side where they fit; with --format json, both runs whole; with --plot, "
+        "both runs' weights on one colour scale.",
         rich_help_panel=OUTPUT_PANEL,
         show_default=False,
     ),

@@ -102,7 +102,7 @@ def test_keywords_are_the_command_line_options(invoke):
 
     for lesson in LESSONS:
         options = card(lesson).options
-        own = {option.name for option in options}  # bahdanau's own --compare is a setting
+        own = {option.name for option in options}  # a lesson's own option of a shared name
         printing = PRINTING_OPTIONS - own
         command = set(inspect.signature(command_function(lesson)).parameters) - printing
         command -= {option.name for option in options if not option.lesson}

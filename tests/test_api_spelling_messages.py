@@ -52,20 +52,20 @@ WIDTHS = "s has 3 entries but each row of h has 2: Luong's dot score s_t · h_i 
 CLI_WIDTHS = "--s has 3 entries but each row of --h has 2: Luong's dot score s_t · h_i needs them"
 
 
-def test_bahdanau_wa_that_turns_on_compare_is_named_by_each_door():
+def test_bahdanau_wa_that_turns_on_all_scores_is_named_by_each_door():
     python, cli = refused(attn.bahdanau, **WIDER_S, wa="1,0;0,1;0,0")
-    assert python.startswith(f"wa turns on compare: {WIDTHS}")
+    assert python.startswith(f"wa turns on all_scores: {WIDTHS}")
     assert python.endswith("the same width; leave out wa.")
-    assert cli.startswith(f"--wa turns on --compare: {CLI_WIDTHS}")
+    assert cli.startswith(f"--wa turns on --all-scores: {CLI_WIDTHS}")
     assert cli.endswith("the same width; leave out --wa.")
 
 
-def test_bahdanau_compare_asked_is_named_by_each_door():
-    python, cli = refused(attn.bahdanau, **WIDER_S, wa="1,0;0,1;0,0", compare=True)
-    assert python.startswith(f"compare=True: {WIDTHS}")
-    assert python.endswith("leave out compare and wa.")
-    assert cli.startswith(f"--compare: {CLI_WIDTHS}")
-    assert cli.endswith("leave out --compare and --wa.")
+def test_bahdanau_all_scores_asked_is_named_by_each_door():
+    python, cli = refused(attn.bahdanau, **WIDER_S, wa="1,0;0,1;0,0", all_scores=True)
+    assert python.startswith(f"all_scores=True: {WIDTHS}")
+    assert python.endswith("leave out all_scores and wa.")
+    assert cli.startswith(f"--all-scores: {CLI_WIDTHS}")
+    assert cli.endswith("leave out --all-scores and --wa.")
 
 
 def test_bahdanau_single_state_note_names_the_values_by_each_door(invoke_json):

@@ -15,7 +15,7 @@ from tests.lesson_runs import Batch, Runs
 
 # The three scores favour the same state.
 SAME_STATE = ("--s", "1,0", "--h", "2,0;0,1", "--w1", "1,0;0,1", "--w2", "1,0;0,1")
-SAME_STATE += ("--v", "1,0", "--compare")
+SAME_STATE += ("--v", "1,0", "--all-scores")
 # What the suite-wide tests run of this lesson (tests/lesson_runs.py).
 RUNS = Runs(
     random=("--n", "6", "--d", "3", "--da", "2", "--seed", "3"),
@@ -23,20 +23,20 @@ RUNS = Runs(
     large=("--n", "2600", "--d", "4", "--da", "2"),
     variants=(
         (),
-        ("--compare",),
-        ("--compare", "--dropout", "0.5"),
+        ("--all-scores",),
+        ("--all-scores", "--dropout", "0.5"),
         ("--dropout", "0.5"),
         ("--dropout", "0"),
-        ("--n", "1", "--compare"),
+        ("--n", "1", "--all-scores"),
         SAME_STATE,
-        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--compare"),
+        ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--all-scores"),
         ("--example", "cat-slept", "--values", "1,0;0,1;1,1", "--dropout", "0.2"),
-        # --steps T: one encoder state (and --compare asked, not run); the lecture's states;
+        # --steps T: one encoder state (and --all-scores asked, not run); the lecture's states;
         # an alignment that moves from "le" to "chat"; a score blind to the decoder (W2 = 0).
-        ("--steps", "2", "--compare"),
+        ("--steps", "2", "--all-scores"),
         ("--example", "cat-slept", "--steps", "3"),
         # --valid-len: padding masked (with Luong's scores too), and a length that masks nothing.
-        ("--example", "cat-slept", "--valid-len", "2", "--compare"),
+        ("--example", "cat-slept", "--valid-len", "2", "--all-scores"),
         ("--example", "cat-slept", "--valid-len", "3"),
         (
             *("--s", "1,0", "--h", "1,0;0,1", "--w1", "1,0;0,1", "--w2", "0,1;1,0", "--v", "1,1"),
@@ -48,7 +48,7 @@ RUNS = Runs(
             *("--steps", "3"),
         ),
     ),
-    options=({"compare": True}, {"steps": 3}, {"valid_len": 1}),
+    options=({"all_scores": True}, {"steps": 3}, {"valid_len": 1}),
     figure=(("bahdanau", "--example", "cat-slept"), ("the", "cat", "slept", "dot α")),
     batch=Batch(
         lambda draw: {
@@ -176,24 +176,24 @@ def test_printed_values_name_existing_steps(invoke_json):
             assert re.sub(r"\[.*\]$", "", key) in keys, key
 
 
-def test_compare_defaults_w_a_to_the_identity_and_says_so(invoke_json):
+def test_all_scores_defaults_w_a_to_the_identity_and_says_so(invoke_json):
     doc = invoke_json("bahdanau", "-e", "cat-slept")
     assert "identity" not in " ".join(note["text"] for note in doc["notes"])
-    doc = invoke_json("bahdanau", "--compare")
+    doc = invoke_json("bahdanau", "--all-scores")
     got = steps(doc)
     assert data(doc["inputs"]["W_a"]) == [[1.0, 0.0], [0.0, 1.0]]
     assert got["general.scores"] == got["dot.scores"] == [2 * 1 + 1 * 3]
     assert any("identity" in note["text"] for note in doc["notes"])
 
 
-def test_wa_on_top_of_an_example_turns_compare_on(invoke_json):
+def test_wa_on_top_of_an_example_turns_all_scores_on(invoke_json):
     doc = invoke_json("bahdanau", "-e", "cat-slept", "--wa", "2,0;0,1")
     assert doc["example"] == "cat-slept"
     general = [2 * 0.1 * h[0] + 0.9 * h[1] for h in [[1, 0], [0, 1], [0.2, 0.1]]]
     assert steps(doc)["general.scores"] == pytest.approx(general, abs=1e-15)
     doc = invoke_json("bahdanau", "--wa", "1,0;0,1")
     assert "general.scores" in steps(doc)
-    doc = invoke_json("bahdanau", "-e", "cat-slept", "--no-compare")
+    doc = invoke_json("bahdanau", "-e", "cat-slept", "--no-all-scores")
     assert [step["key"] for step in doc["steps"]] == ADDITIVE_KEYS
     assert "W_a" not in doc["inputs"]
 
@@ -221,7 +221,7 @@ def lesson_file(tmp_path, options: str = "", wa: str = "", printed: str = "") ->
     return str(path)
 
 
-def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, tmp_path):
+def test_wa_in_a_lesson_file_turns_all_scores_on_for_the_command_and_check(invoke, tmp_path):
     # s_t = e1 and W_a = diag(2, 1): the general scores s_tᵀ W_a h_i are 2 and 0.
     general = softmax_by_hand([2.0, 0.0])
     printed = f'"general.scores" = "2, 0"\n"general.weights" = "{general[0]:.4f}, {general[1]:.4f}"'
@@ -230,32 +230,32 @@ def test_wa_in_a_lesson_file_turns_compare_on_for_the_command_and_check(invoke, 
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert list(steps(doc)) == ADDITIVE_KEYS + COMPARE_KEYS
-    assert doc["options"] == {"compare": True, "dropout": None, "valid_len": None}
+    assert doc["options"] == {"all_scores": True, "dropout": None, "valid_len": None}
     checked = invoke("check", path)
     assert checked.exit_code == 0, checked.output
     assert "All 4 printed values agree" in checked.stdout  # general scores and weights
-    # compare = false in the file still turns it off, W_a or not.
+    # all_scores = false in the file still turns it off, W_a or not.
     off = lesson_file(
-        tmp_path, options="options = { compare = false }", wa="W_a = [[2, 0], [0, 1]]"
+        tmp_path, options="options = { all_scores = false }", wa="W_a = [[2, 0], [0, 1]]"
     )
     doc = json.loads(invoke("bahdanau", "--lesson", off, "--format", "json").stdout)
     assert list(steps(doc)) == ADDITIVE_KEYS and doc["options"] == {
-        "compare": False,
+        "all_scores": False,
         "dropout": None,
         "valid_len": None,
     }
 
 
-def test_compare_in_a_lesson_file_must_be_true_or_false(invoke, tmp_path):
-    path = lesson_file(tmp_path, options='options = { compare = "yes" }')
+def test_all_scores_in_a_lesson_file_must_be_true_or_false(invoke, tmp_path):
+    path = lesson_file(tmp_path, options='options = { all_scores = "yes" }')
     assert_user_error(
         invoke("bahdanau", "--lesson", path),
-        'options.compare: found "yes" (text); expected true or false.',
+        'options.all_scores: found "yes" (text); expected true or false.',
     )
 
 
-def test_wa_and_no_compare_on_the_command_line(invoke_json):
-    doc = invoke_json("bahdanau", "--wa", "2,0;0,1", "--no-compare")
+def test_wa_and_no_all_scores_on_the_command_line(invoke_json):
+    doc = invoke_json("bahdanau", "--wa", "2,0;0,1", "--no-all-scores")
     assert list(steps(doc)) == ADDITIVE_KEYS
 
 
@@ -286,7 +286,7 @@ def test_user_inputs_with_tokens_and_unequal_widths(invoke_json):
 def test_random_weights_are_a_distribution_and_context_a_convex_combination(invoke_json, seed):
     doc = invoke_json("bahdanau", "--n", "7", "--d", "5", "--da", "3", "--seed", str(seed))
     doc_compare = invoke_json(
-        "bahdanau", "--n", "7", "--d", "5", "--da", "3", "--seed", str(seed), "--compare"
+        "bahdanau", "--n", "7", "--d", "5", "--da", "3", "--seed", str(seed), "--all-scores"
     )
     assert data(doc_compare["inputs"]["H"]) == data(doc["inputs"]["H"])  # same seed, same inputs
     h = np.array(data(doc["inputs"]["H"]))
@@ -381,7 +381,7 @@ def args(**changes: str) -> list[str]:
         ({"w2": "1,2"}, ["--w1 has 2 rows but --w2 has 1", "d_a"]),
         ({"v": "1,2,3"}, ["--v has 3 entries", "d_a = 2"]),
         ({"wa": "1,2,3"}, ["--wa is 1 × 3", "d_s × d_h = 2 × 2"]),
-        ({"s": "1,2,3", "w2": "1,2,3;4,5,6", "wa": "1,0;0,1;0,0"}, ["--compare", "same width"]),
+        ({"s": "1,2,3", "w2": "1,2,3;4,5,6", "wa": "1,0;0,1;0,0"}, ["--all-scores", "same width"]),
         ({"tokens": "a,b,c"}, ["--tokens", "gives 3 names but there are 2 rows"]),
         ({"tokens": " , "}, ["--tokens is empty"]),
         ({"h": "@missing.csv"}, ["--h", "not found"]),
@@ -401,7 +401,7 @@ def test_more_user_errors(invoke):
     assert_user_error(invoke("bahdanau", "--n", "3", "--wa", "1"), "--wa is 1 × 1", "8 × 8")
     assert_user_error(invoke("bahdanau", "--wa", "1,0;0"), "--wa", "row 2")
     assert_user_error(
-        invoke("bahdanau", "--s", "1,2,3", *args()[2:], "--compare"), "--w2 has 2 columns"
+        invoke("bahdanau", "--s", "1,2,3", *args()[2:], "--all-scores"), "--w2 has 2 columns"
     )
 
 
@@ -535,7 +535,7 @@ def test_valid_len_on_cat_slept_masks_slept_and_says_so(invoke_json):
     """cat-slept's three states with L = 2: "slept" is padding, weight 0; Luong's dot and
     general scores get the same mask."""
     plain = steps(invoke_json("bahdanau", "--example", "cat-slept"))
-    doc = invoke_json("bahdanau", "--example", "cat-slept", "--valid-len", "2", "--compare")
+    doc = invoke_json("bahdanau", "--example", "cat-slept", "--valid-len", "2", "--all-scores")
     masked = steps(doc)
     scores = plain["scores"]
     assert masked["masked"][:2] == scores[:2]
@@ -613,3 +613,12 @@ def test_one_state_note_names_the_context_shown(invoke_json, args, context, word
     (note,) = [n for n in doc["notes"] if n["key"] == "single_state"]
     assert "the context is h_1 itself" not in note["text"]
     assert words in note["text"]
+
+
+def test_the_shared_compare_runs_bahdanau_again_with_flags(invoke):
+    """Luong's scores are --all-scores, so --compare "FLAGS" is the shared one here too."""
+    result = invoke("bahdanau", "--example", "cat-slept", "--compare", "--no-all-scores")
+    assert result.exit_code == 0, result.output
+    assert "compared with --no-all-scores" in result.stdout
+    assert "9 of its 16 steps differ" in " ".join(result.stdout.split())
+    assert_user_error(invoke("bahdanau", "--compare"), "--compare")  # FLAGS, not a switch

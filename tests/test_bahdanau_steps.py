@@ -334,20 +334,20 @@ def test_json_shape(invoke_json):
     assert set(table["value"][0]) == {
         "step", "attends_to", "top_weight", "attention_moves", "fixed_moves", "from_fixed"
     }  # fmt: skip
-    assert doc["options"]["steps"] == 4 and doc["options"]["compare"] is True
+    assert doc["options"]["steps"] == 4 and doc["options"]["all_scores"] is True
     assert doc["meta"]["decoder"]["score_reads"] == "s_{t-1}"
     assert doc["output"]["shape"] == [4, 2]
     assert {name: doc["inputs"][name]["shape"] for name in ("W_s", "W_y", "W_c", "Y")} == {
         "W_s": [2, 2], "W_y": [2, 2], "W_c": [2, 2], "Y": [4, 2]
     }  # fmt: skip
-    # The example's own --compare is not run over steps, and not remarked on either.
+    # The example's own --all-scores is not run over steps, and not remarked on either.
     assert "compare_one_step" not in notes(doc)
-    asked = invoke_json("bahdanau", "--steps", "2", "--compare")
+    asked = invoke_json("bahdanau", "--steps", "2", "--all-scores")
     assert "leave out --steps" in notes(asked)["compare_one_step"]
 
 
 def test_without_steps_the_lesson_is_one_decoder_step(invoke_json):
-    doc = invoke_json("bahdanau", "--example", "cat-slept", "--no-compare")
+    doc = invoke_json("bahdanau", "--example", "cat-slept", "--no-all-scores")
     assert [each["key"] for each in doc["steps"]][:2] == ["W1h", "W2s"]
     assert "steps" not in doc["options"] and "decoder" not in doc["meta"]
 

@@ -102,9 +102,36 @@ def test_a_table_equal_to_a_detail_is_shown():
     assert np.array_equal(brief.step("norm1"), walk.step("norm1"))
     details = [step.key for step in brief.steps if step.detail]
     assert details == [
-        "self.Q", "self.K", "self.V", "self.concat", "add1", "norm1.stats",
-        "norm1.normalised", "ffn.pre", "ffn.hidden", "add2", "norm2.stats", "norm2.normalised",
+        "self.Q", "self.K", "self.V", "self.concat", "self.output", "add1", "norm1.stats",
+        "norm1.normalised", "ffn.pre", "ffn.hidden", "ffn.output", "add2", "norm2.stats",
+        "norm2.normalised",
     ]  # fmt: skip
+
+
+def test_block_brief_fits_90_lines_with_the_weights_and_what_each_sublayer_passes_on(invoke):
+    """Post-norm: each sublayer shown by its Add & Norm output (what the next one reads), the
+    sublayer's own output a detail beside the residual sum; the attention weights whole."""
+    full = lines_at_80(invoke, "block")
+    brief = lines_at_80(invoke, "block", "--brief")
+    assert len(brief) <= 90 < len(full)  # 90 and 520 when written (107 before the cut)
+    text = "\n".join(brief)
+    walk = attn_cli.block()
+    for key in ("self.head1.weights", "self.head2.weights", "norm1", "norm2"):
+        shown = walk.step(key)
+        assert f"{shown[0, 0]:.4f}" in text and f"{shown[-1, -1]:.4f}" in text
+    assert "Step 9 · multi-head self-attention · output" in text
+    assert f"{walk.step('self.output')[0, 0]:.4f}" not in text  # a detail: heading and why
+
+
+def test_a_pre_norm_layer_shows_its_output_the_last_residual_sum():
+    """Pre-norm, the layer's output is its last residual sum, a detail elsewhere: the last step
+    of a walkthrough is its result, shown in brief."""
+    walk = attn_cli.block(pre_norm=True)
+    brief = walk.brief()
+    assert walk.steps[-1].key == "add2" and walk.steps[-1].detail
+    assert brief.steps[-1].kind == "matrix"
+    assert np.array_equal(brief.step("add2"), walk.step("add2"))
+    assert brief.find("add1").value == ""  # the residual sum inside the layer stays a detail
 
 
 def test_every_format_shows_the_brief_walkthrough(invoke):

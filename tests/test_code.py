@@ -105,8 +105,8 @@ def option_walkthroughs() -> list[tuple[str, Walkthrough]]:
         ("block --decoder --pre-norm --m 3", attn.block(n=4, decoder=True, pre_norm=True, m=3)),
         ("kvcache --n 6 --dv 3", attn.kvcache(n=6, dk=4, dv=3, seed=2)),
         (
-            "bahdanau --valid-len --compare",
-            attn.bahdanau(example="cat-slept", valid_len=2, compare=True),
+            "bahdanau --valid-len --all-scores",
+            attn.bahdanau(example="cat-slept", valid_len=2, all_scores=True),
         ),
         (
             "bahdanau --values",

@@ -80,3 +80,45 @@ def test_a_pair_shares_its_step_number_in_every_format(invoke):
         "### 3",
         "### 3",
     ]
+
+
+def _heatmaps(figure):
+    """The figure's panels that hold a heatmap, and their colour limits."""
+    drawn = [ax for ax in figure.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+    return drawn, [ax.get_images()[0].get_clim() for ax in drawn]
+
+
+def test_plot_draws_both_runs_weights_on_one_colour_scale(mpl):
+    from attn_cli.render.heatmap import compared_figure
+
+    first, second = attn_cli.scaled(), attn_cli.scaled(scale=False)
+    figure = compared_figure(first, second, "--no-scale", precision=4)
+    drawn, limits = _heatmaps(figure)
+    assert len(drawn) == 2 and limits[0] == limits[1]
+    top = max(np.max(first.step("weights")), np.max(second.step("weights")))
+    assert limits[0] == (0.0, top)  # 0 to the largest weight of either run
+    titles = [ax.get_title() for ax in drawn]
+    assert titles[0].endswith("· as given") and titles[1].endswith("· with --no-scale")
+    cells = [text.get_text() for text in drawn[1].texts]
+    assert f"{second.step('weights')[0, 0]:.4f}" in cells
+
+
+def test_plot_pairs_each_head_and_says_which_run_lacks_one(mpl):
+    from attn_cli.render.heatmap import compared_figure
+
+    figure = compared_figure(attn_cli.multihead(), attn_cli.multihead(heads=1), "--heads 1", 4)
+    drawn, limits = _heatmaps(figure)
+    assert len(drawn) == 3 and len(set(limits)) == 1  # head 1 twice, head 2 as given
+    assert "with --heads 1: not in this run" in [ax.get_title() for ax in figure.axes]
+
+
+def test_the_command_writes_the_compared_figure(invoke, mpl, tmp_path):
+    target = tmp_path / "both.png"
+    result = invoke("scaled", "--compare", "--no-scale", "--plot", str(target))
+    assert result.exit_code == 0, result.output
+    assert target.read_bytes().startswith(b"\x89PNG") and "with --no-scale" in result.stdout
+    json_run = invoke("scaled", "--compare", "--no-scale", "--plot", str(target), "-f", "json")
+    assert json_run.exit_code == 0 and json.loads(json_run.stdout)["runs"]
+    refused = invoke("posenc", "--compare", "--d-model 6", "--plot", str(tmp_path / "p.png"))
+    assert_user_error(refused, "--plot with --compare draws the two runs' attention weights")
+    assert not (tmp_path / "p.png").exists()

@@ -176,7 +176,7 @@ def test_variance_panel_titles_do_not_claim_what_few_samples_miss(mpl):
 
 
 def test_bahdanau_is_one_decoder_step_over_the_encoder_states(mpl):
-    walkthrough = attn.bahdanau(example="cat-slept", compare=False)
+    walkthrough = attn.bahdanau(example="cat-slept", all_scores=False)
     (ax,) = panels(figure_of(walkthrough))
     assert ticks(ax.get_xticklabels()) == ["the", "cat", "slept"]
     assert ticks(ax.get_yticklabels()) == ["s_t"]
@@ -184,7 +184,7 @@ def test_bahdanau_is_one_decoder_step_over_the_encoder_states(mpl):
     assert cell_texts(ax) == expected_cells(walkthrough.step("weights"))
 
 
-def test_bahdanau_compare_adds_a_row_per_score(mpl):
+def test_bahdanau_all_scores_adds_a_row_per_score(mpl):
     walkthrough = attn.bahdanau(example="cat-slept")
     (ax,) = panels(figure_of(walkthrough))
     assert ticks(ax.get_yticklabels()) == ["additive α", "dot α", "general α"]

@@ -121,7 +121,7 @@ def test_plot_says_what_this_lesson_draws(name):
     assert bool(declared.figure) == (figure_of(name) is not None)
     text = flat(wide_help(name))
     if declared.figure:
-        drawn = flat(help_words(declared.figure, flag_spelling))  # {compare} spelt --compare
+        drawn = flat(help_words(declared.figure, flag_spelling))  # {all_scores} spelt --all-scores
         assert f"--plot FILE Also draw {drawn}, to FILE" in text
         others = [card(other).figure for other in lesson_names() if other != name]
         assert not any(f"draw {flat(other)}," in text for other in others if other)

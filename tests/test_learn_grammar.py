@@ -318,6 +318,84 @@ def test_full_shows_every_column_of_the_maps(tiny):
     assert "(group 1 of" in whole and "…" not in whole.split("Step 10")[1].split("Step 11")[0]
 
 
+def _shown_at(walkthrough, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from attn_cli.render import Format, RenderOptions, render
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    render(walkthrough, Format.rich, console, RenderOptions(precision=3))
+    return console.file.getvalue()
+
+
+def _section(text: str, step: int) -> str:
+    return text.split(f"Step {step} ·")[1].split(f"Step {step + 1} ·")[0]
+
+
+def test_the_learned_maps_show_every_column_at_80_columns(tiny):
+    """Issue 57: a projector's 80 columns show every word of the maps, "soft" and "red"
+    included: two decimals, and no Σ row column where every row reads 1.00 (softmax rows)."""
+    text = _shown_at(tiny, 80)
+    assert max(map(len, text.splitlines())) <= 80
+    words = data.LECTURE.split()
+    for step, key in ((9, "before"), (10, "after"), (11, "control_map")):
+        section = _section(text, step)
+        header = next(line for line in section.splitlines() if "soft" in line and "red" in line)
+        assert header.split("│")[2:-1] and [c.strip() for c in header.split("│")[2:-1]] == words
+        assert "hidden" not in section and "…" not in section, key
+        sums = np.asarray(tiny.step(key), dtype=np.float64).sum(axis=1)
+        assert np.all(np.abs(sums - 1) < 0.005)  # what the line below says, true
+        assert "Σ row left out: every row sums to 1.00." in section
+        weights = np.asarray(tiny.step(key))
+        shown = weights[words.index("red"), words.index("mat")]
+        assert f"{shown:.2f}" in section and "Σ row │" not in section
+    # the grammar's 0/1 map already fits: as before, whole numbers
+    assert "0 │  1█ │" in _section(text, 8)
+
+
+def test_a_sharp_map_drops_its_borders_before_a_column():
+    """A trained map is sharp: a weight below 0.01 in every column ("<0.01" and its mark's
+    place) makes the boxed table 82 columns wide at 2 decimals; without its borders (its marks
+    of shade kept) every column shows at 80."""
+    import io
+
+    from rich.console import Console
+
+    from attn_cli.render import RenderOptions
+    from attn_cli.render.rich_render import value_renderable
+
+    words = data.LECTURE.split()
+    weights = np.full((8, 8), 0.001)
+    weights[np.arange(8), (np.arange(8) + 1) % 8] = 0.993  # each row: one word, the rest tiny
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    shown = value_renderable(
+        weights,
+        "weights",
+        RenderOptions(precision=3),
+        row_labels=words,
+        col_labels=words,
+        row_sums=weights.sum(axis=1),
+        fit=True,
+    )
+    console.print(shown)
+    text = console.file.getvalue()
+    header = text.splitlines()[0].split()
+    assert header == words and "…" not in text and "╭" not in text
+    assert "<0.01" in text and "0.99█" in text  # two decimals, the marks of shade kept
+    assert "Σ row left out: every row sums to 1.00." in text
+    assert max(map(len, text.splitlines())) <= 80
+
+
+def test_a_wide_screen_shows_the_maps_as_before(tiny):
+    """Where the map fits at the decimals asked, nothing changes: 3 decimals and the Σ row."""
+    section = _section(_shown_at(tiny, 120), 10)
+    assert "Σ row" in section and "Σ row left out" not in section
+    weights = np.asarray(tiny.step("after"))
+    assert f"{weights[6, 7]:.3f}" in section
+
+
 def test_plot_titles_carry_the_scores(tiny):
     pytest.importorskip("matplotlib")
     from attn_cli.learn import grammar

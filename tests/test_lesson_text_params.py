@@ -85,11 +85,11 @@ def test_a_steps_explanation_names_the_seed_as_each_door_does(invoke):
 
 def test_the_intro_and_an_examples_description_as_each_door_does(invoke):
     python = attn.bahdanau(example="cat-slept")
-    assert "compare=True puts Luong's dot and general scores beside it." in _flat(python.intro)
-    assert "With compare=True, the dot score" in _flat(python.example_description)
+    assert "all_scores=True puts Luong's dot and general scores beside it." in _flat(python.intro)
+    assert "With all_scores=True, the dot score" in _flat(python.example_description)
     cli = _flat(invoke("bahdanau", "--example", "cat-slept").stdout)
-    assert "--compare puts Luong's dot and general scores beside it." in cli
-    assert "With --compare, the dot score" in cli
+    assert "--all-scores puts Luong's dot and general scores beside it." in cli
+    assert "With --all-scores, the dot score" in cli
 
 
 def test_the_list_of_examples_spells_flags(invoke):

@@ -292,7 +292,7 @@ RECORDS = {
             ["w(1−w) raw", "w(1−w) scaled", "scaled / raw"],
         ),
     },
-    ("bahdanau", "--example", "cat-slept", "--compare"): {
+    ("bahdanau", "--example", "cat-slept", "--all-scores"): {
         "compare.table": (
             ["state", "additive_e", "additive_alpha", "dot_e", "dot_alpha"],
             ["general_e", "general_alpha"],

@@ -323,18 +323,31 @@ ShowWeightsOpt = Annotated[
         rich_help_panel=OUTPUT_PANEL,
     ),
 ]
-CompareOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--compare",
-        metavar="FLAGS",
-        help='Run the lesson again with FLAGS added (e.g. --compare "--no-scale", --compare '
-        '"--heads 1") and show the steps whose values differ, each as given and then with '
-        "FLAGS, side by side where they fit; with --format json, both runs whole.",
-        rich_help_panel=OUTPUT_PANEL,
-        show_default=False,
-    ),
-]
+COMPARE_HELP = (
+    'Run the lesson again with FLAGS added (e.g. --compare "--no-scale", --compare "--heads 1") '
+    "and show the steps whose values differ, each as given and then with FLAGS, side by side "
+    "where they fit; with --format json, both runs whole"
+)
+
+
+def _compare_option(help_text: str) -> Any:
+    return Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            metavar="FLAGS",
+            help=help_text,
+            rich_help_panel=OUTPUT_PANEL,
+            show_default=False,
+        ),
+    ]
+
+
+CompareOpt = _compare_option(f"{COMPARE_HELP}.")
+# A lesson with a figure (--plot): both runs' weights drawn too.
+ComparePlotOpt = _compare_option(
+    f"{COMPARE_HELP}; with --plot, both runs' weights on one colour scale."
+)
 PauseOpt = Annotated[
     bool,
     typer.Option(
@@ -506,7 +519,7 @@ def grammar(card: Card) -> str:
 
 def shared_options(card: Card) -> dict[str, tuple[object, object]]:
     """The shared options a lesson's command takes: name -> (type, default)."""
-    own = {option.name for option in card.options}  # bahdanau's own --compare (Luong's scores)
+    own = {option.name for option in card.options}  # a lesson's own option of a shared name
     shared = {
         name: value
         for name, value in SHARED.items()
@@ -517,6 +530,8 @@ def shared_options(card: Card) -> dict[str, tuple[object, object]]:
     }
     if card.figure:
         shared["plot"] = (plot_option(card), None)
+        if "compare" in shared:
+            shared["compare"] = (ComparePlotOpt, None)
     if any(option.name == "dropout" for option in card.options):
         shared["seed"] = (DropoutSeedOpt, 0)
     shared["precision"] = (PrecisionOpt, card.precision)

@@ -106,15 +106,17 @@ def _said_in_a_line(step: Step, number: int, steps: tuple[Step, ...]) -> str | N
 def brief_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
     """Each step with its why in one line (the lesson file's ``brief``, else the explanation's
     first sentence), its value, no intermediates and no notes; a step the lesson file calls a
-    ``detail`` without its value (an empty text), and a table that would add nothing said in
-    one line (:func:`_said_in_a_line`)."""
+    ``detail`` without its value (an empty text) unless it is the last, and a table that would
+    add nothing said in one line (:func:`_said_in_a_line`)."""
     shortened = []
     for number, step in enumerate(steps, start=1):
         why = step.brief_template or first_sentence(step.explanation_template)
         step = replace(step, explanation_template=why, parts=(), notes=())
         if step.kind == "weights" and _sums_to_one(step.row_sums):  # a column of 1s
             step = replace(step, row_sums=None)
-        if step.detail:  # between the main steps: its heading and why say it
+        # A detail, between the main steps: its heading and why say it. The last step is the
+        # walkthrough's result (a pre-norm layer's residual sum): shown, detail or not.
+        if step.detail and number < len(steps):
             shortened.append(_text_step(step, ""))
             continue
         said = _said_in_a_line(step, number, steps)

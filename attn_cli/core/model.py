@@ -126,6 +126,10 @@ class Step:
     # sentence), and whether the step is a detail between the main ones, shown without its value.
     brief_template: str = ""
     detail: bool = False
+    # A map that shows every column on a screen (attn learn's weights, for a projector): where
+    # its table is too wide at the decimals asked, the terminal draws it with FIT_DECIMALS (and
+    # without a Σ row column whose sums all read 1) before leaving any column out.
+    fit: bool = False
 
     @property
     def title(self) -> str:

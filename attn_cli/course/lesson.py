@@ -69,7 +69,7 @@ class Lesson:
     # The random shapes as the options change them (multihead's --kv-heads narrows W_K and W_V):
     # (shapes from the sizes, options) -> the shapes drawn.
     option_shapes: Callable[[Shapes, dict[str, Any]], Shapes] = same_shapes
-    # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --compare).
+    # Inputs the user may give on top of a lecture example (e.g. W_a for bahdanau --all-scores).
     example_overrides: frozenset[str] = frozenset()
     # The inputs rearranged with the options before a batch is split into items, or None:
     # block's --sequence-first reads a 3-D X as (n, B, d), PyTorch's default layout.

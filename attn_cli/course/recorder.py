@@ -106,6 +106,7 @@ class StepRecorder:
         text: str | None = None,
         shown: Any = None,
         quantities: Quantities | None = None,
+        fit: bool = False,
     ) -> None:
         """Record a step whose value is already computed.
 
@@ -114,6 +115,8 @@ class StepRecorder:
         ``shown``: the value's copy on the host, when the caller already made it.
         ``quantities``: the columns that are one quantity each, when not the kind's default
         (:attr:`Step.quantities`): a table whose columns are different units.
+        ``fit``: a map that shows every column on a screen, with fewer decimals where it must
+        (:attr:`Step.fit`).
         Each array (the value, each part's) is copied to the host once and summarised once,
         where it was computed (Backend.summary).
         """
@@ -144,6 +147,7 @@ class StepRecorder:
                 notes=notes,
                 headings=self.headings(shown) if kind == "records" else {},
                 quantities=quantities,
+                fit=fit,
             )
         )
 

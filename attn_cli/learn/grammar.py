@@ -638,7 +638,7 @@ def _record_sentence(
     for i, head in enumerate(sentence.heads):
         if head != data.NONE:
             heads[i, head] = 1.0
-    record.add("heads", heads, kind="weights", grid=Grid(words, words))
+    record.add("heads", heads, kind="weights", grid=Grid(words, words), fit=True)
 
 
 def _best(scores: Sequence[dict[str, Any]]) -> tuple[int, int]:
@@ -668,9 +668,8 @@ def _record_maps(
             "weight": float(before_weight[layer, head]),
         }
         pattern = measured.shown_before.patterns[0][layer][head]
-        record.add(
-            "before", pattern, kind="weights", grid=Grid(words, words, context), row_sums=True
-        )
+        grid = Grid(words, words, context)
+        record.add("before", pattern, kind="weights", grid=grid, row_sums=True, fit=True)
     context = {**shown, "share": float(share[layer, head]), "weight": float(weight[layer, head])}
     after = measured.shown["model"].patterns[0][layer][head]
     lecture = {}
@@ -688,13 +687,14 @@ def _record_maps(
         *((record.note("lecture_map", **lecture),) if lecture else ()),
         record.note("on_heads", hits=hits, words=len(asked)),
     )
-    record.add(
-        "after", after, kind="weights", grid=Grid(words, words, context), row_sums=True, notes=notes
-    )
+    grid = Grid(words, words, context)
+    record.add("after", after, kind="weights", grid=grid, row_sums=True, notes=notes, fit=True)
     control = measured.shown["control"].patterns[0][layer][head]
     even = record.note("control_even", n=len(words), weight=1 / len(words))
     grid = Grid(words, words, {"n": len(words)})
-    record.add("control_map", control, kind="weights", grid=grid, row_sums=True, notes=(even,))
+    record.add(
+        "control_map", control, kind="weights", grid=grid, row_sums=True, notes=(even,), fit=True
+    )
     return int(layer), int(head)
 
 

@@ -618,6 +618,7 @@ def _record_heads(
                 grid=Grid(labels, labels, context),
                 notes=notes,
                 text=f"head_{when}",
+                fit=True,
             )
 
 

@@ -599,10 +599,12 @@ def record_sentence(record: StepRecorder, measured: Measured, steps: int, status
     n = len(pair.source_words)
     truth = np.vstack([data.alignment_matrix(pair), np.zeros((1, n))])  # (T, n)
     shown = Grid(words.rows, words.cols, {"status": status})
-    record.add("truth", truth, kind="weights", grid=shown, notes=rule_notes(record, pair))
+    record.add("truth", truth, kind="weights", grid=shown, notes=rule_notes(record, pair), fit=True)
     largest = float(before.weights.max())
     flat = record.note("before_flat", largest=largest, n=n, uniform=1 / n)
-    record.add("before", before.weights, kind="weights", grid=words, row_sums=True, notes=(flat,))
+    record.add(
+        "before", before.weights, kind="weights", grid=words, row_sums=True, notes=(flat,), fit=True
+    )
     true = list(pair.alignment)
     hits = int(np.sum(after.weights[:-1].argmax(axis=1) == true))
     # "the reordered ones included" only where some target word's source is out of order.
@@ -611,7 +613,15 @@ def record_sentence(record: StepRecorder, measured: Measured, steps: int, status
         "after_true_in_order" if in_order else "after_true", hits=hits, rows=len(true)
     )
     trained = Grid(words.rows, words.cols, {"steps": steps})
-    record.add("after", after.weights, kind="weights", grid=trained, row_sums=True, notes=(found,))
+    record.add(
+        "after",
+        after.weights,
+        kind="weights",
+        grid=trained,
+        row_sums=True,
+        notes=(found,),
+        fit=True,
+    )
 
 
 def record_score(record: StepRecorder, before: Score, after: Score) -> None:

@@ -20,7 +20,7 @@ from attn_cli.core import work
 from attn_cli.core.errors import UserError
 from attn_cli.core.model import Step, Walkthrough
 from attn_cli.core.outputs import check_writable, require_matplotlib, write_bytes
-from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure
+from attn_cli.render.heatmap_draw import Grid, draw_grid, new_figure, paired_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -211,4 +211,80 @@ def panels(walkthrough: Walkthrough, grids: list[Grid]) -> Figure:
     figure, axes = new_figure(grids, title=figure_title(walkthrough))
     for ax, grid in zip(axes, grids, strict=True):
         draw_grid(figure, ax, grid, colorbar=ax is axes[-1])
+    return figure
+
+
+# --- --compare "FLAGS" --plot: the two runs' weights, on one colour scale ---------------------
+
+
+def _weights_steps(walkthrough: Walkthrough) -> dict[str, Step]:
+    """The run's attention weights that a heatmap can draw (matrices), by key."""
+    return {
+        step.key: step
+        for step in walkthrough.steps
+        if step.kind == "weights" and np.ndim(step.value) in (1, 2)
+    }
+
+
+def compared_pairs(
+    first: Walkthrough, second: Walkthrough
+) -> list[tuple[Step | None, Step | None]]:
+    """The two runs' weights steps in pairs (as given, with the flags; None where a run has no
+    such step), in the order --compare shows them: those whose values differ, or every pair
+    when none differs."""
+    from attn_cli.core.compare import same_value
+
+    ours, theirs = _weights_steps(first), _weights_steps(second)
+    pairs: list[tuple[Step | None, Step | None]] = [
+        (step, theirs.get(key)) for key, step in ours.items()
+    ]
+    pairs += [(None, step) for key, step in theirs.items() if key not in ours]
+    differing = [
+        (a, b) for a, b in pairs if a is None or b is None or not same_value(a.value, b.value)
+    ]
+    return differing or pairs
+
+
+def compared_figure(
+    first: Walkthrough, second: Walkthrough, flags: str, precision: int, asked: str = COMMAND_LINE
+) -> Figure:
+    """``--compare FLAGS --plot``: each attention weights step of the two runs, as given on the
+    left and with FLAGS on the right, a row per step, every panel on one colour scale (from 0
+    to the largest weight of either run), its title naming its run."""
+    require_matplotlib(asked)
+    pairs = compared_pairs(first, second)
+    if not pairs:
+        raise UserError(
+            f"{asked} with --compare draws the two runs' attention weights; this "
+            f"{first.lesson} run has none: leave out {asked}."
+        )
+    panels = sum((a is not None) + (b is not None) for a, b in pairs)
+    work.check_work(
+        PANEL_SECONDS * panels + PANEL_PAIR_SECONDS * panels**2,
+        1.0,
+        f"{asked} would draw {panels:,} panels, one per weights step of each run",
+        f"fewer heads or layers, or {_without(asked)}",
+    )
+    shown = [as_matrix(step.value) for pair in pairs for step in pair if step is not None]
+    finite = [values[np.isfinite(values)] for values in shown]
+    top = max((float(np.max(v)) for v in finite if v.size), default=1.0)
+    runs = ("as given", f"with {flags}")
+    largest = max((values.shape for values in shown), key=lambda shape: shape[0] * shape[1])
+    title = f"{figure_title(first)} · compared with {flags}"
+    figure, axes = paired_figure(len(pairs), largest, title=title)
+    last = None
+    for row, pair in enumerate(pairs):
+        for column, step in enumerate(pair):
+            ax = axes[row][column]
+            if step is None:
+                ax.set_axis_off()
+                ax.set_title(f"{runs[column]}: not in this run")
+                continue
+            grid = grid_of(step, xlabel="keys", ylabel="queries", precision=precision, vmax=top)
+            last = (ax, grid.titled(f"{grid.title} · {runs[column]}"))
+            draw_grid(figure, ax, last[1], colorbar=False)
+    assert last is not None
+    # One colour bar for every panel: they share its scale.
+    drawn = [ax for row in axes for ax in row if ax.get_images()]
+    figure.colorbar(last[0].get_images()[0], ax=drawn, label="weight", shrink=0.9)
     return figure

@@ -67,6 +67,20 @@ def new_figure(grids: list[Grid], *, title: str) -> tuple[Figure, list[Axes]]:
     return figure, axes[: len(grids)]
 
 
+def paired_figure(
+    rows: int, shape: tuple[int, ...], *, title: str
+) -> tuple[Figure, list[list[Axes]]]:
+    """A figure of ``rows`` rows of two panels (two runs side by side), each sized to
+    ``shape``'s cells."""
+    from matplotlib.figure import Figure
+
+    width, height = _panel_size(shape)
+    figure = Figure(figsize=(2 * width + 1.2, height * rows + 0.8), layout="constrained")
+    axes = figure.subplots(rows, 2, squeeze=False)
+    figure.suptitle(wrap(title, figure.get_figwidth()))
+    return figure, [list(row) for row in axes]
+
+
 def wrap(text: str, inches: float, size: float = 12) -> str:
     """Break a title into lines that fit the width (about 0.6 em a character)."""
     return "\n".join(textwrap.wrap(text, width=max(20, int(inches * 72 / (0.6 * size))))) or text

@@ -370,6 +370,7 @@ def step_value(step: Step, options: RenderOptions) -> RenderableType:
         headings=step.headings,
         summary=step.summary,
         quantities=step.quantities,
+        fit=step.fit,
     )
 
 
@@ -473,10 +474,12 @@ def value_renderable(
     headings: Mapping[str, str] | None = None,
     summary: Summary | None = None,
     quantities: Quantities | None = None,
+    fit: bool = False,
 ) -> RenderableType:
     """A value as its kind shows it; ``summary``: a matrix's statistics, when recorded;
     ``quantities``: the columns that share a number format (see
-    :attr:`attn_cli.core.model.Step.quantities`)."""
+    :attr:`attn_cli.core.model.Step.quantities`); ``fit``: weights that show every column
+    with fewer decimals where they must (:class:`FittedWeights`)."""
     if kind == "text":
         return Padding(Text(str(value)), (0, 0, 0, 2))
     if kind == "records":
@@ -491,6 +494,8 @@ def value_renderable(
     ):
         return block_heatmap(array)
     shading = {"weights": "weights", "heatmap": "signed"}.get(kind)
+    if fit and shading == "weights" and not options.whole_tables:
+        return fitted_weights(array, options, row_labels, col_labels, row_sums, summary)
     return _matrix_table(
         array, options, row_labels, col_labels, row_sums, shading, summary, quantities
     )
@@ -520,6 +525,85 @@ def _matrix_table(
         compact=options.compact,
     )
     return table if options.compact else Padding(table, (0, 0, 0, 2))
+
+
+# The decimals a map that must show every column (Step.fit) drops to where it does not fit.
+FIT_DECIMALS = 2
+
+
+def fitted_weights(
+    value: np.ndarray,
+    options: RenderOptions,
+    row_labels: Sequence[str] | None,
+    col_labels: Sequence[str] | None,
+    row_sums: np.ndarray | None,
+    summary: Summary | None,
+) -> RenderableType:
+    """Weights as the first of these tables that shows every column at the width: at the
+    decimals asked; then without a Σ row column whose sums all read 1; then at FIT_DECIMALS;
+    last, at FIT_DECIMALS without the table's borders (its marks of shade kept)."""
+    decimals = min(options.precision, FIT_DECIMALS)
+
+    def ones(precision: int) -> bool:
+        """Whether every row sum reads 1 at ``precision`` decimals: a column of no news."""
+        return row_sums is not None and bool(
+            np.all(np.abs(np.asarray(row_sums, dtype=np.float64) - 1.0) < 0.5 * 10.0**-precision)
+        )
+
+    def table(precision: int, sums: np.ndarray | None, compact: bool) -> MatrixTable:
+        return MatrixTable(
+            value,
+            precision,
+            row_labels,
+            col_labels,
+            sums,
+            "weights",
+            summary,
+            options.full,
+            compact=compact,
+            marked=compact and not options.compact,
+        )
+
+    tables = [(table(options.precision, row_sums, options.compact), "")]
+    for precision in dict.fromkeys((options.precision, decimals)):
+        if ones(precision):
+            left_out = f"Σ row left out: every row sums to {1:.{precision}f}."
+            tables.append((table(precision, None, options.compact), left_out))
+        elif precision != options.precision:
+            tables.append((table(precision, row_sums, options.compact), ""))
+    if not options.compact:
+        last = ones(decimals)
+        left_out = f"Σ row left out: every row sums to {1:.{decimals}f}." if last else ""
+        tables.append((table(decimals, None if last else row_sums, True), left_out))
+    if len(tables) == 1:
+        chosen: RenderableType = tables[0][0]
+    else:
+        chosen = FittedWeights(tables)
+    return chosen if options.compact else Padding(chosen, (0, 0, 0, 2))
+
+
+class FittedWeights:
+    """A map that shows every column (Step.fit): the first of its ``tables`` (each with the
+    line that says what it leaves out, or "") that shows every column at the width drawn;
+    the last where none does."""
+
+    def __init__(self, tables: list[tuple[MatrixTable, str]]) -> None:
+        self.tables = tables
+
+    def _chosen(self, console: Console, max_width: int) -> tuple[MatrixTable, str]:
+        for table, left_out in self.tables:
+            if table.layout_widths(table._marks(console))[0] <= max_width:
+                return table, left_out
+        return self.tables[-1]
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._chosen(console, options.max_width)[0])
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table, left_out = self._chosen(console, options.max_width)
+        yield table
+        if left_out:
+            yield Text(left_out, style="dim")
 
 
 def colourless(console: Console) -> bool:
@@ -568,10 +652,12 @@ class MatrixTable:
         *,
         whole: bool = False,
         compact: bool = False,
+        marked: bool = False,
     ) -> None:
         rows = as_matrix(value)
         self.whole = whole
         self.compact = compact  # no outer border (RenderOptions.compact)
+        self.marked = marked  # compact, but with the marks of shade without colour
         self.shape = tuple(np.shape(value))
         self.full = full  # --full: every row and every column that fits the width, no corner
         self.rows = rows
@@ -672,7 +758,8 @@ class MatrixTable:
         # Weights only: their shading says how much attention a cell gets; a signed table's
         # signs are in its numbers.
         # A compact table (--brief) is for a screen with colour: no marks, one column narrower.
-        return self.shading == "weights" and colourless(console) and not self.compact
+        shown = not self.compact or self.marked
+        return self.shading == "weights" and colourless(console) and shown
 
     def column_widths(self, marks: bool) -> dict[int | None, int]:
         """Each column's width on screen, as rich sizes it: its widest cell (its mark of shade

@@ -162,7 +162,6 @@ def check_compare_options(shared: SharedOptions) -> None:
         "--code": shared.code,
         "--list-examples": shared.list_examples,
         "--brief": shared.brief,
-        "--plot": shared.plot is not None,
     }
     for flag, given in others.items():
         if given:
@@ -206,6 +205,13 @@ def _lesson_to(
             from dataclasses import replace
 
             second = compute(replace(compare, shown=fmt.value, full=full))
+            if plot is not None:  # both runs' weights, one colour scale; before any printing
+                from attn_cli.core.outputs import write_bytes
+                from attn_cli.render.heatmap import compared_figure, figure_bytes
+
+                figure = compared_figure(walkthrough, second, shared.compare, precision)
+                write_bytes(plot, figure_bytes(figure, plot), "--plot")
+                plot = None
             options = RenderOptions(precision=precision, full=full, whole_document=True)
             if fmt is Format.json:
                 from attn_cli.render.json_render import comparison_json

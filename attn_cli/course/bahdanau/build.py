@@ -22,7 +22,8 @@ from attn_cli.lessonfiles.texts import Texts
 from attn_cli.mechanisms import attention as attn
 from attn_cli.mechanisms import bahdanau as mech
 
-# compare: None (not set) means on exactly when W_a is given, since only --compare uses W_a.
+# all_scores: None (not set) means on exactly when W_a is given, since only Luong's general
+# score (--all-scores) uses W_a.
 # From |u| = 2 on, tanh(u) is within 4% of ±1 and its slope 1 − tanh² is below 0.071.
 _SATURATION = 2.0
 _DECODER = ("s_t",)
@@ -30,10 +31,10 @@ _CONTEXT = ("c_t",)
 
 
 def compares(inputs: dict[str, Any], options: dict[str, Any]) -> bool:
-    """Whether Luong's scores are added: --compare as given, else whether W_a is given."""
-    compare = options.get("compare")
+    """Whether Luong's scores are added: --all-scores as given, else whether W_a is given."""
+    compare = options.get("all_scores")
     if compare is not None and not isinstance(compare, bool):
-        raise UserError(f"options.compare must be true or false, not {compare!r}.")
+        raise UserError(f"options.all_scores must be true or false, not {compare!r}.")
     return "W_a" in inputs if compare is None else compare
 
 
@@ -81,12 +82,14 @@ def validate(inputs: dict[str, np.ndarray], options: dict[str, Any]) -> None:
             f"{param('valid_len')} is for one decoder step: with {param('steps')} the fixed-vector decoder's "
             "c = h_n would have to become the last valid state; leave out one of the two."
         )
-    # Over decoder steps --compare is not run (a note says so): no common width needed.
+    # Over decoder steps --all-scores is not run (a note says so): no common width needed.
     if steps is None and compares(inputs, options) and d_s != d_h:
-        asked = options.get("compare")
-        cause = param("compare", True) if asked else f"{param('wa')} turns on {param('compare')}"
+        asked = options.get("all_scores")
+        cause = (
+            param("all_scores", True) if asked else f"{param('wa')} turns on {param('all_scores')}"
+        )
         fix = " and ".join(
-            param(keyword) for keyword, on in (("compare", asked), ("wa", "W_a" in inputs)) if on
+            param(keyword) for keyword, on in (("all_scores", asked), ("wa", "W_a" in inputs)) if on
         )
         raise UserError(
             f"{cause}: {param('s')} has {d_s} entries but each row of {param('h')} has {d_h}: Luong's dot score "
@@ -224,8 +227,8 @@ def build(run: LessonRun) -> Walkthrough:
         output,
         inputs=tuple(shown),
         notes=tuple(notes),
-        # compare as resolved from W_a; steps (None: this one step) only when given
-        meta={"options": {**_one_step(run.options), "compare": compare}, **dropout.meta(run, p)},
+        # all_scores as resolved from W_a; steps (None: this one step) only when given
+        meta={"options": {**_one_step(run.options), "all_scores": compare}, **dropout.meta(run, p)},
     )
 
 
@@ -484,7 +487,7 @@ LESSON = Lesson(
     random_shapes=random_shapes,
     estimate_bytes=estimate_bytes,
     build=build,
-    # --wa and --values may be given on top of a lecture example (another W_a with --compare;
+    # --wa and --values may be given on top of a lecture example (another W_a with --all-scores;
     # values that differ from the keys H), and so may the decoder's own inputs (--steps T).
     example_overrides=frozenset(("W_a", "values", *bahdanau_steps.DECODER_INPUTS)),
     texts=TEXTS,

@@ -55,7 +55,7 @@ CARD = Card(
             "wa",
             "matrix",
             "Luong's general weight",
-            "Luong's general W_a, d_s × d_h; implies {compare} (default: identity).",
+            "Luong's general W_a, d_s × d_h; implies {all_scores} (default: identity).",
             weight=True,
         ),
         optional(
@@ -107,7 +107,7 @@ CARD = Card(
     rows="states",
     options=(
         Option(
-            "compare",
+            "all_scores",
             "Add Luong's dot and general scores, side by side, with their cost (default: on "
             "when W_a is given).",
             type=bool,
@@ -156,11 +156,11 @@ CARD = Card(
         Size("da", "attention width d_a (default d)."),
     ),
     figure=(
-        "the weights over the encoder states (with {compare} one row per score; with {steps} "
+        "the weights over the encoder states (with {all_scores} one row per score; with {steps} "
         "the alignment matrix, one row per decoder step, as Bahdanau et al. draw it)"
     ),
     examples=(
-        "attn bahdanau --example cat-slept --compare",
+        "attn bahdanau --example cat-slept --all-scores",
         "attn bahdanau --n 4 --d 3 --seed 1",
         "attn bahdanau --example cat-slept --steps 4",
     ),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def draw(walkthrough: Walkthrough, precision: int) -> Figure:
-    """One decoder step's weights over the encoder states; with --compare, one row per score;
+    """One decoder step's weights over the encoder states; with --all-scores, one row per score;
     with --steps, the alignment matrix (one row per decoder step), as Bahdanau et al. draw it."""
     alignment = optional_step(walkthrough, "decoder.alignment")
     if alignment is not None:

@@ -1,6 +1,6 @@
 """attn bahdanau --code: additive attention for one decoder step, softmax(vᵀ tanh(W1 hᵢ + W2
 sₜ)), the context Σ αᵢ hᵢ (or Σ αᵢ vᵢ with --values), --valid-len's padding, Luong's dot and
-general scores with --compare; with --steps T the decoder over time beside the fixed-vector
+general scores with --all-scores; with --steps T the decoder over time beside the fixed-vector
 decoder. PyTorch has no additive-attention module: its program is the same lines in torch.
 
 Column convention as on the slides (W1 hᵢ is a matrix times a column): with the hᵢ as the rows
@@ -66,7 +66,7 @@ def _padded(scores: str, length: int | None, xp: dict[str, str]) -> str:
 def _one_step(walkthrough: Walkthrough, xp: dict[str, str]) -> str:
     options = _refuse_options(walkthrough)
     given = inputs_of(walkthrough)
-    compare = bool(options.get("compare"))
+    compare = bool(options.get("all_scores"))
     lengths = valid_lengths(options.get("valid_len"), 1, given["H"].shape[0])
     length = None if lengths is None else lengths[0]
     names = ["s_t", "H", "W1", "W2", "v", *(["values"] if "values" in given else [])]

@@ -187,7 +187,7 @@ def build(
     run: LessonRun, steps: int, states: tuple[str, ...], compare: bool, asked: bool
 ) -> Walkthrough:
     """The walkthrough of T decoder steps beside the fixed-vector encoder-decoder; ``compare``
-    as resolved (for the options shown), ``asked``: whether to say that --compare is not run."""
+    as resolved (for the options shown), ``asked``: whether to say that --all-scores is not run."""
     backend = run.backend
     s0, h, w1, w2, v = (backend.asarray(run.inputs[name]) for name in ("s_t", "H", "W1", "W2", "v"))
     n, d_h = h.shape
@@ -287,7 +287,7 @@ def build(
         inputs=_shown_inputs(run, chosen, drawn, states, at),
         notes=tuple(notes),
         meta={
-            "options": {**run.options, "compare": compare},
+            "options": {**run.options, "all_scores": compare},
             "decoder": {
                 "steps": steps,
                 "score_reads": "s_{t-1}",

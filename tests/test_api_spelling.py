@@ -133,6 +133,11 @@ ALLOWED = {
     # flash --kernel's source, a command-line option only: its tile sizes named by their flags.
     ("attn_cli/render/kernel_render.py", "--block"),
     ("attn_cli/render/kernel_render.py", "--query-block"),
+    # A help panel's title (Option.panel), shown only by the command line's --help: it writes
+    # the 34-letter flag whole where Typer's flag column cuts it at 80 columns.
+    ("attn_cli/course/rope/card.py", "--factor"),
+    ("attn_cli/course/rope/card.py", "--original-max-position-embeddings"),
+    ("attn_cli/course/rope/card.py", "--rope-scaling"),
 }
 # A flag after "attn COMMAND" in the same string is part of a command line quoted whole
 # ("attn scaled --q ... --k ..." of a card's examples, "attn check --help").

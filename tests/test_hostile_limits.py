@@ -278,7 +278,7 @@ def test_every_file_channel_refuses_any_declared_shape_up_to_2_to_the_62(tmp_pat
                 "--layers",
                 "1000000000",
             ),
-            ("1000000000 layers", "days here"),
+            ("1,000,000,000 layers", "days here"),
         ),
     ],
 )

@@ -33,6 +33,7 @@ import numpy as np
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import BenchConfig
 from attn_cli.core.backend import Array, namespace_of
+from attn_cli.core.errors import param
 from attn_cli.mechanisms.backward import attention_backward
 
 # What times a backward, in the order of IMPLS.
@@ -75,7 +76,7 @@ def backward_problem(impl: str, device: str, dtype: str, d: int | None = None) -
     if impl == "triton-flash" and dtype != KERNEL_DTYPE:
         return (
             f"the backward kernel takes {KERNEL_DTYPE} only (bfloat16 and float16 are not "
-            f"implemented); use --dtype {KERNEL_DTYPE}"
+            f"implemented); use {param('dtype', KERNEL_DTYPE)}"
         )
     return None
 

@@ -7,9 +7,10 @@ The cache-size options (--layers, --heads, --kv-heads, --d-head, --cache-dtype, 
 
 from __future__ import annotations
 
+from attn_cli.core.errors import param
 from attn_cli.core.model import Walkthrough
 from attn_cli.render.attention_program import SOFTMAX
-from attn_cli.render.code_render import assignments, inputs_of
+from attn_cli.render.code_render import assignments, inputs_of, refuse
 
 
 def _inputs(walkthrough: Walkthrough, module: str) -> str:
@@ -17,7 +18,20 @@ def _inputs(walkthrough: Walkthrough, module: str) -> str:
     return assignments({name: given[name] for name in ("Q", "K", "V")}, module)
 
 
+def _check_shown_whole(walkthrough: Walkthrough) -> None:
+    """The program writes every token's step: a long run, shown at chosen tokens and summed up
+    (cache_summary), is refused in one line."""
+    if any(step.key == "cache_summary" for step in walkthrough.steps):
+        raise refuse(
+            "kvcache",
+            param("n"),
+            f"past 32 tokens or with {param('show_tokens')} the lesson shows chosen tokens, "
+            "the program every one",
+        )
+
+
 def numpy_program(walkthrough: Walkthrough) -> str:
+    _check_shown_whole(walkthrough)
     return "\n".join(
         [
             '"""attn kvcache: generation with a KV cache, token by token, in numpy."""',
@@ -52,6 +66,7 @@ def numpy_program(walkthrough: Walkthrough) -> str:
 
 
 def torch_program(walkthrough: Walkthrough) -> str:
+    _check_shown_whole(walkthrough)
     return "\n".join(
         [
             '"""attn kvcache: generation with a KV cache, token by token, in PyTorch '

@@ -15,9 +15,9 @@ CARD = Card(
     options=(
         Option(
             "window",
-            "Half-width w: query i sees key j when |i − j| ≤ w (default: the example's, else "
-            "{default}). w counts the keys before the token, not the token: Mistral's W, which "
-            "counts it (W = 3: the token and the 2 before), is w + 1.",
+            "Half-width w: query i sees key j when |i − j| ≤ w; w counts the keys before the "
+            "token, not the token: Mistral's W, which counts it (W = 3: the token and the 2 "
+            "before), is w + 1 (default: the example's, else {default}).",
             2,
             type=int,
         ),

@@ -8,7 +8,8 @@ import jsonschema
 import numpy as np
 
 import attn_cli
-from attn_cli.core.compare import SECOND, compared
+from attn_cli.core.compare import compared
+from attn_cli.core.model import COMPARED
 from attn_cli.render.json_render import schema
 from tests.conftest import assert_user_error
 
@@ -18,15 +19,15 @@ def test_the_changed_steps_in_pairs_and_a_true_count():
     both = compared(given, unscaled, "--no-scale")
     keys = [step.key for step in both.steps]
     # the scaled scores only as given; weights and output differ; the raw scores do not
-    assert keys == ["scaled", "weights", "weights" + SECOND, "output", "output" + SECOND]
+    assert keys == ["scaled", "weights", "weights" + COMPARED, "output", "output" + COMPARED]
     assert np.array_equal(both.step("weights"), given.step("weights"))
-    assert np.array_equal(both.step("weights" + SECOND), unscaled.step("weights"))
+    assert np.array_equal(both.step("weights" + COMPARED), unscaled.step("weights"))
     assert np.array_equal(given.step("scores"), unscaled.step("scores"))
     assert both.intro == (
         "The lesson as given, and again with --no-scale: 3 of its 4 steps differ, each shown as "
         "given and then with --no-scale; the other one is the same in both runs."
     )
-    assert both.find("weights" + SECOND).title.endswith("· with --no-scale")
+    assert both.find("weights" + COMPARED).title.endswith("· with --no-scale")
 
 
 def test_a_run_that_changes_nothing_says_so():

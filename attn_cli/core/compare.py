@@ -15,8 +15,6 @@ import numpy as np
 from attn_cli.core.brief import with_brief_whys
 from attn_cli.core.model import COMPARED, InputValue, Step, Walkthrough
 
-SECOND = COMPARED  # the key of a step of the second run: the first run's key + SECOND
-
 
 def same_value(a: Any, b: Any) -> bool:
     """Whether two values are equal: arrays of one shape and the same entries (NaN equal to
@@ -56,12 +54,12 @@ def compared(first: Walkthrough, second: Walkthrough, flags: str) -> Walkthrough
         changed += 1
         steps.append(_titled(step, "as given" if other else "as given (not in the other run)"))
         if other is not None:
-            steps.append(_titled(other, f"with {flags}", step.key + SECOND))
+            steps.append(_titled(other, f"with {flags}", step.key + COMPARED))
     for step in second.steps:
         if step.key not in ours:
             changed += 1
             steps.append(
-                _titled(step, f"with {flags} (not in the run as given)", step.key + SECOND)
+                _titled(step, f"with {flags} (not in the run as given)", step.key + COMPARED)
             )
     given = {item.name: item for item in first.inputs}
     inputs: list[InputValue] = list(first.inputs)

@@ -10,13 +10,13 @@ a warm-up), not with attn's bench code:
    over TUNING) and each launch setting of TUNING on its own, beside cuDNN, with the error of
    each against cuDNN's output; and, with --old-kernel FILE, an earlier version of the kernel
    module, launched as that version's bench did (query tiles of 128, key blocks of 128);
-4. the backward (issue 58), at n = --backward-at (16384), d = 128, 8 heads, in float32, the one
-   dtype of the Triton backward kernel (bfloat16 and float16 are not implemented), so sdpa is
-   compared at float32 too: sdpa's backward alone (autograd of a saved forward, and which
-   kernels it ran), the Triton backward kernel alone (flash_attention_backward from the
-   forward's O and L) at a few launch settings, each with its largest error against float64
-   gradients on sampled rows, and forward + backward of both. The issue's target: the kernel's
-   backward within 1.25x of sdpa's own backward (sdpa's time / the kernel's at least 0.8).
+4. the backward (issue 58), at n = --backward-at (16384), d = 128, 8 heads, in bfloat16 (the
+   forward's type, and the issue's) and then float32 (the kernel's exact products): sdpa's
+   backward alone (autograd of a saved forward, and which kernels it ran), the Triton backward
+   kernel alone (flash_attention_backward from the forward's O and L) at a few launch
+   settings, each with its largest error against float64 gradients on sampled rows, and
+   forward + backward of both. The issue's target: the kernel's backward within 1.25x of
+   sdpa's own backward in bfloat16 (sdpa's time / the kernel's at least 0.8).
 
     python benchmarks/gpu_reference.py [--sizes 4096,16384,32768] [--old-kernel FILE]
         [--backward-at 16384]  (0: no backward)
@@ -180,36 +180,39 @@ def main() -> None:
             line += f"  kernel before {flops / old_ms:4.0f} ({cudnn_ms / old_ms:.2f}x cuDNN)"
         print(line)
     if args.backward_at:
-        backward(args.backward_at)
+        for dtype in BACKWARD_DTYPES:
+            backward(args.backward_at, dtype)
 
 
 # Where backward() draws its tensors (a smoke test runs it on the CPU, on Triton's interpreter).
 BACKWARD_DEVICE = "cuda"
 # The backward kernel's launch settings timed: (query tiles, key blocks); the bench uses 64, 64.
 BACKWARD_SETTINGS = ((64, 64), (32, 64), (64, 32), (32, 32), (128, 64), (64, 128))
+# The backward's types, in the order timed: the issue's target is bfloat16's.
+BACKWARD_DTYPES = ("bfloat16", "float32")
 
 
-def backward(n: int) -> None:
-    """The Triton backward kernel against sdpa's own backward at n, d = D, HEADS heads,
-    float32 (the kernel's only dtype), not causal; each with its error against float64."""
+def backward(n: int, dtype: str) -> None:
+    """The Triton backward kernel against sdpa's own backward at n, d = D, HEADS heads, in
+    ``dtype`` ("bfloat16" or "float32"), not causal; each with its error against float64."""
     import numpy as np
 
     from attn_cli.bench import backward as bench_backward
     from attn_cli.bench.impls import Inputs, reference_rows
 
     name = torch.cuda.get_device_name() if BACKWARD_DEVICE == "cuda" else BACKWARD_DEVICE
-    peak = dense_peak_tflops(name, "float32", tf32=_tf32())
+    peak = dense_peak_tflops(name, dtype, tf32=_tf32())
     flops = 3 * attention_flops(n, False)  # forward + backward: 12·n²·d per head
     backward_flops = 2 * attention_flops(n, False)  # the backward's four products: 8·n²·d
     print(
-        f"\nbackward: n={n} d={D} heads={HEADS} float32, not causal; TF32 for float32 matmuls "
+        f"\nbackward: n={n} d={D} heads={HEADS} {dtype}, not causal; TF32 for float32 matmuls "
         f"{'on' if _tf32() else 'off'}; FLOPs counted: forward + backward 12·n²·d, backward "
         "8·n²·d per head (a recomputed Q Kᵀ not counted)"
     )
     generator = torch.Generator(device=BACKWARD_DEVICE).manual_seed(58)
     q, k, v, d_out = (
-        torch.randn(
-            1, HEADS, n, D, device=BACKWARD_DEVICE, dtype=torch.float32, generator=generator
+        torch.randn(1, HEADS, n, D, device=BACKWARD_DEVICE, generator=generator).to(
+            getattr(torch, dtype)
         )
         for _ in range(4)
     )
@@ -269,7 +272,7 @@ def backward(n: int) -> None:
         return
     ms, query_block, block, both = best
     print(
-        f"summary backward n={n} d={D} float32: sdpa {sdpa_ms:.3f} ms, the Triton kernel "
+        f"summary backward n={n} d={D} {dtype}: sdpa {sdpa_ms:.3f} ms, the Triton kernel "
         f"{ms:.3f} ms at query tiles of {query_block}, key blocks of {block}: sdpa's time / the "
         f"kernel's {sdpa_ms / ms:.2f} (the target, within 1.25x of sdpa's: at least 0.80); "
         f"forward + backward: sdpa {both_ms:.3f} ms, the kernel {both:.3f} ms"

@@ -15,10 +15,10 @@ command that `run.json` records beside it (with its exit code and wall time):
 | `bench-16k.json`, `bench-gpu.png` | d 128, n 4096..65536, the fused kernels and naive, with the plot |
 | `bench-causal.json` | causal at n 16384, d 128 |
 | `beyond.json` | the window and linear implementations to n 131072 |
-| `bench-backward.json` | `attn bench --device cuda --backward` with its defaults (bfloat16: triton-flash's row says its backward kernel takes float32 only) |
-| `bench-backward-f32.json` | `--backward` in float32, d 128, n 4096..16384: the Triton backward kernel beside sdpa's |
+| `bench-backward.json` | `attn bench --device cuda --backward` with its defaults (bfloat16) |
+| `bench-backward-16k.json` | `--backward` at d 128, n 4096..16384, bfloat16: the Triton backward kernel beside sdpa's kernels, at the forward's size |
 | `lessons.txt` | every lesson at n = 8192 (`--backend torch --device cuda --time`), wall time each |
-| `reference.txt` | benchmarks/gpu_reference.py: the same kernels timed with Triton's do_bench, and the Triton backward kernel against sdpa's backward at n 16384, d 128, float32 |
+| `reference.txt` | benchmarks/gpu_reference.py: the same kernels timed with Triton's do_bench, and the Triton backward kernel against sdpa's backward at n 16384, d 128, in bfloat16 and float32 |
 | `pytest.txt` | the tests that use the GPU when there is one (the Triton kernel compiled) |
 
 Steps run in that order, each with a time limit; a step that would start after ``--budget``
@@ -48,9 +48,6 @@ from lessons import lesson_options  # noqa: E402  (benchmarks/lessons.py)
 
 ATTN = [sys.executable, "-m", "attn_cli"]
 FUSED = "naive,sdpa,sdpa-flash,sdpa-efficient,sdpa-cudnn,triton-flash"
-# --backward in float32, the one dtype of the Triton backward kernel: sdpa-flash and sdpa-cudnn
-# take no float32 (their rows say so), sdpa dispatches to another kernel.
-BACKWARD_F32 = "naive,sdpa,sdpa-flash,sdpa-efficient,sdpa-cudnn,sdpa-math,triton-flash"
 # Every lesson at a GPU size, with the size options benchmarks/lessons.py gives it at n.
 LESSON_N = 8192
 
@@ -125,20 +122,9 @@ def steps(out: Path, old_kernel: Path | None) -> list[Step]:
         # The backward (issue 58), after every forward figure.
         Step("bench-backward", [*bench, "--backward"], "bench-backward.json", 150),
         Step(
-            "bench-backward-f32",
-            [
-                *bench,
-                "--backward",
-                "--dtype",
-                "float32",
-                "--d",
-                "128",
-                "--sizes",
-                "4096..16384",
-                "--impl",
-                BACKWARD_F32,
-            ],
-            "bench-backward-f32.json",
+            "bench-backward-16k",
+            [*bench, "--backward", "--d", "128", "--sizes", "4096..16384", "--impl", FUSED],
+            "bench-backward-16k.json",
             150,
         ),
         Step("lessons", [], "lessons.txt", 200),  # run_lessons

@@ -103,14 +103,11 @@ def test_estimates_are_not_below_measured_peaks():
             assert row.peak_mem_bytes <= estimate, (row.impl, row.n, row.peak_mem_bytes, estimate)
 
 
-def test_the_kernel_is_float32_only_and_the_defaults_have_a_backward(monkeypatch):
+def test_the_kernel_has_a_backward_in_every_dtype_and_the_defaults_have_one(monkeypatch):
     monkeypatch.setattr(registry, "has_triton", lambda: True)
-    problem = backward_registry.backward_problem("triton-flash", "cuda", "bfloat16", 128)
-    assert problem == (
-        "the backward kernel takes float32 only (bfloat16 and float16 are not implemented); "
-        "use --dtype float32"
-    )
-    assert backward_registry.backward_problem("triton-flash", "cuda", "float32", 128) is None
+    for dtype in ("bfloat16", "float16", "float32"):
+        assert backward_registry.backward_problem("triton-flash", "cuda", dtype, 128) is None
+    assert backward_registry.backward_problem("triton-flash", "cpu", "float32", 128) is not None
     assert backward_registry.default_impls("cpu") == TIMED
     cuda = backward_registry.default_impls("cuda")
     assert cuda == ("naive", "sdpa", "sdpa-flash", "sdpa-efficient", "sdpa-cudnn", "sdpa-math", "triton-flash")  # fmt: skip

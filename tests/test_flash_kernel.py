@@ -168,28 +168,41 @@ def autograd_reference(q64, k64, v64, d_out64, *, causal: bool, scale: bool = Tr
     return [leaf.grad.numpy() for leaf in leaves]
 
 
+# The backward's gradients against float64, relative to 1 + the largest: float32 to rounding of
+# the sums; float16 and bfloat16 round O, P and dS for the products (as FlashAttention-2 does)
+# and the gradients once, so within 4 of the type's epsilons (measured on SHAPES: 0.45 of
+# float16's, 0.84 of bfloat16's).
+BACKWARD_TOLERANCE = {"float32": 5e-6, "float16": 4 * 2**-10, "bfloat16": 4 * 2**-7}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_the_backward_kernel_matches_autograd_on_every_shape(kernel, causal):
-    """FlashAttention-2's backward (two kernels, from O and L): dQ, dK and dV in float32 against
-    autograd's in float64, within float32's rounding of the sums (relative to the largest);
-    and the forward's L = m + ln ℓ against logsumexp of the scaled scores."""
+def test_the_backward_kernel_matches_autograd_on_every_shape(kernel, dtype, causal):
+    """FlashAttention-2's backward (two kernels, from O and L): dQ, dK and dV in the inputs'
+    type against autograd's in float64 from the same (rounded) inputs, within that type's
+    rounding (relative to the largest); and the forward's L = m + ln ℓ, float32 whatever the
+    inputs, against logsumexp of the scaled scores."""
     import torch
 
     rng = np.random.default_rng(58)
+    lse_tolerance = 2e-6 if dtype == "float32" else 5e-6  # S from exact products, in float32
     for n, d, d_v, block, query_block in SHAPES:
-        (q, q64), (k, k64) = (rounded(rng, (2, n, d), "float32") for _ in range(2))
-        (v, v64), (d_out, d_out64) = (rounded(rng, (2, n, d_v), "float32") for _ in range(2))
+        (q, q64), (k, k64) = (rounded(rng, (2, n, d), dtype) for _ in range(2))
+        (v, v64), (d_out, d_out64) = (rounded(rng, (2, n, d_v), dtype) for _ in range(2))
         options = {"block": block, "query_block": query_block, "causal": causal}
         out, lse = kernel.flash_attention_with_lse(q, k, v, **options)
+        assert lse.dtype == torch.float32
         scores = q64 @ np.swapaxes(k64, -1, -2) / math.sqrt(d)
         if causal:
             scores = scores + np.triu(np.full((n, n), -np.inf), 1)
         expected_lse = torch.logsumexp(torch.from_numpy(scores), dim=-1).numpy()
-        assert np.abs(lse.double().cpu().numpy() - expected_lse).max() < 2e-6, (n, d)
+        assert np.abs(lse.double().cpu().numpy() - expected_lse).max() < lse_tolerance, (n, d)
         grads = kernel.flash_attention_backward(q, k, v, out, lse, d_out, **options)
         for name, got, expected in zip("QKV", grads, autograd_reference(q64, k64, v64, d_out64, causal=causal), strict=True):  # fmt: skip
+            assert got.dtype == q.dtype and got.shape == expected.shape
             error = np.abs(got.double().cpu().numpy() - expected).max()
-            assert error < 5e-6 * (1 + np.abs(expected).max()), (name, n, d, block, error)
+            bound = BACKWARD_TOLERANCE[dtype] * (1 + np.abs(expected).max())
+            assert error < bound, (name, n, d, block, error)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -222,7 +235,7 @@ def test_the_backward_kernel_with_m_not_n_and_unscaled(kernel):
     expected = autograd_reference(q64, k64, v64, d_out64, causal=False, scale=False)
     for got, want in zip(grads, expected, strict=True):
         assert np.abs(got.double().cpu().numpy() - want).max() < 5e-6 * (1 + np.abs(want).max())
-    with pytest.raises(ValueError, match="float32"):
+    with pytest.raises(ValueError, match="of q's dtype"):  # a float32 output for float16 inputs
         kernel.flash_attention_backward(q.half(), k.half(), v.half(), out, lse, d_out)
 
 
@@ -482,8 +495,10 @@ def test_the_gpu_references_backward_runs_on_the_interpreter(kernel, monkeypatch
     monkeypatch.setattr(reference_script, "BACKWARD_SETTINGS", ((64, 64), (32, 16)))
     monkeypatch.setattr(reference_script, "median_ms", lambda fn: (fn(), 1.0)[1])
     monkeypatch.setattr(reference_script, "dispatched_kernels", lambda fn: [])
-    reference_script.backward(70)
-    out = capsys.readouterr().out
-    errors = [float(e) for e in re.findall(r"err (\S+)", out)]
-    assert len(errors) == 3 and max(errors) < 1e-5, out  # sdpa's and two settings'
-    assert "summary backward n=70 d=16 float32" in out
+    assert reference_script.BACKWARD_DTYPES == ("bfloat16", "float32")
+    for dtype, tolerance in (("bfloat16", 0.05), ("float32", 1e-5)):
+        reference_script.backward(70, dtype)
+        out = capsys.readouterr().out
+        errors = [float(e) for e in re.findall(r"err (\S+)", out)]
+        assert len(errors) == 3 and max(errors) < tolerance, out  # sdpa's and two settings'
+        assert f"summary backward n=70 d=16 {dtype}" in out

@@ -10,7 +10,7 @@ with the inputs, the same for every implementation at an n):
   the backward of the kernel its forward dispatched to (a forced one stays forced for both);
 * triton-flash: the kernel's forward with each row's L = m + ln ℓ (flash_attention_with_lse),
   then its backward kernel (flash_attention_backward), FlashAttention-2's Algorithm 2, which
-  recomputes P tile by tile from L; float32 only, on CUDA;
+  recomputes P tile by tile from L, in the inputs' type (float32, float16 or bfloat16), on CUDA;
 * numpy: the lesson's forward and its backward by hand, `attn backward`'s code
   (mechanisms.backward.attention_backward: dV = Aᵀ dO, dA = dO Vᵀ, dZ = A ∘ (dA − D),
   dS = dZ / √d, dQ = dS K, dK = dSᵀ Q).
@@ -33,7 +33,6 @@ import numpy as np
 from attn_cli.bench import impls as registry
 from attn_cli.bench.config import BenchConfig
 from attn_cli.core.backend import Array, namespace_of
-from attn_cli.core.errors import param
 from attn_cli.mechanisms.backward import attention_backward
 
 # What times a backward, in the order of IMPLS.
@@ -58,7 +57,6 @@ BACKWARD_PROBLEMS = {
     ),
 }
 NO_BACKWARD = "--backward times softmax attention over every key; this one has no backward here"
-KERNEL_DTYPE = "float32"
 # The launch of triton-flash's forward (with L) and backward: the backward kernel has no tuner.
 KERNEL_BLOCK = 64
 KERNEL_QUERY_BLOCK = 64
@@ -70,15 +68,7 @@ def backward_problem(impl: str, device: str, dtype: str, d: int | None = None) -
     """Why ``impl`` cannot time its backward here (the same for every n), or None."""
     if impl not in BACKWARD_IMPLS:
         return BACKWARD_PROBLEMS.get(impl, NO_BACKWARD)
-    forward = registry.static_problem(impl, device, dtype, d)
-    if forward:
-        return forward
-    if impl == "triton-flash" and dtype != KERNEL_DTYPE:
-        return (
-            f"the backward kernel takes {KERNEL_DTYPE} only (bfloat16 and float16 are not "
-            f"implemented); use {param('dtype', KERNEL_DTYPE)}"
-        )
-    return None
+    return registry.static_problem(impl, device, dtype, d)  # the forward's, for the rest
 
 
 def default_impls(device: str, with_torch: bool = True) -> tuple[str, ...]:

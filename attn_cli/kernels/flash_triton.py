@@ -228,7 +228,7 @@ def tuned_flash_attention(
     def grid(meta: dict[str, Any]) -> tuple[int, int]:
         return (math.ceil(m / meta["QUERY_BLOCK"]), q3.shape[0])
 
-    dot = tl.float32 if interpreted() and q.dtype == torch.bfloat16 else _TL_TYPES[q.dtype]
+    dot = _dot_type(q.dtype)
     (tuner or _default_tuner())[grid](
         q3, k3, v3, o3, o3, o3,  # no trace, no L: any pointer will do
         m, n, *_strides(q3, k3, v3, o3), _scale(checked.d, True),
@@ -333,6 +333,14 @@ def _precision(dtype: torch.dtype) -> str:
     return "ieee" if dtype == torch.float32 else "tf32"
 
 
+def _dot_type(dtype: torch.dtype) -> Any:
+    """The type the products' tiles are given to tl.dot: the inputs' own. The interpreter
+    (numpy) holds bfloat16 as 16-bit integers and its tl.dot would multiply those: there, and
+    only there, bfloat16 tiles are widened to float32 for the products (the same products: two
+    bfloat16 numbers multiply exactly in float32)."""
+    return tl.float32 if interpreted() and dtype == torch.bfloat16 else _TL_TYPES[dtype]
+
+
 def _launch(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -355,10 +363,7 @@ def _launch(
     blocks = math.ceil(n / block)
     shape = (lanes, blocks, 2, m) if trace else (1,)
     trace_out = torch.full(shape, math.nan, dtype=torch.float32, device=q.device)
-    # The interpreter (numpy) holds bfloat16 as 16-bit integers and its tl.dot would multiply
-    # those: there, and only there, bfloat16 tiles are widened to float32 for the products
-    # (the same products: two bfloat16 numbers multiply exactly in float32).
-    dot = tl.float32 if interpreted() and q.dtype == torch.bfloat16 else _TL_TYPES[q.dtype]
+    dot = _dot_type(q.dtype)
     tile_m, tile_n = _tile(query_block), _tile(block)
     grid = (math.ceil(m / query_block), lanes)
     flash_forward[grid](
@@ -378,23 +383,26 @@ def _launch(
 # Two kernels, no atomic additions (so the same inputs give the same bits every run): one
 # program per key block accumulates that block's dK and dV over every query block; one program
 # per query block accumulates its dQ over every key block. Each recomputes its tiles' P from
-# the forward's L alone and uses D = rowsum(dO ∘ O), computed once before them. float32 only,
-# with exact ("ieee") products: the kernel is the lesson's arithmetic, tile for tile.
+# the forward's L alone and uses D = rowsum(dO ∘ O), computed once before them. In float32 the
+# products are exact ("ieee"): the kernel is the lesson's arithmetic, tile for tile. In float16
+# and bfloat16 the products run on the inputs' type, as the forward's do (P and dS are rounded
+# to it for theirs, as FlashAttention-2's backward rounds them); S, P, dP, dS and the sums dQ,
+# dK, dV are float32, and the gradients are rounded to the inputs' type once, when stored.
 
 
 @triton.jit
 def _backward_tile(
     q, k, v, d_o, lse, delta, rows, keys, own, real,
-    scale, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    scale, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr,
 ):  # fmt: skip
     """One tile's P, dS (as attn backward --block shows them), for queries ``rows`` and keys
-    ``keys``: P = exp(S − L), dP = dO Vᵀ, dS = P ∘ (dP − D)."""
-    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale  # (TILE_M, TILE_N)
+    ``keys``: P = exp(S − L), dP = dO Vᵀ, dS = P ∘ (dP − D), float32."""
+    s = tl.dot(q.to(DOT), tl.trans(k.to(DOT)), input_precision=PRECISION) * scale  # S's tile
     allowed = own[:, None] & real[None, :]
     if CAUSAL:
         allowed = allowed & (keys[None, :] <= rows[:, None])  # key j ≤ query i
     p = tl.where(allowed, tl.exp(s - lse[:, None]), 0.0)  # A's tile, recomputed from L
-    d_p = tl.dot(d_o, tl.trans(v), input_precision=PRECISION)  # (TILE_M, TILE_N) dA's tile
+    d_p = tl.dot(d_o.to(DOT), tl.trans(v.to(DOT)), input_precision=PRECISION)  # dA's tile
     return p, p * (d_p - delta[:, None])  # dS = P ∘ (dP − D)
 
 
@@ -404,7 +412,7 @@ def flash_backward_dk_dv(
     m_rows, n_keys, scale,
     D: tl.constexpr, D_V: tl.constexpr, QUERY_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
     TILE_M: tl.constexpr, TILE_N: tl.constexpr, TILE_D: tl.constexpr, TILE_DV: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr,
 ):  # fmt: skip
     """One key block j: dV_j = Σ_i P_ijᵀ dO_i and dK_j = Σ_i dS_ijᵀ Q_i (÷ √d_k), over the query
     blocks i (causal: from the first that sees key block j). Rows are contiguous, of widths D
@@ -431,12 +439,13 @@ def flash_backward_dk_dv(
         lse = tl.load(lse_ptr + lane * m_rows + rows, mask=own, other=0.0)
         delta = tl.load(delta_ptr + lane * m_rows + rows, mask=own, other=0.0)
         p, d_s = _backward_tile(
-            q, k, v, d_o, lse, delta, rows, keys, own, real, scale, CAUSAL, PRECISION
+            q, k, v, d_o, lse, delta, rows, keys, own, real, scale, CAUSAL, PRECISION, DOT
         )
-        d_v += tl.dot(tl.trans(p), d_o, input_precision=PRECISION)  # dV_j += Pᵀ dO_i
-        d_k += tl.dot(tl.trans(d_s), q, input_precision=PRECISION) * scale  # dK_j += dSᵀ Q_i
-    tl.store(dk_ptr + at_k, d_k, mask=fits_k)
-    tl.store(dv_ptr + at_v, d_v, mask=fits_v)
+        p_in, d_s_in = p.to(q.dtype).to(DOT), d_s.to(q.dtype).to(DOT)  # the products' type
+        d_v += tl.dot(tl.trans(p_in), d_o.to(DOT), input_precision=PRECISION)  # dV_j += Pᵀ dO_i
+        d_k += tl.dot(tl.trans(d_s_in), q.to(DOT), input_precision=PRECISION) * scale  # += dSᵀ Q_i
+    tl.store(dk_ptr + at_k, d_k.to(dk_ptr.dtype.element_ty), mask=fits_k)
+    tl.store(dv_ptr + at_v, d_v.to(dv_ptr.dtype.element_ty), mask=fits_v)
 
 
 @triton.jit
@@ -445,7 +454,7 @@ def flash_backward_dq(
     m_rows, n_keys, scale,
     D: tl.constexpr, D_V: tl.constexpr, QUERY_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
     TILE_M: tl.constexpr, TILE_N: tl.constexpr, TILE_D: tl.constexpr, TILE_DV: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, DOT: tl.constexpr,
 ):  # fmt: skip
     """One query block i: dQ_i = Σ_j dS_ij K_j (÷ √d_k), over the key blocks j (causal: up to
     the last that block i sees)."""
@@ -472,10 +481,11 @@ def flash_backward_dq(
         k = tl.load(k_ptr + at_k, mask=real[:, None] & (dims[None, :] < D), other=0.0)
         v = tl.load(v_ptr + at_v, mask=real[:, None] & (dims_v[None, :] < D_V), other=0.0)
         _, d_s = _backward_tile(
-            q, k, v, d_o, lse, delta, rows, keys, own, real, scale, CAUSAL, PRECISION
+            q, k, v, d_o, lse, delta, rows, keys, own, real, scale, CAUSAL, PRECISION, DOT
         )
-        d_q += tl.dot(d_s, k, input_precision=PRECISION) * scale  # dQ_i += dS K_j
-    tl.store(dq_ptr + at_q, d_q, mask=fits_q)
+        d_s_in = d_s.to(k.dtype).to(DOT)  # the product's type
+        d_q += tl.dot(d_s_in, k.to(DOT), input_precision=PRECISION) * scale  # dQ_i += dS K_j
+    tl.store(dq_ptr + at_q, d_q.to(dq_ptr.dtype.element_ty), mask=fits_q)
 
 
 def flash_attention_with_lse(
@@ -509,23 +519,25 @@ def flash_attention_backward(
     scale: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV of softmax(Q Kᵀ / √d_k) V for the upstream gradient ``d_out``, from the
-    forward's ``output`` and ``lse`` (flash_attention_with_lse): float32 tensors, q (..., m,
-    d), k (..., n, d), v (..., n, d_v); ``block`` keys and ``query_block`` queries per tile."""
+    forward's ``output`` and ``lse`` (flash_attention_with_lse): q (..., m, d), k (..., n, d),
+    v (..., n, d_v), ``output`` and ``d_out`` (..., m, d_v), all of one type (float32, float16
+    or bfloat16), ``lse`` float32; ``block`` keys and ``query_block`` queries per tile. The
+    gradients have the inputs' type."""
     checked = _checked(q, k, v, causal)
-    if q.dtype != torch.float32 or block < 1:
-        raise ValueError("the backward kernel takes float32 tensors and block >= 1")
+    if not (output.dtype == d_out.dtype == q.dtype) or block < 1:
+        raise ValueError("the backward kernel takes output and d_out of q's dtype, and block >= 1")
     q3, k3, v3 = (t.reshape(-1, *t.shape[-2:]).contiguous() for t in (q, k, v))
     d_o3 = d_out.reshape(q3.shape[0], q3.shape[1], checked.d_v).contiguous()
     o3 = output.reshape(d_o3.shape)
     lanes, m, n = q3.shape[0], q3.shape[1], k3.shape[1]
-    delta = (d_o3 * o3).sum(dim=-1).contiguous()  # D = rowsum(dO ∘ O), (B, m)
+    delta = (d_o3.float() * o3.float()).sum(dim=-1).contiguous()  # D = rowsum(dO ∘ O), (B, m)
     lse3 = lse.reshape(lanes, m).contiguous()
     d_q, d_k, d_v = torch.empty_like(q3), torch.empty_like(k3), torch.empty_like(v3)
     query_block = query_block or min(m, 64)
     sizes = dict(
         D=checked.d, D_V=checked.d_v, QUERY_BLOCK=query_block, BLOCK=block,
         TILE_M=_tile(query_block), TILE_N=_tile(block), TILE_D=_tile(checked.d),
-        TILE_DV=_tile(checked.d_v), CAUSAL=causal, PRECISION="ieee",
+        TILE_DV=_tile(checked.d_v), CAUSAL=causal, PRECISION=_precision(q.dtype), DOT=_dot_type(q.dtype),
     )  # fmt: skip
     factor = 1 / math.sqrt(checked.d) if scale else 1.0
     common = (q3, k3, v3, d_o3, lse3, delta)

@@ -225,7 +225,7 @@ BackwardOpt = Annotated[
         help=help_text(
             "Time the forward and the backward together: dQ, dK, dV for a fixed upstream "
             "gradient dO, by autograd (naive, sdpa*), by the Triton backward kernel "
-            "(triton-flash: CUDA, float32) or by hand (numpy: attn backward's code); the "
+            "(triton-flash: CUDA) or by hand (numpy: attn backward's code); the "
             "others have no backward here and their rows say why. FLOPs: 12·n²·d per head, "
             "three times the forward's; err: the largest of dQ, dK and dV's against float64."
         ),

@@ -376,3 +376,19 @@ def test_the_regimes_note_holds_in_a_narrow_dtype(invoke_json, dtype):
                       "--factor", "3", "--original-max-position-embeddings", "32", "--dtype", dtype)  # fmt: skip
     (note,) = steps_of(doc)["scaling"]["notes"]
     assert note["values"]["interpolated"] == 4
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_added_encodings_are_judged_on_the_inputs_not_the_types_rounding(invoke, torch, dtype):
+    """The sinusoidal comparison's note says whether the inputs' cross terms move the scores:
+    in bfloat16 the rounding bound (8·d·ε·(m + 1) · sizes) exceeds the change itself (3.95 on
+    the lecture's example), and the note said "these scores stay". Decided in float64 from the
+    inputs, every type says they change; Q and K of zeros stay in every type."""
+    result = invoke("rope", "--backend", "torch", "--dtype", dtype)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "these scores change by up to 3.9" in text and "Here even these scores stay" not in text
+    zeros = ("--q", "0,0;0,0", "--k", "0,0;0,0")
+    result = invoke("rope", *zeros, "--backend", "torch", "--dtype", dtype)
+    text = " ".join(result.stdout.split())
+    assert "Here even these scores stay" in text and "these scores change" not in text

@@ -254,7 +254,8 @@ def build(run: LessonRun) -> Walkthrough:
         parts=(Part(f"difference from the scores at 0 … {n - 1}", pe_change),),
     )
     moved_by = _largest(record, pe_change)
-    key = "pe_changes" if moved_by > _bound_of(record.run, n, d, s.offset) else "pe_kept"
+    moves = encoding_moves_scores(run.inputs["Q"], run.inputs["K"], s.offset, s.base)
+    key = "pe_changes" if moves else "pe_kept"
     record.steps[-1] = _with_note(record, record.note(key, s=s.offset, difference=moved_by))
     if s.scaling is not None:
         scaled_rope.record_far(
@@ -316,6 +317,25 @@ def _bound_of(run: LessonRun, n: int, d: int, offset: int) -> float:
     return rounding_bound(run.backend.dtype, run.inputs["Q"], run.inputs["K"], n + offset)
 
 
+def encoding_moves_scores(q: np.ndarray, k: np.ndarray, offset: int, base: float) -> bool:
+    """Whether the added sinusoidal encoding makes the scores of q and k (n, d each) change
+    when every position moves by offset: decided in float64 from the inputs, whatever the
+    lesson's dtype, because in bfloat16 the rounding bound can exceed the change itself (the
+    claim is about the inputs' cross terms q_m·PE(n) and PE(m)·k_n, not the type's rounding)."""
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    n, d = q.shape
+    omega = posenc.frequencies(np.arange((d + 1) // 2, dtype=np.float64), d, base)
+    positions = np.arange(n, dtype=np.float64)  # (n,) 0 .. n-1
+
+    def added(at: np.ndarray) -> np.ndarray:  # (n, n) scores of q and k with PE(at) added
+        encoding = posenc.encoding(at, omega)[:, :d]  # (n, d)
+        return mech.scores(q + encoding, k + encoding)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        change = np.abs(added(positions + offset) - added(positions))  # (n, n)
+    return float(np.max(change, initial=0.0)) > rounding_bound("float64", q, k, n + offset)
+
+
 def rounding_bound(dtype: str, q: np.ndarray, k: np.ndarray, last: int) -> float:
     """How far two computations of the same score may differ by rounding alone: each angle
     m·θ is off by about ε·m, its sine and cosine by as much, and a score sums d products of
@@ -334,6 +354,14 @@ def _bound(walkthrough: Walkthrough) -> float:
     q, k = given["Q"], given["K"]
     offset = int(walkthrough.meta.get("options", {}).get("offset", 3))
     return rounding_bound(walkthrough.dtype, q, k, q.shape[0] + offset)
+
+
+def _encoding_moves(walkthrough: Walkthrough) -> bool:
+    """encoding_moves_scores for a walkthrough's own inputs and options."""
+    given = {item.name: np.asarray(item.value, dtype=np.float64) for item in walkthrough.inputs}
+    options = walkthrough.meta.get("options", {})
+    offset, base = int(options.get("offset", 3)), float(options.get("base", 10000.0))
+    return encoding_moves_scores(given["Q"], given["K"], offset, base)
 
 
 def _gap(walkthrough: Walkthrough, first: str, second: str) -> float | None:
@@ -369,13 +397,13 @@ def pe_scores_change(walkthrough: Walkthrough, values: Mapping[str, Any]) -> boo
     """With sinusoidal PE added, moving every position by s changes a score by more than
     rounding: by the note's difference."""
     gap = _gap(walkthrough, "pe_scores", "pe_shifted")
-    return _stated(gap, values) and gap is not None and gap > _bound(walkthrough)
+    return _stated(gap, values) and gap is not None and _encoding_moves(walkthrough)
 
 
 def pe_scores_kept(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:
     """With sinusoidal PE added, moving every position by s changes no score beyond rounding."""
     gap = _gap(walkthrough, "pe_scores", "pe_shifted")
-    return _stated(gap, values) and gap is not None and gap <= _bound(walkthrough)
+    return _stated(gap, values) and gap is not None and not _encoding_moves(walkthrough)
 
 
 def layouts_differ(walkthrough: Walkthrough, values: Mapping[str, Any]) -> bool:

@@ -324,7 +324,7 @@ def test_the_learn_stop_without_torch_is_skipped_with_what_to_install(invoke, wi
 
 
 def test_the_tour_shows_each_stop_in_brief_and_f_shows_it_in_full(invoke, monkeypatch):
-    """Issue 57: the tour's stops as --brief shows them (multihead's in 90 lines of 80
+    """Issue 57: the tour's stops as --brief shows them (multihead's in 89 lines of 80
     columns, against 309 in full), and f at the wait after a stop shows that stop in full."""
     monkeypatch.setattr(terminal, "interactive", lambda: True)
     monkeypatch.setenv("LINES", "24")

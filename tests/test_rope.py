@@ -379,16 +379,20 @@ def test_the_regimes_note_holds_in_a_narrow_dtype(invoke_json, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-def test_added_encodings_are_judged_on_the_inputs_not_the_types_rounding(invoke, torch, dtype):
+def test_added_encodings_are_judged_on_the_inputs_not_the_types_rounding(invoke_json, torch, dtype):
     """The sinusoidal comparison's note says whether the inputs' cross terms move the scores:
-    in bfloat16 the rounding bound (8·d·ε·(m + 1) · sizes) exceeds the change itself (3.95 on
-    the lecture's example), and the note said "these scores stay". Decided in float64 from the
-    inputs, every type says they change; Q and K of zeros stay in every type."""
-    result = invoke("rope", "--backend", "torch", "--dtype", dtype)
-    assert result.exit_code == 0, result.output
-    text = " ".join(result.stdout.split())
-    assert "these scores change by up to 3.9" in text and "Here even these scores stay" not in text
-    zeros = ("--q", "0,0;0,0", "--k", "0,0;0,0")
-    result = invoke("rope", *zeros, "--backend", "torch", "--dtype", dtype)
-    text = " ".join(result.stdout.split())
-    assert "Here even these scores stay" in text and "these scores change" not in text
+    in bfloat16 the rounding bound (8·d·ε·(m + 1) · sizes) exceeds the change itself on the
+    lecture's example, and the note said "these scores stay". Decided in float64 from the
+    inputs, every type says they change, by the difference of its own matrices; Q and K of
+    zeros stay in every type."""
+    exact = steps_of(invoke_json("rope"))["pe_shifted"]["notes"][0]
+    assert exact["key"] == "pe_changes" and exact["values"]["difference"] > 1  # float64: moves
+    for extra, key in (((), "pe_changes"), (("--q", "0,0;0,0", "--k", "0,0;0,0"), "pe_kept")):
+        doc = invoke_json("rope", *extra, "--backend", "torch", "--dtype", dtype)
+        step = steps_of(doc)["pe_shifted"]
+        (note,) = step["notes"]
+        assert note["key"] == key, (extra, note["text"])
+        shown = np.asarray(unwrap(step["value"]), dtype=np.float64)
+        before = np.asarray(unwrap(steps_of(doc)["pe_scores"]["value"]), dtype=np.float64)
+        largest = np.abs(shown - before).max()  # the subtraction rounds in the lesson's type
+        assert abs(note["values"]["difference"] - largest) <= 2**-7 * max(1.0, largest)

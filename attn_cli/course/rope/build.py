@@ -235,9 +235,8 @@ def build(run: LessonRun) -> Walkthrough:
         backend.asarray(np.arange((d + 1) // 2, dtype=np.float64)), d, s.base
     )
 
-    def added(at: Any) -> Any:  # q and k with the sinusoidal encoding of their position added
-        encoding = posenc.encoding(at, omega)[:, :d]  # (n, d): a column cut off when d is odd
-        return mech.scores(q + encoding, k + encoding)
+    def added(at: Any) -> Any:
+        return encoded_scores(q, k, at, omega)
 
     pe_scores = record.compute("pe_scores", lambda: added(positions), grid=grid)
 
@@ -317,6 +316,15 @@ def _bound_of(run: LessonRun, n: int, d: int, offset: int) -> float:
     return rounding_bound(run.backend.dtype, run.inputs["Q"], run.inputs["K"], n + offset)
 
 
+def encoded_scores(q: Any, k: Any, at: Any, omega: Any) -> Any:
+    """(n, n) scores of q and k (n, d each) with the sinusoidal encoding of positions ``at``
+    added to both: (q_m + PE(m)) · (k_n + PE(n))."""
+    encoding = posenc.encoding(at, omega)[
+        :, : q.shape[-1]
+    ]  # (n, d): a column cut off when d is odd
+    return mech.scores(q + encoding, k + encoding)
+
+
 def encoding_moves_scores(q: np.ndarray, k: np.ndarray, offset: int, base: float) -> bool:
     """Whether the added sinusoidal encoding makes the scores of q and k (n, d each) change
     when every position moves by offset: decided in float64 from the inputs, whatever the
@@ -326,13 +334,9 @@ def encoding_moves_scores(q: np.ndarray, k: np.ndarray, offset: int, base: float
     n, d = q.shape
     omega = posenc.frequencies(np.arange((d + 1) // 2, dtype=np.float64), d, base)
     positions = np.arange(n, dtype=np.float64)  # (n,) 0 .. n-1
-
-    def added(at: np.ndarray) -> np.ndarray:  # (n, n) scores of q and k with PE(at) added
-        encoding = posenc.encoding(at, omega)[:, :d]  # (n, d)
-        return mech.scores(q + encoding, k + encoding)
-
     with np.errstate(over="ignore", invalid="ignore"):
-        change = np.abs(added(positions + offset) - added(positions))  # (n, n)
+        moved = encoded_scores(q, k, positions + offset, omega)  # (n, n)
+        change = np.abs(moved - encoded_scores(q, k, positions, omega))  # (n, n)
     return float(np.max(change, initial=0.0)) > rounding_bound("float64", q, k, n + offset)
 
 

@@ -502,3 +502,4 @@ def test_the_gpu_references_backward_runs_on_the_interpreter(kernel, monkeypatch
         errors = [float(e) for e in re.findall(r"err (\S+)", out)]
         assert len(errors) == 3 and max(errors) < tolerance, out  # sdpa's and two settings'
         assert f"summary backward n=70 d=16 {dtype}" in out
+        assert ("(the target, within 1.25x" in out) == (dtype == "bfloat16")
